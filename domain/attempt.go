@@ -1,0 +1,38 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// AttemptStatus is where one execution of a pay request stands with the provider.
+type AttemptStatus string
+
+// The statuses of a payment attempt.
+const (
+	AttemptStarted   AttemptStatus = "started"   // recorded before the provider is called
+	AttemptSucceeded AttemptStatus = "succeeded" // the provider charged the card
+	AttemptFailed    AttemptStatus = "failed"    // the provider definitively charged nothing
+	AttemptUnknown   AttemptStatus = "unknown"   // the reply was lost: ask the provider before anything else
+)
+
+// Final reports whether the attempt's outcome is settled.
+func (s AttemptStatus) Final() bool { return s == AttemptSucceeded || s == AttemptFailed }
+
+// Attempt is one execution of a pay request against the provider. Its ID is
+// the provider's idempotency key, so asking the provider "what happened to
+// this attempt?" is always possible and charging twice under it is not.
+type Attempt struct {
+	ID               string
+	OrderID          string
+	RequestID        string
+	Status           AttemptStatus
+	PaymentMethod    string
+	ProviderChargeID string
+	FailureCode      string
+	Amount           decimal.Decimal
+	Currency         Currency
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}

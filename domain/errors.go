@@ -1,0 +1,55 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers match with errors.Is. The handler package maps each
+// to an HTTP status and a stable problem code, in one table.
+var (
+	ErrOrderNotFound      = errors.New("order not found")
+	ErrCustomerNotFound   = errors.New("customer not found")
+	ErrAttemptNotFound    = errors.New("payment attempt not found")
+	ErrRecordNotFound     = errors.New("idempotency record not found")
+	ErrEmailTaken         = errors.New("email already registered")
+	ErrInvalidTransition  = errors.New("invalid order transition")
+	ErrOrderAlreadyPaid   = errors.New("order already paid")
+	ErrPaymentInProgress  = errors.New("order payment in progress")
+	ErrOrderNotPayable    = errors.New("order is not payable")
+	ErrOrderNotCancelable = errors.New("order can no longer be cancelled")
+	ErrPaymentDeclined    = errors.New("card declined")
+	ErrOutcomeUnknown     = errors.New("payment outcome unknown")
+	ErrUnauthorized       = errors.New("unauthorized")
+	ErrForbidden          = errors.New("forbidden")
+
+	ErrKeyMissing = errors.New("idempotency key missing")
+	ErrKeyInvalid = errors.New("idempotency key invalid")
+	ErrKeyInUse   = errors.New("idempotency key in use")
+	ErrKeyReused  = errors.New("idempotency key reused with another request")
+)
+
+// ValidationError says which input field is wrong and why. Its text is safe
+// to show to the caller.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+}
+
+// DeclineError is a definitive refusal from the provider, with its reason
+// code (card_declined, insufficient_funds, ...). It matches ErrPaymentDeclined.
+type DeclineError struct {
+	Code string
+}
+
+func (e *DeclineError) Error() string { return "payment declined: " + e.Code }
+
+// Is lets errors.Is(err, ErrPaymentDeclined) match every decline.
+func (e *DeclineError) Is(target error) bool { return target == ErrPaymentDeclined }

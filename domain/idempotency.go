@@ -1,0 +1,50 @@
+package domain
+
+import (
+	"regexp"
+	"time"
+)
+
+// RecordStatus is where an idempotent request stands.
+type RecordStatus string
+
+// The statuses of an idempotency record.
+const (
+	RecordProcessing RecordStatus = "processing" // someone holds the key; see LockedUntil
+	RecordSucceeded  RecordStatus = "succeeded"  // the stored response is final and is replayed
+	RecordFailed     RecordStatus = "failed"     // a definitive business failure: the key may run again
+)
+
+var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
+
+// ValidKey reports whether k is an acceptable idempotency key.
+func ValidKey(k string) bool { return keyPattern.MatchString(k) }
+
+// Scopes keep callers' keys apart: two customers may use the same key.
+const (
+	ScopePublic   = "public"   // unauthenticated routes (registration)
+	ScopeAdmin    = "admin"    // operators
+	ScopeProvider = "provider" // the payment provider's webhooks
+)
+
+// CustomerScope is the idempotency scope of one customer.
+func CustomerScope(customerID string) string { return "customer:" + customerID }
+
+// Record is the stored memory of one idempotent request: who asked, what
+// they asked, and the response they got.
+type Record struct {
+	Scope          string
+	Key            string
+	Method         string
+	Path           string
+	Fingerprint    string // hex SHA-256 over method, path and canonical body
+	Status         RecordStatus
+	ResponseStatus int
+	ResponseBody   []byte // sealed (encrypted) when Sealed is true, e.g. a registration that carries a token
+	Sealed         bool
+	OrderID        string // for pay requests: lets a background completion find the record
+	LockedUntil    time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ExpiresAt      time.Time
+}

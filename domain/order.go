@@ -1,0 +1,158 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// OrderStatus is where an order stands in its life. The zero value is invalid.
+type OrderStatus string
+
+// The statuses of an order.
+const (
+	StatusPending    OrderStatus = "pending"    // created, waiting to be paid
+	StatusProcessing OrderStatus = "processing" // claimed by one pay request; the provider is being asked
+	StatusPaid       OrderStatus = "paid"       // the provider confirmed a charge
+	StatusRefunded   OrderStatus = "refunded"   // everything paid has been given back
+	StatusCancelled  OrderStatus = "cancelled"  // the customer gave up before paying
+	StatusExpired    OrderStatus = "expired"    // nobody paid within the order TTL
+)
+
+// Valid reports whether s is one of the statuses above.
+func (s OrderStatus) Valid() bool {
+	switch s {
+	case StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired:
+		return true
+	}
+	return false
+}
+
+// Final reports whether no payment can ever move the order again.
+func (s OrderStatus) Final() bool {
+	return s == StatusRefunded || s == StatusCancelled || s == StatusExpired
+}
+
+// Event is something that happens to an order.
+type Event string
+
+// The events of the order state machine.
+const (
+	EventClaim         Event = "claim"          // a pay request takes the order for itself
+	EventSucceed       Event = "succeed"        // the provider confirmed the claimed charge
+	EventRelease       Event = "release"        // the provider declined: the customer may try again
+	EventCancel        Event = "cancel"         // the customer cancels an unpaid order
+	EventExpire        Event = "expire"         // the order TTL ran out
+	EventRefundPartial Event = "refund_partial" // some, not all, of the payment was given back
+	EventRefundFull    Event = "refund_full"    // the rest of the payment was given back
+)
+
+// Events lists every event, for table tests and documentation.
+var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull}
+
+// Statuses lists every status, for table tests and documentation.
+var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
+
+// transitions is the whole order state machine: for each status, the events
+// it accepts and where each leads. Anything else is ErrInvalidTransition.
+// The repository turns each entry into one guarded UPDATE.
+var transitions = map[OrderStatus]map[Event]OrderStatus{
+	StatusPending: {
+		EventClaim:  StatusProcessing,
+		EventCancel: StatusCancelled,
+		EventExpire: StatusExpired,
+	},
+	StatusProcessing: {
+		EventSucceed: StatusPaid,
+		EventRelease: StatusPending,
+	},
+	StatusPaid: {
+		EventRefundPartial: StatusPaid,
+		EventRefundFull:    StatusRefunded,
+	},
+}
+
+// Next returns the status that event leads to from status from, or
+// ErrInvalidTransition.
+func Next(from OrderStatus, event Event) (OrderStatus, error) {
+	to, ok := transitions[from][event]
+	if !ok {
+		return "", ErrInvalidTransition
+	}
+	return to, nil
+}
+
+// Item is one line of an order. UnitPrice is in the order's currency.
+type Item struct {
+	SKU       string
+	Name      string
+	Quantity  int64
+	UnitPrice decimal.Decimal
+}
+
+// Order is what a customer buys and pays for once.
+type Order struct {
+	ID             string
+	CustomerID     string
+	Status         OrderStatus
+	Amount         decimal.Decimal
+	Currency       Currency
+	Items          []Item
+	PayRequestID   string // the request ID of the pay call that claimed (and maybe paid) the order
+	PaidAt         *time.Time
+	RefundedAmount decimal.Decimal
+	Version        int64
+	ExpiresAt      time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// Limits bounds what a single order may contain.
+type Limits struct {
+	MaxAmount   decimal.Decimal // largest total, in major units
+	MaxItems    int
+	MaxQuantity int64
+}
+
+// DefaultLimits are used when nothing else is configured.
+var DefaultLimits = Limits{MaxAmount: DefaultMaxAmount, MaxItems: 100, MaxQuantity: 10_000}
+
+// Total computes Σ quantity × unit_price of items, exactly.
+func Total(items []Item) decimal.Decimal {
+	sum := decimal.Zero
+	for _, it := range items {
+		sum = sum.Add(it.UnitPrice.Mul(decimal.NewFromInt(it.Quantity)))
+	}
+	return sum
+}
+
+// Refundable is what may still be given back of a paid order.
+func (o Order) Refundable() decimal.Decimal {
+	if o.Status != StatusPaid {
+		return decimal.Zero
+	}
+	return o.Amount.Sub(o.RefundedAmount)
+}
+
+// PayOutcome decides what a pay request with requestID gets when its claim
+// affected no row: the order was not pending. The same request ID that
+// claimed the order gets its own outcome back (nil error, the order as it
+// stands); any other request gets the conflict that explains why it may not pay.
+func (o Order) PayOutcome(requestID string) error {
+	switch o.Status {
+	case StatusPending:
+		return nil // released meanwhile: the caller may claim again
+	case StatusProcessing:
+		if o.PayRequestID == requestID {
+			return nil
+		}
+		return ErrPaymentInProgress
+	case StatusPaid, StatusRefunded:
+		if o.PayRequestID == requestID {
+			return nil
+		}
+		return ErrOrderAlreadyPaid
+	default:
+		return ErrOrderNotPayable
+	}
+}

@@ -1,0 +1,97 @@
+// Package service holds payd's use cases: registering customers, creating
+// and cancelling orders, paying them exactly once, and the idempotency
+// engine every mutating request goes through. It owns transactions and the
+// order of steps; the stores and the provider it needs are declared here, as
+// small interfaces, and implemented elsewhere (repository, provider).
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// Transactor runs fn in one database transaction. Store calls made with the
+// context fn receives take part in it; the transaction commits when fn
+// returns nil and rolls back otherwise.
+type Transactor interface {
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+}
+
+// CustomerStore keeps customers.
+type CustomerStore interface {
+	// Create stores c; a second customer with the same email is domain.ErrEmailTaken.
+	Create(ctx context.Context, c domain.Customer) error
+	// FindByTokenHash returns the customer whose token hashes to hash, or domain.ErrCustomerNotFound.
+	FindByTokenHash(ctx context.Context, hash string) (domain.Customer, error)
+	// FindByEmail returns the customer with that (normalized) email, or domain.ErrCustomerNotFound.
+	FindByEmail(ctx context.Context, email string) (domain.Customer, error)
+}
+
+// OrderStore keeps orders. Each transition is one guarded UPDATE that
+// reports whether it changed a row; when it did not, the caller re-reads the
+// order and decides from its status and stored request ID.
+type OrderStore interface {
+	// Create stores o with its items.
+	Create(ctx context.Context, o domain.Order) error
+	// FindByID returns the order with its items, or domain.ErrOrderNotFound.
+	FindByID(ctx context.Context, id string) (domain.Order, error)
+	// List returns one page of orders matching f, newest first.
+	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
+
+	// Claim: pending → processing, recording requestID as pay_request_id.
+	Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error)
+	// MarkPaid: processing → paid, only for the request that claimed it.
+	MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error)
+	// Release: processing → pending, clearing pay_request_id, only for the request that claimed it.
+	Release(ctx context.Context, id, requestID string, now time.Time) (bool, error)
+	// Cancel: pending → cancelled.
+	Cancel(ctx context.Context, id string, now time.Time) (bool, error)
+	// ExpireDue: pending orders whose expires_at is at or before now → expired,
+	// at most limit of them; it returns how many changed.
+	ExpireDue(ctx context.Context, now time.Time, limit int) (int64, error)
+}
+
+// AttemptStore keeps payment attempts.
+type AttemptStore interface {
+	// Create stores a new attempt (normally in status started).
+	Create(ctx context.Context, a domain.Attempt) error
+	// FindByID returns one attempt, or domain.ErrAttemptNotFound.
+	FindByID(ctx context.Context, id string) (domain.Attempt, error)
+	// ListByOrder returns an order's attempts, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.Attempt, error)
+	// Latest returns the newest attempt an order has for requestID, or domain.ErrAttemptNotFound.
+	Latest(ctx context.Context, orderID, requestID string) (domain.Attempt, error)
+	// Finish moves attempt id from one of the statuses in from to to,
+	// recording the provider's charge ID and failure code; it reports
+	// whether a row changed.
+	Finish(ctx context.Context, id string, from []domain.AttemptStatus, to domain.AttemptStatus, chargeID, failureCode string, now time.Time) (bool, error)
+	// ListUnsettled returns attempts in status started or unknown last
+	// updated before olderThan, oldest first, at most limit.
+	ListUnsettled(ctx context.Context, olderThan time.Time, limit int) ([]domain.Attempt, error)
+}
+
+// RecordStore keeps idempotency records.
+type RecordStore interface {
+	// Find returns the record for (scope, key), or domain.ErrRecordNotFound.
+	Find(ctx context.Context, scope, key string) (domain.Record, error)
+	// Insert stores a new record in status processing: it is the lock. An
+	// existing (scope, key) is domain.ErrKeyInUse.
+	Insert(ctx context.Context, r domain.Record) error
+	// TakeOver gives a processing record whose lease ran out before now a
+	// new lease until lockedUntil; it reports whether this caller won it.
+	TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error)
+	// Retry moves a failed record back to processing with a new lease, for a
+	// new attempt with the same key; it reports whether this caller won it.
+	Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error)
+	// Complete stores the final response of a processing record and its
+	// status (succeeded or failed); it reports whether a row changed.
+	Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int, body []byte, sealed bool, now time.Time) (bool, error)
+	// Delete removes a processing record whose request never executed
+	// (validation failed), leaving the key free.
+	Delete(ctx context.Context, scope, key string) error
+	// PurgeExpired deletes up to limit records that expired before now and
+	// are not processing; it returns how many went.
+	PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error)
+}
