@@ -13,6 +13,7 @@ type Customer struct {
 	Email     string
 	Name      string
 	TokenHash string
+	RequestID string // the idempotency key that registered the customer
 	CreatedAt time.Time
 }
 

@@ -6,6 +6,9 @@ CREATE TABLE customers (
     email       VARCHAR(254) NOT NULL,
     name        VARCHAR(200) NOT NULL,
     token_hash  CHAR(64)     NOT NULL,
+    -- the idempotency key of the registration, so a repeated registration
+    -- resolves to this customer even after its idempotency record expired
+    request_id  VARCHAR(255) NULL,
     created_at  DATETIME(6)  NOT NULL,
     UNIQUE KEY customers_email (email),
     UNIQUE KEY customers_token_hash (token_hash)

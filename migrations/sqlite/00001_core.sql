@@ -8,6 +8,9 @@ CREATE TABLE customers (
     email       TEXT    NOT NULL UNIQUE,
     name        TEXT    NOT NULL,
     token_hash  TEXT    NOT NULL UNIQUE,
+    -- the idempotency key of the registration, so a repeated registration
+    -- resolves to this customer even after its idempotency record expired
+    request_id  TEXT    NULL,
     created_at  TEXT    NOT NULL
 );
 

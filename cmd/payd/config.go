@@ -1,0 +1,165 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// config is every setting of payd. Each has an environment variable (the
+// contract of SPEC §8) and a flag of the same name that overrides it.
+type config struct {
+	Env                string
+	Addr               string
+	DatabaseURL        string
+	AdminToken         string
+	WebhookSecret      string
+	SecretKey          string
+	ProviderURL        string
+	SandboxAddr        string
+	SandboxDatabaseURL string
+	SandboxWebhookURL  string
+	IdempotencyTTL     time.Duration
+	InflightWait       time.Duration
+	Lease              time.Duration
+	OrderTTL           time.Duration
+	MaxAmount          string
+	LogLevel           string
+	SandboxAsyncDelay  time.Duration
+	SandboxDuplicates  string
+	SandboxReorder     string
+
+	generated []string // names of secrets made up at start (development only)
+}
+
+// setting ties one config field to its variable, flag and default.
+type setting struct {
+	env, flag, def, usage string
+	str                   *string
+	dur                   *time.Duration
+}
+
+func (c *config) settings(sub string) []setting {
+	sandboxAddr := "127.0.0.1:0"
+	if sub == "sandbox" {
+		sandboxAddr = "127.0.0.1:8081"
+	}
+	return []setting{
+		{"PAYD_ENV", "env", "development", "development or production", &c.Env, nil},
+		{"PAYD_ADDR", "addr", "127.0.0.1:8080", "listen address (:0 picks a free port)", &c.Addr, nil},
+		{"PAYD_DATABASE_URL", "database-url", "sqlite://payd.db", "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB", &c.DatabaseURL, nil},
+		{"PAYD_ADMIN_TOKEN", "admin-token", "", "admin bearer token (random in development)", &c.AdminToken, nil},
+		{"PAYD_WEBHOOK_SECRET", "webhook-secret", "", "Standard Webhooks secret whsec_... (random in development)", &c.WebhookSecret, nil},
+		{"PAYD_SECRET_KEY", "secret-key", "", "key that derives customer tokens and seals stored secrets (random in development)", &c.SecretKey, nil},
+		{"PAYD_PROVIDER_URL", "provider-url", "", "provider API base URL; empty starts the sandbox in-process", &c.ProviderURL, nil},
+		{"PAYD_SANDBOX_ADDR", "sandbox-addr", sandboxAddr, "where the sandbox listens", &c.SandboxAddr, nil},
+		{"PAYD_SANDBOX_DATABASE_URL", "sandbox-database-url", "sqlite://sandbox.db", "the sandbox's own database", &c.SandboxDatabaseURL, nil},
+		{"PAYD_SANDBOX_WEBHOOK_URL", "sandbox-webhook-url", "", "where the sandbox delivers webhooks (in-process: payd's own)", &c.SandboxWebhookURL, nil},
+		{"PAYD_IDEMPOTENCY_TTL", "idempotency-ttl", "24h", "idempotency record retention", nil, &c.IdempotencyTTL},
+		{"PAYD_INFLIGHT_WAIT", "inflight-wait", "2s", "how long a duplicate waits for the original", nil, &c.InflightWait},
+		{"PAYD_LEASE", "lease", "30s", "in-flight lease before recovery may take over", nil, &c.Lease},
+		{"PAYD_ORDER_TTL", "order-ttl", "30m", "pending orders expire after this", nil, &c.OrderTTL},
+		{"PAYD_MAX_AMOUNT", "max-amount", "1000000", "largest order total, in major units", &c.MaxAmount, nil},
+		{"PAYD_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", &c.LogLevel, nil},
+		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
+		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
+		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
+	}
+}
+
+// loadConfig reads the environment, then the flags of subcommand sub.
+func loadConfig(sub string, args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("payd "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	durs := map[string]*string{}
+	for _, s := range c.settings(sub) {
+		val := s.def
+		if v := getenv(s.env); v != "" {
+			val = v
+		}
+		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
+		if s.str != nil {
+			fs.StringVar(s.str, s.flag, val, usage)
+			continue
+		}
+		durs[s.env] = fs.String(s.flag, val, usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for _, s := range c.settings(sub) {
+		if s.dur == nil {
+			continue
+		}
+		d, err := time.ParseDuration(*durs[s.env])
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
+		}
+		*s.dur = d
+	}
+	return c, c.check()
+}
+
+// check refuses unsafe settings. In production every secret must be set and
+// not a development default; in development missing secrets are made up.
+func (c *config) check() error {
+	if c.Env != "development" && c.Env != "production" {
+		return fmt.Errorf("PAYD_ENV must be development or production, not %q", c.Env)
+	}
+	if m, err := decimal.NewFromString(c.MaxAmount); err != nil || !m.IsPositive() {
+		return fmt.Errorf("PAYD_MAX_AMOUNT must be a positive decimal, not %q", c.MaxAmount)
+	}
+	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
+		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")
+	}
+	secrets := []struct {
+		name   string
+		val    *string
+		prefix string
+	}{
+		{"PAYD_ADMIN_TOKEN", &c.AdminToken, "adm_"},
+		{"PAYD_WEBHOOK_SECRET", &c.WebhookSecret, "whsec_"},
+		{"PAYD_SECRET_KEY", &c.SecretKey, ""},
+	}
+	for _, s := range secrets {
+		if c.Env == "production" {
+			if len(*s.val) < 24 || strings.Contains(strings.ToLower(*s.val), "dev") || strings.Contains(strings.ToLower(*s.val), "change") {
+				return fmt.Errorf("%s must be set to a strong secret (24+ characters, not a default) when PAYD_ENV=production", s.name)
+			}
+			continue
+		}
+		if *s.val == "" {
+			*s.val = s.prefix + randomSecret(s.prefix)
+			c.generated = append(c.generated, s.name)
+		}
+	}
+	if !strings.HasPrefix(c.WebhookSecret, "whsec_") {
+		return errors.New("PAYD_WEBHOOK_SECRET must start with whsec_")
+	}
+	return nil
+}
+
+// randomSecret makes up a development secret: base64 for a Standard
+// Webhooks secret (the format requires it), hex otherwise.
+func randomSecret(prefix string) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	if prefix == "whsec_" {
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	return hex.EncodeToString(b)
+}

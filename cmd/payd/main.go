@@ -1,0 +1,21 @@
+// Command payd is the payment/order backend: `payd serve` (the default)
+// runs the HTTP API, `payd migrate up|status` manages the schema, and
+// `payd sandbox` runs the sandbox payment provider on its own.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "payd:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/handler"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
+
+const usage = `usage: payd [serve|migrate up|migrate status|sandbox] [flags]
+
+  serve           run the HTTP API (default)
+  migrate up      apply pending database migrations
+  migrate status  list migrations and whether they are applied
+  sandbox         run the sandbox payment provider on its own
+
+Every flag has an environment variable; see payd serve -h.`
+
+// run is payd's whole life: parse the command line, then serve, migrate or
+// run the sandbox until ctx ends. End-to-end tests call it on port 0.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	sub := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "serve":
+		cfg, err := loadConfig(sub, args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stdout, stderr)
+	case "migrate":
+		return migrate(ctx, args, getenv, stdout, stderr)
+	case "sandbox":
+		cfg, err := loadConfig(sub, args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return runSandbox(ctx, cfg, stdout, stderr)
+	case "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", sub, usage)
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// now is payd's clock: UTC, at the microsecond precision both databases store.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
+		return errors.New("usage: payd migrate up|status")
+	}
+	cfg, err := loadConfig("migrate", args[1:], getenv, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if args[0] == "up" {
+		if err := repository.Migrate(ctx, db); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	}
+	states, err := repository.MigrationStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		state := "pending"
+		if s.Applied {
+			state = "applied " + s.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "%05d  %-28s %s\n", s.Version, s.Name, state)
+	}
+	return nil
+}
+
+// serve runs the API until ctx ends, then shuts down gracefully: the
+// listener closes, in-flight requests finish, background jobs stop.
+func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := repository.Migrate(ctx, db); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+
+	prov, stopSandbox, err := providerFor(ctx, cfg, base, log)
+	if err != nil {
+		return err
+	}
+	defer stopSandbox()
+
+	a, err := wire(cfg, db, prov, log)
+	if err != nil {
+		return err
+	}
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	for _, j := range a.jobs {
+		go j.Loop(jobsCtx)
+	}
+
+	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("payd listening", "addr", ln.Addr().String(), "env", cfg.Env)
+	printWelcome(stdout, cfg, base)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	stopJobs()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("payd stopped")
+	return nil
+}
+
+// providerFor returns the provider client: against PAYD_PROVIDER_URL, or
+// against a sandbox started here on loopback that delivers its webhooks to
+// this very payd.
+func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (*provider.Client, func(), error) {
+	if cfg.ProviderURL != "" {
+		return provider.NewClient(cfg.ProviderURL), func() {}, nil
+	}
+	hook := cfg.SandboxWebhookURL
+	if hook == "" {
+		hook = base + "/v1/webhooks/provider"
+	}
+	stop, addr, err := startSandbox(ctx, cfg, hook, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	return provider.NewClient("http://" + addr), stop, nil
+}
+
+// app is payd wired together.
+type app struct {
+	echo *echo.Echo
+	jobs []service.Job
+}
+
+// wire builds stores → services → handlers.
+func wire(cfg config, db *repository.DB, prov service.PaymentProvider, log *slog.Logger) (*app, error) {
+	sealer, err := service.NewSealer(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
+	}
+	var (
+		tx       = repository.NewTransactor(db)
+		orders   = repository.NewOrderStore(db)
+		attempts = repository.NewAttemptStore(db)
+		records  = repository.NewRecordStore(db)
+		custs    = repository.NewCustomerStore(db)
+	)
+	limits := domain.DefaultLimits
+	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
+
+	idem := &service.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now}
+	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay, Now: now}
+	e := handler.New(handler.Deps{
+		Log:         log,
+		Customers:   &service.Customers{Store: custs, Sealer: sealer, Now: now},
+		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now},
+		Checkout:    checkout,
+		Idempotency: idem,
+		AdminToken:  cfg.AdminToken,
+		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
+	})
+	jobs := []service.Job{
+		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now), Log: log},
+	}
+	return &app{echo: e, jobs: jobs}, nil
+}
+
+func ready(ctx context.Context, db *repository.DB) error {
+	if err := db.Ping(ctx); err != nil {
+		return errors.New("database unreachable")
+	}
+	pending, err := repository.Pending(ctx, db)
+	if err != nil {
+		return errors.New("migration state unknown")
+	}
+	if pending {
+		return errors.New("migrations pending")
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/payd/payd/provider/sandbox"
+)
+
+// sandboxConfig turns payd's settings into the sandbox's.
+func sandboxConfig(cfg config, webhookURL string, log *slog.Logger) (sandbox.Config, error) {
+	dups, err := strconv.Atoi(cfg.SandboxDuplicates)
+	if err != nil || dups < 1 || dups > 10 {
+		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_DUPLICATES must be a whole number from 1 to 10, not %q", cfg.SandboxDuplicates)
+	}
+	reorder, err := strconv.ParseBool(cfg.SandboxReorder)
+	if err != nil {
+		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_REORDER must be true or false, not %q", cfg.SandboxReorder)
+	}
+	return sandbox.Config{
+		DatabaseURL: cfg.SandboxDatabaseURL, WebhookURL: webhookURL, WebhookSecret: cfg.WebhookSecret,
+		AsyncDelay: cfg.SandboxAsyncDelay, Duplicates: dups, Reorder: reorder, Logger: log,
+	}, nil
+}
+
+// startSandbox runs the sandbox in-process on PAYD_SANDBOX_ADDR (loopback,
+// a free port by default) and returns how to stop it and where it listens.
+func startSandbox(ctx context.Context, cfg config, webhookURL string, log *slog.Logger) (func(), string, error) {
+	sc, err := sandboxConfig(cfg, webhookURL, log)
+	if err != nil {
+		return nil, "", err
+	}
+	sb, err := sandbox.New(sc)
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", cfg.SandboxAddr)
+	if err != nil {
+		sb.Close()
+		return nil, "", err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := sb.Serve(ctx, ln); err != nil {
+			log.Error("sandbox stopped", "err", err)
+		}
+	}()
+	stop := func() {
+		cancel()
+		<-done
+		sb.Close()
+	}
+	return stop, ln.Addr().String(), nil
+}
+
+// runSandbox is `payd sandbox`: the provider on its own, delivering
+// webhooks to PAYD_SANDBOX_WEBHOOK_URL.
+func runSandbox(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	log := newLogger(cfg, stderr)
+	sc, err := sandboxConfig(cfg, cfg.SandboxWebhookURL, log)
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(sc)
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	ln, err := net.Listen("tcp", cfg.SandboxAddr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "payd sandbox listening on http://%s\n", ln.Addr())
+	return sb.Serve(ctx, ln)
+}

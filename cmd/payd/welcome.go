@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// printWelcome tells a developer how to try payd, with the secrets made up
+// for this run. In production nothing secret is printed.
+func printWelcome(w io.Writer, cfg config, base string) {
+	fmt.Fprintf(w, "payd listening on %s\n", base)
+	if cfg.Env == "production" {
+		return
+	}
+	for _, name := range cfg.generated {
+		val := map[string]string{"PAYD_ADMIN_TOKEN": cfg.AdminToken, "PAYD_WEBHOOK_SECRET": cfg.WebhookSecret, "PAYD_SECRET_KEY": cfg.SecretKey}[name]
+		fmt.Fprintf(w, "  %s=%s  (made up for this run; set it to keep it)\n", name, val)
+	}
+	provider := "sandbox in-process (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error)"
+	if cfg.ProviderURL != "" {
+		provider = cfg.ProviderURL
+	}
+	fmt.Fprintf(w, "  database: %s\n  provider: %s\n\n", cfg.DatabaseURL, provider)
+	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "BASE", base))
+}
+
+const walkthrough = `Try it:
+
+  # register (the key makes a retry safe; the reply holds your token)
+  curl -s -X POST BASE/v1/customers -H 'Content-Type: application/json' \
+       -H "Idempotency-Key: $(uuidgen)" -d '{"email":"ada@example.com","name":"Ada"}'
+  TOKEN=ptk_...   # from the reply
+
+  # create an order
+  curl -s -X POST BASE/v1/orders -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+       -d '{"currency":"USD","items":[{"sku":"tea","name":"Green tea","quantity":2,"unit_price":"4.95"}]}'
+  ORDER=...       # the id from the reply
+
+  # pay it, then send the very same request again: same answer, Idempotent-Replayed: true, one charge
+  KEY=$(uuidgen)
+  curl -si -X POST BASE/v1/orders/$ORDER/pay -H "Authorization: Bearer $TOKEN" \
+       -H 'Content-Type: application/json' -H "Idempotency-Key: $KEY" -d '{"payment_method":"pm_ok"}'
+
+`

@@ -1,0 +1,142 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+)
+
+// MaxBodyBytes is the largest request body payd reads (SPEC §2: 1 MiB).
+const MaxBodyBytes = 1 << 20
+
+const ctxBody = "payd.body"
+
+// body returns the request body, read once and kept for the handler: the
+// idempotency middleware reads it first to fingerprint it. It enforces the
+// size limit (413) and, for a non-empty body, the JSON content type (415).
+func body(c echo.Context) ([]byte, error) {
+	if b, ok := c.Get(ctxBody).([]byte); ok {
+		return b, nil
+	}
+	r := c.Request()
+	if r.ContentLength > MaxBodyBytes {
+		return nil, errTooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		return nil, errMalformedJSON
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+		if err != nil || mt != echo.MIMEApplicationJSON {
+			return nil, errContentType
+		}
+	}
+	c.Set(ctxBody, b)
+	return b, nil
+}
+
+// decode reads the request body into dst strictly: unknown fields,
+// trailing data and type mismatches are 400 validation_failed.
+func decode(c echo.Context, dst any) error {
+	b, err := body(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		b = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if dec.More() {
+		return errMalformedJSON
+	}
+	return nil
+}
+
+func decodeProblem(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return &domain.ValidationError{Field: typeErr.Field, Reason: "has the wrong type (amounts are decimal strings such as \"12.30\")"}
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return errMalformedJSON
+	default:
+		// encoding/json reports an unknown field only as text.
+		return &domain.ValidationError{Reason: "invalid request body: " + trimJSONPrefix(err.Error())}
+	}
+}
+
+func trimJSONPrefix(s string) string {
+	const p = "json: "
+	if len(s) > len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}
+
+// keyField lets every mutating request carry its idempotency key in the
+// body as request_id, for clients that cannot set headers.
+type keyField struct {
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// canonicalBody is the body as the fingerprint sees it: JSON re-encoded with
+// sorted keys and no insignificant space, without the request_id field (it
+// is the key, not the request). An empty body stays empty.
+func canonicalBody(b []byte) ([]byte, string, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, "", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, "", errMalformedJSON
+	}
+	var key string
+	if m, ok := v.(map[string]any); ok {
+		if k, present := m["request_id"]; present {
+			s, isString := k.(string)
+			if !isString {
+				return nil, "", &domain.ValidationError{Field: "request_id", Reason: "must be a string"}
+			}
+			key = s
+			delete(m, "request_id")
+		}
+	}
+	out, err := json.Marshal(v)
+	return out, key, err
+}
+
+// writeJSON renders v; errors get the problem media type.
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeRaw(c, status, b)
+}
+
+func writeRaw(c echo.Context, status int, b []byte) error {
+	ct := echo.MIMEApplicationJSON
+	if status >= 400 {
+		ct = "application/problem+json"
+	}
+	return c.Blob(status, ct, b)
+}

@@ -1,0 +1,135 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+const ctxKey = "payd.idempotency_key"
+
+// KeyMode says whether a route requires an idempotency key.
+type KeyMode int
+
+// The modes of the idempotency middleware.
+const (
+	KeyRequired KeyMode = iota // pay, cancel, refunds, admin actions, registration
+	KeyOptional                // order creation: without a key, no dedupe
+	KeySealed                  // required, and the stored response is encrypted (it carries a token)
+)
+
+// Idempotent is the one mechanism every mutating route goes through
+// (SPEC §3): it reads and fingerprints the request, takes the key or replays
+// the stored answer, runs the handler, and stores what it answered.
+type Idempotent struct {
+	Engine *service.Idempotency
+	Log    *slog.Logger
+}
+
+// Middleware wraps one route. It must run after authentication: the
+// caller's identity is the key's scope.
+func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			raw, err := body(c)
+			if err != nil {
+				return err
+			}
+			canonical, bodyKey, err := canonicalBody(raw)
+			if err != nil {
+				return err
+			}
+			key, err := requestKey(c.Request().Header.Get("Idempotency-Key"), bodyKey, mode)
+			if err != nil || key == "" {
+				return orNext(err, next, c)
+			}
+			c.Set(ctxKey, key)
+			call := service.Call{
+				Scope: scopeOf(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
+				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed,
+			}
+			start, err := m.Engine.Begin(c.Request().Context(), call)
+			if err != nil {
+				return err
+			}
+			if start.Replay != nil {
+				c.Response().Header().Set("Idempotent-Replayed", "true")
+				return writeRaw(c, start.Replay.Status, start.Replay.Body)
+			}
+			return m.execute(c, next, call)
+		}
+	}
+}
+
+// execute runs the handler with the response captured, then stores it. The
+// store uses a context the client cannot cancel: a client hanging up must
+// not leave the record half-finished.
+func (m *Idempotent) execute(c echo.Context, next echo.HandlerFunc, call service.Call) error {
+	rec := &recorder{ResponseWriter: c.Response().Writer}
+	c.Response().Writer = rec
+	if err := next(c); err != nil {
+		c.Error(err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
+	defer cancel()
+	resp := service.Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
+	if err := m.Engine.Finish(ctx, call, resp); err != nil {
+		// The answer already went out; the record stays processing and the
+		// next request with this key takes over after the lease.
+		m.Log.ErrorContext(ctx, "store idempotent response", "err", err,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "route", c.Path())
+	}
+	return nil
+}
+
+func orNext(err error, next echo.HandlerFunc, c echo.Context) error {
+	if err != nil {
+		return err
+	}
+	return next(c)
+}
+
+// requestKey picks the idempotency key from the header or the body's
+// request_id; both present and different is a 400.
+func requestKey(header, bodyKey string, mode KeyMode) (string, error) {
+	if header != "" && bodyKey != "" && header != bodyKey {
+		return "", errKeyConflict
+	}
+	key := header
+	if key == "" {
+		key = bodyKey
+	}
+	switch {
+	case key == "" && mode == KeyOptional:
+		return "", nil
+	case key == "":
+		return "", domain.ErrKeyMissing
+	case !domain.ValidKey(key):
+		return "", domain.ErrKeyInvalid
+	}
+	return key, nil
+}
+
+// requestKeyOf is the key the middleware accepted for this request.
+func requestKeyOf(c echo.Context) string {
+	k, _ := c.Get(ctxKey).(string)
+	return k
+}
+
+// recorder copies what the handler writes, so it can be stored.
+type recorder struct {
+	http.ResponseWriter
+	buf bytes.Buffer
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.buf.Write(b)
+	return r.ResponseWriter.Write(b)
+}

@@ -1,0 +1,171 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+// OrderService is what the order routes need.
+type OrderService interface {
+	Create(ctx context.Context, customerID, currency string, items []service.NewItem) (domain.Order, error)
+	GetWithAttempts(ctx context.Context, customerID, id string) (domain.Order, []domain.Attempt, error)
+	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
+	Cancel(ctx context.Context, customerID, id string) (domain.Order, error)
+}
+
+// Payer pays orders.
+type Payer interface {
+	Pay(ctx context.Context, r service.PayRequest) (domain.Order, error)
+}
+
+// Orders serves a customer's orders and payments.
+type Orders struct {
+	Service  OrderService
+	Checkout Payer
+}
+
+type createOrderRequest struct {
+	keyField
+	Currency string        `json:"currency"`
+	Items    []itemRequest `json:"items"`
+}
+
+type itemRequest struct {
+	SKU       string `json:"sku"`
+	Name      string `json:"name"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice string `json:"unit_price"`
+}
+
+func toNewItems(in []itemRequest) []service.NewItem {
+	out := make([]service.NewItem, len(in))
+	for i, it := range in {
+		out[i] = service.NewItem{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: it.UnitPrice}
+	}
+	return out
+}
+
+func (h *Orders) create(c echo.Context) error {
+	var req createOrderRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	o, err := h.Service.Create(c.Request().Context(), customerOf(c).ID, req.Currency, toNewItems(req.Items))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/orders/"+o.ID)
+	return writeJSON(c, http.StatusCreated, toOrderJSON(o))
+}
+
+func (h *Orders) get(c echo.Context) error {
+	o, attempts, err := h.Service.GetWithAttempts(c.Request().Context(), customerOf(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toOrderWithAttempts(o, attempts))
+}
+
+func (h *Orders) list(c echo.Context) error {
+	f, err := orderFilter(c)
+	if err != nil {
+		return err
+	}
+	f.CustomerID = customerOf(c).ID
+	page, err := h.Service.List(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toPageJSON(page))
+}
+
+// orderFilter reads status, limit and cursor from the query string.
+func orderFilter(c echo.Context) (domain.OrderFilter, error) {
+	f := domain.OrderFilter{Status: domain.OrderStatus(c.QueryParam("status")), Cursor: c.QueryParam("cursor"), Limit: 20}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > domain.MaxPageSize {
+			return f, &domain.ValidationError{Field: "limit", Reason: "must be a whole number from 1 to 100"}
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+func toPageJSON(p domain.OrderPage) pageJSON {
+	out := pageJSON{Data: make([]orderJSON, len(p.Orders)), NextCursor: strPtr(p.NextCursor)}
+	for i, o := range p.Orders {
+		out.Data[i] = toOrderJSON(o)
+	}
+	return out
+}
+
+type payRequest struct {
+	keyField
+	PaymentMethod string `json:"payment_method"`
+}
+
+// pay answers 200 with the order paid, or 202 with the order still
+// processing when the provider's outcome is not known yet.
+func (h *Orders) pay(c echo.Context) error {
+	var req payRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	// A payment is detached from the client's connection: a customer
+	// closing the tab must not cut a charge in half. The bound keeps a stuck
+	// provider from holding the request forever.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
+	defer cancel()
+	o, err := h.Checkout.Pay(ctx, service.PayRequest{
+		CustomerID: customerOf(c).ID, OrderID: c.Param("id"), RequestID: requestKeyOf(c), PaymentMethod: req.PaymentMethod,
+	})
+	if err != nil && !errors.Is(err, domain.ErrPaymentDeclined) {
+		return err // the error handler renders it (and logs it if unexpected)
+	}
+	r := RenderPay(o, err)
+	if r.Status == http.StatusAccepted {
+		c.Response().Header().Set("Retry-After", "2")
+	}
+	return writeRaw(c, r.Status, r.Body)
+}
+
+// payTimeout bounds one pay execution, provider call included.
+const payTimeout = 25 * time.Second
+
+// RenderPay renders what a pay request answers for an outcome. Checkout
+// uses the same function to complete an idempotency record when the
+// outcome arrives later (webhook, recoverer), so a replay says the same.
+func RenderPay(o domain.Order, err error) service.Response {
+	if err != nil {
+		p, _ := toProblem(err)
+		b, _ := json.Marshal(p)
+		return service.Response{Status: p.Status, Body: b}
+	}
+	status := http.StatusOK
+	if o.Status == domain.StatusProcessing {
+		status = http.StatusAccepted
+	}
+	b, _ := json.Marshal(toOrderJSON(o))
+	return service.Response{Status: status, Body: b}
+}
+
+func (h *Orders) cancel(c echo.Context) error {
+	if err := decode(c, &keyField{}); err != nil {
+		return err
+	}
+	o, err := h.Service.Cancel(c.Request().Context(), customerOf(c).ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toOrderJSON(o))
+}

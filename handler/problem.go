@@ -1,0 +1,161 @@
+// Package handler is payd's HTTP face: routes, request binding, the
+// idempotency middleware, authentication and the one table that turns
+// errors into RFC 9457 problem responses. Handlers stay thin: bind, call a
+// use case, render.
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+// Problem is an RFC 9457 problem detail with payd's stable machine code.
+// It is also an error, so handlers can return one directly.
+type Problem struct {
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Status      int    `json:"status"`
+	Detail      string `json:"detail,omitempty"`
+	Code        string `json:"code"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	retryAfter  int
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
+
+func problem(status int, code, title, detail string) *Problem {
+	return &Problem{Type: "/problems/" + code, Title: title, Status: status, Detail: detail, Code: code}
+}
+
+// Problems the handler layer raises itself, before any use case runs.
+var (
+	errMalformedJSON  = problem(http.StatusBadRequest, "validation_failed", "Malformed request", "The request body is not valid JSON.")
+	errTooLarge       = problem(http.StatusRequestEntityTooLarge, "payload_too_large", "Payload too large", "The request body exceeds 1 MiB.")
+	errContentType    = problem(http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported media type", "Send the request body as application/json.")
+	errKeyConflict    = problem(http.StatusBadRequest, "idempotency_key_invalid", "Conflicting idempotency keys", "The Idempotency-Key header and the request_id field differ.")
+	errRouteNotFound  = problem(http.StatusNotFound, "not_found", "Not found", "No such route.")
+	errMethodNotAllow = problem(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This route does not accept that method.")
+)
+
+// errorRow maps one domain error to its HTTP status, code and title.
+type errorRow struct {
+	err    error
+	status int
+	code   string
+	title  string
+}
+
+// errorTable is the one place where domain errors become HTTP answers.
+// Rows are matched with errors.Is, in order.
+var errorTable = []errorRow{
+	{domain.ErrKeyMissing, http.StatusBadRequest, "idempotency_key_missing", "Idempotency key missing"},
+	{domain.ErrKeyInvalid, http.StatusBadRequest, "idempotency_key_invalid", "Idempotency key invalid"},
+	{domain.ErrKeyInUse, http.StatusConflict, "idempotency_key_in_use", "Request still in progress"},
+	{domain.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused", "Idempotency key reused"},
+	{domain.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "Order not found"},
+	{domain.ErrRecordNotFound, http.StatusNotFound, "request_not_found", "Request not found"},
+	{domain.ErrOrderAlreadyPaid, http.StatusConflict, "order_already_paid", "Order already paid"},
+	{domain.ErrPaymentInProgress, http.StatusConflict, "order_payment_in_progress", "Payment in progress"},
+	{domain.ErrOrderNotPayable, http.StatusConflict, "order_not_payable", "Order not payable"},
+	{domain.ErrOrderNotCancelable, http.StatusConflict, "order_not_cancelable", "Order cannot be cancelled"},
+	{domain.ErrPaymentDeclined, http.StatusPaymentRequired, "card_declined", "Payment declined"},
+	{domain.ErrOutcomeUnknown, http.StatusBadGateway, "payment_outcome_unknown", "Payment outcome unknown"},
+	{domain.ErrEmailTaken, http.StatusConflict, "email_taken", "Email already registered"},
+	{domain.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Unauthorized"},
+	{domain.ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden"},
+}
+
+// details gives each domain error a sentence a customer can read.
+var details = map[string]string{
+	"idempotency_key_missing":   "This request needs an Idempotency-Key header (a UUID v4 is recommended).",
+	"idempotency_key_invalid":   "An idempotency key is 1 to 255 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'.",
+	"idempotency_key_in_use":    "A request with this idempotency key is still being processed. Retry after the time in Retry-After.",
+	"idempotency_key_reused":    "This idempotency key was already used for a different request. Use a new key for a new request.",
+	"order_not_found":           "There is no such order.",
+	"request_not_found":         "No request with this idempotency key is known.",
+	"order_already_paid":        "This order has already been paid.",
+	"order_payment_in_progress": "Another payment for this order is in progress.",
+	"order_not_payable":         "This order was cancelled or has expired and can no longer be paid.",
+	"order_not_cancelable":      "This order can no longer be cancelled.",
+	"card_declined":             "The payment was declined. Try another payment method.",
+	"payment_outcome_unknown":   "The payment provider did not answer; the outcome will be resolved.",
+	"email_taken":               "An account with this email address already exists.",
+	"unauthorized":              "A valid bearer token is required.",
+	"forbidden":                 "This token may not do that.",
+}
+
+// toProblem turns any error into the problem the client sees; ok is false
+// for errors nobody expected (they become a 500 and are logged).
+func toProblem(err error) (*Problem, bool) {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p, true
+	}
+	var ve *domain.ValidationError
+	if errors.As(err, &ve) {
+		return problem(http.StatusBadRequest, "validation_failed", "Invalid request", ve.Error()), true
+	}
+	for _, row := range errorTable {
+		if !errors.Is(err, row.err) {
+			continue
+		}
+		p := problem(row.status, row.code, row.title, details[row.code])
+		var inUse *service.InUseError
+		if errors.As(err, &inUse) {
+			p.retryAfter = int(inUse.RetryAfter.Round(time.Second) / time.Second)
+		}
+		var decline *domain.DeclineError
+		if errors.As(err, &decline) {
+			p.DeclineCode = decline.Code
+		}
+		return p, true
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return errRouteNotFound, true
+		case http.StatusMethodNotAllowed:
+			return errMethodNotAllow, true
+		case http.StatusRequestEntityTooLarge:
+			return errTooLarge, true
+		case http.StatusUnsupportedMediaType:
+			return errContentType, true
+		}
+		return problem(he.Code, "http_error", http.StatusText(he.Code), fmt.Sprint(he.Message)), true
+	}
+	return problem(http.StatusInternalServerError, "internal_error", "Internal error", "Something went wrong on our side. It has been logged."), false
+}
+
+// ErrorHandler is Echo's HTTPErrorHandler: it writes every error as problem
+// JSON and logs the unexpected ones, once, with the tracing ID.
+func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		p, known := toProblem(err)
+		if !known {
+			log.ErrorContext(c.Request().Context(), "internal error",
+				"err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method, "route", c.Path())
+		}
+		h := c.Response().Header()
+		if p.retryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+		}
+		if p.Status == http.StatusUnauthorized {
+			h.Set("WWW-Authenticate", `Bearer realm="payd"`)
+		}
+		writeJSON(c, p.Status, p)
+	}
+}

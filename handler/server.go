@@ -1,0 +1,111 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/payd/payd/service"
+)
+
+// Deps are what the HTTP API serves: the use cases and a few settings.
+type Deps struct {
+	Log       *slog.Logger
+	Customers interface {
+		Registrar
+		Authenticator
+	}
+	Orders      OrderService
+	Checkout    Payer
+	Idempotency *service.Idempotency
+	AdminToken  string
+	Ready       func(ctx context.Context) error // database reachable, migrations applied
+}
+
+// New builds the Echo server with every route, middleware and the error handler.
+func New(d Deps) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = ErrorHandler(d.Log)
+	e.Use(middleware.RequestID(), accessLog(d.Log), recoverPanic)
+	routes(e, d)
+	return e
+}
+
+// routes lists every route payd serves, in one place.
+func routes(e *echo.Echo, d Deps) {
+	idem := &Idempotent{Engine: d.Idempotency, Log: d.Log}
+	customer := RequireCustomer(d.Customers)
+	customers := &Customers{Service: d.Customers}
+	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
+	requests := &Requests{Records: d.Idempotency}
+
+	e.GET("/healthz", healthz)
+	e.GET("/readyz", readyz(d.Ready))
+
+	v1 := e.Group("/v1")
+	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
+	v1.POST("/orders", orders.create, customer, idem.Middleware(KeyOptional))
+	v1.GET("/orders", orders.list, customer)
+	v1.GET("/orders/:id", orders.get, customer)
+	v1.POST("/orders/:id/pay", orders.pay, customer, idem.Middleware(KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, customer, idem.Middleware(KeyRequired))
+	v1.GET("/requests/:key", requests.get, customer)
+}
+
+func healthz(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func readyz(ready func(context.Context) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if ready != nil {
+			if err := ready(ctx); err != nil {
+				return problem(http.StatusServiceUnavailable, "not_ready", "Not ready", err.Error())
+			}
+		}
+		return writeJSON(c, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+// accessLog writes one structured line per request with the tracing ID.
+// It logs the route pattern, never headers or bodies: those carry tokens.
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			log.InfoContext(c.Request().Context(), "request",
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method, "route", c.Path(), "status", c.Response().Status,
+				"duration_ms", float64(time.Since(start).Microseconds())/1000,
+				"replayed", c.Response().Header().Get("Idempotent-Replayed") == "true")
+			return nil
+		}
+	}
+}
+
+// recoverPanic turns a panic in a handler into a 500, logged once by the error handler.
+func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}

@@ -1,0 +1,268 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+)
+
+// PaymentProvider is what Checkout needs from the payment provider.
+type PaymentProvider interface {
+	Charge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error)
+	GetCharge(ctx context.Context, idempotencyKey string) (provider.Charge, error)
+}
+
+// PayResponder renders what a pay request answers for an outcome (the order,
+// or the error), so an outcome that arrives after the request (webhook,
+// recoverer) completes its idempotency record with what the pay call itself
+// would have answered.
+type PayResponder func(o domain.Order, err error) Response
+
+// Checkout pays orders exactly once. It is the only place that knows the
+// order of the steps: claim the order, record the attempt, ask the
+// provider, settle — and, when a reply was lost, ask before charging again.
+type Checkout struct {
+	Tx       Transactor
+	Orders   OrderStore
+	Attempts AttemptStore
+	Provider PaymentProvider
+	Idem     *Idempotency
+	Respond  PayResponder
+	Now      func() time.Time
+	Changed  func(orderID string)                   // optional: told after a transition (event stream)
+	Observe  func(result string)                    // optional metrics hook: paid, declined, unknown
+	Orphan   func(ctx context.Context, a domain.Attempt, chargeID string) // optional: a success the order cannot take (duplicate charge)
+}
+
+// PayRequest is one pay call: which customer pays which order, under which
+// request ID (the idempotency key), with which payment method.
+type PayRequest struct {
+	CustomerID    string
+	OrderID       string
+	RequestID     string
+	PaymentMethod string
+}
+
+var methodPattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// Pay charges the order once. It returns the order paid (200), or still
+// processing when the outcome is not known yet (202); a decline is a
+// *domain.DeclineError (402); a conflict with another request is
+// domain.ErrOrderAlreadyPaid, ErrPaymentInProgress or ErrOrderNotPayable.
+// A request ID that already claimed the order gets that payment's outcome
+// back, recovering it from the provider first if it was left unknown.
+func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) {
+	if !methodPattern.MatchString(r.PaymentMethod) {
+		return domain.Order{}, &domain.ValidationError{Field: "payment_method", Reason: "must be a payment method ID such as \"pm_ok\""}
+	}
+	for range 3 {
+		o, err := s.Orders.FindByID(ctx, r.OrderID)
+		if err != nil {
+			return domain.Order{}, err
+		}
+		if o.CustomerID != r.CustomerID {
+			return domain.Order{}, domain.ErrOrderNotFound
+		}
+		if o.Status == domain.StatusPending {
+			a, claimed, err := s.claim(ctx, &o, r)
+			if err != nil {
+				return domain.Order{}, err
+			}
+			if claimed {
+				return s.charge(ctx, o, a, true)
+			}
+			continue // someone changed the order between our read and our claim: decide from a fresh read
+		}
+		if err := o.PayOutcome(r.RequestID); err != nil {
+			return domain.Order{}, err
+		}
+		if o.Status == domain.StatusProcessing {
+			return s.recover(ctx, o, r.RequestID)
+		}
+		return o, nil // paid (or since refunded) by this very request ID
+	}
+	return domain.Order{}, domain.ErrPaymentInProgress
+}
+
+// claim takes the order for r (pending → processing, recording the request
+// ID) and records the attempt, in one short transaction, before the
+// provider is called: a different request ID can never start a second charge.
+func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (domain.Attempt, bool, error) {
+	now := s.Now().UTC()
+	a := domain.Attempt{
+		ID: newID(), OrderID: o.ID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
+		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now,
+	}
+	var claimed bool
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
+			return err
+		}
+		return s.Attempts.Create(ctx, a)
+	})
+	if err != nil {
+		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
+	}
+	if claimed {
+		// The guarded UPDATE matched, so we know the row exactly: no re-read.
+		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusProcessing, r.RequestID, now, o.Version+1
+		s.changed(o.ID)
+	}
+	return a, claimed, nil
+}
+
+// charge asks the provider to charge attempt a, then settles on its answer.
+func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, inRequest bool) (domain.Order, error) {
+	ch, err := s.Provider.Charge(ctx, provider.ChargeRequest{
+		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
+	})
+	return s.settle(ctx, o, a, ch, err, inRequest)
+}
+
+// recover finishes a payment this request ID started earlier whose outcome
+// we do not know (the worker died, or the provider's reply was lost). It
+// never charges again without first asking the provider.
+func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string) (domain.Order, error) {
+	a, err := s.Attempts.Latest(ctx, o.ID, requestID)
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("recover order %s: %w", o.ID, err)
+	}
+	switch a.Status {
+	case domain.AttemptSucceeded:
+		return s.succeed(ctx, o, a, a.ProviderChargeID, true)
+	case domain.AttemptFailed:
+		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, true)
+	}
+	ch, err := s.Provider.GetCharge(ctx, a.ID)
+	if errors.Is(err, provider.ErrNotFound) {
+		// The provider never saw this attempt: charging now, under the same
+		// idempotency key, is its first and only charge.
+		return s.charge(ctx, o, a, true)
+	}
+	return s.settle(ctx, o, a, ch, err, true)
+}
+
+// settle applies the provider's answer about attempt a. inRequest says
+// whether the pay request itself is waiting for this answer; when it is
+// not (webhook, recoverer), the request's idempotency record is completed
+// here, so a later replay tells the truth instead of a stale 202.
+func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge, err error, inRequest bool) (domain.Order, error) {
+	switch {
+	case err != nil || ch.Status == provider.ChargePending:
+		return s.unknown(ctx, o, a, ch.ID)
+	case ch.Status == provider.ChargeSucceeded:
+		return s.succeed(ctx, o, a, ch.ID, inRequest)
+	default:
+		return s.fail(ctx, o, a, ch.ID, ch.FailureCode, inRequest)
+	}
+}
+
+// unknown records that the outcome is not known yet: the order stays
+// processing under this request, the caller gets 202, and the webhook, a
+// retry after the lease, or the recoverer resolves it.
+func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) (domain.Order, error) {
+	if a.Status == domain.AttemptStarted {
+		if _, err := s.Attempts.Finish(ctx, a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, chargeID, "", s.Now().UTC()); err != nil {
+			return domain.Order{}, fmt.Errorf("mark attempt %s unknown: %w", a.ID, err)
+		}
+	}
+	s.observe("unknown")
+	return o, nil
+}
+
+// succeed records the charge and marks the order paid, in one transaction.
+func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
+	now := s.Now().UTC()
+	var paid bool
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now); err != nil {
+			return err
+		}
+		var err error
+		paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now)
+		return err
+	})
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
+	}
+	if paid {
+		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
+		s.changed(o.ID)
+		s.observe("paid")
+	} else if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
+		return domain.Order{}, err
+	} else if o.PayRequestID != a.RequestID || o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded {
+		// Money moved for an order that another attempt paid, or that was
+		// closed: it must go back to the customer.
+		if s.Orphan != nil {
+			s.Orphan(ctx, a, chargeID)
+		}
+		return o, nil
+	}
+	if !inRequest {
+		s.completeRecord(ctx, o, a, nil)
+	}
+	return o, nil
+}
+
+// fail records a definitive decline and releases the order so the customer
+// may pay again.
+func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, inRequest bool) (domain.Order, error) {
+	now := s.Now().UTC()
+	var released bool
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptFailed, chargeID, code, now); err != nil {
+			return err
+		}
+		var err error
+		released, err = s.Orders.Release(ctx, o.ID, a.RequestID, now)
+		return err
+	})
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("release order %s: %w", o.ID, err)
+	}
+	if released {
+		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusPending, "", now, o.Version+1
+		s.changed(o.ID)
+		s.observe("declined")
+	}
+	if code == "" {
+		code = "card_declined"
+	}
+	decline := &domain.DeclineError{Code: code}
+	if !inRequest {
+		s.completeRecord(ctx, o, a, decline)
+	}
+	return o, decline
+}
+
+// unsettled are the attempt statuses a final outcome may still be written over.
+var unsettled = []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
+
+func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
+	if s.Idem == nil || s.Respond == nil {
+		return
+	}
+	// Best effort: if this write is lost, the record stays processing and the
+	// next request with the key takes over after the lease and recovers the
+	// same outcome from the order.
+	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome))
+}
+
+func (s *Checkout) changed(id string) {
+	if s.Changed != nil {
+		s.Changed(id)
+	}
+}
+
+func (s *Checkout) observe(result string) {
+	if s.Observe != nil {
+		s.Observe(result)
+	}
+}

@@ -1,0 +1,249 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// Call describes one idempotent request: who asks (Scope), under which key,
+// and what exactly they ask (Method, Path, Body), which the fingerprint covers.
+type Call struct {
+	Scope   string
+	Key     string
+	Method  string
+	Path    string
+	Body    []byte // canonical form of the request body (see handler)
+	OrderID string // the order a pay call is about, if any
+	Seal    bool   // store the response encrypted (it carries a secret)
+}
+
+// Fingerprint is the hex SHA-256 over the method, the concrete path and the
+// canonical body: the same key on another order is a different request.
+func (c Call) Fingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", c.Method, c.Path)
+	h.Write(c.Body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Response is an HTTP answer as stored and replayed: status code and body.
+type Response struct {
+	Status int
+	Body   []byte
+}
+
+// Start is what Begin decided: replay a stored response, or execute.
+type Start struct {
+	// Replay, when set, is the stored answer of the original request.
+	Replay *Response
+	// TookOver is true when the key was in flight under an expired lease and
+	// this call now owns it: the use case must recover before doing anything new.
+	TookOver bool
+}
+
+// InUseError is domain.ErrKeyInUse with the time after which a retry may
+// find the original finished or its lease expired.
+type InUseError struct{ RetryAfter time.Duration }
+
+func (e *InUseError) Error() string { return domain.ErrKeyInUse.Error() }
+
+// Is makes errors.Is(err, domain.ErrKeyInUse) match.
+func (e *InUseError) Is(target error) bool { return target == domain.ErrKeyInUse }
+
+// Idempotency is the engine every mutating request goes through (SPEC §3).
+// Inserting the record is the lock; its lease says how long the holder may
+// take before another request with the same key may take over and recover.
+type Idempotency struct {
+	Records      RecordStore
+	Sealer       *Sealer
+	Lease        time.Duration // PAYD_LEASE
+	InflightWait time.Duration // PAYD_INFLIGHT_WAIT
+	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
+	Now          func() time.Time
+	Observe      func(outcome string) // optional metrics hook: executed, replayed, in_use, reused, took_over
+}
+
+// Begin takes the key for c, or finds what an earlier request with it
+// answered. It returns domain.ErrKeyReused when the key was used for a
+// different request and an *InUseError when the original is still running
+// after the in-flight wait.
+func (s *Idempotency) Begin(ctx context.Context, c Call) (Start, error) {
+	fp := c.Fingerprint()
+	deadline := s.Now().Add(s.InflightWait)
+	waited := false
+	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
+		rec, err := s.Records.Find(ctx, c.Scope, c.Key)
+		if errors.Is(err, domain.ErrRecordNotFound) {
+			if err := s.Records.Insert(ctx, s.newRecord(c, fp)); err == nil {
+				s.observe("executed")
+				return Start{}, nil
+			} else if !errors.Is(err, domain.ErrKeyInUse) {
+				return Start{}, fmt.Errorf("insert idempotency record: %w", err)
+			}
+			continue // another request inserted it first: read what it is
+		}
+		if err != nil {
+			return Start{}, fmt.Errorf("find idempotency record: %w", err)
+		}
+		if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
+			s.observe("reused")
+			return Start{}, domain.ErrKeyReused
+		}
+		now := s.Now()
+		switch rec.Status {
+		case domain.RecordSucceeded:
+			return s.replay(rec)
+		case domain.RecordFailed:
+			if waited {
+				// We were a concurrent duplicate of the attempt that just
+				// failed: we get its answer, not a second attempt.
+				return s.replay(rec)
+			}
+			won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+			if err != nil {
+				return Start{}, fmt.Errorf("retry idempotency record: %w", err)
+			}
+			if won {
+				s.observe("executed")
+				return Start{}, nil
+			}
+		case domain.RecordProcessing:
+			if rec.LockedUntil.Before(now) {
+				won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+				if err != nil {
+					return Start{}, fmt.Errorf("take over idempotency record: %w", err)
+				}
+				if won {
+					s.observe("took_over")
+					return Start{TookOver: true}, nil
+				}
+				continue
+			}
+			if !now.Before(deadline) {
+				s.observe("in_use")
+				return Start{}, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
+			}
+			waited = true
+			if err := sleep(ctx, min(pause, deadline.Sub(now))); err != nil {
+				return Start{}, err
+			}
+		}
+	}
+}
+
+func (s *Idempotency) newRecord(c Call, fp string) domain.Record {
+	now := s.Now()
+	return domain.Record{
+		Scope: c.Scope, Key: c.Key, Method: c.Method, Path: c.Path, Fingerprint: fp,
+		Status: domain.RecordProcessing, OrderID: c.OrderID,
+		LockedUntil: now.Add(s.Lease), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(s.TTL),
+	}
+}
+
+func (s *Idempotency) replay(rec domain.Record) (Start, error) {
+	body := rec.ResponseBody
+	if rec.Sealed {
+		var err error
+		if body, err = s.Sealer.Open(body); err != nil {
+			return Start{}, fmt.Errorf("open stored response of %s: %w", rec.Key, err)
+		}
+	}
+	s.observe("replayed")
+	return Start{Replay: &Response{Status: rec.ResponseStatus, Body: body}}, nil
+}
+
+// Finish stores what the request answered, according to what that answer
+// means for a retry with the same key:
+//   - success (2xx but 202): stored and replayed from now on;
+//   - 202, outcome not known yet: the record stays processing under its
+//     lease until the outcome is known (see Checkout.Settle);
+//   - input the request never got to act on (400, 401, 403, 404, 413, 415,
+//     422): not recorded, the key is free again;
+//   - a business failure (402, 409) or an internal error: stored as failed,
+//     so the same key may run again as a new attempt.
+func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
+	switch {
+	case r.Status == http.StatusAccepted:
+		return nil
+	case r.Status >= 200 && r.Status < 300:
+		return s.complete(ctx, c, domain.RecordSucceeded, r)
+	case notExecuted(r.Status):
+		return s.Records.Delete(ctx, c.Scope, c.Key)
+	default:
+		return s.complete(ctx, c, domain.RecordFailed, r)
+	}
+}
+
+// Complete stores a final answer for (scope, key) if the record is still
+// processing. Use cases call it when an outcome arrives outside the original
+// request (webhook, recoverer).
+func (s *Idempotency) Complete(ctx context.Context, scope, key string, r Response) error {
+	status := domain.RecordSucceeded
+	if r.Status >= 300 {
+		status = domain.RecordFailed
+	}
+	return s.complete(ctx, Call{Scope: scope, Key: key}, status, r)
+}
+
+func (s *Idempotency) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) error {
+	body, sealed := r.Body, false
+	if c.Seal {
+		var err error
+		if body, err = s.Sealer.Seal(r.Body); err != nil {
+			return err
+		}
+		sealed = true
+	}
+	if _, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now()); err != nil {
+		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	return nil
+}
+
+// Lookup returns the record for (scope, key), for GET /v1/requests/{key}
+// and the admin inspection. A sealed response stays sealed: it holds a
+// secret that only a replay of the original request may see.
+func (s *Idempotency) Lookup(ctx context.Context, scope, key string) (domain.Record, error) {
+	rec, err := s.Records.Find(ctx, scope, key)
+	if err != nil {
+		return domain.Record{}, err
+	}
+	if rec.Sealed {
+		rec.ResponseBody = nil
+	}
+	return rec, nil
+}
+
+func notExecuted(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+func (s *Idempotency) observe(outcome string) {
+	if s.Observe != nil {
+		s.Observe(outcome)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,61 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Job is one unit of background work, run over and over. Every job is a
+// batch of guarded statements (DELETE ... WHERE expired, UPDATE ... WHERE
+// status='pending'), so several payd replicas running the same job on one
+// database never do a unit of work twice: the second statement to reach a
+// row finds its guard false and affects nothing.
+type Job struct {
+	Name     string
+	Every    time.Duration
+	Run      func(ctx context.Context) (int64, error) // returns how many rows it handled
+	Log      *slog.Logger
+	Observed func(name string, n int64)
+}
+
+// Loop runs the job every j.Every until ctx ends. A full batch runs again at
+// once, so a backlog drains without waiting for the next tick.
+func (j Job) Loop(ctx context.Context) {
+	t := time.NewTicker(j.Every)
+	defer t.Stop()
+	for {
+		n, err := j.Run(ctx)
+		if err != nil && ctx.Err() == nil {
+			j.Log.Warn("background job failed", "job", j.Name, "err", err)
+		}
+		if n > 0 && j.Observed != nil {
+			j.Observed(j.Name, n)
+		}
+		if n >= jobBatch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// jobBatch is how many rows one pass of a job handles at most.
+const jobBatch = 500
+
+// PurgeRecords deletes expired idempotency records, a batch at a time.
+func PurgeRecords(records RecordStore, now func() time.Time) func(context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		return records.PurgeExpired(ctx, now().UTC(), jobBatch)
+	}
+}
+
+// ExpireOrders moves pending orders past their TTL to expired, a batch at a time.
+func ExpireOrders(orders OrderStore, now func() time.Time) func(context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		return orders.ExpireDue(ctx, now().UTC(), jobBatch)
+	}
+}

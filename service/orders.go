@@ -1,0 +1,155 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+)
+
+// Orders creates, reads, lists and cancels a customer's orders.
+type Orders struct {
+	Store    OrderStore
+	Attempts AttemptStore
+	Limits   domain.Limits
+	TTL      time.Duration // PAYD_ORDER_TTL: pending orders expire after this
+	Now      func() time.Time
+	Changed  func(orderID string) // optional: told after a transition (event stream)
+}
+
+// NewItem is one requested order line, as the customer sent it.
+type NewItem struct {
+	SKU, Name string
+	Quantity  int64
+	UnitPrice string
+}
+
+// Create validates the cart, computes the amount exactly and stores a pending order.
+func (s *Orders) Create(ctx context.Context, customerID, currency string, items []NewItem) (domain.Order, error) {
+	cur, err := domain.ParseCurrency(currency)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	lines, err := s.parseItems(cur, items)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	amount := domain.Total(lines)
+	if !amount.IsPositive() {
+		return domain.Order{}, &domain.ValidationError{Field: "items", Reason: "the order total must be greater than zero"}
+	}
+	if amount.GreaterThan(s.Limits.MaxAmount) {
+		return domain.Order{}, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("the order total may not exceed %s %s", s.Limits.MaxAmount, cur)}
+	}
+	now := s.Now().UTC()
+	o := domain.Order{
+		ID: newID(), CustomerID: customerID, Status: domain.StatusPending, Amount: amount, Currency: cur,
+		Items: lines, RefundedAmount: decimal.Zero, Version: 1, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.Store.Create(ctx, o); err != nil {
+		return domain.Order{}, fmt.Errorf("create order: %w", err)
+	}
+	return o, nil
+}
+
+func (s *Orders) parseItems(cur domain.Currency, items []NewItem) ([]domain.Item, error) {
+	if len(items) == 0 || len(items) > s.Limits.MaxItems {
+		return nil, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("must hold 1 to %d items", s.Limits.MaxItems)}
+	}
+	lines := make([]domain.Item, 0, len(items))
+	for i, it := range items {
+		field := fmt.Sprintf("items[%d]", i)
+		sku, name := strings.TrimSpace(it.SKU), strings.TrimSpace(it.Name)
+		if sku == "" || len(sku) > 64 {
+			return nil, &domain.ValidationError{Field: field + ".sku", Reason: "must be 1 to 64 characters"}
+		}
+		if name == "" || utf8.RuneCountInString(name) > 200 {
+			return nil, &domain.ValidationError{Field: field + ".name", Reason: "must be 1 to 200 characters"}
+		}
+		if it.Quantity < 1 || it.Quantity > s.Limits.MaxQuantity {
+			return nil, &domain.ValidationError{Field: field + ".quantity", Reason: fmt.Sprintf("must be a whole number from 1 to %d", s.Limits.MaxQuantity)}
+		}
+		price, err := domain.ParseAmount(it.UnitPrice, cur, field+".unit_price")
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, domain.Item{SKU: sku, Name: name, Quantity: it.Quantity, UnitPrice: price})
+	}
+	return lines, nil
+}
+
+// Get returns one of the customer's orders; another customer's order is
+// domain.ErrOrderNotFound, so its existence does not leak.
+func (s *Orders) Get(ctx context.Context, customerID, id string) (domain.Order, error) {
+	o, err := s.Store.FindByID(ctx, id)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	if o.CustomerID != customerID {
+		return domain.Order{}, domain.ErrOrderNotFound
+	}
+	return o, nil
+}
+
+// GetWithAttempts is Get plus the order's payment attempts, oldest first.
+func (s *Orders) GetWithAttempts(ctx context.Context, customerID, id string) (domain.Order, []domain.Attempt, error) {
+	o, err := s.Get(ctx, customerID, id)
+	if err != nil {
+		return domain.Order{}, nil, err
+	}
+	attempts, err := s.Attempts.ListByOrder(ctx, id)
+	return o, attempts, err
+}
+
+// List returns one page of the customer's orders.
+func (s *Orders) List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: "unknown order status"}
+	}
+	if f.Limit < 0 || f.Limit > domain.MaxPageSize {
+		return domain.OrderPage{}, &domain.ValidationError{Field: "limit", Reason: fmt.Sprintf("must be from 1 to %d", domain.MaxPageSize)}
+	}
+	return s.Store.List(ctx, f)
+}
+
+// Cancel moves a pending order to cancelled. Cancelling a cancelled order
+// answers the same (it is what the caller wanted); any other state is a
+// conflict that says why.
+func (s *Orders) Cancel(ctx context.Context, customerID, id string) (domain.Order, error) {
+	if _, err := s.Get(ctx, customerID, id); err != nil {
+		return domain.Order{}, err
+	}
+	ok, err := s.Store.Cancel(ctx, id, s.Now().UTC())
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("cancel order %s: %w", id, err)
+	}
+	o, err := s.Store.FindByID(ctx, id)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	if ok {
+		s.changed(id)
+		return o, nil
+	}
+	switch o.Status {
+	case domain.StatusCancelled:
+		return o, nil
+	case domain.StatusProcessing:
+		return domain.Order{}, domain.ErrPaymentInProgress
+	case domain.StatusPaid, domain.StatusRefunded:
+		return domain.Order{}, domain.ErrOrderAlreadyPaid
+	default:
+		return domain.Order{}, domain.ErrOrderNotCancelable
+	}
+}
+
+func (s *Orders) changed(id string) {
+	if s.Changed != nil {
+		s.Changed(id)
+	}
+}
