@@ -34,8 +34,8 @@ type Checkout struct {
 	Idem     *Idempotency
 	Respond  PayResponder
 	Now      func() time.Time
-	Changed  func(orderID string)                   // optional: told after a transition (event stream)
-	Observe  func(result string)                    // optional metrics hook: paid, declined, unknown
+	Changed  func(orderID string)                                         // optional: told after a transition (event stream)
+	Observe  func(result string)                                          // optional metrics hook: paid, declined, unknown
 	Orphan   func(ctx context.Context, a domain.Attempt, chargeID string) // optional: a success the order cannot take (duplicate charge)
 }
 

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/provider/sandbox"
+)
+
+// benchApp is payd wired as run wires it, served in-process, with a
+// statement counter on its database and a sandbox provider over loopback.
+type benchApp struct {
+	h     http.Handler
+	stmts *dbtest.Counter
+	token string
+}
+
+func newBenchApp(b testing.TB, d migrations.Dialect) *benchApp {
+	b.Helper()
+	db := dbtest.Open(b, d)
+	sb, err := sandbox.New(sandbox.Config{DatabaseURL: "sqlite://" + filepath.Join(b.TempDir(), "sb.db"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(sb.Handler())
+	b.Cleanup(func() { srv.Close(); sb.Close() })
+	cfg := config{
+		AdminToken: testAdminToken, WebhookSecret: testWebhookSecret, SecretKey: testSecretKey, MaxAmount: "1000000",
+		IdempotencyTTL: 24 * time.Hour, InflightWait: 2 * time.Second, Lease: 30 * time.Second, OrderTTL: 30 * time.Minute,
+	}
+	a, err := wire(cfg, db, provider.NewClient(srv.URL), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	app := &benchApp{h: a.echo, stmts: dbtest.CountStatements(db.Gorm())}
+	rec := app.call(b, "POST", "/v1/customers", "", uuid.NewString(), `{"email":"bench@example.com","name":"Bench"}`)
+	app.token = strings.Split(strings.Split(rec, `"token":"`)[1], `"`)[0]
+	return app
+}
+
+func (a *benchApp) call(b testing.TB, method, path, token, key, body string) string {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	rec := httptest.NewRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.Code >= 300 {
+		b.Fatalf("%s %s = %d %s", method, path, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+func (a *benchApp) newOrder(b testing.TB) string {
+	body := a.call(b, "POST", "/v1/orders", a.token, "", `{"currency":"USD","items":[{"sku":"s","name":"n","quantity":1,"unit_price":"9.99"}]}`)
+	return strings.Split(strings.Split(body, `"id":"`)[1], `"`)[0]
+}
+
+// BenchmarkPay measures a new pay (claim, charge over loopback, settle) and a
+// replay of it, with the SQL statements each costs (authentication included:
+// one SELECT of the customer by token hash).
+//
+//	go test -run '^$' -bench BenchmarkPay -benchtime 2s ./cmd/payd
+func BenchmarkPay(b *testing.B) {
+	for _, d := range dbtest.Dialects() {
+		b.Run(fmt.Sprintf("new/%s", d), func(b *testing.B) {
+			a := newBenchApp(b, d)
+			orders := make([]string, b.N)
+			for i := range orders {
+				orders[i] = a.newOrder(b)
+			}
+			a.stmts.Reset()
+			b.ResetTimer()
+			for i := range b.N {
+				a.call(b, "POST", "/v1/orders/"+orders[i]+"/pay", a.token, uuid.NewString(), `{"payment_method":"pm_ok"}`)
+			}
+			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "stmts/op")
+		})
+		b.Run(fmt.Sprintf("replay/%s", d), func(b *testing.B) {
+			a := newBenchApp(b, d)
+			id, key := a.newOrder(b), uuid.NewString()
+			a.call(b, "POST", "/v1/orders/"+id+"/pay", a.token, key, `{"payment_method":"pm_ok"}`)
+			a.stmts.Reset()
+			b.ResetTimer()
+			for range b.N {
+				a.call(b, "POST", "/v1/orders/"+id+"/pay", a.token, key, `{"payment_method":"pm_ok"}`)
+			}
+			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "stmts/op")
+		})
+	}
+}
+
+// TestStatementBudget pins the SQL cost of the hot paths so a change that
+// adds a query is noticed: a new pay in at most 8 statements besides
+// authentication, a replay in 1.
+func TestStatementBudget(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		a := newBenchApp(t, d)
+		id := a.newOrder(t)
+		key := uuid.NewString()
+		a.stmts.Reset()
+		a.call(t, "POST", "/v1/orders/"+id+"/pay", a.token, key, `{"payment_method":"pm_ok"}`)
+		if n := a.stmts.Load() - 1; n > 8 {
+			t.Errorf("new pay = %d statements besides authentication, want at most 8", n)
+		}
+		a.stmts.Reset()
+		a.call(t, "POST", "/v1/orders/"+id+"/pay", a.token, key, `{"payment_method":"pm_ok"}`)
+		if n := a.stmts.Load() - 1; n != 1 {
+			t.Errorf("replay = %d statements besides authentication, want 1", n)
+		}
+	})
+}
