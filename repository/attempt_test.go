@@ -1,0 +1,139 @@
+package repository_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+// newAttempt stores a started attempt on o for requestID, created at created.
+func newAttempt(t *testing.T, s *repository.AttemptStore, o domain.Order, requestID string, created time.Time) domain.Attempt {
+	t.Helper()
+	a := domain.Attempt{
+		ID: newID(), OrderID: o.ID, RequestID: requestID, Status: domain.AttemptStarted,
+		PaymentMethod: "pm_ok", Amount: o.Amount, Currency: o.Currency, CreatedAt: created, UpdatedAt: created,
+	}
+	if err := s.Create(t.Context(), a); err != nil {
+		t.Fatalf("Create(attempt) = %v", err)
+	}
+	return a
+}
+
+func findAttempt(t *testing.T, s *repository.AttemptStore, id string) domain.Attempt {
+	t.Helper()
+	a, err := s.FindByID(t.Context(), id)
+	if err != nil {
+		t.Fatalf("FindByID(%q) = %v", id, err)
+	}
+	return a
+}
+
+func TestAttemptRoundTrip(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		o := newOrder(t, db)
+		a := newAttempt(t, s, o, "req-1", t0)
+		got := findAttempt(t, s, a.ID)
+		// Sprint compares decimals and times by value (both are canonical here).
+		if fmt.Sprint(got) != fmt.Sprint(a) {
+			t.Errorf("FindByID(%q) = %+v, want %+v", a.ID, got, a)
+		}
+		if _, err := s.FindByID(t.Context(), newID()); !errors.Is(err, domain.ErrAttemptNotFound) {
+			t.Errorf("FindByID(unknown) = %v, want %v", err, domain.ErrAttemptNotFound)
+		}
+	})
+}
+
+func TestAttemptListAndLatest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		o := newOrder(t, db)
+		first := newAttempt(t, s, o, "req-1", t0)
+		second := newAttempt(t, s, o, "req-1", t0.Add(time.Millisecond))
+		other := newAttempt(t, s, o, "req-2", t0.Add(2*time.Millisecond))
+		newAttempt(t, s, newOrder(t, db), "req-1", t0.Add(time.Hour)) // another order's
+
+		list, err := s.ListByOrder(t.Context(), o.ID)
+		if err != nil || len(list) != 3 || list[0].ID != first.ID || list[1].ID != second.ID || list[2].ID != other.ID {
+			t.Errorf("ListByOrder(%q) = %v, %v, want [%s %s %s]", o.ID, ids(list), err, first.ID, second.ID, other.ID)
+		}
+		if got, err := s.Latest(t.Context(), o.ID, "req-1"); err != nil || got.ID != second.ID {
+			t.Errorf("Latest(req-1) = %s, %v, want %s", got.ID, err, second.ID)
+		}
+		if _, err := s.Latest(t.Context(), o.ID, "req-3"); !errors.Is(err, domain.ErrAttemptNotFound) {
+			t.Errorf("Latest(req-3) = %v, want %v", err, domain.ErrAttemptNotFound)
+		}
+	})
+}
+
+func TestAttemptFinish(t *testing.T) {
+	unsettled := []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		a := newAttempt(t, s, newOrder(t, db), "req-1", t0)
+		later := t0.Add(time.Second)
+
+		if ok, err := s.Finish(t.Context(), a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, "ch_1", "timeout", later); !ok || err != nil {
+			t.Errorf("Finish(started→unknown) = %v, %v, want true", ok, err)
+		}
+		// The recoverer settles it; an empty charge ID keeps the one learned before.
+		if ok, err := s.Finish(t.Context(), a.ID, unsettled, domain.AttemptSucceeded, "", "", later); !ok || err != nil {
+			t.Errorf("Finish(unknown→succeeded) = %v, %v, want true", ok, err)
+		}
+		got := findAttempt(t, s, a.ID)
+		if got.Status != domain.AttemptSucceeded || got.ProviderChargeID != "ch_1" || got.FailureCode != "" || !got.UpdatedAt.Equal(later) {
+			t.Errorf("after Finish: status %s, charge %q, failure %q, updated %v; want succeeded, ch_1, \"\", %v",
+				got.Status, got.ProviderChargeID, got.FailureCode, got.UpdatedAt, later)
+		}
+		// A late webhook saying "failed" finds it settled and changes nothing.
+		if ok, err := s.Finish(t.Context(), a.ID, unsettled, domain.AttemptFailed, "", "card_declined", later); ok || err != nil {
+			t.Errorf("Finish(succeeded→failed) = %v, %v, want false", ok, err)
+		}
+		if again := findAttempt(t, s, a.ID); fmt.Sprint(again) != fmt.Sprint(got) {
+			t.Errorf("refused Finish changed the attempt: %+v, want %+v", again, got)
+		}
+		if _, err := s.Finish(t.Context(), a.ID, nil, domain.AttemptFailed, "", "", later); err == nil {
+			t.Errorf("Finish(from nothing) = nil error, want an error")
+		}
+	})
+}
+
+func TestAttemptListUnsettled(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		o := newOrder(t, db)
+		oldest := newAttempt(t, s, o, "r1", t0)
+		unknown := newAttempt(t, s, o, "r2", t0.Add(time.Second))
+		s.Finish(t.Context(), unknown.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, "", "", t0.Add(2*time.Second))
+		settled := newAttempt(t, s, o, "r3", t0)
+		s.Finish(t.Context(), settled.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptFailed, "", "card_declined", t0)
+		newAttempt(t, s, o, "r4", t0.Add(time.Minute)) // too recent
+
+		cutoff := t0.Add(30 * time.Second)
+		got, err := s.ListUnsettled(t.Context(), cutoff, 10)
+		if err != nil || len(got) != 2 || got[0].ID != oldest.ID || got[1].ID != unknown.ID {
+			t.Errorf("ListUnsettled(%v) = %v, %v, want [%s %s]", cutoff, ids(got), err, oldest.ID, unknown.ID)
+		}
+		if got, err := s.ListUnsettled(t.Context(), cutoff, 1); err != nil || len(got) != 1 || got[0].ID != oldest.ID {
+			t.Errorf("ListUnsettled(limit 1) = %v, %v, want [%s]", ids(got), err, oldest.ID)
+		}
+	})
+}
+
+func ids(list []domain.Attempt) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.ID
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package repository
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/payd/payd/domain"
+)
+
+// customerRow is a row of customers.
+type customerRow struct {
+	ID        string         `gorm:"column:id"`
+	Email     string         `gorm:"column:email"`
+	Name      string         `gorm:"column:name"`
+	TokenHash string         `gorm:"column:token_hash"`
+	RequestID sql.NullString `gorm:"column:request_id"`
+	CreatedAt utcTime        `gorm:"column:created_at"`
+}
+
+// TableName tells GORM the table.
+func (customerRow) TableName() string { return "customers" }
+
+func customerFromDomain(c domain.Customer) customerRow {
+	return customerRow{ID: c.ID, Email: c.Email, Name: c.Name, TokenHash: c.TokenHash, RequestID: nullString(c.RequestID), CreatedAt: ts(c.CreatedAt)}
+}
+
+func (r customerRow) toDomain() domain.Customer {
+	return domain.Customer{ID: r.ID, Email: r.Email, Name: r.Name, TokenHash: r.TokenHash, RequestID: r.RequestID.String, CreatedAt: r.CreatedAt.time()}
+}
+
+// CustomerStore keeps customers.
+type CustomerStore struct{ db *DB }
+
+// NewCustomerStore returns a CustomerStore on db.
+func NewCustomerStore(db *DB) *CustomerStore { return &CustomerStore{db: db} }
+
+// Create stores c. The unique index on email decides races between two
+// registrations of one address: the loser gets domain.ErrEmailTaken.
+func (s *CustomerStore) Create(ctx context.Context, c domain.Customer) error {
+	row := customerFromDomain(c)
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		if violatesIndex(err, "customers", "email") {
+			return domain.ErrEmailTaken
+		}
+		return fmt.Errorf("create customer %s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// FindByTokenHash returns the customer whose token hashes to hash, or
+// domain.ErrCustomerNotFound.
+func (s *CustomerStore) FindByTokenHash(ctx context.Context, hash string) (domain.Customer, error) {
+	return s.findBy(ctx, "token_hash", hash)
+}
+
+// FindByEmail returns the customer with that (normalized) email, or
+// domain.ErrCustomerNotFound.
+func (s *CustomerStore) FindByEmail(ctx context.Context, email string) (domain.Customer, error) {
+	return s.findBy(ctx, "email", email)
+}
+
+// findBy loads one customer by a unique column. Errors name the column,
+// never the value: it is personal data or a credential hash.
+func (s *CustomerStore) findBy(ctx context.Context, column, value string) (domain.Customer, error) {
+	var row customerRow
+	err := s.db.conn(ctx).Where(column+" = ?", value).Take(&row).Error
+	if err != nil {
+		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(err, domain.ErrCustomerNotFound))
+	}
+	return row.toDomain(), nil
+}

@@ -1,0 +1,231 @@
+// Package repository is payd's storage adapter: GORM stores for customers,
+// orders, payment attempts and idempotency records on MySQL/MariaDB or on
+// SQLite, the transactor that lets the service group their calls, and the
+// migration runner. It hides GORM and the drivers: callers see domain types
+// and domain errors only.
+package repository
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/payd/payd/migrations"
+)
+
+// sqlitePragmas are applied to every SQLite connection.
+//   - busy_timeout first, so the others wait for a lock instead of failing;
+//   - foreign_keys is off by default in SQLite;
+//   - synchronous=NORMAL is durable across process crashes in WAL mode (only
+//     a power loss may lose the last commits) and much faster than FULL;
+//   - _txlock=immediate makes BEGIN take the write lock at once: a deferred
+//     transaction that reads and then writes cannot upgrade its lock while
+//     another connection writes, and fails with SQLITE_BUSY without waiting.
+//     Taking the lock up front lets busy_timeout queue writers instead.
+const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
+	"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+
+// sqliteMaxConns bounds the SQLite pool. Readers run in parallel under WAL;
+// writers queue on the database lock, and a few connections keep that queue
+// short (SQLite's busy handler polls, so a long queue means long sleeps).
+const sqliteMaxConns = 4
+
+// DB is an open payd database: a connection pool, the dialect it speaks and
+// the GORM handle the stores use.
+type DB struct {
+	gorm    *gorm.DB
+	sql     *sql.DB
+	dialect migrations.Dialect
+	txOpts  *sql.TxOptions // how InTx begins a transaction; nil: the driver's default
+}
+
+// Open connects to the database named by a payd database URL,
+// sqlite://PATH (relative or absolute; sqlite://:memory: for a private
+// in-memory database) or mysql://USER:PASS@HOST:PORT/DB?params, and checks
+// that it answers. Errors never repeat the URL: it may carry a password.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	switch scheme {
+	case "sqlite":
+		return openSQLite(ctx, rest)
+	case "mysql":
+		return openMySQL(ctx, rawURL)
+	}
+	return nil, fmt.Errorf("open database: unsupported URL scheme %q (want sqlite:// or mysql://)", scheme)
+}
+
+func openSQLite(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: sqlite URL has no path")
+	}
+	if strings.ContainsRune(path, '?') {
+		return nil, errors.New("open database: sqlite URL takes no parameters")
+	}
+	sqlDB, err := sql.Open(sqlite.DriverName, path+"?"+sqlitePragmas)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(sqliteMaxConns)
+	if path == ":memory:" {
+		// Every connection would open its own empty database.
+		sqlDB.SetMaxOpenConns(1)
+	}
+	db, err := finishOpen(ctx, sqlDB, &sqlite.Dialector{Conn: sqlDB}, migrations.SQLite)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.useWAL(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// useWAL puts the database file in WAL mode, so readers run beside the one
+// writer. The mode is stored in the file, so every later connection (of any
+// process) has it. Switching needs the file to itself and SQLite reports
+// "busy" at once instead of waiting, so when several processes open a new
+// database together, the losers try again until it is switched.
+func (db *DB) useWAL(ctx context.Context) error {
+	var mode string
+	var err error
+	for range 100 {
+		err = db.gorm.WithContext(ctx).Raw("PRAGMA journal_mode = WAL").Scan(&mode).Error
+		if err == nil && (mode == "wal" || mode == "memory") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("open sqlite database: cannot switch to WAL mode (mode %q, error %v)", mode, err)
+}
+
+func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
+	cfg, err := mysqlConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql database: %w", err)
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql database: %w", err)
+	}
+	sqlDB := sql.OpenDB(connector)
+	sqlDB.SetMaxOpenConns(32)
+	sqlDB.SetMaxIdleConns(32)
+	sqlDB.SetConnMaxLifetime(5 * time.Minute)
+	// Below any sensible server wait_timeout, so the pool drops idle
+	// connections before the server does.
+	sqlDB.SetConnMaxIdleTime(time.Minute)
+	db, err := finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	// READ COMMITTED, not InnoDB's REPEATABLE READ: every statement in a
+	// transaction sees the latest committed rows, so re-reading an order
+	// after a guarded UPDATE matched nothing shows why (a REPEATABLE READ
+	// snapshot could still show it pending), and range reads take no gap
+	// locks, a common source of deadlocks. It costs one SET per transaction.
+	db.txOpts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	return db, nil
+}
+
+// mysqlConfig turns a mysql:// URL into a driver configuration. Query
+// parameters are passed to the driver (e.g. tls=true); the settings payd
+// relies on are forced:
+//   - clientFoundRows: RowsAffected counts matched rows, as SQLite does, so a
+//     guarded UPDATE that matches its row reports 1 on both databases;
+//   - parseTime and loc=UTC: DATETIME columns scan as UTC time.Time;
+//   - interpolateParams: one round trip per statement instead of
+//     prepare/execute/close (safe: the connection charset is utf8mb4);
+//   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut.
+func mysqlConfig(rawURL string) (*mysql.Config, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, errors.New("malformed database URL") // url errors quote the password
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	dsn := "tcp(" + host + ")/" + url.PathEscape(strings.TrimPrefix(u.Path, "/"))
+	if u.RawQuery != "" {
+		dsn += "?" + u.RawQuery
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams = true, true, true
+	cfg.Loc = time.UTC
+	setDefault(&cfg.Timeout, 5*time.Second)
+	setDefault(&cfg.ReadTimeout, 30*time.Second)
+	setDefault(&cfg.WriteTimeout, 30*time.Second)
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["sql_mode"]; !ok {
+		cfg.Params["sql_mode"] = "CONCAT(@@sql_mode, ',STRICT_ALL_TABLES')"
+	}
+	return cfg, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d == 0 {
+		*d = v
+	}
+}
+
+// finishOpen wraps the pool in GORM and checks the connection.
+func finishOpen(ctx context.Context, sqlDB *sql.DB, d gorm.Dialector, dialect migrations.Dialect) (*DB, error) {
+	g, err := gorm.Open(d, &gorm.Config{
+		// Each store method is one statement or runs in an explicit InTx:
+		// no hidden BEGIN/COMMIT around single statements.
+		SkipDefaultTransaction: true,
+		// Never log SQL: arguments may hold token hashes and stored responses.
+		Logger:  logger.Discard,
+		NowFunc: func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Dialect says which SQL dialect the database speaks.
+func (db *DB) Dialect() migrations.Dialect { return db.dialect }
+
+// Gorm returns the underlying GORM handle, for tests and statement counting.
+func (db *DB) Gorm() *gorm.DB { return db.gorm }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.sql.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s database: %w", db.dialect, err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error { return db.sql.Close() }

@@ -1,0 +1,106 @@
+package repository_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+func TestOpenRejectsBadURLs(t *testing.T) {
+	for _, url := range []string{
+		"",
+		"payd.db",
+		"postgres://u:p@localhost/payd",
+		"sqlite://",
+		"sqlite://payd.db?mode=ro",
+		"mysql://root:s3cret@%zz/payd",
+	} {
+		db, err := repository.Open(t.Context(), url)
+		if err == nil {
+			db.Close()
+			t.Errorf("Open(%q) = nil error, want an error", url)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) = %v: the error shows the password", url, err)
+		}
+	}
+}
+
+// TestOpenMySQLErrorHidesPassword: a connection failure names no secret.
+func TestOpenMySQLErrorHidesPassword(t *testing.T) {
+	_, err := repository.Open(t.Context(), "mysql://payd:s3cret@127.0.0.1:1/payd")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open(unreachable MySQL) = %v, want an error without the password", err)
+	}
+}
+
+func TestOpenSQLiteRelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	db, err := repository.Open(t.Context(), "sqlite://payd.db")
+	if err != nil {
+		t.Fatalf("Open(sqlite://payd.db) = %v", err)
+	}
+	defer db.Close()
+	if db.Dialect() != migrations.SQLite {
+		t.Errorf("Dialect() = %q, want %q", db.Dialect(), migrations.SQLite)
+	}
+	if _, err := os.Stat(filepath.Join(".", "payd.db")); err != nil {
+		t.Errorf("Open(sqlite://payd.db) made no ./payd.db: %v", err)
+	}
+}
+
+func TestOpenSQLiteMemory(t *testing.T) {
+	db, err := repository.Open(t.Context(), "sqlite://:memory:")
+	if err != nil {
+		t.Fatalf("Open(sqlite://:memory:) = %v", err)
+	}
+	defer db.Close()
+	if err := repository.Migrate(t.Context(), db); err != nil {
+		t.Fatalf("Migrate(:memory:) = %v", err)
+	}
+	newOrder(t, db) // the one connection keeps the schema
+}
+
+// TestSQLitePragmas: every pooled connection enforces foreign keys, runs
+// in WAL mode and waits for locks.
+func TestSQLitePragmas(t *testing.T) {
+	db := dbtest.Open(t, migrations.SQLite)
+	for pragma, want := range map[string]string{
+		"foreign_keys": "1", "journal_mode": "wal", "busy_timeout": "10000", "synchronous": "1",
+	} {
+		var got string
+		if err := db.Gorm().Raw("PRAGMA " + pragma).Scan(&got).Error; err != nil || got != want {
+			t.Errorf("PRAGMA %s = %q, %v, want %q", pragma, got, err, want)
+		}
+	}
+}
+
+// TestFoundRows: an UPDATE that matches a row but changes nothing counts
+// that row on both databases (clientFoundRows on MySQL). Guarded
+// transitions rely on RowsAffected meaning "the guard matched".
+func TestFoundRows(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		o := newOrder(t, db)
+		res := db.Gorm().Exec("UPDATE orders SET status = status WHERE id = ?", o.ID)
+		if res.Error != nil || res.RowsAffected != 1 {
+			t.Errorf("no-op UPDATE: RowsAffected = %d, %v, want 1", res.RowsAffected, res.Error)
+		}
+	})
+}
+
+// TestMySQLStrictMode: a value too long for its column is an error, never
+// silently cut, even on a server configured without strict mode.
+func TestMySQLStrictMode(t *testing.T) {
+	db := dbtest.Open(t, migrations.MySQL)
+	var mode string
+	if err := db.Gorm().Raw("SELECT @@SESSION.sql_mode").Scan(&mode).Error; err != nil || !strings.Contains(mode, "STRICT_ALL_TABLES") {
+		t.Errorf("sql_mode = %q, %v, want it to contain STRICT_ALL_TABLES", mode, err)
+	}
+}

@@ -1,0 +1,174 @@
+package repository
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/payd/payd/domain"
+)
+
+// orderRow is a row of orders. Money is in integer minor units.
+type orderRow struct {
+	ID            string         `gorm:"column:id"`
+	CustomerID    string         `gorm:"column:customer_id"`
+	Status        string         `gorm:"column:status"`
+	Currency      string         `gorm:"column:currency"`
+	AmountMinor   int64          `gorm:"column:amount_minor"`
+	RefundedMinor int64          `gorm:"column:refunded_minor"`
+	PayRequestID  sql.NullString `gorm:"column:pay_request_id"`
+	Version       int64          `gorm:"column:version"`
+	PaidAt        *utcTime       `gorm:"column:paid_at"`
+	ExpiresAt     utcTime        `gorm:"column:expires_at"`
+	CreatedAt     utcTime        `gorm:"column:created_at"`
+	UpdatedAt     utcTime        `gorm:"column:updated_at"`
+}
+
+// TableName tells GORM the table.
+func (orderRow) TableName() string { return "orders" }
+
+// itemRow is a row of order_items; position keeps the items in order.
+type itemRow struct {
+	OrderID        string `gorm:"column:order_id"`
+	Position       int    `gorm:"column:position"`
+	SKU            string `gorm:"column:sku"`
+	Name           string `gorm:"column:name"`
+	Quantity       int64  `gorm:"column:quantity"`
+	UnitPriceMinor int64  `gorm:"column:unit_price_minor"`
+}
+
+// TableName tells GORM the table.
+func (itemRow) TableName() string { return "order_items" }
+
+// orderFromDomain converts o and its items to rows, refusing amounts that
+// are not exact in o's currency.
+func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
+	amount, err := toMinor(o.Amount, o.Currency, "amount")
+	if err != nil {
+		return orderRow{}, nil, err
+	}
+	refunded, err := toMinor(o.RefundedAmount, o.Currency, "refunded amount")
+	if err != nil {
+		return orderRow{}, nil, err
+	}
+	if !o.Status.Valid() {
+		return orderRow{}, nil, fmt.Errorf("order status %q is not valid", o.Status)
+	}
+	row := orderRow{
+		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status), Currency: string(o.Currency),
+		AmountMinor: amount, RefundedMinor: refunded, PayRequestID: nullString(o.PayRequestID),
+		Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
+		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
+	}
+	items := make([]itemRow, len(o.Items))
+	for i, it := range o.Items {
+		price, err := toMinor(it.UnitPrice, o.Currency, fmt.Sprintf("item %d unit price", i))
+		if err != nil {
+			return orderRow{}, nil, err
+		}
+		items[i] = itemRow{OrderID: o.ID, Position: i, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPriceMinor: price}
+	}
+	return row, items, nil
+}
+
+// toDomain converts the row and its items (in position order) to an order.
+func (r orderRow) toDomain(items []itemRow) domain.Order {
+	c := domain.Currency(r.Currency)
+	o := domain.Order{
+		ID: r.ID, CustomerID: r.CustomerID, Status: domain.OrderStatus(r.Status), Currency: c,
+		Amount:         domain.FromMinorUnits(r.AmountMinor, c),
+		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
+		PayRequestID:   r.PayRequestID.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
+		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
+		Items: make([]domain.Item, 0, len(items)),
+	}
+	for _, it := range items {
+		o.Items = append(o.Items, domain.Item{
+			SKU: it.SKU, Name: it.Name, Quantity: it.Quantity,
+			UnitPrice: domain.FromMinorUnits(it.UnitPriceMinor, c),
+		})
+	}
+	return o
+}
+
+// nullString stores an empty string as NULL.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// OrderStore keeps orders and their items, and moves orders through the
+// state machine (see order_transitions.go).
+type OrderStore struct{ db *DB }
+
+// NewOrderStore returns an OrderStore on db.
+func NewOrderStore(db *DB) *OrderStore { return &OrderStore{db: db} }
+
+// Create stores o with its items: two INSERTs (all items in one), in the
+// caller's transaction or in one of its own, so an order never exists
+// without its items.
+func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
+	row, items, err := orderFromDomain(o)
+	if err != nil {
+		return fmt.Errorf("create order %s: %w", o.ID, err)
+	}
+	err = s.db.inTx(ctx, func(ctx context.Context) error {
+		if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		return s.db.conn(ctx).Create(&items).Error
+	})
+	if err != nil {
+		return fmt.Errorf("create order %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// FindByID returns the order with its items, or domain.ErrOrderNotFound.
+func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, error) {
+	// One statement, not two: the pay path reads the order once and a
+	// round trip saved there is saved on every payment.
+	var rows []orderItemRow
+	err := s.db.conn(ctx).Raw(`SELECT o.*, i.position AS item_position, i.sku AS item_sku, i.name AS item_name,
+	       i.quantity AS item_quantity, i.unit_price_minor AS item_unit_price_minor
+	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+	 WHERE o.id = ? ORDER BY i.position`, id).Scan(&rows).Error
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, domain.ErrOrderNotFound)
+	}
+	items := make([]itemRow, 0, len(rows))
+	for _, r := range rows {
+		if r.ItemPosition.Valid {
+			items = append(items, itemRow{OrderID: id, Position: int(r.ItemPosition.Int64), SKU: r.ItemSKU.String,
+				Name: r.ItemName.String, Quantity: r.ItemQuantity.Int64, UnitPriceMinor: r.ItemUnitPriceMinor.Int64})
+		}
+	}
+	return rows[0].Order.toDomain(items), nil
+}
+
+// orderItemRow is one row of orders LEFT JOIN order_items.
+type orderItemRow struct {
+	Order              orderRow       `gorm:"embedded"`
+	ItemPosition       sql.NullInt64  `gorm:"column:item_position"`
+	ItemSKU            sql.NullString `gorm:"column:item_sku"`
+	ItemName           sql.NullString `gorm:"column:item_name"`
+	ItemQuantity       sql.NullInt64  `gorm:"column:item_quantity"`
+	ItemUnitPriceMinor sql.NullInt64  `gorm:"column:item_unit_price_minor"`
+}
+
+// items loads the items of the given orders in one query, by order ID.
+func (s *OrderStore) items(ctx context.Context, ids []string) (map[string][]itemRow, error) {
+	var rows []itemRow
+	err := s.db.conn(ctx).Where("order_id IN ?", ids).Order("order_id, position").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("load items: %w", err)
+	}
+	byOrder := make(map[string][]itemRow, len(ids))
+	for _, r := range rows {
+		byOrder[r.OrderID] = append(byOrder[r.OrderID], r)
+	}
+	return byOrder, nil
+}

@@ -1,0 +1,184 @@
+package repository_test
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+// seedOrders stores n pending orders for customerID, created a minute
+// apart from t0, and returns their IDs newest first.
+func seedOrders(t *testing.T, db *repository.DB, customerID string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range n {
+		o := pendingOrder(customerID)
+		o.CreatedAt = t0.Add(time.Duration(i) * time.Minute)
+		createOrder(t, db, o)
+		ids[n-1-i] = o.ID
+	}
+	return ids
+}
+
+// walk lists every page of f and returns the IDs in the order seen.
+func walk(t *testing.T, s *repository.OrderStore, f domain.OrderFilter) (ids []string, pages int) {
+	t.Helper()
+	for {
+		page, err := s.List(t.Context(), f)
+		if err != nil {
+			t.Fatalf("List(%+v) = %v", f, err)
+		}
+		pages++
+		for _, o := range page.Orders {
+			ids = append(ids, o.ID)
+			if len(o.Items) != 2 {
+				t.Errorf("List(%+v): order %s has %d items, want 2", f, o.ID, len(o.Items))
+			}
+		}
+		if page.NextCursor == "" || pages > 100 {
+			return ids, pages
+		}
+		f.Cursor = page.NextCursor
+	}
+}
+
+func TestOrderList(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewOrderStore(db)
+		ada, bob := newCustomer(t, db), newCustomer(t, db)
+		adas := seedOrders(t, db, ada.ID, 25)
+		bobs := seedOrders(t, db, bob.ID, 3)
+		for _, id := range adas[:4] {
+			if ok, err := s.Cancel(t.Context(), id, t0); !ok || err != nil {
+				t.Fatalf("Cancel(%s) = %v, %v", id, ok, err)
+			}
+		}
+
+		tests := []struct {
+			name      string
+			f         domain.OrderFilter
+			want      []string
+			wantPages int
+		}{
+			{"customer, 7 a page", domain.OrderFilter{CustomerID: ada.ID, Limit: 7}, adas, 4},
+			{"page size divides the total", domain.OrderFilter{CustomerID: ada.ID, Limit: 5}, adas, 5},
+			{"one page", domain.OrderFilter{CustomerID: bob.ID}, bobs, 1},
+			{"all customers, default limit", domain.OrderFilter{}, append(slices.Clone(bobs), adas...), 2},
+			{"limit above max is clamped", domain.OrderFilter{Limit: 1000}, append(slices.Clone(bobs), adas...), 1},
+			{"status", domain.OrderFilter{CustomerID: ada.ID, Status: domain.StatusCancelled, Limit: 3}, adas[:4], 2},
+			{"no match", domain.OrderFilter{CustomerID: bob.ID, Status: domain.StatusPaid}, nil, 1},
+			{"created in [From, To)", domain.OrderFilter{CustomerID: ada.ID, From: t0.Add(10 * time.Minute), To: t0.Add(15 * time.Minute)}, adas[10:15], 1},
+		}
+		for _, tt := range tests {
+			got, pages := walk(t, s, tt.f)
+			if !slices.Equal(got, tt.want) || pages != tt.wantPages {
+				t.Errorf("%s: walk(List) = %d orders in %d pages, want %d in %d\n got %v\nwant %v",
+					tt.name, len(got), pages, len(tt.want), tt.wantPages, got, tt.want)
+			}
+		}
+	})
+}
+
+// TestOrderListDefaultLimit: without a limit a page holds 20 orders.
+func TestOrderListDefaultLimit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		seedOrders(t, db, newCustomer(t, db).ID, 21)
+		page, err := repository.NewOrderStore(db).List(t.Context(), domain.OrderFilter{Limit: -1})
+		if err != nil || len(page.Orders) != 20 || page.NextCursor != page.Orders[19].ID {
+			t.Errorf("List(limit -1) = %d orders, cursor %q, %v; want 20 and the last one's ID", len(page.Orders), page.NextCursor, err)
+		}
+	})
+}
+
+// TestOrderExpireDue: pending orders due at or before now expire in
+// batches; processing and future ones are left alone; several replicas
+// running it at once expire each order exactly once.
+func TestOrderExpireDue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewOrderStore(db)
+		customer := newCustomer(t, db)
+		now := t0.Add(time.Hour)
+		due := func(expires time.Time) domain.Order {
+			o := pendingOrder(customer.ID)
+			o.ExpiresAt = expires
+			createOrder(t, db, o)
+			return o
+		}
+		atNow, justBefore := due(now), due(now.Add(-time.Microsecond))
+		justAfter := due(now.Add(time.Microsecond))
+		claimed := due(now.Add(-time.Hour))
+		if ok, _ := s.Claim(t.Context(), claimed.ID, "req-1", t0); !ok {
+			t.Fatalf("Claim(%s) = false", claimed.ID)
+		}
+
+		if n, err := s.ExpireDue(t.Context(), now, 1); n != 1 || err != nil {
+			t.Errorf("ExpireDue(limit 1) = %d, %v, want 1", n, err)
+		}
+		if n, err := s.ExpireDue(t.Context(), now, 10); n != 1 || err != nil {
+			t.Errorf("ExpireDue(limit 10) = %d, %v, want 1 (the rest)", n, err)
+		}
+		if n, err := s.ExpireDue(t.Context(), now, 10); n != 0 || err != nil {
+			t.Errorf("ExpireDue(again) = %d, %v, want 0", n, err)
+		}
+		want := map[string]domain.OrderStatus{
+			atNow.ID: domain.StatusExpired, justBefore.ID: domain.StatusExpired,
+			justAfter.ID: domain.StatusPending, claimed.ID: domain.StatusProcessing,
+		}
+		for id, status := range want {
+			if got := findOrder(t, db, id); got.Status != status {
+				t.Errorf("order %s after ExpireDue: %s, want %s", id, got.Status, status)
+			}
+		}
+	})
+}
+
+func TestOrderExpireDueConcurrent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewOrderStore(db)
+		customer := newCustomer(t, db)
+		const orders, replicas = 30, 5
+		for range orders {
+			o := pendingOrder(customer.ID)
+			o.ExpiresAt = t0
+			createOrder(t, db, o)
+		}
+		var total atomic.Int64
+		var wg sync.WaitGroup
+		for range replicas {
+			wg.Go(func() {
+				for {
+					n, err := s.ExpireDue(t.Context(), t0, 4)
+					if err != nil {
+						t.Errorf("ExpireDue = %v", err)
+						return
+					}
+					if n == 0 {
+						return
+					}
+					total.Add(n)
+				}
+			})
+		}
+		wg.Wait()
+		if total.Load() != orders {
+			t.Errorf("replicas expired %d orders in all, want %d", total.Load(), orders)
+		}
+		page, _ := s.List(t.Context(), domain.OrderFilter{Status: domain.StatusExpired, Limit: 100})
+		for _, o := range page.Orders {
+			if o.Version != 2 {
+				t.Errorf("order %s expired with version %d, want 2 (expired once)", o.ID, o.Version)
+			}
+		}
+	})
+}

@@ -1,0 +1,163 @@
+package repository
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// recordRow is a row of idempotency_records.
+type recordRow struct {
+	Scope          string         `gorm:"column:scope"`
+	Key            string         `gorm:"column:idem_key"`
+	Method         string         `gorm:"column:method"`
+	Path           string         `gorm:"column:path"`
+	Fingerprint    string         `gorm:"column:fingerprint"`
+	Status         string         `gorm:"column:status"`
+	ResponseStatus int            `gorm:"column:response_status"`
+	ResponseBody   []byte         `gorm:"column:response_body"`
+	ResponseSealed bool           `gorm:"column:response_sealed"`
+	OrderID        sql.NullString `gorm:"column:order_id"`
+	LockedUntil    utcTime        `gorm:"column:locked_until"`
+	CreatedAt      utcTime        `gorm:"column:created_at"`
+	UpdatedAt      utcTime        `gorm:"column:updated_at"`
+	ExpiresAt      utcTime        `gorm:"column:expires_at"`
+}
+
+// TableName tells GORM the table.
+func (recordRow) TableName() string { return "idempotency_records" }
+
+func recordFromDomain(r domain.Record) recordRow {
+	return recordRow{
+		Scope: r.Scope, Key: r.Key, Method: r.Method, Path: r.Path, Fingerprint: r.Fingerprint,
+		Status: string(r.Status), ResponseStatus: r.ResponseStatus, ResponseBody: r.ResponseBody,
+		ResponseSealed: r.Sealed, OrderID: nullString(r.OrderID), LockedUntil: ts(r.LockedUntil),
+		CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt), ExpiresAt: ts(r.ExpiresAt),
+	}
+}
+
+func (r recordRow) toDomain() domain.Record {
+	return domain.Record{
+		Scope: r.Scope, Key: r.Key, Method: r.Method, Path: r.Path, Fingerprint: r.Fingerprint,
+		Status: domain.RecordStatus(r.Status), ResponseStatus: r.ResponseStatus, ResponseBody: r.ResponseBody,
+		Sealed: r.ResponseSealed, OrderID: r.OrderID.String, LockedUntil: r.LockedUntil.time(),
+		CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(), ExpiresAt: r.ExpiresAt.time(),
+	}
+}
+
+// RecordStore keeps idempotency records. The primary key (scope, idem_key)
+// is the lock: whoever inserts the row owns the key until its lease
+// (locked_until) runs out.
+type RecordStore struct{ db *DB }
+
+// NewRecordStore returns a RecordStore on db.
+func NewRecordStore(db *DB) *RecordStore { return &RecordStore{db: db} }
+
+// Find returns the record for (scope, key), or domain.ErrRecordNotFound.
+func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Record, error) {
+	var row recordRow
+	if err := s.db.conn(ctx).Where("scope = ? AND idem_key = ?", scope, key).Take(&row).Error; err != nil {
+		return domain.Record{}, fmt.Errorf("find idempotency record %s: %w", key, notFound(err, domain.ErrRecordNotFound))
+	}
+	return row.toDomain(), nil
+}
+
+// Insert stores r in status processing, whatever r.Status says: inserting
+// is taking the lock. A (scope, key) that exists already is
+// domain.ErrKeyInUse, decided by the primary key, not by a prior read.
+func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
+	row := recordFromDomain(r)
+	row.Status = string(domain.RecordProcessing)
+	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		if isUniqueViolation(err) {
+			return domain.ErrKeyInUse
+		}
+		return fmt.Errorf("insert idempotency record %s: %w", r.Key, err)
+	}
+	return nil
+}
+
+// TakeOver gives a processing record whose lease ran out before now a new
+// lease until lockedUntil, and reports whether this caller won it: of many
+// callers that saw the same dead lease, the first UPDATE moves
+// locked_until past now and every later one matches nothing.
+func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
+	return s.change(ctx, "take over", key, `UPDATE idempotency_records
+		SET locked_until = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until < ?`,
+		ts(lockedUntil), ts(now), scope, key, ts(now))
+}
+
+// Retry moves a failed record back to processing with a new lease and no
+// stored response, for a new attempt under the same key; it reports whether
+// this caller won it.
+func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
+	return s.change(ctx, "retry", key, `UPDATE idempotency_records
+		SET status = 'processing', locked_until = ?, response_status = 0, response_body = NULL,
+			response_sealed = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = 'failed'`,
+		ts(lockedUntil), false, ts(now), scope, key)
+}
+
+// Complete stores the final response of a processing record with its
+// status (succeeded or failed) and reports whether a row changed: a record
+// already completed by another path keeps its first response.
+func (s *RecordStore) Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
+	body []byte, sealed bool, now time.Time) (bool, error) {
+	if status != domain.RecordSucceeded && status != domain.RecordFailed {
+		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
+	}
+	return s.change(ctx, "complete", key, `UPDATE idempotency_records
+		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = 'processing'`,
+		string(status), code, body, sealed, ts(now), scope, key)
+}
+
+// Delete removes a processing record whose request never executed
+// (validation failed), leaving the key free. Completed records stay.
+func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
+	_, err := s.change(ctx, "delete", key, `DELETE FROM idempotency_records
+		WHERE scope = ? AND idem_key = ? AND status = 'processing'`, scope, key)
+	return err
+}
+
+// PurgeExpired deletes up to limit records (100 when limit <= 0) that
+// expired before now and are not processing, and returns how many went. A
+// processing record is someone's live or recoverable lock and is never
+// purged. Like ExpireDue it reads the keys, then deletes each by primary
+// key with the guards repeated, so replicas purging at once share the work
+// without deadlocking each other or the requests inserting new records.
+func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
+	var keys []struct{ Scope, IdemKey string }
+	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
+		Where("expires_at < ? AND status <> 'processing'", ts(now)).
+		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
+	if err != nil {
+		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
+	}
+	var n int64
+	for _, k := range keys {
+		ok, err := s.change(ctx, "purge", k.IdemKey, `DELETE FROM idempotency_records
+			WHERE scope = ? AND idem_key = ? AND expires_at < ? AND status <> 'processing'`,
+			k.Scope, k.IdemKey, ts(now))
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// change runs one guarded statement and reports whether it matched the row.
+func (s *RecordStore) change(ctx context.Context, name, key, query string, args ...any) (bool, error) {
+	res := s.db.conn(ctx).Exec(query, args...)
+	if res.Error != nil {
+		return false, fmt.Errorf("%s idempotency record %s: %w", name, key, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
