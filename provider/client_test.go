@@ -1,0 +1,244 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/provider/sandbox/sandboxtest"
+)
+
+func chargeReq(key, method string) provider.ChargeRequest {
+	return provider.ChargeRequest{
+		IdempotencyKey: key, OrderID: "ord-" + key, Amount: decimal.RequireFromString("12.30"),
+		Currency: "USD", PaymentMethod: method,
+	}
+}
+
+// The client against a real sandbox, one magic payment method at a time.
+func TestClientMagicMethods(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		sb := sandboxtest.New(t, sandbox.Config{DatabaseURL: dbURL, AsyncDelay: time.Millisecond})
+		ctx := context.Background()
+		resolve := func() {
+			time.Sleep(5 * time.Millisecond)
+			if _, err := sb.ResolvePending(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tests := []struct {
+			method      string
+			reply       provider.ChargeStatus // "" means the call errs
+			failureCode string
+			final       provider.ChargeStatus // what GetCharge says afterwards; "" means ErrNotFound
+		}{
+			{"pm_ok", provider.ChargeSucceeded, "", provider.ChargeSucceeded},
+			{"pm_declined", provider.ChargeFailed, "card_declined", provider.ChargeFailed},
+			{"pm_insufficient_funds", provider.ChargeFailed, "insufficient_funds", provider.ChargeFailed},
+			{"pm_async", provider.ChargePending, "", provider.ChargeSucceeded},
+			{"pm_async_fail", provider.ChargePending, "", provider.ChargeFailed},
+			{"pm_timeout", "", "", provider.ChargeSucceeded},
+			{"pm_error", "", "", ""},
+		}
+		for _, tt := range tests {
+			key := "key-" + tt.method
+			start := time.Now()
+			ch, err := sb.Client.Charge(ctx, chargeReq(key, tt.method))
+			if tt.reply == "" {
+				if !errors.Is(err, provider.ErrUnavailable) {
+					t.Errorf("Charge(%s) = %+v, %v; want ErrUnavailable", tt.method, ch, err)
+				}
+				if time.Since(start) > 2*time.Second {
+					t.Errorf("Charge(%s) took %v: a lost reply must fail at once, not wait out the timeout", tt.method, time.Since(start))
+				}
+			} else if err != nil || ch.Status != tt.reply || ch.FailureCode != tt.failureCode ||
+				ch.IdempotencyKey != key || ch.OrderID != "ord-"+key || !ch.Amount.Equal(decimal.RequireFromString("12.30")) ||
+				ch.Currency != "USD" || !strings.HasPrefix(ch.ID, "ch_") || ch.CreatedAt.IsZero() || !ch.RefundedAmount.IsZero() {
+				t.Errorf("Charge(%s) = %+v, %v; want %s %q", tt.method, ch, err, tt.reply, tt.failureCode)
+			}
+
+			resolve()
+			got, err := sb.Client.GetCharge(ctx, key)
+			if tt.final == "" {
+				if !errors.Is(err, provider.ErrNotFound) {
+					t.Errorf("GetCharge(%s) = %+v, %v; want ErrNotFound", tt.method, got, err)
+				}
+				continue
+			}
+			if err != nil || got.Status != tt.final {
+				t.Errorf("GetCharge(%s) = %v, %v; want %s", tt.method, got.Status, err, tt.final)
+			}
+		}
+
+		// pm_error recorded nothing, so the key is still free to charge.
+		ch, err := sb.Client.Charge(ctx, chargeReq("key-pm_error", "pm_ok"))
+		if err != nil || ch.Status != provider.ChargeSucceeded {
+			t.Errorf("Charge(key after pm_error) = %+v, %v; want succeeded", ch, err)
+		}
+		if _, err := sb.Client.Charge(ctx, chargeReq("key-x", "pm_unknown")); !provider.IsRequestError(err, "unknown_payment_method") || errors.Is(err, provider.ErrUnavailable) {
+			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method RequestError", err)
+		}
+	})
+}
+
+func TestClientRefundAndList(t *testing.T) {
+	sb := sandboxtest.New(t, sandbox.Config{DatabaseURL: sandboxtest.SQLiteURL(t)})
+	ctx := context.Background()
+	before := time.Now().Add(-time.Second)
+	ch, err := sb.Client.Charge(ctx, chargeReq("k", "pm_ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sb.Client.Refund(ctx, provider.RefundRequest{IdempotencyKey: "r", ChargeID: ch.ID, Amount: decimal.RequireFromString("2.3"), Currency: "USD"})
+	if err != nil || r.ChargeID != ch.ID || !r.Amount.Equal(decimal.RequireFromString("2.30")) || r.Status != provider.ChargeSucceeded || r.IdempotencyKey != "r" {
+		t.Fatalf("Refund = %+v, %v", r, err)
+	}
+	list, err := sb.Client.ListCharges(ctx, before, time.Now().Add(time.Second))
+	if err != nil || len(list) != 1 || list[0].ID != ch.ID || !list[0].RefundedAmount.Equal(decimal.RequireFromString("2.30")) {
+		t.Fatalf("ListCharges = %+v, %v; want the one charge with 2.30 refunded", list, err)
+	}
+}
+
+// fake answers every request with h and counts them.
+func fake(t *testing.T, h http.HandlerFunc) (*provider.Client, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return provider.NewClient(ts.URL, provider.WithTimeout(100*time.Millisecond)), &n
+}
+
+func status(code int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+func TestClientErrorMapping(t *testing.T) {
+	const okCharge = `{"id":"ch_1","idempotency_key":"k","order_id":"o","amount":"12.30","currency":"USD","payment_method":"pm_ok","status":"succeeded","failure_code":"","refunded_amount":"0.00","created_at":"2024-05-01T10:00:00.5Z"}`
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body lets the server notice the client hanging up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	drop := func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, _ := http.NewResponseController(w).Hijack()
+		conn.Close()
+	}
+	tests := []struct {
+		name            string
+		h               http.HandlerFunc
+		wantUnavailable bool
+		wantNotFound    bool
+		wantCode        string
+	}{
+		{"timeout", hang, true, false, ""},
+		{"connection dropped", drop, true, false, ""},
+		{"500", status(500, `{"error":{"code":"processing_error"}}`), true, false, ""},
+		{"503 no body", status(503, ``), true, false, ""},
+		{"429", status(429, ``), true, false, ""},
+		{"garbled 200", status(200, `{"id":`), true, false, ""},
+		{"unknown status", status(200, strings.Replace(okCharge, `"succeeded"`, `"weird"`, 1)), true, false, ""},
+		{"bad amount", status(200, strings.Replace(okCharge, `"12.30"`, `"12,30"`, 1)), true, false, ""},
+		{"404", status(404, `{"error":{"code":"charge_not_found","message":"no"}}`), false, true, "charge_not_found"},
+		{"422", status(422, `{"error":{"code":"idempotency_key_reused","message":"no"}}`), false, false, "idempotency_key_reused"},
+		{"400 without body", status(400, ``), false, false, ""},
+		{"bare 404 (not the provider)", status(404, `<html>not found</html>`), true, false, ""},
+	}
+	for _, tt := range tests {
+		c, _ := fake(t, tt.h)
+		_, err := c.Charge(context.Background(), chargeReq("k", "pm_ok"))
+		if err == nil {
+			t.Errorf("%s: Charge = nil error", tt.name)
+			continue
+		}
+		if got := errors.Is(err, provider.ErrUnavailable); got != tt.wantUnavailable {
+			t.Errorf("%s: errors.Is(%v, ErrUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
+		}
+		if got := errors.Is(err, provider.ErrNotFound); got != tt.wantNotFound {
+			t.Errorf("%s: errors.Is(%v, ErrNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
+		}
+		if !tt.wantUnavailable && !provider.IsRequestError(err, tt.wantCode) {
+			t.Errorf("%s: %v is not a RequestError with code %q", tt.name, err, tt.wantCode)
+		}
+	}
+
+	t.Run("timeout keeps the cause", func(t *testing.T) {
+		c, _ := fake(t, hang)
+		_, err := c.GetCharge(context.Background(), "k")
+		if !errors.Is(err, provider.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("GetCharge(hanging) = %v, want ErrUnavailable and DeadlineExceeded", err)
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		_, err = provider.NewClient("http://"+addr).Charge(context.Background(), chargeReq("k", "pm_ok"))
+		if !errors.Is(err, provider.ErrUnavailable) {
+			t.Errorf("Charge(nobody listening) = %v, want ErrUnavailable", err)
+		}
+	})
+}
+
+// The request on the wire: decimal-string amount at the currency's scale,
+// the key in the Idempotency-Key header, JSON in.
+func TestClientWireFormat(t *testing.T) {
+	var got map[string]any
+	var header http.Header
+	c, n := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		header = r.Header.Clone()
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		status(500, ``)(w, r)
+	})
+	req := chargeReq("key-1", "pm_ok")
+	req.Amount = decimal.RequireFromString("12.3")
+	_, _ = c.Charge(context.Background(), req)
+	want := map[string]any{"order_id": "ord-key-1", "amount": "12.30", "currency": "USD", "payment_method": "pm_ok"}
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if string(gotJSON) != string(wantJSON) || header.Get("Idempotency-Key") != "key-1" || header.Get("Content-Type") != "application/json" {
+		t.Errorf("request = %s %v, want %s with Idempotency-Key key-1", gotJSON, header, wantJSON)
+	}
+
+	// An amount finer than the currency is refused, not rounded, and nothing is sent.
+	before := n.Load()
+	req.Amount = decimal.RequireFromString("12.305")
+	if _, err := c.Charge(context.Background(), req); err == nil || errors.Is(err, provider.ErrUnavailable) {
+		t.Errorf("Charge(12.305 USD) = %v, want a validation error", err)
+	}
+	if n.Load() != before {
+		t.Error("Charge(12.305 USD) reached the provider")
+	}
+
+	bad := provider.NewClient("not a url")
+	if bad.Err() == nil {
+		t.Error("NewClient(not a url).Err() = nil")
+	}
+	if _, err := bad.Charge(context.Background(), chargeReq("k", "pm_ok")); err == nil || errors.Is(err, provider.ErrUnavailable) {
+		t.Errorf("Charge on a bad base URL = %v, want a plain configuration error", err)
+	}
+}

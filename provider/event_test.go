@@ -1,0 +1,61 @@
+package provider_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/provider"
+)
+
+func TestParseEvent(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    provider.Event
+		wantErr bool
+	}{
+		{
+			name: "payment failed",
+			body: `{"id":"evt_1","type":"payment.failed","created_at":"2024-05-01T10:00:00Z","data":{"charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"12.30","currency":"USD","status":"failed","failure_code":"card_declined"}}`,
+			want: provider.Event{ID: "evt_1", Type: provider.EventPaymentFailed, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
+				ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1", Amount: decimal.RequireFromString("12.30"), Currency: "USD",
+				Status: provider.ChargeFailed, FailureCode: "card_declined"},
+		},
+		{
+			name: "refund",
+			body: `{"id":"evt_2","type":"refund.succeeded","created_at":"2024-05-01T10:00:00.25Z","data":{"refund_id":"re_1","charge_id":"ch_1","idempotency_key":"rk","order_id":"o1","amount":"1.00","currency":"USD"}}`,
+			want: provider.Event{ID: "evt_2", Type: provider.EventRefundSucceeded, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC),
+				RefundID: "re_1", ChargeID: "ch_1", IdempotencyKey: "rk", OrderID: "o1", Amount: decimal.RequireFromString("1"), Currency: "USD",
+				Status: provider.ChargeSucceeded},
+		},
+		{
+			name: "unknown type is kept",
+			body: `{"id":"evt_3","type":"dispute.created","created_at":"2024-05-01T10:00:00Z","data":{"whatever":1}}`,
+			want: provider.Event{ID: "evt_3", Type: "dispute.created", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
+		},
+		{name: "not json", body: `{`, wantErr: true},
+		{name: "no id", body: `{"type":"payment.succeeded"}`, wantErr: true},
+		{name: "bad amount", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"x","currency":"USD","status":"succeeded"}}`, wantErr: true},
+		{name: "bad status", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD","status":"maybe"}}`, wantErr: true},
+		{name: "refund without id", body: `{"id":"e","type":"refund.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD"}}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := provider.ParseEvent([]byte(tt.body))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: ParseEvent = %v, want error %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		if tt.wantErr {
+			continue
+		}
+		if !got.Amount.Equal(tt.want.Amount) {
+			t.Errorf("%s: Amount = %v, want %v", tt.name, got.Amount, tt.want.Amount)
+		}
+		got.Amount, tt.want.Amount = decimal.Zero, decimal.Zero
+		if got != tt.want {
+			t.Errorf("%s: ParseEvent = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

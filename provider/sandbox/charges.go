@@ -1,0 +1,262 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+)
+
+// method is how one magic payment method behaves.
+type method struct {
+	status      provider.ChargeStatus // recorded when the charge is created
+	failureCode string
+	// For pending charges: where they resolve after AsyncDelay.
+	asyncStatus      provider.ChargeStatus
+	asyncFailureCode string
+	loseReply        bool // record the charge, then drop the connection unanswered
+	serverError      bool // answer 500 having recorded nothing
+}
+
+// methods are the magic payment methods; anything else is refused with 400.
+var methods = map[string]method{
+	"pm_ok":                 {status: provider.ChargeSucceeded},
+	"pm_declined":           {status: provider.ChargeFailed, failureCode: "card_declined"},
+	"pm_insufficient_funds": {status: provider.ChargeFailed, failureCode: "insufficient_funds"},
+	"pm_async":              {status: provider.ChargePending, asyncStatus: provider.ChargeSucceeded},
+	"pm_async_fail":         {status: provider.ChargePending, asyncStatus: provider.ChargeFailed, asyncFailureCode: "card_declined"},
+	"pm_timeout":            {status: provider.ChargeSucceeded, loseReply: true},
+	"pm_error":              {serverError: true},
+}
+
+// errProcessorFault is pm_error's answer: a 500 with nothing charged.
+var errProcessorFault = &apiError{status: http.StatusInternalServerError, code: "processing_error", msg: "the processor failed; nothing was charged"}
+
+// errKeyReused is an idempotency key sent again with another request. The
+// sandbox answers 422, as payd does for its own keys: the request is
+// understood but can never succeed under that key.
+var errKeyReused = unprocessable("idempotency_key_reused", "this idempotency key was used with different parameters")
+
+// chargeInput is a validated charge request.
+type chargeInput struct {
+	key, orderID, currency, method string
+	amountMinor                    int64
+}
+
+func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
+	in, err := parseChargeRequest(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	row, err := s.createCharge(r.Context(), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if methods[row.PaymentMethod].loseReply {
+		loseReply(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, row.toJSON())
+}
+
+// parseChargeRequest validates the key and body of POST /v1/charges.
+func parseChargeRequest(w http.ResponseWriter, r *http.Request) (chargeInput, error) {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return chargeInput{}, err
+	}
+	var req chargeRequestJSON
+	if err := decodeJSON(w, r, &req); err != nil {
+		return chargeInput{}, err
+	}
+	if req.OrderID == "" || len(req.OrderID) > 255 {
+		return chargeInput{}, badRequest("validation_failed", "order_id: required, at most 255 characters")
+	}
+	cur, minor, err := parseMoney(req.Amount, req.Currency)
+	if err != nil {
+		return chargeInput{}, err
+	}
+	if _, ok := methods[req.PaymentMethod]; !ok {
+		// Never echo the value: a confused client may have sent card data.
+		return chargeInput{}, badRequest("unknown_payment_method", "payment_method is not one the sandbox knows")
+	}
+	return chargeInput{key: key, orderID: req.OrderID, currency: string(cur), method: req.PaymentMethod, amountMinor: minor}, nil
+}
+
+// parseMoney validates a decimal-string amount of a currency and converts it
+// to minor units.
+func parseMoney(amount, currency string) (domain.Currency, int64, error) {
+	cur, err := domain.ParseCurrency(currency)
+	if err != nil {
+		return "", 0, badRequest("validation_failed", "%v", err)
+	}
+	d, err := domain.ParseAmount(amount, cur, "amount")
+	if err != nil {
+		return "", 0, badRequest("validation_failed", "%v", err)
+	}
+	if !d.IsPositive() {
+		return "", 0, badRequest("validation_failed", "amount: must be greater than zero")
+	}
+	return cur, domain.MinorUnits(d, cur), nil
+}
+
+// idempotencyKey reads the required Idempotency-Key header.
+func idempotencyKey(r *http.Request) (string, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return "", badRequest("idempotency_key_missing", "the Idempotency-Key header is required")
+	}
+	if !domain.ValidKey(key) {
+		return "", badRequest("idempotency_key_invalid", "Idempotency-Key must be 1-255 characters of [A-Za-z0-9._:-]")
+	}
+	return key, nil
+}
+
+// createCharge records a charge under in.key, or returns the one already
+// recorded under it. The unique index on the key is the lock: when
+// concurrent requests race, one insert wins and the others read its row.
+func (s *Server) createCharge(ctx context.Context, in chargeInput) (chargeRow, error) {
+	if row, ok, err := s.existingCharge(ctx, in); err != nil || ok {
+		return row, err
+	}
+	m := methods[in.method]
+	if m.serverError {
+		return chargeRow{}, errProcessorFault
+	}
+	row := s.newCharge(in, m)
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if row.Status == string(provider.ChargePending) {
+			return nil // its webhook comes when it resolves
+		}
+		return s.enqueue(tx, paymentEvent(row))
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		row, ok, err := s.existingCharge(ctx, in)
+		if err == nil && !ok {
+			err = fmt.Errorf("sandbox: charge under a duplicate key is missing")
+		}
+		return row, err
+	}
+	if err != nil {
+		return chargeRow{}, fmt.Errorf("sandbox: create charge: %w", err)
+	}
+	s.log.InfoContext(ctx, "sandbox charge created", "charge_id", row.ID, "status", row.Status)
+	return row, nil
+}
+
+// existingCharge finds the charge already under in.key; the same key with
+// other parameters is errKeyReused.
+func (s *Server) existingCharge(ctx context.Context, in chargeInput) (chargeRow, bool, error) {
+	row, err := chargeByKey(ctx, s.db, in.key)
+	if errors.Is(err, errNoRow) {
+		return chargeRow{}, false, nil
+	}
+	if err != nil {
+		return chargeRow{}, false, err
+	}
+	if row.OrderID != in.orderID || row.AmountMinor != in.amountMinor ||
+		row.Currency != in.currency || row.PaymentMethod != in.method {
+		return chargeRow{}, true, errKeyReused
+	}
+	return row, true, nil
+}
+
+func (s *Server) newCharge(in chargeInput, m method) chargeRow {
+	now := at(s.now())
+	row := chargeRow{
+		ID: newID("ch_"), IdempotencyKey: in.key, OrderID: in.orderID,
+		PaymentMethod: in.method, Currency: in.currency, AmountMinor: in.amountMinor,
+		Status: string(m.status), FailureCode: m.failureCode,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if m.status == provider.ChargePending {
+		row.SettleAt = at(now.Add(s.cfg.AsyncDelay))
+	}
+	return row
+}
+
+// inTx runs fn in a transaction, again when it lost a lock race (InnoDB
+// deadlocks are normal under concurrent inserts of one key).
+func (s *Server) inTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = s.db.WithContext(ctx).Transaction(fn); !isRetryable(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+	}
+	return err
+}
+
+// loseReply drops the connection without a byte of response: the charge is
+// recorded, but the client sees the reply vanish (pm_timeout).
+func loseReply(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		// HTTP/2 cannot be hijacked; aborting resets the stream instead.
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
+	row, err := chargeByKey(r.Context(), s.db, r.PathValue("key"))
+	if errors.Is(err, errNoRow) {
+		err = &apiError{status: http.StatusNotFound, code: "charge_not_found", msg: "no charge under this idempotency key"}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, row.toJSON())
+}
+
+func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
+	from, err1 := time.Parse(time.RFC3339, r.URL.Query().Get("from"))
+	to, err2 := time.Parse(time.RFC3339, r.URL.Query().Get("to"))
+	if err1 != nil || err2 != nil || !from.Before(to) {
+		s.writeError(w, r, badRequest("validation_failed", "from and to must be RFC 3339 times with from before to"))
+		return
+	}
+	rows, err := chargesCreated(r.Context(), s.db, ceilMicro(from), ceilMicro(to))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := chargeListJSON{Data: make([]chargeJSON, len(rows))}
+	for i, row := range rows {
+		out.Data[i] = row.toJSON()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ceilMicro rounds a window bound up to the store's microsecond: a stored
+// time t is at or after a bound b exactly when it is at or after b rounded up.
+func ceilMicro(t time.Time) dbTime {
+	c := at(t)
+	if c.Before(t) {
+		c = at(c.Add(time.Microsecond))
+	}
+	return c
+}
+
+// newID returns a prefixed, time-ordered unique ID.
+func newID(prefix string) string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		id = uuid.New()
+	}
+	return prefix + id.String()
+}

@@ -1,0 +1,64 @@
+// Package sandbox is a stand-in card processor that speaks payd's provider
+// API over real HTTP. It keeps charges, refunds and owed webhooks in a
+// database of its own (SQLite or MySQL), honours idempotency keys with
+// unique indexes, fakes the failure modes that matter through magic payment
+// methods, and delivers signed webhooks from a durable outbox with retries,
+// and on demand duplicates, delays and reordering.
+//
+// It runs in-process on loopback (payd's default), as `payd sandbox`, or
+// behind httptest in tests (see sandboxtest).
+//
+// # API
+//
+// JSON in and out; amounts are decimal strings at the currency's scale
+// ("12.30"); times are RFC 3339 UTC with microseconds. Errors are
+// {"error":{"code","message"}} with a stable code.
+//
+//	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method}
+//	                            → 200 {id, idempotency_key, order_id, amount, currency, payment_method,
+//	                                   status, failure_code, refunded_amount, created_at}
+//	GET  /v1/charges/{key}      → 200 the charge created under that idempotency key, or 404 charge_not_found
+//	GET  /v1/charges?from=&to=  → 200 {"data":[charge...]} created in [from, to), oldest first
+//	POST /v1/refunds            Idempotency-Key; {charge_id, amount, currency, reason}
+//	                            → 200 {id, idempotency_key, charge_id, amount, currency, status, created_at}
+//	GET  /v1/settlements/{YYYY-MM-DD}.csv
+//	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at
+//	                              one line per succeeded charge (type charge) and refund (type refund)
+//	                              created that UTC day; refund amounts are positive.
+//
+// A key sent again with the same parameters returns the original charge or
+// refund, without charging again; with other parameters it is 422
+// idempotency_key_reused. A declined charge is a 200 with status failed.
+// Refunding more than is left is 422 refund_exceeds_charge; refunding a
+// charge that did not succeed is 422 charge_not_refundable; an unknown
+// charge is 404 charge_not_found. Validation failures are 400 (the key stays
+// unused).
+//
+// # Magic payment methods
+//
+//	pm_ok                  succeeded
+//	pm_declined            failed, card_declined
+//	pm_insufficient_funds  failed, insufficient_funds
+//	pm_async               pending; succeeded after Config.AsyncDelay
+//	pm_async_fail          pending; failed (card_declined) after Config.AsyncDelay
+//	pm_timeout             recorded as succeeded, but every POST reply is lost: the connection
+//	                       is dropped unanswered (look it up with GET /v1/charges/{key})
+//	pm_error               500 processing_error; nothing recorded, the key stays free
+//
+// Anything else is 400 unknown_payment_method.
+//
+// # Webhooks
+//
+// Every final charge outcome (at once for synchronous methods, on
+// resolution for asynchronous ones) and every refund queues an event:
+//
+//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|refund.succeeded",
+//	 "created_at":"<RFC 3339>","data":{...}}
+//
+// with data {charge_id, idempotency_key, order_id, amount, currency, status,
+// failure_code} for payments and {refund_id, charge_id, idempotency_key
+// (the refund's), order_id, amount, currency} for refunds. Each is POSTed to
+// Config.WebhookURL, signed per Standard Webhooks (webhook-id = the event
+// id on every retry and duplicate, webhook-timestamp, webhook-signature),
+// and retried with exponential backoff until the receiver answers 2xx.
+package sandbox

@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// The sandbox's side of the wire format. It is written independently of
+// the client's DTOs on purpose: the client tests then prove the two agree,
+// as they would have to with a real, foreign provider.
+
+type chargeRequestJSON struct {
+	OrderID       string `json:"order_id"`
+	Amount        string `json:"amount"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"payment_method"`
+}
+
+type chargeJSON struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	OrderID        string `json:"order_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	PaymentMethod  string `json:"payment_method"`
+	Status         string `json:"status"`
+	FailureCode    string `json:"failure_code"`
+	RefundedAmount string `json:"refunded_amount"`
+	CreatedAt      string `json:"created_at"`
+}
+
+type chargeListJSON struct {
+	Data []chargeJSON `json:"data"`
+}
+
+type refundRequestJSON struct {
+	ChargeID string `json:"charge_id"`
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+	Reason   string `json:"reason"`
+}
+
+type refundJSON struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	ChargeID       string `json:"charge_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	CreatedAt      string `json:"created_at"`
+}
+
+type errorJSON struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// formatTime renders a stored instant as RFC 3339 UTC with its microseconds,
+// so a time read back from the API selects the same rows in a window query.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// money renders minor units at the currency's full scale ("19.90").
+func money(minor int64, currency string) string {
+	c := domain.Currency(currency)
+	return domain.FormatAmount(domain.FromMinorUnits(minor, c), c)
+}
+
+func (r chargeRow) toJSON() chargeJSON {
+	return chargeJSON{
+		ID: r.ID, IdempotencyKey: r.IdempotencyKey, OrderID: r.OrderID,
+		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
+		PaymentMethod: r.PaymentMethod, Status: r.Status, FailureCode: r.FailureCode,
+		RefundedAmount: money(r.RefundedMinor, r.Currency), CreatedAt: formatTime(r.CreatedAt.Time),
+	}
+}
+
+func (r refundRow) toJSON() refundJSON {
+	return refundJSON{
+		ID: r.ID, IdempotencyKey: r.IdempotencyKey, ChargeID: r.ChargeID,
+		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
+		Status: r.Status, CreatedAt: formatTime(r.CreatedAt.Time),
+	}
+}
+
+// apiError is a refusal with an HTTP status and a stable machine code; its
+// message is safe to show the caller (it never echoes payment data).
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+// Error renders the code and message.
+func (e *apiError) Error() string { return e.code + ": " + e.msg }
+
+func badRequest(code, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func unprocessable(code, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusUnprocessableEntity, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// maxBody caps request bodies: nothing the API accepts comes close.
+const maxBody = 1 << 20
+
+// decodeJSON reads exactly one JSON object into v, refusing unknown fields,
+// trailing data, a wrong content type and oversized bodies.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", msg: "send application/json"}
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, code: "payload_too_large", msg: "body exceeds 1 MiB"}
+		}
+		return badRequest("invalid_json", "body is not a valid request: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("invalid_json", "body must hold a single JSON object")
+	}
+	return nil
+}
+
+// writeJSON sends v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

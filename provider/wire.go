@@ -1,0 +1,146 @@
+package provider
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/shopspring/decimal"
+)
+
+// The provider's wire format. These types stay unexported: callers only
+// ever see Charge, Refund and Event, through the converters below.
+
+type chargeRequestDTO struct {
+	OrderID       string `json:"order_id"`
+	Amount        string `json:"amount"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"payment_method"`
+}
+
+type chargeDTO struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	OrderID        string `json:"order_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	PaymentMethod  string `json:"payment_method"`
+	Status         string `json:"status"`
+	FailureCode    string `json:"failure_code"`
+	RefundedAmount string `json:"refunded_amount"`
+	CreatedAt      string `json:"created_at"`
+}
+
+type chargeListDTO struct {
+	Data []chargeDTO `json:"data"`
+}
+
+type refundRequestDTO struct {
+	ChargeID string `json:"charge_id"`
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+	Reason   string `json:"reason"`
+}
+
+type refundDTO struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	ChargeID       string `json:"charge_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	CreatedAt      string `json:"created_at"`
+}
+
+type errorDTO struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func fromChargeRequest(r ChargeRequest) (chargeRequestDTO, error) {
+	amount, err := formatAmount(r.Amount, r.Currency)
+	if err != nil {
+		return chargeRequestDTO{}, fmt.Errorf("charge %s: %w", r.IdempotencyKey, err)
+	}
+	return chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod}, nil
+}
+
+func fromRefundRequest(r RefundRequest) (refundRequestDTO, error) {
+	amount, err := formatAmount(r.Amount, r.Currency)
+	if err != nil {
+		return refundRequestDTO{}, fmt.Errorf("refund %s: %w", r.IdempotencyKey, err)
+	}
+	return refundRequestDTO{ChargeID: r.ChargeID, Amount: amount, Currency: r.Currency, Reason: r.Reason}, nil
+}
+
+// formatAmount writes d at the currency's full scale. It refuses rather than
+// rounds an amount finer than the currency allows: rounding would charge a
+// different sum than the one asked for.
+func formatAmount(d decimal.Decimal, currency string) (string, error) {
+	c, err := domain.ParseCurrency(currency)
+	if err != nil {
+		return "", err
+	}
+	if !d.IsPositive() || !d.Equal(d.Round(c.Scale())) {
+		return "", &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", d, c)}
+	}
+	return domain.FormatAmount(d, c), nil
+}
+
+func (d chargeDTO) toCharge() (Charge, error) {
+	amount, err := decimal.NewFromString(d.Amount)
+	if err != nil {
+		return Charge{}, fmt.Errorf("charge amount %q: %w", d.Amount, err)
+	}
+	refunded := decimal.Zero
+	if d.RefundedAmount != "" {
+		if refunded, err = decimal.NewFromString(d.RefundedAmount); err != nil {
+			return Charge{}, fmt.Errorf("charge refunded_amount %q: %w", d.RefundedAmount, err)
+		}
+	}
+	status, err := parseStatus(d.Status)
+	if err != nil {
+		return Charge{}, err
+	}
+	created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
+	if err != nil {
+		return Charge{}, fmt.Errorf("charge created_at: %w", err)
+	}
+	return Charge{
+		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
+		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
+		Status: status, FailureCode: d.FailureCode, RefundedAmount: refunded,
+		CreatedAt: created.UTC(),
+	}, nil
+}
+
+func (d refundDTO) toRefund() (Refund, error) {
+	amount, err := decimal.NewFromString(d.Amount)
+	if err != nil {
+		return Refund{}, fmt.Errorf("refund amount %q: %w", d.Amount, err)
+	}
+	status, err := parseStatus(d.Status)
+	if err != nil {
+		return Refund{}, err
+	}
+	created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
+	if err != nil {
+		return Refund{}, fmt.Errorf("refund created_at: %w", err)
+	}
+	return Refund{
+		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID,
+		Amount: amount, Currency: d.Currency, Status: status, CreatedAt: created.UTC(),
+	}, nil
+}
+
+// parseStatus accepts only the statuses payd knows, so an unexpected one is
+// treated as an unreadable reply rather than silently as "not succeeded".
+func parseStatus(s string) (ChargeStatus, error) {
+	switch st := ChargeStatus(s); st {
+	case ChargePending, ChargeSucceeded, ChargeFailed:
+		return st, nil
+	}
+	return "", fmt.Errorf("unknown status %q", s)
+}
