@@ -53,3 +53,21 @@ func (e *DeclineError) Error() string { return "payment declined: " + e.Code }
 
 // Is lets errors.Is(err, ErrPaymentDeclined) match every decline.
 func (e *DeclineError) Is(target error) bool { return target == ErrPaymentDeclined }
+
+// Errors of the operator side.
+var (
+	ErrDiscrepancyNotFound = errors.New("discrepancy not found")
+	ErrRunNotFound         = errors.New("reconciliation run not found")
+	ErrRefundNotFound      = errors.New("refund not found")
+	ErrRefundExists        = errors.New("refund already exists")
+	ErrRefundTooLarge      = errors.New("refund exceeds what remains refundable")
+	ErrOrderNotRefundable  = errors.New("order is not paid")
+	ErrAlreadyResolved     = errors.New("discrepancy already resolved")
+)
+
+// ErrRefundRefused means the provider definitively refused a refund.
+var ErrRefundRefused = errors.New("refund refused by the provider")
+
+// ErrResolutionNotApplicable means a resolve action does not fit the
+// discrepancy (e.g. apply to a missing provider charge).
+var ErrResolutionNotApplicable = errors.New("resolution not applicable to this discrepancy")

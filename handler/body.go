@@ -39,10 +39,12 @@ func body(c echo.Context) ([]byte, error) {
 	}
 	if len(bytes.TrimSpace(b)) > 0 {
 		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-		if err != nil || mt != echo.MIMEApplicationJSON {
+		if err != nil || mt != echo.MIMEApplicationJSON && !(mt == echo.MIMEMultipartForm && multipartAllowed(c)) {
 			return nil, errContentType
 		}
 	}
+	// Put the bytes back, so a multipart form can still be parsed from them.
+	r.Body = io.NopCloser(bytes.NewReader(b))
 	c.Set(ctxBody, b)
 	return b, nil
 }

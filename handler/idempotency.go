@@ -43,6 +43,9 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 				return err
 			}
 			canonical, bodyKey, err := canonicalBody(raw)
+			if isMultipart(c) {
+				canonical, bodyKey, err = canonicalMultipart(c, raw)
+			}
 			if err != nil {
 				return err
 			}

@@ -20,8 +20,14 @@ type Deps struct {
 		Registrar
 		Authenticator
 	}
-	Orders      OrderService
+	Orders interface {
+		OrderService
+		OrderWatcher
+	}
 	Checkout    Payer
+	Webhooks    *Webhooks
+	Admin       *Admin
+	EventPoll   time.Duration // how often event streams look for changes by other processes
 	Idempotency *service.Idempotency
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
@@ -44,6 +50,7 @@ func routes(e *echo.Echo, d Deps) {
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
+	events := &Events{Orders: d.Orders, Poll: d.EventPoll}
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
@@ -55,7 +62,18 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/orders/:id", orders.get, customer)
 	v1.POST("/orders/:id/pay", orders.pay, customer, idem.Middleware(KeyRequired))
 	v1.POST("/orders/:id/cancel", orders.cancel, customer, idem.Middleware(KeyRequired))
+	v1.GET("/orders/:id/events", events.stream, customer)
 	v1.GET("/requests/:key", requests.get, customer)
+	v1.POST("/webhooks/provider", d.Webhooks.receive)
+
+	admin, a := RequireAdmin(d.AdminToken), d.Admin
+	v1.GET("/admin/orders", a.search, admin)
+	v1.GET("/admin/orders/:id", a.order, admin)
+	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), idem.Middleware(KeyRequired))
+	v1.POST("/admin/reconciliations", a.reconcile, admin, acceptMultipart, a.audited("reconcile"), idem.Middleware(KeyRequired))
+	v1.GET("/admin/reconciliations/:id", a.run, admin)
+	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), idem.Middleware(KeyRequired))
+	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin)
 }
 
 func healthz(c echo.Context) error {

@@ -34,9 +34,10 @@ type Checkout struct {
 	Idem     *Idempotency
 	Respond  PayResponder
 	Now      func() time.Time
-	Changed  func(orderID string)                                         // optional: told after a transition (event stream)
-	Observe  func(result string)                                          // optional metrics hook: paid, declined, unknown
-	Orphan   func(ctx context.Context, a domain.Attempt, chargeID string) // optional: a success the order cannot take (duplicate charge)
+	Changed  func(orderID string)                                                               // optional: told after a transition (event stream)
+	Observe  func(result string)                                                                // optional metrics hook: paid, declined, unknown
+	Orphan   func(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error // optional: a success the order cannot take
+	Fault    func(point string)                                                                 // test-only crash injection; nil in production
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -74,6 +75,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 				return domain.Order{}, err
 			}
 			if claimed {
+				s.fault("after_claim")
 				return s.charge(ctx, o, a, true)
 			}
 			continue // someone changed the order between our read and our claim: decide from a fresh read
@@ -122,6 +124,7 @@ func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt,
 	ch, err := s.Provider.Charge(ctx, provider.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
+	s.fault("after_charge")
 	return s.settle(ctx, o, a, ch, err, inRequest)
 }
 
@@ -138,6 +141,12 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		return s.succeed(ctx, o, a, a.ProviderChargeID, true)
 	case domain.AttemptFailed:
 		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, true)
+	}
+	// Lease the attempt, as the recoverer does, so the two never work on it
+	// at once; if the recoverer has it, the outcome is still being found.
+	won, err := s.Attempts.Lease(ctx, a.ID, a.UpdatedAt, s.Now().UTC())
+	if err != nil || !won {
+		return o, err
 	}
 	ch, err := s.Provider.GetCharge(ctx, a.ID)
 	if errors.Is(err, provider.ErrNotFound) {
@@ -176,17 +185,31 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 	return o, nil
 }
 
+// Settle applies an outcome that arrived outside the pay request (a
+// webhook, the recoverer) to attempt a of order o, and completes the
+// request's idempotency record with what the pay call would now answer.
+func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge) (domain.Order, error) {
+	return s.settle(ctx, o, a, ch, nil, false)
+}
+
 // succeed records the charge and marks the order paid, in one transaction.
+// The order moves only if this attempt's own record moved to succeeded (or
+// already had): a success for an attempt payd had recorded as failed, or
+// for an order another attempt paid or that was closed, is money the order
+// cannot take, and goes back to the customer.
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
-	var paid bool
+	var ours, paid bool // ours: payd's books now say this attempt succeeded
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now); err != nil {
+		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now)
+		if ours = finished || a.Status == domain.AttemptSucceeded; err != nil || !ours {
 			return err
 		}
-		var err error
-		paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now)
-		return err
+		if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
+			return err
+		}
+		s.fault("before_settle_commit")
+		return nil
 	})
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
@@ -195,15 +218,14 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
 		s.changed(o.ID)
 		s.observe("paid")
-	} else if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
-		return domain.Order{}, err
-	} else if o.PayRequestID != a.RequestID || o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded {
-		// Money moved for an order that another attempt paid, or that was
-		// closed: it must go back to the customer.
-		if s.Orphan != nil {
-			s.Orphan(ctx, a, chargeID)
+	} else {
+		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
+			return domain.Order{}, err
 		}
-		return o, nil
+		paidByUs := o.PayRequestID == a.RequestID && (o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
+		if !ours || !paidByUs {
+			return o, s.orphan(ctx, o, a, chargeID)
+		}
 	}
 	if !inRequest {
 		s.completeRecord(ctx, o, a, nil)
@@ -212,15 +234,16 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 }
 
 // fail records a definitive decline and releases the order so the customer
-// may pay again.
+// may pay again. The order is released only if this attempt's own record
+// moved: a late failure for an old attempt never releases a newer claim.
 func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptFailed, chargeID, code, now); err != nil {
+		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptFailed, chargeID, code, now)
+		if err != nil || !finished {
 			return err
 		}
-		var err error
 		released, err = s.Orders.Release(ctx, o.ID, a.RequestID, now)
 		return err
 	})
@@ -236,7 +259,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 		code = "card_declined"
 	}
 	decline := &domain.DeclineError{Code: code}
-	if !inRequest {
+	if !inRequest && released {
 		s.completeRecord(ctx, o, a, decline)
 	}
 	return o, decline
@@ -253,6 +276,23 @@ func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.
 	// next request with the key takes over after the lease and recovers the
 	// same outcome from the order.
 	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome))
+}
+
+// orphan hands a charge the order cannot take (a second success, a success
+// after close, a success for an attempt payd recorded as failed) to the
+// refund path.
+func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
+	if s.Orphan == nil {
+		return nil
+	}
+	return s.Orphan(ctx, o, a, chargeID)
+}
+
+// fault lets a test kill the process at a named point of a payment.
+func (s *Checkout) fault(point string) {
+	if s.Fault != nil {
+		s.Fault(point)
+	}
 }
 
 func (s *Checkout) changed(id string) {

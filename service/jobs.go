@@ -53,9 +53,14 @@ func PurgeRecords(records RecordStore, now func() time.Time) func(context.Contex
 	}
 }
 
-// ExpireOrders moves pending orders past their TTL to expired, a batch at a time.
-func ExpireOrders(orders OrderStore, now func() time.Time) func(context.Context) (int64, error) {
+// ExpireOrders moves pending orders past their TTL to expired, a batch at
+// a time, and announces each change to the order's event streams.
+func ExpireOrders(orders OrderStore, now func() time.Time, changed func(orderID string)) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
-		return orders.ExpireDue(ctx, now().UTC(), jobBatch)
+		ids, err := orders.ExpireDue(ctx, now().UTC(), jobBatch)
+		for _, id := range ids {
+			changed(id)
+		}
+		return int64(len(ids)), err
 	}
 }

@@ -19,7 +19,7 @@ type Orders struct {
 	Limits   domain.Limits
 	TTL      time.Duration // PAYD_ORDER_TTL: pending orders expire after this
 	Now      func() time.Time
-	Changed  func(orderID string) // optional: told after a transition (event stream)
+	Changes  *Changes // optional: where this process announces order changes (event stream)
 }
 
 // NewItem is one requested order line, as the customer sent it.
@@ -149,7 +149,16 @@ func (s *Orders) Cancel(ctx context.Context, customerID, id string) (domain.Orde
 }
 
 func (s *Orders) changed(id string) {
-	if s.Changed != nil {
-		s.Changed(id)
+	if s.Changes != nil {
+		s.Changes.Publish(id)
 	}
+}
+
+// Subscribe tells the caller of changes to an order made by this process
+// (see Changes); with no Changes configured it never signals.
+func (s *Orders) Subscribe(orderID string) (<-chan struct{}, func()) {
+	if s.Changes == nil {
+		return make(chan struct{}), func() {}
+	}
+	return s.Changes.Subscribe(orderID)
 }

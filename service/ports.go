@@ -49,8 +49,22 @@ type OrderStore interface {
 	// Cancel: pending → cancelled.
 	Cancel(ctx context.Context, id string, now time.Time) (bool, error)
 	// ExpireDue: pending orders whose expires_at is at or before now → expired,
-	// at most limit of them; it returns how many changed.
-	ExpireDue(ctx context.Context, now time.Time, limit int) (int64, error)
+	// at most limit of them; it returns the IDs of the orders it changed.
+	ExpireDue(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// AddRefund reserves minor units of a paid order for a refund:
+	// refunded_minor += minor, and status → refunded when it reaches the
+	// amount; guarded by status='paid' AND refunded_minor + minor <= amount_minor.
+	AddRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error)
+	// SubtractRefund gives back a reservation the provider refused:
+	// refunded_minor -= minor, status back to paid; guarded by
+	// refunded_minor >= minor and status in (paid, refunded).
+	SubtractRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error)
+	// ListPaidBetween returns orders paid (or since refunded) with paid_at
+	// in [from, to), ordered by ID, after the ID cursor, at most limit.
+	ListPaidBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Order, error)
+	// ListStuck returns orders processing since before olderThan (by
+	// updated_at), at most limit.
+	ListStuck(ctx context.Context, olderThan time.Time, limit int) ([]domain.Order, error)
 }
 
 // AttemptStore keeps payment attempts.
@@ -70,6 +84,10 @@ type AttemptStore interface {
 	// ListUnsettled returns attempts in status started or unknown last
 	// updated before olderThan, oldest first, at most limit.
 	ListUnsettled(ctx context.Context, olderThan time.Time, limit int) ([]domain.Attempt, error)
+	// Lease claims an unsettled attempt for one recoverer: it moves
+	// updated_at from seen (the value the caller read) to now, guarded by
+	// that value and an unsettled status, so among replicas exactly one wins.
+	Lease(ctx context.Context, id string, seen, now time.Time) (bool, error)
 }
 
 // RecordStore keeps idempotency records.
@@ -94,4 +112,63 @@ type RecordStore interface {
 	// PurgeExpired deletes up to limit records that expired before now and
 	// are not processing; it returns how many went.
 	PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error)
+}
+
+// InboxStore keeps the provider's webhook events, each id once.
+type InboxStore interface {
+	// Receive stores e if its ID is new and reports whether it was; for an
+	// ID seen before it returns the stored event (with ProcessedAt) instead.
+	Receive(ctx context.Context, e domain.WebhookEvent) (stored domain.WebhookEvent, isNew bool, err error)
+	// MarkProcessed records how the event was applied.
+	MarkProcessed(ctx context.Context, id, outcome string, now time.Time) error
+	// ListByOrder returns an order's events, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.WebhookEvent, error)
+}
+
+// DiscrepancyStore keeps disagreements between payd and the provider.
+type DiscrepancyStore interface {
+	// Record stores d unless one of the same (Type, Reference) exists; it
+	// returns the stored discrepancy and whether it is new.
+	Record(ctx context.Context, d domain.Discrepancy) (domain.Discrepancy, bool, error)
+	// FindByID returns one discrepancy, or domain.ErrDiscrepancyNotFound.
+	FindByID(ctx context.Context, id string) (domain.Discrepancy, error)
+	// Resolve: open → resolved with the resolution and note; it reports whether a row changed.
+	Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error)
+	// ListByOrder returns an order's discrepancies, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.Discrepancy, error)
+	// ListOpen returns open discrepancies of a type (all types when empty), oldest first, at most limit.
+	ListOpen(ctx context.Context, t domain.DiscrepancyType, limit int) ([]domain.Discrepancy, error)
+}
+
+// RefundStore keeps refunds.
+type RefundStore interface {
+	// Create stores a pending refund; an existing ProviderKey is domain.ErrRefundExists.
+	Create(ctx context.Context, r domain.Refund) error
+	// FindByProviderKey returns a refund by its provider idempotency key, or domain.ErrRefundNotFound.
+	FindByProviderKey(ctx context.Context, key string) (domain.Refund, error)
+	// Finish: pending → succeeded or failed, recording the provider's refund
+	// ID; it reports whether a row changed.
+	Finish(ctx context.Context, id string, to domain.RefundStatus, providerRefundID string, now time.Time) (bool, error)
+	// ListByOrder returns an order's refunds, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.Refund, error)
+	// ListPending returns pending refunds last updated before olderThan, at most limit.
+	ListPending(ctx context.Context, olderThan time.Time, limit int) ([]domain.Refund, error)
+}
+
+// AuditStore keeps the audit trail of operator actions.
+type AuditStore interface {
+	Append(ctx context.Context, e domain.AuditEntry) error
+	// ListByOrder returns the entries about an order, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.AuditEntry, error)
+}
+
+// RunStore keeps reconciliation runs and which discrepancies each found.
+type RunStore interface {
+	Create(ctx context.Context, r domain.ReconciliationRun) error
+	// Finish stores the run's counts and finish time.
+	Finish(ctx context.Context, r domain.ReconciliationRun) error
+	// AddFinding links a discrepancy to a run that saw it (idempotent).
+	AddFinding(ctx context.Context, runID, discrepancyID string) error
+	// FindByID returns a run with the discrepancies it found, or domain.ErrRunNotFound.
+	FindByID(ctx context.Context, id string) (domain.ReconciliationRun, error)
 }

@@ -36,6 +36,7 @@ type config struct {
 	SandboxAsyncDelay  time.Duration
 	SandboxDuplicates  string
 	SandboxReorder     string
+	Fault              string // test-only: kill the process at this point of a payment
 
 	generated []string // names of secrets made up at start (development only)
 }
@@ -72,6 +73,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
+		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge or before_settle_commit", &c.Fault, nil},
 	}
 }
 
@@ -121,6 +123,9 @@ func (c *config) check() error {
 	if m, err := decimal.NewFromString(c.MaxAmount); err != nil || !m.IsPositive() {
 		return fmt.Errorf("PAYD_MAX_AMOUNT must be a positive decimal, not %q", c.MaxAmount)
 	}
+	if c.Fault != "" && c.Env == "production" {
+		return errors.New("PAYD_TEST_FAULT is for tests and may not be set in production")
+	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")
 	}
@@ -145,8 +150,10 @@ func (c *config) check() error {
 			c.generated = append(c.generated, s.name)
 		}
 	}
-	if !strings.HasPrefix(c.WebhookSecret, "whsec_") {
-		return errors.New("PAYD_WEBHOOK_SECRET must start with whsec_")
+	for _, s := range webhookSecrets(c.WebhookSecret) {
+		if !strings.HasPrefix(s, "whsec_") {
+			return errors.New("PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets separated by spaces")
+		}
 	}
 	return nil
 }
@@ -162,4 +169,11 @@ func randomSecret(prefix string) string {
 		return base64.StdEncoding.EncodeToString(b)
 	}
 	return hex.EncodeToString(b)
+}
+
+// webhookSecrets splits PAYD_WEBHOOK_SECRET: several secrets, separated by
+// spaces or commas, are all accepted on incoming webhooks (rotation); the
+// first is the one the in-process sandbox signs with.
+func webhookSecrets(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
 }

@@ -8,10 +8,16 @@ import (
 
 // Compile-time checks that the adapters satisfy the ports service declares.
 var (
-	_ service.Transactor      = (*repository.Transactor)(nil)
-	_ service.CustomerStore   = (*repository.CustomerStore)(nil)
-	_ service.OrderStore      = (*repository.OrderStore)(nil)
-	_ service.AttemptStore    = (*repository.AttemptStore)(nil)
-	_ service.RecordStore     = (*repository.RecordStore)(nil)
-	_ service.PaymentProvider = (*provider.Client)(nil)
+	_ service.Transactor       = (*repository.Transactor)(nil)
+	_ service.CustomerStore    = (*repository.CustomerStore)(nil)
+	_ service.OrderStore       = (*repository.OrderStore)(nil)
+	_ service.AttemptStore     = (*repository.AttemptStore)(nil)
+	_ service.RecordStore      = (*repository.RecordStore)(nil)
+	_ service.InboxStore       = (*repository.InboxStore)(nil)
+	_ service.DiscrepancyStore = (*repository.DiscrepancyStore)(nil)
+	_ service.RefundStore      = (*repository.RefundStore)(nil)
+	_ service.AuditStore       = (*repository.AuditStore)(nil)
+	_ service.RunStore         = (*repository.RunStore)(nil)
+	_ service.PaymentProvider  = (*provider.Client)(nil)
+	_ service.RefundProvider   = (*provider.Client)(nil)
 )

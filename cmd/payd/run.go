@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -163,7 +165,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // providerFor returns the provider client: against PAYD_PROVIDER_URL, or
 // against a sandbox started here on loopback that delivers its webhooks to
 // this very payd.
-func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (*provider.Client, func(), error) {
+func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (provider.Provider, func(), error) {
 	if cfg.ProviderURL != "" {
 		return provider.NewClient(cfg.ProviderURL), func() {}, nil
 	}
@@ -185,37 +187,78 @@ type app struct {
 }
 
 // wire builds stores → services → handlers.
-func wire(cfg config, db *repository.DB, prov service.PaymentProvider, log *slog.Logger) (*app, error) {
+func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logger) (*app, error) {
 	sealer, err := service.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
 	}
 	var (
-		tx       = repository.NewTransactor(db)
-		orders   = repository.NewOrderStore(db)
-		attempts = repository.NewAttemptStore(db)
-		records  = repository.NewRecordStore(db)
-		custs    = repository.NewCustomerStore(db)
+		tx            = repository.NewTransactor(db)
+		orders        = repository.NewOrderStore(db)
+		attempts      = repository.NewAttemptStore(db)
+		records       = repository.NewRecordStore(db)
+		custs         = repository.NewCustomerStore(db)
+		discrepancies = repository.NewDiscrepancyStore(db)
+		refundStore   = repository.NewRefundStore(db)
+		audit         = repository.NewAuditStore(db)
+		inbox         = repository.NewInboxStore(db)
+		changes       = &service.Changes{}
 	)
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
 	idem := &service.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now}
-	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay, Now: now}
+	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
+		Discrepancies: discrepancies, Provider: prov, Now: now, Changed: changes.Publish}
+	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay,
+		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault)}
+	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
+		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now}, cfg.WebhookSecret)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
+	}
+	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
+	admin := &handler.Admin{
+		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
+		Refunds: refunds,
+		Reconcile: &service.Reconciler{Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
+			Provider: prov, Lease: cfg.Lease, Now: now},
+		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
+			Recoverer: recoverer, Refunds: refunds, Now: now},
+		Records: idem,
+	}
 	e := handler.New(handler.Deps{
 		Log:         log,
 		Customers:   &service.Customers{Store: custs, Sealer: sealer, Now: now},
-		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now},
+		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Changes: changes},
 		Checkout:    checkout,
+		Webhooks:    webhooks,
+		Admin:       admin,
+		EventPoll:   time.Second,
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log},
-		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now), Log: log},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log},
+		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log},
 	}
 	return &app{echo: e, jobs: jobs}, nil
+}
+
+// faultInjector kills the process, as kill -9 would, when a payment reaches
+// the named point. Only tests set PAYD_TEST_FAULT (refused in production).
+func faultInjector(point string) func(string) {
+	if point == "" {
+		return nil
+	}
+	return func(at string) {
+		if at == point {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way; nothing more may happen
+		}
+	}
 }
 
 func ready(ctx context.Context, db *repository.DB) error {

@@ -22,7 +22,7 @@ func sandboxConfig(cfg config, webhookURL string, log *slog.Logger) (sandbox.Con
 		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_REORDER must be true or false, not %q", cfg.SandboxReorder)
 	}
 	return sandbox.Config{
-		DatabaseURL: cfg.SandboxDatabaseURL, WebhookURL: webhookURL, WebhookSecret: cfg.WebhookSecret,
+		DatabaseURL: cfg.SandboxDatabaseURL, WebhookURL: webhookURL, WebhookSecret: webhookSecrets(cfg.WebhookSecret)[0],
 		AsyncDelay: cfg.SandboxAsyncDelay, Duplicates: dups, Reorder: reorder, Logger: log,
 	}, nil
 }

@@ -1,0 +1,59 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// DiscrepancyType names a way payd's books and the provider's disagree.
+type DiscrepancyType string
+
+// The discrepancy types of SPEC §7.
+const (
+	MissingLocalPayment   DiscrepancyType = "missing_local_payment"   // provider succeeded, order not paid
+	MissingProviderCharge DiscrepancyType = "missing_provider_charge" // order paid, provider has no success
+	AmountMismatch        DiscrepancyType = "amount_mismatch"         // provider and payd disagree on the amount or currency
+	DuplicateCharge       DiscrepancyType = "duplicate_charge"        // a second success for an order already paid
+	StuckProcessing       DiscrepancyType = "stuck_processing"        // unknown outcome older than the lease
+	PaidAfterClose        DiscrepancyType = "paid_after_close"        // success for a cancelled or expired order
+)
+
+// DiscrepancyTypes lists every type.
+var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose}
+
+// Valid reports whether t is a known type.
+func (t DiscrepancyType) Valid() bool {
+	for _, k := range DiscrepancyTypes {
+		if t == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Discrepancy statuses.
+const (
+	DiscrepancyOpen     = "open"
+	DiscrepancyResolved = "resolved"
+)
+
+// Discrepancy is one disagreement, found by a webhook or a reconciliation
+// run. (Type, Reference) is unique: finding it again records nothing new.
+type Discrepancy struct {
+	ID             string
+	RunID          string // the run that found it; empty when a webhook did
+	Type           DiscrepancyType
+	Reference      string // what it is about: the charge ID, or the order ID when there is no charge
+	OrderID        string
+	AttemptID      string
+	ChargeID       string
+	ProviderAmount decimal.Decimal
+	LocalAmount    decimal.Decimal
+	Currency       Currency
+	Status         string // open or resolved
+	Resolution     string // apply, refund, ignore, auto_refunded
+	Note           string
+	DetectedAt     time.Time
+	ResolvedAt     *time.Time
+}

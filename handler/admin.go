@@ -1,0 +1,250 @@
+package handler
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/service"
+)
+
+// AdminService is what the operator routes need.
+type AdminService interface {
+	Search(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
+	Timeline(ctx context.Context, id string) (service.Timeline, error)
+	Record(ctx context.Context, e domain.AuditEntry) error
+}
+
+// Refunder refunds paid orders.
+type Refunder interface {
+	Refund(ctx context.Context, req service.RefundRequest) (domain.Refund, domain.Order, error)
+}
+
+// ReconcileService runs and reads reconciliations.
+type ReconcileService interface {
+	Run(ctx context.Context, req service.ReconcileRequest) (domain.ReconciliationRun, error)
+	FindRun(ctx context.Context, id string) (domain.ReconciliationRun, error)
+}
+
+// DiscrepancyResolver resolves discrepancies.
+type DiscrepancyResolver interface {
+	Resolve(ctx context.Context, id, action, note string) (domain.Discrepancy, error)
+}
+
+// Admin serves the operators' API (SPEC §7).
+type Admin struct {
+	Service   AdminService
+	Refunds   Refunder
+	Reconcile ReconcileService
+	Resolver  DiscrepancyResolver
+	Records   RecordLookup
+}
+
+func (h *Admin) search(c echo.Context) error {
+	f, err := orderFilter(c)
+	if err != nil {
+		return err
+	}
+	f.CustomerID = c.QueryParam("customer")
+	if f.From, err = queryTime(c, "from"); err != nil {
+		return err
+	}
+	if f.To, err = queryTime(c, "to"); err != nil {
+		return err
+	}
+	page, err := h.Service.Search(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toPageJSON(page))
+}
+
+func queryTime(c echo.Context, name string) (time.Time, error) {
+	s := c.QueryParam(name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, &domain.ValidationError{Field: name, Reason: "must be an RFC 3339 time such as 2026-01-31T00:00:00Z"}
+	}
+	return t.UTC(), nil
+}
+
+func (h *Admin) order(c echo.Context) error {
+	t, err := h.Service.Timeline(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toTimelineJSON(t))
+}
+
+type refundRequest struct {
+	keyField
+	Amount string `json:"amount,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (h *Admin) refund(c echo.Context) error {
+	var req refundRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 500 {
+		return &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
+	defer cancel()
+	r, o, err := h.Refunds.Refund(ctx, service.RefundRequest{OrderID: c.Param("id"), RequestID: requestKeyOf(c), Amount: req.Amount, Reason: req.Reason})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, refundResultJSON{Refund: toRefundJSON(r), Order: toOrderJSON(o)})
+}
+
+type reconcileRequest struct {
+	keyField
+	From   string `json:"from"`
+	To     string `json:"to"`
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+// reconcile starts a run against the provider's charge list (JSON body) or
+// an uploaded settlement file (multipart form: from, to, dry_run, file).
+func (h *Admin) reconcile(c echo.Context) error {
+	var req reconcileRequest
+	var charges []provider.Charge
+	if isMultipart(c) {
+		form, err := c.MultipartForm()
+		if err != nil {
+			return errMalformedJSON
+		}
+		req.From, req.To, req.DryRun = formValue(form.Value, "from"), formValue(form.Value, "to"), formValue(form.Value, "dry_run") == "true"
+		files := form.File["file"]
+		if len(files) != 1 {
+			return &domain.ValidationError{Field: "file", Reason: "upload exactly one settlement CSV as the form field \"file\""}
+		}
+		f, err := files[0].Open()
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if charges, err = provider.ParseSettlement(f); err != nil {
+			return &domain.ValidationError{Field: "file", Reason: err.Error()}
+		}
+		if charges == nil {
+			charges = []provider.Charge{}
+		}
+	} else if err := decode(c, &req); err != nil {
+		return err
+	}
+	from, err := time.Parse(time.RFC3339, req.From)
+	if err != nil {
+		return &domain.ValidationError{Field: "from", Reason: "must be an RFC 3339 time"}
+	}
+	to, err := time.Parse(time.RFC3339, req.To)
+	if err != nil {
+		return &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"}
+	}
+	run, err := h.Reconcile.Run(c.Request().Context(), service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges})
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if run.DryRun {
+		status = http.StatusOK
+	}
+	return writeJSON(c, status, toRunJSON(run))
+}
+
+func formValue(v map[string][]string, k string) string {
+	if len(v[k]) == 0 {
+		return ""
+	}
+	return v[k][0]
+}
+
+func (h *Admin) run(c echo.Context) error {
+	run, err := h.Reconcile.FindRun(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toRunJSON(run))
+}
+
+type resolveRequest struct {
+	keyField
+	Action string `json:"action"`
+	Note   string `json:"note"`
+}
+
+func (h *Admin) resolve(c echo.Context) error {
+	var req resolveRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if len(req.Note) > 1000 {
+		return &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
+	defer cancel()
+	d, err := h.Resolver.Resolve(ctx, c.Param("did"), req.Action, req.Note)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toDiscrepancyJSON(d))
+}
+
+// idempotency shows any caller's record, for support: "what did payd answer
+// to this request?". Sealed responses stay sealed.
+func (h *Admin) idempotency(c echo.Context) error {
+	rec, err := h.Records.Lookup(c.Request().Context(), c.Param("scope"), c.Param("key"))
+	if err != nil {
+		return err
+	}
+	out := toRecordJSON(rec)
+	return writeJSON(c, http.StatusOK, adminRecordJSON{recordJSON: out, Scope: rec.Scope, LockedUntil: stamp(rec.LockedUntil), Fingerprint: rec.Fingerprint})
+}
+
+// audited records every operator action — executed, replayed or refused —
+// with who, what, the request ID and the result. It wraps the idempotency
+// middleware so replays are on the trail too.
+func (h *Admin) audited(action string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			key := requestKeyOf(c)
+			if key == "" {
+				key = c.Request().Header.Get("Idempotency-Key")
+			}
+			detail := `{"replayed":` + strconv.FormatBool(c.Response().Header().Get("Idempotent-Replayed") == "true") + `}`
+			e := domain.AuditEntry{
+				Actor: "admin", Action: action, OrderID: c.Param("id"), Target: c.Param("did"), RequestID: key,
+				Result: c.Response().Status, Detail: detail,
+			}
+			if action != "refund" {
+				e.OrderID, e.Target = "", firstNonEmpty(c.Param("did"), c.Param("id"))
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+			defer cancel()
+			return h.Service.Record(ctx, e)
+		}
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

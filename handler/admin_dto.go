@@ -1,0 +1,188 @@
+package handler
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+type refundJSON struct {
+	ID               string  `json:"id"`
+	OrderID          string  `json:"order_id"`
+	Kind             string  `json:"kind"`
+	Status           string  `json:"status"`
+	Amount           string  `json:"amount"`
+	Currency         string  `json:"currency"`
+	ChargeID         string  `json:"provider_charge_id"`
+	ProviderRefundID *string `json:"provider_refund_id"`
+	RequestID        *string `json:"request_id"`
+	Reason           string  `json:"reason"`
+	CreatedAt        string  `json:"created_at"`
+}
+
+func toRefundJSON(r domain.Refund) refundJSON {
+	return refundJSON{ID: r.ID, OrderID: r.OrderID, Kind: r.Kind, Status: string(r.Status), Amount: domain.FormatAmount(r.Amount, r.Currency),
+		Currency: string(r.Currency), ChargeID: r.ChargeID, ProviderRefundID: strPtr(r.ProviderRefundID), RequestID: strPtr(r.RequestID),
+		Reason: r.Reason, CreatedAt: stamp(r.CreatedAt)}
+}
+
+type refundResultJSON struct {
+	Refund refundJSON `json:"refund"`
+	Order  orderJSON  `json:"order"`
+}
+
+type webhookEventJSON struct {
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Outcome     *string         `json:"outcome"`
+	ReceivedAt  string          `json:"received_at"`
+	ProcessedAt *string         `json:"processed_at"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+type auditJSON struct {
+	ID        string          `json:"id"`
+	Actor     string          `json:"actor"`
+	Action    string          `json:"action"`
+	OrderID   *string         `json:"order_id"`
+	Target    *string         `json:"target"`
+	RequestID *string         `json:"request_id"`
+	Result    int             `json:"result"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+	CreatedAt string          `json:"created_at"`
+}
+
+func toAuditJSON(e domain.AuditEntry) auditJSON {
+	j := auditJSON{ID: e.ID, Actor: e.Actor, Action: e.Action, OrderID: strPtr(e.OrderID), Target: strPtr(e.Target),
+		RequestID: strPtr(e.RequestID), Result: e.Result, CreatedAt: stamp(e.CreatedAt)}
+	if json.Valid([]byte(e.Detail)) {
+		j.Detail = json.RawMessage(e.Detail)
+	}
+	return j
+}
+
+type discrepancyJSON struct {
+	ID             string  `json:"id"`
+	RunID          *string `json:"run_id"`
+	Type           string  `json:"type"`
+	Reference      string  `json:"reference"`
+	OrderID        *string `json:"order_id"`
+	AttemptID      *string `json:"attempt_id"`
+	ChargeID       *string `json:"provider_charge_id"`
+	ProviderAmount *string `json:"provider_amount"`
+	LocalAmount    *string `json:"local_amount"`
+	Currency       *string `json:"currency"`
+	Status         string  `json:"status"`
+	Resolution     *string `json:"resolution"`
+	Note           string  `json:"note"`
+	DetectedAt     string  `json:"detected_at"`
+	ResolvedAt     *string `json:"resolved_at"`
+}
+
+func toDiscrepancyJSON(d domain.Discrepancy) discrepancyJSON {
+	amount := func(v interface{ IsZero() bool }, s string) *string {
+		if v.IsZero() {
+			return nil
+		}
+		return &s
+	}
+	cur := d.Currency
+	return discrepancyJSON{
+		ID: d.ID, RunID: strPtr(d.RunID), Type: string(d.Type), Reference: d.Reference, OrderID: strPtr(d.OrderID),
+		AttemptID: strPtr(d.AttemptID), ChargeID: strPtr(d.ChargeID),
+		ProviderAmount: amount(d.ProviderAmount, domain.FormatAmount(d.ProviderAmount, cur)),
+		LocalAmount:    amount(d.LocalAmount, domain.FormatAmount(d.LocalAmount, cur)),
+		Currency:       strPtr(string(cur)), Status: d.Status, Resolution: strPtr(d.Resolution), Note: d.Note,
+		DetectedAt: stamp(d.DetectedAt), ResolvedAt: stampPtr(d.ResolvedAt),
+	}
+}
+
+type runJSON struct {
+	ID            string            `json:"id"`
+	Source        string            `json:"source"`
+	From          string            `json:"from"`
+	To            string            `json:"to"`
+	DryRun        bool              `json:"dry_run"`
+	Matched       int               `json:"matched"`
+	Found         int               `json:"found"`
+	New           int               `json:"new"`
+	CreatedAt     string            `json:"created_at"`
+	FinishedAt    *string           `json:"finished_at"`
+	Discrepancies []discrepancyJSON `json:"discrepancies"`
+}
+
+func toRunJSON(r domain.ReconciliationRun) runJSON {
+	out := runJSON{ID: r.ID, Source: r.Source, From: stamp(r.From), To: stamp(r.To), DryRun: r.DryRun, Matched: r.Matched,
+		Found: r.Found, New: r.New, CreatedAt: stamp(r.CreatedAt), FinishedAt: stampPtr(r.FinishedAt),
+		Discrepancies: make([]discrepancyJSON, len(r.Discrepancies))}
+	for i, d := range r.Discrepancies {
+		out.Discrepancies[i] = toDiscrepancyJSON(d)
+	}
+	return out
+}
+
+// timelineEntry is one line of an order's merged story.
+type timelineEntry struct {
+	At      string `json:"at"`
+	Kind    string `json:"kind"` // order, attempt, webhook, refund, discrepancy, audit
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+	at      time.Time
+}
+
+type timelineJSON struct {
+	Order         orderJSON          `json:"order"`
+	Attempts      []attemptJSON      `json:"attempts"`
+	WebhookEvents []webhookEventJSON `json:"webhook_events"`
+	Refunds       []refundJSON       `json:"refunds"`
+	Discrepancies []discrepancyJSON  `json:"discrepancies"`
+	Audit         []auditJSON        `json:"audit"`
+	Timeline      []timelineEntry    `json:"timeline"`
+}
+
+// toTimelineJSON renders the order's story: each kind of record in its own
+// list, and all of them merged in time order.
+func toTimelineJSON(t service.Timeline) timelineJSON {
+	out := timelineJSON{Order: toOrderJSON(t.Order), Attempts: []attemptJSON{}, WebhookEvents: []webhookEventJSON{},
+		Refunds: []refundJSON{}, Discrepancies: []discrepancyJSON{}, Audit: []auditJSON{}}
+	add := func(at time.Time, kind, id, summary string) {
+		out.Timeline = append(out.Timeline, timelineEntry{At: stamp(at), Kind: kind, ID: id, Summary: summary, at: at})
+	}
+	add(t.Order.CreatedAt, "order", t.Order.ID, "created "+domain.FormatAmount(t.Order.Amount, t.Order.Currency)+" "+string(t.Order.Currency))
+	for _, a := range t.Attempts {
+		out.Attempts = append(out.Attempts, toAttemptJSON(a, true))
+		add(a.CreatedAt, "attempt", a.ID, "payment attempt "+string(a.Status)+" ("+a.PaymentMethod+")")
+	}
+	for _, e := range t.Events {
+		j := webhookEventJSON{ID: e.ID, Type: e.Type, Outcome: strPtr(e.Outcome), ReceivedAt: stamp(e.ReceivedAt), ProcessedAt: stampPtr(e.ProcessedAt)}
+		if json.Valid(e.Payload) {
+			j.Payload = e.Payload
+		}
+		out.WebhookEvents = append(out.WebhookEvents, j)
+		add(e.ReceivedAt, "webhook", e.ID, e.Type+" "+e.Outcome)
+	}
+	for _, r := range t.Refunds {
+		out.Refunds = append(out.Refunds, toRefundJSON(r))
+		add(r.CreatedAt, "refund", r.ID, r.Kind+" refund of "+domain.FormatAmount(r.Amount, r.Currency)+" "+string(r.Status))
+	}
+	for _, d := range t.Discrepancies {
+		out.Discrepancies = append(out.Discrepancies, toDiscrepancyJSON(d))
+		add(d.DetectedAt, "discrepancy", d.ID, string(d.Type)+" "+d.Status)
+	}
+	for _, e := range t.Audit {
+		out.Audit = append(out.Audit, toAuditJSON(e))
+		add(e.CreatedAt, "audit", e.ID, e.Actor+" "+e.Action)
+	}
+	sort.SliceStable(out.Timeline, func(i, j int) bool { return out.Timeline[i].at.Before(out.Timeline[j].at) })
+	return out
+}
+
+type adminRecordJSON struct {
+	recordJSON
+	Scope       string `json:"scope"`
+	LockedUntil string `json:"locked_until"`
+	Fingerprint string `json:"fingerprint"`
+}

@@ -1,0 +1,92 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+)
+
+// OrderWatcher lets the event stream read an order and hear of its changes.
+type OrderWatcher interface {
+	Get(ctx context.Context, customerID, id string) (domain.Order, error)
+	Subscribe(orderID string) (<-chan struct{}, func())
+}
+
+// Events streams an order's status changes as server-sent events.
+type Events struct {
+	Orders OrderWatcher
+	Poll   time.Duration // how often to look for changes made by other payd processes
+}
+
+// stream answers GET /v1/orders/{id}/events. The first event is the order
+// as it stands, so a late subscriber misses nothing; then one event per
+// change, whether this process made it (heard at once) or another did
+// (seen by polling the version).
+func (h *Events) stream(c echo.Context) error {
+	ctx := c.Request().Context()
+	cust := customerOf(c)
+	o, err := h.Orders.Get(ctx, cust.ID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	changed, stop := h.Orders.Subscribe(o.ID)
+	defer stop()
+
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := writeEvent(w, o); err != nil {
+		return nil
+	}
+	poll := time.NewTicker(h.Poll)
+	defer poll.Stop()
+	heartbeat := time.NewTicker(15 * time.Second)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-heartbeat.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+			continue
+		case <-changed:
+		case <-poll.C:
+		}
+		next, err := h.Orders.Get(ctx, cust.ID, o.ID)
+		if err != nil {
+			return nil // the stream is already open: end it; the client reconnects
+		}
+		if next.Version == o.Version {
+			continue
+		}
+		o = next
+		if err := writeEvent(w, o); err != nil {
+			return nil
+		}
+	}
+}
+
+// writeEvent sends one "order" event carrying the order as JSON; its id is
+// the order's version, so a client can tell events apart.
+func writeEvent(w *echo.Response, o domain.Order) error {
+	b, err := json.Marshal(toOrderJSON(o))
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "id: %d\nevent: order\ndata: %s\n\n", o.Version, b); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

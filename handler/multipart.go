@@ -1,0 +1,68 @@
+package handler
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"mime"
+	"mime/multipart"
+
+	"github.com/labstack/echo/v4"
+)
+
+const ctxMultipart = "payd.multipart"
+
+// acceptMultipart lets one route take a multipart/form-data upload (the
+// settlement CSV) besides JSON.
+func acceptMultipart(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(ctxMultipart, true)
+		return next(c)
+	}
+}
+
+func multipartAllowed(c echo.Context) bool {
+	ok, _ := c.Get(ctxMultipart).(bool)
+	return ok
+}
+
+// isMultipart reports whether this request is an accepted multipart upload.
+func isMultipart(c echo.Context) bool {
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	return multipartAllowed(c) && mt == echo.MIMEMultipartForm
+}
+
+// canonicalMultipart is a multipart body as the fingerprint sees it: its
+// fields and the SHA-256 of each file, sorted, so a client retrying the same
+// upload (with a new boundary) presents the same request.
+func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
+	_, params, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if err != nil || params["boundary"] == "" {
+		return nil, "", errMalformedJSON
+	}
+	form, err := multipart.NewReader(bytes.NewReader(raw), params["boundary"]).ReadForm(MaxBodyBytes)
+	if err != nil {
+		return nil, "", errMalformedJSON
+	}
+	defer form.RemoveAll()
+	files := map[string][]string{}
+	for name, fhs := range form.File {
+		for _, fh := range fhs {
+			f, err := fh.Open()
+			if err != nil {
+				return nil, "", err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return nil, "", err
+			}
+			files[name] = append(files[name], hex.EncodeToString(h.Sum(nil)))
+		}
+	}
+	out, err := json.Marshal(map[string]any{"fields": form.Value, "files": files})
+	return out, "", err
+}

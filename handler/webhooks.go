@@ -1,0 +1,103 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+// EventReceiver applies verified provider events.
+type EventReceiver interface {
+	Receive(ctx context.Context, ev service.ProviderEvent) (string, error)
+}
+
+// Webhooks receives the provider's events (SPEC §6).
+type Webhooks struct {
+	Receiver EventReceiver
+	verifier []*standardwebhooks.Webhook
+}
+
+// NewWebhooks verifies with every secret in secrets (separated by spaces or
+// commas), so a secret can be rotated without dropping events: the new one
+// is added, the provider switches, the old one is removed.
+func NewWebhooks(r EventReceiver, secrets string) (*Webhooks, error) {
+	h := &Webhooks{Receiver: r}
+	for _, s := range strings.FieldsFunc(secrets, func(r rune) bool { return r == ' ' || r == ',' }) {
+		v, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			return nil, err
+		}
+		h.verifier = append(h.verifier, v)
+	}
+	return h, nil
+}
+
+var errInvalidSignature = problem(http.StatusUnauthorized, "invalid_signature", "Invalid signature",
+	"The webhook signature is missing, wrong, or older than 5 minutes.")
+
+type eventJSON struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	CreatedAt string          `json:"created_at"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type eventDataJSON struct {
+	ChargeID       string `json:"charge_id"`
+	RefundID       string `json:"refund_id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	OrderID        string `json:"order_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	FailureCode    string `json:"failure_code"`
+}
+
+// receive checks the signature before anything is stored, then hands the
+// event to the use case. Unknown event types are stored and answered 200.
+func (h *Webhooks) receive(c echo.Context) error {
+	raw, err := body(c)
+	if err != nil {
+		return err
+	}
+	if !h.verified(raw, c.Request().Header) {
+		return errInvalidSignature
+	}
+	var ev eventJSON
+	if err := json.Unmarshal(raw, &ev); err != nil || ev.ID == "" || ev.Type == "" {
+		return errMalformedJSON
+	}
+	if ev.ID != c.Request().Header.Get("webhook-id") {
+		return &domain.ValidationError{Field: "id", Reason: "does not match the webhook-id header"}
+	}
+	var data eventDataJSON
+	if len(ev.Data) > 0 {
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
+			return &domain.ValidationError{Field: "data", Reason: "must be an object"}
+		}
+	}
+	outcome, err := h.Receiver.Receive(c.Request().Context(), service.ProviderEvent{ID: ev.ID, Type: ev.Type, Payload: raw, Data: service.EventData{
+		ChargeID: data.ChargeID, RefundID: data.RefundID, IdempotencyKey: data.IdempotencyKey, OrderID: data.OrderID,
+		Amount: data.Amount, Currency: data.Currency, FailureCode: data.FailureCode,
+	}})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, map[string]string{"id": ev.ID, "outcome": outcome})
+}
+
+func (h *Webhooks) verified(raw []byte, headers http.Header) bool {
+	for _, v := range h.verifier {
+		if v.Verify(raw, headers) == nil {
+			return true
+		}
+	}
+	return false
+}

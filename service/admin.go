@@ -1,0 +1,72 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// Admin answers operators' questions about orders: search, and the whole
+// story of one order in time order.
+type Admin struct {
+	Orders        OrderStore
+	Attempts      AttemptStore
+	Inbox         InboxStore
+	Audit         AuditStore
+	Refunds       RefundStore
+	Discrepancies DiscrepancyStore
+	Now           func() time.Time
+}
+
+// Timeline is everything payd knows about one order, each list oldest first.
+type Timeline struct {
+	Order         domain.Order
+	Attempts      []domain.Attempt
+	Events        []domain.WebhookEvent
+	Refunds       []domain.Refund
+	Discrepancies []domain.Discrepancy
+	Audit         []domain.AuditEntry
+}
+
+// Search lists orders of any customer.
+func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: "unknown order status"}
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return domain.OrderPage{}, &domain.ValidationError{Field: "to", Reason: "must be after from"}
+	}
+	return s.Orders.List(ctx, f)
+}
+
+// Timeline gathers the story of one order.
+func (s *Admin) Timeline(ctx context.Context, id string) (Timeline, error) {
+	o, err := s.Orders.FindByID(ctx, id)
+	if err != nil {
+		return Timeline{}, err
+	}
+	t := Timeline{Order: o}
+	if t.Attempts, err = s.Attempts.ListByOrder(ctx, id); err != nil {
+		return Timeline{}, err
+	}
+	if t.Events, err = s.Inbox.ListByOrder(ctx, id); err != nil {
+		return Timeline{}, err
+	}
+	if t.Refunds, err = s.Refunds.ListByOrder(ctx, id); err != nil {
+		return Timeline{}, err
+	}
+	if t.Discrepancies, err = s.Discrepancies.ListByOrder(ctx, id); err != nil {
+		return Timeline{}, err
+	}
+	if t.Audit, err = s.Audit.ListByOrder(ctx, id); err != nil {
+		return Timeline{}, err
+	}
+	return t, nil
+}
+
+// Record appends one entry to the audit trail.
+func (s *Admin) Record(ctx context.Context, e domain.AuditEntry) error {
+	e.ID, e.CreatedAt = newID(), s.Now().UTC()
+	return s.Audit.Append(ctx, e)
+}

@@ -1,0 +1,231 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+)
+
+// ChargeLister lists the provider's charges in a time window.
+type ChargeLister interface {
+	ListCharges(ctx context.Context, from, to time.Time) ([]provider.Charge, error)
+}
+
+// Reconciler compares payd's books with the provider's for a window and
+// records every disagreement once (SPEC §7). A discrepancy already known —
+// found by a webhook or an earlier run, open or resolved — is counted as
+// found again but not recorded again, so re-running a resolved window finds
+// nothing new.
+type Reconciler struct {
+	Orders        OrderStore
+	Attempts      AttemptStore
+	Discrepancies DiscrepancyStore
+	Runs          RunStore
+	Provider      ChargeLister
+	Lease         time.Duration
+	Now           func() time.Time
+	Observe       func(t domain.DiscrepancyType) // optional metrics hook: a new discrepancy
+}
+
+// ReconcileRequest is one run: a window, and either the provider's list
+// (Charges nil) or the charges of an uploaded settlement file.
+type ReconcileRequest struct {
+	From, To time.Time
+	DryRun   bool
+	Charges  []provider.Charge // from a settlement CSV; nil: ask the provider
+}
+
+// Run reconciles one window.
+func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.ReconciliationRun, error) {
+	if !req.From.Before(req.To) || req.To.Sub(req.From) > 31*24*time.Hour {
+		return domain.ReconciliationRun{}, &domain.ValidationError{Field: "to", Reason: "the window must be non-empty, from before to, and at most 31 days"}
+	}
+	run := domain.ReconciliationRun{ID: newID(), Source: "provider", From: req.From.UTC(), To: req.To.UTC(), DryRun: req.DryRun, CreatedAt: s.Now().UTC()}
+	charges := req.Charges
+	if charges != nil {
+		run.Source = "csv"
+	} else {
+		var err error
+		if charges, err = s.Provider.ListCharges(ctx, run.From, run.To); err != nil {
+			return domain.ReconciliationRun{}, fmt.Errorf("list provider charges: %w", err)
+		}
+	}
+	if !run.DryRun {
+		if err := s.Runs.Create(ctx, run); err != nil {
+			return domain.ReconciliationRun{}, err
+		}
+	}
+	found, matched, err := s.compare(ctx, run, charges)
+	if err != nil {
+		return domain.ReconciliationRun{}, err
+	}
+	run.Matched = matched
+	for _, d := range found {
+		if err := s.keep(ctx, &run, d); err != nil {
+			return domain.ReconciliationRun{}, err
+		}
+	}
+	now := s.Now().UTC()
+	run.FinishedAt = &now
+	if !run.DryRun {
+		if err := s.Runs.Finish(ctx, run); err != nil {
+			return domain.ReconciliationRun{}, err
+		}
+	}
+	return run, nil
+}
+
+// keep records one finding (unless dry) and links it to the run.
+func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) error {
+	run.Found++
+	d = newDiscrepancy(d, s.Now)
+	d.RunID = run.ID
+	if run.DryRun {
+		run.Discrepancies = append(run.Discrepancies, d)
+		return nil
+	}
+	stored, isNew, err := s.Discrepancies.Record(ctx, d)
+	if err != nil {
+		return err
+	}
+	if isNew {
+		run.New++
+		if s.Observe != nil {
+			s.Observe(d.Type)
+		}
+	}
+	run.Discrepancies = append(run.Discrepancies, stored)
+	return s.Runs.AddFinding(ctx, run.ID, stored.ID)
+}
+
+// compare walks the provider's successful charges, then payd's paid orders
+// and stuck payments, and returns what disagrees and how many charges matched.
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []provider.Charge) ([]domain.Discrepancy, int, error) {
+	var found []domain.Discrepancy
+	matched := 0
+	byKey := map[string]provider.Charge{}
+	for _, ch := range charges {
+		if ch.Status != provider.ChargeSucceeded {
+			continue
+		}
+		byKey[ch.IdempotencyKey] = ch
+		d, err := s.checkCharge(ctx, ch)
+		if err != nil {
+			return nil, 0, err
+		}
+		if d == nil {
+			matched++
+			continue
+		}
+		found = append(found, *d)
+	}
+	missing, err := s.missingCharges(ctx, run, byKey)
+	if err != nil {
+		return nil, 0, err
+	}
+	stuck, err := s.stuck(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(append(found, missing...), stuck...), matched, nil
+}
+
+// checkCharge decides one successful provider charge: nil when payd's books
+// agree (the order is paid by this very attempt), or when the charge was
+// given back in full already.
+func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*domain.Discrepancy, error) {
+	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
+	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged under a key payd has no attempt for"
+		return settledOr(ch, d), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.AttemptID, d.OrderID, d.LocalAmount = a.ID, a.OrderID, a.Amount
+	if !ch.Amount.Equal(a.Amount) || ch.Currency != string(a.Currency) {
+		d.Type, d.Note = domain.AmountMismatch, "the provider charged another amount or currency than the attempt"
+		return settledOr(ch, d), nil
+	}
+	o, err := s.Orders.FindByID(ctx, a.OrderID)
+	if err != nil {
+		return nil, err
+	}
+	paidByAttempt := a.Status == domain.AttemptSucceeded && o.PayRequestID == a.RequestID &&
+		(o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
+	switch {
+	case paidByAttempt:
+		return nil, nil
+	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired:
+		d.Type, d.Note = domain.PaidAfterClose, "the provider charged an order that was cancelled or expired"
+	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
+		d.Type, d.Note = domain.DuplicateCharge, "a second successful charge for an order paid by another attempt"
+	default:
+		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged but the order is not paid"
+	}
+	return settledOr(ch, d), nil
+}
+
+// settledOr drops a finding about a charge the provider has refunded in full:
+// the money is back, which is the outcome every resolution aims at.
+func settledOr(ch provider.Charge, d *domain.Discrepancy) *domain.Discrepancy {
+	if ch.RefundedAmount.GreaterThanOrEqual(ch.Amount) {
+		return nil
+	}
+	return d
+}
+
+// missingCharges finds orders payd counts as paid in the window whose paying
+// attempt has no successful charge in the provider's list.
+func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, byKey map[string]provider.Charge) ([]domain.Discrepancy, error) {
+	var found []domain.Discrepancy
+	for after := ""; ; {
+		orders, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, 500)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range orders {
+			a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+			if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
+				return nil, err
+			}
+			if _, ok := byKey[a.ID]; ok && a.ID != "" {
+				continue
+			}
+			found = append(found, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: o.ID, OrderID: o.ID, AttemptID: a.ID,
+				LocalAmount: o.Amount, Currency: o.Currency, Note: "payd counts the order as paid but the provider lists no successful charge for it"})
+		}
+		if len(orders) < 500 {
+			return found, nil
+		}
+		after = orders[len(orders)-1].ID
+	}
+}
+
+// stuck finds payments whose outcome has been unknown for longer than the lease.
+func (s *Reconciler) stuck(ctx context.Context) ([]domain.Discrepancy, error) {
+	orders, err := s.Orders.ListStuck(ctx, s.Now().UTC().Add(-s.Lease), 500)
+	if err != nil {
+		return nil, err
+	}
+	found := make([]domain.Discrepancy, 0, len(orders))
+	for _, o := range orders {
+		a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+		if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
+			return nil, err
+		}
+		found = append(found, domain.Discrepancy{Type: domain.StuckProcessing, Reference: o.ID + "/" + o.PayRequestID, OrderID: o.ID, AttemptID: a.ID,
+			LocalAmount: o.Amount, Currency: o.Currency, Note: "the payment's outcome has been unknown for longer than the lease"})
+	}
+	return found, nil
+}
+
+// FindRun returns a run with the discrepancies it found.
+func (s *Reconciler) FindRun(ctx context.Context, id string) (domain.ReconciliationRun, error) {
+	return s.Runs.FindByID(ctx, id)
+}

@@ -1,0 +1,83 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+)
+
+// Recoverer resolves payments whose outcome nobody is waiting for: attempts
+// left started (the worker died) or unknown (the reply was lost, the
+// webhook never came) for longer than the lease. It asks the provider about
+// each one before anything else, and never charges: a payment the provider
+// never saw is released so the customer may pay again.
+//
+// Several replicas may run it at once: each attempt is leased to one of
+// them by a guarded UPDATE of its updated_at before any work is done.
+type Recoverer struct {
+	Checkout *Checkout
+	Attempts AttemptStore
+	Orders   OrderStore
+	Provider PaymentProvider
+	Refunds  *Refunds
+	Lease    time.Duration
+	Now      func() time.Time
+}
+
+// Run handles one batch and returns how many attempts it settled or retried.
+func (r *Recoverer) Run(ctx context.Context) (int64, error) {
+	now := r.Now().UTC()
+	stale, err := r.Attempts.ListUnsettled(ctx, now.Add(-r.Lease), jobBatch)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	var errs []error
+	for _, a := range stale {
+		won, err := r.Attempts.Lease(ctx, a.ID, a.UpdatedAt, now)
+		if err != nil || !won {
+			errs = append(errs, err)
+			continue // another replica has it
+		}
+		if err := r.resolve(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))
+			continue
+		}
+		n++
+	}
+	if r.Refunds != nil {
+		m, err := r.Refunds.RetryPending(ctx, now.Add(-r.Lease))
+		n += m
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
+}
+
+// resolve asks the provider about one attempt and settles it.
+func (r *Recoverer) resolve(ctx context.Context, a domain.Attempt) error {
+	o, err := r.Orders.FindByID(ctx, a.OrderID)
+	if err != nil {
+		return err
+	}
+	ch, err := r.Provider.GetCharge(ctx, a.ID)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		// The provider never saw this attempt, and nobody is waiting for it
+		// any more: release the order rather than charge unasked.
+		ch = provider.Charge{Status: provider.ChargeFailed, FailureCode: "not_charged"}
+	case err != nil:
+		return err // still unknown; the next lease tries again
+	}
+	if ch.Status == provider.ChargePending {
+		return nil
+	}
+	_, err = r.Checkout.Settle(ctx, o, a, ch)
+	if errors.Is(err, domain.ErrPaymentDeclined) {
+		return nil
+	}
+	return err
+}

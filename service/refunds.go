@@ -1,0 +1,247 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
+)
+
+// RefundProvider is what refunds need from the payment provider.
+type RefundProvider interface {
+	Refund(ctx context.Context, req provider.RefundRequest) (provider.Refund, error)
+}
+
+// Refunds gives money back: part or all of a paid order at an operator's
+// request, and automatically any charge an order cannot take. Every refund
+// is first recorded (and, for an order's own payment, reserved on the order
+// by a guarded UPDATE that cannot exceed what was paid), then asked of the
+// provider under its own idempotency key.
+type Refunds struct {
+	Tx            Transactor
+	Orders        OrderStore
+	Attempts      AttemptStore
+	Store         RefundStore
+	Discrepancies DiscrepancyStore
+	Provider      RefundProvider
+	Now           func() time.Time
+	Changed       func(orderID string)
+}
+
+// Orphan refunds a charge that order o cannot take and records why: a
+// duplicate charge when the order was paid by another attempt, a payment
+// after close when it was cancelled or expired. Doing it twice for one
+// charge is harmless: the refund's provider key is derived from the charge.
+func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
+	kind := domain.DuplicateCharge
+	if o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired {
+		kind = domain.PaidAfterClose
+	}
+	r, err := s.refundCharge(ctx, o.ID, chargeID, a.Amount, a.Currency, string(kind))
+	if err != nil {
+		return err
+	}
+	d := newDiscrepancy(domain.Discrepancy{
+		Type: kind, Reference: chargeID, OrderID: o.ID, AttemptID: a.ID, ChargeID: chargeID,
+		ProviderAmount: a.Amount, LocalAmount: o.Amount, Currency: a.Currency,
+		Note: fmt.Sprintf("refunded automatically (refund %s, %s)", r.ID, r.Status),
+	}, s.Now)
+	_, _, err = s.Discrepancies.Record(ctx, d)
+	return err
+}
+
+// refundCharge gives back a whole charge the order never counted as its
+// payment; the order's own amounts do not change.
+func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, amount decimal.Decimal, cur domain.Currency, reason string) (domain.Refund, error) {
+	now := s.Now().UTC()
+	r := domain.Refund{
+		ID: newID(), OrderID: orderID, ChargeID: chargeID, Kind: domain.RefundAuto, ProviderKey: "auto-" + chargeID,
+		Amount: amount, Currency: cur, Status: domain.RefundPending, Reason: reason, CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.Store.Create(ctx, r)
+	if errors.Is(err, domain.ErrRefundExists) {
+		return s.Store.FindByProviderKey(ctx, r.ProviderKey)
+	}
+	if err != nil {
+		return domain.Refund{}, fmt.Errorf("record refund of %s: %w", chargeID, err)
+	}
+	return s.ask(ctx, r)
+}
+
+// ask sends a recorded refund to the provider and records the answer. An
+// unknown outcome leaves it pending for the recoverer, which asks again
+// under the same key.
+func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, error) {
+	pr, err := s.Provider.Refund(ctx, provider.RefundRequest{
+		IdempotencyKey: r.ProviderKey, ChargeID: r.ChargeID, Amount: r.Amount, Currency: string(r.Currency), Reason: r.Reason,
+	})
+	switch {
+	case errors.Is(err, provider.ErrUnavailable):
+		return r, nil
+	case err != nil:
+		return r, s.refused(ctx, r, err)
+	}
+	status := domain.RefundSucceeded
+	if pr.Status == provider.ChargeFailed {
+		status = domain.RefundFailed
+	}
+	if _, err := s.Store.Finish(ctx, r.ID, status, pr.ID, s.Now().UTC()); err != nil {
+		return r, err
+	}
+	if status == domain.RefundFailed && r.Kind == domain.RefundManual {
+		return r, s.refused(ctx, r, errors.New("provider refused the refund"))
+	}
+	r.Status, r.ProviderRefundID = status, pr.ID
+	return r, nil
+}
+
+// refused marks a refund the provider definitively refused as failed and,
+// for an order's own payment, gives the reservation back to the order.
+func (s *Refunds) refused(ctx context.Context, r domain.Refund, cause error) error {
+	now := s.Now().UTC()
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		finished, err := s.Store.Finish(ctx, r.ID, domain.RefundFailed, "", now)
+		if err != nil || !finished || r.Kind != domain.RefundManual {
+			return err
+		}
+		_, err = s.Orders.SubtractRefund(ctx, r.OrderID, domain.MinorUnits(r.Amount, r.Currency), now)
+		return err
+	})
+	if err != nil || r.Kind != domain.RefundManual {
+		// An automatic refund the provider refuses stays recorded as
+		// failed, beside its discrepancy, for an operator to settle.
+		return err
+	}
+	return fmt.Errorf("%w: refund %s: %v", domain.ErrRefundRefused, r.ID, cause)
+}
+
+// Confirmed applies a refund.succeeded webhook: the refund it names becomes
+// succeeded, once.
+func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID string) (string, error) {
+	r, err := s.Store.FindByProviderKey(ctx, providerKey)
+	if errors.Is(err, domain.ErrRefundNotFound) {
+		return OutcomeIgnored, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, s.Now().UTC()); err != nil {
+		return "", err
+	}
+	return OutcomeApplied, nil
+}
+
+// RetryPending asks the provider again about refunds whose outcome was not
+// known, a batch at a time. The provider key makes asking again safe.
+func (s *Refunds) RetryPending(ctx context.Context, olderThan time.Time) (int64, error) {
+	pending, err := s.Store.ListPending(ctx, olderThan, jobBatch)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, r := range pending {
+		if _, err := s.ask(ctx, r); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// RefundRequest is an operator's refund of a paid order: Amount empty means
+// everything that remains refundable.
+type RefundRequest struct {
+	OrderID   string
+	RequestID string
+	Amount    string
+	Reason    string
+}
+
+// Refund gives back part or all of a paid order through the provider. The
+// amount is reserved on the order first by a guarded UPDATE that cannot
+// exceed what was paid, so concurrent refunds never add up to more. A
+// repeated request ID finds its earlier refund instead of refunding again,
+// even after its idempotency record expired.
+func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund, domain.Order, error) {
+	o, err := s.Orders.FindByID(ctx, req.OrderID)
+	if err != nil {
+		return domain.Refund{}, domain.Order{}, err
+	}
+	if prior, ok, err := s.priorRefund(ctx, o.ID, req.RequestID); err != nil || ok {
+		return prior, o, err
+	}
+	if o.Status != domain.StatusPaid {
+		return domain.Refund{}, domain.Order{}, domain.ErrOrderNotRefundable
+	}
+	amount := o.Refundable()
+	if req.Amount != "" {
+		if amount, err = domain.ParseAmount(req.Amount, o.Currency, "amount"); err != nil {
+			return domain.Refund{}, domain.Order{}, err
+		}
+		if !amount.IsPositive() {
+			return domain.Refund{}, domain.Order{}, &domain.ValidationError{Field: "amount", Reason: "must be greater than zero"}
+		}
+	}
+	paid, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+	if err != nil {
+		return domain.Refund{}, domain.Order{}, fmt.Errorf("find the paying attempt of %s: %w", o.ID, err)
+	}
+	r, err := s.reserve(ctx, o, paid.ProviderChargeID, amount, req)
+	if err != nil {
+		return domain.Refund{}, domain.Order{}, err
+	}
+	if r, err = s.ask(ctx, r); err != nil {
+		return domain.Refund{}, domain.Order{}, err
+	}
+	o, err = s.Orders.FindByID(ctx, o.ID)
+	return r, o, err
+}
+
+// reserve records the refund and reserves its amount on the order, in one
+// transaction.
+func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, amount decimal.Decimal, req RefundRequest) (domain.Refund, error) {
+	now := s.Now().UTC()
+	id := newID()
+	r := domain.Refund{
+		ID: id, OrderID: o.ID, ChargeID: chargeID, RequestID: req.RequestID, Kind: domain.RefundManual, ProviderKey: id,
+		Amount: amount, Currency: o.Currency, Status: domain.RefundPending, Reason: req.Reason, CreatedAt: now, UpdatedAt: now,
+	}
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		ok, err := s.Orders.AddRefund(ctx, o.ID, domain.MinorUnits(amount, o.Currency), now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return domain.ErrRefundTooLarge
+		}
+		return s.Store.Create(ctx, r)
+	})
+	if err == nil && s.Changed != nil {
+		s.Changed(o.ID)
+	}
+	return r, err
+}
+
+// priorRefund finds a manual refund this request ID already made.
+func (s *Refunds) priorRefund(ctx context.Context, orderID, requestID string) (domain.Refund, bool, error) {
+	rs, err := s.Store.ListByOrder(ctx, orderID)
+	if err != nil {
+		return domain.Refund{}, false, err
+	}
+	for _, r := range rs {
+		if r.Kind == domain.RefundManual && r.RequestID == requestID {
+			return r, true, nil
+		}
+	}
+	return domain.Refund{}, false, nil
+}
+
+// RefundCharge gives back a whole provider charge that no order counts as
+// its payment (an operator's resolution of a discrepancy).
+func (s *Refunds) RefundCharge(ctx context.Context, orderID, chargeID string, amount decimal.Decimal, cur domain.Currency, reason string) (domain.Refund, error) {
+	return s.refundCharge(ctx, orderID, chargeID, amount, cur, reason)
+}
