@@ -138,6 +138,29 @@ func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, l
 	return attemptsToDomain(rows), nil
 }
 
+// Lease claims an unsettled attempt for one recoverer and reports whether
+// this caller won it. Replicas that listed the same attempt all saw the same
+// updated_at (seen); the first UPDATE moves it to now and every later one
+// matches nothing. The match is exact: both sides go through the
+// fixed-width microsecond format, which MySQL reads into the same
+// DATETIME(6) value it stored and SQLite compares as the same text.
+// The lease must change the value, or the winner's row would still match
+// the others' guard: when now is not in a later microsecond than seen (a
+// replica whose clock runs behind the one that wrote seen), updated_at
+// moves to one microsecond past seen instead.
+func (s *AttemptStore) Lease(ctx context.Context, id string, seen, now time.Time) (bool, error) {
+	if floor := seen.Truncate(time.Microsecond).Add(time.Microsecond); now.Before(floor) {
+		now = floor
+	}
+	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET updated_at = ?
+		WHERE id = ? AND status IN ? AND updated_at = ?`,
+		ts(now), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(seen))
+	if res.Error != nil {
+		return false, fmt.Errorf("lease attempt %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 func attemptsToDomain(rows []attemptRow) []domain.Attempt {
 	out := make([]domain.Attempt, len(rows))
 	for i, r := range rows {

@@ -3,6 +3,8 @@ package repository_test
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +128,106 @@ func TestAttemptListUnsettled(t *testing.T) {
 		}
 		if got, err := s.ListUnsettled(t.Context(), cutoff, 1); err != nil || len(got) != 1 || got[0].ID != oldest.ID {
 			t.Errorf("ListUnsettled(limit 1) = %v, %v, want [%s]", ids(got), err, oldest.ID)
+		}
+	})
+}
+
+// TestAttemptLease: the lease is guarded by the exact updated_at the
+// recoverer read, to the microsecond, on both databases: a whole second
+// and a time with a fraction both match what was stored, one microsecond
+// off does not, and once leased the old value no longer matches.
+func TestAttemptLease(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		o := newOrder(t, db)
+		for _, created := range []time.Time{t0, t0.Truncate(time.Second), t0.Add(999_999 * time.Microsecond)} {
+			a := newAttempt(t, s, o, "req-1", created)
+			seen := findAttempt(t, s, a.ID).UpdatedAt // as the recoverer read it
+			now := seen.Add(time.Second)
+			for _, off := range []time.Duration{-time.Microsecond, time.Microsecond} {
+				if ok, err := s.Lease(t.Context(), a.ID, seen.Add(off), now); ok || err != nil {
+					t.Errorf("Lease(seen %v) = %v, %v, want false (stored %v)", seen.Add(off), ok, err, seen)
+				}
+			}
+			if ok, err := s.Lease(t.Context(), a.ID, seen, now); !ok || err != nil {
+				t.Errorf("Lease(seen %v) = %v, %v, want true", seen, ok, err)
+			}
+			if got := findAttempt(t, s, a.ID); !got.UpdatedAt.Equal(now) || got.Status != domain.AttemptStarted {
+				t.Errorf("after Lease: updated %v, status %s; want %v, started", got.UpdatedAt, got.Status, now)
+			}
+			// Another replica that read the same value comes second.
+			if ok, err := s.Lease(t.Context(), a.ID, seen, now.Add(time.Second)); ok || err != nil {
+				t.Errorf("second Lease(seen %v) = %v, %v, want false", seen, ok, err)
+			}
+		}
+	})
+}
+
+// TestAttemptLeaseGuards: a lease always moves updated_at forward, and a
+// settled attempt cannot be leased.
+func TestAttemptLeaseGuards(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		a := newAttempt(t, s, newOrder(t, db), "req-1", t0)
+		// A clock behind the one that wrote seen still moves updated_at.
+		for _, now := range []time.Time{t0.Add(999 * time.Nanosecond), t0.Add(-time.Second)} {
+			seen := findAttempt(t, s, a.ID).UpdatedAt
+			if ok, err := s.Lease(t.Context(), a.ID, seen, now); !ok || err != nil {
+				t.Errorf("Lease(seen %v, now %v) = %v, %v, want true", seen, now, ok, err)
+			}
+			if got := findAttempt(t, s, a.ID).UpdatedAt; !got.Equal(seen.Add(time.Microsecond)) {
+				t.Errorf("Lease(seen %v, now %v) set updated_at %v, want %v", seen, now, got, seen.Add(time.Microsecond))
+			}
+			if ok, err := s.Lease(t.Context(), a.ID, seen, now); ok || err != nil {
+				t.Errorf("second Lease(seen %v, now %v) = %v, %v, want false", seen, now, ok, err)
+			}
+		}
+		fromStarted := []domain.AttemptStatus{domain.AttemptStarted}
+		if ok, err := s.Finish(t.Context(), a.ID, fromStarted, domain.AttemptUnknown, "", "timeout", t0.Add(time.Second)); !ok || err != nil {
+			t.Fatalf("Finish(started→unknown) = %v, %v", ok, err)
+		}
+		if ok, err := s.Lease(t.Context(), a.ID, t0.Add(time.Second), t0.Add(time.Minute)); !ok || err != nil {
+			t.Errorf("Lease(unknown) = %v, %v, want true", ok, err)
+		}
+		fromUnknown := []domain.AttemptStatus{domain.AttemptUnknown}
+		if ok, err := s.Finish(t.Context(), a.ID, fromUnknown, domain.AttemptSucceeded, "ch_1", "", t0.Add(2*time.Minute)); !ok || err != nil {
+			t.Fatalf("Finish(unknown→succeeded) = %v, %v", ok, err)
+		}
+		before := findAttempt(t, s, a.ID)
+		if ok, err := s.Lease(t.Context(), a.ID, before.UpdatedAt, t0.Add(time.Hour)); ok || err != nil {
+			t.Errorf("Lease(succeeded) = %v, %v, want false", ok, err)
+		}
+		if after := findAttempt(t, s, a.ID); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("refused Lease changed the attempt: %+v, want %+v", after, before)
+		}
+	})
+}
+
+// TestAttemptLeaseConcurrent: 20 recoverers that read the same attempt
+// race to lease it; exactly one wins.
+func TestAttemptLeaseConcurrent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		a := newAttempt(t, s, newOrder(t, db), "req-1", t0)
+		var won atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				ok, err := s.Lease(t.Context(), a.ID, t0, t0.Add(time.Duration(i+1)*time.Second))
+				if err != nil {
+					t.Errorf("Lease #%d = %v", i, err)
+				}
+				if ok {
+					won.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Errorf("%d of 20 concurrent Leases won, want 1", won.Load())
 		}
 	})
 }

@@ -1,6 +1,7 @@
 // Package repository is payd's storage adapter: GORM stores for customers,
-// orders, payment attempts and idempotency records on MySQL/MariaDB or on
-// SQLite, the transactor that lets the service group their calls, and the
+// orders, payment attempts, idempotency records, the webhook inbox, refunds,
+// discrepancies, reconciliation runs and the audit log on MySQL/MariaDB or
+// on SQLite, the transactor that lets the service group their calls, and the
 // migration runner. It hides GORM and the drivers: callers see domain types
 // and domain errors only.
 package repository

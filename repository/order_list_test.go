@@ -3,7 +3,6 @@ package repository_test
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,14 +120,15 @@ func TestOrderExpireDue(t *testing.T) {
 			t.Fatalf("Claim(%s) = false", claimed.ID)
 		}
 
-		if n, err := s.ExpireDue(t.Context(), now, 1); n != 1 || err != nil {
-			t.Errorf("ExpireDue(limit 1) = %d, %v, want 1", n, err)
+		// The oldest due first: justBefore, then atNow.
+		if got, err := s.ExpireDue(t.Context(), now, 1); !slices.Equal(got, []string{justBefore.ID}) || err != nil {
+			t.Errorf("ExpireDue(limit 1) = %v, %v, want [%s]", got, err, justBefore.ID)
 		}
-		if n, err := s.ExpireDue(t.Context(), now, 10); n != 1 || err != nil {
-			t.Errorf("ExpireDue(limit 10) = %d, %v, want 1 (the rest)", n, err)
+		if got, err := s.ExpireDue(t.Context(), now, 10); !slices.Equal(got, []string{atNow.ID}) || err != nil {
+			t.Errorf("ExpireDue(limit 10) = %v, %v, want [%s] (the rest)", got, err, atNow.ID)
 		}
-		if n, err := s.ExpireDue(t.Context(), now, 10); n != 0 || err != nil {
-			t.Errorf("ExpireDue(again) = %d, %v, want 0", n, err)
+		if got, err := s.ExpireDue(t.Context(), now, 10); len(got) != 0 || err != nil {
+			t.Errorf("ExpireDue(again) = %v, %v, want none", got, err)
 		}
 		want := map[string]domain.OrderStatus{
 			atNow.ID: domain.StatusExpired, justBefore.ID: domain.StatusExpired,
@@ -153,26 +153,37 @@ func TestOrderExpireDueConcurrent(t *testing.T) {
 			o.ExpiresAt = t0
 			createOrder(t, db, o)
 		}
-		var total atomic.Int64
+		// Each expired ID is reported by exactly one replica.
+		var mu sync.Mutex
+		reported := map[string]int{}
 		var wg sync.WaitGroup
 		for range replicas {
 			wg.Go(func() {
 				for {
-					n, err := s.ExpireDue(t.Context(), t0, 4)
+					ids, err := s.ExpireDue(t.Context(), t0, 4)
 					if err != nil {
 						t.Errorf("ExpireDue = %v", err)
 						return
 					}
-					if n == 0 {
+					if len(ids) == 0 {
 						return
 					}
-					total.Add(n)
+					mu.Lock()
+					for _, id := range ids {
+						reported[id]++
+					}
+					mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
-		if total.Load() != orders {
-			t.Errorf("replicas expired %d orders in all, want %d", total.Load(), orders)
+		if len(reported) != orders {
+			t.Errorf("replicas reported %d distinct expired orders, want %d", len(reported), orders)
+		}
+		for id, n := range reported {
+			if n != 1 {
+				t.Errorf("order %s reported expired %d times, want 1", id, n)
+			}
 		}
 		page, _ := s.List(t.Context(), domain.OrderFilter{Status: domain.StatusExpired, Limit: 100})
 		for _, o := range page.Orders {

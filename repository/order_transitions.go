@@ -71,32 +71,74 @@ func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool
 
 // ExpireDue moves pending orders whose expires_at is at or before now to
 // expired, the oldest first and at most limit of them (100 when limit <= 0),
-// and returns how many changed. It reads the due IDs, then expires each by
-// its primary key with the status guard kept: an order claimed in between
-// is left alone, and replicas running it at once never expire an order
-// twice. Row by row on purpose: one UPDATE over a range of the status index
-// takes gap locks, and replicas doing that at once deadlock on InnoDB (the
-// store tests showed it); a single-row UPDATE by primary key holds one row
-// lock and cannot be part of a deadlock cycle.
-func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) (int64, error) {
-	var ids []string
+// and returns the IDs of those it changed, so the caller can tell each
+// order's watchers. It reads the due IDs, then expires each by its primary
+// key with the status guard kept: an order claimed in between is left
+// alone, and replicas running it at once never expire an order twice (each
+// ID is returned by exactly one of them). Row by row on purpose: one UPDATE
+// over a range of the status index takes gap locks, and replicas doing that
+// at once deadlock on InnoDB (the store tests showed it); a single-row
+// UPDATE by primary key holds one row lock and cannot be part of a deadlock
+// cycle. On an error it returns the IDs expired so far along with it: those
+// changes are committed.
+func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var due []string
 	err := s.db.conn(ctx).Model(&orderRow{}).
 		Where("status = 'pending' AND expires_at <= ?", ts(now)).
-		Order("expires_at, id").Limit(batchSize(limit)).Pluck("id", &ids).Error
+		Order("expires_at, id").Limit(batchSize(limit)).Pluck("id", &due).Error
 	if err != nil {
-		return 0, fmt.Errorf("expire due orders: %w", err)
+		return nil, fmt.Errorf("expire due orders: %w", err)
 	}
-	var n int64
-	for _, id := range ids {
+	expired := make([]string, 0, len(due))
+	for _, id := range due {
 		ok, err := s.expire(ctx, id, now)
 		if err != nil {
-			return n, err
+			return expired, err
 		}
 		if ok {
-			n++
+			expired = append(expired, id)
 		}
 	}
-	return n, nil
+	return expired, nil
+}
+
+// AddRefund reserves minor units of a paid order for a refund, before the
+// provider is asked, and reports whether it could. The guard holds the
+// whole rule in one statement: only a paid order, and never beyond what
+// remains (written as amount - refunded so no sum can overflow), so
+// concurrent refunds can never give back more than was paid. Reaching the
+// full amount moves the order to refunded in the same statement.
+//
+// status is assigned before refunded_minor on purpose: MySQL and MariaDB
+// evaluate SET assignments left to right, each seeing the columns already
+// assigned, while SQLite sees the old row throughout. With status first,
+// its CASE reads the old refunded_minor on both.
+func (s *OrderStore) AddRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error) {
+	if minor <= 0 {
+		return false, fmt.Errorf("add refund to order %s: amount %d minor units is not positive", id, minor)
+	}
+	return s.transition(ctx, "add refund to", id, `UPDATE orders
+		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status = 'paid' AND amount_minor - refunded_minor >= ?`,
+		minor, minor, ts(now), id, minor)
+}
+
+// SubtractRefund gives back a reservation made by AddRefund when the
+// provider refused the refund, and reports whether it could: the order is
+// paid again (a refunded order had all of it reserved, so now it has
+// something left to refund). The guard keeps refunded_minor from going
+// below zero; releasing each reservation once is the caller's part, and
+// RefundStore.Finish's status guard gives exactly one path the failed
+// refund to release.
+func (s *OrderStore) SubtractRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error) {
+	if minor <= 0 {
+		return false, fmt.Errorf("subtract refund from order %s: amount %d minor units is not positive", id, minor)
+	}
+	return s.transition(ctx, "subtract refund from", id, `UPDATE orders
+		SET status = 'paid', refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ('paid', 'refunded') AND refunded_minor >= ?`,
+		minor, ts(now), id, minor)
 }
 
 // batchSize bounds the rows one background statement touches, so a job

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
@@ -18,7 +19,11 @@ func TestStatementCounts(t *testing.T) {
 		db := dbtest.Open(t, d)
 		orders, records := repository.NewOrderStore(db), repository.NewRecordStore(db)
 		customers, attempts := repository.NewCustomerStore(db), repository.NewAttemptStore(db)
+		inbox, discrepancies := repository.NewInboxStore(db), repository.NewDiscrepancyStore(db)
+		refunds, runs := repository.NewRefundStore(db), repository.NewRunStore(db)
 		o := newOrder(t, db)
+		paid := paidOrder(t, db)
+		known := record(t, discrepancies, newDiscrepancy("ch_known", paid.ID, t0))
 		counter := dbtest.CountStatements(db.Gorm())
 
 		tests := []struct {
@@ -39,6 +44,39 @@ func TestStatementCounts(t *testing.T) {
 				_, err := attempts.Finish(ctx, "a", []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptFailed, "", "", t0)
 				return err
 			}, 1},
+			{"OrderStore.AddRefund", func(ctx context.Context) error { _, err := orders.AddRefund(ctx, paid.ID, 100, t0); return err }, 1},
+			{"OrderStore.SubtractRefund", func(ctx context.Context) error { _, err := orders.SubtractRefund(ctx, paid.ID, 100, t0); return err }, 1},
+			{"AttemptStore.Lease", func(ctx context.Context) error {
+				_, err := attempts.Lease(ctx, "a", t0, t0.Add(time.Second))
+				return err
+			}, 1},
+			{"InboxStore.Receive(new)", func(ctx context.Context) error {
+				_, _, err := inbox.Receive(ctx, webhookEvent("msg_1", o.ID))
+				return err
+			}, 1},
+			{"InboxStore.Receive(seen)", func(ctx context.Context) error {
+				_, _, err := inbox.Receive(ctx, webhookEvent("msg_1", o.ID))
+				return err
+			}, 2},
+			{"InboxStore.MarkProcessed", func(ctx context.Context) error { return inbox.MarkProcessed(ctx, "msg_1", "applied", t0) }, 1},
+			{"DiscrepancyStore.Record(new)", func(ctx context.Context) error {
+				_, _, err := discrepancies.Record(ctx, newDiscrepancy("ch_new", o.ID, t0))
+				return err
+			}, 1},
+			{"DiscrepancyStore.Record(known)", func(ctx context.Context) error {
+				_, _, err := discrepancies.Record(ctx, newDiscrepancy("ch_known", o.ID, t0))
+				return err
+			}, 2},
+			{"DiscrepancyStore.Resolve", func(ctx context.Context) error {
+				_, err := discrepancies.Resolve(ctx, known.ID, "ignore", "", t0)
+				return err
+			}, 1},
+			{"RefundStore.Create", func(ctx context.Context) error { return refunds.Create(ctx, newRefund(paid.ID, t0)) }, 1},
+			{"RefundStore.Finish", func(ctx context.Context) error {
+				_, err := refunds.Finish(ctx, "r", domain.RefundFailed, "", t0)
+				return err
+			}, 1},
+			{"RunStore.AddFinding", func(ctx context.Context) error { return runs.AddFinding(ctx, "run", known.ID) }, 1},
 			{"RecordStore.Insert", func(ctx context.Context) error { return records.Insert(ctx, newRecord("k")) }, 1},
 			{"RecordStore.Find", func(ctx context.Context) error {
 				_, err := records.Find(ctx, domain.CustomerScope("c1"), "k")
