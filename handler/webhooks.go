@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -83,6 +84,9 @@ func (h *Webhooks) receive(c echo.Context) error {
 			return &domain.ValidationError{Field: "data", Reason: "must be an object"}
 		}
 	}
+	if err := data.check(ev); err != nil {
+		return err
+	}
 	outcome, err := h.Receiver.Receive(c.Request().Context(), service.ProviderEvent{ID: ev.ID, Type: ev.Type, Payload: raw, Data: service.EventData{
 		ChargeID: data.ChargeID, RefundID: data.RefundID, IdempotencyKey: data.IdempotencyKey, OrderID: data.OrderID,
 		Amount: data.Amount, Currency: data.Currency, FailureCode: data.FailureCode,
@@ -100,4 +104,23 @@ func (h *Webhooks) verified(raw []byte, headers http.Header) bool {
 		}
 	}
 	return false
+}
+
+// check bounds every field to what payd stores, so one odd event is a clear
+// 400 rather than a database error on every redelivery.
+func (d eventDataJSON) check(ev eventJSON) error {
+	fields := []struct {
+		name, value string
+		max         int
+	}{
+		{"id", ev.ID, 255}, {"type", ev.Type, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
+		{"data.idempotency_key", d.IdempotencyKey, 255}, {"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32},
+		{"data.currency", d.Currency, 8}, {"data.failure_code", d.FailureCode, 64},
+	}
+	for _, f := range fields {
+		if len(f.value) > f.max {
+			return &domain.ValidationError{Field: f.name, Reason: fmt.Sprintf("must be at most %d characters", f.max)}
+		}
+	}
+	return nil
 }

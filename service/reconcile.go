@@ -138,8 +138,12 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 // agree (the order is paid by this very attempt), or when the charge was
 // given back in full already.
 func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*domain.Discrepancy, error) {
-	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
+	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID}
 	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
+	if err == nil {
+		d.Currency = a.Currency
+	}
+	*d = withProviderAmount(*d, ch.Amount.String(), ch.Currency)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged under a key payd has no attempt for"
 		return settledOr(ch, d), nil

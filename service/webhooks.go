@@ -108,7 +108,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, 
 	}
 	if !sameMoney(a, d) {
 		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.AmountMismatch, Reference: d.ChargeID, OrderID: a.OrderID,
-			AttemptID: a.ID, ChargeID: d.ChargeID, LocalAmount: a.Amount, Note: "webhook amount or currency differs from the attempt; not applied"}, d)
+			AttemptID: a.ID, ChargeID: d.ChargeID, LocalAmount: a.Amount, Currency: a.Currency, Note: "webhook amount or currency differs from the attempt; not applied"}, d)
 	}
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
@@ -131,10 +131,7 @@ func sameMoney(a domain.Attempt, d EventData) bool {
 }
 
 func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, d EventData) (string, error) {
-	disc.Currency = domain.Currency(d.Currency)
-	if amount, err := decimal.NewFromString(d.Amount); err == nil {
-		disc.ProviderAmount = amount
-	}
+	disc = withProviderAmount(disc, d.Amount, d.Currency)
 	if disc.Reference == "" {
 		disc.Reference = d.IdempotencyKey
 	}
