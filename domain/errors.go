@@ -13,6 +13,7 @@ var (
 	ErrAttemptNotFound    = errors.New("payment attempt not found")
 	ErrRecordNotFound     = errors.New("idempotency record not found")
 	ErrEmailTaken         = errors.New("email already registered")
+	ErrOrderExists        = errors.New("an order was already created under this request ID")
 	ErrInvalidTransition  = errors.New("invalid order transition")
 	ErrOrderAlreadyPaid   = errors.New("order already paid")
 	ErrPaymentInProgress  = errors.New("order payment in progress")

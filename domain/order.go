@@ -92,19 +92,20 @@ type Item struct {
 
 // Order is what a customer buys and pays for once.
 type Order struct {
-	ID             string
-	CustomerID     string
-	Status         OrderStatus
-	Amount         decimal.Decimal
-	Currency       Currency
-	Items          []Item
-	PayRequestID   string // the request ID of the pay call that claimed (and maybe paid) the order
-	PaidAt         *time.Time
-	RefundedAmount decimal.Decimal
-	Version        int64
-	ExpiresAt      time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ID              string
+	CustomerID      string
+	Status          OrderStatus
+	Amount          decimal.Decimal
+	Currency        Currency
+	Items           []Item
+	PayRequestID    string // the request ID of the pay call that claimed (and maybe paid) the order
+	CreateRequestID string // the idempotency key the order was created under, if any
+	PaidAt          *time.Time
+	RefundedAmount  decimal.Decimal
+	Version         int64
+	ExpiresAt       time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Limits bounds what a single order may contain.

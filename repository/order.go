@@ -17,6 +17,7 @@ type orderRow struct {
 	AmountMinor   int64          `gorm:"column:amount_minor"`
 	RefundedMinor int64          `gorm:"column:refunded_minor"`
 	PayRequestID  sql.NullString `gorm:"column:pay_request_id"`
+	CreateRequest sql.NullString `gorm:"column:create_request_id"`
 	Version       int64          `gorm:"column:version"`
 	PaidAt        *utcTime       `gorm:"column:paid_at"`
 	ExpiresAt     utcTime        `gorm:"column:expires_at"`
@@ -57,7 +58,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	row := orderRow{
 		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, PayRequestID: nullString(o.PayRequestID),
-		Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
+		CreateRequest: nullString(o.CreateRequestID), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
 	}
 	items := make([]itemRow, len(o.Items))
@@ -78,7 +79,7 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		ID: r.ID, CustomerID: r.CustomerID, Status: domain.OrderStatus(r.Status), Currency: c,
 		Amount:         domain.FromMinorUnits(r.AmountMinor, c),
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
-		PayRequestID:   r.PayRequestID.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
+		PayRequestID:   r.PayRequestID.String, CreateRequestID: r.CreateRequest.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
 		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
 		Items: make([]domain.Item, 0, len(items)),
 	}
@@ -111,6 +112,9 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 	}
 	err = s.db.inTx(ctx, func(ctx context.Context) error {
 		if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+			if violatesIndex(err, "orders", "create_request_id") {
+				return domain.ErrOrderExists
+			}
 			return err
 		}
 		if len(items) == 0 {
@@ -122,6 +126,21 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 		return fmt.Errorf("create order %s: %w", o.ID, err)
 	}
 	return nil
+}
+
+// FindByCreateRequest returns the customer's order created under requestID,
+// or domain.ErrOrderNotFound.
+func (s *OrderStore) FindByCreateRequest(ctx context.Context, customerID, requestID string) (domain.Order, error) {
+	var id string
+	err := s.db.conn(ctx).Model(&orderRow{}).Select("id").
+		Where("customer_id = ? AND create_request_id = ?", customerID, requestID).Limit(1).Scan(&id).Error
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("find order created by %s: %w", requestID, err)
+	}
+	if id == "" {
+		return domain.Order{}, domain.ErrOrderNotFound
+	}
+	return s.FindByID(ctx, id)
 }
 
 // FindByID returns the order with its items, or domain.ErrOrderNotFound.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,8 +30,11 @@ type NewItem struct {
 	UnitPrice string
 }
 
-// Create validates the cart, computes the amount exactly and stores a pending order.
-func (s *Orders) Create(ctx context.Context, customerID, currency string, items []NewItem) (domain.Order, error) {
+// Create validates the cart, computes the amount exactly and stores a
+// pending order. Under a request ID (the optional idempotency key), a
+// repeated creation returns the order that key created, even when the first
+// execution died before its answer was stored.
+func (s *Orders) Create(ctx context.Context, customerID, requestID, currency string, items []NewItem) (domain.Order, error) {
 	cur, err := domain.ParseCurrency(currency)
 	if err != nil {
 		return domain.Order{}, err
@@ -50,8 +54,13 @@ func (s *Orders) Create(ctx context.Context, customerID, currency string, items 
 	o := domain.Order{
 		ID: newID(), CustomerID: customerID, Status: domain.StatusPending, Amount: amount, Currency: cur,
 		Items: lines, RefundedAmount: decimal.Zero, Version: 1, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
+		CreateRequestID: requestID,
 	}
-	if err := s.Store.Create(ctx, o); err != nil {
+	err = s.Store.Create(ctx, o)
+	if errors.Is(err, domain.ErrOrderExists) {
+		return s.Store.FindByCreateRequest(ctx, customerID, requestID)
+	}
+	if err != nil {
 		return domain.Order{}, fmt.Errorf("create order: %w", err)
 	}
 	return o, nil
