@@ -91,6 +91,16 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 		ts(lockedUntil), ts(now), scope, key, ts(now))
 }
 
+// ReleaseLease ends the lease of a processing record at now, so the next
+// request with its key may take it over at once instead of waiting the
+// lease out (payd does this for the records it holds when it shuts down).
+func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
+	return s.change(ctx, "release", key, `UPDATE idempotency_records
+		SET locked_until = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until > ?`,
+		ts(now), ts(now), scope, key, ts(now))
+}
+
 // Retry moves a failed record back to processing with a new lease and no
 // stored response, for a new attempt under the same key; it reports whether
 // this caller won it.

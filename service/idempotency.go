@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -68,6 +69,9 @@ type Idempotency struct {
 	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
 	Now          func() time.Time
 	Observe      func(outcome string) // optional metrics hook: executed, replayed, in_use, reused, took_over
+
+	mu   sync.Mutex
+	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
 }
 
 // Begin takes the key for c, or finds what an earlier request with it
@@ -171,6 +175,7 @@ func (s *Idempotency) replay(rec domain.Record) (Start, error) {
 func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
 	switch {
 	case r.Status == http.StatusAccepted:
+		s.hold(c, s.Now().Add(s.Lease))
 		return nil
 	case r.Status >= 200 && r.Status < 300:
 		return s.complete(ctx, c, domain.RecordSucceeded, r)
@@ -246,4 +251,42 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// hold remembers a key this process left processing under its lease, so
+// shutdown can release it; leases already over are forgotten on the way.
+func (s *Idempotency) hold(c Call, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = make(map[[2]string]time.Time)
+	}
+	now := s.Now()
+	for k, end := range s.held {
+		if end.Before(now) {
+			delete(s.held, k)
+		}
+	}
+	s.held[[2]string{c.Scope, c.Key}] = until
+}
+
+// ReleaseHeld ends the leases of the records this process still holds, so
+// after a graceful shutdown a retry with their keys takes over (and
+// recovers the payment from the provider) at once instead of waiting for
+// the lease to run out. It returns how many leases it released.
+func (s *Idempotency) ReleaseHeld(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	n := 0
+	var errs []error
+	for k := range held {
+		ok, err := s.Records.ReleaseLease(ctx, k[0], k[1], s.Now())
+		if ok {
+			n++
+		}
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }

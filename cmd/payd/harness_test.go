@@ -55,6 +55,13 @@ type stack struct {
 // does) on a fresh database of the given dialect.
 func startStack(t *testing.T, dialect string, extra env) *stack {
 	t.Helper()
+	return startStackWith(t, dialect, extra)
+}
+
+// startStackWith is startStack with the test sandbox's configuration
+// adjusted by each tune (no webhooks, duplicates, reordering, delays).
+func startStackWith(t *testing.T, dialect string, extra env, tunes ...func(*sandbox.Config)) *stack {
+	t.Helper()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,11 +77,15 @@ func startStack(t *testing.T, dialect string, extra env) *stack {
 		e[k] = v
 	}
 	s.start(e)
-	sb, err := sandbox.New(sandbox.Config{
+	cfg := sandbox.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(dir, "sandbox.db"), WebhookURL: s.base + "/v1/webhooks/provider",
 		WebhookSecret: testWebhookSecret, AsyncDelay: 100 * time.Millisecond, RetryBase: 50 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, tune := range tunes {
+		tune(&cfg)
+	}
+	sb, err := sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,6 +158,14 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	// In-flight requests have finished; payments left with an unknown
+	// outcome keep their records processing. Release those leases so a
+	// retry (on another replica, or after restart) recovers them at once.
+	if n, err := a.idem.ReleaseHeld(shutdownCtx); err != nil {
+		log.Warn("release leases", "err", err, "released", n)
+	} else if n > 0 {
+		log.Info("released leases", "count", n)
+	}
 	log.Info("payd stopped")
 	return nil
 }
@@ -182,6 +190,7 @@ func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger)
 
 // app is payd wired together.
 type app struct {
+	idem *service.Idempotency
 	echo *echo.Echo
 	jobs []service.Job
 }
@@ -244,7 +253,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log},
 	}
-	return &app{echo: e, jobs: jobs}, nil
+	return &app{idem: idem, echo: e, jobs: jobs}, nil
 }
 
 // faultInjector kills the process, as kill -9 would, when a payment reaches
