@@ -34,8 +34,9 @@ func (t DiscrepancyType) Valid() bool {
 
 // Discrepancy statuses.
 const (
-	DiscrepancyOpen     = "open"
-	DiscrepancyResolved = "resolved"
+	DiscrepancyOpen      = "open"
+	DiscrepancyResolving = "resolving" // an operator's action is being carried out
+	DiscrepancyResolved  = "resolved"
 )
 
 // Discrepancy is one disagreement, found by a webhook or a reconciliation
@@ -51,7 +52,7 @@ type Discrepancy struct {
 	ProviderAmount decimal.Decimal
 	LocalAmount    decimal.Decimal
 	Currency       Currency
-	Status         string // open or resolved
+	Status         string // open, resolving or resolved
 	Resolution     string // apply, refund, ignore, auto_refunded
 	Note           string
 	DetectedAt     time.Time

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ type AdminService interface {
 	Search(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
 	Timeline(ctx context.Context, id string) (service.Timeline, error)
 	Record(ctx context.Context, e domain.AuditEntry) error
+	Discrepancy(ctx context.Context, id string) (domain.Discrepancy, error)
 }
 
 // Refunder refunds paid orders.
@@ -99,12 +99,14 @@ func (h *Admin) refund(c echo.Context) error {
 	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 500 {
 		return &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"}
 	}
+	auditInputs(c, map[string]any{"amount": req.Amount, "reason": req.Reason})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
 	defer cancel()
 	r, o, err := h.Refunds.Refund(ctx, service.RefundRequest{OrderID: c.Param("id"), RequestID: requestKeyOf(c), Amount: req.Amount, Reason: req.Reason})
 	if err != nil {
 		return err
 	}
+	auditAbout(c, o.ID, r.ID)
 	return writeJSON(c, http.StatusOK, refundResultJSON{Refund: toRefundJSON(r), Order: toOrderJSON(o)})
 }
 
@@ -152,10 +154,15 @@ func (h *Admin) reconcile(c echo.Context) error {
 	if err != nil {
 		return &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"}
 	}
-	run, err := h.Reconcile.Run(c.Request().Context(), service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges})
+	auditInputs(c, map[string]any{"from": req.From, "to": req.To, "dry_run": req.DryRun, "settlement_file": charges != nil})
+	// A run outlives a client that hangs up: it is recorded, then finished.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
+	defer cancel()
+	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges})
 	if err != nil {
 		return err
 	}
+	auditAbout(c, "", run.ID)
 	status := http.StatusCreated
 	if run.DryRun {
 		status = http.StatusOK
@@ -192,13 +199,43 @@ func (h *Admin) resolve(c echo.Context) error {
 	if len(req.Note) > 1000 {
 		return &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"}
 	}
+	auditInputs(c, map[string]any{"action": req.Action, "note": req.Note})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
 	defer cancel()
+	if err := h.resolvable(ctx, c.Param("id"), c.Param("did")); err != nil {
+		return err
+	}
 	d, err := h.Resolver.Resolve(ctx, c.Param("did"), req.Action, req.Note)
 	if err != nil {
 		return err
 	}
+	auditAbout(c, d.OrderID, d.ID)
 	return writeJSON(c, http.StatusOK, toDiscrepancyJSON(d))
+}
+
+// resolvable checks that the path names a real pair: run runID exists and
+// found discrepancy did. A discrepancy payd found outside any run (a
+// webhook, an automatic refund) belongs to no run's findings once its
+// charge is settled, so any run may name it. Anything else is a 404, never
+// a resolution of something the operator was not looking at.
+func (h *Admin) resolvable(ctx context.Context, runID, did string) error {
+	run, err := h.Reconcile.FindRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, d := range run.Discrepancies {
+		if d.ID == did {
+			return nil
+		}
+	}
+	d, err := h.Service.Discrepancy(ctx, did)
+	if err != nil {
+		return err
+	}
+	if d.RunID != "" {
+		return domain.ErrDiscrepancyNotFound
+	}
+	return nil
 }
 
 // idempotency shows any caller's record, for support: "what did payd answer
@@ -210,34 +247,6 @@ func (h *Admin) idempotency(c echo.Context) error {
 	}
 	out := toRecordJSON(rec)
 	return writeJSON(c, http.StatusOK, adminRecordJSON{recordJSON: out, Scope: rec.Scope, LockedUntil: stamp(rec.LockedUntil), Fingerprint: rec.Fingerprint})
-}
-
-// audited records every operator action — executed, replayed or refused —
-// with who, what, the request ID and the result. It wraps the idempotency
-// middleware so replays are on the trail too.
-func (h *Admin) audited(action string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			key := requestKeyOf(c)
-			if key == "" {
-				key = c.Request().Header.Get("Idempotency-Key")
-			}
-			detail := `{"replayed":` + strconv.FormatBool(c.Response().Header().Get("Idempotent-Replayed") == "true") + `}`
-			e := domain.AuditEntry{
-				Actor: "admin", Action: action, OrderID: c.Param("id"), Target: c.Param("did"), RequestID: key,
-				Result: c.Response().Status, Detail: detail,
-			}
-			if action != "refund" {
-				e.OrderID, e.Target = "", firstNonEmpty(c.Param("did"), c.Param("id"))
-			}
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-			defer cancel()
-			return h.Service.Record(ctx, e)
-		}
-	}
 }
 
 func firstNonEmpty(s ...string) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +23,9 @@ type OrderWatcher interface {
 type Events struct {
 	Orders OrderWatcher
 	Poll   time.Duration // how often to look for changes made by other payd processes
+
+	mu       sync.Mutex
+	shutdown map[*http.Server]chan struct{} // closed when that server begins to shut down
 }
 
 // stream answers GET /v1/orders/{id}/events. The first event is the order
@@ -37,6 +41,9 @@ func (h *Events) stream(c echo.Context) error {
 	}
 	changed, stop := h.Orders.Subscribe(o.ID)
 	defer stop()
+	// Before the first byte: a client that has seen the stream open may
+	// shut the server down at once, and must find the stream covered.
+	closing := h.closing(ctx)
 
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
@@ -54,6 +61,8 @@ func (h *Events) stream(c echo.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-closing:
+			return nil // the client reconnects, to this process's successor or a replica
 		case <-heartbeat.C:
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
@@ -75,6 +84,30 @@ func (h *Events) stream(c echo.Context) error {
 			return nil
 		}
 	}
+}
+
+// closing returns a channel closed when the server serving ctx starts a
+// graceful shutdown. http.Server.Shutdown waits for every request to end
+// but never cancels one, and a stream never ends by itself: without this,
+// an open stream would hold shutdown until its deadline. One hook per
+// server, shared by all its streams, so streams do not pile up hooks.
+func (h *Events) closing(ctx context.Context) <-chan struct{} {
+	srv, ok := ctx.Value(http.ServerContextKey).(*http.Server)
+	if !ok {
+		return nil // not served by an http.Server (a test's ServeHTTP): never closes
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok := h.shutdown[srv]; ok {
+		return ch
+	}
+	if h.shutdown == nil {
+		h.shutdown = make(map[*http.Server]chan struct{})
+	}
+	ch := make(chan struct{})
+	h.shutdown[srv] = ch
+	srv.RegisterOnShutdown(func() { close(ch) })
+	return ch
 }
 
 // writeEvent sends one "order" event carrying the order as JSON; its id is

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/web"
 )
 
 // Deps are what the HTTP API serves: the use cases and a few settings.
@@ -31,14 +31,22 @@ type Deps struct {
 	Idempotency *service.Idempotency
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
+	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
 func New(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	d.Log = slog.New(TraceLogs(d.Log.Handler()))
+	if d.Metrics == nil {
+		d.Metrics = NewMetrics()
+	}
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
-	e.Use(middleware.RequestID(), accessLog(d.Log), recoverPanic)
+	e.Use(requestID(), d.Metrics.middleware(e), accessLog(d.Log), recoverPanic)
 	routes(e, d)
 	return e
 }
@@ -54,6 +62,11 @@ func routes(e *echo.Echo, d Deps) {
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
+	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
+	e.GET(web.Prefix, checkout)
+	e.GET(web.Prefix+"/*", checkout)
+	e.GET("/metrics", d.Metrics.handler())
+	e.GET("/openapi.yaml", openAPI)
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))

@@ -81,7 +81,13 @@ func (h *Webhooks) receive(c echo.Context) error {
 	var data eventDataJSON
 	if len(ev.Data) > 0 {
 		if err := json.Unmarshal(ev.Data, &data); err != nil {
-			return &domain.ValidationError{Field: "data", Reason: "must be an object"}
+			if knownEvent(ev.Type) {
+				return &domain.ValidationError{Field: "data", Reason: "must be an object"}
+			}
+			// An event payd does not apply may carry data of any shape: it
+			// is stored as received and ignored, never refused (SPEC §6),
+			// or the provider would retry it forever.
+			data = eventDataJSON{}
 		}
 	}
 	if err := data.check(ev); err != nil {
@@ -95,6 +101,11 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"id": ev.ID, "outcome": outcome})
+}
+
+// knownEvent reports whether payd applies events of type t.
+func knownEvent(t string) bool {
+	return t == domain.EventPaymentSucceeded || t == domain.EventPaymentFailed || t == domain.EventRefundSucceeded
 }
 
 func (h *Webhooks) verified(raw []byte, headers http.Header) bool {

@@ -70,3 +70,8 @@ func (s *Admin) Record(ctx context.Context, e domain.AuditEntry) error {
 	e.ID, e.CreatedAt = newID(), s.Now().UTC()
 	return s.Audit.Append(ctx, e)
 }
+
+// Discrepancy returns one discrepancy, or domain.ErrDiscrepancyNotFound.
+func (s *Admin) Discrepancy(ctx context.Context, id string) (domain.Discrepancy, error) {
+	return s.Discrepancies.FindByID(ctx, id)
+}

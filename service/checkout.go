@@ -202,8 +202,18 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	var ours, paid bool // ours: payd's books now say this attempt succeeded
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
 		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now)
-		if ours = finished || a.Status == domain.AttemptSucceeded; err != nil || !ours {
+		if err != nil {
 			return err
+		}
+		if ours = finished || a.Status == domain.AttemptSucceeded; !ours {
+			// a may be stale: the pay request, a concurrent delivery of the
+			// same event or the recoverer may have settled this very charge
+			// since it was read. Only another final state makes it a charge
+			// the order cannot take; refunding it otherwise would refund
+			// the customer's one payment of a paid order.
+			if ours, err = s.settledAs(ctx, a.ID, chargeID); err != nil || !ours {
+				return err
+			}
 		}
 		if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
 			return err
@@ -231,6 +241,16 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		s.completeRecord(ctx, o, a, nil)
 	}
 	return o, nil
+}
+
+// settledAs reports whether attempt id is now recorded as succeeded with
+// charge chargeID.
+func (s *Checkout) settledAs(ctx context.Context, id, chargeID string) (bool, error) {
+	cur, err := s.Attempts.FindByID(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	return cur.Status == domain.AttemptSucceeded && (chargeID == "" || cur.ProviderChargeID == chargeID), nil
 }
 
 // fail records a definitive decline and releases the order so the customer

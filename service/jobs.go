@@ -26,11 +26,18 @@ func (j Job) Loop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		n, err := j.Run(ctx)
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && j.Log != nil {
 			j.Log.Warn("background job failed", "job", j.Name, "err", err)
 		}
-		if n > 0 && j.Observed != nil {
-			j.Observed(j.Name, n)
+		if n > 0 {
+			// One line per batch that did something: summed over every
+			// replica's log, it says how often each unit of work was done.
+			if j.Log != nil {
+				j.Log.Info("background job done", "job", j.Name, "rows", n)
+			}
+			if j.Observed != nil {
+				j.Observed(j.Name, n)
+			}
 		}
 		if n >= jobBatch {
 			continue

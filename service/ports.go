@@ -141,6 +141,12 @@ type DiscrepancyStore interface {
 	FindByID(ctx context.Context, id string) (domain.Discrepancy, error)
 	// Resolve: open → resolved with the resolution and note; it reports whether a row changed.
 	Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error)
+	// Claim: open → resolving for one resolution; it reports whether this caller won.
+	Claim(ctx context.Context, id, resolution string, now time.Time) (bool, error)
+	// Settle: resolving → resolved, only for the resolution that claimed it.
+	Settle(ctx context.Context, id, resolution, note string, now time.Time) (bool, error)
+	// Unclaim: resolving → open, when the claimed resolution could not be carried out.
+	Unclaim(ctx context.Context, id, resolution string) (bool, error)
 	// ListByOrder returns an order's discrepancies, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Discrepancy, error)
 	// ListOpen returns open discrepancies of a type (all types when empty), oldest first, at most limit.

@@ -113,15 +113,16 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 			continue
 		}
 		byKey[ch.IdempotencyKey] = ch
-		d, err := s.checkCharge(ctx, ch)
+		d, agrees, err := s.checkCharge(ctx, ch)
 		if err != nil {
 			return nil, 0, err
 		}
-		if d == nil {
+		if agrees {
 			matched++
-			continue
 		}
-		found = append(found, *d)
+		if d != nil {
+			found = append(found, *d)
+		}
 	}
 	missing, err := s.missingCharges(ctx, run, byKey)
 	if err != nil {
@@ -134,37 +135,41 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 	return append(append(found, missing...), stuck...), matched, nil
 }
 
-// checkCharge decides one successful provider charge: nil when payd's books
-// agree (the order is paid by this very attempt), or when the charge was
-// given back in full already.
-func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*domain.Discrepancy, error) {
-	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID}
+// checkCharge decides one successful provider charge: a discrepancy, or
+// none. agrees says payd's books match it (the order is paid by this very
+// attempt, or the charge was given back in full already). A charge whose
+// attempt payd is still settling (the order is processing under it) is
+// neither: the reply, the webhook or the recoverer will settle it, and if
+// it stays unsettled past the lease, stuck reports it once, as
+// stuck_processing, rather than also as a missing local payment whose
+// resolution could contradict the recovery.
+func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*domain.Discrepancy, bool, error) {
+	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
 	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
-	if err == nil {
-		d.Currency = a.Currency
-	}
-	*d = withProviderAmount(*d, ch.Amount.String(), ch.Currency)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged under a key payd has no attempt for"
-		return settledOr(ch, d), nil
+		return settledOr(ch, d)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d.AttemptID, d.OrderID, d.LocalAmount = a.ID, a.OrderID, a.Amount
 	if !ch.Amount.Equal(a.Amount) || ch.Currency != string(a.Currency) {
 		d.Type, d.Note = domain.AmountMismatch, "the provider charged another amount or currency than the attempt"
-		return settledOr(ch, d), nil
+		return settledOr(ch, d)
 	}
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	paidByAttempt := a.Status == domain.AttemptSucceeded && o.PayRequestID == a.RequestID &&
 		(o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
+	settling := !a.Status.Final() && o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID
 	switch {
 	case paidByAttempt:
-		return nil, nil
+		return nil, true, nil
+	case settling:
+		return nil, false, nil
 	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired:
 		d.Type, d.Note = domain.PaidAfterClose, "the provider charged an order that was cancelled or expired"
 	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
@@ -172,16 +177,17 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*doma
 	default:
 		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged but the order is not paid"
 	}
-	return settledOr(ch, d), nil
+	return settledOr(ch, d)
 }
 
-// settledOr drops a finding about a charge the provider has refunded in full:
-// the money is back, which is the outcome every resolution aims at.
-func settledOr(ch provider.Charge, d *domain.Discrepancy) *domain.Discrepancy {
+// settledOr drops a finding about a charge the provider has refunded in full
+// (the money is back, which is the outcome every resolution aims at) and
+// counts that charge as agreeing.
+func settledOr(ch provider.Charge, d *domain.Discrepancy) (*domain.Discrepancy, bool, error) {
 	if ch.RefundedAmount.GreaterThanOrEqual(ch.Amount) {
-		return nil
+		return nil, true, nil
 	}
-	return d
+	return d, false, nil
 }
 
 // missingCharges finds orders payd counts as paid in the window whose paying

@@ -28,7 +28,8 @@ type Recoverer struct {
 	Now      func() time.Time
 }
 
-// Run handles one batch and returns how many attempts it settled or retried.
+// Run handles one batch and returns how many attempts it brought to a final
+// state plus how many pending refunds it retried.
 func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 	now := r.Now().UTC()
 	stale, err := r.Attempts.ListUnsettled(ctx, now.Add(-r.Lease), jobBatch)
@@ -43,11 +44,14 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 			errs = append(errs, err)
 			continue // another replica has it
 		}
-		if err := r.resolve(ctx, a); err != nil {
+		settled, err := r.settle(ctx, a)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))
 			continue
 		}
-		n++
+		if settled {
+			n++ // a charge still pending at the provider is not done yet
+		}
 	}
 	if r.Refunds != nil {
 		m, err := r.Refunds.RetryPending(ctx, now.Add(-r.Lease))
@@ -57,11 +61,18 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 	return n, errors.Join(errs...)
 }
 
-// resolve asks the provider about one attempt and settles it.
+// resolve asks the provider about one attempt and settles it; a charge the
+// provider still has pending is left for a later pass.
 func (r *Recoverer) resolve(ctx context.Context, a domain.Attempt) error {
+	_, err := r.settle(ctx, a)
+	return err
+}
+
+// settle is resolve reporting whether the attempt reached a final state.
+func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) {
 	o, err := r.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ch, err := r.Provider.GetCharge(ctx, a.ID)
 	switch {
@@ -70,14 +81,14 @@ func (r *Recoverer) resolve(ctx context.Context, a domain.Attempt) error {
 		// any more: release the order rather than charge unasked.
 		ch = provider.Charge{Status: provider.ChargeFailed, FailureCode: "not_charged"}
 	case err != nil:
-		return err // still unknown; the next lease tries again
+		return false, err // still unknown; the next lease tries again
 	}
 	if ch.Status == provider.ChargePending {
-		return nil
+		return false, nil
 	}
 	_, err = r.Checkout.Settle(ctx, o, a, ch)
 	if errors.Is(err, domain.ErrPaymentDeclined) {
-		return nil
+		return true, nil
 	}
-	return err
+	return err == nil, err
 }

@@ -31,12 +31,18 @@ type Refunds struct {
 	Provider      RefundProvider
 	Now           func() time.Time
 	Changed       func(orderID string)
+	// ObserveDiscrepancy is an optional metrics hook: told of each
+	// discrepancy an automatic refund newly records.
+	ObserveDiscrepancy func(domain.DiscrepancyType)
 }
 
 // Orphan refunds a charge that order o cannot take and records why: a
 // duplicate charge when the order was paid by another attempt, a payment
 // after close when it was cancelled or expired. Doing it twice for one
 // charge is harmless: the refund's provider key is derived from the charge.
+// When the provider confirmed the refund, the discrepancy is recorded
+// resolved (auto_refunded): the money is back and no operator needs to act.
+// A refund still pending or refused leaves it open for an operator.
 func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
 	kind := domain.DuplicateCharge
 	if o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired {
@@ -51,7 +57,14 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 		ProviderAmount: a.Amount, LocalAmount: o.Amount, Currency: a.Currency,
 		Note: fmt.Sprintf("refunded automatically (refund %s, %s)", r.ID, r.Status),
 	}, s.Now)
-	_, _, err = s.Discrepancies.Record(ctx, d)
+	if r.Status == domain.RefundSucceeded {
+		at := d.DetectedAt
+		d.Status, d.Resolution, d.ResolvedAt = domain.DiscrepancyResolved, ResolveAuto, &at
+	}
+	_, isNew, err := s.Discrepancies.Record(ctx, d)
+	if isNew && s.ObserveDiscrepancy != nil {
+		s.ObserveDiscrepancy(kind)
+	}
 	return err
 }
 
@@ -65,7 +78,13 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 	}
 	err := s.Store.Create(ctx, r)
 	if errors.Is(err, domain.ErrRefundExists) {
-		return s.Store.FindByProviderKey(ctx, r.ProviderKey)
+		existing, err := s.Store.FindByProviderKey(ctx, r.ProviderKey)
+		if err != nil || existing.Status != domain.RefundPending {
+			return existing, err
+		}
+		// Its outcome is not known here (another request may be asking right
+		// now): ask again, which the provider key makes safe.
+		return s.ask(ctx, existing)
 	}
 	if err != nil {
 		return domain.Refund{}, fmt.Errorf("record refund of %s: %w", chargeID, err)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,11 @@ const (
 	ResolveRefund = "refund" // give the provider's charge back in full
 	ResolveIgnore = "ignore" // accept the difference, with a note
 )
+
+// ResolveAuto is the resolution payd records itself when it refunded a
+// charge an order could not take as soon as it found it; no operator
+// chooses it, but asking to refund such a discrepancy agrees with it.
+const ResolveAuto = "auto_refunded"
 
 // Resolver carries out operators' resolutions of discrepancies. Each is
 // idempotent: the discrepancy moves open → resolved by a guarded UPDATE
@@ -31,34 +37,67 @@ type Resolver struct {
 	Now           func() time.Time
 }
 
-// Resolve applies action to discrepancy id and returns it resolved.
+// Resolve applies action to discrepancy id and returns it resolved. The
+// discrepancy is claimed for the action first (open → resolving), so two
+// operators choosing different actions at once cannot both act; the claim
+// is settled when the action succeeded and given back when it failed. A
+// repeat of the same action — also one that finds the claim of a request
+// that died — carries the (idempotent) action out again and settles it.
 func (s *Resolver) Resolve(ctx context.Context, id, action, note string) (domain.Discrepancy, error) {
+	if action != ResolveApply && action != ResolveRefund && action != ResolveIgnore {
+		return domain.Discrepancy{}, &domain.ValidationError{Field: "action", Reason: "must be apply, refund or ignore"}
+	}
 	d, err := s.Discrepancies.FindByID(ctx, id)
 	if err != nil {
 		return domain.Discrepancy{}, err
 	}
-	if d.Status == domain.DiscrepancyResolved {
-		if d.Resolution == action {
+	switch {
+	case d.Status == domain.DiscrepancyResolved:
+		if d.Resolution == action || (d.Resolution == ResolveAuto && action == ResolveRefund) {
 			return d, nil // what was asked is already done
 		}
 		return domain.Discrepancy{}, domain.ErrAlreadyResolved
+	case d.Status == domain.DiscrepancyResolving && d.Resolution != action:
+		return domain.Discrepancy{}, domain.ErrAlreadyResolved
 	}
+	claimed := false
+	if d.Status == domain.DiscrepancyOpen {
+		if claimed, err = s.Discrepancies.Claim(ctx, d.ID, action, s.Now().UTC()); err != nil {
+			return domain.Discrepancy{}, err
+		}
+		if !claimed {
+			return s.Resolve(ctx, id, action, note) // someone else claimed it: decide from what they chose
+		}
+	}
+	if err := s.act(ctx, d, action); err != nil {
+		// Only the claimant gives the claim back: a concurrent repeat of
+		// the same action failing must not open a discrepancy whose
+		// claimant is still at work.
+		if claimed {
+			if _, uerr := s.Discrepancies.Unclaim(context.WithoutCancel(ctx), d.ID, action); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+		return domain.Discrepancy{}, err
+	}
+	if _, err := s.Discrepancies.Settle(ctx, d.ID, action, note, s.Now().UTC()); err != nil {
+		return domain.Discrepancy{}, err
+	}
+	d, err = s.Discrepancies.FindByID(ctx, d.ID)
+	if err == nil && d.Status != domain.DiscrepancyResolved {
+		err = fmt.Errorf("%w: discrepancy %s is being resolved by another request", domain.ErrOutcomeUnknown, d.ID)
+	}
+	return d, err
+}
+
+func (s *Resolver) act(ctx context.Context, d domain.Discrepancy, action string) error {
 	switch action {
 	case ResolveApply:
-		err = s.apply(ctx, d)
+		return s.apply(ctx, d)
 	case ResolveRefund:
-		err = s.refund(ctx, d)
-	case ResolveIgnore:
-	default:
-		return domain.Discrepancy{}, &domain.ValidationError{Field: "action", Reason: "must be apply, refund or ignore"}
+		return s.refund(ctx, d)
 	}
-	if err != nil {
-		return domain.Discrepancy{}, err
-	}
-	if _, err := s.Discrepancies.Resolve(ctx, d.ID, action, note, s.Now().UTC()); err != nil {
-		return domain.Discrepancy{}, err
-	}
-	return s.Discrepancies.FindByID(ctx, d.ID)
+	return nil
 }
 
 // apply makes the order paid by the provider's charge (a missing local
@@ -66,11 +105,7 @@ func (s *Resolver) Resolve(ctx context.Context, id, action, note string) (domain
 func (s *Resolver) apply(ctx context.Context, d domain.Discrepancy) error {
 	switch d.Type {
 	case domain.StuckProcessing:
-		a, err := s.Attempts.FindByID(ctx, d.AttemptID)
-		if err != nil {
-			return err
-		}
-		return s.Recoverer.resolve(ctx, a)
+		return s.recover(ctx, d)
 	case domain.MissingLocalPayment:
 		if d.AttemptID == "" {
 			return fmt.Errorf("%w: the charge names no attempt of payd's, so there is no order to apply it to; refund or ignore it", domain.ErrResolutionNotApplicable)
@@ -78,6 +113,30 @@ func (s *Resolver) apply(ctx context.Context, d domain.Discrepancy) error {
 		return s.applyPayment(ctx, d)
 	}
 	return fmt.Errorf("%w: apply fits missing_local_payment and stuck_processing", domain.ErrResolutionNotApplicable)
+}
+
+// recover asks the provider about a stuck payment and settles it as the
+// recoverer would. It succeeds only when the payment is settled: were the
+// provider unreachable or the charge still pending, marking the
+// discrepancy resolved would hide a payment that is still stuck (a re-run
+// finds the same one, already resolved, and reports nothing new), so the
+// operator is told to try again later instead.
+func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
+	a, err := s.Attempts.FindByID(ctx, d.AttemptID)
+	if err != nil {
+		return err
+	}
+	if err := s.Recoverer.resolve(ctx, a); err != nil {
+		return fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
+	}
+	o, err := s.Orders.FindByID(ctx, a.OrderID)
+	if err != nil {
+		return err
+	}
+	if o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID {
+		return fmt.Errorf("%w: the provider has not settled attempt %s yet", domain.ErrOutcomeUnknown, a.ID)
+	}
+	return nil
 }
 
 // applyPayment marks the order paid by the attempt the provider charged:
@@ -127,8 +186,13 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	if err != nil {
 		return err
 	}
-	if r.Status == domain.RefundFailed {
+	switch r.Status {
+	case domain.RefundFailed:
 		return fmt.Errorf("%w: refund %s", domain.ErrRefundRefused, r.ID)
+	case domain.RefundPending:
+		// Resolved means the money is back; until the provider says so,
+		// the discrepancy stays open and the operator may ask again.
+		return fmt.Errorf("%w: the provider has not confirmed refund %s yet", domain.ErrOutcomeUnknown, r.ID)
 	}
 	return nil
 }

@@ -44,6 +44,9 @@ type Webhooks struct {
 	Discrepancies DiscrepancyStore
 	Now           func() time.Time
 	Observe       func(eventType, outcome string) // optional metrics hook
+	// ObserveDiscrepancy is an optional metrics hook: told of each
+	// discrepancy an event newly records.
+	ObserveDiscrepancy func(domain.DiscrepancyType)
 }
 
 // Webhook outcomes, stored on the inbox row and reported to the provider.
@@ -135,8 +138,12 @@ func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, d E
 	if disc.Reference == "" {
 		disc.Reference = d.IdempotencyKey
 	}
-	if _, _, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now)); err != nil {
+	_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now))
+	if err != nil {
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)
+	}
+	if isNew && s.ObserveDiscrepancy != nil {
+		s.ObserveDiscrepancy(disc.Type)
 	}
 	return OutcomeDiscrepancy, nil
 }

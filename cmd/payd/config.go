@@ -111,12 +111,17 @@ func loadConfig(sub string, args []string, getenv func(string) string, stderr io
 		}
 		*s.dur = d
 	}
-	return c, c.check()
+	return c, c.check(sub)
 }
 
-// check refuses unsafe settings. In production every secret must be set and
-// not a development default; in development missing secrets are made up.
-func (c *config) check() error {
+// weakMarkers are words that give a placeholder secret away.
+var weakMarkers = []string{"changeme", "change-me", "change_me", "example", "placeholder", "insecure", "development", "secret123"}
+
+// check refuses unsafe settings. In production every secret the subcommand
+// uses must be set and not a placeholder; in development missing secrets
+// are made up. The sandbox holds only the webhook secret: a provider never
+// needs payd's admin token or secret key.
+func (c *config) check(sub string) error {
 	if c.Env != "development" && c.Env != "production" {
 		return fmt.Errorf("PAYD_ENV must be development or production, not %q", c.Env)
 	}
@@ -139,9 +144,12 @@ func (c *config) check() error {
 		{"PAYD_SECRET_KEY", &c.SecretKey, ""},
 	}
 	for _, s := range secrets {
+		if sub == "sandbox" && s.name != "PAYD_WEBHOOK_SECRET" || sub == "migrate" {
+			continue
+		}
 		if c.Env == "production" {
-			if len(*s.val) < 24 || strings.Contains(strings.ToLower(*s.val), "dev") || strings.Contains(strings.ToLower(*s.val), "change") {
-				return fmt.Errorf("%s must be set to a strong secret (24+ characters, not a default) when PAYD_ENV=production", s.name)
+			if weakSecret(*s.val) {
+				return fmt.Errorf("%s must be set to a strong secret (24+ characters, not a placeholder) when PAYD_ENV=production", s.name)
 			}
 			continue
 		}
@@ -156,6 +164,19 @@ func (c *config) check() error {
 		}
 	}
 	return nil
+}
+
+func weakSecret(v string) bool {
+	if len(v) < 24 {
+		return true
+	}
+	lower := strings.ToLower(v)
+	for _, m := range weakMarkers {
+		if strings.Contains(lower, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // randomSecret makes up a development secret: base64 for a Standard

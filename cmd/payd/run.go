@@ -66,7 +66,7 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(handler.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }
 
 // now is payd's clock: UTC, at the microsecond precision both databases store.
@@ -213,16 +213,21 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		inbox         = repository.NewInboxStore(db)
 		changes       = &service.Changes{}
 	)
+	metrics := handler.NewMetrics()
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
-	idem := &service.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now}
+	idem := &service.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
+		Observe: metrics.Idempotency}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: prov, Now: now, Changed: changes.Publish}
+		Discrepancies: discrepancies, Provider: prov, Now: now, Changed: changes.Publish,
+		ObserveDiscrepancy: metrics.Discrepancy}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay,
-		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault)}
+		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault),
+		Observe: metrics.Payment}
 	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
-		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now}, cfg.WebhookSecret)
+		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now,
+		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
@@ -231,7 +236,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
 		Refunds: refunds,
 		Reconcile: &service.Reconciler{Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
-			Provider: prov, Lease: cfg.Lease, Now: now},
+			Provider: prov, Lease: cfg.Lease, Now: now, Observe: metrics.Discrepancy},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
 		Records: idem,
@@ -247,11 +252,12 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
+		Metrics:     metrics,
 	})
 	jobs := []service.Job{
-		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log},
-		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log},
-		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log},
+		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observed: metrics.Job},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log, Observed: metrics.Job},
+		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
 	}
 	return &app{idem: idem, echo: e, jobs: jobs}, nil
 }

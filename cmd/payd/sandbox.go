@@ -77,5 +77,8 @@ func runSandbox(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "payd sandbox listening on http://%s\n", ln.Addr())
+	if len(cfg.generated) > 0 && cfg.Env != "production" {
+		fmt.Fprintf(stdout, "  PAYD_WEBHOOK_SECRET=%s  (made up for this run; give payd the same one)\n", cfg.WebhookSecret)
+	}
 	return sb.Serve(ctx, ln)
 }

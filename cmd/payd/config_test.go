@@ -1,0 +1,72 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigProduction: production refuses missing and placeholder secrets
+// and the test-only fault switch; development makes secrets up; the
+// sandbox needs only the webhook secret; flags override the environment.
+func TestConfigProduction(t *testing.T) {
+	strong := map[string]string{
+		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+	}
+	with := func(over map[string]string) func(string) string {
+		return func(k string) string {
+			if v, ok := over[k]; ok {
+				return v
+			}
+			return strong[k]
+		}
+	}
+	tests := []struct {
+		name    string
+		sub     string
+		env     map[string]string
+		args    []string
+		wantErr string
+	}{
+		{"strong secrets", "serve", nil, nil, ""},
+		{"missing admin token", "serve", map[string]string{"PAYD_ADMIN_TOKEN": ""}, nil, "PAYD_ADMIN_TOKEN"},
+		{"short secret key", "serve", map[string]string{"PAYD_SECRET_KEY": "short"}, nil, "PAYD_SECRET_KEY"},
+		{"placeholder webhook secret", "serve", map[string]string{"PAYD_WEBHOOK_SECRET": "whsec_change-me-change-me-change-me"}, nil, "PAYD_WEBHOOK_SECRET"},
+		{"fault switch", "serve", map[string]string{"PAYD_TEST_FAULT": "after_claim"}, nil, "PAYD_TEST_FAULT"},
+		{"webhook secret without prefix", "serve", map[string]string{"PAYD_WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwxyz"}, nil, "whsec_"},
+		{"sandbox needs no admin token", "sandbox", map[string]string{"PAYD_ADMIN_TOKEN": "", "PAYD_SECRET_KEY": ""}, nil, ""},
+		{"sandbox needs the webhook secret", "sandbox", map[string]string{"PAYD_WEBHOOK_SECRET": ""}, nil, "PAYD_WEBHOOK_SECRET"},
+		{"bad duration", "serve", map[string]string{"PAYD_LEASE": "soon"}, nil, "PAYD_LEASE"},
+		{"lease longer than TTL", "serve", map[string]string{"PAYD_LEASE": "48h"}, nil, "PAYD_LEASE"},
+		{"unknown env", "serve", map[string]string{"PAYD_ENV": "staging"}, nil, "PAYD_ENV"},
+		{"flag overrides env", "serve", map[string]string{"PAYD_ADMIN_TOKEN": ""}, []string{"-admin-token", "adm_from_a_flag_0123456789abcdef"}, ""},
+	}
+	for _, tt := range tests {
+		_, err := loadConfig(tt.sub, tt.args, with(tt.env), io.Discard)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: loadConfig = %v, want nil", tt.name, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: loadConfig = %v, want an error naming %s", tt.name, err, tt.wantErr)
+		}
+	}
+}
+
+func TestConfigDevelopmentDefaults(t *testing.T) {
+	c, err := loadConfig("serve", nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatalf("loadConfig(empty env) = %v", err)
+	}
+	if c.Addr != "127.0.0.1:8080" || c.DatabaseURL != "sqlite://payd.db" || c.Lease != 30*time.Second ||
+		c.InflightWait != 2*time.Second || c.IdempotencyTTL != 24*time.Hour || c.OrderTTL != 30*time.Minute || c.SandboxAddr != "127.0.0.1:0" {
+		t.Errorf("defaults = %+v, want SPEC §8's", c)
+	}
+	if len(c.generated) != 3 || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.AdminToken) < 24 || len(c.SecretKey) < 24 {
+		t.Errorf("development secrets = %v, want all three made up", c.generated)
+	}
+	if s, _ := loadConfig("sandbox", nil, func(string) string { return "" }, io.Discard); s.SandboxAddr != "127.0.0.1:8081" {
+		t.Errorf("payd sandbox listens on %q by default, want 127.0.0.1:8081", s.SandboxAddr)
+	}
+}

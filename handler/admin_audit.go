@@ -1,0 +1,76 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+)
+
+// Keys under which a handler tells the audit trail what its action
+// concerned, once it knows: the order a discrepancy is about, the run a
+// reconciliation created, the refund a refund request made.
+const (
+	ctxAuditOrder  = "payd.audit.order"
+	ctxAuditTarget = "payd.audit.target"
+	ctxAuditInputs = "payd.audit.inputs"
+)
+
+// auditInputs records what the operator asked for (never a secret: amounts,
+// reasons, windows, actions and notes), once the request is known valid.
+func auditInputs(c echo.Context, inputs map[string]any) { c.Set(ctxAuditInputs, inputs) }
+
+// auditAbout names the order and the record an operator action concerned.
+func auditAbout(c echo.Context, orderID, target string) {
+	c.Set(ctxAuditOrder, orderID)
+	c.Set(ctxAuditTarget, target)
+}
+
+// audited records every operator action — executed, replayed or refused —
+// with who, what, the request ID and the result. It wraps the idempotency
+// middleware so replays are on the trail too. What the action concerned
+// comes from the handler when it ran (auditAbout) and from the path
+// otherwise (a replay, a refusal), so an action about an order shows on
+// that order's timeline.
+func (h *Admin) audited(action string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			key := requestKeyOf(c)
+			if key == "" {
+				key = c.Request().Header.Get("Idempotency-Key")
+			}
+			e := domain.AuditEntry{Actor: "admin", Action: action, RequestID: key, Result: c.Response().Status, Detail: auditDetail(c)}
+			e.OrderID, _ = c.Get(ctxAuditOrder).(string)
+			e.Target, _ = c.Get(ctxAuditTarget).(string)
+			if action == "refund" {
+				e.OrderID = c.Param("id") // the path names the order even when the refund was refused
+			}
+			e.Target = firstNonEmpty(e.Target, c.Param("did"))
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+			defer cancel()
+			return h.Service.Record(ctx, e)
+		}
+	}
+}
+
+// auditDetail is the entry's detail: whether the answer was a replay, and
+// the inputs when the handler ran.
+func auditDetail(c echo.Context) string {
+	detail := map[string]any{}
+	if in, ok := c.Get(ctxAuditInputs).(map[string]any); ok {
+		maps.Copy(detail, in)
+	}
+	detail["replayed"] = c.Response().Header().Get("Idempotent-Replayed") == "true"
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return `{"replayed":false}`
+	}
+	return string(b)
+}

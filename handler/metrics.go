@@ -1,0 +1,141 @@
+package handler
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payd/payd/domain"
+)
+
+// Metrics is payd's Prometheus instrumentation (SPEC §8). It owns its
+// registry instead of using the global one, so every server a test builds
+// counts only its own requests and no two servers collide on a name.
+//
+// Labels never carry caller-chosen text: routes are Echo's patterns
+// (/v1/orders/:id), methods and event types outside a fixed set become
+// "other", so a client cannot grow the series without bound.
+type Metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.HistogramVec
+	idempotency   *prometheus.CounterVec
+	webhooks      *prometheus.CounterVec
+	payments      *prometheus.CounterVec
+	discrepancies *prometheus.CounterVec
+	jobs          *prometheus.CounterVec
+}
+
+// NewMetrics registers payd's metrics, plus the Go runtime's and the
+// process's, on a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "payd_http_request_duration_seconds",
+			Help:    "Latency of HTTP requests by route pattern, method and status class.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"route", "method", "status"}),
+		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_idempotency_outcomes_total",
+			Help: "Idempotency-key decisions: executed, replayed, in_use, reused, took_over.",
+		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_webhook_events_total",
+			Help: "Provider webhook events by type and outcome (applied, duplicate, ignored, discrepancy).",
+		}, []string{"type", "outcome"}),
+		payments: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_payments_total",
+			Help: "Payment attempts by result: paid, declined, unknown.",
+		}, []string{"result"}),
+		discrepancies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_discrepancies_total",
+			Help: "Newly recorded discrepancies by type (reconciliation, webhooks, automatic refunds).",
+		}, []string{"type"}),
+		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_job_rows_total",
+			Help: "Rows handled by background jobs (purged records, expired orders, recovered payments).",
+		}, []string{"job"}),
+	}
+	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Idempotency counts one decision of the idempotency engine
+// (service.Idempotency.Observe).
+func (m *Metrics) Idempotency(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
+
+// Webhook counts one applied provider event (service.Webhooks.Observe). The
+// type is the provider's, so types payd does not know are counted as other.
+func (m *Metrics) Webhook(eventType, outcome string) {
+	switch eventType {
+	case domain.EventPaymentSucceeded, domain.EventPaymentFailed, domain.EventRefundSucceeded:
+	default:
+		eventType = "other"
+	}
+	m.webhooks.WithLabelValues(eventType, outcome).Inc()
+}
+
+// Payment counts one payment result (service.Checkout.Observe).
+func (m *Metrics) Payment(result string) { m.payments.WithLabelValues(result).Inc() }
+
+// Discrepancy counts one newly recorded discrepancy.
+func (m *Metrics) Discrepancy(t domain.DiscrepancyType) {
+	m.discrepancies.WithLabelValues(string(t)).Inc()
+}
+
+// Job counts the rows a background job handled (service.Job.Observed).
+func (m *Metrics) Job(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
+
+// handler serves GET /metrics in the Prometheus text format.
+func (m *Metrics) handler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+}
+
+// middleware times every request. It runs outside the access log, which has
+// already turned an error into its problem response, so the status it sees
+// is the one the client got.
+func (m *Metrics) middleware(e *echo.Echo) echo.MiddlewareFunc {
+	var once sync.Once
+	known := map[string]bool{}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			once.Do(func() { // every route is registered once requests flow
+				for _, r := range e.Routes() {
+					known[r.Path] = true
+				}
+			})
+			route := c.Path()
+			if !known[route] {
+				route = "unmatched"
+			}
+			m.requests.WithLabelValues(route, methodLabel(c.Request().Method), statusClass(c.Response().Status)).
+				Observe(time.Since(start).Seconds())
+			return err
+		}
+	}
+}
+
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
+}
+
+// statusClass is 2xx, 4xx, ...: enough to alert on, few enough series.
+func statusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}

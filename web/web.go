@@ -1,0 +1,117 @@
+// Package web is payd's checkout page: plain HTML, CSS and JavaScript,
+// embedded in the binary and served at /checkout. It shows how a frontend
+// holds up its end of payd's idempotency promise: one idempotency key per
+// payment intent, kept across retries and reloads, and outcomes recovered
+// from the server rather than guessed. It imports nothing of payd, so any
+// router can mount Handler.
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed checkout
+var files embed.FS
+
+// Prefix is the path the page is served at; its assets live below it.
+const Prefix = "/checkout"
+
+// policy lets the page load only its own files and talk only to its own
+// origin: no inline script, no third party, no framing. A token held by the
+// page is worth protecting from injected script.
+const policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+type asset struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// Handler serves GET and HEAD of /checkout (the page) and /checkout/{file}
+// (its assets). Anything else under the prefix is 404; other methods 405.
+func Handler() http.Handler {
+	assets := load()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		a, ok := assets[assetName(r.URL.Path)]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", a.ctype)
+		h.Set("ETag", a.etag)
+		// Revalidate every time (cheap, thanks to the ETag) so a new payd
+		// release never runs against yesterday's script.
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Content-Security-Policy", policy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
+	})
+}
+
+// assetName maps a request path to an embedded file name: the page itself
+// for /checkout and /checkout/, else the file name below the prefix.
+func assetName(p string) string {
+	rest, ok := strings.CutPrefix(p, Prefix)
+	if !ok {
+		return ""
+	}
+	if rest == "" || rest == "/" {
+		return "index.html"
+	}
+	return strings.TrimPrefix(rest, "/")
+}
+
+// load reads every embedded file once. Only files directly in checkout/
+// are served: a lookup by exact name leaves no room for path tricks.
+func load() map[string]asset {
+	entries, err := fs.ReadDir(files, "checkout")
+	if err != nil {
+		panic("web: embedded checkout files missing: " + err.Error()) // a build defect, not a runtime condition
+	}
+	out := make(map[string]asset, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		body, err := files.ReadFile(path.Join("checkout", e.Name()))
+		if err != nil {
+			panic("web: read embedded " + e.Name() + ": " + err.Error())
+		}
+		sum := sha256.Sum256(body)
+		out[e.Name()] = asset{body: body, ctype: contentType(e.Name()), etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	}
+	return out
+}
+
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".js":
+		return "text/javascript; charset=utf-8" // not left to the OS mime tables: modules need exactly this
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	}
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
