@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ type Admin struct {
 	Reconcile ReconcileService
 	Resolver  DiscrepancyResolver
 	Records   RecordLookup
+	Log       *slog.Logger // where a lost audit entry is reported
 }
 
 func (h *Admin) search(c echo.Context) error {

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"time"
 
@@ -55,7 +56,12 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 			e.Target = firstNonEmpty(e.Target, c.Param("did"))
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 			defer cancel()
-			return h.Service.Record(ctx, e)
+			if err := h.Service.Record(ctx, e); err != nil {
+				// The answer has gone out; the one place that can still tell
+				// an operator that the trail has a hole is the log.
+				h.log().ErrorContext(ctx, "audit entry lost", "err", err, "action", action, "request_key_present", key != "", "result", e.Result)
+			}
+			return nil
 		}
 	}
 }
@@ -73,4 +79,11 @@ func auditDetail(c echo.Context) string {
 		return `{"replayed":false}`
 	}
 	return string(b)
+}
+
+func (h *Admin) log() *slog.Logger {
+	if h.Log == nil {
+		return slog.Default()
+	}
+	return h.Log
 }

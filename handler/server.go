@@ -80,6 +80,9 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
 	admin, a := RequireAdmin(d.AdminToken), d.Admin
+	if a.Log == nil {
+		a.Log = d.Log
+	}
 	v1.GET("/admin/orders", a.search, admin)
 	v1.GET("/admin/orders/:id", a.order, admin)
 	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), idem.Middleware(KeyRequired))
