@@ -80,7 +80,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
 	admin, a := RequireAdmin(d.AdminToken), d.Admin
-	if a.Log == nil {
+	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}
 	v1.GET("/admin/orders", a.search, admin)
