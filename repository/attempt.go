@@ -138,23 +138,16 @@ func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, l
 	return attemptsToDomain(rows), nil
 }
 
-// Lease claims an unsettled attempt for one recoverer and reports whether
-// this caller won it. Replicas that listed the same attempt all saw the same
-// updated_at (seen); the first UPDATE moves it to now and every later one
-// matches nothing. The match is exact: both sides go through the
-// fixed-width microsecond format, which MySQL reads into the same
-// DATETIME(6) value it stored and SQLite compares as the same text.
-// The lease must change the value, or the winner's row would still match
-// the others' guard: when now is not in a later microsecond than seen (a
-// replica whose clock runs behind the one that wrote seen), updated_at
-// moves to one microsecond past seen instead.
-func (s *AttemptStore) Lease(ctx context.Context, id string, seen, now time.Time) (bool, error) {
-	if floor := seen.Truncate(time.Microsecond).Add(time.Microsecond); now.Before(floor) {
-		now = floor
-	}
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET updated_at = ?
-		WHERE id = ? AND status IN ? AND updated_at = ?`,
-		ts(now), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(seen))
+// Lease claims an unsettled attempt until until for one worker — the
+// recoverer of one replica, or a request retrying its key — and reports
+// whether this caller won. The guard is the lease itself: whoever holds an
+// unexpired lease keeps it, so a request and a recoverer (or two replicas)
+// never ask the provider and settle the same attempt at once. A worker
+// that dies just lets its lease run out.
+func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Time) (bool, error) {
+	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET leased_until = ?
+		WHERE id = ? AND status IN ? AND (leased_until IS NULL OR leased_until < ?)`,
+		ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(now))
 	if res.Error != nil {
 		return false, fmt.Errorf("lease attempt %s: %w", id, res.Error)
 	}

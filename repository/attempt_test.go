@@ -132,71 +132,46 @@ func TestAttemptListUnsettled(t *testing.T) {
 	})
 }
 
-// TestAttemptLease: the lease is guarded by the exact updated_at the
-// recoverer read, to the microsecond, on both databases: a whole second
-// and a time with a fraction both match what was stored, one microsecond
-// off does not, and once leased the old value no longer matches.
+// TestAttemptLease: a lease holds until it runs out — no other worker
+// gets the attempt before then, anyone may after — and only unsettled
+// attempts can be leased.
 func TestAttemptLease(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		db := dbtest.Open(t, d)
 		s := repository.NewAttemptStore(db)
-		o := newOrder(t, db)
-		for _, created := range []time.Time{t0, t0.Truncate(time.Second), t0.Add(999_999 * time.Microsecond)} {
-			a := newAttempt(t, s, o, "req-1", created)
-			seen := findAttempt(t, s, a.ID).UpdatedAt // as the recoverer read it
-			now := seen.Add(time.Second)
-			for _, off := range []time.Duration{-time.Microsecond, time.Microsecond} {
-				if ok, err := s.Lease(t.Context(), a.ID, seen.Add(off), now); ok || err != nil {
-					t.Errorf("Lease(seen %v) = %v, %v, want false (stored %v)", seen.Add(off), ok, err, seen)
-				}
-			}
-			if ok, err := s.Lease(t.Context(), a.ID, seen, now); !ok || err != nil {
-				t.Errorf("Lease(seen %v) = %v, %v, want true", seen, ok, err)
-			}
-			if got := findAttempt(t, s, a.ID); !got.UpdatedAt.Equal(now) || got.Status != domain.AttemptStarted {
-				t.Errorf("after Lease: updated %v, status %s; want %v, started", got.UpdatedAt, got.Status, now)
-			}
-			// Another replica that read the same value comes second.
-			if ok, err := s.Lease(t.Context(), a.ID, seen, now.Add(time.Second)); ok || err != nil {
-				t.Errorf("second Lease(seen %v) = %v, %v, want false", seen, ok, err)
-			}
-		}
-	})
-}
-
-// TestAttemptLeaseGuards: a lease always moves updated_at forward, and a
-// settled attempt cannot be leased.
-func TestAttemptLeaseGuards(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
-		db := dbtest.Open(t, d)
-		s := repository.NewAttemptStore(db)
 		a := newAttempt(t, s, newOrder(t, db), "req-1", t0)
-		// A clock behind the one that wrote seen still moves updated_at.
-		for _, now := range []time.Time{t0.Add(999 * time.Nanosecond), t0.Add(-time.Second)} {
-			seen := findAttempt(t, s, a.ID).UpdatedAt
-			if ok, err := s.Lease(t.Context(), a.ID, seen, now); !ok || err != nil {
-				t.Errorf("Lease(seen %v, now %v) = %v, %v, want true", seen, now, ok, err)
-			}
-			if got := findAttempt(t, s, a.ID).UpdatedAt; !got.Equal(seen.Add(time.Microsecond)) {
-				t.Errorf("Lease(seen %v, now %v) set updated_at %v, want %v", seen, now, got, seen.Add(time.Microsecond))
-			}
-			if ok, err := s.Lease(t.Context(), a.ID, seen, now); ok || err != nil {
-				t.Errorf("second Lease(seen %v, now %v) = %v, %v, want false", seen, now, ok, err)
+		until := t0.Add(30 * time.Second)
+		if ok, err := s.Lease(t.Context(), a.ID, t0, until); !ok || err != nil {
+			t.Fatalf("Lease(free) = %v, %v, want true", ok, err)
+		}
+		for _, now := range []time.Time{t0.Add(time.Second), until.Add(-time.Microsecond), until} {
+			if ok, err := s.Lease(t.Context(), a.ID, now, now.Add(time.Minute)); ok || err != nil {
+				t.Errorf("Lease(at %v, held until %v) = %v, %v, want false", now, until, ok, err)
 			}
 		}
+		after := until.Add(time.Microsecond)
+		if ok, err := s.Lease(t.Context(), a.ID, after, after.Add(time.Minute)); !ok || err != nil {
+			t.Errorf("Lease(after it ran out) = %v, %v, want true", ok, err)
+		}
+		if got := findAttempt(t, s, a.ID); !got.UpdatedAt.Equal(t0) || got.Status != domain.AttemptStarted {
+			t.Errorf("a lease changed the attempt: updated %v, status %s; want %v, started", got.UpdatedAt, got.Status, t0)
+		}
+
+		later := after.Add(2 * time.Minute)
 		fromStarted := []domain.AttemptStatus{domain.AttemptStarted}
-		if ok, err := s.Finish(t.Context(), a.ID, fromStarted, domain.AttemptUnknown, "", "timeout", t0.Add(time.Second)); !ok || err != nil {
+		if ok, err := s.Finish(t.Context(), a.ID, fromStarted, domain.AttemptUnknown, "", "timeout", later); !ok || err != nil {
 			t.Fatalf("Finish(started→unknown) = %v, %v", ok, err)
 		}
-		if ok, err := s.Lease(t.Context(), a.ID, t0.Add(time.Second), t0.Add(time.Minute)); !ok || err != nil {
+		if ok, err := s.Lease(t.Context(), a.ID, later, later.Add(time.Minute)); !ok || err != nil {
 			t.Errorf("Lease(unknown) = %v, %v, want true", ok, err)
 		}
 		fromUnknown := []domain.AttemptStatus{domain.AttemptUnknown}
-		if ok, err := s.Finish(t.Context(), a.ID, fromUnknown, domain.AttemptSucceeded, "ch_1", "", t0.Add(2*time.Minute)); !ok || err != nil {
+		if ok, err := s.Finish(t.Context(), a.ID, fromUnknown, domain.AttemptSucceeded, "ch_1", "", later); !ok || err != nil {
 			t.Fatalf("Finish(unknown→succeeded) = %v, %v", ok, err)
 		}
 		before := findAttempt(t, s, a.ID)
-		if ok, err := s.Lease(t.Context(), a.ID, before.UpdatedAt, t0.Add(time.Hour)); ok || err != nil {
+		end := later.Add(time.Hour)
+		if ok, err := s.Lease(t.Context(), a.ID, end, end.Add(time.Minute)); ok || err != nil {
 			t.Errorf("Lease(succeeded) = %v, %v, want false", ok, err)
 		}
 		if after := findAttempt(t, s, a.ID); fmt.Sprint(after) != fmt.Sprint(before) {

@@ -144,7 +144,8 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	}
 	// Lease the attempt, as the recoverer does, so the two never work on it
 	// at once; if the recoverer has it, the outcome is still being found.
-	won, err := s.Attempts.Lease(ctx, a.ID, a.UpdatedAt, s.Now().UTC())
+	now := s.Now().UTC()
+	won, err := s.Attempts.Lease(ctx, a.ID, now, now.Add(s.leaseTime()))
 	if err != nil || !won {
 		return o, err
 	}
@@ -295,7 +296,11 @@ func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.
 	// Best effort: if this write is lost, the record stays processing and the
 	// next request with the key takes over after the lease and recovers the
 	// same outcome from the order.
-	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome))
+	// A payment the provider never received is no decline: the key stays
+	// free to try again. Anything else is the truth a replay must tell.
+	var decline *domain.DeclineError
+	final := !errors.As(outcome, &decline) || decline.Code != domain.NotCharged
+	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome), final)
 }
 
 // orphan hands a charge the order cannot take (a second success, a success
@@ -306,6 +311,15 @@ func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt,
 		return nil
 	}
 	return s.Orphan(ctx, o, a, chargeID)
+}
+
+// leaseTime is how long a retry holds an attempt it recovers: the
+// idempotency lease, which outlasts one provider call.
+func (s *Checkout) leaseTime() time.Duration {
+	if s.Idem != nil && s.Idem.Lease > 0 {
+		return s.Idem.Lease
+	}
+	return 30 * time.Second
 }
 
 // fault lets a test kill the process at a named point of a payment.

@@ -88,10 +88,11 @@ type AttemptStore interface {
 	// ListUnsettled returns attempts in status started or unknown last
 	// updated before olderThan, oldest first, at most limit.
 	ListUnsettled(ctx context.Context, olderThan time.Time, limit int) ([]domain.Attempt, error)
-	// Lease claims an unsettled attempt for one recoverer: it moves
-	// updated_at from seen (the value the caller read) to now, guarded by
-	// that value and an unsettled status, so among replicas exactly one wins.
-	Lease(ctx context.Context, id string, seen, now time.Time) (bool, error)
+	// Lease claims an unsettled attempt until until for one worker (a
+	// replica's recoverer, or a request retrying its key), guarded by any
+	// unexpired lease, so exactly one works on it at a time; it reports
+	// whether this caller won.
+	Lease(ctx context.Context, id string, now, until time.Time) (bool, error)
 }
 
 // RecordStore keeps idempotency records.
@@ -113,6 +114,9 @@ type RecordStore interface {
 	// Complete stores the final response of a processing record and its
 	// status (succeeded or failed); it reports whether a row changed.
 	Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int, body []byte, sealed bool, now time.Time) (bool, error)
+	// CompleteInBackground is Complete for an answer stored after the
+	// request ended (its payment settled by webhook or recoverer).
+	CompleteInBackground(ctx context.Context, scope, key string, status domain.RecordStatus, code int, body []byte, now time.Time) (bool, error)
 	// Delete removes a processing record whose request never executed
 	// (validation failed), leaving the key free.
 	Delete(ctx context.Context, scope, key string) error

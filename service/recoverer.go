@@ -39,7 +39,7 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 	var n int64
 	var errs []error
 	for _, a := range stale {
-		won, err := r.Attempts.Lease(ctx, a.ID, a.UpdatedAt, now)
+		won, err := r.Attempts.Lease(ctx, a.ID, now, now.Add(r.Lease))
 		if err != nil || !won {
 			errs = append(errs, err)
 			continue // another replica has it
@@ -79,7 +79,7 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 	case errors.Is(err, provider.ErrNotFound):
 		// The provider never saw this attempt, and nobody is waiting for it
 		// any more: release the order rather than charge unasked.
-		ch = provider.Charge{Status: provider.ChargeFailed, FailureCode: "not_charged"}
+		ch = provider.Charge{Status: provider.ChargeFailed, FailureCode: domain.NotCharged}
 	case err != nil:
 		return false, err // still unknown; the next lease tries again
 	}
