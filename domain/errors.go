@@ -44,6 +44,11 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
 }
 
+// NotCharged is the failure code of a payment the provider never received
+// (payd stopped before asking, and nobody retried): nothing was charged and
+// the customer may simply pay again.
+const NotCharged = "not_charged"
+
 // DeclineError is a definitive refusal from the provider, with its reason
 // code (card_declined, insufficient_funds, ...). It matches ErrPaymentDeclined.
 type DeclineError struct {

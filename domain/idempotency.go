@@ -17,6 +17,12 @@ const (
 
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 
+// Who stored a record's answer.
+const (
+	CompletedByRequest    = "request"    // the request itself answered
+	CompletedInBackground = "background" // a webhook or the recoverer settled the payment after the request answered 202
+)
+
 // ValidKey reports whether k is an acceptable idempotency key.
 func ValidKey(k string) bool { return keyPattern.MatchString(k) }
 
@@ -43,6 +49,7 @@ type Record struct {
 	ResponseBody   []byte // sealed (encrypted) when Sealed is true, e.g. a registration that carries a token
 	Sealed         bool
 	OrderID        string // for pay requests: lets a background completion find the record
+	CompletedBy    string // CompletedByRequest or CompletedInBackground; empty while processing
 	LockedUntil    time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time

@@ -118,6 +118,10 @@ func toProblem(err error) (*Problem, bool) {
 	if errors.As(err, &ve) {
 		return problem(http.StatusBadRequest, "validation_failed", "Invalid request", ve.Error()), true
 	}
+	if decline := (*domain.DeclineError)(nil); errors.As(err, &decline) && decline.Code == domain.NotCharged {
+		return problem(http.StatusBadGateway, "payment_not_completed", "Payment not completed",
+			"The payment never reached the provider and nothing was charged. You may try again."), true
+	}
 	for _, row := range errorTable {
 		if !errors.Is(err, row.err) {
 			continue

@@ -21,6 +21,7 @@ type recordRow struct {
 	ResponseBody   []byte         `gorm:"column:response_body"`
 	ResponseSealed bool           `gorm:"column:response_sealed"`
 	OrderID        sql.NullString `gorm:"column:order_id"`
+	CompletedBy    sql.NullString `gorm:"column:completed_by"`
 	LockedUntil    utcTime        `gorm:"column:locked_until"`
 	CreatedAt      utcTime        `gorm:"column:created_at"`
 	UpdatedAt      utcTime        `gorm:"column:updated_at"`
@@ -43,7 +44,7 @@ func (r recordRow) toDomain() domain.Record {
 	return domain.Record{
 		Scope: r.Scope, Key: r.Key, Method: r.Method, Path: r.Path, Fingerprint: r.Fingerprint,
 		Status: domain.RecordStatus(r.Status), ResponseStatus: r.ResponseStatus, ResponseBody: r.ResponseBody,
-		Sealed: r.ResponseSealed, OrderID: r.OrderID.String, LockedUntil: r.LockedUntil.time(),
+		Sealed: r.ResponseSealed, OrderID: r.OrderID.String, CompletedBy: r.CompletedBy.String, LockedUntil: r.LockedUntil.time(),
 		CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(), ExpiresAt: r.ExpiresAt.time(),
 	}
 }
@@ -107,7 +108,7 @@ func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now t
 func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
 	return s.change(ctx, "retry", key, `UPDATE idempotency_records
 		SET status = 'processing', locked_until = ?, response_status = 0, response_body = NULL,
-			response_sealed = ?, updated_at = ?
+			response_sealed = ?, completed_by = NULL, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'failed'`,
 		ts(lockedUntil), false, ts(now), scope, key)
 }
@@ -117,13 +118,25 @@ func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedU
 // already completed by another path keeps its first response.
 func (s *RecordStore) Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
 	body []byte, sealed bool, now time.Time) (bool, error) {
+	return s.complete(ctx, scope, key, status, code, body, sealed, domain.CompletedByRequest, now)
+}
+
+// CompleteInBackground is Complete for an answer stored after the request
+// ended — its payment settled by webhook or recoverer — and marked so.
+func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
+	body []byte, now time.Time) (bool, error) {
+	return s.complete(ctx, scope, key, status, code, body, false, domain.CompletedInBackground, now)
+}
+
+func (s *RecordStore) complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
+	body []byte, sealed bool, by string, now time.Time) (bool, error) {
 	if status != domain.RecordSucceeded && status != domain.RecordFailed {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
 	return s.change(ctx, "complete", key, `UPDATE idempotency_records
-		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, updated_at = ?
+		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'processing'`,
-		string(status), code, body, sealed, ts(now), scope, key)
+		string(status), code, body, sealed, by, ts(now), scope, key)
 }
 
 // Delete removes a processing record whose request never executed

@@ -105,9 +105,12 @@ func (s *Idempotency) Begin(ctx context.Context, c Call) (Start, error) {
 		case domain.RecordSucceeded:
 			return s.replay(rec)
 		case domain.RecordFailed:
-			if waited {
+			if waited || rec.CompletedBy == domain.CompletedInBackground {
 				// We were a concurrent duplicate of the attempt that just
-				// failed: we get its answer, not a second attempt.
+				// failed, or the original answered 202 and learned of the
+				// decline only later: either way this caller has not seen
+				// the decline yet, so it gets it (SPEC §5), not a second
+				// attempt. Paying again takes a new key.
 				return s.replay(rec)
 			}
 			won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
@@ -188,13 +191,21 @@ func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
 
 // Complete stores a final answer for (scope, key) if the record is still
 // processing. Use cases call it when an outcome arrives outside the original
-// request (webhook, recoverer).
-func (s *Idempotency) Complete(ctx context.Context, scope, key string, r Response) error {
+// request (webhook, recoverer). A final answer is replayed to the key from
+// then on, a decline included; one that is not final (nothing happened, the
+// customer may simply try again) leaves the key free to run again.
+func (s *Idempotency) Complete(ctx context.Context, scope, key string, r Response, final bool) error {
 	status := domain.RecordSucceeded
 	if r.Status >= 300 {
 		status = domain.RecordFailed
 	}
-	return s.complete(ctx, Call{Scope: scope, Key: key}, status, r)
+	if !final {
+		return s.complete(ctx, Call{Scope: scope, Key: key}, status, r)
+	}
+	if _, err := s.Records.CompleteInBackground(ctx, scope, key, status, r.Status, r.Body, s.Now()); err != nil {
+		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	return nil
 }
 
 func (s *Idempotency) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) error {
