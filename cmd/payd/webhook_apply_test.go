@@ -1,0 +1,192 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+)
+
+// TestWebhookAppliedOnce: one payment.succeeded delivered five times at
+// once, then again, is stored once and pays the order once.
+func TestWebhookAppliedOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("once@example.com")
+		id, key, p := s.asyncOrder(token, "30.00")
+		evID := "evt_" + uuid.NewString()
+
+		applied := 0
+		for _, r := range parallel(5, func(int) reply { return s.sendEvent(evID, "payment.succeeded", p) }) {
+			if r.Status != http.StatusOK {
+				t.Fatalf("delivery = %d %s, want 200", r.Status, r.Body)
+			}
+			if r.json(t)["outcome"] == "applied" {
+				applied++
+			}
+		}
+		if applied == 0 {
+			t.Error("no delivery of five reported the event applied")
+		}
+		if r := s.sendEvent(evID, "payment.succeeded", p); r.Status != http.StatusOK || r.json(t)["outcome"] != "duplicate" {
+			t.Errorf("sixth delivery = %d %s, want 200 duplicate", r.Status, r.Body)
+		}
+		if n := s.count("webhook_events WHERE id = ?", evID); n != 1 {
+			t.Errorf("inbox rows for the event = %d, want 1", n)
+		}
+		// created v1, claimed v2, paid v3: one more would mean a second transition.
+		if o := s.orderRow(id); o.Status != domain.StatusPaid || o.Version != 3 {
+			t.Errorf("order = %s v%d, want paid v3", o.Status, o.Version)
+		}
+		if a := s.onlyAttempt(id); a.Status != domain.AttemptSucceeded || a.ProviderChargeID != p.ChargeID {
+			t.Errorf("attempt = %s charge %q, want succeeded with %s", a.Status, a.ProviderChargeID, p.ChargeID)
+		}
+		if st, code, _ := s.record(token, key); st != "succeeded" || code != http.StatusOK {
+			t.Errorf("record = %s %d, want succeeded 200", st, code)
+		}
+		// A concurrent copy must not mistake the charge it lost the race
+		// for as a second one: the customer's payment stays unrefunded.
+		s.noOrphans(p.ChargeID)
+	})
+}
+
+// TestWebhookFailedAfterSucceeded: a payment.failed that arrives after the
+// success of the same attempt finds every guard false and changes nothing.
+func TestWebhookFailedAfterSucceeded(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("late-fail@example.com")
+		id, key, p := s.asyncOrder(token, "15.50")
+
+		if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", p); r.Status != http.StatusOK {
+			t.Fatalf("payment.succeeded = %d %s, want 200", r.Status, r.Body)
+		}
+		before := s.orderRow(id)
+		if r := s.sendEvent("evt_"+uuid.NewString(), "payment.failed", p); r.Status != http.StatusOK {
+			t.Fatalf("payment.failed = %d %s, want 200", r.Status, r.Body)
+		}
+		if o := s.orderRow(id); o.Status != domain.StatusPaid || o.Version != before.Version || o.PayRequestID != key {
+			t.Errorf("order after late failure = %s v%d (%q), want paid v%d (%q)", o.Status, o.Version, o.PayRequestID, before.Version, key)
+		}
+		if a := s.onlyAttempt(id); a.Status != domain.AttemptSucceeded {
+			t.Errorf("attempt after late failure = %s, want succeeded", a.Status)
+		}
+		if r := s.pay(token, id, key, "pm_async"); r.Status != http.StatusOK || r.json(t)["status"] != "paid" {
+			t.Errorf("replayed pay = %d %s, want 200 paid", r.Status, r.Body)
+		}
+		s.noOrphans(p.ChargeID)
+	})
+}
+
+// TestWebhookMoneyMismatch: a success whose amount or currency is not the
+// attempt's is never applied and is recorded as amount_mismatch, once; the
+// right event still applies afterwards.
+func TestWebhookMoneyMismatch(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("mismatch@example.com")
+		for _, c := range []struct{ name, amount, currency string }{
+			{"amount", "10.01", "USD"},
+			{"currency", "10.00", "EUR"},
+		} {
+			id, _, p := s.asyncOrder(token, "10.00")
+			wrong := p
+			wrong.Amount, wrong.Currency = c.amount, c.currency
+			evID := "evt_" + uuid.NewString()
+			for range 2 {
+				r := s.sendEvent(evID, "payment.succeeded", wrong)
+				if r.Status != http.StatusOK {
+					t.Fatalf("%s mismatch: webhook = %d %s, want 200", c.name, r.Status, r.Body)
+				}
+			}
+			if o := s.orderRow(id); o.Status != domain.StatusProcessing || o.Version != 2 {
+				t.Errorf("%s mismatch: order = %s v%d, want processing v2", c.name, o.Status, o.Version)
+			}
+			if a := s.onlyAttempt(id); a.Status != domain.AttemptUnknown {
+				t.Errorf("%s mismatch: attempt = %s, want unknown", c.name, a.Status)
+			}
+			if n := s.count("discrepancies WHERE type = 'amount_mismatch' AND order_id = ? AND attempt_id = ?", id, p.AttemptID); n != 1 {
+				t.Errorf("%s mismatch: amount_mismatch discrepancies = %d, want 1", c.name, n)
+			}
+			if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", p); r.Status != http.StatusOK {
+				t.Fatalf("%s mismatch: the right event = %d %s, want 200", c.name, r.Status, r.Body)
+			}
+			if o := s.orderRow(id); o.Status != domain.StatusPaid {
+				t.Errorf("%s mismatch: order after the right event = %s, want paid", c.name, o.Status)
+			}
+		}
+	})
+}
+
+// TestWebhookOrphanCharges: a success the order cannot take — its attempt
+// was declined and meanwhile the order was paid by another attempt, or
+// cancelled — is refunded at the provider and recorded as duplicate_charge
+// or paid_after_close; redelivering it, or the provider announcing the same
+// charge again, refunds nothing more.
+func TestWebhookOrphanCharges(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("orphan@example.com")
+		for _, c := range []struct {
+			name       string
+			close      func(id string)
+			wantStatus domain.OrderStatus
+			wantType   domain.DiscrepancyType
+		}{
+			{"paid by another attempt", func(id string) {
+				if r := s.pay(token, id, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {
+					t.Fatalf("second pay = %d %s, want 200", r.Status, r.Body)
+				}
+			}, domain.StatusPaid, domain.DuplicateCharge},
+			{"cancelled", func(id string) {
+				if r := s.do(request{method: "POST", path: "/v1/orders/" + id + "/cancel", token: token, key: uuid.NewString()}); r.Status != http.StatusOK {
+					t.Fatalf("cancel = %d %s, want 200", r.Status, r.Body)
+				}
+			}, domain.StatusCancelled, domain.PaidAfterClose},
+		} {
+			id := s.order(token, "42.00")
+			if r := s.pay(token, id, uuid.NewString(), "pm_declined"); r.Status != http.StatusPaymentRequired {
+				t.Fatalf("%s: pay(pm_declined) = %d %s, want 402", c.name, r.Status, r.Body)
+			}
+			declined := s.onlyAttempt(id)
+			c.close(id)
+			before := s.orderRow(id)
+
+			// The provider changes its mind about the declined attempt: a
+			// real charge, announced for that attempt.
+			late := s.fabricateCharge("late-"+uuid.NewString(), id, "42.00")
+			p := payment{AttemptID: declined.ID, ChargeID: late.ID, OrderID: id, Amount: "42.00", Currency: "USD"}
+			evID := "evt_" + uuid.NewString()
+			for _, ev := range []string{evID, evID, "evt_" + uuid.NewString()} {
+				if r := s.sendEvent(ev, "payment.succeeded", p); r.Status != http.StatusOK {
+					t.Fatalf("%s: webhook = %d %s, want 200", c.name, r.Status, r.Body)
+				}
+			}
+
+			if got := s.providerCharge(late.ID).RefundedAmount; !got.Equal(decimal.RequireFromString("42.00")) {
+				t.Errorf("%s: refunded at the provider = %s, want 42.00", c.name, got)
+			}
+			if n := s.count("refunds WHERE charge_id = ? AND kind = 'auto' AND status = 'succeeded'", late.ID); n != 1 {
+				t.Errorf("%s: automatic refunds = %d, want 1", c.name, n)
+			}
+			if n := s.count("discrepancies WHERE type = ? AND charge_id = ? AND order_id = ?", string(c.wantType), late.ID, id); n != 1 {
+				t.Errorf("%s: %s discrepancies = %d, want 1", c.name, c.wantType, n)
+			}
+			o := s.orderRow(id)
+			if o.Status != c.wantStatus || o.Version != before.Version || !o.RefundedAmount.IsZero() {
+				t.Errorf("%s: order = %s v%d refunded %s, want %s v%d refunded 0 (untouched)",
+					c.name, o.Status, o.Version, o.RefundedAmount, c.wantStatus, before.Version)
+			}
+			if a := s.attempts(id)[0]; a.Status != domain.AttemptFailed {
+				t.Errorf("%s: declined attempt = %s, want still failed", c.name, a.Status)
+			}
+		}
+		// Every charge the provider kept is an order's payment.
+		if n := s.count("orders WHERE status = 'paid'"); n != 1 {
+			t.Errorf("paid orders = %d, want 1", n)
+		}
+	})
+}
