@@ -21,7 +21,7 @@ func printWelcome(w io.Writer, cfg config, base string) {
 	if cfg.ProviderURL != "" {
 		provider = cfg.ProviderURL
 	}
-	fmt.Fprintf(w, "  database: %s\n  provider: %s\n\n", cfg.DatabaseURL, provider)
+	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  checkout page: %s/checkout\n\n", cfg.DatabaseURL, provider, base)
 	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "BASE", base))
 }
 
