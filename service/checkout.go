@@ -225,6 +225,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 	}
+	s.fault("after_settle_commit")
 	if paid {
 		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
 		s.changed(o.ID)

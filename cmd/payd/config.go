@@ -73,7 +73,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
-		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge or before_settle_commit", &c.Fault, nil},
+		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil},
 	}
 }
 

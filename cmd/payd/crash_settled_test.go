@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+// TestCrashAfterSettle: payd is killed after the settlement committed —
+// the order is paid — but before the pay call's answer was stored. The
+// record is left processing. The customer's retry with the same key takes
+// it over after the lease and finds its own outcome in the order (paid by
+// this very key): 200 paid, stored and replayed, and the provider is neither
+// charged again nor even asked.
+func TestCrashAfterSettle(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		prov := startProcProvider(t, "")
+		c := &crashCase{t: t, point: "after_settle_commit", prov: prov, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), key: uuid.NewString()}
+		e := procEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "2s", "PAYD_INFLIGHT_WAIT": "100ms"})
+		e["PAYD_TEST_FAULT"] = c.point
+		p := startPaydProc(t, "payd-"+c.point, e)
+		c.customer, c.token = p.register()
+		c.order = p.order(c.token, "12.30")
+		if r, err := p.pay(c.token, c.order, c.key, "pm_ok"); err == nil {
+			t.Fatalf("Pay(%q) with fault %s = %d %s, want the connection to die", c.key, c.point, r.Status, r.Body)
+		}
+		p.waitKilled()
+		var err error
+		if c.db, err = repository.Open(context.Background(), c.dbURL); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.db.Close() })
+		if o := c.orderState(); o.Status != "paid" || o.Version != 3 {
+			t.Fatalf("after %s: order = %+v, want paid at version 3", c.point, o)
+		}
+		if rec := c.recordState(); rec.Status != "processing" {
+			t.Fatalf("after %s: idempotency record = %s, want processing", c.point, rec.Status)
+		}
+
+		restarted := c.start("payd-restarted", env{"PAYD_LEASE": "1m", "PAYD_INFLIGHT_WAIT": "100ms"})
+		final, waits := c.payUntilFinal(restarted)
+		t.Logf("told to wait %d times before the final answer", waits)
+		if final.Status != http.StatusOK || final.json(t)["status"] != "paid" {
+			t.Fatalf("Pay(%q) after restart = %d %s, want 200 paid", c.key, final.Status, final.Body)
+		}
+		stored := c.checkPaid(restarted, 3, []string{"POST"})
+		if !bytes.Equal(final.Body, stored) {
+			t.Errorf("final answer %s, stored %s: want the same bytes", final.Body, stored)
+		}
+	})
+}
