@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// The database restart test (dbrestart_test.go) stops and starts the local
+// MariaDB server itself, as an operator restarting it would. That server is
+// shared by every test package, so the test runs only when asked
+// (PAYD_TEST_DB_RESTART=1) and, in .ci/run, alone after the other tests.
+
+// mariadbd is the server binary start-stop-daemon starts and watches.
+const mariadbd = "/usr/sbin/mariadbd"
+
+// mariaDBWait bounds how long a stop or a start may take.
+const mariaDBWait = 60 * time.Second
+
+// mariaDB controls the local MariaDB server (root over the Unix socket, as
+// .ci/run does).
+type mariaDB struct{}
+
+// localMariaDB checks that the server can be controlled from here and is up,
+// and makes sure it is running again when the test ends, whatever happened.
+func localMariaDB(t *testing.T) *mariaDB {
+	t.Helper()
+	for _, tool := range []string{"mysqladmin", "start-stop-daemon"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("PAYD_TEST_DB_RESTART=1 needs %s to restart the server: %v", tool, err)
+		}
+	}
+	if _, err := os.Stat(mariadbd); err != nil {
+		t.Fatalf("PAYD_TEST_DB_RESTART=1 needs the server binary: %v", err)
+	}
+	m := &mariaDB{}
+	if !m.answers() {
+		t.Fatal("MariaDB does not answer mysqladmin ping before the test")
+	}
+	m.restoreOnCleanup(t)
+	return m
+}
+
+// restoreOnCleanup starts the server again, if it is down, when t ends. Cleanups run last-registered first, so calling this after
+// starting payd and creating the databases restores the server before
+// payd's graceful stop (which releases leases in the database) and before
+// the test databases are dropped.
+func (m *mariaDB) restoreOnCleanup(t *testing.T) {
+	t.Cleanup(func() {
+		if m.answers() {
+			return
+		}
+		if err := m.start(); err != nil {
+			t.Errorf("restore MariaDB after the test: %v", err)
+		}
+	})
+}
+
+// answers reports whether the server answers a ping.
+func (m *mariaDB) answers() bool {
+	return exec.Command("mysqladmin", "-uroot", "--connect-timeout=2", "ping").Run() == nil
+}
+
+// running reports whether a mariadbd process still exists; until it has
+// gone, start-stop-daemon --start would take it for the running server.
+func (m *mariaDB) running() bool {
+	return exec.Command("start-stop-daemon", "--status", "--exec", mariadbd).Run() == nil
+}
+
+// stop shuts the server down and waits until it is gone. It reports
+// instead of failing the test, so a goroutine other than the test's may
+// call it.
+func (m *mariaDB) stop() error {
+	if out, err := exec.Command("mysqladmin", "-uroot", "shutdown").CombinedOutput(); err != nil {
+		return fmt.Errorf("mysqladmin shutdown: %v\n%s", err, out)
+	}
+	return waitFor(mariaDBWait, "MariaDB to stop", func() bool { return !m.running() && !m.answers() })
+}
+
+// start starts the server and waits until it answers.
+func (m *mariaDB) start() error {
+	cmd := exec.Command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", mariadbd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("start-stop-daemon --start: %v\n%s", err, out)
+	}
+	return waitFor(mariaDBWait, "MariaDB to answer", m.answers)
+}
+
+// mustStop and mustStart are stop and start on the test's goroutine.
+func (m *mariaDB) mustStop(t *testing.T) {
+	t.Helper()
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (m *mariaDB) mustStart(t *testing.T) {
+	t.Helper()
+	if err := m.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond every 100ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, what string, cond func() bool) error {
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("gave up waiting for " + what + " after " + timeout.String())
+		}
+	}
+	return nil
+}
