@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -230,3 +231,14 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes the connection pool.
 func (db *DB) Close() error { return db.sql.Close() }
+
+// LogDriverTo sends the MySQL driver's own messages (e.g. "closing bad idle
+// connection" while the server restarts) to log as structured lines,
+// instead of plain text on standard error.
+func LogDriverTo(log *slog.Logger) {
+	_ = mysql.SetLogger(driverLogger{log})
+}
+
+type driverLogger struct{ log *slog.Logger }
+
+func (l driverLogger) Print(v ...any) { l.log.Warn("mysql driver", "msg", fmt.Sprint(v...)) }

@@ -110,6 +110,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 // listener closes, in-flight requests finish, background jobs stop.
 func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
+	repository.LogDriverTo(log)
 	db, err := repository.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
