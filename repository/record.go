@@ -148,15 +148,17 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 }
 
 // PurgeExpired deletes up to limit records (100 when limit <= 0) that
-// expired before now and are not processing, and returns how many went. A
-// processing record is someone's live or recoverable lock and is never
-// purged. Like ExpireDue it reads the keys, then deletes each by primary
+// expired before now — completed ones, and processing ones whose lease ran
+// out too — and returns how many went. A processing record under a live
+// lease is someone's lock and stays; an abandoned one past its expiry only
+// takes room: the payment it guarded lives on in the order's
+// pay_request_id and attempts, which a later request with the key finds. Like ExpireDue it reads the keys, then deletes each by primary
 // key with the guards repeated, so replicas purging at once share the work
 // without deadlocking each other or the requests inserting new records.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
 	var keys []struct{ Scope, IdemKey string }
 	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
-		Where("expires_at < ? AND status <> 'processing'", ts(now)).
+		Where("expires_at < ? AND (status <> 'processing' OR locked_until < ?)", ts(now), ts(now)).
 		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
 	if err != nil {
 		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
@@ -164,8 +166,8 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 	var n int64
 	for _, k := range keys {
 		ok, err := s.change(ctx, "purge", k.IdemKey, `DELETE FROM idempotency_records
-			WHERE scope = ? AND idem_key = ? AND expires_at < ? AND status <> 'processing'`,
-			k.Scope, k.IdemKey, ts(now))
+			WHERE scope = ? AND idem_key = ? AND expires_at < ? AND (status <> 'processing' OR locked_until < ?)`,
+			k.Scope, k.IdemKey, ts(now), ts(now))
 		if err != nil {
 			return n, err
 		}

@@ -224,8 +224,10 @@ func TestRecordDelete(t *testing.T) {
 	})
 }
 
-// TestRecordPurgeExpired: expired completed records go, in batches;
-// processing and unexpired ones stay.
+// TestRecordPurgeExpired: expired records go, in batches — completed ones,
+// and processing ones whose lease ran out too (their payment's outcome lives
+// on in the order); a processing record still under its lease, and
+// unexpired ones, stay.
 func TestRecordPurgeExpired(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		s := repository.NewRecordStore(dbtest.Open(t, d))
@@ -233,6 +235,9 @@ func TestRecordPurgeExpired(t *testing.T) {
 		add := func(key string, status domain.RecordStatus, expires time.Time) {
 			r := newRecord(key)
 			r.ExpiresAt = expires
+			if key == "old-processing-leased" {
+				r.LockedUntil = now.Add(time.Minute)
+			}
 			insertRecord(t, s, r)
 			if status != domain.RecordProcessing {
 				s.Complete(t.Context(), r.Scope, key, status, 200, nil, false, t0)
@@ -242,10 +247,11 @@ func TestRecordPurgeExpired(t *testing.T) {
 		add("old-ok-2", domain.RecordSucceeded, now.Add(-time.Microsecond))
 		add("old-failed", domain.RecordFailed, now.Add(-time.Hour))
 		add("old-processing", domain.RecordProcessing, now.Add(-time.Hour))
+		add("old-processing-leased", domain.RecordProcessing, now.Add(-time.Hour))
 		add("expires-now", domain.RecordSucceeded, now)
 		add("fresh", domain.RecordSucceeded, now.Add(time.Hour))
 
-		for _, want := range []int64{2, 1, 0} {
+		for _, want := range []int64{2, 2, 0} {
 			if n, err := s.PurgeExpired(t.Context(), now, 2); n != want || err != nil {
 				t.Errorf("PurgeExpired(limit 2) = %d, %v, want %d", n, err, want)
 			}
@@ -253,7 +259,7 @@ func TestRecordPurgeExpired(t *testing.T) {
 		scope := domain.CustomerScope("c1")
 		for key, kept := range map[string]bool{
 			"old-ok-1": false, "old-ok-2": false, "old-failed": false,
-			"old-processing": true, "expires-now": true, "fresh": true,
+			"old-processing": false, "old-processing-leased": true, "expires-now": true, "fresh": true,
 		} {
 			_, err := s.Find(t.Context(), scope, key)
 			if kept && err != nil || !kept && !errors.Is(err, domain.ErrRecordNotFound) {

@@ -121,7 +121,7 @@ type RecordStore interface {
 	// (validation failed), leaving the key free.
 	Delete(ctx context.Context, scope, key string) error
 	// PurgeExpired deletes up to limit records that expired before now and
-	// are not processing; it returns how many went.
+	// are not processing under a live lease; it returns how many went.
 	PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error)
 }
 
