@@ -5,11 +5,14 @@
 package handler
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -151,6 +154,12 @@ func toProblem(err error) (*Problem, bool) {
 		}
 		return problem(he.Code, "http_error", http.StatusText(he.Code), fmt.Sprint(he.Message)), true
 	}
+	if unreachable(err) {
+		p := problem(http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
+			"payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.")
+		p.retryAfter = 1
+		return p, false // still logged: an operator wants to know
+	}
 	return problem(http.StatusInternalServerError, "internal_error", "Internal error", "Something went wrong on our side. It has been logged."), false
 }
 
@@ -176,4 +185,12 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		writeJSON(c, p.Status, p)
 	}
+}
+
+// unreachable reports whether err says a connection could not be made or
+// was lost (the database restarting), as opposed to a fault in payd.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
