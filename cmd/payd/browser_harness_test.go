@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,10 +23,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/payd/payd/internal/dbtest"
-	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/repository"
 )
 
 // chromium finds the browser for the checkout tests. Without one the tests
@@ -236,41 +230,16 @@ func startGatedStack(t *testing.T, dialect string, extra env) (*stack, *gate) {
 	g := &gate{}
 	hooks := httptest.NewServer(g)
 	t.Cleanup(hooks.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stack{t: t, dialect: dialect, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), sandboxL: ln, logs: &syncBuffer{}}
-	e := env{
-		"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": s.dbURL,
-		"PAYD_ADMIN_TOKEN": testAdminToken, "PAYD_WEBHOOK_SECRET": testWebhookSecret, "PAYD_SECRET_KEY": testSecretKey,
-		"PAYD_PROVIDER_URL": "http://" + ln.Addr().String(), "PAYD_LOG_LEVEL": "info",
-	}
-	for k, v := range extra {
-		e[k] = v
-	}
-	s.start(e)
-	u, err := url.Parse(s.base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.proxy.Store(httputil.NewSingleHostReverseProxy(u))
-	sb, err := sandbox.New(sandbox.Config{
-		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: hooks.URL + "/v1/webhooks/provider",
-		WebhookSecret: testWebhookSecret, AsyncDelay: 500 * time.Millisecond, RetryBase: 50 * time.Millisecond,
-		RetryMax: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	s := startStackWith(t, dialect, extra, func(c *sandbox.Config) {
+		// c.WebhookURL is payd's own endpoint: the gate forwards there.
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = ""
+		g.proxy.Store(httputil.NewSingleHostReverseProxy(u))
+		c.WebhookURL = hooks.URL + "/v1/webhooks/provider"
+		c.AsyncDelay, c.RetryMax = 500*time.Millisecond, 200*time.Millisecond
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.sandbox = sb
-	ctx, cancel := context.WithCancel(context.Background())
-	sbDone := make(chan struct{})
-	go func() { defer close(sbDone); _ = sb.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-sbDone; sb.Close() })
-	if s.db, err = repository.Open(context.Background(), s.dbURL); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.db.Close() })
 	return s, g
 }
