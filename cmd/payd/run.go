@@ -101,7 +101,7 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		if s.Applied {
 			state = "applied " + s.AppliedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(stdout, "%05d  %-28s %s\n", s.Version, s.Name, state)
+		fmt.Fprintf(stdout, "%05d  %-36s %s\n", s.Version, s.Name, state)
 	}
 	return nil
 }
