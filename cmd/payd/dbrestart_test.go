@@ -83,7 +83,7 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 
 	m.restoreOnCleanup(t)
 	m.mustStop(t)
-	// Webhooks reach payd only now (the relay answered 503 so far), so every
+	// Webhooks reach payd only now (the relay answered 502 so far), so every
 	// outcome of the four payments arrives while its database is down.
 	relay.point(p.base)
 
@@ -100,10 +100,10 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 		t.Errorf("GET /readyz while the database is down = %d, want 503", got)
 	}
 	refused := map[string]bool{} // event IDs payd itself refused while its database was down
-	pollUntil(t, 30*time.Second, "payd did not refuse each of the 4 webhooks with its own 500", func() bool {
+	pollUntil(t, 30*time.Second, "payd did not refuse each of the 4 webhooks with its own 503", func() bool {
 		ds, err := prov.sb.Deliveries(context.Background())
 		for _, d := range ds {
-			if !d.Delivered() && d.LastStatus == http.StatusInternalServerError {
+			if !d.Delivered() && d.LastStatus == http.StatusServiceUnavailable {
 				refused[d.EventID] = true
 			}
 		}

@@ -118,8 +118,9 @@ func (p *procProvider) chargesOf(orderID string) []provider.Charge {
 }
 
 // hookRelay is a stable webhook URL for a payd that changes address with
-// every restart: it forwards to the payd of the moment, and answers 503
-// while there is none, so the sandbox keeps retrying.
+// every restart: it forwards to the payd of the moment, and answers 502
+// while there is none (503 is what payd itself says when its database is
+// down), so the sandbox keeps retrying.
 type hookRelay struct {
 	url    string
 	target atomic.Pointer[url.URL]
@@ -141,7 +142,7 @@ func startHookRelay(t *testing.T) *hookRelay {
 	h.url = "http://" + ln.Addr().String() + "/v1/webhooks/provider"
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.target.Load() == nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
+			w.WriteHeader(http.StatusBadGateway)
 			return
 		}
 		rp.ServeHTTP(w, r)
