@@ -72,10 +72,10 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
 	v1.POST("/orders", orders.create, customer, idem.Middleware(KeyOptional))
 	v1.GET("/orders", orders.list, customer)
-	v1.GET("/orders/:id", orders.get, customer)
-	v1.POST("/orders/:id/pay", orders.pay, customer, idem.Middleware(KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, customer, idem.Middleware(KeyRequired))
-	v1.GET("/orders/:id/events", events.stream, customer)
+	v1.GET("/orders/:id", orders.get, customer, validIDs(orderID))
+	v1.POST("/orders/:id/pay", orders.pay, customer, validIDs(orderID), idem.Middleware(KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Middleware(KeyRequired))
+	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
@@ -84,12 +84,12 @@ func routes(e *echo.Echo, d Deps) {
 		a.Log = d.Log
 	}
 	v1.GET("/admin/orders", a.search, admin)
-	v1.GET("/admin/orders/:id", a.order, admin)
-	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), idem.Middleware(KeyRequired))
+	v1.GET("/admin/orders/:id", a.order, admin, validIDs(orderID))
+	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Middleware(KeyRequired))
 	v1.POST("/admin/reconciliations", a.reconcile, admin, acceptMultipart, a.audited("reconcile"), idem.Middleware(KeyRequired))
-	v1.GET("/admin/reconciliations/:id", a.run, admin)
-	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), idem.Middleware(KeyRequired))
-	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin)
+	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
+	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Middleware(KeyRequired))
+	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
 }
 
 func healthz(c echo.Context) error {
