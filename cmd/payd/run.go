@@ -236,7 +236,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
 		Refunds: refunds,
-		Reconcile: &service.Reconciler{Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
+		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
 			Provider: prov, Lease: cfg.Lease, Now: now, Observe: metrics.Discrepancy},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
