@@ -46,6 +46,14 @@ func (h *Events) stream(c echo.Context) error {
 	closing := h.closing(ctx)
 
 	w := c.Response()
+	// A stream is meant to outlive the server's timeouts. Its read deadline
+	// is lifted (a stream has no body, and net/http ends a request whose
+	// connection read fails); its write deadline is renewed before each
+	// write instead, so a client that stopped reading is still dropped.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // not supported outside an http.Server (tests' ServeHTTP): nothing to lift
+	write := func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }
+	write()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -64,6 +72,7 @@ func (h *Events) stream(c echo.Context) error {
 		case <-closing:
 			return nil // the client reconnects, to this process's successor or a replica
 		case <-heartbeat.C:
+			write()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -80,11 +89,16 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		}
 		o = next
+		write()
 		if err := writeEvent(w, o); err != nil {
 			return nil
 		}
 	}
 }
+
+// streamWriteTimeout bounds one write to an event stream: a client that
+// has not taken an event or heartbeat in this long is gone.
+const streamWriteTimeout = 30 * time.Second
 
 // closing returns a channel closed when the server serving ctx starts a
 // graceful shutdown. http.Server.Shutdown waits for every request to end

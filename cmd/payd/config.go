@@ -33,6 +33,9 @@ type config struct {
 	OrderTTL           time.Duration
 	MaxAmount          string
 	LogLevel           string
+	ReadTimeout        time.Duration // a whole request, body included, must arrive within it
+	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
+	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
 	SandboxAsyncDelay  time.Duration
 	SandboxDuplicates  string
 	SandboxReorder     string
@@ -70,6 +73,9 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_ORDER_TTL", "order-ttl", "30m", "pending orders expire after this", nil, &c.OrderTTL},
 		{"PAYD_MAX_AMOUNT", "max-amount", "1000000", "largest order total, in major units", &c.MaxAmount, nil},
 		{"PAYD_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", &c.LogLevel, nil},
+		{"PAYD_READ_TIMEOUT", "read-timeout", "30s", "the longest a client may take to send one request, body included", nil, &c.ReadTimeout},
+		{"PAYD_WRITE_TIMEOUT", "write-timeout", "90s", "the longest one reply may take, handling included (event streams excepted)", nil, &c.WriteTimeout},
+		{"PAYD_IDLE_TIMEOUT", "idle-timeout", "60s", "how long an idle keep-alive connection stays open", nil, &c.IdleTimeout},
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
@@ -130,6 +136,9 @@ func (c *config) check(sub string) error {
 	}
 	if c.Fault != "" && c.Env == "production" {
 		return errors.New("PAYD_TEST_FAULT is for tests and may not be set in production")
+	}
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
 	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")

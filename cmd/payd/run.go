@@ -142,7 +142,11 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		go j.Loop(jobsCtx)
 	}
 
-	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts cut slow and idle clients, so a few of them cannot hold
+	// every connection. Event streams lift the write deadline for
+	// themselves (handler.Events).
+	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("payd listening", "addr", ln.Addr().String(), "env", cfg.Env)
