@@ -23,9 +23,14 @@ type OrderWatcher interface {
 type Events struct {
 	Orders OrderWatcher
 	Poll   time.Duration // how often to look for changes made by other payd processes
+	// MaxPerCustomer caps the streams one customer holds open on this
+	// process at once (0: no cap). Each stream polls the database, so
+	// without it one customer could load the database at will.
+	MaxPerCustomer int
 
 	mu       sync.Mutex
 	shutdown map[*http.Server]chan struct{} // closed when that server begins to shut down
+	open     map[string]int                 // open streams per customer ID
 }
 
 // stream answers GET /v1/orders/{id}/events. The first event is the order
@@ -35,6 +40,11 @@ type Events struct {
 func (h *Events) stream(c echo.Context) error {
 	ctx := c.Request().Context()
 	cust := customerOf(c)
+	release, ok := h.admit(cust.ID)
+	if !ok {
+		return errTooManyStreams
+	}
+	defer release()
 	o, err := h.Orders.Get(ctx, cust.ID, c.Param("id"))
 	if err != nil {
 		return err
@@ -99,6 +109,31 @@ func (h *Events) stream(c echo.Context) error {
 // streamWriteTimeout bounds one write to an event stream: a client that
 // has not taken an event or heartbeat in this long is gone.
 const streamWriteTimeout = 30 * time.Second
+
+// admit counts one more open stream of a customer, or refuses it when the
+// customer already holds MaxPerCustomer. release frees the slot; a stream
+// calls it when it ends, however it ends.
+func (h *Events) admit(customerID string) (release func(), ok bool) {
+	if h.MaxPerCustomer <= 0 {
+		return func() {}, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open[customerID] >= h.MaxPerCustomer {
+		return nil, false
+	}
+	if h.open == nil {
+		h.open = make(map[string]int)
+	}
+	h.open[customerID]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.open[customerID]--; h.open[customerID] <= 0 {
+			delete(h.open, customerID)
+		}
+	}, true
+}
 
 // closing returns a channel closed when the server serving ctx starts a
 // graceful shutdown. http.Server.Shutdown waits for every request to end

@@ -32,6 +32,10 @@ type Deps struct {
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
 	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
+	// MetricsElsewhere leaves /metrics off this server: it has its own
+	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
+	MetricsElsewhere bool
+	MaxStreams       int // open event streams per customer; 0: no cap
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -58,14 +62,16 @@ func routes(e *echo.Echo, d Deps) {
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
-	events := &Events{Orders: d.Orders, Poll: d.EventPoll}
+	events := &Events{Orders: d.Orders, Poll: d.EventPoll, MaxPerCustomer: d.MaxStreams}
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
 	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
-	e.GET("/metrics", d.Metrics.handler())
+	if !d.MetricsElsewhere {
+		e.GET("/metrics", d.Metrics.handler())
+	}
 	e.GET("/openapi.yaml", openAPI)
 
 	v1 := e.Group("/v1")

@@ -136,6 +136,11 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(cfg, a.metrics, log)
+	if err != nil {
+		return fmt.Errorf("PAYD_METRICS_ADDR: %w", err)
+	}
+	defer stopMetrics()
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	for _, j := range a.jobs {
@@ -198,6 +203,8 @@ type app struct {
 	idem *service.Idempotency
 	echo *echo.Echo
 	jobs []service.Job
+
+	metrics *handler.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
 }
 
 // wire builds stores → services → handlers.
@@ -258,13 +265,16 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		AdminToken:  cfg.AdminToken,
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
 		Metrics:     metrics,
+
+		MetricsElsewhere: cfg.MetricsAddr != "",
+		MaxStreams:       cfg.MaxStreams,
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observed: metrics.Job},
 		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log, Observed: metrics.Job},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
 	}
-	return &app{idem: idem, echo: e, jobs: jobs}, nil
+	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
 }
 
 // faultInjector kills the process, as kill -9 would, when a payment reaches
