@@ -142,9 +142,6 @@ func (c *config) check(sub string) error {
 	if c.Fault != "" && c.Env == "production" {
 		return errors.New("PAYD_TEST_FAULT is for tests and may not be set in production")
 	}
-	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
-		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
-	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")
 	}

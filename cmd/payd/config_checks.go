@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -62,6 +63,9 @@ func lowEntropy(b []byte) bool {
 // checkSettings refuses, in every environment, settings that would let
 // payd start and then fail at its first use of them.
 func (c *config) checkSettings() error {
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
+	}
 	for _, u := range []struct{ name, val string }{
 		{"PAYD_PROVIDER_URL", c.ProviderURL},
 		{"PAYD_SANDBOX_WEBHOOK_URL", c.SandboxWebhookURL},
