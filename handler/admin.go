@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -140,7 +141,10 @@ func (h *Admin) reconcile(c echo.Context) error {
 		}
 		defer f.Close()
 		if charges, err = provider.ParseSettlement(f); err != nil {
-			return &domain.ValidationError{Field: "file", Reason: err.Error()}
+			if se := (*provider.SettlementError)(nil); errors.As(err, &se) {
+				return &domain.ValidationError{Field: "file", Reason: se.Error()}
+			}
+			return err
 		}
 		if charges == nil {
 			charges = []provider.Charge{}

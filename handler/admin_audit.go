@@ -54,6 +54,7 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 				e.OrderID = c.Param("id") // the path names the order even when the refund was refused
 			}
 			e.Target = firstNonEmpty(e.Target, c.Param("did"))
+			safeAuditEntry(c, &e)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 			defer cancel()
 			if err := h.Service.Record(ctx, e); err != nil {
@@ -87,3 +88,40 @@ func (h *Admin) log() *slog.Logger {
 	}
 	return h.Log
 }
+
+// safeAuditEntry keeps a refused request's entry storable on every
+// database. Its path ids and key come from the caller and may be anything
+// (600 characters, invalid UTF-8): written as they are, MariaDB would
+// refuse the whole entry and the trail would have a hole exactly where
+// someone probed. An id or key that payd could never have issued is left
+// out of its column, and the path, escaped to ASCII and cut short, goes
+// into the detail instead, so the entry still says what was asked.
+func safeAuditEntry(c echo.Context, e *domain.AuditEntry) {
+	odd := false
+	if e.OrderID != "" && !domain.ValidID(e.OrderID) {
+		e.OrderID, odd = "", true
+	}
+	if e.Target != "" && !domain.ValidID(e.Target) {
+		e.Target, odd = "", true
+	}
+	if e.RequestID != "" && !domain.ValidKey(e.RequestID) {
+		e.RequestID, odd = "", true
+	}
+	if !odd {
+		return
+	}
+	detail := map[string]any{}
+	_ = json.Unmarshal([]byte(e.Detail), &detail)
+	path := c.Request().URL.EscapedPath()
+	if len(path) > maxAuditPath {
+		path = path[:maxAuditPath] + "..."
+	}
+	detail["path"] = path
+	detail["malformed_input"] = true
+	if b, err := json.Marshal(detail); err == nil {
+		e.Detail = string(b)
+	}
+}
+
+// maxAuditPath bounds how much of a malformed path an audit entry keeps.
+const maxAuditPath = 200

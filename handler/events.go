@@ -23,9 +23,14 @@ type OrderWatcher interface {
 type Events struct {
 	Orders OrderWatcher
 	Poll   time.Duration // how often to look for changes made by other payd processes
+	// MaxPerCustomer caps the streams one customer holds open on this
+	// process at once (0: no cap). Each stream polls the database, so
+	// without it one customer could load the database at will.
+	MaxPerCustomer int
 
 	mu       sync.Mutex
 	shutdown map[*http.Server]chan struct{} // closed when that server begins to shut down
+	open     map[string]int                 // open streams per customer ID
 }
 
 // stream answers GET /v1/orders/{id}/events. The first event is the order
@@ -35,6 +40,11 @@ type Events struct {
 func (h *Events) stream(c echo.Context) error {
 	ctx := c.Request().Context()
 	cust := customerOf(c)
+	release, ok := h.admit(cust.ID)
+	if !ok {
+		return errTooManyStreams
+	}
+	defer release()
 	o, err := h.Orders.Get(ctx, cust.ID, c.Param("id"))
 	if err != nil {
 		return err
@@ -46,6 +56,14 @@ func (h *Events) stream(c echo.Context) error {
 	closing := h.closing(ctx)
 
 	w := c.Response()
+	// A stream is meant to outlive the server's timeouts. Its read deadline
+	// is lifted (a stream has no body, and net/http ends a request whose
+	// connection read fails); its write deadline is renewed before each
+	// write instead, so a client that stopped reading is still dropped.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // not supported outside an http.Server (tests' ServeHTTP): nothing to lift
+	write := func() { _ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }
+	write()
 	w.Header().Set(echo.HeaderContentType, "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -64,6 +82,7 @@ func (h *Events) stream(c echo.Context) error {
 		case <-closing:
 			return nil // the client reconnects, to this process's successor or a replica
 		case <-heartbeat.C:
+			write()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
@@ -80,10 +99,40 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		}
 		o = next
+		write()
 		if err := writeEvent(w, o); err != nil {
 			return nil
 		}
 	}
+}
+
+// streamWriteTimeout bounds one write to an event stream: a client that
+// has not taken an event or heartbeat in this long is gone.
+const streamWriteTimeout = 30 * time.Second
+
+// admit counts one more open stream of a customer, or refuses it when the
+// customer already holds MaxPerCustomer. release frees the slot; a stream
+// calls it when it ends, however it ends.
+func (h *Events) admit(customerID string) (release func(), ok bool) {
+	if h.MaxPerCustomer <= 0 {
+		return func() {}, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open[customerID] >= h.MaxPerCustomer {
+		return nil, false
+	}
+	if h.open == nil {
+		h.open = make(map[string]int)
+	}
+	h.open[customerID]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.open[customerID]--; h.open[customerID] <= 0 {
+			delete(h.open, customerID)
+		}
+	}, true
 }
 
 // closing returns a channel closed when the server serving ctx starts a

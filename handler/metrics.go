@@ -98,6 +98,14 @@ func (m *Metrics) handler() echo.HandlerFunc {
 	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 }
 
+// Handler is the metrics listener's whole API (PAYD_METRICS_ADDR): GET
+// /metrics and nothing else, so the port can be opened to the scraper alone.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	return mux
+}
+
 // middleware times every request. It runs outside the access log, which has
 // already turned an error into its problem response, so the status it sees
 // is the one the client got.

@@ -47,7 +47,15 @@ var (
 	errKeyConflict    = problem(http.StatusBadRequest, "idempotency_key_invalid", "Conflicting idempotency keys", "The Idempotency-Key header and the request_id field differ.")
 	errRouteNotFound  = problem(http.StatusNotFound, "not_found", "Not found", "No such route.")
 	errMethodNotAllow = problem(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This route does not accept that method.")
+	errTooManyStreams = retryAfter(problem(http.StatusTooManyRequests, "too_many_streams", "Too many event streams",
+		"This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."), 5)
 )
+
+// retryAfter sets the Retry-After seconds a problem answers with.
+func retryAfter(p *Problem, seconds int) *Problem {
+	p.retryAfter = seconds
+	return p
+}
 
 // errorRow maps one domain error to its HTTP status, code and title.
 type errorRow struct {

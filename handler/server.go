@@ -32,6 +32,10 @@ type Deps struct {
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
 	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
+	// MetricsElsewhere leaves /metrics off this server: it has its own
+	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
+	MetricsElsewhere bool
+	MaxStreams       int // open event streams per customer; 0: no cap
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -58,24 +62,26 @@ func routes(e *echo.Echo, d Deps) {
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
-	events := &Events{Orders: d.Orders, Poll: d.EventPoll}
+	events := &Events{Orders: d.Orders, Poll: d.EventPoll, MaxPerCustomer: d.MaxStreams}
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
 	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
-	e.GET("/metrics", d.Metrics.handler())
+	if !d.MetricsElsewhere {
+		e.GET("/metrics", d.Metrics.handler())
+	}
 	e.GET("/openapi.yaml", openAPI)
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
 	v1.POST("/orders", orders.create, customer, idem.Middleware(KeyOptional))
 	v1.GET("/orders", orders.list, customer)
-	v1.GET("/orders/:id", orders.get, customer)
-	v1.POST("/orders/:id/pay", orders.pay, customer, idem.Middleware(KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, customer, idem.Middleware(KeyRequired))
-	v1.GET("/orders/:id/events", events.stream, customer)
+	v1.GET("/orders/:id", orders.get, customer, validIDs(orderID))
+	v1.POST("/orders/:id/pay", orders.pay, customer, validIDs(orderID), idem.Middleware(KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Middleware(KeyRequired))
+	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
@@ -84,12 +90,12 @@ func routes(e *echo.Echo, d Deps) {
 		a.Log = d.Log
 	}
 	v1.GET("/admin/orders", a.search, admin)
-	v1.GET("/admin/orders/:id", a.order, admin)
-	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), idem.Middleware(KeyRequired))
+	v1.GET("/admin/orders/:id", a.order, admin, validIDs(orderID))
+	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Middleware(KeyRequired))
 	v1.POST("/admin/reconciliations", a.reconcile, admin, acceptMultipart, a.audited("reconcile"), idem.Middleware(KeyRequired))
-	v1.GET("/admin/reconciliations/:id", a.run, admin)
-	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), idem.Middleware(KeyRequired))
-	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin)
+	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
+	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Middleware(KeyRequired))
+	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
 }
 
 func healthz(c echo.Context) error {

@@ -21,6 +21,7 @@ type ChargeLister interface {
 // found again but not recorded again, so re-running a resolved window finds
 // nothing new.
 type Reconciler struct {
+	Tx            Transactor // a run, its discrepancies and findings are written together or not at all
 	Orders        OrderStore
 	Attempts      AttemptStore
 	Discrepancies DiscrepancyStore
@@ -54,52 +55,83 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 			return domain.ReconciliationRun{}, fmt.Errorf("list provider charges: %w", err)
 		}
 	}
-	if !run.DryRun {
-		if err := s.Runs.Create(ctx, run); err != nil {
-			return domain.ReconciliationRun{}, err
-		}
-	}
 	found, matched, err := s.compare(ctx, run, charges)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
 	run.Matched = matched
-	for _, d := range found {
-		if err := s.keep(ctx, &run, d); err != nil {
-			return domain.ReconciliationRun{}, err
-		}
+	if run.DryRun {
+		_, err := s.keepAll(ctx, &run, found)
+		return run, err
 	}
-	now := s.Now().UTC()
-	run.FinishedAt = &now
-	if !run.DryRun {
-		if err := s.Runs.Finish(ctx, run); err != nil {
-			return domain.ReconciliationRun{}, err
+	// Everything a run writes is written in one transaction, after every
+	// read: a run that fails midway (the database goes away, a row is
+	// refused) leaves no run with finished_at NULL and no finding behind;
+	// the operator sees an error and runs it again.
+	var fresh []domain.DiscrepancyType
+	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		r := run
+		if err := s.Runs.Create(ctx, r); err != nil {
+			return err
+		}
+		var err error
+		if fresh, err = s.keepAll(ctx, &r, found); err != nil {
+			return err
+		}
+		if err := s.Runs.Finish(ctx, r); err != nil {
+			return err
+		}
+		run = r
+		return nil
+	})
+	if err != nil {
+		return domain.ReconciliationRun{}, err
+	}
+	for _, t := range fresh {
+		if s.Observe != nil {
+			s.Observe(t) // counted once committed: a rolled-back run recorded nothing
 		}
 	}
 	return run, nil
 }
 
-// keep records one finding (unless dry) and links it to the run.
-func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) error {
+// keepAll keeps every finding of run, stamps it finished and returns the
+// types of the discrepancies nobody had recorded before.
+func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun, found []domain.Discrepancy) ([]domain.DiscrepancyType, error) {
+	var fresh []domain.DiscrepancyType
+	for _, d := range found {
+		isNew, err := s.keep(ctx, run, d)
+		if err != nil {
+			return nil, err
+		}
+		if isNew {
+			fresh = append(fresh, d.Type)
+		}
+	}
+	now := s.Now().UTC()
+	run.FinishedAt = &now
+	return fresh, nil
+}
+
+// keep records one finding (unless dry), links it to the run and reports
+// whether it was new.
+func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) (bool, error) {
 	run.Found++
 	d = newDiscrepancy(d, s.Now)
 	d.RunID = run.ID
 	if run.DryRun {
 		run.Discrepancies = append(run.Discrepancies, d)
-		return nil
+		return false, nil
 	}
 	stored, isNew, err := s.Discrepancies.Record(ctx, d)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if isNew {
 		run.New++
-		if s.Observe != nil {
-			s.Observe(d.Type)
-		}
 	}
 	run.Discrepancies = append(run.Discrepancies, stored)
-	return s.Runs.AddFinding(ctx, run.ID, stored.ID)
+	return isNew, s.Runs.AddFinding(ctx, run.ID, stored.ID)
 }
 
 // compare walks the provider's successful charges, then payd's paid orders

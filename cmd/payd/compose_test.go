@@ -263,7 +263,7 @@ func TestComposeConfigLoads(t *testing.T) {
 	}
 	secrets := map[string]string{
 		"MYSQL_PASSWORD": "Qx7pL2vN9rT4wZ8k", "MYSQL_ROOT_PASSWORD": "Rr5mK8qW2xN7pL4z",
-		"PAYD_ADMIN_TOKEN": "adm_" + strings.Repeat("7f3a", 12), "PAYD_SECRET_KEY": strings.Repeat("9c1e", 16),
+		"PAYD_ADMIN_TOKEN": "adm_7f3a91c04e6b2d58a3f0c7e19b4d62a8", "PAYD_SECRET_KEY": "9c1e4b7a02f85d36e1c9a7b40d2f68e3",
 		"PAYD_WEBHOOK_SECRET": testWebhookSecret,
 	}
 	cfg, err := loadConfig("serve", nil, serviceEnv(c.Services["payd"], secrets), io.Discard)

@@ -33,6 +33,12 @@ type config struct {
 	OrderTTL           time.Duration
 	MaxAmount          string
 	LogLevel           string
+	ReadTimeout        time.Duration // a whole request, body included, must arrive within it
+	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
+	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
+	MetricsAddr        string        // empty: /metrics on the main listener; else its own listener here
+	MaxStreams         int           // open event streams one customer may hold
+	maxStreams         string
 	SandboxAsyncDelay  time.Duration
 	SandboxDuplicates  string
 	SandboxReorder     string
@@ -70,6 +76,11 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_ORDER_TTL", "order-ttl", "30m", "pending orders expire after this", nil, &c.OrderTTL},
 		{"PAYD_MAX_AMOUNT", "max-amount", "1000000", "largest order total, in major units", &c.MaxAmount, nil},
 		{"PAYD_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", &c.LogLevel, nil},
+		{"PAYD_READ_TIMEOUT", "read-timeout", "30s", "the longest a client may take to send one request, body included", nil, &c.ReadTimeout},
+		{"PAYD_WRITE_TIMEOUT", "write-timeout", "90s", "the longest one reply may take, handling included (event streams excepted)", nil, &c.WriteTimeout},
+		{"PAYD_IDLE_TIMEOUT", "idle-timeout", "60s", "how long an idle keep-alive connection stays open", nil, &c.IdleTimeout},
+		{"PAYD_METRICS_ADDR", "metrics-addr", "", "a separate listen address for /metrics (empty: /metrics on the main listener)", &c.MetricsAddr, nil},
+		{"PAYD_MAX_STREAMS_PER_CUSTOMER", "max-streams-per-customer", "5", "open event streams one customer may hold; past it 429", &c.maxStreams, nil},
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
@@ -148,8 +159,8 @@ func (c *config) check(sub string) error {
 			continue
 		}
 		if c.Env == "production" {
-			if weakSecret(*s.val) {
-				return fmt.Errorf("%s must be set to a strong secret (24+ characters, not a placeholder) when PAYD_ENV=production", s.name)
+			if err := checkSecret(s.name, *s.val); err != nil {
+				return err
 			}
 			continue
 		}
@@ -163,7 +174,7 @@ func (c *config) check(sub string) error {
 			return errors.New("PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets separated by spaces")
 		}
 	}
-	return nil
+	return c.checkSettings()
 }
 
 func weakSecret(v string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"io"
 	"strings"
 	"testing"
@@ -68,5 +69,65 @@ func TestConfigDevelopmentDefaults(t *testing.T) {
 	}
 	if s, _ := loadConfig("sandbox", nil, func(string) string { return "" }, io.Discard); s.SandboxAddr != "127.0.0.1:8081" {
 		t.Errorf("payd sandbox listens on %q by default, want 127.0.0.1:8081", s.SandboxAddr)
+	}
+}
+
+// TestConfigRefusesWeakSettings: production refuses each weak webhook
+// secret of a rotation list and low-entropy admin tokens and secret keys;
+// every environment refuses a provider URL that is not http(s) with a host,
+// an unknown log level and a missing timeout.
+func TestConfigRefusesWeakSettings(t *testing.T) {
+	strong := map[string]string{
+		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+	}
+	dev := map[string]string{"PAYD_ENV": "development", "PAYD_ADMIN_TOKEN": "", "PAYD_WEBHOOK_SECRET": "", "PAYD_SECRET_KEY": ""}
+	zeros := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))
+	short := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdefghijklm")) // 23 bytes
+	tests := []struct {
+		name    string
+		base    map[string]string
+		env     map[string]string
+		wantErr string
+	}{
+		{"strong", strong, nil, ""},
+		{"rotation of two strong secrets", strong, map[string]string{"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg=="}, ""},
+		{"weak secret beside a strong one", strong, map[string]string{"PAYD_WEBHOOK_SECRET": "whsec_AAAA whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "PAYD_WEBHOOK_SECRET"},
+		{"23-byte webhook secret", strong, map[string]string{"PAYD_WEBHOOK_SECRET": short}, "PAYD_WEBHOOK_SECRET"},
+		{"webhook secret of zero bytes", strong, map[string]string{"PAYD_WEBHOOK_SECRET": zeros}, "PAYD_WEBHOOK_SECRET"},
+		{"webhook secret not base64", strong, map[string]string{"PAYD_WEBHOOK_SECRET": "whsec_not*base64*at*all*but*quite*long*enough"}, "PAYD_WEBHOOK_SECRET"},
+		{"one-character admin token", strong, map[string]string{"PAYD_ADMIN_TOKEN": strings.Repeat("a", 28)}, "PAYD_ADMIN_TOKEN"},
+		{"repeated-pattern admin token", strong, map[string]string{"PAYD_ADMIN_TOKEN": strings.Repeat("ab12", 8)}, "PAYD_ADMIN_TOKEN"},
+		{"one-character secret key", strong, map[string]string{"PAYD_SECRET_KEY": strings.Repeat("a", 28)}, "PAYD_SECRET_KEY"},
+		{"few-character secret key", strong, map[string]string{"PAYD_SECRET_KEY": "aaaabbbbccccaaaabbbbccccaaaabbbb"}, "PAYD_SECRET_KEY"},
+		{"ftp provider", strong, map[string]string{"PAYD_PROVIDER_URL": "ftp://x"}, "PAYD_PROVIDER_URL"},
+		{"ftp provider in development", dev, map[string]string{"PAYD_PROVIDER_URL": "ftp://x"}, "PAYD_PROVIDER_URL"},
+		{"provider without host", dev, map[string]string{"PAYD_PROVIDER_URL": "http://"}, "PAYD_PROVIDER_URL"},
+		{"provider without scheme", dev, map[string]string{"PAYD_PROVIDER_URL": "provider.example.com"}, "PAYD_PROVIDER_URL"},
+		{"https provider", strong, map[string]string{"PAYD_PROVIDER_URL": "https://api.provider.example/v1"}, ""},
+		{"http provider in development", dev, map[string]string{"PAYD_PROVIDER_URL": "http://127.0.0.1:8081"}, ""},
+		{"unknown log level", strong, map[string]string{"PAYD_LOG_LEVEL": "verbose"}, "PAYD_LOG_LEVEL"},
+		{"unknown log level in development", dev, map[string]string{"PAYD_LOG_LEVEL": "trace"}, "PAYD_LOG_LEVEL"},
+		{"upper-case log level", dev, map[string]string{"PAYD_LOG_LEVEL": "DEBUG"}, ""},
+		{"zero read timeout", dev, map[string]string{"PAYD_READ_TIMEOUT": "0s"}, "PAYD_READ_TIMEOUT"},
+		{"zero idle timeout", dev, map[string]string{"PAYD_IDLE_TIMEOUT": "0s"}, "PAYD_IDLE_TIMEOUT"},
+		{"zero stream cap", dev, map[string]string{"PAYD_MAX_STREAMS_PER_CUSTOMER": "0"}, "PAYD_MAX_STREAMS_PER_CUSTOMER"},
+		{"bad metrics address", dev, map[string]string{"PAYD_METRICS_ADDR": "not an address"}, "PAYD_METRICS_ADDR"},
+		{"metrics address", dev, map[string]string{"PAYD_METRICS_ADDR": "127.0.0.1:0"}, ""},
+	}
+	for _, tt := range tests {
+		getenv := func(k string) string {
+			if v, ok := tt.env[k]; ok {
+				return v
+			}
+			return tt.base[k]
+		}
+		_, err := loadConfig("serve", nil, getenv, io.Discard)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: loadConfig = %v, want nil", tt.name, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: loadConfig = %v, want an error naming %s", tt.name, err, tt.wantErr)
+		}
 	}
 }

@@ -136,13 +136,22 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(cfg, a.metrics, log)
+	if err != nil {
+		return fmt.Errorf("PAYD_METRICS_ADDR: %w", err)
+	}
+	defer stopMetrics()
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	for _, j := range a.jobs {
 		go j.Loop(jobsCtx)
 	}
 
-	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts cut slow and idle clients, so a few of them cannot hold
+	// every connection. Event streams lift the write deadline for
+	// themselves (handler.Events).
+	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("payd listening", "addr", ln.Addr().String(), "env", cfg.Env)
@@ -194,6 +203,8 @@ type app struct {
 	idem *service.Idempotency
 	echo *echo.Echo
 	jobs []service.Job
+
+	metrics *handler.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
 }
 
 // wire builds stores → services → handlers.
@@ -236,7 +247,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
 		Refunds: refunds,
-		Reconcile: &service.Reconciler{Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
+		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
 			Provider: prov, Lease: cfg.Lease, Now: now, Observe: metrics.Discrepancy},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
@@ -254,13 +265,16 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		AdminToken:  cfg.AdminToken,
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
 		Metrics:     metrics,
+
+		MetricsElsewhere: cfg.MetricsAddr != "",
+		MaxStreams:       cfg.MaxStreams,
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observed: metrics.Job},
 		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log, Observed: metrics.Job},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
 	}
-	return &app{idem: idem, echo: e, jobs: jobs}, nil
+	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
 }
 
 // faultInjector kills the process, as kill -9 would, when a payment reaches

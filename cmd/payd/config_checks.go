@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// minSecretBytes is the least a Standard Webhooks secret may decode to,
+// and the least length of an admin token or secret key: 192 bits.
+const minSecretBytes = 24
+
+// checkSecret refuses, in production, a secret an attacker could guess. A
+// webhook setting may list several whsec_ secrets (rotation): each one is
+// checked, since payd accepts a signature by any of them.
+func checkSecret(name, val string) error {
+	if name != "PAYD_WEBHOOK_SECRET" {
+		if weakSecret(val) || lowEntropy([]byte(val)) {
+			return fmt.Errorf("%s must be set to a strong secret (24+ random characters, not a placeholder or a repeated pattern) when PAYD_ENV=production", name)
+		}
+		return nil
+	}
+	secrets := webhookSecrets(val)
+	if len(secrets) == 0 {
+		return fmt.Errorf("%s must be set to one or more whsec_... secrets when PAYD_ENV=production", name)
+	}
+	for i, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+		if err != nil || len(key) < minSecretBytes || lowEntropy(key) || weakSecret(s) {
+			// The position, never the secret, goes into the message.
+			return fmt.Errorf("%s: secret %d of %d must be whsec_ and the base64 of at least %d random bytes when PAYD_ENV=production", name, i+1, len(secrets), minSecretBytes)
+		}
+	}
+	return nil
+}
+
+// lowEntropy reports a secret made of few distinct symbols or of one short
+// unit repeated (aaaa…, abab…, ab12ab12…): long, yet easy to guess.
+func lowEntropy(b []byte) bool {
+	distinct := map[byte]bool{}
+	for _, c := range b {
+		distinct[c] = true
+	}
+	if len(distinct) < 8 {
+		return true
+	}
+	for period := 1; period <= len(b)/2; period++ {
+		repeats := true
+		for i := period; i < len(b) && repeats; i++ {
+			repeats = b[i] == b[i-period]
+		}
+		if repeats {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSettings refuses, in every environment, settings that would let
+// payd start and then fail at its first use of them.
+func (c *config) checkSettings() error {
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
+	}
+	for _, u := range []struct{ name, val string }{
+		{"PAYD_PROVIDER_URL", c.ProviderURL},
+		{"PAYD_SANDBOX_WEBHOOK_URL", c.SandboxWebhookURL},
+	} {
+		if u.val == "" {
+			continue
+		}
+		p, err := url.Parse(u.val)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%s must be an http:// or https:// URL with a host, not %q", u.name, redactURL(u.val))
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("PAYD_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	n, err := strconv.Atoi(c.maxStreams)
+	if err != nil || n < 1 {
+		return fmt.Errorf("PAYD_MAX_STREAMS_PER_CUSTOMER must be a whole number of at least 1, not %q", c.maxStreams)
+	}
+	c.MaxStreams = n
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("PAYD_METRICS_ADDR must be host:port (such as 127.0.0.1:9090), not %q", c.MetricsAddr)
+		}
+	}
+	return nil
+}
+
+// redactURL keeps a URL's password out of an error message.
+func redactURL(s string) string {
+	if p, err := url.Parse(s); err == nil {
+		return p.Redacted()
+	}
+	return "(unparsable)"
+}
