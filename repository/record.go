@@ -71,32 +71,24 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 // Insert stores r in status processing, whatever r.Status says: inserting
 // is taking the lock. A (scope, key) that exists already is
 // domain.ErrKeyInUse, decided by the primary key, not by a prior read —
-// unless the row there is gone at r.CreatedAt (see domain.Record.Gone):
-// a gone record is absent, so Insert deletes it, guarded by the same
-// condition, and inserts again. The guard makes the take-over race-safe:
-// of callers replacing one gone record, the first DELETE removes it and
-// every later one matches nothing (the new row is not gone), and of the
-// INSERTs that follow, the primary key lets exactly one through. Each
-// statement commits on its own, so no gap lock outlives it on InnoDB.
+// unless the row there is gone at r.CreatedAt (see domain.Record.Gone): a
+// gone record is absent, so r takes its place (replaceGone).
 func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 	row := recordFromDomain(r)
 	row.Status = string(domain.RecordProcessing)
 	err := s.db.conn(ctx).Create(&row).Error
-	if err != nil && isUniqueViolation(err) {
-		var gone bool
-		if gone, err = s.deleteGone(ctx, r.Scope, r.Key, r.CreatedAt); err != nil {
-			return err
-		}
-		if !gone {
-			return domain.ErrKeyInUse
-		}
-		err = s.db.conn(ctx).Create(&row).Error
+	if err == nil {
+		return nil
 	}
-	if err != nil {
-		if isUniqueViolation(err) {
-			return domain.ErrKeyInUse
-		}
+	if !isUniqueViolation(err) {
 		return fmt.Errorf("insert idempotency record %s: %w", r.Key, err)
+	}
+	replaced, err := s.replaceGone(ctx, row, r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if !replaced {
+		return domain.ErrKeyInUse
 	}
 	return nil
 }
@@ -105,11 +97,20 @@ func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 // given as its two arguments.
 const goneAt = "expires_at < ? AND (status <> 'processing' OR locked_until < ?)"
 
-// deleteGone deletes the record of (scope, key) if it is gone at now and
-// reports whether it did.
-func (s *RecordStore) deleteGone(ctx context.Context, scope, key string, now time.Time) (bool, error) {
-	return s.change(ctx, "replace gone", key, `DELETE FROM idempotency_records
-		WHERE scope = ? AND idem_key = ? AND `+goneAt, scope, key, ts(now), ts(now))
+// replaceGone overwrites every column of the record of (row.Scope, row.Key)
+// with row if that record is gone at now, and reports whether it did. One
+// UPDATE guarded by the gone predicate, like TakeOver: of callers replacing
+// one gone record, the first matches it and every later one finds the new
+// record, which is not gone, and matches nothing. Not DELETE then INSERT:
+// on InnoDB, INSERTs waiting on a deleted key take shared locks that
+// deadlock each other.
+func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.Time) (bool, error) {
+	return s.change(ctx, "replace gone", row.Key, `UPDATE idempotency_records
+		SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
+			response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?
+		WHERE scope = ? AND idem_key = ? AND `+goneAt,
+		row.Method, row.Path, row.Fingerprint, row.Status, false, row.OrderID,
+		row.LockedUntil, row.CreatedAt, row.UpdatedAt, row.ExpiresAt, row.Scope, row.Key, ts(now), ts(now))
 }
 
 // TakeOver gives a processing record whose lease ran out before now a new
@@ -185,9 +186,10 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 // takes room: the payment it guarded lives on in the order's
 // pay_request_id and attempts, which a later request with the key finds.
 // These are exactly the gone records (goneAt), which callers already treat
-// as absent: purging frees room and changes no answer. Like ExpireDue it reads the keys, then deletes each by primary
-// key with the guards repeated, so replicas purging at once share the work
-// without deadlocking each other or the requests inserting new records.
+// as absent: purging frees room and changes no answer. Like ExpireDue it
+// reads the keys, then deletes each by primary key with the guards
+// repeated, so replicas purging at once share the work without deadlocking
+// each other or the requests inserting new records.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
 	var keys []struct{ Scope, IdemKey string }
 	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
