@@ -15,6 +15,11 @@ type Customer struct {
 	TokenHash string
 	RequestID string // the idempotency key that registered the customer
 	CreatedAt time.Time
+
+	// RequestFingerprint is the fingerprint of the registration request
+	// (empty for customers stored before it was kept): only the identical
+	// request under RequestID may get the token back.
+	RequestFingerprint string
 }
 
 // NormalizeEmail validates an address and returns the form used for

@@ -55,3 +55,12 @@ type Record struct {
 	UpdatedAt      time.Time
 	ExpiresAt      time.Time
 }
+
+// Gone reports whether the record no longer exists for callers at now: it
+// expired, and it is not a processing record under a live lease (that one
+// is someone's lock until the lease ends). A gone record is absent at once,
+// not from the next purge: the purge job deletes exactly the gone records,
+// so whether it has run changes nothing a caller sees.
+func (r Record) Gone(now time.Time) bool {
+	return r.ExpiresAt.Before(now) && (r.Status != RecordProcessing || r.LockedUntil.Before(now))
+}

@@ -106,6 +106,12 @@ type Order struct {
 	ExpiresAt       time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+
+	// CreateFingerprint is the fingerprint of the request that created the
+	// order under CreateRequestID (empty for orders stored before it was
+	// kept): a repeated creation is answered with this order only if it is
+	// the same request.
+	CreateFingerprint string
 }
 
 // Limits bounds what a single order may contain.

@@ -7,11 +7,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // Registrar registers customers.
 type Registrar interface {
-	Register(ctx context.Context, requestID, email, name string) (domain.Customer, string, error)
+	Register(ctx context.Context, req service.Keyed, email, name string) (domain.Customer, string, error)
 }
 
 // Customers serves customer registration.
@@ -32,7 +33,7 @@ func (h *Customers) register(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	cust, token, err := h.Service.Register(c.Request().Context(), requestKeyOf(c), req.Email, req.Name)
+	cust, token, err := h.Service.Register(c.Request().Context(), keyedOf(c), req.Email, req.Name)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,10 @@ import (
 	"github.com/payd/payd/service"
 )
 
-const ctxKey = "payd.idempotency_key"
+const (
+	ctxKey         = "payd.idempotency_key"
+	ctxFingerprint = "payd.idempotency_fingerprint"
+)
 
 // KeyMode says whether a route requires an idempotency key.
 type KeyMode int
@@ -58,6 +61,7 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 				Scope: scopeOf(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
 				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed,
 			}
+			c.Set(ctxFingerprint, call.Fingerprint())
 			start, err := m.Engine.Begin(c.Request().Context(), call)
 			if err != nil {
 				return err
@@ -124,6 +128,13 @@ func requestKey(header, bodyKey string, mode KeyMode) (string, error) {
 func requestKeyOf(c echo.Context) string {
 	k, _ := c.Get(ctxKey).(string)
 	return k
+}
+
+// keyedOf is the key the middleware accepted with the request's
+// fingerprint, for use cases that keep both on the row they create.
+func keyedOf(c echo.Context) service.Keyed {
+	fp, _ := c.Get(ctxFingerprint).(string)
+	return service.Keyed{Key: requestKeyOf(c), Fingerprint: fp}
 }
 
 // recorder copies what the handler writes, so it can be stored.

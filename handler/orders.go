@@ -16,7 +16,7 @@ import (
 
 // OrderService is what the order routes need.
 type OrderService interface {
-	Create(ctx context.Context, customerID, requestID, currency string, items []service.NewItem) (domain.Order, error)
+	Create(ctx context.Context, customerID string, req service.Keyed, currency string, items []service.NewItem) (domain.Order, error)
 	GetWithAttempts(ctx context.Context, customerID, id string) (domain.Order, []domain.Attempt, error)
 	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
 	Cancel(ctx context.Context, customerID, id string) (domain.Order, error)
@@ -59,7 +59,7 @@ func (h *Orders) create(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	o, err := h.Service.Create(c.Request().Context(), customerOf(c).ID, requestKeyOf(c), req.Currency, toNewItems(req.Items))
+	o, err := h.Service.Create(c.Request().Context(), customerOf(c).ID, keyedOf(c), req.Currency, toNewItems(req.Items))
 	if err != nil {
 		return err
 	}

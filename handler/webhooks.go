@@ -72,12 +72,18 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return errInvalidSignature
 	}
 	var ev eventJSON
-	if err := json.Unmarshal(raw, &ev); err != nil || ev.ID == "" || ev.Type == "" {
+	if err := json.Unmarshal(raw, &ev); err != nil {
 		return errMalformedJSON
 	}
-	if ev.ID != c.Request().Header.Get("webhook-id") {
-		return &domain.ValidationError{Field: "id", Reason: "does not match the webhook-id header"}
+	if ev.Type == "" {
+		return &domain.ValidationError{Field: "type", Reason: "is required"}
 	}
+	// The webhook-id header is the message id (Standard Webhooks): the same
+	// on every retry of one message, and signed with it, so it is what the
+	// inbox dedupes on. The payload's own id is the sender's business: it
+	// may differ from the header or be absent, and stays in the stored
+	// payload as received.
+	msgID := c.Request().Header.Get(standardwebhooks.HeaderWebhookID)
 	var data eventDataJSON
 	if len(ev.Data) > 0 {
 		if err := json.Unmarshal(ev.Data, &data); err != nil {
@@ -90,17 +96,17 @@ func (h *Webhooks) receive(c echo.Context) error {
 			data = eventDataJSON{}
 		}
 	}
-	if err := data.check(ev); err != nil {
+	if err := data.check(msgID, ev); err != nil {
 		return err
 	}
-	outcome, err := h.Receiver.Receive(c.Request().Context(), service.ProviderEvent{ID: ev.ID, Type: ev.Type, Payload: raw, Data: service.EventData{
+	outcome, err := h.Receiver.Receive(c.Request().Context(), service.ProviderEvent{ID: msgID, Type: ev.Type, Payload: raw, Data: service.EventData{
 		ChargeID: data.ChargeID, RefundID: data.RefundID, IdempotencyKey: data.IdempotencyKey, OrderID: data.OrderID,
 		Amount: data.Amount, Currency: data.Currency, FailureCode: data.FailureCode,
 	}})
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, map[string]string{"id": ev.ID, "outcome": outcome})
+	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": outcome})
 }
 
 // knownEvent reports whether payd applies events of type t.
@@ -119,12 +125,12 @@ func (h *Webhooks) verified(raw []byte, headers http.Header) bool {
 
 // check bounds every field to what payd stores, so one odd event is a clear
 // 400 rather than a database error on every redelivery.
-func (d eventDataJSON) check(ev eventJSON) error {
+func (d eventDataJSON) check(msgID string, ev eventJSON) error {
 	fields := []struct {
 		name, value string
 		max         int
 	}{
-		{"id", ev.ID, 255}, {"type", ev.Type, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
+		{"webhook-id", msgID, 255}, {"type", ev.Type, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
 		{"data.idempotency_key", d.IdempotencyKey, 255}, {"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32},
 		{"data.currency", d.Currency, 8}, {"data.failure_code", d.FailureCode, 64},
 	}

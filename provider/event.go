@@ -24,9 +24,11 @@ func (t EventType) Known() bool {
 	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded
 }
 
-// Event is a provider webhook in payd's terms. ID is the provider's event id
-// (the webhook-id header): every redelivery of the same event carries the
-// same ID, which is what makes storing it once enough for idempotency.
+// Event is a provider webhook in payd's terms. ID is the payload's own id,
+// if it has one. It is not the dedupe key: in Standard Webhooks that is the
+// webhook-id header (the message id), which every redelivery of one message
+// carries and which the receiver stores once; the payload's id may differ
+// from it or be absent.
 //
 // For payment events ChargeID, IdempotencyKey (the charge's: payd's attempt
 // ID), OrderID, Amount, Currency, Status and FailureCode are set. For
@@ -73,8 +75,8 @@ func ParseEvent(body []byte) (Event, error) {
 	if err := json.Unmarshal(body, &d); err != nil {
 		return Event{}, fmt.Errorf("provider event: %w", err)
 	}
-	if d.ID == "" || d.Type == "" {
-		return Event{}, fmt.Errorf("provider event: id and type are required")
+	if d.Type == "" {
+		return Event{}, fmt.Errorf("provider event: type is required")
 	}
 	e := Event{ID: d.ID, Type: EventType(d.Type)}
 	if d.CreatedAt != "" {

@@ -36,7 +36,14 @@ func TestParseEvent(t *testing.T) {
 			want: provider.Event{ID: "evt_3", Type: "dispute.created", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
 		},
 		{name: "not json", body: `{`, wantErr: true},
-		{name: "no id", body: `{"type":"payment.succeeded"}`, wantErr: true},
+		{
+			// The payload's own id is optional: the webhook-id header is the message id.
+			name: "no id",
+			body: `{"type":"payment.failed","data":{"charge_id":"ch_1","order_id":"o1","amount":"1","currency":"USD","status":"failed"}}`,
+			want: provider.Event{Type: provider.EventPaymentFailed, ChargeID: "ch_1", OrderID: "o1", Amount: decimal.RequireFromString("1"),
+				Currency: "USD", Status: provider.ChargeFailed},
+		},
+		{name: "no type", body: `{"id":"evt_4"}`, wantErr: true},
 		{name: "bad amount", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"x","currency":"USD","status":"succeeded"}}`, wantErr: true},
 		{name: "bad status", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD","status":"maybe"}}`, wantErr: true},
 		{name: "refund without id", body: `{"id":"e","type":"refund.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD"}}`, wantErr: true},

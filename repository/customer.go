@@ -15,6 +15,7 @@ type customerRow struct {
 	Name      string         `gorm:"column:name"`
 	TokenHash string         `gorm:"column:token_hash"`
 	RequestID sql.NullString `gorm:"column:request_id"`
+	RequestFP sql.NullString `gorm:"column:request_fingerprint"`
 	CreatedAt utcTime        `gorm:"column:created_at"`
 }
 
@@ -22,11 +23,13 @@ type customerRow struct {
 func (customerRow) TableName() string { return "customers" }
 
 func customerFromDomain(c domain.Customer) customerRow {
-	return customerRow{ID: c.ID, Email: c.Email, Name: c.Name, TokenHash: c.TokenHash, RequestID: nullString(c.RequestID), CreatedAt: ts(c.CreatedAt)}
+	return customerRow{ID: c.ID, Email: c.Email, Name: c.Name, TokenHash: c.TokenHash, RequestID: nullString(c.RequestID),
+		RequestFP: nullString(c.RequestFingerprint), CreatedAt: ts(c.CreatedAt)}
 }
 
 func (r customerRow) toDomain() domain.Customer {
-	return domain.Customer{ID: r.ID, Email: r.Email, Name: r.Name, TokenHash: r.TokenHash, RequestID: r.RequestID.String, CreatedAt: r.CreatedAt.time()}
+	return domain.Customer{ID: r.ID, Email: r.Email, Name: r.Name, TokenHash: r.TokenHash, RequestID: r.RequestID.String,
+		RequestFingerprint: r.RequestFP.String, CreatedAt: r.CreatedAt.time()}
 }
 
 // CustomerStore keeps customers.

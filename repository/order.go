@@ -18,6 +18,7 @@ type orderRow struct {
 	RefundedMinor int64          `gorm:"column:refunded_minor"`
 	PayRequestID  sql.NullString `gorm:"column:pay_request_id"`
 	CreateRequest sql.NullString `gorm:"column:create_request_id"`
+	CreateFP      sql.NullString `gorm:"column:create_fingerprint"`
 	Version       int64          `gorm:"column:version"`
 	PaidAt        *utcTime       `gorm:"column:paid_at"`
 	ExpiresAt     utcTime        `gorm:"column:expires_at"`
@@ -58,7 +59,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	row := orderRow{
 		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, PayRequestID: nullString(o.PayRequestID),
-		CreateRequest: nullString(o.CreateRequestID), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
+		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
 	}
 	items := make([]itemRow, len(o.Items))
@@ -81,7 +82,7 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
 		PayRequestID:   r.PayRequestID.String, CreateRequestID: r.CreateRequest.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
 		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
-		Items: make([]domain.Item, 0, len(items)),
+		CreateFingerprint: r.CreateFP.String, Items: make([]domain.Item, 0, len(items)),
 	}
 	for _, it := range items {
 		o.Items = append(o.Items, domain.Item{

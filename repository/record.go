@@ -58,6 +58,8 @@ type RecordStore struct{ db *DB }
 func NewRecordStore(db *DB) *RecordStore { return &RecordStore{db: db} }
 
 // Find returns the record for (scope, key), or domain.ErrRecordNotFound.
+// It returns a gone record too (the purge job may not have run): whether
+// the record still counts is the caller's decision (domain.Record.Gone).
 func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Record, error) {
 	var row recordRow
 	if err := s.db.conn(ctx).Where("scope = ? AND idem_key = ?", scope, key).Take(&row).Error; err != nil {
@@ -68,17 +70,47 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 
 // Insert stores r in status processing, whatever r.Status says: inserting
 // is taking the lock. A (scope, key) that exists already is
-// domain.ErrKeyInUse, decided by the primary key, not by a prior read.
+// domain.ErrKeyInUse, decided by the primary key, not by a prior read —
+// unless the row there is gone at r.CreatedAt (see domain.Record.Gone): a
+// gone record is absent, so r takes its place (replaceGone).
 func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 	row := recordFromDomain(r)
 	row.Status = string(domain.RecordProcessing)
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
-		if isUniqueViolation(err) {
-			return domain.ErrKeyInUse
-		}
+	err := s.db.conn(ctx).Create(&row).Error
+	if err == nil {
+		return nil
+	}
+	if !isUniqueViolation(err) {
 		return fmt.Errorf("insert idempotency record %s: %w", r.Key, err)
 	}
+	replaced, err := s.replaceGone(ctx, row, r.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if !replaced {
+		return domain.ErrKeyInUse
+	}
 	return nil
+}
+
+// goneAt is domain.Record.Gone in SQL, for the record's row, at the time
+// given as its two arguments.
+const goneAt = "expires_at < ? AND (status <> 'processing' OR locked_until < ?)"
+
+// replaceGone overwrites every column of the record of (row.Scope, row.Key)
+// with row if that record is gone at now, and reports whether it did. One
+// UPDATE guarded by the gone predicate, like TakeOver: of callers replacing
+// one gone record, the first matches it and every later one finds the new
+// record, which is not gone, and matches nothing. Not DELETE then INSERT:
+// on InnoDB, INSERTs waiting on a deleted key take shared locks that
+// deadlock each other.
+func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.Time) (bool, error) {
+	return s.change(ctx, "replace gone", row.Key, `UPDATE idempotency_records
+		SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
+			response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?
+		WHERE scope = ? AND idem_key = ? AND `+goneAt,
+		row.Method, row.Path, row.Fingerprint, row.Status, false, row.OrderID,
+		row.LockedUntil, row.CreatedAt, row.UpdatedAt, row.ExpiresAt, row.Scope, row.Key, ts(now), ts(now))
 }
 
 // TakeOver gives a processing record whose lease ran out before now a new
@@ -152,13 +184,16 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 // out too — and returns how many went. A processing record under a live
 // lease is someone's lock and stays; an abandoned one past its expiry only
 // takes room: the payment it guarded lives on in the order's
-// pay_request_id and attempts, which a later request with the key finds. Like ExpireDue it reads the keys, then deletes each by primary
-// key with the guards repeated, so replicas purging at once share the work
-// without deadlocking each other or the requests inserting new records.
+// pay_request_id and attempts, which a later request with the key finds.
+// These are exactly the gone records (goneAt), which callers already treat
+// as absent: purging frees room and changes no answer. Like ExpireDue it
+// reads the keys, then deletes each by primary key with the guards
+// repeated, so replicas purging at once share the work without deadlocking
+// each other or the requests inserting new records.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
 	var keys []struct{ Scope, IdemKey string }
 	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
-		Where("expires_at < ? AND (status <> 'processing' OR locked_until < ?)", ts(now), ts(now)).
+		Where(goneAt, ts(now), ts(now)).
 		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
 	if err != nil {
 		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
@@ -166,8 +201,7 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 	var n int64
 	for _, k := range keys {
 		ok, err := s.change(ctx, "purge", k.IdemKey, `DELETE FROM idempotency_records
-			WHERE scope = ? AND idem_key = ? AND expires_at < ? AND (status <> 'processing' OR locked_until < ?)`,
-			k.Scope, k.IdemKey, ts(now), ts(now))
+			WHERE scope = ? AND idem_key = ? AND `+goneAt, k.Scope, k.IdemKey, ts(now), ts(now))
 		if err != nil {
 			return n, err
 		}

@@ -18,14 +18,19 @@ type Customers struct {
 	Store  CustomerStore
 	Sealer *Sealer
 	Now    func() time.Time
+	// ReplayWindow is how long after a registration its key may still give
+	// the token back once its idempotency record is gone (PAYD_IDEMPOTENCY_TTL,
+	// the time the record itself would have replayed it). Zero: never.
+	ReplayWindow time.Duration
 }
 
 // Register creates a customer for email and name under the registration's
-// idempotency key and returns it with its token. A repeated registration
-// with the same key resolves to the same customer and token even when its
-// idempotency record is gone; the same email under another key is
-// domain.ErrEmailTaken.
-func (s *Customers) Register(ctx context.Context, requestID, email, name string) (domain.Customer, string, error) {
+// key (req) and returns it with its token. A repeated registration — the
+// same key and the same request — resolves to the same customer and token
+// even when its idempotency record is gone, within ReplayWindow; the same
+// email under another key is domain.ErrEmailTaken, under the same key with
+// another body domain.ErrKeyReused (see resolveTaken).
+func (s *Customers) Register(ctx context.Context, req Keyed, email, name string) (domain.Customer, string, error) {
 	email, err := domain.NormalizeEmail(email)
 	if err != nil {
 		return domain.Customer{}, "", err
@@ -34,12 +39,12 @@ func (s *Customers) Register(ctx context.Context, requestID, email, name string)
 	if name == "" || utf8.RuneCountInString(name) > 200 {
 		return domain.Customer{}, "", &domain.ValidationError{Field: "name", Reason: "must be 1 to 200 characters"}
 	}
-	c := domain.Customer{ID: newID(), Email: email, Name: name, RequestID: requestID, CreatedAt: s.Now().UTC()}
+	c := domain.Customer{ID: newID(), Email: email, Name: name, RequestID: req.Key, RequestFingerprint: req.Fingerprint, CreatedAt: s.Now().UTC()}
 	token := s.Sealer.CustomerToken(c.ID)
 	c.TokenHash = HashToken(token)
 	err = s.Store.Create(ctx, c)
 	if errors.Is(err, domain.ErrEmailTaken) {
-		return s.resolveTaken(ctx, requestID, email)
+		return s.resolveTaken(ctx, req, email)
 	}
 	if err != nil {
 		return domain.Customer{}, "", err
@@ -47,16 +52,27 @@ func (s *Customers) Register(ctx context.Context, requestID, email, name string)
 	return c, token, nil
 }
 
-// resolveTaken decides a registration whose email exists: it is ours when the
-// stored request ID is this key (a retry after a crash or after the record
-// expired), and the derived token still matches the stored hash.
-func (s *Customers) resolveTaken(ctx context.Context, requestID, email string) (domain.Customer, string, error) {
+// resolveTaken decides a registration whose email exists. The token is a
+// permanent credential, so it goes back only to the request that
+// registered: the stored key is this key, the stored fingerprint (email and
+// name, canonical) is this request's, the registration is within
+// ReplayWindow, and the derived token still matches the stored hash (a
+// retry after a crash or after the record expired). Past the window, or for
+// a customer stored before fingerprints were kept, the key is forgotten and
+// the request is a new registration of a taken email. See ADR 0011.
+func (s *Customers) resolveTaken(ctx context.Context, req Keyed, email string) (domain.Customer, string, error) {
 	c, err := s.Store.FindByEmail(ctx, email)
 	if err != nil {
 		return domain.Customer{}, "", err
 	}
+	switch {
+	case c.RequestID != req.Key, c.RequestFingerprint == "", !s.Now().Before(c.CreatedAt.Add(s.ReplayWindow)):
+		return domain.Customer{}, "", domain.ErrEmailTaken
+	case subtle.ConstantTimeCompare([]byte(c.RequestFingerprint), []byte(req.Fingerprint)) != 1:
+		return domain.Customer{}, "", domain.ErrKeyReused
+	}
 	token := s.Sealer.CustomerToken(c.ID)
-	if c.RequestID != requestID || subtle.ConstantTimeCompare([]byte(HashToken(token)), []byte(c.TokenHash)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(HashToken(token)), []byte(c.TokenHash)) != 1 {
 		return domain.Customer{}, "", domain.ErrEmailTaken
 	}
 	return c, token, nil

@@ -34,6 +34,13 @@ func (c Call) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Keyed names the idempotent request a row is created under: its key and
+// its fingerprint (Call.Fingerprint). The row keeps both, so once the
+// record is gone (expired or purged) a repeated request can still be told
+// from another request under the same key. The zero value is a request
+// without a key.
+type Keyed struct{ Key, Fingerprint string }
+
 // Response is an HTTP answer as stored and replayed: status code and body.
 type Response struct {
 	Status int
@@ -83,7 +90,7 @@ func (s *Idempotency) Begin(ctx context.Context, c Call) (Start, error) {
 	deadline := s.Now().Add(s.InflightWait)
 	waited := false
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
-		rec, err := s.Records.Find(ctx, c.Scope, c.Key)
+		rec, err := s.find(ctx, c.Scope, c.Key)
 		if errors.Is(err, domain.ErrRecordNotFound) {
 			if err := s.Records.Insert(ctx, s.newRecord(c, fp)); err == nil {
 				s.observe("executed")
@@ -223,11 +230,24 @@ func (s *Idempotency) complete(ctx context.Context, c Call, status domain.Record
 	return nil
 }
 
+// find returns the record for (scope, key) unless it is gone (expired, see
+// domain.Record.Gone): a gone record is domain.ErrRecordNotFound from the
+// moment it expires, whether or not the purge job has deleted it yet, so
+// Begin inserts a new one (Insert replaces the gone row) and the lookups
+// answer 404.
+func (s *Idempotency) find(ctx context.Context, scope, key string) (domain.Record, error) {
+	rec, err := s.Records.Find(ctx, scope, key)
+	if err == nil && rec.Gone(s.Now()) {
+		return domain.Record{}, fmt.Errorf("idempotency record %s expired at %s: %w", key, rec.ExpiresAt.Format(time.RFC3339), domain.ErrRecordNotFound)
+	}
+	return rec, err
+}
+
 // Lookup returns the record for (scope, key), for GET /v1/requests/{key}
-// and the admin inspection. A sealed response stays sealed: it holds a
+// and the admin inspection; an expired record is not found. A sealed response stays sealed: it holds a
 // secret that only a replay of the original request may see.
 func (s *Idempotency) Lookup(ctx context.Context, scope, key string) (domain.Record, error) {
-	rec, err := s.Records.Find(ctx, scope, key)
+	rec, err := s.find(ctx, scope, key)
 	if err != nil {
 		return domain.Record{}, err
 	}

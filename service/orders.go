@@ -31,10 +31,12 @@ type NewItem struct {
 }
 
 // Create validates the cart, computes the amount exactly and stores a
-// pending order. Under a request ID (the optional idempotency key), a
-// repeated creation returns the order that key created, even when the first
-// execution died before its answer was stored.
-func (s *Orders) Create(ctx context.Context, customerID, requestID, currency string, items []NewItem) (domain.Order, error) {
+// pending order. Under a key (req; the key is optional), a repeated
+// creation returns the order that key created, even when the first
+// execution died before its answer was stored or its idempotency record is
+// gone — but only if it is the same request: another cart under that key is
+// domain.ErrKeyReused (see sameCreation).
+func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, currency string, items []NewItem) (domain.Order, error) {
 	cur, err := domain.ParseCurrency(currency)
 	if err != nil {
 		return domain.Order{}, err
@@ -54,16 +56,49 @@ func (s *Orders) Create(ctx context.Context, customerID, requestID, currency str
 	o := domain.Order{
 		ID: newID(), CustomerID: customerID, Status: domain.StatusPending, Amount: amount, Currency: cur,
 		Items: lines, RefundedAmount: decimal.Zero, Version: 1, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
-		CreateRequestID: requestID,
+		CreateRequestID: req.Key,
+	}
+	if req.Key != "" {
+		o.CreateFingerprint = req.Fingerprint
 	}
 	err = s.Store.Create(ctx, o)
 	if errors.Is(err, domain.ErrOrderExists) {
-		return s.Store.FindByCreateRequest(ctx, customerID, requestID)
+		prev, err := s.Store.FindByCreateRequest(ctx, customerID, req.Key)
+		if err != nil {
+			return domain.Order{}, err
+		}
+		if !sameCreation(prev, o) {
+			return domain.Order{}, domain.ErrKeyReused
+		}
+		return prev, nil
 	}
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("create order: %w", err)
 	}
 	return o, nil
+}
+
+// sameCreation reports whether want, the order a request under prev's key
+// would create, is what created prev. The fingerprint decides when prev has
+// one. An order stored before fingerprints were kept has none; then what
+// can be compared is: currency and every line (sku, name, quantity, unit
+// price). That fallback cannot see differences the canonical body would
+// (say, spacing the parser trims), which only ever lets an equivalent cart
+// through.
+func sameCreation(prev, want domain.Order) bool {
+	if prev.CreateFingerprint != "" {
+		return prev.CreateFingerprint == want.CreateFingerprint
+	}
+	if prev.Currency != want.Currency || len(prev.Items) != len(want.Items) {
+		return false
+	}
+	for i, it := range prev.Items {
+		w := want.Items[i]
+		if it.SKU != w.SKU || it.Name != w.Name || it.Quantity != w.Quantity || !it.UnitPrice.Equal(w.UnitPrice) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Orders) parseItems(cur domain.Currency, items []NewItem) ([]domain.Item, error) {

@@ -100,7 +100,8 @@ type RecordStore interface {
 	// Find returns the record for (scope, key), or domain.ErrRecordNotFound.
 	Find(ctx context.Context, scope, key string) (domain.Record, error)
 	// Insert stores a new record in status processing: it is the lock. An
-	// existing (scope, key) is domain.ErrKeyInUse.
+	// existing (scope, key) is domain.ErrKeyInUse, unless that record is
+	// gone at r.CreatedAt (domain.Record.Gone): then r replaces it.
 	Insert(ctx context.Context, r domain.Record) error
 	// TakeOver gives a processing record whose lease ran out before now a
 	// new lease until lockedUntil; it reports whether this caller won it.

@@ -255,7 +255,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 	}
 	e := handler.New(handler.Deps{
 		Log:         log,
-		Customers:   &service.Customers{Store: custs, Sealer: sealer, Now: now},
+		Customers:   &service.Customers{Store: custs, Sealer: sealer, Now: now, ReplayWindow: cfg.IdempotencyTTL},
 		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Changes: changes},
 		Checkout:    checkout,
 		Webhooks:    webhooks,
