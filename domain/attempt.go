@@ -35,4 +35,14 @@ type Attempt struct {
 	Currency         Currency
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// LeasedUntil is when the lease of whoever works on the unsettled
+	// attempt ends (zero: nobody holds it). The request that claims the
+	// order holds it from the claim, so nobody else asks the provider about
+	// a charge it may still be sending.
+	LeasedUntil time.Time
+	// ChargeDeadline is when the last charge request sent under the
+	// attempt's key gives up at the latest (zero: not recorded). Until then,
+	// and a margin after, the provider may still receive it, so its "not
+	// found" does not prove that nothing was charged.
+	ChargeDeadline time.Time
 }
