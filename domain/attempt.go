@@ -40,9 +40,9 @@ type Attempt struct {
 	// order holds it from the claim, so nobody else asks the provider about
 	// a charge it may still be sending.
 	LeasedUntil time.Time
-	// ChargeDeadline is when the last charge request sent under the
-	// attempt's key gives up at the latest (zero: not recorded). Until then,
-	// and a margin after, the provider may still receive it, so its "not
-	// found" does not prove that nothing was charged.
-	ChargeDeadline time.Time
+	// InFlightUntil is until when the last charge request sent under the
+	// attempt's key may still reach the provider: its deadline plus a margin
+	// (zero: not recorded). Until then the provider's "not found" does not
+	// prove that nothing was charged.
+	InFlightUntil time.Time
 }

@@ -24,7 +24,7 @@ type attemptRow struct {
 	CreatedAt        utcTime        `gorm:"column:created_at"`
 	UpdatedAt        utcTime        `gorm:"column:updated_at"`
 	LeasedUntil      *utcTime       `gorm:"column:leased_until"`
-	ChargeDeadline   *utcTime       `gorm:"column:charge_deadline"`
+	InFlightUntil    *utcTime       `gorm:"column:in_flight_until"`
 }
 
 // TableName tells GORM the table.
@@ -40,7 +40,7 @@ func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
 		PaymentMethod: a.PaymentMethod, ProviderChargeID: nullString(a.ProviderChargeID),
 		FailureCode: nullString(a.FailureCode), Currency: string(a.Currency), AmountMinor: amount,
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
-		LeasedUntil: tsPtr(nonZero(a.LeasedUntil)), ChargeDeadline: tsPtr(nonZero(a.ChargeDeadline)),
+		LeasedUntil: tsPtr(nonZero(a.LeasedUntil)), InFlightUntil: tsPtr(nonZero(a.InFlightUntil)),
 	}, nil
 }
 
@@ -51,7 +51,7 @@ func (r attemptRow) toDomain() domain.Attempt {
 		PaymentMethod: r.PaymentMethod, ProviderChargeID: r.ProviderChargeID.String,
 		FailureCode: r.FailureCode.String, Amount: domain.FromMinorUnits(r.AmountMinor, c), Currency: c,
 		CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
-		LeasedUntil: zeroIfNil(r.LeasedUntil), ChargeDeadline: zeroIfNil(r.ChargeDeadline),
+		LeasedUntil: zeroIfNil(r.LeasedUntil), InFlightUntil: zeroIfNil(r.InFlightUntil),
 	}
 }
 
@@ -175,14 +175,14 @@ func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Tim
 }
 
 // Resend records that the worker holding the lease that ends at held is
-// about to send a charge request under the attempt's key again: the
-// request gives up at deadline, and the lease now ends at until (it must
-// cover the deadline and its margin). It reports false, and nothing may be
-// sent, when the attempt is settled or the lease is no longer the caller's.
-func (s *AttemptStore) Resend(ctx context.Context, id string, held, deadline, until time.Time) (bool, error) {
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET charge_deadline = ?, leased_until = ?
+// about to send a charge request under the attempt's key again, which may
+// reach the provider until until: the attempt is in flight, and leased to
+// the worker, until then. It reports false, and nothing may be sent, when
+// the attempt is settled or the lease is no longer the caller's.
+func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.Time) (bool, error) {
+	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
 		WHERE id = ? AND status IN ? AND leased_until = ?`,
-		ts(deadline), ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(held))
+		ts(until), ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(held))
 	if res.Error != nil {
 		return false, fmt.Errorf("resend attempt %s: %w", id, res.Error)
 	}

@@ -227,27 +227,27 @@ func TestAttemptResendAndUnlease(t *testing.T) {
 		o := newOrder(t, db)
 		a := domain.Attempt{
 			ID: newID(), OrderID: o.ID, RequestID: "req-1", Status: domain.AttemptStarted, PaymentMethod: "pm_ok",
-			Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0, LeasedUntil: held, ChargeDeadline: t0.Add(time.Second),
+			Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0, LeasedUntil: held, InFlightUntil: held,
 		}
 		if err := s.Create(t.Context(), a); err != nil {
 			t.Fatal(err)
 		}
-		if got := findAttempt(t, s, a.ID); !got.LeasedUntil.Equal(held) || !got.ChargeDeadline.Equal(a.ChargeDeadline) {
-			t.Errorf("created attempt: lease %v deadline %v, want %v and %v", got.LeasedUntil, got.ChargeDeadline, held, a.ChargeDeadline)
+		if got := findAttempt(t, s, a.ID); !got.LeasedUntil.Equal(held) || !got.InFlightUntil.Equal(held) {
+			t.Errorf("created attempt: lease %v in flight until %v, want %v for both", got.LeasedUntil, got.InFlightUntil, held)
 		}
 		if ok, err := s.Lease(t.Context(), a.ID, t0, other); ok || err != nil {
 			t.Errorf("Lease(created leased) = %v, %v, want false", ok, err)
 		}
-		deadline, until := t0.Add(10*time.Second), t0.Add(15*time.Second)
-		if ok, err := s.Resend(t.Context(), a.ID, other, deadline, until); ok || err != nil {
+		until := t0.Add(15 * time.Second)
+		if ok, err := s.Resend(t.Context(), a.ID, other, until); ok || err != nil {
 			t.Errorf("Resend(not our lease) = %v, %v, want false", ok, err)
 		}
-		if ok, err := s.Resend(t.Context(), a.ID, held, deadline, until); !ok || err != nil {
+		if ok, err := s.Resend(t.Context(), a.ID, held, until); !ok || err != nil {
 			t.Errorf("Resend(our lease) = %v, %v, want true", ok, err)
 		}
 		got, err := s.FindByID(t.Context(), a.ID)
-		if err != nil || !got.ChargeDeadline.Equal(deadline) || !got.LeasedUntil.Equal(until) {
-			t.Errorf("after Resend: deadline %v lease %v (%v), want %v and %v", got.ChargeDeadline, got.LeasedUntil, err, deadline, until)
+		if err != nil || !got.InFlightUntil.Equal(until) || !got.LeasedUntil.Equal(until) {
+			t.Errorf("after Resend: in flight until %v, lease %v (%v), want %v for both", got.InFlightUntil, got.LeasedUntil, err, until)
 		}
 		if ok, err := s.Unlease(t.Context(), a.ID, held); ok || err != nil {
 			t.Errorf("Unlease(an old lease) = %v, %v, want false", ok, err)
@@ -264,7 +264,7 @@ func TestAttemptResendAndUnlease(t *testing.T) {
 		if _, err := s.Finish(t.Context(), a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptSucceeded, "ch_1", "", t0); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.Resend(t.Context(), a.ID, held, deadline, until); ok || err != nil {
+		if ok, err := s.Resend(t.Context(), a.ID, held, until); ok || err != nil {
 			t.Errorf("Resend(settled) = %v, %v, want false", ok, err)
 		}
 	})

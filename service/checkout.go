@@ -100,16 +100,16 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // claim takes the order for r (pending → processing, recording the request
 // ID) and records the attempt, in one short transaction, before the
 // provider is called: a different request ID can never start a second charge.
-// The attempt is created leased to this request, with the deadline of the
-// charge request it is about to send: nobody else asks the provider about
-// it while that charge may be in flight (ADR 9). An order past its
+// The attempt is created leased to this request for as long as the charge
+// request it is about to send may be in flight, and says so: nobody else
+// asks the provider about it meanwhile (ADR 9). An order past its
 // expires_at is not claimed (the guard is in the UPDATE): ErrOrderExpired.
 func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (domain.Attempt, bool, error) {
 	now := s.Now().UTC()
-	deadline, leaseEnd := s.sendWindow(now)
+	inFlight := s.inFlightUntil(now)
 	a := domain.Attempt{
 		ID: newID(), OrderID: o.ID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
-		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: leaseEnd, ChargeDeadline: deadline,
+		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
 	}
 	var claimed bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -134,10 +134,10 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 }
 
 // charge asks the provider to charge attempt a, then settles on its answer.
-// The request never outlives the deadline recorded on the attempt: past
-// it (and its margin), "not found" means the provider never got it.
+// The request gives up in time for what the attempt records: past
+// InFlightUntil, "not found" means the provider never got it.
 func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, inRequest bool) (domain.Order, error) {
-	cctx, cancel := context.WithDeadline(ctx, a.ChargeDeadline)
+	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
 	ch, err := s.Provider.Charge(cctx, provider.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
@@ -167,7 +167,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	// at once; if the recoverer has it, or the request that sent its charge
 	// still may, the outcome is still being found.
 	now := s.Now().UTC()
-	_, leaseEnd := s.sendWindow(now)
+	leaseEnd := s.inFlightUntil(now) // one provider call, and its margin
 	won, err := s.Attempts.Lease(ctx, a.ID, now, leaseEnd)
 	if err != nil || !won {
 		return o, err
@@ -188,15 +188,16 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 }
 
 // resend charges attempt a again under its own key, after the provider said
-// it never saw it. The new request's deadline is recorded first, under the
-// lease this request holds; without the lease nothing is sent.
+// it never saw it. How long the new request may be in flight is recorded
+// first, under the lease this request holds; without the lease nothing is
+// sent.
 func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt) (domain.Order, error) {
-	deadline, leaseEnd := s.sendWindow(s.Now().UTC())
-	ok, err := s.Attempts.Resend(ctx, a.ID, a.LeasedUntil, deadline, leaseEnd)
+	until := s.inFlightUntil(s.Now().UTC())
+	ok, err := s.Attempts.Resend(ctx, a.ID, a.LeasedUntil, until)
 	if err != nil || !ok {
 		return o, err
 	}
-	a.LeasedUntil, a.ChargeDeadline = leaseEnd, deadline
+	a.LeasedUntil, a.InFlightUntil = until, until
 	return s.charge(ctx, o, a, true)
 }
 
@@ -219,9 +220,9 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // processing under this request, the caller gets 202, and the webhook, a
 // retry after the lease, or the recoverer resolves it. A request that
 // answers 202 is done with the attempt and gives its lease up, so a retry
-// after a restart may ask at once; the charge deadline recorded on the
-// attempt, not the lease, keeps a charge that may be in flight from being
-// taken for one that never happened.
+// after a restart may ask at once; InFlightUntil recorded on the attempt,
+// not the lease, keeps a charge that may be in flight from being taken for
+// one that never happened.
 func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	if a.Status == domain.AttemptStarted {
 		if _, err := s.Attempts.Finish(ctx, a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, chargeID, "", s.Now().UTC()); err != nil {

@@ -31,23 +31,30 @@ func (s *Checkout) providerTimeout() time.Duration {
 	return provider.DefaultTimeout
 }
 
-// sendWindow is, for a charge request sent at now, when it gives up at the
-// latest and until when its sender must hold the attempt's lease.
-func (s *Checkout) sendWindow(now time.Time) (deadline, leaseEnd time.Time) {
+// inFlightUntil is until when a charge request sent at now may reach the
+// provider: its deadline plus the margin. Its sender holds the attempt's
+// lease that long, and records it on the attempt, so whoever looks later
+// (another replica, another configuration) needs no timeout of its own.
+func (s *Checkout) inFlightUntil(now time.Time) time.Time {
 	t := s.providerTimeout()
-	deadline = now.Add(t)
-	return deadline, deadline.Add(InFlightMargin(t))
+	return now.Add(t + InFlightMargin(t))
+}
+
+// chargeDeadline is when a charge request that may be in flight until
+// inFlightUntil must give up.
+func (s *Checkout) chargeDeadline(inFlightUntil time.Time) time.Time {
+	return inFlightUntil.Add(-InFlightMargin(s.providerTimeout()))
 }
 
 // inFlight reports whether a charge request under attempt a's key may
-// still reach the provider at now. An attempt without a recorded deadline
-// (made before deadlines were recorded) counts from its last update.
+// still reach the provider at now. An attempt from before this was
+// recorded counts from its last update.
 func (s *Checkout) inFlight(a domain.Attempt, now time.Time) bool {
-	deadline := a.ChargeDeadline
-	if deadline.IsZero() {
-		deadline = a.UpdatedAt.Add(s.providerTimeout())
+	until := a.InFlightUntil
+	if until.IsZero() {
+		until = s.inFlightUntil(a.UpdatedAt)
 	}
-	return now.Before(deadline.Add(InFlightMargin(s.providerTimeout())))
+	return now.Before(until)
 }
 
 // paymentMethodCodes are provider codes that name the payment method as the

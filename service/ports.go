@@ -94,9 +94,9 @@ type AttemptStore interface {
 	// whether this caller won.
 	Lease(ctx context.Context, id string, now, until time.Time) (bool, error)
 	// Resend records, for the holder of the lease ending at held, that a
-	// charge request is about to be sent again: it gives up at deadline,
-	// and the lease now ends at until. False means it may not be sent.
-	Resend(ctx context.Context, id string, held, deadline, until time.Time) (bool, error)
+	// charge request is about to be sent again and may reach the provider
+	// until until; the lease now ends then too. False means it may not be sent.
+	Resend(ctx context.Context, id string, held, until time.Time) (bool, error)
 	// Unlease ends the lease ending at held, if it is still that one.
 	Unlease(ctx context.Context, id string, held time.Time) (bool, error)
 }
