@@ -46,6 +46,26 @@ func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 		if st, code, body := s.record(token, key); st != "succeeded" || code != http.StatusOK || body["status"] != "paid" {
 			t.Errorf("record = %s %d %v, want succeeded 200 paid", st, code, body)
 		}
+
+		// Even with the lease gone (cleared while the charge is held), the
+		// time in flight recorded on the attempt alone keeps the other
+		// replica's recoverer from taking its "not found" as "never charged".
+		id = s.order(token, "500.00")
+		h.set(id, hostileRule{HoldRequest: 2 * time.Second})
+		key = uuid.NewString()
+		answer := make(chan reply, 1)
+		go func() { answer <- s.pay(token, id, key, "pm_ok") }()
+		eventually(t, 5*time.Second, "the charge request did not reach the provider", func() bool { return h.chargeRequests(id) == 1 })
+		s.exec("UPDATE payment_attempts SET leased_until = NULL WHERE order_id = ?", id)
+		if r := <-answer; r.Status != http.StatusOK || r.json(t)["status"] != "paid" {
+			t.Errorf("Pay(%q) without its lease = %d %s, want 200 paid", key, r.Status, r.Body)
+		}
+		if n := s.charges(id); n != 1 {
+			t.Errorf("without the lease: provider charges = %d, want 1", n)
+		}
+		if n := s.count("refunds WHERE order_id = ?", id); n != 0 {
+			t.Errorf("without the lease: refunds = %d, want 0", n)
+		}
 	})
 }
 
