@@ -230,9 +230,8 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 		}
 	}
 	if inRequest && !a.LeasedUntil.IsZero() {
-		if _, err := s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil); err != nil {
-			return domain.Order{}, err
-		}
+		// Best effort: a lease not given up just runs out.
+		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
 	s.observe("unknown")
 	return o, nil
