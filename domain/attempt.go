@@ -35,4 +35,14 @@ type Attempt struct {
 	Currency         Currency
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// LeasedUntil is when the lease of whoever works on the unsettled
+	// attempt ends (zero: nobody holds it). The request that claims the
+	// order holds it from the claim, so nobody else asks the provider about
+	// a charge it may still be sending.
+	LeasedUntil time.Time
+	// InFlightUntil is until when the last charge request sent under the
+	// attempt's key may still reach the provider: its deadline plus a margin
+	// (zero: not recorded). Until then the provider's "not found" does not
+	// prove that nothing was charged.
+	InFlightUntil time.Time
 }

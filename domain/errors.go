@@ -77,3 +77,14 @@ var ErrRefundRefused = errors.New("refund refused by the provider")
 // ErrResolutionNotApplicable means a resolve action does not fit the
 // discrepancy (e.g. apply to a missing provider charge).
 var ErrResolutionNotApplicable = errors.New("resolution not applicable to this discrepancy")
+
+// Errors of paying an order that the provider or the clock rule out.
+var (
+	// ErrOrderExpired is an order past its expires_at: not payable, whether
+	// or not the expiry job has marked it expired yet. It matches
+	// ErrOrderNotPayable.
+	ErrOrderExpired = fmt.Errorf("%w: it has expired", ErrOrderNotPayable)
+	// ErrPaymentMethodInvalid is the provider refusing a payment method it
+	// does not know: nothing was charged and the caller's input is at fault.
+	ErrPaymentMethodInvalid = errors.New("payment method invalid")
+)

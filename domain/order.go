@@ -159,6 +159,8 @@ func (o Order) PayOutcome(requestID string) error {
 			return nil
 		}
 		return ErrOrderAlreadyPaid
+	case StatusExpired:
+		return ErrOrderExpired
 	default:
 		return ErrOrderNotPayable
 	}

@@ -145,7 +145,13 @@ const payTimeout = 25 * time.Second
 // RenderPay renders what a pay request answers for an outcome. Checkout
 // uses the same function to complete an idempotency record when the
 // outcome arrives later (webhook, recoverer), so a replay says the same.
+// Only an order the payment paid is a 200 (refunded since included); one
+// still processing is a 202; an order the payment left unpaid is a problem,
+// never a 200 a client would take for success.
 func RenderPay(o domain.Order, err error) service.Response {
+	if err == nil {
+		err = unpaid(o)
+	}
 	if err != nil {
 		p, _ := toProblem(err)
 		b, _ := json.Marshal(p)
@@ -157,6 +163,23 @@ func RenderPay(o domain.Order, err error) service.Response {
 	}
 	b, _ := json.Marshal(toOrderJSON(o))
 	return service.Response{Status: status, Body: b}
+}
+
+// errNotCompleted is a pay request that ended with its order unpaid and
+// payable again: whatever the provider charged for it goes back.
+var errNotCompleted = problem(http.StatusBadGateway, "payment_not_completed", "Payment not completed",
+	"The payment did not complete and the order is not paid; anything charged for it is refunded. You may try again.")
+
+// unpaid is the error a pay outcome without one stands for, when the order
+// is neither paid nor processing.
+func unpaid(o domain.Order) error {
+	switch o.Status {
+	case domain.StatusPaid, domain.StatusRefunded, domain.StatusProcessing:
+		return nil
+	case domain.StatusPending:
+		return errNotCompleted
+	}
+	return o.PayOutcome("") // cancelled or expired
 }
 
 func (h *Orders) cancel(c echo.Context) error {

@@ -76,7 +76,9 @@ var errorTable = []errorRow{
 	{domain.ErrRecordNotFound, http.StatusNotFound, "request_not_found", "Request not found"},
 	{domain.ErrOrderAlreadyPaid, http.StatusConflict, "order_already_paid", "Order already paid"},
 	{domain.ErrPaymentInProgress, http.StatusConflict, "order_payment_in_progress", "Payment in progress"},
+	{domain.ErrOrderExpired, http.StatusConflict, "order_expired", "Order expired"}, // before order_not_payable: it matches both
 	{domain.ErrOrderNotPayable, http.StatusConflict, "order_not_payable", "Order not payable"},
+	{domain.ErrPaymentMethodInvalid, http.StatusBadRequest, "payment_method_invalid", "Payment method invalid"},
 	{domain.ErrOrderNotCancelable, http.StatusConflict, "order_not_cancelable", "Order cannot be cancelled"},
 	{domain.ErrPaymentDeclined, http.StatusPaymentRequired, "card_declined", "Payment declined"},
 	{domain.ErrOutcomeUnknown, http.StatusBadGateway, "payment_outcome_unknown", "Payment outcome unknown"},
@@ -103,6 +105,8 @@ var details = map[string]string{
 	"order_already_paid":           "This order has already been paid.",
 	"order_payment_in_progress":    "Another payment for this order is in progress.",
 	"order_not_payable":            "This order was cancelled or has expired and can no longer be paid.",
+	"order_expired":                "This order has expired and can no longer be paid.",
+	"payment_method_invalid":       "The payment provider does not know this payment method; nothing was charged. Use another one.",
 	"order_not_cancelable":         "This order can no longer be cancelled.",
 	"card_declined":                "The payment was declined. Try another payment method.",
 	"payment_outcome_unknown":      "The payment provider did not answer; the outcome will be resolved.",

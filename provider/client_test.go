@@ -157,6 +157,7 @@ func TestClientErrorMapping(t *testing.T) {
 		{"500", status(500, `{"error":{"code":"processing_error"}}`), true, false, ""},
 		{"503 no body", status(503, ``), true, false, ""},
 		{"429", status(429, ``), true, false, ""},
+		{"408", status(408, ``), true, false, ""},
 		{"garbled 200", status(200, `{"id":`), true, false, ""},
 		{"unknown status", status(200, strings.Replace(okCharge, `"succeeded"`, `"weird"`, 1)), true, false, ""},
 		{"bad amount", status(200, strings.Replace(okCharge, `"12.30"`, `"12,30"`, 1)), true, false, ""},

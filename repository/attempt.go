@@ -23,6 +23,8 @@ type attemptRow struct {
 	AmountMinor      int64          `gorm:"column:amount_minor"`
 	CreatedAt        utcTime        `gorm:"column:created_at"`
 	UpdatedAt        utcTime        `gorm:"column:updated_at"`
+	LeasedUntil      *utcTime       `gorm:"column:leased_until"`
+	InFlightUntil    *utcTime       `gorm:"column:in_flight_until"`
 }
 
 // TableName tells GORM the table.
@@ -38,6 +40,7 @@ func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
 		PaymentMethod: a.PaymentMethod, ProviderChargeID: nullString(a.ProviderChargeID),
 		FailureCode: nullString(a.FailureCode), Currency: string(a.Currency), AmountMinor: amount,
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
+		LeasedUntil: tsPtr(nonZero(a.LeasedUntil)), InFlightUntil: tsPtr(nonZero(a.InFlightUntil)),
 	}, nil
 }
 
@@ -48,7 +51,24 @@ func (r attemptRow) toDomain() domain.Attempt {
 		PaymentMethod: r.PaymentMethod, ProviderChargeID: r.ProviderChargeID.String,
 		FailureCode: r.FailureCode.String, Amount: domain.FromMinorUnits(r.AmountMinor, c), Currency: c,
 		CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
+		LeasedUntil: zeroIfNil(r.LeasedUntil), InFlightUntil: zeroIfNil(r.InFlightUntil),
 	}
+}
+
+// nonZero is t, or nil (SQL NULL) for the zero time.
+func nonZero(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// zeroIfNil is the inverse of nonZero.
+func zeroIfNil(t *utcTime) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.time()
 }
 
 // AttemptStore keeps payment attempts.
@@ -150,6 +170,33 @@ func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Tim
 		ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(now))
 	if res.Error != nil {
 		return false, fmt.Errorf("lease attempt %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// Resend records that the worker holding the lease that ends at held is
+// about to send a charge request under the attempt's key again, which may
+// reach the provider until until: the attempt is in flight, and leased to
+// the worker, until then. It reports false, and nothing may be sent, when
+// the attempt is settled or the lease is no longer the caller's.
+func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.Time) (bool, error) {
+	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
+		WHERE id = ? AND status IN ? AND leased_until = ?`,
+		ts(until), ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(held))
+	if res.Error != nil {
+		return false, fmt.Errorf("resend attempt %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// Unlease ends the lease that ends at held, when its worker is done with the
+// attempt before then (the request answered 202), so a retry after a
+// restart may ask the provider at once. The lease's end is its token: a
+// lease someone else took since is left alone.
+func (s *AttemptStore) Unlease(ctx context.Context, id string, held time.Time) (bool, error) {
+	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`, id, ts(held))
+	if res.Error != nil {
+		return false, fmt.Errorf("unlease attempt %s: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }

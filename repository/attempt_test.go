@@ -214,3 +214,58 @@ func ids(list []domain.Attempt) []string {
 	}
 	return out
 }
+
+// TestAttemptResendAndUnlease: only the holder of a lease (known by its end)
+// may record a new charge request or give the lease up; a lease someone
+// else took since is left alone, and a settled attempt takes no resend.
+func TestAttemptResendAndUnlease(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		// Created leased, with its charge deadline, as a claim creates it.
+		held, other := t0.Add(time.Minute), t0.Add(2*time.Minute)
+		o := newOrder(t, db)
+		a := domain.Attempt{
+			ID: newID(), OrderID: o.ID, RequestID: "req-1", Status: domain.AttemptStarted, PaymentMethod: "pm_ok",
+			Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0, LeasedUntil: held, InFlightUntil: held,
+		}
+		if err := s.Create(t.Context(), a); err != nil {
+			t.Fatal(err)
+		}
+		if got := findAttempt(t, s, a.ID); !got.LeasedUntil.Equal(held) || !got.InFlightUntil.Equal(held) {
+			t.Errorf("created attempt: lease %v in flight until %v, want %v for both", got.LeasedUntil, got.InFlightUntil, held)
+		}
+		if ok, err := s.Lease(t.Context(), a.ID, t0, other); ok || err != nil {
+			t.Errorf("Lease(created leased) = %v, %v, want false", ok, err)
+		}
+		until := t0.Add(15 * time.Second)
+		if ok, err := s.Resend(t.Context(), a.ID, other, until); ok || err != nil {
+			t.Errorf("Resend(not our lease) = %v, %v, want false", ok, err)
+		}
+		if ok, err := s.Resend(t.Context(), a.ID, held, until); !ok || err != nil {
+			t.Errorf("Resend(our lease) = %v, %v, want true", ok, err)
+		}
+		got, err := s.FindByID(t.Context(), a.ID)
+		if err != nil || !got.InFlightUntil.Equal(until) || !got.LeasedUntil.Equal(until) {
+			t.Errorf("after Resend: in flight until %v, lease %v (%v), want %v for both", got.InFlightUntil, got.LeasedUntil, err, until)
+		}
+		if ok, err := s.Unlease(t.Context(), a.ID, held); ok || err != nil {
+			t.Errorf("Unlease(an old lease) = %v, %v, want false", ok, err)
+		}
+		if ok, err := s.Unlease(t.Context(), a.ID, until); !ok || err != nil {
+			t.Errorf("Unlease(our lease) = %v, %v, want true", ok, err)
+		}
+		if got, _ := s.FindByID(t.Context(), a.ID); !got.LeasedUntil.IsZero() {
+			t.Errorf("after Unlease: leased until %v, want none", got.LeasedUntil)
+		}
+		if ok, err := s.Lease(t.Context(), a.ID, t0, held); !ok || err != nil {
+			t.Errorf("Lease after Unlease = %v, %v, want true", ok, err)
+		}
+		if _, err := s.Finish(t.Context(), a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptSucceeded, "ch_1", "", t0); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.Resend(t.Context(), a.ID, held, until); ok || err != nil {
+			t.Errorf("Resend(settled) = %v, %v, want false", ok, err)
+		}
+	})
+}

@@ -16,7 +16,8 @@ func paidAt(t *testing.T, db *repository.DB, at time.Time) domain.Order {
 	t.Helper()
 	o := newOrder(t, db)
 	s := repository.NewOrderStore(db)
-	if ok, err := s.Claim(t.Context(), o.ID, "req-1", at); !ok || err != nil {
+	// Claimed an hour before it was paid: before the fixture's expires_at.
+	if ok, err := s.Claim(t.Context(), o.ID, "req-1", at.Add(-time.Hour)); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", at); !ok || err != nil {

@@ -16,12 +16,14 @@ import (
 
 // Claim moves a pending order to processing for the pay request requestID.
 // It happens before the provider is called, so no second request can ever
-// start a charge for the same order.
+// start a charge for the same order. An order past its expires_at is not
+// claimed, whether or not the expiry job has run: the guard is in the
+// statement, so no read-then-write race can pay an order that just expired.
 func (s *OrderStore) Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
 	return s.transition(ctx, "claim", id, `UPDATE orders
 		SET status = 'processing', pay_request_id = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'pending'`,
-		requestID, ts(now), id)
+		WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+		requestID, ts(now), id, ts(now))
 }
 
 // MarkPaid moves a processing order to paid, only for the request that

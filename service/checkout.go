@@ -38,6 +38,10 @@ type Checkout struct {
 	Observe  func(result string)                                                                // optional metrics hook: paid, declined, unknown
 	Orphan   func(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error // optional: a success the order cannot take
 	Fault    func(point string)                                                                 // test-only crash injection; nil in production
+
+	// ProviderTimeout is the deadline of one charge request
+	// (PAYD_PROVIDER_TIMEOUT; provider.DefaultTimeout when zero).
+	ProviderTimeout time.Duration
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -53,8 +57,10 @@ var methodPattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // Pay charges the order once. It returns the order paid (200), or still
 // processing when the outcome is not known yet (202); a decline is a
-// *domain.DeclineError (402); a conflict with another request is
-// domain.ErrOrderAlreadyPaid, ErrPaymentInProgress or ErrOrderNotPayable.
+// *domain.DeclineError (402); a payment method the provider does not know
+// is domain.ErrPaymentMethodInvalid; a conflict with another request is
+// domain.ErrOrderAlreadyPaid, ErrPaymentInProgress or ErrOrderNotPayable
+// (ErrOrderExpired for an order past its expires_at).
 // A request ID that already claimed the order gets that payment's outcome
 // back, recovering it from the provider first if it was left unknown.
 func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) {
@@ -94,11 +100,16 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // claim takes the order for r (pending → processing, recording the request
 // ID) and records the attempt, in one short transaction, before the
 // provider is called: a different request ID can never start a second charge.
+// The attempt is created leased to this request for as long as the charge
+// request it is about to send may be in flight, and says so: nobody else
+// asks the provider about it meanwhile (ADR 9). An order past its
+// expires_at is not claimed (the guard is in the UPDATE): ErrOrderExpired.
 func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (domain.Attempt, bool, error) {
 	now := s.Now().UTC()
+	inFlight := s.inFlightUntil(now)
 	a := domain.Attempt{
 		ID: newID(), OrderID: o.ID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
-		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now,
+		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
 	}
 	var claimed bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -111,6 +122,9 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	if err != nil {
 		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
 	}
+	if !claimed && !o.ExpiresAt.After(now) {
+		return domain.Attempt{}, false, domain.ErrOrderExpired // the UPDATE's time guard refused it
+	}
 	if claimed {
 		// The guarded UPDATE matched, so we know the row exactly: no re-read.
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusProcessing, r.RequestID, now, o.Version+1
@@ -120,11 +134,18 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 }
 
 // charge asks the provider to charge attempt a, then settles on its answer.
+// The request gives up in time for what the attempt records: past
+// InFlightUntil, "not found" means the provider never got it.
 func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, inRequest bool) (domain.Order, error) {
-	ch, err := s.Provider.Charge(ctx, provider.ChargeRequest{
+	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
+	ch, err := s.Provider.Charge(cctx, provider.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
+	cancel()
 	s.fault("after_charge")
+	if re := refusal(err); re != nil {
+		return s.refused(ctx, o, a, re)
+	}
 	return s.settle(ctx, o, a, ch, err, inRequest)
 }
 
@@ -143,19 +164,41 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, true)
 	}
 	// Lease the attempt, as the recoverer does, so the two never work on it
-	// at once; if the recoverer has it, the outcome is still being found.
+	// at once; if the recoverer has it, or the request that sent its charge
+	// still may, the outcome is still being found.
 	now := s.Now().UTC()
-	won, err := s.Attempts.Lease(ctx, a.ID, now, now.Add(s.leaseTime()))
+	leaseEnd := s.inFlightUntil(now) // one provider call, and its margin
+	won, err := s.Attempts.Lease(ctx, a.ID, now, leaseEnd)
 	if err != nil || !won {
 		return o, err
 	}
+	a.LeasedUntil = leaseEnd
 	ch, err := s.Provider.GetCharge(ctx, a.ID)
 	if errors.Is(err, provider.ErrNotFound) {
+		if s.inFlight(a, s.Now().UTC()) {
+			// A charge request under this key may still reach the
+			// provider: "not found" proves nothing yet.
+			return s.unknown(ctx, o, a, "", true)
+		}
 		// The provider never saw this attempt: charging now, under the same
 		// idempotency key, is its first and only charge.
-		return s.charge(ctx, o, a, true)
+		return s.resend(ctx, o, a)
 	}
 	return s.settle(ctx, o, a, ch, err, true)
+}
+
+// resend charges attempt a again under its own key, after the provider said
+// it never saw it. How long the new request may be in flight is recorded
+// first, under the lease this request holds; without the lease nothing is
+// sent.
+func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt) (domain.Order, error) {
+	until := s.inFlightUntil(s.Now().UTC())
+	ok, err := s.Attempts.Resend(ctx, a.ID, a.LeasedUntil, until)
+	if err != nil || !ok {
+		return o, err
+	}
+	a.LeasedUntil, a.InFlightUntil = until, until
+	return s.charge(ctx, o, a, true)
 }
 
 // settle applies the provider's answer about attempt a. inRequest says
@@ -165,7 +208,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge, err error, inRequest bool) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == provider.ChargePending:
-		return s.unknown(ctx, o, a, ch.ID)
+		return s.unknown(ctx, o, a, ch.ID, inRequest)
 	case ch.Status == provider.ChargeSucceeded:
 		return s.succeed(ctx, o, a, ch.ID, inRequest)
 	default:
@@ -175,12 +218,20 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 
 // unknown records that the outcome is not known yet: the order stays
 // processing under this request, the caller gets 202, and the webhook, a
-// retry after the lease, or the recoverer resolves it.
-func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) (domain.Order, error) {
+// retry after the lease, or the recoverer resolves it. A request that
+// answers 202 is done with the attempt and gives its lease up, so a retry
+// after a restart may ask at once; InFlightUntil recorded on the attempt,
+// not the lease, keeps a charge that may be in flight from being taken for
+// one that never happened.
+func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	if a.Status == domain.AttemptStarted {
 		if _, err := s.Attempts.Finish(ctx, a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, chargeID, "", s.Now().UTC()); err != nil {
 			return domain.Order{}, fmt.Errorf("mark attempt %s unknown: %w", a.ID, err)
 		}
+	}
+	if inRequest && !a.LeasedUntil.IsZero() {
+		// Best effort: a lease not given up just runs out.
+		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
 	s.observe("unknown")
 	return o, nil
@@ -259,6 +310,49 @@ func (s *Checkout) settledAs(ctx context.Context, id, chargeID string) (bool, er
 // may pay again. The order is released only if this attempt's own record
 // moved: a late failure for an old attempt never releases a newer claim.
 func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, inRequest bool) (domain.Order, error) {
+	o, released, err := s.release(ctx, o, a, chargeID, code)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	if code == "" {
+		code = "card_declined"
+	}
+	decline := &domain.DeclineError{Code: code}
+	if !inRequest && released {
+		s.completeRecord(ctx, o, a, decline)
+	}
+	return o, decline
+}
+
+// refused settles a charge request the provider refused outright (a 4xx it
+// understood): nothing was charged, so the attempt fails with the
+// provider's code and the order is released at once, as for a decline. The
+// record is completed here, as failed by the request, so the key may run
+// again (SPEC §3): left to the idempotency middleware, a 400 answer would
+// read as input never acted on and the record would be dropped.
+func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *provider.RequestError) (domain.Order, error) {
+	code := re.Code
+	if code == "" {
+		code = "provider_refused"
+	}
+	o, released, err := s.release(ctx, o, a, "", code)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	outcome := refusalOutcome(code)
+	if released && s.Idem != nil && s.Respond != nil {
+		// Best effort, as completeRecord: a lost write leaves the record
+		// processing, and a retry after the lease finds the attempt failed.
+		_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome), false)
+	}
+	return o, outcome
+}
+
+// release fails attempt a with code and gives its order back (processing →
+// pending), in one transaction. The order is released only if this
+// attempt's own record moved: a late failure for an old attempt never
+// releases a newer claim.
+func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string) (domain.Order, bool, error) {
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -270,21 +364,14 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 		return err
 	})
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("release order %s: %w", o.ID, err)
+		return domain.Order{}, false, fmt.Errorf("release order %s: %w", o.ID, err)
 	}
 	if released {
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusPending, "", now, o.Version+1
 		s.changed(o.ID)
 		s.observe("declined")
 	}
-	if code == "" {
-		code = "card_declined"
-	}
-	decline := &domain.DeclineError{Code: code}
-	if !inRequest && released {
-		s.completeRecord(ctx, o, a, decline)
-	}
-	return o, decline
+	return o, released, nil
 }
 
 // unsettled are the attempt statuses a final outcome may still be written over.
@@ -312,15 +399,6 @@ func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt,
 		return nil
 	}
 	return s.Orphan(ctx, o, a, chargeID)
-}
-
-// leaseTime is how long a retry holds an attempt it recovers: the
-// idempotency lease, which outlasts one provider call.
-func (s *Checkout) leaseTime() time.Duration {
-	if s.Idem != nil && s.Idem.Lease > 0 {
-		return s.Idem.Lease
-	}
-	return 30 * time.Second
 }
 
 // fault lets a test kill the process at a named point of a payment.

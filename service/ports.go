@@ -93,6 +93,12 @@ type AttemptStore interface {
 	// unexpired lease, so exactly one works on it at a time; it reports
 	// whether this caller won.
 	Lease(ctx context.Context, id string, now, until time.Time) (bool, error)
+	// Resend records, for the holder of the lease ending at held, that a
+	// charge request is about to be sent again and may reach the provider
+	// until until; the lease now ends then too. False means it may not be sent.
+	Resend(ctx context.Context, id string, held, until time.Time) (bool, error)
+	// Unlease ends the lease ending at held, if it is still that one.
+	Unlease(ctx context.Context, id string, held time.Time) (bool, error)
 }
 
 // RecordStore keeps idempotency records.

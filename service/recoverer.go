@@ -14,7 +14,8 @@ import (
 // left started (the worker died) or unknown (the reply was lost, the
 // webhook never came) for longer than the lease. It asks the provider about
 // each one before anything else, and never charges: a payment the provider
-// never saw is released so the customer may pay again.
+// never saw, once no charge request under its key can still reach it, is
+// released so the customer may pay again.
 //
 // Several replicas may run it at once: each attempt is leased to one of
 // them by a guarded UPDATE of its updated_at before any work is done.
@@ -76,6 +77,11 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 	}
 	ch, err := r.Provider.GetCharge(ctx, a.ID)
 	switch {
+	case errors.Is(err, provider.ErrNotFound) && r.Checkout.inFlight(a, r.Now().UTC()):
+		// A charge request under this key may still reach the provider
+		// (ADR 9): "not found" proves nothing yet. The attempt stays
+		// unknown and a later pass asks again.
+		return false, nil
 	case errors.Is(err, provider.ErrNotFound):
 		// The provider never saw this attempt, and nobody is waiting for it
 		// any more: release the order rather than charge unasked.

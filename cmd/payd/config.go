@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/service"
 )
 
 // config is every setting of payd. Each has an environment variable (the
@@ -43,6 +45,7 @@ type config struct {
 	SandboxDuplicates  string
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
+	ProviderTimeout    time.Duration
 
 	generated []string // names of secrets made up at start (development only)
 }
@@ -84,6 +87,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
+		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil},
 	}
 }
@@ -145,6 +149,9 @@ func (c *config) check(sub string) error {
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")
 	}
+	if err := c.checkLease(); err != nil {
+		return err
+	}
 	secrets := []struct {
 		name   string
 		val    *string
@@ -175,6 +182,23 @@ func (c *config) check(sub string) error {
 		}
 	}
 	return c.checkSettings()
+}
+
+// checkLease enforces the in-flight rule (ADR 9): a charge request may
+// reach the provider until PAYD_PROVIDER_TIMEOUT has passed, and a margin
+// after, and the request that sends it holds the attempt that long. A lease
+// that ends sooner would let a retry or the recoverer take a charge still
+// in flight for one that never happened.
+func (c *config) checkLease() error {
+	if c.ProviderTimeout <= 0 {
+		return errors.New("PAYD_PROVIDER_TIMEOUT must be positive")
+	}
+	margin := service.InFlightMargin(c.ProviderTimeout)
+	if c.Lease <= c.ProviderTimeout+margin {
+		return fmt.Errorf("PAYD_LEASE (%v) must be longer than PAYD_PROVIDER_TIMEOUT (%v) plus a margin of %v: a charge may still be in flight until then",
+			c.Lease, c.ProviderTimeout, margin)
+	}
+	return nil
 }
 
 func weakSecret(v string) bool {

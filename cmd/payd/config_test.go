@@ -41,6 +41,10 @@ func TestConfigProduction(t *testing.T) {
 		{"sandbox needs the webhook secret", "sandbox", map[string]string{"PAYD_WEBHOOK_SECRET": ""}, nil, "PAYD_WEBHOOK_SECRET"},
 		{"bad duration", "serve", map[string]string{"PAYD_LEASE": "soon"}, nil, "PAYD_LEASE"},
 		{"lease longer than TTL", "serve", map[string]string{"PAYD_LEASE": "48h"}, nil, "PAYD_LEASE"},
+		{"lease shorter than the provider timeout", "serve", map[string]string{"PAYD_LEASE": "3s"}, nil, "PAYD_PROVIDER_TIMEOUT"},
+		{"lease without the in-flight margin", "serve", map[string]string{"PAYD_LEASE": "15s", "PAYD_PROVIDER_TIMEOUT": "10s"}, nil, "PAYD_LEASE"},
+		{"lease past the timeout and its margin", "serve", map[string]string{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"}, nil, ""},
+		{"no provider timeout", "serve", map[string]string{"PAYD_PROVIDER_TIMEOUT": "0s"}, nil, "PAYD_PROVIDER_TIMEOUT"},
 		{"unknown env", "serve", map[string]string{"PAYD_ENV": "staging"}, nil, "PAYD_ENV"},
 		{"flag overrides env", "serve", map[string]string{"PAYD_ADMIN_TOKEN": ""}, []string{"-admin-token", "adm_from_a_flag_0123456789abcdef"}, ""},
 	}

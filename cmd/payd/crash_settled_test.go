@@ -23,7 +23,7 @@ func TestCrashAfterSettle(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		prov := startProcProvider(t, "")
 		c := &crashCase{t: t, point: "after_settle_commit", prov: prov, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), key: uuid.NewString()}
-		e := procEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "2s", "PAYD_INFLIGHT_WAIT": "100ms"})
+		e := procEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "2s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"})
 		e["PAYD_TEST_FAULT"] = c.point
 		p := startPaydProc(t, "payd-"+c.point, e)
 		c.customer, c.token = p.register()

@@ -24,7 +24,7 @@ func TestCrashThenRetry(t *testing.T) {
 		for _, point := range faultPoints {
 			t.Run(point, func(t *testing.T) {
 				t.Parallel()
-				c := crashPayment(t, dialect, point, startProcProvider(t, ""), env{"PAYD_LEASE": "3s", "PAYD_INFLIGHT_WAIT": "100ms"})
+				c := crashPayment(t, dialect, point, startProcProvider(t, ""), env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"})
 				p := c.start("payd-restarted", env{"PAYD_LEASE": "1m", "PAYD_INFLIGHT_WAIT": "100ms"})
 
 				final, waits := c.payUntilFinal(p)
@@ -62,8 +62,8 @@ func TestCrashRecoverer(t *testing.T) {
 		for _, point := range faultPoints {
 			t.Run(point, func(t *testing.T) {
 				t.Parallel()
-				c := crashPayment(t, dialect, point, startProcProvider(t, ""), env{"PAYD_LEASE": "1s"})
-				p := c.start("payd-restarted", env{"PAYD_LEASE": "1s"})
+				c := crashPayment(t, dialect, point, startProcProvider(t, ""), env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})
+				p := c.start("payd-restarted", env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})
 				// The job logs its batch after the batch: wait for the line too.
 				pollUntil(t, 30*time.Second, "the recoverer did not settle the attempt", func() bool {
 					s := c.attemptStates()[0].Status
@@ -125,7 +125,7 @@ func TestCrashWebhook(t *testing.T) {
 			t.Run(point, func(t *testing.T) {
 				t.Parallel()
 				relay := startHookRelay(t)
-				c := crashPayment(t, dialect, point, startProcProvider(t, relay.url), env{"PAYD_LEASE": "1s"})
+				c := crashPayment(t, dialect, point, startProcProvider(t, relay.url), env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})
 				p := c.start("payd-restarted", env{"PAYD_LEASE": "1m"})
 				relay.point(p.base)
 				pollUntil(t, 30*time.Second, "the webhook did not settle the payment", func() bool {

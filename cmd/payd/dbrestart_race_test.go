@@ -34,7 +34,7 @@ func testPaysRacingRestart(t *testing.T, m *mariaDB) {
 	prov := startProcProvider(t, "") // no webhooks: retries and the recoverer settle what is left open
 	gate := startChargeGate(t, prov.url, 50*time.Millisecond)
 	dbURL := dbtest.NewURL(t, migrations.MySQL)
-	p := startPaydProc(t, "payd", procEnv(dbURL, gate.url, env{"PAYD_LEASE": "3s", "PAYD_INFLIGHT_WAIT": "100ms"}))
+	p := startPaydProc(t, "payd", procEnv(dbURL, gate.url, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"}))
 	customer, token := p.register()
 	orders := make([]*dbPayment, 200)
 	queue := make(chan *dbPayment, len(orders))

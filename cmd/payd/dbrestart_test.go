@@ -162,7 +162,7 @@ func testOutageAfterCharge(t *testing.T, m *mariaDB) {
 	c := &crashCase{t: t, point: "after_charge", prov: prov, dbURL: dbtest.NewURL(t, migrations.MySQL), key: uuid.NewString()}
 	// The lease outlasts the restart, so the state checkCrashed inspects
 	// is still what the outage left; then a retry or the recoverer takes over.
-	p := startPaydProc(t, "payd", procEnv(c.dbURL, gate.url, env{"PAYD_LEASE": "10s", "PAYD_INFLIGHT_WAIT": "100ms"}))
+	p := startPaydProc(t, "payd", procEnv(c.dbURL, gate.url, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s", "PAYD_INFLIGHT_WAIT": "100ms"}))
 	c.customer, c.token = p.register()
 	c.order = p.order(c.token, "12.30")
 

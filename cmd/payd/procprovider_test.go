@@ -31,7 +31,14 @@ type procProvider struct {
 	mu      sync.Mutex
 	calls   map[string][]string // idempotency key (the attempt ID) → "POST", "GET", ...
 	refunds int
+
+	hold atomic.Int64 // holdCharges: how long each charge request waits before the sandbox sees it
 }
+
+// holdCharges makes every charge request wait d before the sandbox handles
+// it, and then be handled even if payd has gone meanwhile: a slow provider
+// that already has the request on the wire.
+func (p *procProvider) holdCharges(d time.Duration) { p.hold.Store(int64(d)) }
 
 // startProcProvider runs a sandbox on loopback. webhookURL empty: it
 // records its webhooks but delivers none, so whatever payd resolves it
@@ -83,6 +90,10 @@ func (p *procProvider) count(next http.Handler) http.Handler {
 			p.refunds++
 		}
 		p.mu.Unlock()
+		if d := time.Duration(p.hold.Load()); d > 0 && r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			time.Sleep(d)
+			r = r.WithContext(context.WithoutCancel(r.Context()))
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -32,6 +32,8 @@ func TestResolveStuck(t *testing.T) {
 		hourAgo := time.Now().UTC().Add(-time.Hour).Format("2006-01-02 15:04:05.000000")
 		for _, id := range []string{pending, never} {
 			s.exec("UPDATE orders SET updated_at = ? WHERE id = ? AND status = 'processing'", hourAgo, id)
+			// The charge request's time in flight is over too (ADR 9).
+			s.exec("UPDATE payment_attempts SET in_flight_until = ? WHERE order_id = ?", hourAgo, id)
 		}
 		to := time.Now().UTC().Add(time.Minute).Truncate(time.Second)
 		r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]string{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339)})

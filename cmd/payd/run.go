@@ -185,7 +185,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // this very payd.
 func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (provider.Provider, func(), error) {
 	if cfg.ProviderURL != "" {
-		return provider.NewClient(cfg.ProviderURL), func() {}, nil
+		return provider.NewClient(cfg.ProviderURL, provider.WithTimeout(cfg.ProviderTimeout)), func() {}, nil
 	}
 	hook := cfg.SandboxWebhookURL
 	if hook == "" {
@@ -195,7 +195,7 @@ func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sandbox: %w", err)
 	}
-	return provider.NewClient("http://" + addr), stop, nil
+	return provider.NewClient("http://"+addr, provider.WithTimeout(cfg.ProviderTimeout)), stop, nil
 }
 
 // app is payd wired together.
@@ -236,7 +236,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		ObserveDiscrepancy: metrics.Discrepancy}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay,
 		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault),
-		Observe: metrics.Payment}
+		Observe: metrics.Payment, ProviderTimeout: cfg.ProviderTimeout}
 	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now,
 		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, cfg.WebhookSecret)
