@@ -53,13 +53,17 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	if !held {
 		// Another report settled the attempt first. A success for the right
 		// money stands (the discrepancy shows the operator the
-		// contradiction); anything else still answers the mismatch.
+		// contradiction): the pay call answers the paid order, while a
+		// webhook or the recoverer learns this report was not applied.
 		cur, err := s.Attempts.FindByID(ctx, a.ID)
 		if err != nil {
 			return domain.Order{}, err
 		}
 		if cur.Status == domain.AttemptSucceeded {
-			return s.Orders.FindByID(ctx, o.ID)
+			if o, err = s.Orders.FindByID(ctx, o.ID); err != nil || inRequest {
+				return o, err
+			}
+			return o, mismatchError(a)
 		}
 	}
 	s.observe("held")
