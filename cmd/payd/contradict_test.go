@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -224,6 +225,39 @@ func TestWebhookOrphanCharges(t *testing.T) {
 		// Every charge the provider kept is an order's payment.
 		if n := s.count("orders WHERE status = 'paid'"); n != 1 {
 			t.Errorf("paid orders = %d, want 1", n)
+		}
+	})
+}
+
+// TestSucceededWhileAnotherPays: the provider stands by a success for an
+// attempt it had reported failed while another request is paying the
+// order. That charge is not refunded as a duplicate (the other payment may
+// still fail): it is recorded open as missing_local_payment for an operator.
+func TestSucceededWhileAnotherPays(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("meanwhile@example.com")
+		id, _, p := s.falseFailure(h, token, "18.00")
+		h.set(id, hostileRule{HoldReply: 2 * time.Second})
+		second := make(chan reply, 1)
+		go func() { second <- s.pay(token, id, uuid.NewString(), "pm_ok") }()
+		eventually(t, 10*time.Second, "the second payment never claimed the order", func() bool {
+			return s.orderRow(id).Status == domain.StatusProcessing
+		})
+		h.clear(id)
+		s.deliverThrice("payment.succeeded", p)
+		ds := s.discrepancies(id)
+		if len(ds) != 1 || ds[0].Type != domain.MissingLocalPayment || ds[0].Status != domain.DiscrepancyOpen || ds[0].ChargeID != p.ChargeID {
+			t.Errorf("discrepancies = %+v, want one open missing_local_payment for %s", ds, p.ChargeID)
+		}
+		if n := s.count("refunds WHERE order_id = ?", id); n != 0 {
+			t.Errorf("refunds = %d, want 0", n)
+		}
+		if r := <-second; r.Status != http.StatusOK {
+			t.Errorf("second pay = %d %s, want 200", r.Status, r.Body)
+		}
+		if a := s.attempts(id)[0]; a.Status != domain.AttemptFailed {
+			t.Errorf("first attempt = %s, want still failed", a.Status)
 		}
 	})
 }

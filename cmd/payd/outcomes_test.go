@@ -115,8 +115,12 @@ func TestPayReplyAmountMismatch(t *testing.T) {
 				id, key := s.order(token, "500.00"), uuid.NewString()
 				h.set(id, c.rule)
 				wantMismatchProblem(t, "pay", s.pay(token, id, key, "pm_ok"))
-				s.heldForOperator(id, key)
+				a := s.heldForOperator(id, key)
 				wantMismatchProblem(t, "replay", s.pay(token, id, key, "pm_ok"))
+				// An event with the order's money contradicts the hold: payd
+				// asks the provider, which still reports the other money.
+				s.deliverThrice("payment.succeeded", payment{AttemptID: a.ID, ChargeID: a.ProviderChargeID, OrderID: id, Amount: "500.00", Currency: "USD"})
+				s.heldForOperator(id, key)
 				if r := s.pay(token, id, uuid.NewString(), "pm_ok"); r.Status != http.StatusConflict {
 					t.Errorf("pay under another key = %d %s, want 409", r.Status, r.Body)
 				}
