@@ -15,6 +15,10 @@ const (
 	AttemptSucceeded AttemptStatus = "succeeded" // the provider charged the card
 	AttemptFailed    AttemptStatus = "failed"    // the provider definitively charged nothing
 	AttemptUnknown   AttemptStatus = "unknown"   // the reply was lost: ask the provider before anything else
+	// AttemptHeld: the provider reported the charge succeeded for another
+	// amount or currency than the attempt's. Never applied; the order stays
+	// claimed and the money waits for an operator (ADR 0010).
+	AttemptHeld AttemptStatus = "held"
 )
 
 // Final reports whether the attempt's outcome is settled.

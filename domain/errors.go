@@ -71,6 +71,11 @@ var (
 	ErrAlreadyResolved     = errors.New("discrepancy already resolved")
 )
 
+// ErrAmountMismatch means the provider reported a charge for another amount
+// or currency than payd asked for: it is not applied, and an operator
+// settles the money (ADR 0010).
+var ErrAmountMismatch = errors.New("payment amount or currency mismatch")
+
 // ErrRefundRefused means the provider definitively refused a refund.
 var ErrRefundRefused = errors.New("refund refused by the provider")
 

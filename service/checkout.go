@@ -42,6 +42,11 @@ type Checkout struct {
 	// ProviderTimeout is the deadline of one charge request
 	// (PAYD_PROVIDER_TIMEOUT; provider.DefaultTimeout when zero).
 	ProviderTimeout time.Duration
+	// Discrepancies records a charge reported for another amount or
+	// currency than the attempt's (ADR 0010); ObserveDiscrepancy, optional,
+	// is told of each one newly recorded.
+	Discrepancies      DiscrepancyStore
+	ObserveDiscrepancy func(domain.DiscrepancyType)
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -162,6 +167,8 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		return s.succeed(ctx, o, a, a.ProviderChargeID, true)
 	case domain.AttemptFailed:
 		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, true)
+	case domain.AttemptHeld:
+		return o, mismatchError(a)
 	}
 	// Lease the attempt, as the recoverer does, so the two never work on it
 	// at once; if the recoverer has it, or the request that sent its charge
@@ -209,6 +216,8 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 	switch {
 	case err != nil || ch.Status == provider.ChargePending:
 		return s.unknown(ctx, o, a, ch.ID, inRequest)
+	case ch.Status == provider.ChargeSucceeded && !sameMoney(a, ch):
+		return s.hold(ctx, o, a, ch, inRequest)
 	case ch.Status == provider.ChargeSucceeded:
 		return s.succeed(ctx, o, a, ch.ID, inRequest)
 	default:
@@ -240,18 +249,23 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 // Settle applies an outcome that arrived outside the pay request (a
 // webhook, the recoverer) to attempt a of order o, and completes the
 // request's idempotency record with what the pay call would now answer.
+// ch must carry the amount and currency the provider reported: a success
+// for other money is held, never applied (domain.ErrAmountMismatch).
 func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge) (domain.Order, error) {
 	return s.settle(ctx, o, a, ch, nil, false)
 }
 
 // succeed records the charge and marks the order paid, in one transaction.
 // The order moves only if this attempt's own record moved to succeeded (or
-// already had): a success for an attempt payd had recorded as failed, or
-// for an order another attempt paid or that was closed, is money the order
-// cannot take, and goes back to the customer.
+// already had). A success for an attempt payd had recorded as failed (a
+// false decline) or held is the provider's word that it charged after all
+// (the webhook asks the provider before it gets here, ADR 0010): it pays
+// the order if the order can still take it. A success the order cannot
+// take — it was paid by another charge, or cancelled or expired — goes
+// back to the customer.
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
-	var ours, paid bool // ours: payd's books now say this attempt succeeded
+	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
 		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now)
 		if err != nil {
@@ -260,9 +274,8 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		if ours = finished || a.Status == domain.AttemptSucceeded; !ours {
 			// a may be stale: the pay request, a concurrent delivery of the
 			// same event or the recoverer may have settled this very charge
-			// since it was read. Only another final state makes it a charge
-			// the order cannot take; refunding it otherwise would refund
-			// the customer's one payment of a paid order.
+			// since it was read. Refunding it then would refund the
+			// customer's one payment of a paid order.
 			if ours, err = s.settledAs(ctx, a.ID, chargeID); err != nil || !ours {
 				return err
 			}
@@ -276,12 +289,25 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 	}
+	if !ours {
+		if ours, paid, err = s.adopt(ctx, o, a.ID, chargeID, now); err != nil {
+			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
+		}
+		adopted = paid
+	}
 	s.fault("after_settle_commit")
-	if paid {
+	switch {
+	case adopted:
+		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
+			return domain.Order{}, err
+		}
+		s.changed(o.ID)
+		s.observe("paid")
+	case paid:
 		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
 		s.changed(o.ID)
 		s.observe("paid")
-	} else {
+	default:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
 		}
@@ -289,6 +315,9 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		if !ours || !paidByUs {
 			return o, s.orphan(ctx, o, a, chargeID)
 		}
+	}
+	if adopted {
+		s.settleHeld(ctx, a)
 	}
 	if !inRequest {
 		s.completeRecord(ctx, o, a, nil)
@@ -385,9 +414,11 @@ func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.
 	// next request with the key takes over after the lease and recovers the
 	// same outcome from the order.
 	// A payment the provider never received is no decline: the key stays
-	// free to try again. Anything else is the truth a replay must tell.
+	// free to try again. Nor is a held charge final: an operator (or the
+	// provider's record) settles it, and a retry with the key then learns
+	// how from the order. Anything else is the truth a replay must tell.
 	var decline *domain.DeclineError
-	final := !errors.As(outcome, &decline) || decline.Code != domain.NotCharged
+	final := (!errors.As(outcome, &decline) || decline.Code != domain.NotCharged) && !errors.Is(outcome, domain.ErrAmountMismatch)
 	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome), final)
 }
 

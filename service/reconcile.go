@@ -261,6 +261,9 @@ func (s *Reconciler) stuck(ctx context.Context) ([]domain.Discrepancy, error) {
 		if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
 			return nil, err
 		}
+		if a.Status == domain.AttemptHeld {
+			continue // not unknown: held, and already an amount_mismatch for an operator
+		}
 		found = append(found, domain.Discrepancy{Type: domain.StuckProcessing, Reference: o.ID + "/" + o.PayRequestID, OrderID: o.ID, AttemptID: a.ID,
 			LocalAmount: o.Amount, Currency: o.Currency, Note: "the payment's outcome has been unknown for longer than the lease"})
 	}

@@ -93,8 +93,8 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 		return false, nil
 	}
 	_, err = r.Checkout.Settle(ctx, o, a, ch)
-	if errors.Is(err, domain.ErrPaymentDeclined) {
-		return true, nil
+	if errors.Is(err, domain.ErrPaymentDeclined) || errors.Is(err, domain.ErrAmountMismatch) {
+		return true, nil // settled: released, or held for an operator
 	}
 	return err == nil, err
 }

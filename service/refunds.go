@@ -37,16 +37,35 @@ type Refunds struct {
 }
 
 // Orphan refunds a charge that order o cannot take and records why: a
-// duplicate charge when the order was paid by another attempt, a payment
-// after close when it was cancelled or expired. Doing it twice for one
-// charge is harmless: the refund's provider key is derived from the charge.
-// When the provider confirmed the refund, the discrepancy is recorded
-// resolved (auto_refunded): the money is back and no operator needs to act.
-// A refund still pending or refused leaves it open for an operator.
+// duplicate charge when another charge paid the order, a payment after
+// close when it was cancelled or expired. Doing it twice for one charge is
+// harmless: the refund's provider key is derived from the charge. When the
+// provider confirmed the refund, the discrepancy is recorded resolved
+// (auto_refunded): the money is back and no operator needs to act, yet it
+// stays listed on the order. A refund still pending or refused leaves it
+// open for an operator. A charge for an order that is neither (another
+// request is paying it right now) is not refunded: it is recorded open as
+// a missing local payment, for an operator to settle once that payment
+// has an outcome (ADR 0010).
 func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
-	kind := domain.DuplicateCharge
-	if o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired {
+	var kind domain.DiscrepancyType
+	switch {
+	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
+		kind = domain.DuplicateCharge
+	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired,
+		o.Status == domain.StatusPending && !s.Now().Before(o.ExpiresAt):
 		kind = domain.PaidAfterClose
+	default:
+		d := newDiscrepancy(domain.Discrepancy{
+			Type: domain.MissingLocalPayment, Reference: chargeID, OrderID: o.ID, AttemptID: a.ID, ChargeID: chargeID,
+			ProviderAmount: a.Amount, LocalAmount: o.Amount, Currency: a.Currency,
+			Note: "the provider charged this attempt while another request holds the order; refund it if that payment succeeds",
+		}, s.Now)
+		_, isNew, err := s.Discrepancies.Record(ctx, d)
+		if isNew && s.ObserveDiscrepancy != nil {
+			s.ObserveDiscrepancy(d.Type)
+		}
+		return err
 	}
 	r, err := s.refundCharge(ctx, o.ID, chargeID, a.Amount, a.Currency, string(kind))
 	if err != nil {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 )
 
 // Resolutions an operator may choose for a discrepancy.
@@ -111,8 +114,13 @@ func (s *Resolver) apply(ctx context.Context, d domain.Discrepancy) error {
 			return fmt.Errorf("%w: the charge names no attempt of payd's, so there is no order to apply it to; refund or ignore it", domain.ErrResolutionNotApplicable)
 		}
 		return s.applyPayment(ctx, d)
+	case domain.AmountMismatch:
+		if d.AttemptID == "" {
+			return fmt.Errorf("%w: the charge names no attempt of payd's; refund or ignore it", domain.ErrResolutionNotApplicable)
+		}
+		return s.Checkout.ApplyHeld(ctx, d.AttemptID, d.ChargeID)
 	}
-	return fmt.Errorf("%w: apply fits missing_local_payment and stuck_processing", domain.ErrResolutionNotApplicable)
+	return fmt.Errorf("%w: apply fits missing_local_payment, stuck_processing and a held amount_mismatch", domain.ErrResolutionNotApplicable)
 }
 
 // recover asks the provider about a stuck payment and settles it as the
@@ -177,12 +185,29 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 	return err
 }
 
-// refund gives the discrepancy's charge back in full.
+// refund gives the discrepancy's charge back in full. A held charge
+// (amount_mismatch, ADR 0010) is given back as the provider records it now
+// — the report that disagreed cannot be trusted for the amount — and its
+// order is then released so the customer may pay again.
 func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	if d.ChargeID == "" {
 		return fmt.Errorf("%w: there is no provider charge to refund", domain.ErrResolutionNotApplicable)
 	}
-	r, err := s.Refunds.RefundCharge(ctx, d.OrderID, d.ChargeID, d.ProviderAmount, d.Currency, "resolve "+string(d.Type))
+	amount, cur := d.ProviderAmount, d.Currency
+	var held *domain.Attempt
+	if d.Type == domain.AmountMismatch && d.AttemptID != "" {
+		a, err := s.Attempts.FindByID(ctx, d.AttemptID)
+		if err != nil {
+			return err
+		}
+		if a.Status == domain.AttemptHeld {
+			held = &a
+			if amount, cur, err = s.heldCharge(ctx, a); err != nil {
+				return err
+			}
+		}
+	}
+	r, err := s.Refunds.RefundCharge(ctx, d.OrderID, d.ChargeID, amount, cur, "resolve "+string(d.Type))
 	if err != nil {
 		return err
 	}
@@ -194,5 +219,21 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 		// the discrepancy stays open and the operator may ask again.
 		return fmt.Errorf("%w: the provider has not confirmed refund %s yet", domain.ErrOutcomeUnknown, r.ID)
 	}
+	if held != nil {
+		return s.Checkout.ReleaseHeld(ctx, *held)
+	}
 	return nil
+}
+
+// heldCharge is what remains of a held attempt's charge at the provider.
+func (s *Resolver) heldCharge(ctx context.Context, a domain.Attempt) (decimal.Decimal, domain.Currency, error) {
+	ch, err := s.Recoverer.Provider.GetCharge(ctx, a.ID)
+	if err != nil {
+		return decimal.Zero, "", fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
+	}
+	cur, err := domain.ParseCurrency(ch.Currency)
+	if err != nil || ch.Status != provider.ChargeSucceeded {
+		return decimal.Zero, "", fmt.Errorf("%w: the provider reports attempt %s as %s %s", domain.ErrResolutionNotApplicable, a.ID, ch.Status, ch.Currency)
+	}
+	return ch.Amount.Sub(ch.RefundedAmount), cur, nil
 }

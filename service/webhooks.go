@@ -44,6 +44,10 @@ type Webhooks struct {
 	Discrepancies DiscrepancyStore
 	Now           func() time.Time
 	Observe       func(eventType, outcome string) // optional metrics hook
+	// Provider is asked for its record of a charge when an event
+	// contradicts payd's books (ADR 0010). Without it, such events are
+	// applied as before: through the guarded transitions only.
+	Provider PaymentProvider
 	// ObserveDiscrepancy is an optional metrics hook: told of each
 	// discrepancy an event newly records.
 	ObserveDiscrepancy func(domain.DiscrepancyType)
@@ -94,8 +98,12 @@ func (s *Webhooks) apply(ctx context.Context, ev ProviderEvent) (string, error) 
 }
 
 // applyPayment settles the attempt the event names. A charge payd never
-// made, or one whose amount differs from the attempt's, is never applied:
-// it is recorded as a discrepancy for an operator.
+// made is recorded as a discrepancy for an operator. An event that
+// contradicts payd's books — a success for an attempt payd recorded as
+// failed or held, a failure for one not recorded as failed — is settled by
+// the provider's own record of the charge, asked now (ADR 0010): events
+// arrive late, twice and out of order, the provider's record does not.
+// Every success, reported or asked, goes through Checkout's money check.
 func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, error) {
 	d := ev.Data
 	a, err := s.Attempts.FindByID(ctx, d.IdempotencyKey)
@@ -109,28 +117,88 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, 
 	if err != nil {
 		return "", err
 	}
-	if !sameMoney(a, d) {
-		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.AmountMismatch, Reference: d.ChargeID, OrderID: a.OrderID,
-			AttemptID: a.ID, ChargeID: d.ChargeID, LocalAmount: a.Amount, Currency: a.Currency, Note: "webhook amount or currency differs from the attempt; not applied"}, d)
+	ch := eventCharge(a, ev)
+	if s.contradicts(a, ev.Type) {
+		truth, done, err := s.askProvider(ctx, a)
+		if err != nil || done != "" {
+			return done, err
+		}
+		if a.Status == domain.AttemptSucceeded && truth.Status == provider.ChargeFailed {
+			// The order is paid and stays paid (no transition un-pays it);
+			// the provider no longer stands by the charge: an operator must look.
+			return s.record(ctx, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: a.OrderID, OrderID: a.OrderID,
+				AttemptID: a.ID, ChargeID: a.ProviderChargeID, LocalAmount: a.Amount, Currency: a.Currency,
+				Note: "payment.failed for the attempt that paid the order, and the provider now reports its charge failed"})
+		}
+		if a.Status == domain.AttemptHeld && truth.Status != provider.ChargeSucceeded {
+			return OutcomeIgnored, nil // held: the operator settles it
+		}
+		ch = truth
 	}
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
 		return "", err
 	}
-	ch := provider.Charge{ID: d.ChargeID, IdempotencyKey: a.ID, Status: provider.ChargeSucceeded}
-	if ev.Type == domain.EventPaymentFailed {
-		ch.Status, ch.FailureCode = provider.ChargeFailed, d.FailureCode
-	}
-	if _, err := s.Checkout.Settle(ctx, o, a, ch); err != nil && !errors.Is(err, domain.ErrPaymentDeclined) {
+	_, err = s.Checkout.Settle(ctx, o, a, ch)
+	switch {
+	case errors.Is(err, domain.ErrAmountMismatch):
+		return OutcomeDiscrepancy, nil
+	case err != nil && !errors.Is(err, domain.ErrPaymentDeclined):
 		return "", err
 	}
 	return OutcomeApplied, nil
 }
 
-// sameMoney reports whether the event's amount and currency are the attempt's.
-func sameMoney(a domain.Attempt, d EventData) bool {
+// contradicts reports whether an event of type typ disagrees with what payd
+// recorded for attempt a. A success for an attempt still unsettled or
+// succeeded is news or a repeat; so is a failure for one recorded failed.
+// A failure for any other is asked of the provider before it releases
+// anything: a false failure would free the order for a second charge.
+func (s *Webhooks) contradicts(a domain.Attempt, typ string) bool {
+	if s.Provider == nil {
+		return false
+	}
+	if typ == domain.EventPaymentSucceeded {
+		return a.Status == domain.AttemptFailed || a.Status == domain.AttemptHeld
+	}
+	return a.Status != domain.AttemptFailed
+}
+
+// askProvider returns the provider's record of attempt a's charge, or the
+// outcome of an event that record leaves nothing to apply for: no charge
+// under that key (the event is wrong, or the charge is still in flight and
+// its own path settles it), a charge still pending, or a charge whose
+// status agrees with payd's books. An unreachable provider is an error, so
+// the event is delivered again.
+func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (provider.Charge, string, error) {
+	truth, err := s.Provider.GetCharge(ctx, a.ID)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return truth, OutcomeIgnored, nil
+	case err != nil:
+		return truth, "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
+	case truth.Status == provider.ChargePending:
+		return truth, OutcomeIgnored, nil
+	case a.Status == domain.AttemptSucceeded && truth.Status == provider.ChargeSucceeded,
+		a.Status == domain.AttemptFailed && truth.Status == provider.ChargeFailed:
+		return truth, OutcomeApplied, nil // the provider confirms payd's books
+	}
+	return truth, "", nil
+}
+
+// eventCharge is the charge an event describes, in the provider's terms,
+// with the money it reports: Checkout checks it against the attempt.
+func eventCharge(a domain.Attempt, ev ProviderEvent) provider.Charge {
+	d := ev.Data
 	amount, err := decimal.NewFromString(d.Amount)
-	return err == nil && d.Currency == string(a.Currency) && amount.Equal(a.Amount)
+	if err != nil {
+		amount = decimal.NewFromInt(-1) // unreadable: never the attempt's amount
+	}
+	ch := provider.Charge{ID: d.ChargeID, IdempotencyKey: a.ID, OrderID: d.OrderID, Amount: amount, Currency: d.Currency, Status: provider.ChargeSucceeded}
+	if ev.Type == domain.EventPaymentFailed {
+		ch.Status, ch.FailureCode = provider.ChargeFailed, d.FailureCode
+	}
+	return ch
 }
 
 func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, d EventData) (string, error) {
@@ -138,6 +206,11 @@ func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, d E
 	if disc.Reference == "" {
 		disc.Reference = d.IdempotencyKey
 	}
+	return s.record(ctx, disc)
+}
+
+// record stores a discrepancy an event revealed, once.
+func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (string, error) {
 	_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now))
 	if err != nil {
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)

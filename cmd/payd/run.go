@@ -237,8 +237,10 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay,
 		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault),
 		Observe: metrics.Payment, ProviderTimeout: cfg.ProviderTimeout}
+	// A charge reported for other money is recorded, on every path (ADR 0010).
+	checkout.Discrepancies, checkout.ObserveDiscrepancy = discrepancies, metrics.Discrepancy
 	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
-		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now,
+		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
 		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
