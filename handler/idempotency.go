@@ -75,11 +75,14 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 	}
 }
 
-// execute runs the handler with the response captured, then stores it. The
+// execute runs the handler with the response held back, stores it, and
+// only then sends it: a caller who has the answer and retries at once must
+// find the record complete, or a decline it already saw would be replayed
+// to it as a concurrent duplicate's instead of starting a new attempt. The
 // store uses a context the client cannot cancel: a client hanging up must
 // not leave the record half-finished.
 func (m *Idempotent) execute(c echo.Context, next echo.HandlerFunc, call service.Call) error {
-	rec := &recorder{ResponseWriter: c.Response().Writer}
+	rec := &recorder{ResponseWriter: c.Response().Writer, status: http.StatusOK}
 	c.Response().Writer = rec
 	if err := next(c); err != nil {
 		c.Error(err)
@@ -88,12 +91,12 @@ func (m *Idempotent) execute(c echo.Context, next echo.HandlerFunc, call service
 	defer cancel()
 	resp := service.Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
 	if err := m.Engine.Finish(ctx, call, resp); err != nil {
-		// The answer already went out; the record stays processing and the
-		// next request with this key takes over after the lease.
+		// The record stays processing and the next request with this key
+		// takes over after the lease; this caller still gets its answer.
 		m.Log.ErrorContext(ctx, "store idempotent response", "err", err,
 			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "route", c.Path())
 	}
-	return nil
+	return rec.send()
 }
 
 func orNext(err error, next echo.HandlerFunc, c echo.Context) error {
@@ -137,13 +140,20 @@ func keyedOf(c echo.Context) service.Keyed {
 	return service.Keyed{Key: requestKeyOf(c), Fingerprint: fp}
 }
 
-// recorder copies what the handler writes, so it can be stored.
+// recorder holds what the handler writes until the answer is stored; send
+// then writes it out.
 type recorder struct {
 	http.ResponseWriter
-	buf bytes.Buffer
+	status int
+	buf    bytes.Buffer
 }
 
-func (r *recorder) Write(b []byte) (int, error) {
-	r.buf.Write(b)
-	return r.ResponseWriter.Write(b)
+func (r *recorder) WriteHeader(code int) { r.status = code }
+
+func (r *recorder) Write(b []byte) (int, error) { return r.buf.Write(b) }
+
+func (r *recorder) send() error {
+	r.ResponseWriter.WriteHeader(r.status)
+	_, err := r.ResponseWriter.Write(r.buf.Bytes())
+	return err
 }

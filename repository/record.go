@@ -148,16 +148,41 @@ func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedU
 // Complete stores the final response of a processing record with its
 // status (succeeded or failed) and reports whether a row changed: a record
 // already completed by another path keeps its first response.
+//
+// A webhook or the recoverer may have stored the very same answer while
+// the request was still on its way back (a decline reported both ways at
+// once). The caller then did see that answer, so the record is marked as
+// completed by the request: a retry with the key is a new attempt, not a
+// replay of a decline the caller already has.
 func (s *RecordStore) Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
 	body []byte, sealed bool, now time.Time) (bool, error) {
-	return s.complete(ctx, scope, key, status, code, body, sealed, domain.CompletedByRequest, now)
+	done, err := s.complete(ctx, scope, key, status, code, body, sealed, domain.CompletedByRequest, now)
+	if err != nil || done {
+		return done, err
+	}
+	_, err = s.change(ctx, "complete", key, `UPDATE idempotency_records
+		SET completed_by = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = ? AND response_status = ? AND completed_by = ?`,
+		domain.CompletedByRequest, ts(now), scope, key, string(status), code, domain.CompletedInBackground)
+	return false, err
 }
 
 // CompleteInBackground is Complete for an answer stored after the request
-// ended — its payment settled by webhook or recoverer — and marked so.
-func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
-	body []byte, now time.Time) (bool, error) {
-	return s.complete(ctx, scope, key, status, code, body, false, domain.CompletedInBackground, now)
+// ended — its payment settled by webhook or recoverer — and marked so
+// (by = domain.CompletedInBackground), or marked as the request's own
+// answer (by = domain.CompletedByRequest) when it leaves the key free to
+// run again. Only a record of a pay call for orderID is completed: once a
+// record has gone, its key may be taken by a request about another order,
+// and a late outcome of the old payment is no answer to that one.
+func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orderID string, status domain.RecordStatus, code int,
+	body []byte, by string, now time.Time) (bool, error) {
+	if status != domain.RecordSucceeded && status != domain.RecordFailed {
+		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
+	}
+	return s.change(ctx, "complete", key, `UPDATE idempotency_records
+		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND order_id = ?`,
+		string(status), code, body, false, by, ts(now), scope, key, orderID)
 }
 
 func (s *RecordStore) complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,

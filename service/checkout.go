@@ -372,7 +372,7 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 	if released && s.Idem != nil && s.Respond != nil {
 		// Best effort, as completeRecord: a lost write leaves the record
 		// processing, and a retry after the lease finds the attempt failed.
-		_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome), false)
+		_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), false)
 	}
 	return o, outcome
 }
@@ -419,7 +419,7 @@ func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.
 	// how from the order. Anything else is the truth a replay must tell.
 	var decline *domain.DeclineError
 	final := (!errors.As(outcome, &decline) || decline.Code != domain.NotCharged) && !errors.Is(outcome, domain.ErrAmountMismatch)
-	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, s.Respond(o, outcome), final)
+	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), final)
 }
 
 // orphan hands a charge the order cannot take (a second success, a success

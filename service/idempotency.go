@@ -201,15 +201,17 @@ func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
 // request (webhook, recoverer). A final answer is replayed to the key from
 // then on, a decline included; one that is not final (nothing happened, the
 // customer may simply try again) leaves the key free to run again.
-func (s *Idempotency) Complete(ctx context.Context, scope, key string, r Response, final bool) error {
+// Only the record of a pay call for orderID is completed.
+func (s *Idempotency) Complete(ctx context.Context, scope, key, orderID string, r Response, final bool) error {
 	status := domain.RecordSucceeded
 	if r.Status >= 300 {
 		status = domain.RecordFailed
 	}
+	by := domain.CompletedInBackground
 	if !final {
-		return s.complete(ctx, Call{Scope: scope, Key: key}, status, r)
+		by = domain.CompletedByRequest // the key stays free to run again
 	}
-	if _, err := s.Records.CompleteInBackground(ctx, scope, key, status, r.Status, r.Body, s.Now()); err != nil {
+	if _, err := s.Records.CompleteInBackground(ctx, scope, key, orderID, status, r.Status, r.Body, by, s.Now()); err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
 	}
 	return nil

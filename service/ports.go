@@ -122,8 +122,9 @@ type RecordStore interface {
 	// status (succeeded or failed); it reports whether a row changed.
 	Complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int, body []byte, sealed bool, now time.Time) (bool, error)
 	// CompleteInBackground is Complete for an answer stored after the
-	// request ended (its payment settled by webhook or recoverer).
-	CompleteInBackground(ctx context.Context, scope, key string, status domain.RecordStatus, code int, body []byte, now time.Time) (bool, error)
+	// request ended (its payment settled by webhook or recoverer), marked
+	// as completed by; only a pay record for orderID is completed.
+	CompleteInBackground(ctx context.Context, scope, key, orderID string, status domain.RecordStatus, code int, body []byte, by string, now time.Time) (bool, error)
 	// Delete removes a processing record whose request never executed
 	// (validation failed), leaving the key free.
 	Delete(ctx context.Context, scope, key string) error

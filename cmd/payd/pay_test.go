@@ -244,3 +244,28 @@ func parallel(n int, fn func(i int) reply) []reply {
 	wg.Wait()
 	return out
 }
+
+// TestRecordStoredBeforeAnswer: the record holds the answer before the
+// caller has it, so a caller that retries the moment it hears a decline
+// makes a new attempt instead of waiting on a record still processing and
+// being handed the decline it already saw.
+func TestRecordStoredBeforeAnswer(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStack(t, dialect, nil)
+		_, token := s.register("fay@example.com")
+		for i := range 5 {
+			id := s.order(token, "3.00")
+			key := uuid.NewString()
+			method, wantStatus, wantRecord := "pm_declined", http.StatusPaymentRequired, "failed"
+			if i%2 == 1 {
+				method, wantStatus, wantRecord = "pm_ok", http.StatusOK, "succeeded"
+			}
+			if r := s.pay(token, id, key, method); r.Status != wantStatus {
+				t.Fatalf("pay(%s) = %d %s, want %d", method, r.Status, r.Body, wantStatus)
+			}
+			if n := s.count("idempotency_records WHERE idem_key = ? AND status = ?", key, wantRecord); n != 1 {
+				t.Errorf("record of %s right after its answer: %d rows %s, want 1", method, n, wantRecord)
+			}
+		}
+	})
+}

@@ -133,8 +133,13 @@ func (s *Server) Close() error {
 func (s *Server) loop(ctx context.Context, what string, pass func(context.Context) (int, error)) {
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
+	// A pass runs to its end even when Stop is called: the SQLite driver
+	// interrupts a query whose context is cancelled from a goroutine of its
+	// own that can still be reading the connection when Close frees it.
+	// Stop waits for the pass instead, bounded by the pass's own timeouts.
+	pctx := context.WithoutCancel(ctx)
 	for {
-		if _, err := pass(ctx); err != nil && ctx.Err() == nil {
+		if _, err := pass(pctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "sandbox worker pass failed", "worker", what, "err", err)
 		}
 		select {
