@@ -10,6 +10,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
@@ -130,6 +134,10 @@ type propOrderPlan struct {
 	Hostile  *propHostile
 	Events   []propEvents
 	ExpireAt time.Duration // 0: never forced past its expires_at
+	// ChargeAmount, when set, is what the provider really charges for
+	// every charge of the order, whatever payd asked: it approves less (or
+	// takes more) than asked, and its replies and events say so.
+	ChargeAmount string
 }
 
 type propKey struct{ Key, Method string }
@@ -160,7 +168,7 @@ var propMethods = []struct {
 	{"pm_async_fail", 10}, {"pm_timeout", 16}, {"pm_error", 10},
 }
 
-var propAmounts = []string{"0.50", "12.30", "99.99", "500.00", "1234.56"}
+var propOrderAmounts = []string{"0.50", "12.30", "99.99", "500.00", "1234.56"}
 
 func propMS(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
@@ -175,7 +183,7 @@ func newPropPlan(seed int64) propPlan {
 	}
 	n := 8 + r.IntN(5)
 	for i := range n {
-		o := &propOrderPlan{N: i, Customer: r.IntN(p.Customers), Amount: propAmounts[r.IntN(len(propAmounts))]}
+		o := &propOrderPlan{N: i, Customer: r.IntN(p.Customers), Amount: propOrderAmounts[r.IntN(len(propOrderAmounts))]}
 		nKeys := 1
 		if x := r.IntN(10); x >= 8 {
 			nKeys = 3
@@ -206,6 +214,12 @@ func newPropPlan(seed int64) propPlan {
 		}
 		if r.IntN(10) < 2 {
 			o.ExpireAt = propMS(1 + r.IntN(4000))
+		}
+		if r.IntN(10) == 0 {
+			o.ChargeAmount = "0.01"
+			if r.IntN(2) == 0 {
+				o.ChargeAmount = decimal.RequireFromString(o.Amount).Add(decimal.NewFromInt(1)).StringFixed(2)
+			}
 		}
 		p.Orders = append(p.Orders, o)
 	}
@@ -276,6 +290,9 @@ func (o *propOrderPlan) String() string {
 	if o.ExpireAt > 0 {
 		fmt.Fprintf(&b, " expire[@%v]", o.ExpireAt)
 	}
+	if o.ChargeAmount != "" {
+		fmt.Fprintf(&b, " provider charges %s instead", o.ChargeAmount)
+	}
 	return b.String()
 }
 
@@ -325,6 +342,8 @@ func runProperty(t *testing.T, dialect string, seed int64) {
 		c.Duplicates, c.Reorder, c.ReorderWindow = plan.Duplicates, plan.Reorder, 300*time.Millisecond
 		c.AsyncDelay, c.WebhookDelay, c.RetryBase, c.RetryMax = plan.AsyncDelay, plan.WebhookDelay, 50*time.Millisecond, time.Second
 	})
+	amounts := newPropAmounts(t, "http://"+s.sandboxL.Addr().String())
+	h.setTarget(amounts.url) // payd → hostile → amounts → sandbox
 	r := &propRun{t: t, s: s, h: h, plan: plan, client: &http.Client{Timeout: time.Minute}}
 
 	var customers, tokens []string
@@ -337,6 +356,9 @@ func runProperty(t *testing.T, dialect string, seed int64) {
 		o.id = s.order(o.token, op.Amount)
 		if op.Hostile != nil {
 			h.set(o.id, op.Hostile.Rule)
+		}
+		if op.ChargeAmount != "" {
+			amounts.set(o.id, op.ChargeAmount)
 		}
 		r.orders = append(r.orders, o)
 	}
@@ -618,6 +640,16 @@ func (r *propRun) facts(o *propOrder) propFacts {
 	return f
 }
 
+// hasDiscrepancy reports whether payd recorded a discrepancy of typ about chargeID.
+func (f propFacts) hasDiscrepancy(typ domain.DiscrepancyType, chargeID string) bool {
+	for _, d := range f.discs {
+		if d.Type == string(typ) && d.ChargeID == chargeID {
+			return true
+		}
+	}
+	return false
+}
+
 func propSucceeded(c provider.Charge) bool { return c.Status == provider.ChargeSucceeded }
 
 // propKept reports a successful charge the customer has not got back in full.
@@ -649,23 +681,40 @@ func (r *propRun) check(o *propOrder) []string {
 	var v []string
 	bad := func(format string, args ...any) { v = append(v, fmt.Sprintf(format, args...)) }
 
-	// 1. At most one successful charge that is not refunded.
+	// 1. At most one successful charge that is not refunded. A charge for
+	// another amount or currency than the order's can never pay it (SPEC
+	// §6); payd refunds it or records it as an amount_mismatch for an
+	// operator, and only then may it stay unrefunded.
 	var kept []provider.Charge
+	paidByMismatch := false
 	for _, c := range f.charges {
-		if propKept(c) {
+		if !propKept(c) {
+			continue
+		}
+		if c.Amount.Equal(f.order.Amount) && c.Currency == string(f.order.Currency) {
 			kept = append(kept, c)
+			continue
+		}
+		if !f.hasDiscrepancy(domain.AmountMismatch, c.ID) {
+			bad("a charge for another amount is refunded or recorded: charge %s (%s %s on a %s %s order) is neither refunded nor an amount_mismatch discrepancy",
+				c.ID, c.Amount, c.Currency, f.order.Amount, f.order.Currency)
+		}
+		if _, ours := f.attemptsOf(f.order.PayRequestID)[c.IdempotencyKey]; ours && propPaid(f.order.Status) {
+			paidByMismatch = true
+			bad("paid ⇔ exactly one successful charge of the order's amount: the order is %s by the attempt of charge %s, which took %s %s", f.order.Status, c.ID, c.Amount, c.Currency)
 		}
 	}
 	if len(kept) > 1 {
-		bad("at most one propKept successful charge: the provider holds %d (%s)", len(kept), propChargeIDs(kept))
+		bad("at most one unrefunded successful charge: the provider holds %d (%s)", len(kept), propChargeIDs(kept))
 	}
 
 	// 2. Paid ⇔ exactly one kept charge, and it is the paying request's, for
 	// the order's amount.
 	switch {
+	case propPaid(f.order.Status) && paidByMismatch: // said above
 	case propPaid(f.order.Status):
 		if len(kept) != 1 {
-			bad("paid ⇔ exactly one successful charge: order is %s but the provider holds %d propKept successful charges", f.order.Status, len(kept))
+			bad("paid ⇔ exactly one successful charge: order is %s but the provider holds %d unrefunded successful charges of its amount", f.order.Status, len(kept))
 			break
 		}
 		c := kept[0]
@@ -682,7 +731,7 @@ func (r *propRun) check(o *propOrder) []string {
 		bad("settled: order still processing")
 	default:
 		if len(kept) != 0 {
-			bad("%s ⇔ zero propKept successful charges: the provider holds %d (%s)", f.order.Status, len(kept), propChargeIDs(kept))
+			bad("%s ⇔ zero unrefunded successful charges: the provider holds %d (%s)", f.order.Status, len(kept), propChargeIDs(kept))
 		}
 	}
 
@@ -735,7 +784,7 @@ func (r *propRun) check(o *propOrder) []string {
 			}
 			for id := range mine {
 				if c, ok := chargeOf[id]; ok && propKept(c) {
-					bad("%s says declined; attempt %s holds the propKept successful charge %s", claim, id, c.ID)
+					bad("%s says declined; attempt %s holds the unrefunded successful charge %s", claim, id, c.ID)
 				}
 			}
 		case code == "payment_not_completed":
@@ -798,7 +847,17 @@ func (r *propRun) check(o *propOrder) []string {
 		}
 	}
 
-	// 7. What the pay calls answered live: 200 only for the order paid by
+	// 7. A definite refusal is no unknown outcome: when the provider
+	// refuses every charge of the order with a 4xx, no pay call answers 202.
+	if hp := o.plan.Hostile; hp != nil && hp.Rule.RefuseStatus >= 400 && hp.Rule.RefuseStatus < 500 && hp.Rule.Times == 0 {
+		for _, p := range o.replies {
+			if p.err == nil && p.status == http.StatusAccepted {
+				bad("a provider 4xx is a definite failure: the provider refused every charge with %d, yet pay %s answered 202", hp.Rule.RefuseStatus, p.key)
+			}
+		}
+	}
+
+	// 8. What the pay calls answered live: 200 only for the order paid by
 	// that request, and never an internal error.
 	for _, p := range o.replies {
 		switch {
@@ -900,4 +959,56 @@ func propErr(err error) string {
 		return ""
 	}
 	return "(" + err.Error() + ")"
+}
+
+// propAmounts is a provider that charges another amount than asked, per
+// order: a proxy in front of the sandbox that rewrites the amount of charge
+// requests, so the sandbox's books, its replies and its events all tell
+// the same (unwelcome) truth.
+type propAmounts struct {
+	url string
+	mu  sync.Mutex
+	by  map[string]string // order ID → amount really charged
+}
+
+func newPropAmounts(t *testing.T, target string) *propAmounts {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &propAmounts{by: map[string]string{}}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		if r.In.Method != http.MethodPost || r.In.URL.Path != "/v1/charges" {
+			return
+		}
+		body, err := io.ReadAll(r.In.Body)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if json.Unmarshal(body, &m) == nil {
+			id, _ := m["order_id"].(string)
+			a.mu.Lock()
+			amount, ok := a.by[id]
+			a.mu.Unlock()
+			if ok {
+				m["amount"] = amount
+				body, _ = json.Marshal(m)
+			}
+		}
+		r.Out.Body = io.NopCloser(bytes.NewReader(body))
+		r.Out.ContentLength = int64(len(body))
+	}}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	a.url = srv.URL
+	return a
+}
+
+func (a *propAmounts) set(orderID, amount string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.by[orderID] = amount
 }
