@@ -55,9 +55,9 @@ var (
 
 const (
 	// propLease is PAYD_LEASE; propProviderTimeout is one provider call's
-	// deadline, shorter than the lease as payd requires. Holds in the
-	// schedule are either well inside both or past the lease.
-	propLease           = 3 * time.Second
+	// deadline, which the lease must outlast by a margin (half of it). Holds
+	// in the schedule are either well inside both or past the lease.
+	propLease           = 4 * time.Second
 	propProviderTimeout = 2 * time.Second
 	propSettle          = 60 * time.Second
 )
@@ -126,14 +126,15 @@ type propPlan struct {
 
 // propOrderPlan is what happens to one order; every At is from the run's start.
 type propOrderPlan struct {
-	N        int
-	Customer int
-	Amount   string
-	Keys     []propKey
-	Pays     []propPay
-	Hostile  *propHostile
-	Events   []propEvents
-	ExpireAt time.Duration // 0: never forced past its expires_at
+	N         int
+	Customer  int
+	Amount    string
+	Keys      []propKey
+	Pays      []propPay
+	Hostile   *propHostile
+	Events    []propEvents
+	ExpireAt  time.Duration // 0: never forced past its expires_at
+	ExpireJob bool          // the expiry job runs right after ExpireAt (else within its period)
 	// ChargeAmount, when set, is what the provider really charges for
 	// every charge of the order, whatever payd asked: it approves less (or
 	// takes more) than asked, and its replies and events say so.
@@ -153,8 +154,8 @@ type propHostile struct {
 	HealAt time.Duration // 0: misbehaves for the whole run
 }
 
-// propEvents sends, at At, events about every finished charge the sandbox
-// holds for the order, shaped by a generator seeded with Seed.
+// propEvents sends, from At, events about every finished charge the
+// sandbox holds for the order, shaped by a generator seeded with Seed.
 type propEvents struct {
 	At   time.Duration
 	Seed uint64
@@ -208,12 +209,15 @@ func newPropPlan(seed int64) propPlan {
 		}
 		switch x := r.IntN(10); {
 		case x >= 8:
-			o.Events = append(o.Events, propEvents{At: propMS(300 + r.IntN(2500)), Seed: r.Uint64()}, propEvents{At: propMS(2500 + r.IntN(3500)), Seed: r.Uint64()})
+			o.Events = append(o.Events, propEvents{At: propMS(100 + r.IntN(1500)), Seed: r.Uint64()}, propEvents{At: propMS(2500 + r.IntN(3000)), Seed: r.Uint64()})
 		case x >= 3:
-			o.Events = append(o.Events, propEvents{At: propMS(300 + r.IntN(5500)), Seed: r.Uint64()})
+			o.Events = append(o.Events, propEvents{At: propMS(100 + r.IntN(4000)), Seed: r.Uint64()})
 		}
 		if r.IntN(10) < 2 {
-			o.ExpireAt = propMS(1 + r.IntN(4000))
+			// Past its expires_at, the order is paid again soon after; the
+			// expiry job runs at once or only later, as it would.
+			o.ExpireAt, o.ExpireJob = propMS(1+r.IntN(4000)), r.IntN(2) == 0
+			o.Pays = append(o.Pays, propPay{At: o.ExpireAt + propMS(50+r.IntN(450)), Key: r.IntN(nKeys)})
 		}
 		if r.IntN(10) == 0 {
 			o.ChargeAmount = "0.01"
@@ -288,7 +292,7 @@ func (o *propOrderPlan) String() string {
 		fmt.Fprintf(&b, " events[@%v]", e.At)
 	}
 	if o.ExpireAt > 0 {
-		fmt.Fprintf(&b, " expire[@%v]", o.ExpireAt)
+		fmt.Fprintf(&b, " expire[@%v job=%v]", o.ExpireAt, o.ExpireJob)
 	}
 	if o.ChargeAmount != "" {
 		fmt.Fprintf(&b, " provider charges %s instead", o.ChargeAmount)
@@ -431,53 +435,64 @@ func (r *propRun) pay(o *propOrder, k propKey) {
 	o.note(r, "pay %s %s -> %s", k.Key, k.Method, propDescribe(pr.status, pr.replayed, pr.body, err))
 }
 
-// events speaks for the provider: for every finished charge the sandbox
-// holds for the order, the true event, perhaps delivered twice under one
-// webhook-id, perhaps again under another id, and for a success perhaps a
-// contradicting payment.failed; all in a random order.
+// events speaks for the provider. From e.At it watches the sandbox (for a
+// few seconds at most) until the order has a finished charge, so its events
+// may race the sandbox's own; then, for every finished charge: the true
+// event, perhaps delivered twice under one webhook-id, perhaps again under
+// another id, and for a success perhaps a contradicting payment.failed,
+// often first; each after a random pause, so in any order.
 func (r *propRun) events(o *propOrder, e propEvents) {
 	rng := rand.New(rand.NewPCG(e.Seed, 1))
-	charges, err := r.s.sandbox.Charges(context.Background())
-	if err != nil {
-		o.note(r, "events: read sandbox: %v", err)
+	var final []provider.Charge
+	for deadline := time.Now().Add(4 * time.Second); len(final) == 0 && time.Now().Before(deadline); time.Sleep(15 * time.Millisecond) {
+		charges, err := r.s.sandbox.Charges(context.Background())
+		if err != nil {
+			o.note(r, "events: read sandbox: %v", err)
+			return
+		}
+		for _, c := range charges {
+			if c.OrderID == o.id && c.Status != provider.ChargePending {
+				final = append(final, c)
+			}
+		}
+	}
+	if len(final) == 0 {
+		o.note(r, "events: no finished charge at the provider")
 		return
 	}
 	type send struct {
 		id, typ string
 		p       payment
+		delay   time.Duration
 	}
 	var sends []send
-	defer func() {
-		if len(sends) == 0 {
-			o.note(r, "events: no finished charge at the provider yet")
-		}
-	}()
-	for _, c := range charges {
-		if c.OrderID != o.id || c.Status == provider.ChargePending {
-			continue
-		}
+	later := func() time.Duration { return propMS(30 + rng.IntN(300)) }
+	for _, c := range final {
 		p := payment{AttemptID: c.IdempotencyKey, ChargeID: c.ID, OrderID: o.id, Amount: c.Amount.StringFixed(2), Currency: c.Currency}
 		truth := "payment.succeeded"
 		if c.Status == provider.ChargeFailed {
 			truth = "payment.failed"
 		}
 		id := "evt_test_" + uuid.NewString()
-		sends = append(sends, send{id, truth, p})
+		sends = append(sends, send{id, truth, p, later()})
 		if rng.IntN(10) < 4 {
-			sends = append(sends, send{id, truth, p}) // the same delivery again
+			sends = append(sends, send{id, truth, p, later()}) // the same delivery again
 		}
 		if rng.IntN(10) < 3 {
-			sends = append(sends, send{"evt_test_" + uuid.NewString(), truth, p}) // the same news under another id
+			sends = append(sends, send{"evt_test_" + uuid.NewString(), truth, p, later()}) // the same news under another id
 		}
-		if c.Status == provider.ChargeSucceeded && rng.IntN(10) < 4 {
-			sends = append(sends, send{"evt_test_" + uuid.NewString(), "payment.failed", p}) // contradicts the provider's books
+		if c.Status == provider.ChargeSucceeded && rng.IntN(10) < 5 {
+			lie := send{"evt_test_" + uuid.NewString(), "payment.failed", p, later()} // contradicts the provider's books
+			if rng.IntN(2) == 0 {
+				lie.delay = 0 // before any other word about the charge
+			}
+			sends = append(sends, lie)
 		}
 	}
 	var wg sync.WaitGroup
 	for _, sd := range sends {
-		delay := propMS(rng.IntN(300))
 		wg.Go(func() {
-			time.Sleep(delay)
+			time.Sleep(sd.delay)
 			body := eventBody(r.t, sd.id, sd.typ, sd.p)
 			status, err := r.post(body, signedWebhook(r.t, sd.id, time.Now(), body))
 			o.note(r, "event %s %s for attempt %s (%s) -> %d %v", sd.id[:17], sd.typ, sd.p.AttemptID, sd.p.ChargeID, status, propErr(err))
@@ -502,7 +517,8 @@ func (r *propRun) post(body []byte, h http.Header) (int, error) {
 }
 
 // expire moves the order's expires_at into the past, as time would, and
-// runs what the expiry job runs. From then on the order may not be claimed.
+// may run what the expiry job runs. From then on the order may not be
+// claimed, whether or not the job has run.
 func (r *propRun) expire(o *propOrder) {
 	past := time.Now().UTC().Add(-time.Hour).Format("2006-01-02 15:04:05.000000")
 	if err := r.s.db.Gorm().Exec("UPDATE orders SET expires_at = ? WHERE id = ?", past, o.id).Error; err != nil {
@@ -512,6 +528,10 @@ func (r *propRun) expire(o *propOrder) {
 	o.mu.Lock()
 	o.expiredAt = time.Now()
 	o.mu.Unlock()
+	if !o.plan.ExpireJob {
+		o.note(r, "expires_at moved into the past")
+		return
+	}
 	ids, err := repository.NewOrderStore(r.s.db).ExpireDue(context.Background(), time.Now(), 500)
 	o.note(r, "expires_at moved into the past; expiry job expired %v %v", ids, propErr(err))
 }
