@@ -1023,6 +1023,8 @@ func newPropAmounts(t *testing.T, target string) *propAmounts {
 		}
 		r.Out.Body = io.NopCloser(bytes.NewReader(body))
 		r.Out.ContentLength = int64(len(body))
+	}, ErrorHandler: func(http.ResponseWriter, *http.Request, error) {
+		panic(http.ErrAbortHandler) // a reply the provider lost (pm_timeout) stays lost
 	}}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
