@@ -572,7 +572,11 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	}
 	g := r.s.db.Gorm()
 	var busy []string
-	if err := g.Raw("SELECT id FROM orders WHERE status = 'processing' AND id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+	// An order held for an operator (SPEC §6: a charge for another amount is
+	// never applied; payd may leave it to an operator) is settled as far as
+	// payd can take it alone.
+	if err := g.Raw(`SELECT id FROM orders WHERE status = 'processing' AND id IN ? AND id NOT IN
+		(SELECT order_id FROM discrepancies WHERE type = 'amount_mismatch' AND status = 'open' AND order_id IS NOT NULL)`, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
 		return fmt.Sprintf("orders processing: %v %v", busy, propErr(err))
 	}
 	if err := g.Raw("SELECT id FROM payment_attempts WHERE status IN ('started', 'unknown') AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
@@ -673,6 +677,17 @@ func (f propFacts) hasDiscrepancy(typ domain.DiscrepancyType, chargeID string) b
 	return false
 }
 
+// openMismatch reports whether an amount_mismatch about the order waits
+// for an operator.
+func (f propFacts) openMismatch() bool {
+	for _, d := range f.discs {
+		if d.Type == string(domain.AmountMismatch) && d.Status == string(domain.DiscrepancyOpen) {
+			return true
+		}
+	}
+	return false
+}
+
 func propSucceeded(c provider.Charge) bool { return c.Status == provider.ChargeSucceeded }
 
 // propKept reports a successful charge the customer has not got back in full.
@@ -750,6 +765,12 @@ func (r *propRun) check(o *propOrder) []string {
 		if !c.Amount.Equal(f.order.Amount) || c.Currency != string(f.order.Currency) {
 			bad("paid ⇔ exactly one successful charge: charge %s is %s %s, the order %s %s", c.ID, c.Amount, c.Currency, f.order.Amount, f.order.Currency)
 		}
+	case f.order.Status == domain.StatusProcessing && f.openMismatch():
+		// Held for an operator, who refunds or applies the charge; until
+		// then no charge of the order's amount may be kept.
+		if len(kept) != 0 {
+			bad("an order held for an operator keeps no payment: the provider holds %d unrefunded successful charges of its amount (%s)", len(kept), propChargeIDs(kept))
+		}
 	case f.order.Status == domain.StatusProcessing:
 		bad("settled: order still processing")
 	default:
@@ -818,6 +839,10 @@ func (r *propRun) check(o *propOrder) []string {
 				if c, ok := chargeOf[id]; ok && propSucceeded(c) && !a.CreatedAt.After(rec.UpdatedAt) {
 					bad("%s says nothing was charged; attempt %s (before the reply) has the successful charge %s (refunded %s)", claim, id, c.ID, c.RefundedAmount)
 				}
+			}
+		case code == "payment_amount_mismatch":
+			if f.paidBy(k.Key) || !f.openMismatch() {
+				bad("%s says the charge is held for another amount; the order is %s by %q, open amount_mismatch: %v", claim, f.order.Status, f.order.PayRequestID, f.openMismatch())
 			}
 		case code == "order_already_paid":
 			if !propPaid(f.order.Status) || f.order.PayRequestID == k.Key {
