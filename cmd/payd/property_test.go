@@ -248,7 +248,7 @@ func propPickMethod(r *rand.Rand) string {
 }
 
 func newPropHostile(r *rand.Rand) *propHostile {
-	hold := []time.Duration{time.Second, propLease + time.Second}[r.IntN(2)]
+	hold := []time.Duration{time.Second, propLease + 2500*time.Millisecond}[r.IntN(2)] // inside the lease, or past it and the recoverer's next pass
 	heal := func() time.Duration {
 		if r.IntN(2) == 0 {
 			return 0
