@@ -11,10 +11,11 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// TestRenderPayOnlyPaidIs200: a pay reply is 200 only for an order the
-// request got paid; processing is 202, and an order left pending, another
-// request's payment or a closed order is a problem, never a 200 that a
-// client would take for success.
+// TestRenderPayOnlyPaidIs200: a pay reply is 200 only for a paid order;
+// processing is 202, and an order left pending or a closed order is a
+// problem, never a 200 that a client would take for success. (That the
+// paid order is the caller's own payment is Checkout.Pay's to decide:
+// TestPayAnswersItsOwnPayment.)
 func TestRenderPayOnlyPaidIs200(t *testing.T) {
 	now := time.Now().UTC()
 	order := func(s domain.OrderStatus) domain.Order {

@@ -87,7 +87,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 			}
 			if claimed {
 				s.fault("after_claim")
-				return s.charge(ctx, o, a, true)
+				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
 			}
 			continue // someone changed the order between our read and our claim: decide from a fresh read
 		}
@@ -95,11 +95,24 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 			return domain.Order{}, err
 		}
 		if o.Status == domain.StatusProcessing {
-			return s.recover(ctx, o, r.RequestID)
+			return ownOutcome(r.RequestID)(s.recover(ctx, o, r.RequestID))
 		}
 		return o, nil // paid (or since refunded) by this very request ID
 	}
 	return domain.Order{}, domain.ErrPaymentInProgress
+}
+
+// ownOutcome makes sure a pay request is answered about its own payment:
+// when the order ended up paid or claimed by another request (this
+// request's charge then went back as one the order could not take), the
+// caller gets that conflict, not the other payment's success.
+func ownOutcome(requestID string) func(domain.Order, error) (domain.Order, error) {
+	return func(o domain.Order, err error) (domain.Order, error) {
+		if err != nil {
+			return o, err
+		}
+		return o, o.PayOutcome(requestID)
+	}
 }
 
 // claim takes the order for r (pending → processing, recording the request

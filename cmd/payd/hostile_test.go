@@ -290,3 +290,30 @@ func TestHostileProviderObeys(t *testing.T) {
 		t.Errorf("rewritten reply: amount = %s, want 0.01", got)
 	}
 }
+
+// TestPayAnswersItsOwnPayment: a pay request whose charge succeeds after
+// the order was paid by another request's charge gets 409
+// order_already_paid — its own charge goes back as a duplicate — never a
+// 200 that reports someone else's payment as its own.
+func TestPayAnswersItsOwnPayment(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, nil, silentSandbox)
+		_, token := s.register("own@example.com")
+		id := s.order(token, "7.00")
+		h.set(id, hostileRule{HoldReply: 700 * time.Millisecond})
+		got := make(chan reply, 1)
+		go func() { got <- s.pay(token, id, "k-own", "pm_ok") }()
+		eventually(t, 5*time.Second, "the charge reaches the provider", func() bool { return s.charges(id) == 1 })
+		// Another payment of the order won meanwhile (as payd's books say).
+		if err := s.db.Gorm().Exec("UPDATE orders SET status = 'paid', pay_request_id = 'k-other' WHERE id = ?", id).Error; err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.Status != http.StatusConflict || r.code(t) != "order_already_paid" {
+			t.Errorf("pay whose charge lost to another payment = %d %s, want 409 order_already_paid", r.Status, r.Body)
+		}
+		if n := s.count("refunds WHERE order_id = ?", id); n != 1 {
+			t.Errorf("refunds of the losing charge = %d, want 1", n)
+		}
+	})
+}
