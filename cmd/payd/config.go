@@ -47,7 +47,8 @@ type config struct {
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
 
-	generated []string // names of secrets made up at start (development only)
+	generated   []string // names of secrets made up at start (development only)
+	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
 }
 
 // setting ties one config field to its variable, flag and default.

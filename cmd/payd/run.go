@@ -45,6 +45,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
+		if err := cfg.keepDevSecrets(); err != nil {
+			return err
+		}
 		return serve(ctx, cfg, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args, getenv, stdout, stderr)

@@ -15,13 +15,20 @@ func printWelcome(w io.Writer, cfg config, base string) {
 	}
 	for _, name := range cfg.generated {
 		val := map[string]string{"PAYD_ADMIN_TOKEN": cfg.AdminToken, "PAYD_WEBHOOK_SECRET": cfg.WebhookSecret, "PAYD_SECRET_KEY": cfg.SecretKey}[name]
-		fmt.Fprintf(w, "  %s=%s  (made up for this run; set it to keep it)\n", name, val)
+		if cfg.secretsFile == "" {
+			fmt.Fprintf(w, "  %s=%s  (made up for this run; set it to keep it)\n", name, val)
+			continue
+		}
+		fmt.Fprintf(w, "  %s=%s\n", name, val)
+	}
+	if cfg.secretsFile != "" {
+		fmt.Fprintf(w, "  (development secrets kept in %s, mode 0600, and reused at every start; a variable set wins)\n", cfg.secretsFile)
 	}
 	provider := "sandbox in-process (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error)"
 	if cfg.ProviderURL != "" {
 		provider = cfg.ProviderURL
 	}
-	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  checkout page: %s/checkout\n\n", cfg.DatabaseURL, provider, base)
+	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  checkout page: %s/checkout\n\n", redactURL(cfg.DatabaseURL), provider, base)
 	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "BASE", base))
 }
 
