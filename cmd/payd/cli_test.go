@@ -98,12 +98,14 @@ func TestSQLiteMissingFolder(t *testing.T) {
 	}
 }
 
-// TestBannerMasksPassword: the development banner prints the database URL
-// without its password.
+// TestBannerMasksPassword: the development banner prints the database and
+// provider URLs without their passwords.
 func TestBannerMasksPassword(t *testing.T) {
 	var b bytes.Buffer
-	printWelcome(&b, config{Env: "development", DatabaseURL: "mysql://payd:hunter2-Secret@db:3306/payd"}, "http://127.0.0.1:8080")
-	if strings.Contains(b.String(), "hunter2-Secret") || !strings.Contains(b.String(), "mysql://payd:xxxxx@db:3306/payd") {
+	printWelcome(&b, config{Env: "development", DatabaseURL: "mysql://payd:hunter2-Secret@db:3306/payd",
+		ProviderURL: "https://acct:Provider-Pass@psp.example/v1"}, "http://127.0.0.1:8080")
+	if strings.Contains(b.String(), "hunter2-Secret") || !strings.Contains(b.String(), "mysql://payd:xxxxx@db:3306/payd") ||
+		strings.Contains(b.String(), "Provider-Pass") {
 		t.Errorf("banner:\n%s\nwant the database URL with its password masked", b.String())
 	}
 }

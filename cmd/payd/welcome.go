@@ -26,7 +26,7 @@ func printWelcome(w io.Writer, cfg config, base string) {
 	}
 	provider := "sandbox in-process (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error)"
 	if cfg.ProviderURL != "" {
-		provider = cfg.ProviderURL
+		provider = redactURL(cfg.ProviderURL)
 	}
 	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  checkout page: %s/checkout\n\n", redactURL(cfg.DatabaseURL), provider, base)
 	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "@URL@", base))
