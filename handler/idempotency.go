@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -63,6 +64,11 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 			}
 			c.Set(ctxFingerprint, call.Fingerprint())
 			start, err := m.Engine.Begin(c.Request().Context(), call)
+			if errors.Is(err, service.ErrStoredResponseUnreadable) {
+				// The caller gets 410; the operator learns why (the key changed).
+				m.Log.WarnContext(c.Request().Context(), "stored response unreadable: was PAYD_SECRET_KEY changed?", "err", err,
+					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+			}
 			if err != nil {
 				return err
 			}

@@ -93,6 +93,7 @@ var errorTable = []errorRow{
 	{domain.ErrDiscrepancyNotFound, http.StatusNotFound, "discrepancy_not_found", "Discrepancy not found"},
 	{domain.ErrAlreadyResolved, http.StatusConflict, "discrepancy_already_resolved", "Discrepancy already resolved"},
 	{domain.ErrResolutionNotApplicable, http.StatusConflict, "resolution_not_applicable", "Resolution not applicable"},
+	{service.ErrStoredResponseUnreadable, http.StatusGone, "stored_response_unreadable", "Stored response unreadable"},
 }
 
 // details gives each domain error a sentence a customer can read.
@@ -122,6 +123,7 @@ var details = map[string]string{
 	"discrepancy_not_found":        "There is no such discrepancy.",
 	"discrepancy_already_resolved": "This discrepancy was already resolved with another action.",
 	"resolution_not_applicable":    "This action does not fit this discrepancy; choose another.",
+	"stored_response_unreadable":   "The answer stored for this idempotency key was sealed with a secret key this server no longer has, so it cannot be replayed; the request was not executed again. Its token, if any, no longer works either.",
 }
 
 // toProblem turns any error into the problem the client sees; ok is false

@@ -11,9 +11,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,6 +77,9 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, errors.New("open database: sqlite URL takes no parameters")
 	}
+	if err := checkSQLiteFolder(path); err != nil {
+		return nil, err
+	}
 	sqlDB, err := sql.Open(sqlite.DriverName, path+"?"+sqlitePragmas)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
@@ -92,6 +98,26 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// checkSQLiteFolder reports a database file whose folder is missing or is
+// not a folder: SQLite would say only "out of memory (14)". SQLite creates
+// the file, never its folder.
+func checkSQLiteFolder(path string) error {
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("open sqlite database %s: the folder %s does not exist (create it, or choose another path)", path, dir)
+	case err != nil:
+		return fmt.Errorf("open sqlite database %s: folder %s: %w", path, dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("open sqlite database %s: %s is not a folder", path, dir)
+	}
+	return nil
 }
 
 // useWAL puts the database file in WAL mode, so readers run beside the one

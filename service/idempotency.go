@@ -56,6 +56,12 @@ type Start struct {
 	TookOver bool
 }
 
+// ErrStoredResponseUnreadable: the answer stored under a key was sealed
+// with a secret key payd no longer has (PAYD_SECRET_KEY changed), so it
+// cannot be replayed. The request is not executed again either: a second
+// registration would create nothing, a second payment might charge twice.
+var ErrStoredResponseUnreadable = errors.New("stored response cannot be opened")
+
 // InUseError is domain.ErrKeyInUse with the time after which a retry may
 // find the original finished or its lease expired.
 type InUseError struct{ RetryAfter time.Duration }
@@ -166,7 +172,7 @@ func (s *Idempotency) replay(rec domain.Record) (Start, error) {
 	if rec.Sealed {
 		var err error
 		if body, err = s.Sealer.Open(body); err != nil {
-			return Start{}, fmt.Errorf("open stored response of %s: %w", rec.Key, err)
+			return Start{}, fmt.Errorf("%w: %s: %w", ErrStoredResponseUnreadable, rec.Key, err)
 		}
 	}
 	s.observe("replayed")

@@ -47,7 +47,8 @@ type config struct {
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
 
-	generated []string // names of secrets made up at start (development only)
+	generated   []string // names of secrets made up at start (development only)
+	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
 }
 
 // setting ties one config field to its variable, flag and default.
@@ -62,7 +63,7 @@ func (c *config) settings(sub string) []setting {
 	if sub == "sandbox" {
 		sandboxAddr = "127.0.0.1:8081"
 	}
-	return []setting{
+	return append([]setting{
 		{"PAYD_ENV", "env", "development", "development or production", &c.Env, nil},
 		{"PAYD_ADDR", "addr", "127.0.0.1:8080", "listen address (:0 picks a free port)", &c.Addr, nil},
 		{"PAYD_DATABASE_URL", "database-url", "sqlite://payd.db", "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB", &c.DatabaseURL, nil},
@@ -88,20 +89,36 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
-		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil},
-	}
+	}, testSettings(c)...)
 }
 
-// loadConfig reads the environment, then the flags of subcommand sub.
-func loadConfig(sub string, args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	var c config
+// flagsOf lists the settings a subcommand other than serve takes as flags
+// (serve takes them all): each subcommand's help shows only its own. The
+// others still read their variables, so checks see the same values.
+var flagsOf = map[string]map[string]bool{
+	"sandbox": {"PAYD_ENV": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SANDBOX_ADDR": true, "PAYD_SANDBOX_DATABASE_URL": true,
+		"PAYD_SANDBOX_WEBHOOK_URL": true, "PAYD_SANDBOX_ASYNC_DELAY": true, "PAYD_SANDBOX_DUPLICATES": true,
+		"PAYD_SANDBOX_REORDER": true, "PAYD_LOG_LEVEL": true},
+	"migrate": {"PAYD_ENV": true, "PAYD_DATABASE_URL": true, "PAYD_LOG_LEVEL": true},
+}
+
+// flagSet declares the flags of subcommand sub on c, each defaulting to its
+// variable, else its default; durations are returned as text to parse.
+func (c *config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet, map[string]*string) {
 	fs := flag.NewFlagSet("payd "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	durs := map[string]*string{}
 	for _, s := range c.settings(sub) {
 		val := s.def
 		if v := getenv(s.env); v != "" {
 			val = v
+		}
+		if only, ok := flagsOf[sub]; ok && !only[s.env] {
+			if s.str != nil {
+				*s.str = val
+			} else {
+				durs[s.env] = &val
+			}
+			continue
 		}
 		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
 		if s.str != nil {
@@ -110,11 +127,16 @@ func loadConfig(sub string, args []string, getenv func(string) string, stderr io
 		}
 		durs[s.env] = fs.String(s.flag, val, usage)
 	}
-	if err := fs.Parse(args); err != nil {
+	return fs, durs
+}
+
+// loadConfig reads the environment, then the flags of subcommand sub. -h
+// describes sub on help and returns errHelpShown.
+func loadConfig(sub string, args []string, getenv func(string) string, help io.Writer) (config, error) {
+	var c config
+	fs, durs := c.flagSet(sub, getenv)
+	if err := parseFlags(fs, sub, args, help); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	for _, s := range c.settings(sub) {
 		if s.dur == nil {

@@ -35,7 +35,8 @@ func TestConfigProduction(t *testing.T) {
 		{"missing admin token", "serve", map[string]string{"PAYD_ADMIN_TOKEN": ""}, nil, "PAYD_ADMIN_TOKEN"},
 		{"short secret key", "serve", map[string]string{"PAYD_SECRET_KEY": "short"}, nil, "PAYD_SECRET_KEY"},
 		{"placeholder webhook secret", "serve", map[string]string{"PAYD_WEBHOOK_SECRET": "whsec_change-me-change-me-change-me"}, nil, "PAYD_WEBHOOK_SECRET"},
-		{"fault switch", "serve", map[string]string{"PAYD_TEST_FAULT": "after_claim"}, nil, "PAYD_TEST_FAULT"},
+		// Only a paydfault build knows the switch; a shipped build ignores the variable.
+		{"fault switch", "serve", map[string]string{"PAYD_TEST_FAULT": "after_claim"}, nil, map[bool]string{true: "PAYD_TEST_FAULT"}[faultBuild]},
 		{"webhook secret without prefix", "serve", map[string]string{"PAYD_WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwxyz"}, nil, "whsec_"},
 		{"sandbox needs no admin token", "sandbox", map[string]string{"PAYD_ADMIN_TOKEN": "", "PAYD_SECRET_KEY": ""}, nil, ""},
 		{"sandbox needs the webhook secret", "sandbox", map[string]string{"PAYD_WEBHOOK_SECRET": ""}, nil, "PAYD_WEBHOOK_SECRET"},

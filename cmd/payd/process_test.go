@@ -32,11 +32,14 @@ var paydBinary struct {
 	skip string
 }
 
-// TestMain removes the payd binary the process tests built, if any.
+// TestMain removes the payd binaries the tests built, if any.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if paydBinary.dir != "" {
 		_ = os.RemoveAll(paydBinary.dir)
+	}
+	if shippedBinary.path != "" {
+		_ = os.RemoveAll(filepath.Dir(shippedBinary.path))
 	}
 	os.Exit(code)
 }
@@ -55,7 +58,8 @@ func paydExecutable(t *testing.T) string {
 			return
 		}
 		paydBinary.path = filepath.Join(paydBinary.dir, "payd")
-		out, err := exec.Command(goTool, "build", "-o", paydBinary.path, ".").CombinedOutput()
+		// paydfault: the crash tests kill payd at a payment step (PAYD_TEST_FAULT).
+		out, err := exec.Command(goTool, "build", "-tags", "paydfault", "-o", paydBinary.path, ".").CombinedOutput()
 		if err != nil {
 			paydBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,42 +22,58 @@ import (
 	"github.com/payd/payd/service"
 )
 
-const usage = `usage: payd [serve|migrate up|migrate status|sandbox] [flags]
-
-  serve           run the HTTP API (default)
-  migrate up      apply pending database migrations
-  migrate status  list migrations and whether they are applied
-  sandbox         run the sandbox payment provider on its own
-
-Every flag has an environment variable; see payd serve -h.`
-
-// run is payd's whole life: parse the command line, then serve, migrate or
-// run the sandbox until ctx ends. End-to-end tests call it on port 0.
+// run is payd's whole life: parse the command line, then serve, migrate,
+// run the sandbox or the demo until ctx ends. End-to-end tests call it on
+// port 0. Help that was asked for is a success.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, errHelpShown) {
+		return nil
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	sub := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sub, args = args[0], args[1:]
+	if len(args) > 0 {
+		switch a := args[0]; {
+		case a == "-h" || a == "-help" || a == "--help":
+			printUsage(stdout)
+			return nil
+		case !strings.HasPrefix(a, "-"):
+			sub, args = a, args[1:]
+		}
 	}
 	switch sub {
 	case "serve":
-		cfg, err := loadConfig(sub, args, getenv, stderr)
+		cfg, err := loadConfig(sub, args, getenv, stdout)
 		if err != nil {
+			return err
+		}
+		if err := cfg.keepDevSecrets(); err != nil {
 			return err
 		}
 		return serve(ctx, cfg, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args, getenv, stdout, stderr)
 	case "sandbox":
-		cfg, err := loadConfig(sub, args, getenv, stderr)
+		cfg, err := loadConfig(sub, args, getenv, stdout)
 		if err != nil {
 			return err
 		}
 		return runSandbox(ctx, cfg, stdout, stderr)
-	case "help":
-		fmt.Fprintln(stdout, usage)
+	case "demo":
+		return demo(ctx, args, stdout)
+	case "version":
+		if err := parseFlags(flag.NewFlagSet("payd version", flag.ContinueOnError), sub, args, stdout); err != nil {
+			return err
+		}
+		printVersion(stdout)
 		return nil
+	case "help":
+		return help(args, stdout)
 	}
-	return fmt.Errorf("unknown command %q\n%s", sub, usage)
+	return fmt.Errorf("unknown command %q: run 'payd help' for the list", sub)
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
@@ -73,19 +88,26 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
-		return errors.New("usage: payd migrate up|status")
+	if len(args) > 0 && (args[0] == "up" || args[0] == "status") {
+		cfg, err := loadConfig("migrate", args[1:], getenv, stdout)
+		if err != nil {
+			return err
+		}
+		return migrateDB(ctx, args[0], cfg, stdout)
 	}
-	cfg, err := loadConfig("migrate", args[1:], getenv, stderr)
-	if err != nil {
+	if _, err := loadConfig("migrate", args, getenv, stdout); err != nil { // -h
 		return err
 	}
+	return errors.New("usage: payd migrate up|status (run 'payd help migrate')")
+}
+
+func migrateDB(ctx context.Context, action string, cfg config, stdout io.Writer) error {
 	db, err := repository.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if args[0] == "up" {
+	if action == "up" {
 		if err := repository.Migrate(ctx, db); err != nil {
 			return err
 		}
@@ -277,20 +299,6 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
 	}
 	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
-}
-
-// faultInjector kills the process, as kill -9 would, when a payment reaches
-// the named point. Only tests set PAYD_TEST_FAULT (refused in production).
-func faultInjector(point string) func(string) {
-	if point == "" {
-		return nil
-	}
-	return func(at string) {
-		if at == point {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // the signal is on its way; nothing more may happen
-		}
-	}
 }
 
 func ready(ctx context.Context, db *repository.DB) error {

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// runArgs runs payd's run with args and no PAYD_* settings, returning what
+// it printed and its error.
+func runArgs(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// TestHelpDescribesEachSubcommand: -h, --help, help and help SUBCOMMAND
+// succeed and describe that subcommand with its own flags only; the
+// test-only fault switch is in no help of a build without the paydfault tag.
+func TestHelpDescribesEachSubcommand(t *testing.T) {
+	tests := []struct {
+		args          []string
+		want, notWant []string
+	}{
+		{[]string{"-h"}, []string{"serve", "migrate", "sandbox", "demo", "version", "help"}, nil},
+		{[]string{"--help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
+		{[]string{"help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
+		{[]string{"help", "serve"}, []string{"payd serve", "-admin-token", "-lease", "PAYD_LEASE"}, []string{"\n  -url "}},
+		{[]string{"serve", "-h"}, []string{"payd serve", "-admin-token"}, nil},
+		{[]string{"serve", "--help"}, []string{"payd serve", "-admin-token"}, nil},
+		{[]string{"sandbox", "-h"}, []string{"payd sandbox", "-sandbox-addr", "-webhook-secret"}, []string{"-admin-token", "-secret-key", "-lease", "-provider-url"}},
+		{[]string{"help", "sandbox"}, []string{"payd sandbox", "-sandbox-addr"}, []string{"-admin-token"}},
+		{[]string{"migrate", "-h"}, []string{"payd migrate up|status", "-database-url"}, []string{"-admin-token", "-sandbox-addr"}},
+		{[]string{"migrate", "up", "-h"}, []string{"payd migrate up|status", "-database-url"}, []string{"-admin-token"}},
+		{[]string{"help", "migrate"}, []string{"payd migrate", "-database-url"}, []string{"-admin-token"}},
+		{[]string{"demo", "-h"}, []string{"payd demo", "-url", "http://127.0.0.1:8080"}, []string{"-admin-token", "-database-url"}},
+		{[]string{"help", "demo"}, []string{"payd demo", "-url"}, nil},
+		{[]string{"help", "version"}, []string{"payd version"}, []string{"-admin-token"}},
+		{[]string{"version", "-h"}, []string{"payd version"}, nil},
+		{[]string{"help", "help"}, []string{"payd help"}, nil},
+	}
+	for _, tt := range tests {
+		out, errOut, err := runArgs(t, tt.args...)
+		if err != nil {
+			t.Errorf("payd %s = %v, want success (exit 0)", strings.Join(tt.args, " "), err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("payd %s printed no %q:\n%s%s", strings.Join(tt.args, " "), w, out, errOut)
+			}
+		}
+		for _, w := range append(tt.notWant, "test-fault", "PAYD_TEST_FAULT") {
+			if strings.Contains(out+errOut, w) {
+				t.Errorf("payd %s printed %q:\n%s", strings.Join(tt.args, " "), w, out)
+			}
+		}
+	}
+}
+
+// TestCLIRefusals: an unknown subcommand, an unknown help topic and a flag
+// of another subcommand fail, and say where help is.
+func TestCLIRefusals(t *testing.T) {
+	for _, args := range [][]string{{"bogus"}, {"help", "bogus"}, {"sandbox", "-admin-token", "x"}, {"migrate", "down"}, {"serve", "-test-fault", "after_claim"}} {
+		_, _, err := runArgs(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "payd help") {
+			t.Errorf("payd %s = %v, want an error pointing at payd help", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestVersionPrintsBuildInfo: payd version names the module and Go.
+func TestVersionPrintsBuildInfo(t *testing.T) {
+	out, _, err := runArgs(t, "version")
+	if err != nil || !strings.Contains(out, "github.com/payd/payd") || !strings.Contains(out, "go1.") {
+		t.Errorf("payd version = %v %q, want the module path and the Go version", err, out)
+	}
+}
+
+// TestSQLiteMissingFolder: a SQLite URL in a folder that does not exist is
+// refused with that reason, not the driver's "out of memory (14)".
+func TestSQLiteMissingFolder(t *testing.T) {
+	for _, args := range [][]string{{"migrate", "up", "-database-url", "sqlite:///no/such/dir/x.db"},
+		{"serve", "-addr", "127.0.0.1:0", "-database-url", "sqlite:///no/such/dir/x.db"}} {
+		_, _, err := runArgs(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "/no/such/dir") || !strings.Contains(err.Error(), "does not exist") ||
+			strings.Contains(err.Error(), "out of memory") {
+			t.Errorf("payd %s = %v, want: the folder /no/such/dir does not exist", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestBannerMasksPassword: the development banner prints the database and
+// provider URLs without their passwords.
+func TestBannerMasksPassword(t *testing.T) {
+	var b bytes.Buffer
+	printWelcome(&b, config{Env: "development", DatabaseURL: "mysql://payd:hunter2-Secret@db:3306/payd",
+		ProviderURL: "https://acct:Provider-Pass@psp.example/v1"}, "http://127.0.0.1:8080")
+	if strings.Contains(b.String(), "hunter2-Secret") || !strings.Contains(b.String(), "mysql://payd:xxxxx@db:3306/payd") ||
+		strings.Contains(b.String(), "Provider-Pass") {
+		t.Errorf("banner:\n%s\nwant the database URL with its password masked", b.String())
+	}
+}
+
+// shippedBinary is payd built as it ships: no build tags, VCS stamping on
+// where git can provide it (whatever GOFLAGS says).
+var shippedBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func shippedExecutable(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not available to build payd: " + err.Error())
+	}
+	shippedBinary.once.Do(func() {
+		dir, err := os.MkdirTemp("", "payd-shipped-")
+		if err != nil {
+			shippedBinary.err = err
+			return
+		}
+		shippedBinary.path = filepath.Join(dir, "payd")
+		if out, err := exec.Command(goTool, "build", "-buildvcs=auto", "-o", shippedBinary.path, ".").CombinedOutput(); err != nil {
+			shippedBinary.err = errors.New(string(out))
+		}
+	})
+	if shippedBinary.err != nil {
+		t.Fatalf("build payd: %v", shippedBinary.err)
+	}
+	return shippedBinary.path
+}
+
+// TestShippedBinaryCLI runs the binary a user gets: help exits 0 and never
+// mentions the fault switch, which it does not accept; version prints the
+// VCS revision; errors exit 1.
+func TestShippedBinaryCLI(t *testing.T) {
+	exe := shippedExecutable(t)
+	tests := []struct {
+		args     []string
+		exit     int
+		want     string
+		absent   string
+		inStderr bool
+	}{
+		{[]string{"-h"}, 0, "\n  demo ", "test-fault", false},
+		{[]string{"--help"}, 0, "\n  version ", "test-fault", false},
+		{[]string{"help", "serve"}, 0, "-admin-token", "test-fault", false},
+		{[]string{"serve", "-h"}, 0, "-admin-token", "test-fault", false},
+		{[]string{"sandbox", "--help"}, 0, "-sandbox-addr", "-admin-token", false},
+		{[]string{"version"}, 0, "github.com/payd/payd", "", false},
+		{[]string{"serve", "-test-fault", "after_claim"}, 1, "flag provided but not defined: -test-fault", "", true},
+		{[]string{"bogus"}, 1, "unknown command", "", true},
+		{[]string{"migrate", "up", "-database-url", "sqlite:///no/such/dir/x.db"}, 1, "does not exist", "out of memory", true},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command(exe, tt.args...)
+		cmd.Dir = t.TempDir()
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		_ = cmd.Run()
+		got, text := cmd.ProcessState.ExitCode(), out.String()
+		if tt.inStderr {
+			text = errOut.String()
+		}
+		name := "payd " + strings.Join(tt.args, " ")
+		if got != tt.exit {
+			t.Errorf("%s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", name, got, tt.exit, out.String(), errOut.String())
+		}
+		if !strings.Contains(text, tt.want) || tt.absent != "" && strings.Contains(out.String()+errOut.String(), tt.absent) {
+			t.Errorf("%s printed:\n%s\nwant %q and no %q", name, text, tt.want, tt.absent)
+		}
+	}
+	// The revision the toolchain stamped (none from a git worktree, whose
+	// .git is a file, or with -buildvcs=false) is the one payd prints.
+	bi, err := buildinfo.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "revision  unknown"
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			want = "revision  " + s.Value
+		}
+	}
+	if out, _ := exec.Command(exe, "version").Output(); !strings.Contains(string(out), want) || !strings.Contains(string(out), bi.Main.Path) {
+		t.Errorf("payd version = %q, want %q and the module %s", out, want, bi.Main.Path)
+	}
+}

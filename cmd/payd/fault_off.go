@@ -1,0 +1,11 @@
+//go:build !paydfault
+
+package main
+
+// The shipped build: no fault injection (see fault_on.go).
+
+const faultBuild = false
+
+func testSettings(*config) []setting { return nil }
+
+func faultInjector(string) func(string) { return nil }
