@@ -70,16 +70,19 @@ func (e AttemptStatus) Valid() bool {
 
 // Defines values for DiscrepancyResolution.
 const (
-	DiscrepancyResolutionApply       DiscrepancyResolution = "apply"
-	DiscrepancyResolutionIgnore      DiscrepancyResolution = "ignore"
-	DiscrepancyResolutionLessThannil DiscrepancyResolution = "<nil>"
-	DiscrepancyResolutionRefund      DiscrepancyResolution = "refund"
+	DiscrepancyResolutionApply        DiscrepancyResolution = "apply"
+	DiscrepancyResolutionAutoRefunded DiscrepancyResolution = "auto_refunded"
+	DiscrepancyResolutionIgnore       DiscrepancyResolution = "ignore"
+	DiscrepancyResolutionLessThannil  DiscrepancyResolution = "<nil>"
+	DiscrepancyResolutionRefund       DiscrepancyResolution = "refund"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyResolution enum.
 func (e DiscrepancyResolution) Valid() bool {
 	switch e {
 	case DiscrepancyResolutionApply:
+		return true
+	case DiscrepancyResolutionAutoRefunded:
 		return true
 	case DiscrepancyResolutionIgnore:
 		return true
@@ -164,6 +167,129 @@ func (e OrderStatus) Valid() bool {
 	case OrderStatusProcessing:
 		return true
 	case OrderStatusRefunded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProblemCode.
+const (
+	ProblemCodeCardDeclined               ProblemCode = "card_declined"
+	ProblemCodeDiscrepancyAlreadyResolved ProblemCode = "discrepancy_already_resolved"
+	ProblemCodeDiscrepancyNotFound        ProblemCode = "discrepancy_not_found"
+	ProblemCodeEmailTaken                 ProblemCode = "email_taken"
+	ProblemCodeForbidden                  ProblemCode = "forbidden"
+	ProblemCodeHttpError                  ProblemCode = "http_error"
+	ProblemCodeIdempotencyKeyInUse        ProblemCode = "idempotency_key_in_use"
+	ProblemCodeIdempotencyKeyInvalid      ProblemCode = "idempotency_key_invalid"
+	ProblemCodeIdempotencyKeyMissing      ProblemCode = "idempotency_key_missing"
+	ProblemCodeIdempotencyKeyReused       ProblemCode = "idempotency_key_reused"
+	ProblemCodeInternalError              ProblemCode = "internal_error"
+	ProblemCodeInvalidSignature           ProblemCode = "invalid_signature"
+	ProblemCodeMethodNotAllowed           ProblemCode = "method_not_allowed"
+	ProblemCodeNotFound                   ProblemCode = "not_found"
+	ProblemCodeNotReady                   ProblemCode = "not_ready"
+	ProblemCodeOrderAlreadyPaid           ProblemCode = "order_already_paid"
+	ProblemCodeOrderExpired               ProblemCode = "order_expired"
+	ProblemCodeOrderNotCancelable         ProblemCode = "order_not_cancelable"
+	ProblemCodeOrderNotFound              ProblemCode = "order_not_found"
+	ProblemCodeOrderNotPayable            ProblemCode = "order_not_payable"
+	ProblemCodeOrderNotRefundable         ProblemCode = "order_not_refundable"
+	ProblemCodeOrderPaymentInProgress     ProblemCode = "order_payment_in_progress"
+	ProblemCodePayloadTooLarge            ProblemCode = "payload_too_large"
+	ProblemCodePaymentAmountMismatch      ProblemCode = "payment_amount_mismatch"
+	ProblemCodePaymentMethodInvalid       ProblemCode = "payment_method_invalid"
+	ProblemCodePaymentNotCompleted        ProblemCode = "payment_not_completed"
+	ProblemCodePaymentOutcomeUnknown      ProblemCode = "payment_outcome_unknown"
+	ProblemCodeReconciliationNotFound     ProblemCode = "reconciliation_not_found"
+	ProblemCodeRefundRefused              ProblemCode = "refund_refused"
+	ProblemCodeRefundTooLarge             ProblemCode = "refund_too_large"
+	ProblemCodeRequestNotFound            ProblemCode = "request_not_found"
+	ProblemCodeResolutionNotApplicable    ProblemCode = "resolution_not_applicable"
+	ProblemCodeServiceUnavailable         ProblemCode = "service_unavailable"
+	ProblemCodeTooManyStreams             ProblemCode = "too_many_streams"
+	ProblemCodeUnauthorized               ProblemCode = "unauthorized"
+	ProblemCodeUnsupportedMediaType       ProblemCode = "unsupported_media_type"
+	ProblemCodeValidationFailed           ProblemCode = "validation_failed"
+)
+
+// Valid indicates whether the value is a known member of the ProblemCode enum.
+func (e ProblemCode) Valid() bool {
+	switch e {
+	case ProblemCodeCardDeclined:
+		return true
+	case ProblemCodeDiscrepancyAlreadyResolved:
+		return true
+	case ProblemCodeDiscrepancyNotFound:
+		return true
+	case ProblemCodeEmailTaken:
+		return true
+	case ProblemCodeForbidden:
+		return true
+	case ProblemCodeHttpError:
+		return true
+	case ProblemCodeIdempotencyKeyInUse:
+		return true
+	case ProblemCodeIdempotencyKeyInvalid:
+		return true
+	case ProblemCodeIdempotencyKeyMissing:
+		return true
+	case ProblemCodeIdempotencyKeyReused:
+		return true
+	case ProblemCodeInternalError:
+		return true
+	case ProblemCodeInvalidSignature:
+		return true
+	case ProblemCodeMethodNotAllowed:
+		return true
+	case ProblemCodeNotFound:
+		return true
+	case ProblemCodeNotReady:
+		return true
+	case ProblemCodeOrderAlreadyPaid:
+		return true
+	case ProblemCodeOrderExpired:
+		return true
+	case ProblemCodeOrderNotCancelable:
+		return true
+	case ProblemCodeOrderNotFound:
+		return true
+	case ProblemCodeOrderNotPayable:
+		return true
+	case ProblemCodeOrderNotRefundable:
+		return true
+	case ProblemCodeOrderPaymentInProgress:
+		return true
+	case ProblemCodePayloadTooLarge:
+		return true
+	case ProblemCodePaymentAmountMismatch:
+		return true
+	case ProblemCodePaymentMethodInvalid:
+		return true
+	case ProblemCodePaymentNotCompleted:
+		return true
+	case ProblemCodePaymentOutcomeUnknown:
+		return true
+	case ProblemCodeReconciliationNotFound:
+		return true
+	case ProblemCodeRefundRefused:
+		return true
+	case ProblemCodeRefundTooLarge:
+		return true
+	case ProblemCodeRequestNotFound:
+		return true
+	case ProblemCodeResolutionNotApplicable:
+		return true
+	case ProblemCodeServiceUnavailable:
+		return true
+	case ProblemCodeTooManyStreams:
+		return true
+	case ProblemCodeUnauthorized:
+		return true
+	case ProblemCodeUnsupportedMediaType:
+		return true
+	case ProblemCodeValidationFailed:
 		return true
 	default:
 		return false
@@ -466,7 +592,9 @@ type Discrepancy struct {
 	ProviderChargeId *string   `json:"provider_charge_id"`
 
 	// Reference What it is about (a charge ID, an order ID); payd records one discrepancy per type and reference.
-	Reference  string                 `json:"reference"`
+	Reference string `json:"reference"`
+
+	// Resolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted.
 	Resolution *DiscrepancyResolution `json:"resolution"`
 	ResolvedAt *time.Time             `json:"resolved_at"`
 
@@ -476,7 +604,7 @@ type Discrepancy struct {
 	Type   DiscrepancyType   `json:"type"`
 }
 
-// DiscrepancyResolution defines model for Discrepancy.Resolution.
+// DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted.
 type DiscrepancyResolution string
 
 // DiscrepancyStatus defines model for Discrepancy.Status.
@@ -608,8 +736,12 @@ type PayRequest struct {
 
 // Problem RFC 9457 problem details with payd's stable machine code.
 type Problem struct {
-	// Code Example: card_declined
-	Code string `json:"code"`
+	// Code The stable machine code; `http_error` is the fallback for an
+	// HTTP error no other code names (its status is that error's).
+	//
+	//
+	// Example: card_declined
+	Code ProblemCode `json:"code"`
 
 	// DeclineCode Why the provider declined (card_declined, insufficient_funds, ...).
 	DeclineCode *string `json:"decline_code,omitempty"`
@@ -620,6 +752,12 @@ type Problem struct {
 	// Type Example: /problems/card_declined
 	Type string `json:"type"`
 }
+
+// ProblemCode The stable machine code; `http_error` is the fallback for an
+// HTTP error no other code names (its status is that error's).
+//
+// Example: card_declined
+type ProblemCode string
 
 // ProviderEvent defines model for ProviderEvent.
 type ProviderEvent struct {
@@ -903,6 +1041,9 @@ type OrderNotFound = Problem
 
 // PayloadTooLarge RFC 9457 problem details with payd's stable machine code.
 type PayloadTooLarge = Problem
+
+// ServiceUnavailable RFC 9457 problem details with payd's stable machine code.
+type ServiceUnavailable = Problem
 
 // Unauthorized RFC 9457 problem details with payd's stable machine code.
 type Unauthorized = Problem
@@ -3533,24 +3674,40 @@ type InspectRecordResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// InspectRecordResponse503Headers the declared response headers of an HTTP 503 response for InspectRecord
+type InspectRecordResponse503Headers struct {
+	RetryAfter int
+}
+
 type InspectRecordResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AdminRecord
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InspectRecordResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *InspectRecordResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r InspectRecordResponse) GetJSON200() *AdminRecord {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r InspectRecordResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -3566,6 +3723,11 @@ func (r InspectRecordResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r InspectRecordResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r InspectRecordResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3602,6 +3764,11 @@ type SearchOrdersResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SearchOrdersResponse503Headers the declared response headers of an HTTP 503 response for SearchOrders
+type SearchOrdersResponse503Headers struct {
+	RetryAfter int
+}
+
 type SearchOrdersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3613,8 +3780,12 @@ type SearchOrdersResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SearchOrdersResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchOrdersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3635,6 +3806,11 @@ func (r SearchOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r SearchOrdersResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SearchOrdersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3671,6 +3847,11 @@ type OrderTimelineResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// OrderTimelineResponse503Headers the declared response headers of an HTTP 503 response for OrderTimeline
+type OrderTimelineResponse503Headers struct {
+	RetryAfter int
+}
+
 type OrderTimelineResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3682,8 +3863,12 @@ type OrderTimelineResponse struct {
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *OrderTimelineResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *OrderTimelineResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3704,6 +3889,11 @@ func (r OrderTimelineResponse) GetApplicationproblemJSON404() *OrderNotFound {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r OrderTimelineResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r OrderTimelineResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3750,6 +3940,11 @@ type RefundOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// RefundOrderResponse503Headers the declared response headers of an HTTP 503 response for RefundOrder
+type RefundOrderResponse503Headers struct {
+	RetryAfter int
+}
+
 type RefundOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3773,12 +3968,16 @@ type RefundOrderResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
 	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RefundOrderResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RefundOrderResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RefundOrderResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RefundOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3831,6 +4030,11 @@ func (r RefundOrderResponse) GetApplicationproblemJSON502() *Problem {
 	return r.ApplicationproblemJSON502
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RefundOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r RefundOrderResponse) GetBody() []byte {
 	return r.Body
@@ -3875,6 +4079,11 @@ type ReconcileResponse409Headers struct {
 	RetryAfter *int
 }
 
+// ReconcileResponse503Headers the declared response headers of an HTTP 503 response for Reconcile
+type ReconcileResponse503Headers struct {
+	RetryAfter int
+}
+
 type ReconcileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3896,12 +4105,16 @@ type ReconcileResponse struct {
 	ApplicationproblemJSON422 *KeyReused
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *ReconcileResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReconcileResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReconcileResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReconcileResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3949,6 +4162,11 @@ func (r ReconcileResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReconcileResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ReconcileResponse) GetBody() []byte {
 	return r.Body
@@ -3983,6 +4201,11 @@ type GetRunResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRunResponse503Headers the declared response headers of an HTTP 503 response for GetRun
+type GetRunResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetRunResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3994,8 +4217,12 @@ type GetRunResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetRunResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4016,6 +4243,11 @@ func (r GetRunResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4062,6 +4294,11 @@ type ResolveDiscrepancyResponse409Headers struct {
 	RetryAfter *int
 }
 
+// ResolveDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for ResolveDiscrepancy
+type ResolveDiscrepancyResponse503Headers struct {
+	RetryAfter int
+}
+
 type ResolveDiscrepancyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4085,12 +4322,16 @@ type ResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
 	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResolveDiscrepancyResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResolveDiscrepancyResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveDiscrepancyResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveDiscrepancyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4143,6 +4384,11 @@ func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON502() *Problem {
 	return r.ApplicationproblemJSON502
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ResolveDiscrepancyResponse) GetBody() []byte {
 	return r.Body
@@ -4182,6 +4428,11 @@ type RegisterCustomerResponse409Headers struct {
 	RetryAfter *int
 }
 
+// RegisterCustomerResponse503Headers the declared response headers of an HTTP 503 response for RegisterCustomer
+type RegisterCustomerResponse503Headers struct {
+	RetryAfter int
+}
+
 type RegisterCustomerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4199,10 +4450,14 @@ type RegisterCustomerResponse struct {
 	ApplicationproblemJSON422 *KeyReused
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *RegisterCustomerResponse201Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RegisterCustomerResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RegisterCustomerResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4240,6 +4495,11 @@ func (r RegisterCustomerResponse) GetApplicationproblemJSON500() *InternalError 
 	return r.ApplicationproblemJSON500
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RegisterCustomerResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r RegisterCustomerResponse) GetBody() []byte {
 	return r.Body
@@ -4274,6 +4534,11 @@ type ListOrdersResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListOrdersResponse503Headers the declared response headers of an HTTP 503 response for ListOrders
+type ListOrdersResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListOrdersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4285,8 +4550,12 @@ type ListOrdersResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOrdersResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOrdersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4307,6 +4576,11 @@ func (r ListOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ListOrdersResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListOrdersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4354,6 +4628,11 @@ type CreateOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CreateOrderResponse503Headers the declared response headers of an HTTP 503 response for CreateOrder
+type CreateOrderResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4373,12 +4652,16 @@ type CreateOrderResponse struct {
 	ApplicationproblemJSON422 *KeyReused
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateOrderResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOrderResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateOrderResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateOrderResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4421,6 +4704,11 @@ func (r CreateOrderResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CreateOrderResponse) GetBody() []byte {
 	return r.Body
@@ -4455,6 +4743,11 @@ type GetOrderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetOrderResponse503Headers the declared response headers of an HTTP 503 response for GetOrder
+type GetOrderResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4466,8 +4759,12 @@ type GetOrderResponse struct {
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrderResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4488,6 +4785,11 @@ func (r GetOrderResponse) GetApplicationproblemJSON404() *OrderNotFound {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetOrderResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4534,6 +4836,11 @@ type CancelOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CancelOrderResponse503Headers the declared response headers of an HTTP 503 response for CancelOrder
+type CancelOrderResponse503Headers struct {
+	RetryAfter int
+}
+
 type CancelOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4555,12 +4862,16 @@ type CancelOrderResponse struct {
 	ApplicationproblemJSON422 *KeyReused
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CancelOrderResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelOrderResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CancelOrderResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4608,6 +4919,11 @@ func (r CancelOrderResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CancelOrderResponse) GetBody() []byte {
 	return r.Body
@@ -4647,6 +4963,11 @@ type OrderEventsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// OrderEventsResponse503Headers the declared response headers of an HTTP 503 response for OrderEvents
+type OrderEventsResponse503Headers struct {
+	RetryAfter int
+}
+
 type OrderEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4658,10 +4979,14 @@ type OrderEventsResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *OrderEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *OrderEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *OrderEventsResponse503Headers
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -4682,6 +5007,11 @@ func (r OrderEventsResponse) GetApplicationproblemJSON429() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r OrderEventsResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r OrderEventsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4738,6 +5068,11 @@ type PayOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// PayOrderResponse503Headers the declared response headers of an HTTP 503 response for PayOrder
+type PayOrderResponse503Headers struct {
+	RetryAfter int
+}
+
 type PayOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4765,6 +5100,8 @@ type PayOrderResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
 	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *PayOrderResponse200Headers
 	// Headers202 the parsed response headers for an HTTP 202 response
@@ -4775,6 +5112,8 @@ type PayOrderResponse struct {
 	Headers402 *PayOrderResponse402Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PayOrderResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PayOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4837,6 +5176,11 @@ func (r PayOrderResponse) GetApplicationproblemJSON502() *Problem {
 	return r.ApplicationproblemJSON502
 }
 
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PayOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r PayOrderResponse) GetBody() []byte {
 	return r.Body
@@ -4871,6 +5215,11 @@ type GetRequestResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRequestResponse503Headers the declared response headers of an HTTP 503 response for GetRequest
+type GetRequestResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetRequestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4884,8 +5233,12 @@ type GetRequestResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetRequestResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRequestResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4911,6 +5264,11 @@ func (r GetRequestResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetRequestResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRequestResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4942,6 +5300,11 @@ func (r GetRequestResponse) ContentType() string {
 	return ""
 }
 
+// ProviderWebhookResponse503Headers the declared response headers of an HTTP 503 response for ProviderWebhook
+type ProviderWebhookResponse503Headers struct {
+	RetryAfter int
+}
+
 type ProviderWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4957,6 +5320,10 @@ type ProviderWebhookResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ProviderWebhookResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4987,6 +5354,11 @@ func (r ProviderWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMedi
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ProviderWebhookResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ProviderWebhookResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -5637,6 +6009,13 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5658,6 +6037,13 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5671,6 +6057,16 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers InspectRecordResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5718,6 +6114,13 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5731,6 +6134,16 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchOrdersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5778,6 +6191,13 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5791,6 +6211,16 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers OrderTimelineResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5880,6 +6310,13 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON502 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -5913,6 +6350,16 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers RefundOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5995,6 +6442,13 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6028,6 +6482,16 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReconcileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6075,6 +6539,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6088,6 +6559,16 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRunResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6177,6 +6658,13 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 		}
 		response.ApplicationproblemJSON502 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6210,6 +6698,16 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6278,6 +6776,13 @@ func ParseRegisterCustomerResponse(rsp *http.Response) (*RegisterCustomerRespons
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6301,6 +6806,16 @@ func ParseRegisterCustomerResponse(rsp *http.Response) (*RegisterCustomerRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers RegisterCustomerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6348,6 +6863,13 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6361,6 +6883,16 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOrdersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6436,6 +6968,13 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6476,6 +7015,16 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6523,6 +7072,13 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6536,6 +7092,16 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6618,6 +7184,13 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6651,6 +7224,16 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6698,6 +7281,13 @@ func ParseOrderEventsResponse(rsp *http.Response) (*OrderEventsResponse, error) 
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6721,6 +7311,16 @@ func ParseOrderEventsResponse(rsp *http.Response) (*OrderEventsResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers OrderEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6824,6 +7424,13 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 		}
 		response.ApplicationproblemJSON502 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6877,6 +7484,16 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers PayOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6931,6 +7548,13 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6944,6 +7568,16 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRequestResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -7005,6 +7639,26 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ProviderWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
