@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -53,27 +54,34 @@ func jsonBody(contentType string) bool {
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 
-// checkContract validates one answer payd gave against openapi.yaml: the
-// route and method must be documented, the status documented for that
+// checkContract validates one answer payd gave against openapi.yaml (see
+// contractError) and fails the test when it does not conform.
+func checkContract(t *testing.T, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	if err := contractError(req, status, header, body); err != nil {
+		t.Errorf("contract: %s %s answered %d, not as openapi.yaml says: %v\nbody: %s",
+			req.Method, req.URL.RequestURI(), status, err, truncate(body))
+	}
+}
+
+// contractError says how an answer departs from openapi.yaml: the route
+// and method must be documented, the status documented for that
 // operation, the documented headers well formed, the media type documented
 // and a JSON body valid against its schema. A request to a route that
 // payd does not serve either must get the generic not_found or
 // method_not_allowed problem.
-func checkContract(t *testing.T, req *http.Request, status int, header http.Header, body []byte) {
-	t.Helper()
+func contractError(req *http.Request, status int, header http.Header, body []byte) error {
 	router, err := contractRouter()
 	if err != nil {
-		t.Fatalf("openapi.yaml: %v", err)
+		return fmt.Errorf("openapi.yaml: %w", err)
 	}
-	name := req.Method + " " + req.URL.RequestURI()
 	route, params, err := router.FindRoute(req)
 	if err != nil {
 		if (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) && jsonBody(header.Get("Content-Type")) &&
 			(bytes.Contains(body, []byte(`"code":"not_found"`)) || bytes.Contains(body, []byte(`"code":"method_not_allowed"`))) {
-			return // payd does not serve it either
+			return nil // payd does not serve it either
 		}
-		t.Errorf("contract: %s answered %d, but the route is not in openapi.yaml (%v)", name, status, err)
-		return
+		return fmt.Errorf("the route is not in openapi.yaml (%w)", err)
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
@@ -85,11 +93,46 @@ func checkContract(t *testing.T, req *http.Request, status int, header http.Head
 	if ct := header.Get("Content-Type"); !jsonBody(ct) {
 		in.Options.ExcludeResponseBody = true
 		if resp := route.Operation.Responses.Status(status); resp != nil && resp.Value != nil && len(resp.Value.Content) > 0 && resp.Value.Content.Get(ct) == nil {
-			t.Errorf("contract: %s answered %d with Content-Type %q, not documented for that status", name, status, ct)
+			return fmt.Errorf("Content-Type %q is not documented for that status", ct)
 		}
 	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		t.Errorf("contract: %s answered %d, not as openapi.yaml says: %v\nbody: %s", name, status, err, truncate(body))
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+// TestContractCheckCatchesDrift shows the check every end-to-end call goes
+// through can fail: a conforming answer passes, and an undocumented route,
+// status, media type or body shape is reported.
+func TestContractCheckCatchesDrift(t *testing.T) {
+	get := func(path string) *http.Request {
+		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:1"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	js := http.Header{"Content-Type": {"application/json"}}
+	problemJSON := http.Header{"Content-Type": {"application/problem+json"}}
+	cases := []struct {
+		name   string
+		req    *http.Request
+		status int
+		header http.Header
+		body   string
+		ok     bool
+	}{
+		{"documented", get("/healthz"), 200, js, `{"status":"ok"}`, true},
+		{"unserved route, generic 404", get("/nope"), 404, problemJSON, `{"type":"/problems/not_found","title":"Not found","status":404,"code":"not_found"}`, true},
+		{"undocumented route answering", get("/v1/secret"), 200, js, `{}`, false},
+		{"undocumented status", get("/healthz"), 418, js, `{"status":"ok"}`, false},
+		{"undocumented media type", get("/healthz"), 200, http.Header{"Content-Type": {"text/plain"}}, `ok`, false},
+		{"body off schema", get("/healthz"), 200, js, `{"status":"fine"}`, false},
+		{"problem code off the enum", get("/readyz"), 503, problemJSON, `{"type":"/problems/x","title":"X","status":503,"code":"no_such_code"}`, false},
+	}
+	for _, c := range cases {
+		err := contractError(c.req, c.status, c.header, []byte(c.body))
+		if (err == nil) != c.ok {
+			t.Errorf("%s: contractError = %v, want ok=%v", c.name, err, c.ok)
+		}
 	}
 }
 
