@@ -236,6 +236,7 @@ func (s *stack) do(r request) reply {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	checkContract(s.t, req, resp.StatusCode, resp.Header, b) // every answer is held to openapi.yaml
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/payd/payd/handler"
 )
@@ -22,52 +22,32 @@ type probeOp struct {
 
 func documentedOps(t *testing.T) []probeOp {
 	t.Helper()
-	var doc struct {
-		Paths      map[string]map[string]yaml.Node `yaml:"paths"`
-		Components struct {
-			Parameters map[string]struct {
-				Name     string `yaml:"name"`
-				Required bool   `yaml:"required"`
-			} `yaml:"parameters"`
-		} `yaml:"components"`
-	}
-	if err := yaml.Unmarshal(handler.OpenAPI, &doc); err != nil {
-		t.Fatalf("yaml.Unmarshal(openapi.yaml) = %v", err)
+	// kin-openapi reads the document, $refs resolved, as any other tool
+	// would: a hand walk of the YAML once missed what YAML really parsed.
+	doc, err := openapi3.NewLoader().LoadFromData(handler.OpenAPI)
+	if err != nil {
+		t.Fatalf("load openapi.yaml: %v", err)
 	}
 	var ops []probeOp
-	for path, item := range doc.Paths {
-		for method, node := range item {
-			var op struct {
-				Security   []map[string][]string `yaml:"security"`
-				Parameters []struct {
-					Ref      string `yaml:"$ref"`
-					Name     string `yaml:"name"`
-					Required bool   `yaml:"required"`
-				} `yaml:"parameters"`
-				Responses map[string]struct {
-					Content map[string]any `yaml:"content"`
-				} `yaml:"responses"`
-			}
-			if err := node.Decode(&op); err != nil {
-				t.Fatalf("%s %s: %v", method, path, err)
-			}
-			p := probeOp{method: strings.ToUpper(method), path: path}
-			for _, s := range op.Security {
-				for name := range s {
-					p.security = append(p.security, name)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			p := probeOp{method: method, path: path}
+			if op.Security != nil {
+				for _, s := range *op.Security {
+					for name := range s {
+						p.security = append(p.security, name)
+					}
 				}
 			}
 			for _, prm := range op.Parameters {
-				name, required := prm.Name, prm.Required
-				if ref, ok := strings.CutPrefix(prm.Ref, "#/components/parameters/"); ok {
-					name, required = doc.Components.Parameters[ref].Name, doc.Components.Parameters[ref].Required
-				}
-				if name == "Idempotency-Key" {
-					p.key = map[bool]string{true: "required", false: "optional"}[required]
+				if prm.Value.In == openapi3.ParameterInHeader && prm.Value.Name == "Idempotency-Key" {
+					p.key = map[bool]string{true: "required", false: "optional"}[prm.Value.Required]
 				}
 			}
-			for ct := range op.Responses["200"].Content {
-				p.okTypes = append(p.okTypes, ct)
+			if ok := op.Responses.Status(http.StatusOK); ok != nil {
+				for ct := range ok.Value.Content {
+					p.okTypes = append(p.okTypes, ct)
+				}
 			}
 			ops = append(ops, p)
 		}
