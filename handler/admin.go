@@ -50,15 +50,15 @@ type Admin struct {
 }
 
 func (h *Admin) search(c echo.Context) error {
-	f, err := orderFilter(c)
-	if err != nil {
-		return err
-	}
+	var invalid domain.ValidationErrors
+	f := orderFilter(c, &invalid)
 	f.CustomerID = c.QueryParam("customer")
-	if f.From, err = queryTime(c, "from"); err != nil {
-		return err
-	}
-	if f.To, err = queryTime(c, "to"); err != nil {
+	var err error
+	f.From, err = queryTime(c, "from")
+	_ = invalid.Add(err)
+	f.To, err = queryTime(c, "to")
+	_ = invalid.Add(err)
+	if err := invalid.Err(); err != nil {
 		return err
 	}
 	page, err := h.Service.Search(c.Request().Context(), f)
@@ -152,13 +152,17 @@ func (h *Admin) reconcile(c echo.Context) error {
 	} else if err := decode(c, &req); err != nil {
 		return err
 	}
+	var invalid domain.ValidationErrors
 	from, err := time.Parse(time.RFC3339, req.From)
 	if err != nil {
-		return &domain.ValidationError{Field: "from", Reason: "must be an RFC 3339 time"}
+		invalid = append(invalid, &domain.ValidationError{Field: "from", Reason: "must be an RFC 3339 time"})
 	}
 	to, err := time.Parse(time.RFC3339, req.To)
 	if err != nil {
-		return &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"}
+		invalid = append(invalid, &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"from": req.From, "to": req.To, "dry_run": req.DryRun, "settlement_file": charges != nil})
 	// A run outlives a client that hangs up: it is recorded, then finished.
