@@ -58,7 +58,7 @@ func New(d Deps) *echo.Echo {
 // routes lists every route payd serves, in one place.
 func routes(e *echo.Echo, d Deps) {
 	idem := &Idempotent{Engine: d.Idempotency, Log: d.Log}
-	customer := RequireCustomer(d.Customers)
+	customer := RequireCustomer(d.Customers, d.AdminToken)
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
@@ -85,7 +85,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
-	admin, a := RequireAdmin(d.AdminToken), d.Admin
+	admin, a := RequireAdmin(d.AdminToken, d.Customers), d.Admin
 	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}
