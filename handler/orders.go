@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -135,10 +134,15 @@ func (h *Orders) pay(c echo.Context) error {
 	o, err := h.Checkout.Pay(ctx, service.PayRequest{
 		CustomerID: customerOf(c).ID, OrderID: c.Param("id"), RequestID: requestKeyOf(c), PaymentMethod: req.PaymentMethod,
 	})
-	if err != nil && !errors.Is(err, domain.ErrPaymentDeclined) {
-		return err // the error handler renders it (and logs it if unexpected)
+	if err == nil {
+		err = unpaid(o)
 	}
-	r := RenderPay(o, err)
+	if err != nil {
+		// The error handler renders it as RenderPay would, for this
+		// occurrence (instance, request_id), and logs it if unexpected.
+		return err
+	}
+	r := RenderPay(o, nil)
 	if r.Status == http.StatusAccepted {
 		c.Response().Header().Set("Retry-After", "2")
 	}

@@ -73,6 +73,7 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/metrics", d.Metrics.handler())
 	}
 	e.GET("/openapi.yaml", openAPI)
+	e.GET("/problems/:code", problemDoc) // what a problem's type URI names
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
