@@ -99,8 +99,18 @@ func (h *Admin) refund(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
+	// What can be checked without the order is checked together; the
+	// amount's scale waits for the order's currency (the use case).
+	var invalid domain.ValidationErrors
+	if req.Amount != "" {
+		_, err := domain.ParseDecimal(req.Amount, "amount")
+		_ = invalid.Add(err)
+	}
 	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 500 {
-		return &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"}
+		invalid = append(invalid, &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"amount": req.Amount, "reason": req.Reason})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
@@ -206,8 +216,15 @@ func (h *Admin) resolve(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
+	var invalid domain.ValidationErrors // both fields at once; the use case checks action again
+	if req.Action != service.ResolveApply && req.Action != service.ResolveRefund && req.Action != service.ResolveIgnore {
+		invalid = append(invalid, &domain.ValidationError{Field: "action", Reason: "must be apply, refund or ignore"})
+	}
 	if len(req.Note) > 1000 {
-		return &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"}
+		invalid = append(invalid, &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"action": req.Action, "note": req.Note})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)

@@ -119,6 +119,28 @@ func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 		r = s.do(request{method: "GET", path: "/v1/orders", token: "ptk_nope"})
 		s.problemFields(t, "bad token", r, "/v1/orders")
 
+		// Operators' requests too.
+		id := s.order(token, "5.00")
+		refund := "/v1/admin/orders/" + id + "/refund"
+		r = s.do(request{method: "POST", path: refund, token: testAdminToken, key: uuid.NewString(), body: `{"amount":"1,00","reason":" "}`})
+		p = s.problemFields(t, "refund", r, refund)
+		if got := fieldErrors(t, p); strings.Join(got, ",") != "amount,reason" {
+			t.Errorf("refund errors = %v, want [amount reason]", got)
+		}
+		resolve := "/v1/admin/reconciliations/" + uuid.NewString() + "/discrepancies/" + uuid.NewString() + "/resolve"
+		r = s.do(request{method: "POST", path: resolve, token: testAdminToken, key: uuid.NewString(),
+			body: map[string]string{"action": "delete", "note": strings.Repeat("n", 1001)}})
+		p = s.problemFields(t, "resolve", r, resolve)
+		if got := fieldErrors(t, p); strings.Join(got, ",") != "action,note" {
+			t.Errorf("resolve errors = %v, want [action note]", got)
+		}
+		r = s.do(request{method: "GET", path: "/v1/admin/orders?limit=0&status=lost&from=yesterday&to=2026-01-01", token: testAdminToken})
+		p = s.problemFields(t, "admin search", r, "/v1/admin/orders")
+		if got := fieldErrors(t, p); strings.Join(got, ",") != "from,limit,status,to" {
+			t.Errorf("admin search errors = %v, want [from limit status to]", got)
+		}
+		before = s.snapshot()
+
 		if after := s.snapshot(); after != before {
 			t.Errorf("refused requests changed the database: %v → %v", before, after)
 		}
@@ -174,6 +196,40 @@ func TestProblemPages(t *testing.T) {
 		r := s.do(request{method: "GET", path: "/problems/no_such_code"})
 		if r.Status != http.StatusNotFound || r.code(t) != "not_found" {
 			t.Errorf("GET /problems/no_such_code = %d %s, want 404 not_found", r.Status, r.Body)
+		}
+	})
+}
+
+// TestStoredProblemKeepsItsOccurrence: a problem stored under a key (a
+// failed pay) is the answer of the request that produced it: looked up by
+// key, it keeps that request's request_id, the one payd's logs know it by;
+// a retry that runs again answers with its own.
+func TestStoredProblemKeepsItsOccurrence(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStack(t, dialect, nil)
+		_, token := s.register("rue@example.com")
+		id := s.order(token, "7.00")
+		if r := s.pay(token, id, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {
+			t.Fatalf("pay = %d %s, want 200", r.Status, r.Body)
+		}
+		key := uuid.NewString()
+		first := s.pay(token, id, key, "pm_ok")
+		if first.Status != http.StatusConflict || first.code(t) != "order_already_paid" {
+			t.Fatalf("pay a paid order = %d %s, want 409 order_already_paid", first.Status, first.Body)
+		}
+		s.problemFields(t, "pay a paid order", first, "/v1/orders/"+id+"/pay")
+		rec := s.do(request{method: "GET", path: "/v1/requests/" + key, token: token})
+		if rec.Status != http.StatusOK {
+			t.Fatalf("GET /v1/requests/%s = %d %s, want 200", key, rec.Status, rec.Body)
+		}
+		stored, _ := rec.json(t)["response"].(map[string]any)
+		body, _ := stored["body"].(map[string]any)
+		if got := body["request_id"]; got != first.Header.Get("X-Request-ID") {
+			t.Errorf("stored problem request_id = %v, want the request's %q (record %s)", got, first.Header.Get("X-Request-ID"), rec.Body)
+		}
+		again := s.pay(token, id, key, "pm_ok")
+		if rid := again.Header.Get("X-Request-ID"); again.json(t)["request_id"] != rid || rid == first.Header.Get("X-Request-ID") {
+			t.Errorf("retry = %s with X-Request-ID %q, want its own request_id", again.Body, rid)
 		}
 	})
 }
