@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -124,8 +126,27 @@ func TestCustomerIsolation(t *testing.T) {
 			if r.Status != http.StatusNotFound || r.code(t) != tt.code {
 				t.Errorf("ben %s ann's = %d %s, want 404 %s", tt.name, r.Status, r.Body, tt.code)
 			}
-			if strings.Contains(string(r.Body), paid) || strings.Contains(string(r.Body), open) {
+			// instance echoes ben's own request path (which holds the id he
+			// sent), and only that: nothing else in the reply names ann's
+			// order, and it reads exactly as the reply for an order that
+			// does not exist.
+			p := r.json(t)
+			if p["instance"] != tt.req.path {
+				t.Errorf("ben %s ann's: instance = %v, want his own path %s", tt.name, p["instance"], tt.req.path)
+			}
+			delete(p, "instance")
+			if b, _ := json.Marshal(p); strings.Contains(string(b), paid) || strings.Contains(string(b), open) {
 				t.Errorf("ben %s ann's: the reply names ann's order: %s", tt.name, r.Body)
+			}
+			ghost := tt.req
+			ghost.path = strings.NewReplacer(paid, uuid.NewString(), open, uuid.NewString(), annKey, uuid.NewString()).Replace(ghost.path)
+			g := s.do(ghost)
+			q := g.json(t)
+			delete(q, "instance")
+			delete(p, "request_id")
+			delete(q, "request_id")
+			if g.Status != r.Status || !reflect.DeepEqual(p, q) {
+				t.Errorf("ben %s ann's = %d %v, unknown = %d %v: want the same answer", tt.name, r.Status, p, g.Status, q)
 			}
 		}
 		if after := s.snapshot(); after != before {
