@@ -208,6 +208,7 @@ const (
 	ProblemCodeRequestNotFound            ProblemCode = "request_not_found"
 	ProblemCodeResolutionNotApplicable    ProblemCode = "resolution_not_applicable"
 	ProblemCodeServiceUnavailable         ProblemCode = "service_unavailable"
+	ProblemCodeStoredResponseUnreadable   ProblemCode = "stored_response_unreadable"
 	ProblemCodeTooManyStreams             ProblemCode = "too_many_streams"
 	ProblemCodeUnauthorized               ProblemCode = "unauthorized"
 	ProblemCodeUnsupportedMediaType       ProblemCode = "unsupported_media_type"
@@ -282,6 +283,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeResolutionNotApplicable:
 		return true
 	case ProblemCodeServiceUnavailable:
+		return true
+	case ProblemCodeStoredResponseUnreadable:
 		return true
 	case ProblemCodeTooManyStreams:
 		return true
@@ -613,6 +616,19 @@ type DiscrepancyStatus string
 // DiscrepancyType defines model for DiscrepancyType.
 type DiscrepancyType string
 
+// FieldError One invalid input of a `validation_failed` problem.
+type FieldError struct {
+	// Detail What is wrong with it.
+	//
+	// Example: must be a decimal string such as "12.30"
+	Detail string `json:"detail"`
+
+	// Param The field's path or the query parameter.
+	//
+	// Example: items[0].unit_price
+	Param string `json:"param"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -746,8 +762,21 @@ type Problem struct {
 	// DeclineCode Why the provider declined (card_declined, insufficient_funds, ...).
 	DeclineCode *string `json:"decline_code,omitempty"`
 	Detail      *string `json:"detail,omitempty"`
-	Status      int     `json:"status"`
-	Title       string  `json:"title"`
+
+	// Errors `validation_failed` only: every invalid field or query parameter, all at once.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// Instance The path of the request this problem answers (no query string). Absent only from an answer that payd settled in the background and a later request replays.
+	//
+	// Example: /v1/orders/0197d1a4-5f0e-7c3b-9a2e-3f6b8c1d2e4f/pay
+	Instance *string `json:"instance,omitempty"`
+
+	// RequestId The X-Request-ID of the request that produced this answer, the key to payd's logs. A replayed answer (Idempotent-Replayed) keeps the original request's.
+	//
+	// Example: 5f0c6a8e-3d1b-4c2a-9e7f-1a2b3c4d5e6f
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
+	Title     string  `json:"title"`
 
 	// Type Example: /problems/card_declined
 	Type string `json:"type"`
@@ -1027,6 +1056,9 @@ type StatusFilter = OrderStatus
 // BadRequest RFC 9457 problem details with payd's stable machine code.
 type BadRequest = Problem
 
+// Forbidden RFC 9457 problem details with payd's stable machine code.
+type Forbidden = Problem
+
 // InternalError RFC 9457 problem details with payd's stable machine code.
 type InternalError = Problem
 
@@ -1281,6 +1313,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ProblemType What a problem code means
+	//
+	// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
+	//
+	// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
+	ProblemType(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Readyz The database is reachable and every migration applied
 	//
@@ -1580,6 +1619,23 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenapiRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ProblemType What a problem code means
+//
+// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
+//
+// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
+func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProblemTypeRequest(c.Server, code)
 	if err != nil {
 		return nil, err
 	}
@@ -2181,6 +2237,40 @@ func NewOpenapiRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewProblemTypeRequest constructs an http.Request for the ProblemType method
+func NewProblemTypeRequest(server string, code string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "code", code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/problems/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -3202,6 +3292,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	OpenapiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiResponse, error)
 
+	// ProblemTypeWithResponse What a problem code means
+	//
+	// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
+	ProblemTypeWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*ProblemTypeResponse, error)
+
 	// ReadyzWithResponse The database is reachable and every migration applied
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3621,6 +3720,64 @@ func (r OpenapiResponse) ContentType() string {
 	return ""
 }
 
+type ProblemTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Code        string `json:"code"`
+		Description string `json:"description"`
+		Status      int    `json:"status"`
+		Title       string `json:"title"`
+	}
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProblemTypeResponse) GetJSON200() *struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+	Status      int    `json:"status"`
+	Title       string `json:"title"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ProblemTypeResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r ProblemTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProblemTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProblemTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProblemTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3674,6 +3831,11 @@ type InspectRecordResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// InspectRecordResponse403Headers the declared response headers of an HTTP 403 response for InspectRecord
+type InspectRecordResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // InspectRecordResponse503Headers the declared response headers of an HTTP 503 response for InspectRecord
 type InspectRecordResponse503Headers struct {
 	RetryAfter int
@@ -3688,6 +3850,8 @@ type InspectRecordResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -3696,6 +3860,8 @@ type InspectRecordResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InspectRecordResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *InspectRecordResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *InspectRecordResponse503Headers
 }
@@ -3713,6 +3879,11 @@ func (r InspectRecordResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r InspectRecordResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r InspectRecordResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3764,6 +3935,11 @@ type SearchOrdersResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SearchOrdersResponse403Headers the declared response headers of an HTTP 403 response for SearchOrders
+type SearchOrdersResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // SearchOrdersResponse503Headers the declared response headers of an HTTP 503 response for SearchOrders
 type SearchOrdersResponse503Headers struct {
 	RetryAfter int
@@ -3778,12 +3954,16 @@ type SearchOrdersResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SearchOrdersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SearchOrdersResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SearchOrdersResponse503Headers
 }
@@ -3801,6 +3981,11 @@ func (r SearchOrdersResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r SearchOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchOrdersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -3847,6 +4032,11 @@ type OrderTimelineResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// OrderTimelineResponse403Headers the declared response headers of an HTTP 403 response for OrderTimeline
+type OrderTimelineResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // OrderTimelineResponse503Headers the declared response headers of an HTTP 503 response for OrderTimeline
 type OrderTimelineResponse503Headers struct {
 	RetryAfter int
@@ -3859,6 +4049,8 @@ type OrderTimelineResponse struct {
 	JSON200 *Timeline
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -3867,6 +4059,8 @@ type OrderTimelineResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *OrderTimelineResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *OrderTimelineResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *OrderTimelineResponse503Headers
 }
@@ -3879,6 +4073,11 @@ func (r OrderTimelineResponse) GetJSON200() *Timeline {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r OrderTimelineResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r OrderTimelineResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3935,6 +4134,11 @@ type RefundOrderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RefundOrderResponse403Headers the declared response headers of an HTTP 403 response for RefundOrder
+type RefundOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // RefundOrderResponse409Headers the declared response headers of an HTTP 409 response for RefundOrder
 type RefundOrderResponse409Headers struct {
 	RetryAfter *int
@@ -3954,6 +4158,8 @@ type RefundOrderResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -3974,6 +4180,8 @@ type RefundOrderResponse struct {
 	Headers200 *RefundOrderResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RefundOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RefundOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RefundOrderResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -3993,6 +4201,11 @@ func (r RefundOrderResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RefundOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RefundOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4074,6 +4287,11 @@ type ReconcileResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReconcileResponse403Headers the declared response headers of an HTTP 403 response for Reconcile
+type ReconcileResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // ReconcileResponse409Headers the declared response headers of an HTTP 409 response for Reconcile
 type ReconcileResponse409Headers struct {
 	RetryAfter *int
@@ -4095,6 +4313,8 @@ type ReconcileResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *KeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -4111,6 +4331,8 @@ type ReconcileResponse struct {
 	Headers201 *ReconcileResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReconcileResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReconcileResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReconcileResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4135,6 +4357,11 @@ func (r ReconcileResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReconcileResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReconcileResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -4201,6 +4428,11 @@ type GetRunResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRunResponse403Headers the declared response headers of an HTTP 403 response for GetRun
+type GetRunResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetRunResponse503Headers the declared response headers of an HTTP 503 response for GetRun
 type GetRunResponse503Headers struct {
 	RetryAfter int
@@ -4213,6 +4445,8 @@ type GetRunResponse struct {
 	JSON200 *Run
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4221,6 +4455,8 @@ type GetRunResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetRunResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetRunResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRunResponse503Headers
 }
@@ -4233,6 +4469,11 @@ func (r GetRunResponse) GetJSON200() *Run {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4289,6 +4530,11 @@ type ResolveDiscrepancyResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ResolveDiscrepancyResponse403Headers the declared response headers of an HTTP 403 response for ResolveDiscrepancy
+type ResolveDiscrepancyResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // ResolveDiscrepancyResponse409Headers the declared response headers of an HTTP 409 response for ResolveDiscrepancy
 type ResolveDiscrepancyResponse409Headers struct {
 	RetryAfter *int
@@ -4308,6 +4554,8 @@ type ResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -4328,6 +4576,8 @@ type ResolveDiscrepancyResponse struct {
 	Headers200 *ResolveDiscrepancyResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResolveDiscrepancyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResolveDiscrepancyResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveDiscrepancyResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4347,6 +4597,11 @@ func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4442,6 +4697,8 @@ type RegisterCustomerResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -4473,6 +4730,11 @@ func (r RegisterCustomerResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RegisterCustomerResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r RegisterCustomerResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4534,6 +4796,11 @@ type ListOrdersResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListOrdersResponse403Headers the declared response headers of an HTTP 403 response for ListOrders
+type ListOrdersResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // ListOrdersResponse503Headers the declared response headers of an HTTP 503 response for ListOrders
 type ListOrdersResponse503Headers struct {
 	RetryAfter int
@@ -4548,12 +4815,16 @@ type ListOrdersResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOrdersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListOrdersResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListOrdersResponse503Headers
 }
@@ -4571,6 +4842,11 @@ func (r ListOrdersResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListOrdersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4623,6 +4899,11 @@ type CreateOrderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateOrderResponse403Headers the declared response headers of an HTTP 403 response for CreateOrder
+type CreateOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // CreateOrderResponse409Headers the declared response headers of an HTTP 409 response for CreateOrder
 type CreateOrderResponse409Headers struct {
 	RetryAfter *int
@@ -4642,6 +4923,8 @@ type CreateOrderResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *KeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -4658,6 +4941,8 @@ type CreateOrderResponse struct {
 	Headers201 *CreateOrderResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateOrderResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4677,6 +4962,11 @@ func (r CreateOrderResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreateOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -4743,6 +5033,11 @@ type GetOrderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetOrderResponse403Headers the declared response headers of an HTTP 403 response for GetOrder
+type GetOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetOrderResponse503Headers the declared response headers of an HTTP 503 response for GetOrder
 type GetOrderResponse503Headers struct {
 	RetryAfter int
@@ -4755,6 +5050,8 @@ type GetOrderResponse struct {
 	JSON200 *OrderWithAttempts
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -4763,6 +5060,8 @@ type GetOrderResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetOrderResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOrderResponse503Headers
 }
@@ -4775,6 +5074,11 @@ func (r GetOrderResponse) GetJSON200() *OrderWithAttempts {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4831,6 +5135,11 @@ type CancelOrderResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelOrderResponse403Headers the declared response headers of an HTTP 403 response for CancelOrder
+type CancelOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // CancelOrderResponse409Headers the declared response headers of an HTTP 409 response for CancelOrder
 type CancelOrderResponse409Headers struct {
 	RetryAfter *int
@@ -4850,6 +5159,8 @@ type CancelOrderResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -4868,6 +5179,8 @@ type CancelOrderResponse struct {
 	Headers200 *CancelOrderResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CancelOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CancelOrderResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4887,6 +5200,11 @@ func (r CancelOrderResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CancelOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4958,6 +5276,11 @@ type OrderEventsResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// OrderEventsResponse403Headers the declared response headers of an HTTP 403 response for OrderEvents
+type OrderEventsResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // OrderEventsResponse429Headers the declared response headers of an HTTP 429 response for OrderEvents
 type OrderEventsResponse429Headers struct {
 	RetryAfter *int
@@ -4973,6 +5296,8 @@ type OrderEventsResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -4983,6 +5308,8 @@ type OrderEventsResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *OrderEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *OrderEventsResponse403Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *OrderEventsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -4992,6 +5319,11 @@ type OrderEventsResponse struct {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r OrderEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r OrderEventsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -5063,6 +5395,11 @@ type PayOrderResponse402Headers struct {
 	IdempotentReplayed *string
 }
 
+// PayOrderResponse403Headers the declared response headers of an HTTP 403 response for PayOrder
+type PayOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // PayOrderResponse409Headers the declared response headers of an HTTP 409 response for PayOrder
 type PayOrderResponse409Headers struct {
 	RetryAfter *int
@@ -5086,6 +5423,8 @@ type PayOrderResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON402 the response for an HTTP 402 `application/problem+json` response
 	ApplicationproblemJSON402 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -5110,6 +5449,8 @@ type PayOrderResponse struct {
 	Headers401 *PayOrderResponse401Headers
 	// Headers402 the parsed response headers for an HTTP 402 response
 	Headers402 *PayOrderResponse402Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PayOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PayOrderResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5139,6 +5480,11 @@ func (r PayOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON402 returns the response for an HTTP 402 `application/problem+json` response
 func (r PayOrderResponse) GetApplicationproblemJSON402() *Problem {
 	return r.ApplicationproblemJSON402
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PayOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -5215,6 +5561,11 @@ type GetRequestResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRequestResponse403Headers the declared response headers of an HTTP 403 response for GetRequest
+type GetRequestResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
 // GetRequestResponse503Headers the declared response headers of an HTTP 503 response for GetRequest
 type GetRequestResponse503Headers struct {
 	RetryAfter int
@@ -5229,6 +5580,8 @@ type GetRequestResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -5237,6 +5590,8 @@ type GetRequestResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetRequestResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetRequestResponse403Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRequestResponse503Headers
 }
@@ -5254,6 +5609,11 @@ func (r GetRequestResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetRequestResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRequestResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -5469,6 +5829,21 @@ func (c *ClientWithResponses) OpenapiWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseOpenapiResponse(rsp)
+}
+
+// ProblemTypeWithResponse What a problem code means
+//
+// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
+func (c *ClientWithResponses) ProblemTypeWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*ProblemTypeResponse, error) {
+	rsp, err := c.ProblemType(ctx, code, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProblemTypeResponse(rsp)
 }
 
 // ReadyzWithResponse The database is reachable and every migration applied
@@ -5955,6 +6330,47 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 	return response, nil
 }
 
+// ParseProblemTypeResponse parses an HTTP response from a ProblemTypeWithResponse call
+func ParseProblemTypeResponse(rsp *http.Response) (*ProblemTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProblemTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Code        string `json:"code"`
+			Description string `json:"description"`
+			Status      int    `json:"status"`
+			Title       string `json:"title"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/html) unsupported
+
+	}
+
+	return response, nil
+}
+
 // ParseReadyzResponse parses an HTTP response from a ReadyzWithResponse call
 func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6023,6 +6439,13 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6057,6 +6480,16 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers InspectRecordResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers InspectRecordResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6107,6 +6540,13 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6134,6 +6574,16 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SearchOrdersResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers SearchOrdersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6177,6 +6627,13 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6211,6 +6668,16 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers OrderTimelineResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers OrderTimelineResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6260,6 +6727,13 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
@@ -6340,6 +6814,16 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RefundOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers RefundOrderResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6407,6 +6891,13 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyInUse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6472,6 +6963,16 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReconcileResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers ReconcileResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6525,6 +7026,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6559,6 +7067,16 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetRunResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6608,6 +7126,13 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
@@ -6688,6 +7213,16 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResolveDiscrepancyResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers ResolveDiscrepancyResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6747,6 +7282,13 @@ func ParseRegisterCustomerResponse(rsp *http.Response) (*RegisterCustomerRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -6856,6 +7398,13 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6883,6 +7432,16 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListOrdersResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListOrdersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -6932,6 +7491,13 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest KeyInUse
@@ -7005,6 +7571,16 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateOrderResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -7058,6 +7634,13 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7092,6 +7675,16 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -7141,6 +7734,13 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
@@ -7214,6 +7814,16 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CancelOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CancelOrderResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -7260,6 +7870,13 @@ func ParseOrderEventsResponse(rsp *http.Response) (*OrderEventsResponse, error) 
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7301,6 +7918,16 @@ func ParseOrderEventsResponse(rsp *http.Response) (*OrderEventsResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers OrderEventsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers OrderEventsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -7374,6 +8001,13 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest OrderNotFound
@@ -7474,6 +8108,16 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers402 = &headers
+	case rsp.StatusCode == 403:
+		var headers PayOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers PayOrderResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -7534,6 +8178,13 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7568,6 +8219,16 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetRequestResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

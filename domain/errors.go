@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors callers match with errors.Is. The handler package maps each
@@ -42,6 +43,59 @@ func (e *ValidationError) Error() string {
 		return e.Reason
 	}
 	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+}
+
+// ValidationErrors is every invalid field of one request, so the caller can
+// correct them all at once. errors.As finds a *ValidationError in it (the
+// first), as it does for a single one.
+type ValidationErrors []*ValidationError
+
+// Error joins the fields' messages: a readable summary.
+func (es ValidationErrors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap exposes each field's error to errors.Is and errors.As.
+func (es ValidationErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// Add collects err: the validation errors it holds are kept, and anything
+// else (an error that is not about the input) is returned for the caller
+// to stop on.
+func (es *ValidationErrors) Add(err error) error {
+	var list ValidationErrors
+	var one *ValidationError
+	switch {
+	case err == nil:
+	case errors.As(err, &list):
+		*es = append(*es, list...)
+	case errors.As(err, &one):
+		*es = append(*es, one)
+	default:
+		return err
+	}
+	return nil
+}
+
+// Err is nil when nothing was collected, the one *ValidationError when
+// there is one, and the list otherwise.
+func (es ValidationErrors) Err() error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	return es
 }
 
 // NotCharged is the failure code of a payment the provider never received

@@ -51,17 +51,28 @@ type Money struct {
 // rejecting anything that is not a plain positive decimal or that has more
 // decimal places than the currency's minor unit.
 func ParseAmount(s string, c Currency, field string) (decimal.Decimal, error) {
+	d, err := ParseDecimal(s, field)
+	if err != nil {
+		return decimal.Decimal{}, err
+	}
+	// The written scale counts, not the value: "12.300" USD is refused even
+	// though it equals 12.30, so a client's rounding bug is caught early.
+	if frac := strings.IndexByte(s, '.'); frac >= 0 && int32(len(s)-frac-1) > c.Scale() {
+		return decimal.Decimal{}, &ValidationError{Field: field, Reason: fmt.Sprintf("%s allows at most %d decimal places", c, c.Scale())}
+	}
+	return d, nil
+}
+
+// ParseDecimal reads a plain decimal string such as "12.30" without regard
+// to a currency: what can be checked of an amount whose currency is itself
+// invalid, so that both mistakes are reported at once.
+func ParseDecimal(s, field string) (decimal.Decimal, error) {
 	if !amountPattern.MatchString(s) {
 		return decimal.Decimal{}, &ValidationError{Field: field, Reason: "must be a decimal string such as \"12.30\""}
 	}
 	d, err := decimal.NewFromString(s)
 	if err != nil {
 		return decimal.Decimal{}, &ValidationError{Field: field, Reason: "must be a decimal string such as \"12.30\""}
-	}
-	// The written scale counts, not the value: "12.300" USD is refused even
-	// though it equals 12.30, so a client's rounding bug is caught early.
-	if frac := strings.IndexByte(s, '.'); frac >= 0 && int32(len(s)-frac-1) > c.Scale() {
-		return decimal.Decimal{}, &ValidationError{Field: field, Reason: fmt.Sprintf("%s allows at most %d decimal places", c, c.Scale())}
 	}
 	return d, nil
 }

@@ -50,15 +50,15 @@ type Admin struct {
 }
 
 func (h *Admin) search(c echo.Context) error {
-	f, err := orderFilter(c)
-	if err != nil {
-		return err
-	}
+	var invalid domain.ValidationErrors
+	f := orderFilter(c, &invalid)
 	f.CustomerID = c.QueryParam("customer")
-	if f.From, err = queryTime(c, "from"); err != nil {
-		return err
-	}
-	if f.To, err = queryTime(c, "to"); err != nil {
+	var err error
+	f.From, err = queryTime(c, "from")
+	_ = invalid.Add(err)
+	f.To, err = queryTime(c, "to")
+	_ = invalid.Add(err)
+	if err := invalid.Err(); err != nil {
 		return err
 	}
 	page, err := h.Service.Search(c.Request().Context(), f)
@@ -99,8 +99,18 @@ func (h *Admin) refund(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
+	// What can be checked without the order is checked together; the
+	// amount's scale waits for the order's currency (the use case).
+	var invalid domain.ValidationErrors
+	if req.Amount != "" {
+		_, err := domain.ParseDecimal(req.Amount, "amount")
+		_ = invalid.Add(err)
+	}
 	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 500 {
-		return &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"}
+		invalid = append(invalid, &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"amount": req.Amount, "reason": req.Reason})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
@@ -152,13 +162,17 @@ func (h *Admin) reconcile(c echo.Context) error {
 	} else if err := decode(c, &req); err != nil {
 		return err
 	}
+	var invalid domain.ValidationErrors
 	from, err := time.Parse(time.RFC3339, req.From)
 	if err != nil {
-		return &domain.ValidationError{Field: "from", Reason: "must be an RFC 3339 time"}
+		invalid = append(invalid, &domain.ValidationError{Field: "from", Reason: "must be an RFC 3339 time"})
 	}
 	to, err := time.Parse(time.RFC3339, req.To)
 	if err != nil {
-		return &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"}
+		invalid = append(invalid, &domain.ValidationError{Field: "to", Reason: "must be an RFC 3339 time"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"from": req.From, "to": req.To, "dry_run": req.DryRun, "settlement_file": charges != nil})
 	// A run outlives a client that hangs up: it is recorded, then finished.
@@ -202,8 +216,15 @@ func (h *Admin) resolve(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
+	var invalid domain.ValidationErrors // both fields at once; the use case checks action again
+	if req.Action != service.ResolveApply && req.Action != service.ResolveRefund && req.Action != service.ResolveIgnore {
+		invalid = append(invalid, &domain.ValidationError{Field: "action", Reason: "must be apply, refund or ignore"})
+	}
 	if len(req.Note) > 1000 {
-		return &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"}
+		invalid = append(invalid, &domain.ValidationError{Field: "note", Reason: "must be at most 1000 characters"})
+	}
+	if err := invalid.Err(); err != nil {
+		return err
 	}
 	auditInputs(c, map[string]any{"action": req.Action, "note": req.Note})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)

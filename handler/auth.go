@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -29,8 +30,10 @@ func bearer(c echo.Context) string {
 	return ""
 }
 
-// RequireCustomer admits requests with a valid customer token.
-func RequireCustomer(auth Authenticator) echo.MiddlewareFunc {
+// RequireCustomer admits requests with a valid customer token. The admin
+// token is a known caller of the wrong kind: 403, not 401.
+func RequireCustomer(auth Authenticator, adminToken string) echo.MiddlewareFunc {
+	isAdmin := adminTokenMatcher(adminToken)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			tok := bearer(c)
@@ -38,6 +41,9 @@ func RequireCustomer(auth Authenticator) echo.MiddlewareFunc {
 				return domain.ErrUnauthorized
 			}
 			cust, err := auth.Authenticate(c.Request().Context(), tok)
+			if errors.Is(err, domain.ErrUnauthorized) && isAdmin(tok) {
+				return domain.ErrForbidden
+			}
 			if err != nil {
 				return err
 			}
@@ -48,20 +54,44 @@ func RequireCustomer(auth Authenticator) echo.MiddlewareFunc {
 }
 
 // RequireAdmin admits requests carrying the admin token, compared in
-// constant time (over hashes, so the length does not leak either). A
-// customer token is not an admin token: 401.
-func RequireAdmin(adminToken string) echo.MiddlewareFunc {
-	want := sha256.Sum256([]byte(adminToken))
+// constant time (over hashes, so the length does not leak either). A valid
+// customer token is a known caller of the wrong kind: 403; anything else
+// is 401.
+func RequireAdmin(adminToken string, auth Authenticator) echo.MiddlewareFunc {
+	isAdmin := adminTokenMatcher(adminToken)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			got := sha256.Sum256([]byte(bearer(c)))
-			if adminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				return domain.ErrUnauthorized
+			tok := bearer(c)
+			if !isAdmin(tok) {
+				return wrongKind(c, auth, tok)
 			}
 			c.Set(ctxAdmin, true)
 			return next(c)
 		}
 	}
+}
+
+// adminTokenMatcher reports whether a token is the admin token; an empty
+// admin token matches nothing.
+func adminTokenMatcher(adminToken string) func(string) bool {
+	want := sha256.Sum256([]byte(adminToken))
+	return func(tok string) bool {
+		got := sha256.Sum256([]byte(tok))
+		return adminToken != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	}
+}
+
+// wrongKind is the answer to a token that is not the admin token: 403 when
+// it is a customer's, else 401. Any failure to tell (the database down)
+// stays 401: the route is refused either way.
+func wrongKind(c echo.Context, auth Authenticator, tok string) error {
+	if tok == "" || auth == nil {
+		return domain.ErrUnauthorized
+	}
+	if _, err := auth.Authenticate(c.Request().Context(), tok); err == nil {
+		return domain.ErrForbidden
+	}
+	return domain.ErrUnauthorized
 }
 
 func customerOf(c echo.Context) domain.Customer {

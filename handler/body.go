@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 
 	"github.com/labstack/echo/v4"
 
@@ -62,6 +63,11 @@ func decode(c echo.Context, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
+		// encoding/json names only the first unknown field or wrong type;
+		// the caller is told all of them at once.
+		if invalid := fieldProblems(b, reflect.TypeOf(dst)); len(invalid) > 0 {
+			return invalid.Err()
+		}
 		return decodeProblem(err)
 	}
 	if dec.More() {

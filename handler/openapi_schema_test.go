@@ -11,7 +11,7 @@ import (
 // rendered maps each response schema of openapi.yaml to the type the
 // handlers marshal for it.
 var rendered = map[string]any{
-	"Problem": Problem{}, "Order": orderJSON{}, "Item": itemJSON{}, "Attempt": attemptJSON{},
+	"Problem": Problem{}, "FieldError": FieldError{}, "Order": orderJSON{}, "Item": itemJSON{}, "Attempt": attemptJSON{},
 	"OrderWithAttempts": orderWithAttempts{}, "OrderPage": pageJSON{}, "Customer": customerJSON{},
 	"Registration": registrationJSON{}, "Record": recordJSON{}, "StoredResponse": storedResponse{},
 	"AdminRecord": adminRecordJSON{}, "Refund": refundJSON{}, "RefundResult": refundResultJSON{},

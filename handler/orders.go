@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -76,8 +75,9 @@ func (h *Orders) get(c echo.Context) error {
 }
 
 func (h *Orders) list(c echo.Context) error {
-	f, err := orderFilter(c)
-	if err != nil {
+	var invalid domain.ValidationErrors
+	f := orderFilter(c, &invalid)
+	if err := invalid.Err(); err != nil {
 		return err
 	}
 	f.CustomerID = customerOf(c).ID
@@ -88,17 +88,22 @@ func (h *Orders) list(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, toPageJSON(page))
 }
 
-// orderFilter reads status, limit and cursor from the query string.
-func orderFilter(c echo.Context) (domain.OrderFilter, error) {
+// orderFilter reads status, limit and cursor from the query string,
+// collecting every invalid parameter into invalid.
+func orderFilter(c echo.Context, invalid *domain.ValidationErrors) domain.OrderFilter {
 	f := domain.OrderFilter{Status: domain.OrderStatus(c.QueryParam("status")), Cursor: c.QueryParam("cursor"), Limit: 20}
 	if s := c.QueryParam("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > domain.MaxPageSize {
-			return f, &domain.ValidationError{Field: "limit", Reason: "must be a whole number from 1 to 100"}
+			*invalid = append(*invalid, &domain.ValidationError{Field: "limit", Reason: "must be a whole number from 1 to 100"})
+		} else {
+			f.Limit = n
 		}
-		f.Limit = n
 	}
-	return f, nil
+	if f.Status != "" && !f.Status.Valid() {
+		*invalid = append(*invalid, &domain.ValidationError{Field: "status", Reason: "unknown order status"})
+	}
+	return f
 }
 
 func toPageJSON(p domain.OrderPage) pageJSON {
@@ -129,10 +134,15 @@ func (h *Orders) pay(c echo.Context) error {
 	o, err := h.Checkout.Pay(ctx, service.PayRequest{
 		CustomerID: customerOf(c).ID, OrderID: c.Param("id"), RequestID: requestKeyOf(c), PaymentMethod: req.PaymentMethod,
 	})
-	if err != nil && !errors.Is(err, domain.ErrPaymentDeclined) {
-		return err // the error handler renders it (and logs it if unexpected)
+	if err == nil {
+		err = unpaid(o)
 	}
-	r := RenderPay(o, err)
+	if err != nil {
+		// The error handler renders it as RenderPay would, for this
+		// occurrence (instance, request_id), and logs it if unexpected.
+		return err
+	}
+	r := RenderPay(o, nil)
 	if r.Status == http.StatusAccepted {
 		c.Response().Header().Set("Retry-After", "2")
 	}

@@ -22,7 +22,8 @@ import (
 )
 
 // Problem is an RFC 9457 problem detail with payd's stable machine code.
-// It is also an error, so handlers can return one directly.
+// It is also an error, so handlers can return one directly. Type is a
+// relative URI that payd serves (/problems/{code}, see problemTypes).
 type Problem struct {
 	Type        string `json:"type"`
 	Title       string `json:"title"`
@@ -30,7 +31,22 @@ type Problem struct {
 	Detail      string `json:"detail,omitempty"`
 	Code        string `json:"code"`
 	DeclineCode string `json:"decline_code,omitempty"`
-	retryAfter  int
+	// Instance is the path of the request this occurrence answers (no
+	// query: it can carry what the caller searched for).
+	Instance string `json:"instance,omitempty"`
+	// RequestID is the request's X-Request-ID, the key to payd's logs. A
+	// replayed answer keeps the one of the request that produced it.
+	RequestID string `json:"request_id,omitempty"`
+	// Errors lists every invalid field of a validation_failed request.
+	Errors     []FieldError `json:"errors,omitempty"`
+	retryAfter int
+}
+
+// FieldError is one invalid input: the field or query parameter and what
+// is wrong with it.
+type FieldError struct {
+	Param  string `json:"param"`
+	Detail string `json:"detail"`
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -41,10 +57,10 @@ func problem(status int, code, title, detail string) *Problem {
 
 // Problems the handler layer raises itself, before any use case runs.
 var (
-	errMalformedJSON  = problem(http.StatusBadRequest, "validation_failed", "Malformed request", "The request body is not valid JSON.")
+	errMalformedJSON  = problem(http.StatusBadRequest, "validation_failed", "Invalid request", "The request body is not valid JSON.")
 	errTooLarge       = problem(http.StatusRequestEntityTooLarge, "payload_too_large", "Payload too large", "The request body exceeds 1 MiB.")
 	errContentType    = problem(http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported media type", "Send the request body as application/json.")
-	errKeyConflict    = problem(http.StatusBadRequest, "idempotency_key_invalid", "Conflicting idempotency keys", "The Idempotency-Key header and the request_id field differ.")
+	errKeyConflict    = problem(http.StatusBadRequest, "idempotency_key_invalid", "Idempotency key invalid", "The Idempotency-Key header and the request_id field differ.")
 	errRouteNotFound  = problem(http.StatusNotFound, "not_found", "Not found", "No such route.")
 	errMethodNotAllow = problem(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This route does not accept that method.")
 	errTooManyStreams = retryAfter(problem(http.StatusTooManyRequests, "too_many_streams", "Too many event streams",
@@ -115,7 +131,7 @@ var details = map[string]string{
 	"payment_amount_mismatch":      "The payment provider reported a charge for another amount or currency than the order's. The order was not paid; an operator will refund or apply the charge. Do not pay again.",
 	"email_taken":                  "An account with this email address already exists.",
 	"unauthorized":                 "A valid bearer token is required.",
-	"forbidden":                    "This token may not do that.",
+	"forbidden":                    "This token is valid but not for this route: customer routes take a customer token, operator routes the admin token.",
 	"order_not_refundable":         "Only a paid order can be refunded.",
 	"refund_too_large":             "The refund exceeds what remains refundable on this order; nothing was refunded.",
 	"refund_refused":               "The payment provider refused the refund; nothing was refunded.",
@@ -133,9 +149,8 @@ func toProblem(err error) (*Problem, bool) {
 	if errors.As(err, &p) {
 		return p, true
 	}
-	var ve *domain.ValidationError
-	if errors.As(err, &ve) {
-		return problem(http.StatusBadRequest, "validation_failed", "Invalid request", ve.Error()), true
+	if p := validationProblem(err); p != nil {
+		return p, true
 	}
 	if decline := (*domain.DeclineError)(nil); errors.As(err, &decline) && decline.Code == domain.NotCharged {
 		return problem(http.StatusBadGateway, "payment_not_completed", "Payment not completed",
@@ -168,7 +183,7 @@ func toProblem(err error) (*Problem, bool) {
 		case http.StatusUnsupportedMediaType:
 			return errContentType, true
 		}
-		return problem(he.Code, "http_error", http.StatusText(he.Code), fmt.Sprint(he.Message)), true
+		return problem(he.Code, "http_error", "HTTP error", fmt.Sprint(he.Message)), true
 	}
 	if unreachable(err) {
 		p := problem(http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
@@ -177,6 +192,26 @@ func toProblem(err error) (*Problem, bool) {
 		return p, false // still logged: an operator wants to know
 	}
 	return problem(http.StatusInternalServerError, "internal_error", "Internal error", "Something went wrong on our side. It has been logged."), false
+}
+
+// validationProblem is the validation_failed problem of err listing every
+// invalid field, or nil when err is not about the input.
+func validationProblem(err error) *Problem {
+	var invalid domain.ValidationErrors
+	if !errors.As(err, &invalid) {
+		var one *domain.ValidationError
+		if !errors.As(err, &one) {
+			return nil
+		}
+		invalid = domain.ValidationErrors{one}
+	}
+	p := problem(http.StatusBadRequest, "validation_failed", "Invalid request", invalid.Error())
+	for _, e := range invalid {
+		if e.Field != "" {
+			p.Errors = append(p.Errors, FieldError{Param: e.Field, Detail: e.Reason})
+		}
+	}
+	return p
 }
 
 // ErrorHandler is Echo's HTTPErrorHandler: it writes every error as problem
@@ -199,8 +234,20 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusUnauthorized {
 			h.Set("WWW-Authenticate", `Bearer realm="payd"`)
 		}
-		writeJSON(c, p.Status, p)
+		if p.Code == "forbidden" {
+			h.Set("WWW-Authenticate", `Bearer realm="payd", error="insufficient_scope"`) // RFC 6750 §3.1
+		}
+		writeJSON(c, p.Status, occurrence(c, p))
 	}
+}
+
+// occurrence is p for this request: its path and tracing ID. It copies p,
+// which may be a shared value (errMalformedJSON, ...).
+func occurrence(c echo.Context, p *Problem) *Problem {
+	q := *p
+	q.Instance = c.Request().URL.EscapedPath()
+	q.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+	return &q
 }
 
 // unreachable reports whether err says a connection could not be made or

@@ -58,7 +58,7 @@ func New(d Deps) *echo.Echo {
 // routes lists every route payd serves, in one place.
 func routes(e *echo.Echo, d Deps) {
 	idem := &Idempotent{Engine: d.Idempotency, Log: d.Log}
-	customer := RequireCustomer(d.Customers)
+	customer := RequireCustomer(d.Customers, d.AdminToken)
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
@@ -73,6 +73,7 @@ func routes(e *echo.Echo, d Deps) {
 		e.GET("/metrics", d.Metrics.handler())
 	}
 	e.GET("/openapi.yaml", openAPI)
+	e.GET("/problems/:code", problemDoc) // what a problem's type URI names
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
@@ -85,7 +86,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
-	admin, a := RequireAdmin(d.AdminToken), d.Admin
+	admin, a := RequireAdmin(d.AdminToken, d.Customers), d.Admin
 	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}

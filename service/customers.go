@@ -31,13 +31,15 @@ type Customers struct {
 // email under another key is domain.ErrEmailTaken, under the same key with
 // another body domain.ErrKeyReused (see resolveTaken).
 func (s *Customers) Register(ctx context.Context, req Keyed, email, name string) (domain.Customer, string, error) {
+	var invalid domain.ValidationErrors // both fields are checked: the caller corrects them at once
 	email, err := domain.NormalizeEmail(email)
-	if err != nil {
-		return domain.Customer{}, "", err
-	}
+	_ = invalid.Add(err)
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > 200 {
-		return domain.Customer{}, "", &domain.ValidationError{Field: "name", Reason: "must be 1 to 200 characters"}
+		invalid = append(invalid, &domain.ValidationError{Field: "name", Reason: "must be 1 to 200 characters"})
+	}
+	if err := invalid.Err(); err != nil {
+		return domain.Customer{}, "", err
 	}
 	c := domain.Customer{ID: newID(), Email: email, Name: name, RequestID: req.Key, RequestFingerprint: req.Fingerprint, CreatedAt: s.Now().UTC()}
 	token := s.Sealer.CustomerToken(c.ID)

@@ -37,12 +37,13 @@ type NewItem struct {
 // gone — but only if it is the same request: another cart under that key is
 // domain.ErrKeyReused (see sameCreation).
 func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, currency string, items []NewItem) (domain.Order, error) {
+	// Every field is checked before any is refused: the caller corrects
+	// them all at once.
+	var invalid domain.ValidationErrors
 	cur, err := domain.ParseCurrency(currency)
-	if err != nil {
-		return domain.Order{}, err
-	}
-	lines, err := s.parseItems(cur, items)
-	if err != nil {
+	_ = invalid.Add(err)
+	lines := s.parseItems(cur, items, &invalid)
+	if err := invalid.Err(); err != nil {
 		return domain.Order{}, err
 	}
 	amount := domain.Total(lines)
@@ -101,30 +102,38 @@ func sameCreation(prev, want domain.Order) bool {
 	return true
 }
 
-func (s *Orders) parseItems(cur domain.Currency, items []NewItem) ([]domain.Item, error) {
+// parseItems reads the order lines, collecting every invalid field into
+// invalid. cur is empty when the currency itself is invalid: then a price
+// is checked only for being a decimal, as its scale depends on the currency.
+func (s *Orders) parseItems(cur domain.Currency, items []NewItem, invalid *domain.ValidationErrors) []domain.Item {
 	if len(items) == 0 || len(items) > s.Limits.MaxItems {
-		return nil, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("must hold 1 to %d items", s.Limits.MaxItems)}
+		*invalid = append(*invalid, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("must hold 1 to %d items", s.Limits.MaxItems)})
+		return nil
 	}
 	lines := make([]domain.Item, 0, len(items))
 	for i, it := range items {
 		field := fmt.Sprintf("items[%d]", i)
 		sku, name := strings.TrimSpace(it.SKU), strings.TrimSpace(it.Name)
 		if sku == "" || len(sku) > 64 {
-			return nil, &domain.ValidationError{Field: field + ".sku", Reason: "must be 1 to 64 characters"}
+			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".sku", Reason: "must be 1 to 64 characters"})
 		}
 		if name == "" || utf8.RuneCountInString(name) > 200 {
-			return nil, &domain.ValidationError{Field: field + ".name", Reason: "must be 1 to 200 characters"}
+			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".name", Reason: "must be 1 to 200 characters"})
 		}
 		if it.Quantity < 1 || it.Quantity > s.Limits.MaxQuantity {
-			return nil, &domain.ValidationError{Field: field + ".quantity", Reason: fmt.Sprintf("must be a whole number from 1 to %d", s.Limits.MaxQuantity)}
+			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".quantity", Reason: fmt.Sprintf("must be a whole number from 1 to %d", s.Limits.MaxQuantity)})
 		}
-		price, err := domain.ParseAmount(it.UnitPrice, cur, field+".unit_price")
-		if err != nil {
-			return nil, err
+		var price decimal.Decimal
+		var err error
+		if cur == "" {
+			_, err = domain.ParseDecimal(it.UnitPrice, field+".unit_price")
+		} else {
+			price, err = domain.ParseAmount(it.UnitPrice, cur, field+".unit_price")
 		}
+		_ = invalid.Add(err) // both parsers fail only with a *ValidationError
 		lines = append(lines, domain.Item{SKU: sku, Name: name, Quantity: it.Quantity, UnitPrice: price})
 	}
-	return lines, nil
+	return lines
 }
 
 // Get returns one of the customer's orders; another customer's order is

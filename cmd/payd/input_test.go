@@ -28,7 +28,7 @@ func TestBadInput(t *testing.T) {
 		}{
 			{"no token", request{method: "POST", path: "/v1/orders", body: item("1.00")}, 401, "unauthorized"},
 			{"bad token", request{method: "POST", path: "/v1/orders", token: "ptk_nope", body: item("1.00")}, 401, "unauthorized"},
-			{"admin token is no customer", request{method: "GET", path: "/v1/orders", token: testAdminToken}, 401, "unauthorized"},
+			{"admin token is no customer", request{method: "GET", path: "/v1/orders", token: testAdminToken}, 403, "forbidden"},
 			{"malformed JSON", request{method: "POST", path: "/v1/orders", token: token, body: `{"currency":`}, 400, "validation_failed"},
 			{"unknown field", request{method: "POST", path: "/v1/orders", token: token, body: `{"currency":"USD","items":[],"coupon":"x"}`}, 400, "validation_failed"},
 			{"amount as number", request{method: "POST", path: "/v1/orders", token: token, body: `{"currency":"USD","items":[{"sku":"a","name":"A","quantity":1,"unit_price":1.5}]}`}, 400, "validation_failed"},

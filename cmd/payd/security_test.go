@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +40,7 @@ func adminRoutes(t *testing.T) []string {
 }
 
 // TestAdminRoutesNeedAdminToken: every operator route answers 401 without
-// a token, with a wrong one and with a customer's, and acts on nothing.
+// a token or with a wrong one, 403 with a customer's, and acts on nothing.
 func TestAdminRoutesNeedAdminToken(t *testing.T) {
 	routes := adminRoutes(t)
 	eachDialect(t, func(t *testing.T, dialect string) {
@@ -62,12 +64,17 @@ func TestAdminRoutesNeedAdminToken(t *testing.T) {
 				{"no token", ""}, {"wrong token", testAdminToken + "x"}, {"customer token", tok}, {"empty bearer", " "},
 			} {
 				r := s.do(request{method: method, path: path, token: who.token, key: uuid.NewString(), body: body})
-				if r.Status != http.StatusUnauthorized && !(who.name == "customer token" && r.Status == http.StatusForbidden) {
-					t.Errorf("%s %s with %s = %d %s, want 401", method, path, who.name, r.Status, r.Body)
+				// A customer's token is valid, but not here: 403; anything else 401.
+				wantStatus, wantCode := http.StatusUnauthorized, "unauthorized"
+				if who.name == "customer token" {
+					wantStatus, wantCode = http.StatusForbidden, "forbidden"
+				}
+				if r.Status != wantStatus {
+					t.Errorf("%s %s with %s = %d %s, want %d", method, path, who.name, r.Status, r.Body, wantStatus)
 					continue
 				}
-				if c := r.code(t); c != "unauthorized" && c != "forbidden" {
-					t.Errorf("%s %s with %s: code %q, want unauthorized", method, path, who.name, c)
+				if c := r.code(t); c != wantCode {
+					t.Errorf("%s %s with %s: code %q, want %s", method, path, who.name, c, wantCode)
 				}
 				if r.Status == http.StatusUnauthorized && r.Header.Get("WWW-Authenticate") == "" {
 					t.Errorf("%s %s with %s: 401 without WWW-Authenticate", method, path, who.name)
@@ -119,8 +126,27 @@ func TestCustomerIsolation(t *testing.T) {
 			if r.Status != http.StatusNotFound || r.code(t) != tt.code {
 				t.Errorf("ben %s ann's = %d %s, want 404 %s", tt.name, r.Status, r.Body, tt.code)
 			}
-			if strings.Contains(string(r.Body), paid) || strings.Contains(string(r.Body), open) {
+			// instance echoes ben's own request path (which holds the id he
+			// sent), and only that: nothing else in the reply names ann's
+			// order, and it reads exactly as the reply for an order that
+			// does not exist.
+			p := r.json(t)
+			if p["instance"] != tt.req.path {
+				t.Errorf("ben %s ann's: instance = %v, want his own path %s", tt.name, p["instance"], tt.req.path)
+			}
+			delete(p, "instance")
+			if b, _ := json.Marshal(p); strings.Contains(string(b), paid) || strings.Contains(string(b), open) {
 				t.Errorf("ben %s ann's: the reply names ann's order: %s", tt.name, r.Body)
+			}
+			ghost := tt.req
+			ghost.path = strings.NewReplacer(paid, uuid.NewString(), open, uuid.NewString(), annKey, uuid.NewString()).Replace(ghost.path)
+			g := s.do(ghost)
+			q := g.json(t)
+			delete(q, "instance")
+			delete(p, "request_id")
+			delete(q, "request_id")
+			if g.Status != r.Status || !reflect.DeepEqual(p, q) {
+				t.Errorf("ben %s ann's = %d %v, unknown = %d %v: want the same answer", tt.name, r.Status, p, g.Status, q)
 			}
 		}
 		if after := s.snapshot(); after != before {
