@@ -149,10 +149,16 @@ func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 
 // applyPayment marks the order paid by the attempt the provider charged:
 // claimed for the attempt's request if it was released, the attempt moved
-// to succeeded, then paid — one transaction of guarded statements.
+// to succeeded, then paid — one transaction of guarded statements. The
+// discrepancy may come from an uploaded settlement file, which nobody
+// signed, so the provider is asked first: only a charge it reports
+// succeeded, as this charge, for the attempt's amount and currency is applied.
 func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error {
 	a, err := s.Attempts.FindByID(ctx, d.AttemptID)
 	if err != nil {
+		return err
+	}
+	if _, err := providerStandsBy(ctx, s.Recoverer.Provider, a, d.ChargeID); err != nil {
 		return err
 	}
 	now := s.Now().UTC()
