@@ -94,12 +94,35 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		if err := o.PayOutcome(r.RequestID); err != nil {
 			return domain.Order{}, err
 		}
+		if err := s.samePayment(ctx, o, r); err != nil {
+			return domain.Order{}, err
+		}
 		if o.Status == domain.StatusProcessing {
 			return s.recover(ctx, o, r.RequestID)
 		}
 		return o, nil // paid (or since refunded) by this very request ID
 	}
 	return domain.Order{}, domain.ErrPaymentInProgress
+}
+
+// samePayment checks that r is the request that claimed o under its
+// request ID: once that key's idempotency record is gone, the order answers
+// for the key (pay_request_id), and the attempt remembers the payment
+// method — the whole body of a pay request, its path being the order's.
+// Another method under the key is domain.ErrKeyReused (ADR 0011), not the
+// outcome of a payment the caller did not ask for.
+func (s *Checkout) samePayment(ctx context.Context, o domain.Order, r PayRequest) error {
+	a, err := s.Attempts.Latest(ctx, o.ID, r.RequestID)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		return nil // nothing to compare with
+	}
+	if err != nil {
+		return err
+	}
+	if a.PaymentMethod != "" && a.PaymentMethod != r.PaymentMethod {
+		return domain.ErrKeyReused
+	}
+	return nil
 }
 
 // claim takes the order for r (pending → processing, recording the request

@@ -195,21 +195,25 @@ func (s *Refunds) RetryPending(ctx context.Context, olderThan time.Time) (int64,
 type RefundRequest struct {
 	OrderID   string
 	RequestID string
-	Amount    string
-	Reason    string
+	// Fingerprint is the request's fingerprint (ADR 0011), kept on the
+	// refund so a repeat under RequestID is compared with it.
+	Fingerprint string
+	Amount      string
+	Reason      string
 }
 
 // Refund gives back part or all of a paid order through the provider. The
 // amount is reserved on the order first by a guarded UPDATE that cannot
 // exceed what was paid, so concurrent refunds never add up to more. A
 // repeated request ID finds its earlier refund instead of refunding again,
-// even after its idempotency record expired.
+// even after its idempotency record expired — if it is the same request:
+// another body under that ID is domain.ErrKeyReused (ADR 0011).
 func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund, domain.Order, error) {
 	o, err := s.Orders.FindByID(ctx, req.OrderID)
 	if err != nil {
 		return domain.Refund{}, domain.Order{}, err
 	}
-	if prior, ok, err := s.priorRefund(ctx, o.ID, req.RequestID); err != nil || ok {
+	if prior, ok, err := s.priorRefund(ctx, o, req); err != nil || ok {
 		return prior, o, err
 	}
 	if o.Status != domain.StatusPaid {
@@ -245,7 +249,7 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 	now := s.Now().UTC()
 	id := newID()
 	r := domain.Refund{
-		ID: id, OrderID: o.ID, ChargeID: chargeID, RequestID: req.RequestID, Kind: domain.RefundManual, ProviderKey: id,
+		ID: id, OrderID: o.ID, ChargeID: chargeID, RequestID: req.RequestID, RequestFingerprint: req.Fingerprint, Kind: domain.RefundManual, ProviderKey: id,
 		Amount: amount, Currency: o.Currency, Status: domain.RefundPending, Reason: req.Reason, CreatedAt: now, UpdatedAt: now,
 	}
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -264,16 +268,35 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 	return r, err
 }
 
-// priorRefund finds a manual refund this request ID already made.
-func (s *Refunds) priorRefund(ctx context.Context, orderID, requestID string) (domain.Refund, bool, error) {
-	rs, err := s.Store.ListByOrder(ctx, orderID)
+// priorRefund finds a manual refund this request ID already made, and
+// answers it only for the same request: the fingerprints are compared, and
+// for a refund stored without one (before migration 00008) what can be —
+// the reason, and the amount when the request names one.
+func (s *Refunds) priorRefund(ctx context.Context, o domain.Order, req RefundRequest) (domain.Refund, bool, error) {
+	rs, err := s.Store.ListByOrder(ctx, o.ID)
 	if err != nil {
 		return domain.Refund{}, false, err
 	}
 	for _, r := range rs {
-		if r.Kind == domain.RefundManual && r.RequestID == requestID {
+		if r.Kind != domain.RefundManual || r.RequestID != req.RequestID {
+			continue
+		}
+		if r.RequestFingerprint != "" && req.Fingerprint != "" {
+			if r.RequestFingerprint != req.Fingerprint {
+				return domain.Refund{}, false, domain.ErrKeyReused
+			}
 			return r, true, nil
 		}
+		if r.Reason != req.Reason {
+			return domain.Refund{}, false, domain.ErrKeyReused
+		}
+		if req.Amount != "" {
+			amount, err := domain.ParseAmount(req.Amount, o.Currency, "amount")
+			if err != nil || !amount.Equal(r.Amount) {
+				return domain.Refund{}, false, domain.ErrKeyReused
+			}
+		}
+		return r, true, nil
 	}
 	return domain.Refund{}, false, nil
 }
