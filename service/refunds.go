@@ -128,6 +128,9 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, erro
 	if pr.Status == provider.ChargeFailed {
 		status = domain.RefundFailed
 	}
+	if status == domain.RefundSucceeded && !sameRefund(r, pr.Amount.String(), pr.Currency) {
+		return r, s.refundMismatch(ctx, r, pr.ID, pr.Amount.String(), pr.Currency)
+	}
 	if _, err := s.Store.Finish(ctx, r.ID, status, pr.ID, s.Now().UTC()); err != nil {
 		return r, err
 	}
@@ -158,15 +161,63 @@ func (s *Refunds) refused(ctx context.Context, r domain.Refund, cause error) err
 	return fmt.Errorf("%w: refund %s: %v", domain.ErrRefundRefused, r.ID, cause)
 }
 
+// sameRefund reports whether the provider's report of a refund is for the
+// refund's amount and currency.
+func sameRefund(r domain.Refund, amount, currency string) bool {
+	if currency != string(r.Currency) {
+		return false
+	}
+	v, err := decimal.NewFromString(amount)
+	return err == nil && v.Equal(r.Amount)
+}
+
+// refundMismatch handles a provider's report that refund r succeeded for
+// other money than payd asked for (ADR 0010's rule for refunds): nothing
+// is applied — the refund stays pending, its reservation on the order
+// stays — and an amount_mismatch is recorded once for an operator, who
+// checks the provider's books. A manual refund's caller is told
+// (ErrAmountMismatch); an automatic refund's discrepancy stays open beside it.
+func (s *Refunds) refundMismatch(ctx context.Context, r domain.Refund, providerRefundID, amount, currency string) error {
+	if s.Discrepancies != nil {
+		d := withProviderAmount(domain.Discrepancy{
+			Type: domain.AmountMismatch, Reference: "refund:" + r.ID, OrderID: r.OrderID,
+			LocalAmount: r.Amount, Currency: r.Currency,
+			Note: fmt.Sprintf("the provider reported refund %s (%s) for another amount or currency than payd asked; not applied, the refund stays pending for an operator",
+				r.ID, truncate(providerRefundID, 64)),
+		}, amount, currency)
+		_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+		if err != nil {
+			return err
+		}
+		if isNew && s.ObserveDiscrepancy != nil {
+			s.ObserveDiscrepancy(domain.AmountMismatch)
+		}
+	}
+	if r.Kind != domain.RefundManual {
+		return nil
+	}
+	return fmt.Errorf("%w: the provider reported refund %s for other money", domain.ErrAmountMismatch, r.ID)
+}
+
 // Confirmed applies a refund.succeeded webhook: the refund it names becomes
-// succeeded, once.
-func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID string) (string, error) {
+// succeeded, once — only if the event's amount and currency are the
+// refund's; otherwise it is recorded as an amount_mismatch and not applied.
+func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, amount, currency string) (string, error) {
 	r, err := s.Store.FindByProviderKey(ctx, providerKey)
 	if errors.Is(err, domain.ErrRefundNotFound) {
 		return OutcomeIgnored, nil
 	}
 	if err != nil {
 		return "", err
+	}
+	if !sameRefund(r, amount, currency) {
+		if r.Status != domain.RefundPending {
+			return OutcomeIgnored, nil // settled already; this report changes nothing
+		}
+		if err := s.refundMismatch(ctx, r, providerRefundID, amount, currency); err != nil && !errors.Is(err, domain.ErrAmountMismatch) {
+			return "", err
+		}
+		return OutcomeDiscrepancy, nil
 	}
 	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, s.Now().UTC()); err != nil {
 		return "", err
