@@ -202,6 +202,11 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	if err != nil || !won {
 		return o, err
 	}
+	// Judge by the row under the lease: its in-flight deadline may have
+	// moved since it was read.
+	if a, err = s.Attempts.FindByID(ctx, a.ID); err != nil {
+		return o, err
+	}
 	a.LeasedUntil = leaseEnd
 	ch, err := s.Provider.GetCharge(ctx, a.ID)
 	if errors.Is(err, provider.ErrNotFound) {
@@ -428,6 +433,12 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 
 // unsettled are the attempt statuses a final outcome may still be written over.
 var unsettled = []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
+
+// isUnsettled reports whether st is one of unsettled: an attempt whose
+// charge may still be (re)sent, so only its lease holder may judge it.
+func isUnsettled(st domain.AttemptStatus) bool {
+	return st == domain.AttemptStarted || st == domain.AttemptUnknown
+}
 
 func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
 	if s.Idem == nil || s.Respond == nil {

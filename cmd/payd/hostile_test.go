@@ -36,6 +36,7 @@ type hostile struct {
 	seen  map[string]int          // charge requests per order that reached the proxy
 
 	refundAmount string // when set, replaces the amount of every refund reply (refund_reply_test.go)
+	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 }
 
 // hostileRule is how the provider misbehaves for one order. Zero fields
@@ -246,6 +247,9 @@ func (h *hostile) modifyResponse(resp *http.Response) error {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	if isGet {
+		h.holdGet(orderID)
+	}
 	if rule != nil && isCharge {
 		if rule.HoldReply > 0 {
 			time.Sleep(rule.HoldReply)
