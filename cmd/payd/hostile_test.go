@@ -35,7 +35,7 @@ type hostile struct {
 	keys  map[string]string       // provider idempotency key → order ID, learnt from charge requests
 	seen  map[string]int          // charge requests per order that reached the proxy
 
-	refundAmount string // when set, replaces the amount of every refund reply (refund_reply_test.go)
+	refundAmount string                   // when set, replaces the amount of every refund reply (refund_reply_test.go)
 	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 }
 
