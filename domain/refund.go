@@ -26,17 +26,20 @@ const (
 // the refund ID for manual refunds, "auto-<charge ID>" for automatic ones,
 // so one charge is never refunded automatically twice.
 type Refund struct {
-	ID               string
-	OrderID          string
-	ChargeID         string
-	RequestID        string // the admin request's idempotency key (manual refunds)
-	Kind             string
-	ProviderKey      string
-	ProviderRefundID string
-	Amount           decimal.Decimal
-	Currency         Currency
-	Status           RefundStatus
-	Reason           string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	ID        string
+	OrderID   string
+	ChargeID  string
+	RequestID string // the admin request's idempotency key (manual refunds)
+	// RequestFingerprint is the fingerprint of the request that created a
+	// manual refund under RequestID (ADR 0011); empty when unknown.
+	RequestFingerprint string
+	Kind               string
+	ProviderKey        string
+	ProviderRefundID   string
+	Amount             decimal.Decimal
+	Currency           Currency
+	Status             RefundStatus
+	Reason             string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }

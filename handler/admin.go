@@ -115,7 +115,7 @@ func (h *Admin) refund(c echo.Context) error {
 	auditInputs(c, map[string]any{"amount": req.Amount, "reason": req.Reason})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
 	defer cancel()
-	r, o, err := h.Refunds.Refund(ctx, service.RefundRequest{OrderID: c.Param("id"), RequestID: requestKeyOf(c), Amount: req.Amount, Reason: req.Reason})
+	r, o, err := h.Refunds.Refund(ctx, service.RefundRequest{OrderID: c.Param("id"), RequestID: requestKeyOf(c), Fingerprint: keyedOf(c).Fingerprint, Amount: req.Amount, Reason: req.Reason})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ type refundRow struct {
 	OrderID          string         `gorm:"column:order_id"`
 	ChargeID         string         `gorm:"column:charge_id"`
 	RequestID        sql.NullString `gorm:"column:request_id"`
+	RequestFP        sql.NullString `gorm:"column:request_fingerprint"`
 	Kind             string         `gorm:"column:kind"`
 	ProviderKey      string         `gorm:"column:provider_key"`
 	ProviderRefundID sql.NullString `gorm:"column:provider_refund_id"`
@@ -40,7 +41,7 @@ func refundFromDomain(r domain.Refund) (refundRow, error) {
 		return refundRow{}, fmt.Errorf("refund amount %s is not positive", r.Amount)
 	}
 	return refundRow{
-		ID: r.ID, OrderID: r.OrderID, ChargeID: r.ChargeID, RequestID: nullString(r.RequestID), Kind: r.Kind,
+		ID: r.ID, OrderID: r.OrderID, ChargeID: r.ChargeID, RequestID: nullString(r.RequestID), RequestFP: nullString(r.RequestFingerprint), Kind: r.Kind,
 		ProviderKey: r.ProviderKey, ProviderRefundID: nullString(r.ProviderRefundID), Currency: string(r.Currency),
 		AmountMinor: amount, Status: string(r.Status), Reason: r.Reason,
 		CreatedAt: ts(r.CreatedAt), UpdatedAt: ts(r.UpdatedAt),
@@ -50,7 +51,7 @@ func refundFromDomain(r domain.Refund) (refundRow, error) {
 func (r refundRow) toDomain() domain.Refund {
 	c := domain.Currency(r.Currency)
 	return domain.Refund{
-		ID: r.ID, OrderID: r.OrderID, ChargeID: r.ChargeID, RequestID: r.RequestID.String, Kind: r.Kind,
+		ID: r.ID, OrderID: r.OrderID, ChargeID: r.ChargeID, RequestID: r.RequestID.String, RequestFingerprint: r.RequestFP.String, Kind: r.Kind,
 		ProviderKey: r.ProviderKey, ProviderRefundID: r.ProviderRefundID.String,
 		Amount: domain.FromMinorUnits(r.AmountMinor, c), Currency: c, Status: domain.RefundStatus(r.Status),
 		Reason: r.Reason, CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),

@@ -94,6 +94,9 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		if err := o.PayOutcome(r.RequestID); err != nil {
 			return domain.Order{}, err
 		}
+		if err := s.samePayment(ctx, o, r); err != nil {
+			return domain.Order{}, err
+		}
 		if o.Status == domain.StatusProcessing {
 			return ownOutcome(r.RequestID)(s.recover(ctx, o, r.RequestID))
 		}
@@ -113,6 +116,26 @@ func ownOutcome(requestID string) func(domain.Order, error) (domain.Order, error
 		}
 		return o, o.PayOutcome(requestID)
 	}
+}
+
+// samePayment checks that r is the request that claimed o under its
+// request ID: once that key's idempotency record is gone, the order answers
+// for the key (pay_request_id), and the attempt remembers the payment
+// method — the whole body of a pay request, its path being the order's.
+// Another method under the key is domain.ErrKeyReused (ADR 0011), not the
+// outcome of a payment the caller did not ask for.
+func (s *Checkout) samePayment(ctx context.Context, o domain.Order, r PayRequest) error {
+	a, err := s.Attempts.Latest(ctx, o.ID, r.RequestID)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		return nil // nothing to compare with
+	}
+	if err != nil {
+		return err
+	}
+	if a.PaymentMethod != "" && a.PaymentMethod != r.PaymentMethod {
+		return domain.ErrKeyReused
+	}
+	return nil
 }
 
 // claim takes the order for r (pending → processing, recording the request
@@ -190,6 +213,11 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	leaseEnd := s.inFlightUntil(now) // one provider call, and its margin
 	won, err := s.Attempts.Lease(ctx, a.ID, now, leaseEnd)
 	if err != nil || !won {
+		return o, err
+	}
+	// Judge by the row under the lease: its in-flight deadline may have
+	// moved since it was read.
+	if a, err = s.Attempts.FindByID(ctx, a.ID); err != nil {
 		return o, err
 	}
 	a.LeasedUntil = leaseEnd
@@ -418,6 +446,12 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 
 // unsettled are the attempt statuses a final outcome may still be written over.
 var unsettled = []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
+
+// isUnsettled reports whether st is one of unsettled: an attempt whose
+// charge may still be (re)sent, so only its lease holder may judge it.
+func isUnsettled(st domain.AttemptStatus) bool {
+	return st == domain.AttemptStarted || st == domain.AttemptUnknown
+}
 
 func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
 	if s.Idem == nil || s.Respond == nil {

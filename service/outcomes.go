@@ -158,9 +158,37 @@ func (s *Checkout) settleHeld(ctx context.Context, a domain.Attempt) {
 	}
 }
 
-// ApplyHeld is an operator's apply of a held charge (they saw the provider
-// took the order's money after all): the attempt succeeds and the order is
-// paid, guarded as any success is.
+// providerStandsBy asks the provider about attempt a's charge and returns
+// it only if the provider reports it succeeded for the attempt's amount and
+// currency (and, when chargeID is given, as that charge). An operator's
+// apply pays an order, so it rests on the provider's word now, never on a
+// report payd kept (a held reply that disagreed) or an uploaded file.
+func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (provider.Charge, error) {
+	ch, err := p.GetCharge(ctx, a.ID)
+	if errors.Is(err, provider.ErrNotFound) {
+		return provider.Charge{}, fmt.Errorf("%w: the provider has no charge for attempt %s", domain.ErrResolutionNotApplicable, a.ID)
+	}
+	if err != nil {
+		return provider.Charge{}, fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
+	}
+	switch {
+	case ch.Status != provider.ChargeSucceeded:
+		return provider.Charge{}, fmt.Errorf("%w: the provider reports attempt %s as %s, not succeeded", domain.ErrResolutionNotApplicable, a.ID, ch.Status)
+	case !sameMoney(a, ch):
+		return provider.Charge{}, fmt.Errorf("%w: the provider reports attempt %s for %s %s, not the order's %s %s; refund it instead",
+			domain.ErrResolutionNotApplicable, a.ID, ch.Amount, ch.Currency, a.Amount, a.Currency)
+	case chargeID != "" && ch.ID != chargeID:
+		return provider.Charge{}, fmt.Errorf("%w: the provider's charge for attempt %s is %s, not %s", domain.ErrResolutionNotApplicable, a.ID, ch.ID, chargeID)
+	}
+	return ch, nil
+}
+
+// ApplyHeld is an operator's apply of a held charge: only once the
+// provider, asked now, reports the charge succeeded for the attempt's
+// amount and currency does the attempt succeed and the order get paid,
+// guarded as any success is. While the provider still reports other money
+// apply is refused: the charge is not the order's payment, and refund is
+// the operator's tool for it (ADR 0010).
 func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) error {
 	a, err := s.Attempts.FindByID(ctx, attemptID)
 	if err != nil {
@@ -172,11 +200,15 @@ func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) er
 	if a.Status != domain.AttemptHeld {
 		return fmt.Errorf("%w: attempt %s is %s, not held; refund or ignore it", domain.ErrResolutionNotApplicable, a.ID, a.Status)
 	}
+	ch, err := providerStandsBy(ctx, s.Provider, a, chargeID)
+	if err != nil {
+		return err
+	}
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
 		return err
 	}
-	ours, paid, err := s.adopt(ctx, o, a.ID, chargeID, s.Now().UTC())
+	ours, paid, err := s.adopt(ctx, o, a.ID, ch.ID, s.Now().UTC())
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,16 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 			errs = append(errs, err)
 			continue // another replica has it
 		}
+		// Judge by the row as it is under the lease, not as listed: a retry
+		// may have resent the charge (a new in-flight deadline) or a
+		// webhook settled it since.
+		if a, err = r.Attempts.FindByID(ctx, a.ID); err != nil {
+			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))
+			continue
+		}
+		if !isUnsettled(a.Status) {
+			continue // settled meanwhile (a webhook, a retry)
+		}
 		settled, err := r.settle(ctx, a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))

@@ -128,6 +128,9 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, erro
 	if pr.Status == provider.ChargeFailed {
 		status = domain.RefundFailed
 	}
+	if status == domain.RefundSucceeded && !sameRefund(r, pr.Amount.String(), pr.Currency) {
+		return r, s.refundMismatch(ctx, r, pr.ID, pr.Amount.String(), pr.Currency)
+	}
 	if _, err := s.Store.Finish(ctx, r.ID, status, pr.ID, s.Now().UTC()); err != nil {
 		return r, err
 	}
@@ -158,15 +161,63 @@ func (s *Refunds) refused(ctx context.Context, r domain.Refund, cause error) err
 	return fmt.Errorf("%w: refund %s: %v", domain.ErrRefundRefused, r.ID, cause)
 }
 
+// sameRefund reports whether the provider's report of a refund is for the
+// refund's amount and currency.
+func sameRefund(r domain.Refund, amount, currency string) bool {
+	if currency != string(r.Currency) {
+		return false
+	}
+	v, err := decimal.NewFromString(amount)
+	return err == nil && v.Equal(r.Amount)
+}
+
+// refundMismatch handles a provider's report that refund r succeeded for
+// other money than payd asked for (ADR 0010's rule for refunds): nothing
+// is applied — the refund stays pending, its reservation on the order
+// stays — and an amount_mismatch is recorded once for an operator, who
+// checks the provider's books. A manual refund's caller is told
+// (ErrAmountMismatch); an automatic refund's discrepancy stays open beside it.
+func (s *Refunds) refundMismatch(ctx context.Context, r domain.Refund, providerRefundID, amount, currency string) error {
+	if s.Discrepancies != nil {
+		d := withProviderAmount(domain.Discrepancy{
+			Type: domain.AmountMismatch, Reference: "refund:" + r.ID, OrderID: r.OrderID,
+			LocalAmount: r.Amount, Currency: r.Currency,
+			Note: fmt.Sprintf("the provider reported refund %s (%s) for another amount or currency than payd asked; not applied, the refund stays pending for an operator",
+				r.ID, truncate(providerRefundID, 64)),
+		}, amount, currency)
+		_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+		if err != nil {
+			return err
+		}
+		if isNew && s.ObserveDiscrepancy != nil {
+			s.ObserveDiscrepancy(domain.AmountMismatch)
+		}
+	}
+	if r.Kind != domain.RefundManual {
+		return nil
+	}
+	return fmt.Errorf("%w: the provider reported refund %s for other money", domain.ErrAmountMismatch, r.ID)
+}
+
 // Confirmed applies a refund.succeeded webhook: the refund it names becomes
-// succeeded, once.
-func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID string) (string, error) {
+// succeeded, once — only if the event's amount and currency are the
+// refund's; otherwise it is recorded as an amount_mismatch and not applied.
+func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, amount, currency string) (string, error) {
 	r, err := s.Store.FindByProviderKey(ctx, providerKey)
 	if errors.Is(err, domain.ErrRefundNotFound) {
 		return OutcomeIgnored, nil
 	}
 	if err != nil {
 		return "", err
+	}
+	if !sameRefund(r, amount, currency) {
+		if r.Status != domain.RefundPending {
+			return OutcomeIgnored, nil // settled already; this report changes nothing
+		}
+		if err := s.refundMismatch(ctx, r, providerRefundID, amount, currency); err != nil && !errors.Is(err, domain.ErrAmountMismatch) {
+			return "", err
+		}
+		return OutcomeDiscrepancy, nil
 	}
 	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, s.Now().UTC()); err != nil {
 		return "", err
@@ -195,21 +246,25 @@ func (s *Refunds) RetryPending(ctx context.Context, olderThan time.Time) (int64,
 type RefundRequest struct {
 	OrderID   string
 	RequestID string
-	Amount    string
-	Reason    string
+	// Fingerprint is the request's fingerprint (ADR 0011), kept on the
+	// refund so a repeat under RequestID is compared with it.
+	Fingerprint string
+	Amount      string
+	Reason      string
 }
 
 // Refund gives back part or all of a paid order through the provider. The
 // amount is reserved on the order first by a guarded UPDATE that cannot
 // exceed what was paid, so concurrent refunds never add up to more. A
 // repeated request ID finds its earlier refund instead of refunding again,
-// even after its idempotency record expired.
+// even after its idempotency record expired — if it is the same request:
+// another body under that ID is domain.ErrKeyReused (ADR 0011).
 func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund, domain.Order, error) {
 	o, err := s.Orders.FindByID(ctx, req.OrderID)
 	if err != nil {
 		return domain.Refund{}, domain.Order{}, err
 	}
-	if prior, ok, err := s.priorRefund(ctx, o.ID, req.RequestID); err != nil || ok {
+	if prior, ok, err := s.priorRefund(ctx, o, req); err != nil || ok {
 		return prior, o, err
 	}
 	if o.Status != domain.StatusPaid {
@@ -245,7 +300,7 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 	now := s.Now().UTC()
 	id := newID()
 	r := domain.Refund{
-		ID: id, OrderID: o.ID, ChargeID: chargeID, RequestID: req.RequestID, Kind: domain.RefundManual, ProviderKey: id,
+		ID: id, OrderID: o.ID, ChargeID: chargeID, RequestID: req.RequestID, RequestFingerprint: req.Fingerprint, Kind: domain.RefundManual, ProviderKey: id,
 		Amount: amount, Currency: o.Currency, Status: domain.RefundPending, Reason: req.Reason, CreatedAt: now, UpdatedAt: now,
 	}
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -264,16 +319,35 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 	return r, err
 }
 
-// priorRefund finds a manual refund this request ID already made.
-func (s *Refunds) priorRefund(ctx context.Context, orderID, requestID string) (domain.Refund, bool, error) {
-	rs, err := s.Store.ListByOrder(ctx, orderID)
+// priorRefund finds a manual refund this request ID already made, and
+// answers it only for the same request: the fingerprints are compared, and
+// for a refund stored without one (before migration 00008) what can be —
+// the reason, and the amount when the request names one.
+func (s *Refunds) priorRefund(ctx context.Context, o domain.Order, req RefundRequest) (domain.Refund, bool, error) {
+	rs, err := s.Store.ListByOrder(ctx, o.ID)
 	if err != nil {
 		return domain.Refund{}, false, err
 	}
 	for _, r := range rs {
-		if r.Kind == domain.RefundManual && r.RequestID == requestID {
+		if r.Kind != domain.RefundManual || r.RequestID != req.RequestID {
+			continue
+		}
+		if r.RequestFingerprint != "" && req.Fingerprint != "" {
+			if r.RequestFingerprint != req.Fingerprint {
+				return domain.Refund{}, false, domain.ErrKeyReused
+			}
 			return r, true, nil
 		}
+		if r.Reason != req.Reason {
+			return domain.Refund{}, false, domain.ErrKeyReused
+		}
+		if req.Amount != "" {
+			amount, err := domain.ParseAmount(req.Amount, o.Currency, "amount")
+			if err != nil || !amount.Equal(r.Amount) {
+				return domain.Refund{}, false, domain.ErrKeyReused
+			}
+		}
+		return r, true, nil
 	}
 	return domain.Refund{}, false, nil
 }

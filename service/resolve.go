@@ -129,10 +129,34 @@ func (s *Resolver) apply(ctx context.Context, d domain.Discrepancy) error {
 // discrepancy resolved would hide a payment that is still stuck (a re-run
 // finds the same one, already resolved, and reports nothing new), so the
 // operator is told to try again later instead.
+//
+// An unsettled attempt is leased first, as the recoverer and a retry of the
+// pay key do, and read again under the lease: otherwise a retry could
+// resend the charge between this read and the provider's answer, and a
+// "not found" judged by the old row's in-flight deadline would release an
+// order whose charge is on its way (ADR 9). If another worker holds the
+// lease, the payment is being settled: the operator tries again later.
 func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 	a, err := s.Attempts.FindByID(ctx, d.AttemptID)
 	if err != nil {
 		return err
+	}
+	if isUnsettled(a.Status) {
+		now := s.Now().UTC()
+		until := s.Checkout.inFlightUntil(now) // one provider call, and its margin
+		won, err := s.Attempts.Lease(ctx, a.ID, now, until)
+		if err != nil {
+			return err
+		}
+		if won {
+			defer func() { _, _ = s.Attempts.Unlease(context.WithoutCancel(ctx), a.ID, until) }()
+		}
+		if a, err = s.Attempts.FindByID(ctx, a.ID); err != nil {
+			return err
+		}
+		if !won && isUnsettled(a.Status) {
+			return fmt.Errorf("%w: attempt %s is being settled by another worker; try again later", domain.ErrOutcomeUnknown, a.ID)
+		}
 	}
 	if err := s.Recoverer.resolve(ctx, a); err != nil {
 		return fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
@@ -149,10 +173,16 @@ func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 
 // applyPayment marks the order paid by the attempt the provider charged:
 // claimed for the attempt's request if it was released, the attempt moved
-// to succeeded, then paid — one transaction of guarded statements.
+// to succeeded, then paid — one transaction of guarded statements. The
+// discrepancy may come from an uploaded settlement file, which nobody
+// signed, so the provider is asked first: only a charge it reports
+// succeeded, as this charge, for the attempt's amount and currency is applied.
 func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error {
 	a, err := s.Attempts.FindByID(ctx, d.AttemptID)
 	if err != nil {
+		return err
+	}
+	if _, err := providerStandsBy(ctx, s.Recoverer.Provider, a, d.ChargeID); err != nil {
 		return err
 	}
 	now := s.Now().UTC()

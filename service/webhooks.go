@@ -92,7 +92,7 @@ func (s *Webhooks) apply(ctx context.Context, ev ProviderEvent) (string, error) 
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, ev)
 	case domain.EventRefundSucceeded:
-		return s.Refunds.Confirmed(ctx, ev.Data.IdempotencyKey, ev.Data.RefundID)
+		return s.Refunds.Confirmed(ctx, ev.Data.IdempotencyKey, ev.Data.RefundID, ev.Data.Amount, ev.Data.Currency)
 	}
 	return OutcomeIgnored, nil
 }

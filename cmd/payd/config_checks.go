@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/payd/payd/service"
 )
 
 // minSecretBytes is the least a Standard Webhooks secret may decode to,
@@ -65,6 +67,13 @@ func lowEntropy(b []byte) bool {
 func (c *config) checkSettings() error {
 	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
 		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
+	}
+	// A pay call waits for one provider call (PAYD_PROVIDER_TIMEOUT) and may
+	// settle after it: it must be able to answer before the write deadline
+	// cuts the connection, or the client sees a reset for a payment made.
+	if m := service.InFlightMargin(c.ProviderTimeout); c.ProviderTimeout > 0 && c.WriteTimeout <= c.ProviderTimeout+m {
+		return fmt.Errorf("PAYD_WRITE_TIMEOUT (%v) must be longer than PAYD_PROVIDER_TIMEOUT (%v) plus a margin of %v: a pay call must be able to answer",
+			c.WriteTimeout, c.ProviderTimeout, m)
 	}
 	for _, u := range []struct{ name, val string }{
 		{"PAYD_PROVIDER_URL", c.ProviderURL},

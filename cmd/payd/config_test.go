@@ -46,6 +46,8 @@ func TestConfigProduction(t *testing.T) {
 		{"lease without the in-flight margin", "serve", map[string]string{"PAYD_LEASE": "15s", "PAYD_PROVIDER_TIMEOUT": "10s"}, nil, "PAYD_LEASE"},
 		{"lease past the timeout and its margin", "serve", map[string]string{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"}, nil, ""},
 		{"no provider timeout", "serve", map[string]string{"PAYD_PROVIDER_TIMEOUT": "0s"}, nil, "PAYD_PROVIDER_TIMEOUT"},
+		{"write timeout within the provider timeout and margin", "serve", map[string]string{"PAYD_WRITE_TIMEOUT": "12s", "PAYD_PROVIDER_TIMEOUT": "10s"}, nil, "PAYD_WRITE_TIMEOUT"},
+		{"write timeout past the provider timeout and margin", "serve", map[string]string{"PAYD_WRITE_TIMEOUT": "16s", "PAYD_PROVIDER_TIMEOUT": "10s"}, nil, ""},
 		{"unknown env", "serve", map[string]string{"PAYD_ENV": "staging"}, nil, "PAYD_ENV"},
 		{"flag overrides env", "serve", map[string]string{"PAYD_ADMIN_TOKEN": ""}, []string{"-admin-token", "adm_from_a_flag_0123456789abcdef"}, ""},
 	}

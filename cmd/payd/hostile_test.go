@@ -34,6 +34,9 @@ type hostile struct {
 	rules map[string]*hostileRule // by order ID; "*" for every order
 	keys  map[string]string       // provider idempotency key → order ID, learnt from charge requests
 	seen  map[string]int          // charge requests per order that reached the proxy
+
+	refundAmount string                   // when set, replaces the amount of every refund reply (refund_reply_test.go)
+	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 }
 
 // hostileRule is how the provider misbehaves for one order. Zero fields
@@ -199,6 +202,9 @@ func (h *hostile) onCharge(r *http.Request) *hostileRule {
 // misbehaving order, holds it, or drops it.
 func (h *hostile) modifyResponse(resp *http.Response) error {
 	req := resp.Request
+	if req.Method == http.MethodPost && req.URL.Path == "/v1/refunds" {
+		return h.rewriteRefund(resp)
+	}
 	isCharge := req.Method == http.MethodPost && req.URL.Path == "/v1/charges"
 	isGet := req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/v1/charges/")
 	if !isCharge && !isGet {
@@ -241,6 +247,9 @@ func (h *hostile) modifyResponse(resp *http.Response) error {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	if isGet {
+		h.holdGet(orderID)
+	}
 	if rule != nil && isCharge {
 		if rule.HoldReply > 0 {
 			time.Sleep(rule.HoldReply)

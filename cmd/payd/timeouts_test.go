@@ -15,7 +15,8 @@ import (
 )
 
 // shortTimeouts make payd's connection timeouts short enough to test.
-var shortTimeouts = env{"PAYD_READ_TIMEOUT": "1s", "PAYD_WRITE_TIMEOUT": "2s", "PAYD_IDLE_TIMEOUT": "1s"}
+// The provider timeout is short too: the write timeout must outlast it.
+var shortTimeouts = env{"PAYD_READ_TIMEOUT": "1s", "PAYD_WRITE_TIMEOUT": "2s", "PAYD_IDLE_TIMEOUT": "1s", "PAYD_PROVIDER_TIMEOUT": "1s"}
 
 // closedWithin reports whether the server closes conn within d: a read
 // returns EOF (or a reset) rather than timing out. Anything the server
