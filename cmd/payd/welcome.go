@@ -37,7 +37,8 @@ func printWelcome(w io.Writer, cfg config, base string) {
 // registration key is the README's, which replays the same customer and
 // token (after a restart too, ADR 12), and the payment key is made from the
 // new order's id, so each paste pays its own order once.
-const walkthrough = `Try it: payd demo -url @URL@ runs the walkthrough below and prints each exchange, or paste:
+const walkthrough = `Try it: payd demo -url @URL@ (from the source tree: go run ./cmd/payd demo -url @URL@)
+runs the walkthrough below and prints each exchange, or paste:
 
   BASE=@URL@
   # register (the key makes a retry safe: the same key returns the same customer and token)
