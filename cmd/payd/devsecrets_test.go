@@ -149,3 +149,18 @@ func TestProductionNeverTouchesSecretsFile(t *testing.T) {
 		t.Errorf("production wrote a secrets file (stat: %v)", err)
 	}
 }
+
+// TestNoSecretsFileWithoutDatabase: a development payd that cannot reach
+// its database stops before it makes up secrets, so it leaves no secrets
+// file behind (for a MySQL URL the file would land in the working folder).
+func TestNoSecretsFileWithoutDatabase(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	e := env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": "mysql://root:@127.0.0.1:1/nothing_here"}
+	if err := run(context.Background(), nil, e.get, io.Discard, io.Discard); err == nil {
+		t.Fatal("run with an unreachable database = nil, want an error")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files left in the working folder: %v, want none", entries)
+	}
+}

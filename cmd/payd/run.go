@@ -50,9 +50,6 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		if err != nil {
 			return err
 		}
-		if err := cfg.keepDevSecrets(); err != nil {
-			return err
-		}
 		return serve(ctx, cfg, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args, getenv, stdout, stderr)
@@ -140,6 +137,11 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer db.Close()
 	if err := repository.Migrate(ctx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	// Only once the database is there: a payd that cannot reach it leaves
+	// no secrets file behind.
+	if err := cfg.keepDevSecrets(); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
