@@ -1,6 +1,8 @@
 // Command payd is the payment/order backend: `payd serve` (the default)
-// runs the HTTP API, `payd migrate up|status` manages the schema, and
-// `payd sandbox` runs the sandbox payment provider on its own.
+// runs the HTTP API, `payd migrate up|status` manages the schema, `payd
+// sandbox` runs the sandbox payment provider on its own, `payd demo` walks a
+// running payd through a payment and `payd version` prints the build; `payd
+// help COMMAND` describes each.
 package main
 
 import (
