@@ -124,6 +124,7 @@ func (run *opsRun) webhook(t *testing.T, s *stack, id string, ev map[string]any,
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	checkContract(t, req, resp.StatusCode, resp.Header, b)
 	run.requestIDs = append(run.requestIDs, resp.Header.Get("X-Request-ID"))
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

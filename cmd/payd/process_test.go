@@ -211,6 +211,9 @@ func (p *paydProc) send(r request) (reply, error) {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		checkContract(p.t, req, resp.StatusCode, resp.Header, b)
+	}
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
 }
 

@@ -436,6 +436,9 @@ func (r *propRun) pay(o *propOrder, k propKey) {
 		pr.body, err = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		pr.status, pr.replayed = resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true"
+		if err == nil {
+			checkContract(r.t, req, resp.StatusCode, resp.Header, pr.body)
+		}
 	}
 	pr.err, pr.took = err, time.Since(sent)
 	o.mu.Lock()
@@ -520,9 +523,12 @@ func (r *propRun) post(body []byte, h http.Header) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	if err == nil {
+		checkContract(r.t, req, resp.StatusCode, resp.Header, b)
+	}
+	return resp.StatusCode, err
 }
 
 // expire moves the order's expires_at into the past, as time would, and

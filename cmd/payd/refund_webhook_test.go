@@ -136,5 +136,6 @@ func (s *stack) deliver(d sandbox.Delivery) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	checkContract(s.t, req, resp.StatusCode, resp.Header, b)
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -269,7 +269,9 @@ func (e *resender) send(id string, body []byte) {
 		return
 	}
 	defer resp.Body.Close()
-	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+	b, _ := io.ReadAll(resp.Body)
+	checkContract(e.s.t, req, resp.StatusCode, resp.Header, b)
+	if resp.StatusCode != http.StatusOK {
 		e.s.t.Errorf("re-send %s = %d %s, want 200", id, resp.StatusCode, b)
 	}
 }

@@ -87,6 +87,7 @@ func (s *stack) postWebhook(body []byte, h http.Header) reply {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	checkContract(s.t, req, resp.StatusCode, resp.Header, b)
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
