@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -49,4 +50,60 @@ type Attempt struct {
 	// (zero: not recorded). Until then the provider's "not found" does not
 	// prove that nothing was charged.
 	InFlightUntil time.Time
+}
+
+// AttemptStatuses lists every attempt status, for table tests and documentation.
+var AttemptStatuses = []AttemptStatus{AttemptStarted, AttemptSucceeded, AttemptFailed, AttemptUnknown, AttemptHeld}
+
+// AttemptEvent is something that settles an attempt, or changes how it is
+// settled.
+type AttemptEvent string
+
+// The events of the attempt state machine; the comment names the store
+// transition that performs each.
+const (
+	AttemptReplyLost   AttemptEvent = "reply_lost"   // MarkUnknown: the provider's reply did not arrive
+	AttemptCharged     AttemptEvent = "charged"      // Succeed: the provider charged the attempt's money
+	AttemptNotCharged  AttemptEvent = "not_charged"  // Fail: the provider definitively charged nothing
+	AttemptMismatched  AttemptEvent = "mismatched"   // Hold: the provider charged other money than the attempt's
+	AttemptChargedLate AttemptEvent = "charged_late" // Adopt: the provider charged after all what payd took as failed or held
+	AttemptApplied     AttemptEvent = "applied"      // Apply: an operator applies a charge payd never saw succeed
+	AttemptRejected    AttemptEvent = "rejected"     // Reject: an operator refunded a held charge
+)
+
+// AttemptEvents lists every attempt event, for table tests and documentation.
+var AttemptEvents = []AttemptEvent{AttemptReplyLost, AttemptCharged, AttemptNotCharged, AttemptMismatched,
+	AttemptChargedLate, AttemptApplied, AttemptRejected}
+
+// attemptTransitions is the whole attempt state machine: for each event,
+// the statuses it may leave from and the one it leads to. The repository
+// builds each guarded UPDATE from its entry, so the reply, the webhook, the
+// recoverer and an operator racing on one attempt settle it once.
+var attemptTransitions = map[AttemptEvent]struct {
+	from []AttemptStatus
+	to   AttemptStatus
+}{
+	AttemptReplyLost:   {[]AttemptStatus{AttemptStarted}, AttemptUnknown},
+	AttemptCharged:     {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptSucceeded},
+	AttemptNotCharged:  {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptFailed},
+	AttemptMismatched:  {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptHeld},
+	AttemptChargedLate: {[]AttemptStatus{AttemptFailed, AttemptHeld}, AttemptSucceeded},
+	AttemptApplied:     {[]AttemptStatus{AttemptStarted, AttemptUnknown, AttemptFailed}, AttemptSucceeded},
+	AttemptRejected:    {[]AttemptStatus{AttemptHeld}, AttemptFailed},
+}
+
+// From returns the statuses e may leave from (none for an unknown event).
+func (e AttemptEvent) From() []AttemptStatus { return slices.Clone(attemptTransitions[e].from) }
+
+// To returns the status e leads to (the zero status for an unknown event).
+func (e AttemptEvent) To() AttemptStatus { return attemptTransitions[e].to }
+
+// NextAttempt returns the status event leads to from status from, and
+// whether the attempt state machine allows it.
+func NextAttempt(from AttemptStatus, event AttemptEvent) (AttemptStatus, bool) {
+	t, ok := attemptTransitions[event]
+	if !ok || !slices.Contains(t.from, from) {
+		return "", false
+	}
+	return t.to, true
 }

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -45,41 +46,47 @@ const (
 	EventExpire        Event = "expire"         // the order TTL ran out
 	EventRefundPartial Event = "refund_partial" // some, not all, of the payment was given back
 	EventRefundFull    Event = "refund_full"    // the rest of the payment was given back
+	EventRefundRefused Event = "refund_refused" // the provider refused a refund: its reservation is given back
 )
 
 // Events lists every event, for table tests and documentation.
-var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull}
+var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull, EventRefundRefused}
 
 // Statuses lists every status, for table tests and documentation.
 var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
 
-// transitions is the whole order state machine: for each status, the events
-// it accepts and where each leads. Anything else is ErrInvalidTransition.
-// The repository turns each entry into one guarded UPDATE.
-var transitions = map[OrderStatus]map[Event]OrderStatus{
-	StatusPending: {
-		EventClaim:  StatusProcessing,
-		EventCancel: StatusCancelled,
-		EventExpire: StatusExpired,
-	},
-	StatusProcessing: {
-		EventSucceed: StatusPaid,
-		EventRelease: StatusPending,
-	},
-	StatusPaid: {
-		EventRefundPartial: StatusPaid,
-		EventRefundFull:    StatusRefunded,
-	},
+// transitions is the whole order state machine: for each event, the
+// statuses it may leave from and the one it leads to. Anything else is
+// ErrInvalidTransition. The repository builds each guarded UPDATE from its
+// entry: WHERE status IN (From) ... SET status = To.
+var transitions = map[Event]struct {
+	from []OrderStatus
+	to   OrderStatus
+}{
+	EventClaim:         {[]OrderStatus{StatusPending}, StatusProcessing},
+	EventSucceed:       {[]OrderStatus{StatusProcessing}, StatusPaid},
+	EventRelease:       {[]OrderStatus{StatusProcessing}, StatusPending},
+	EventCancel:        {[]OrderStatus{StatusPending}, StatusCancelled},
+	EventExpire:        {[]OrderStatus{StatusPending}, StatusExpired},
+	EventRefundPartial: {[]OrderStatus{StatusPaid}, StatusPaid},
+	EventRefundFull:    {[]OrderStatus{StatusPaid}, StatusRefunded},
+	EventRefundRefused: {[]OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
 }
+
+// From returns the statuses e may leave from (none for an unknown event).
+func (e Event) From() []OrderStatus { return slices.Clone(transitions[e].from) }
+
+// To returns the status e leads to (the zero status for an unknown event).
+func (e Event) To() OrderStatus { return transitions[e].to }
 
 // Next returns the status that event leads to from status from, or
 // ErrInvalidTransition.
 func Next(from OrderStatus, event Event) (OrderStatus, error) {
-	to, ok := transitions[from][event]
-	if !ok {
+	t, ok := transitions[event]
+	if !ok || !slices.Contains(t.from, from) {
 		return "", ErrInvalidTransition
 	}
-	return to, nil
+	return t.to, nil
 }
 
 // Item is one line of an order. UnitPrice is in the order's currency.

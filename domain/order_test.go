@@ -2,6 +2,7 @@ package domain
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -13,7 +14,8 @@ func TestNext(t *testing.T) {
 	legal := map[OrderStatus]map[Event]OrderStatus{
 		StatusPending:    {EventClaim: StatusProcessing, EventCancel: StatusCancelled, EventExpire: StatusExpired},
 		StatusProcessing: {EventSucceed: StatusPaid, EventRelease: StatusPending},
-		StatusPaid:       {EventRefundPartial: StatusPaid, EventRefundFull: StatusRefunded},
+		StatusPaid:       {EventRefundPartial: StatusPaid, EventRefundFull: StatusRefunded, EventRefundRefused: StatusPaid},
+		StatusRefunded:   {EventRefundRefused: StatusPaid},
 	}
 	for _, from := range Statuses {
 		for _, ev := range Events {
@@ -26,6 +28,30 @@ func TestNext(t *testing.T) {
 				t.Errorf("Next(%s, %s) = %q, %v; want ErrInvalidTransition", from, ev, got, err)
 			}
 		}
+	}
+}
+
+// TestFromTo checks that an event's From and To say what Next says: the
+// repository builds its guards from them.
+func TestFromTo(t *testing.T) {
+	for _, ev := range Events {
+		if len(ev.From()) == 0 || !ev.To().Valid() {
+			t.Errorf("%s: From() = %v, To() = %q; want some statuses and a valid one", ev, ev.From(), ev.To())
+		}
+		for _, from := range Statuses {
+			to, err := Next(from, ev)
+			if allowed := slices.Contains(ev.From(), from); allowed != (err == nil) || (allowed && to != ev.To()) {
+				t.Errorf("Next(%s, %s) = %q, %v; From() = %v, To() = %q", from, ev, to, err, ev.From(), ev.To())
+			}
+		}
+	}
+	// One UPDATE performs both refunds (repository's AddRefund): they must
+	// share the statuses they start from.
+	if full, partial := EventRefundFull.From(), EventRefundPartial.From(); !slices.Equal(full, partial) {
+		t.Errorf("a full refund starts from %v, a partial one from %v; want the same", full, partial)
+	}
+	if got := Event("nope").From(); len(got) != 0 {
+		t.Errorf("From() of an unknown event = %v, want none", got)
 	}
 }
 
