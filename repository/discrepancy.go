@@ -130,44 +130,32 @@ func (s *DiscrepancyStore) FindByID(ctx context.Context, id string) (domain.Disc
 // exactly one of two operators (or retries) resolve it, and the loser
 // re-reads it to learn how it was resolved.
 func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	res := s.db.conn(ctx).Exec(`UPDATE discrepancies
+	return s.db.guarded(ctx, "resolve discrepancy "+id, `UPDATE discrepancies
 		SET status = 'resolved', resolution = ?, note = ?, resolved_at = ?
 		WHERE id = ? AND status = 'open'`,
 		nullString(resolution), nullString(note), ts(now), id)
-	if res.Error != nil {
-		return false, fmt.Errorf("resolve discrepancy %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
 }
 
 // Claim takes an open discrepancy for one resolution (open → resolving),
 // so two operators choosing different actions at once cannot both act; it
 // reports whether this caller won.
 func (s *DiscrepancyStore) Claim(ctx context.Context, id, resolution string, now time.Time) (bool, error) {
-	return s.change(ctx, "claim", id, `UPDATE discrepancies SET status = 'resolving', resolution = ?
+	return s.db.guarded(ctx, "claim discrepancy "+id, `UPDATE discrepancies SET status = 'resolving', resolution = ?
 		WHERE id = ? AND status = 'open'`, resolution, id)
 }
 
 // Settle finishes a claimed resolution (resolving → resolved), only for
 // the action that claimed it.
 func (s *DiscrepancyStore) Settle(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.change(ctx, "settle", id, `UPDATE discrepancies SET status = 'resolved', note = ?, resolved_at = ?
+	return s.db.guarded(ctx, "settle discrepancy "+id, `UPDATE discrepancies SET status = 'resolved', note = ?, resolved_at = ?
 		WHERE id = ? AND status = 'resolving' AND resolution = ?`, nullString(note), ts(now), id, resolution)
 }
 
 // Unclaim gives a claimed discrepancy back (resolving → open) when its
 // action could not be carried out.
 func (s *DiscrepancyStore) Unclaim(ctx context.Context, id, resolution string) (bool, error) {
-	return s.change(ctx, "unclaim", id, `UPDATE discrepancies SET status = 'open', resolution = NULL
+	return s.db.guarded(ctx, "unclaim discrepancy "+id, `UPDATE discrepancies SET status = 'open', resolution = NULL
 		WHERE id = ? AND status = 'resolving' AND resolution = ?`, id, resolution)
-}
-
-func (s *DiscrepancyStore) change(ctx context.Context, what, id, query string, args ...any) (bool, error) {
-	res := s.db.conn(ctx).Exec(query, args...)
-	if res.Error != nil {
-		return false, fmt.Errorf("%s discrepancy %s: %w", what, id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
 }
 
 // ListByOrder returns the discrepancies about orderID, oldest first.

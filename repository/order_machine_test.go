@@ -40,14 +40,21 @@ var machineSteps = map[domain.Event]machineStep{
 		return s.AddRefund(ctx, o.ID, 1, now)
 	},
 	domain.EventRefundFull: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.AddRefund(ctx, o.ID, domain.MinorUnits(o.Amount, o.Currency), now)
+		rest := domain.MinorUnits(o.Amount.Sub(o.RefundedAmount), o.Currency)
+		return s.AddRefund(ctx, o.ID, max(rest, 1), now)
+	},
+	domain.EventRefundRefused: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.SubtractRefund(ctx, o.ID, 1, now)
 	},
 }
 
 const machineRequest = "req-machine"
 
 // orderIn stores an order standing in status, claimed (where a claim
-// belongs to its story) by machineRequest.
+// belongs to its story) by machineRequest. One minor unit of it is
+// refunded (all of it, for a refunded order), so a refused refund has a
+// reservation to give back and a full refund something left: only the
+// status decides.
 func orderIn(t *testing.T, db *repository.DB, status domain.OrderStatus) domain.Order {
 	t.Helper()
 	o := newOrder(t, db)
@@ -55,7 +62,12 @@ func orderIn(t *testing.T, db *repository.DB, status domain.OrderStatus) domain.
 	if status != domain.StatusPending && status != domain.StatusCancelled && status != domain.StatusExpired {
 		payRequest = machineRequest
 	}
-	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ? WHERE id = ?", string(status), payRequest, o.ID).Error
+	refunded := int64(1)
+	if status == domain.StatusRefunded {
+		refunded = domain.MinorUnits(o.Amount, o.Currency)
+	}
+	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ?, refunded_minor = ? WHERE id = ?",
+		string(status), payRequest, refunded, o.ID).Error
 	if err != nil {
 		t.Fatal(err)
 	}

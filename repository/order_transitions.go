@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/payd/payd/domain"
 )
 
-// Each transition of the order state machine is one UPDATE whose WHERE
-// clause holds the status it starts from (and, where it matters, the
-// request that claimed the order). Under concurrency the database decides:
-// exactly one caller's UPDATE matches the row, every other caller's matches
-// nothing and reports false, and then re-reads the order to learn why.
-// RowsAffected counts matched rows on both databases (clientFoundRows on
-// MySQL), and version=version+1 makes every match a change anyway.
+// Each transition of the order state machine is one guarded UPDATE whose
+// WHERE clause holds the statuses it starts from (and, where it matters,
+// the request that claimed the order). The statuses on both sides come
+// from domain's table (Event.From, Event.To), so the guards cannot drift
+// from it. Under concurrency the database decides: exactly one caller's
+// UPDATE matches the row, every other caller's matches nothing and reports
+// false, and then re-reads the order to learn why. version=version+1 makes
+// every match a change.
 
 // Claim moves a pending order to processing for the pay request requestID.
 // It happens before the provider is called, so no second request can ever
@@ -20,55 +23,51 @@ import (
 // claimed, whether or not the expiry job has run: the guard is in the
 // statement, so no read-then-write race can pay an order that just expired.
 func (s *OrderStore) Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	return s.transition(ctx, "claim", id, `UPDATE orders
-		SET status = 'processing', pay_request_id = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'pending' AND expires_at > ?`,
-		requestID, ts(now), id, ts(now))
+	ev := domain.EventClaim
+	return s.db.guarded(ctx, "claim order "+id, `UPDATE orders
+		SET status = ?, pay_request_id = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND expires_at > ?`,
+		string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now))
 }
 
 // MarkPaid moves a processing order to paid, only for the request that
 // claimed it: a late success of another request never pays the order.
 func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	return s.transition(ctx, "mark paid", id, `UPDATE orders
-		SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'processing' AND pay_request_id = ?`,
-		ts(now), ts(now), id, requestID)
+	ev := domain.EventSucceed
+	return s.db.guarded(ctx, "mark paid order "+id, `UPDATE orders
+		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ?`,
+		string(ev.To()), ts(now), ts(now), id, names(ev.From()), requestID)
 }
 
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the
 // request that claimed the order may release it.
 func (s *OrderStore) Release(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	return s.transition(ctx, "release", id, `UPDATE orders
-		SET status = 'pending', pay_request_id = NULL, version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'processing' AND pay_request_id = ?`,
-		ts(now), id, requestID)
+	ev := domain.EventRelease
+	return s.db.guarded(ctx, "release order "+id, `UPDATE orders
+		SET status = ?, pay_request_id = NULL, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ?`,
+		string(ev.To()), ts(now), id, names(ev.From()), requestID)
 }
 
 // Cancel moves a pending order to cancelled. A processing order cannot be
 // cancelled: money may be moving.
 func (s *OrderStore) Cancel(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.transition(ctx, "cancel", id, `UPDATE orders
-		SET status = 'cancelled', version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'pending'`,
-		ts(now), id)
-}
-
-// transition runs one guarded UPDATE and reports whether it matched the row.
-func (s *OrderStore) transition(ctx context.Context, name, id, query string, args ...any) (bool, error) {
-	res := s.db.conn(ctx).Exec(query, args...)
-	if res.Error != nil {
-		return false, fmt.Errorf("%s order %s: %w", name, id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+	ev := domain.EventCancel
+	return s.db.guarded(ctx, "cancel order "+id, `UPDATE orders
+		SET status = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ?`,
+		string(ev.To()), ts(now), id, names(ev.From()))
 }
 
 // expire moves one pending order that is due at now to expired.
 func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.transition(ctx, "expire", id, `UPDATE orders
-		SET status = 'expired', version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'pending' AND expires_at <= ?`,
-		ts(now), id, ts(now))
+	ev := domain.EventExpire
+	return s.db.guarded(ctx, "expire order "+id, `UPDATE orders
+		SET status = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND expires_at <= ?`,
+		string(ev.To()), ts(now), id, names(ev.From()), ts(now))
 }
 
 // ExpireDue moves pending orders whose expires_at is at or before now to
@@ -86,7 +85,7 @@ func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool
 func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	var due []string
 	err := s.db.conn(ctx).Model(&orderRow{}).
-		Where("status = 'pending' AND expires_at <= ?", ts(now)).
+		Where("status IN ? AND expires_at <= ?", names(domain.EventExpire.From()), ts(now)).
 		Order("expires_at, id").Limit(batchSize(limit)).Pluck("id", &due).Error
 	if err != nil {
 		return nil, fmt.Errorf("expire due orders: %w", err)
@@ -109,7 +108,9 @@ func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) ([
 // whole rule in one statement: only a paid order, and never beyond what
 // remains (written as amount - refunded so no sum can overflow), so
 // concurrent refunds can never give back more than was paid. Reaching the
-// full amount moves the order to refunded in the same statement.
+// full amount moves the order to refunded in the same statement: the
+// partial and the full refund of domain's table share their guard (its
+// tests hold them to that), and the CASE picks which of the two this is.
 //
 // status is assigned before refunded_minor on purpose: MySQL and MariaDB
 // evaluate SET assignments left to right, each seeing the columns already
@@ -119,11 +120,12 @@ func (s *OrderStore) AddRefund(ctx context.Context, id string, minor int64, now 
 	if minor <= 0 {
 		return false, fmt.Errorf("add refund to order %s: amount %d minor units is not positive", id, minor)
 	}
-	return s.transition(ctx, "add refund to", id, `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+	full, partial := domain.EventRefundFull, domain.EventRefundPartial
+	return s.db.guarded(ctx, "add refund to order "+id, `UPDATE orders
+		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ? ELSE ? END,
 			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status = 'paid' AND amount_minor - refunded_minor >= ?`,
-		minor, minor, ts(now), id, minor)
+		WHERE id = ? AND status IN ? AND amount_minor - refunded_minor >= ?`,
+		minor, string(full.To()), string(partial.To()), minor, ts(now), id, names(full.From()), minor)
 }
 
 // SubtractRefund gives back a reservation made by AddRefund when the
@@ -137,10 +139,11 @@ func (s *OrderStore) SubtractRefund(ctx context.Context, id string, minor int64,
 	if minor <= 0 {
 		return false, fmt.Errorf("subtract refund from order %s: amount %d minor units is not positive", id, minor)
 	}
-	return s.transition(ctx, "subtract refund from", id, `UPDATE orders
-		SET status = 'paid', refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ('paid', 'refunded') AND refunded_minor >= ?`,
-		minor, ts(now), id, minor)
+	ev := domain.EventRefundRefused
+	return s.db.guarded(ctx, "subtract refund from order "+id, `UPDATE orders
+		SET status = ?, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND refunded_minor >= ?`,
+		string(ev.To()), minor, ts(now), id, names(ev.From()), minor)
 }
 
 // batchSize bounds the rows one background statement touches, so a job

@@ -105,7 +105,7 @@ const goneAt = "expires_at < ? AND (status <> 'processing' OR locked_until < ?)"
 // on InnoDB, INSERTs waiting on a deleted key take shared locks that
 // deadlock each other.
 func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.Time) (bool, error) {
-	return s.change(ctx, "replace gone", row.Key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "replace gone idempotency record "+row.Key, `UPDATE idempotency_records
 		SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
 			response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?
 		WHERE scope = ? AND idem_key = ? AND `+goneAt,
@@ -118,7 +118,7 @@ func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.T
 // callers that saw the same dead lease, the first UPDATE moves
 // locked_until past now and every later one matches nothing.
 func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.change(ctx, "take over", key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "take over idempotency record "+key, `UPDATE idempotency_records
 		SET locked_until = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until < ?`,
 		ts(lockedUntil), ts(now), scope, key, ts(now))
@@ -128,7 +128,7 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 // request with its key may take it over at once instead of waiting the
 // lease out (payd does this for the records it holds when it shuts down).
 func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
-	return s.change(ctx, "release", key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "release idempotency record "+key, `UPDATE idempotency_records
 		SET locked_until = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until > ?`,
 		ts(now), ts(now), scope, key, ts(now))
@@ -138,7 +138,7 @@ func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now t
 // stored response, for a new attempt under the same key; it reports whether
 // this caller won it.
 func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.change(ctx, "retry", key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "retry idempotency record "+key, `UPDATE idempotency_records
 		SET status = 'processing', locked_until = ?, response_status = 0, response_body = NULL,
 			response_sealed = ?, completed_by = NULL, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'failed'`,
@@ -160,7 +160,7 @@ func (s *RecordStore) Complete(ctx context.Context, scope, key string, status do
 	if err != nil || done {
 		return done, err
 	}
-	_, err = s.change(ctx, "complete", key, `UPDATE idempotency_records
+	_, err = s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
 		SET completed_by = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = ? AND response_status = ? AND completed_by = ?`,
 		domain.CompletedByRequest, ts(now), scope, key, string(status), code, domain.CompletedInBackground)
@@ -179,7 +179,7 @@ func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orde
 	if status != domain.RecordSucceeded && status != domain.RecordFailed {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.change(ctx, "complete", key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
 		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND order_id = ?`,
 		string(status), code, body, false, by, ts(now), scope, key, orderID)
@@ -190,7 +190,7 @@ func (s *RecordStore) complete(ctx context.Context, scope, key string, status do
 	if status != domain.RecordSucceeded && status != domain.RecordFailed {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.change(ctx, "complete", key, `UPDATE idempotency_records
+	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
 		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status = 'processing'`,
 		string(status), code, body, sealed, by, ts(now), scope, key)
@@ -199,7 +199,7 @@ func (s *RecordStore) complete(ctx context.Context, scope, key string, status do
 // Delete removes a processing record whose request never executed
 // (validation failed), leaving the key free. Completed records stay.
 func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
-	_, err := s.change(ctx, "delete", key, `DELETE FROM idempotency_records
+	_, err := s.db.guarded(ctx, "delete idempotency record "+key, `DELETE FROM idempotency_records
 		WHERE scope = ? AND idem_key = ? AND status = 'processing'`, scope, key)
 	return err
 }
@@ -225,7 +225,7 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 	}
 	var n int64
 	for _, k := range keys {
-		ok, err := s.change(ctx, "purge", k.IdemKey, `DELETE FROM idempotency_records
+		ok, err := s.db.guarded(ctx, "purge idempotency record "+k.IdemKey, `DELETE FROM idempotency_records
 			WHERE scope = ? AND idem_key = ? AND `+goneAt, k.Scope, k.IdemKey, ts(now), ts(now))
 		if err != nil {
 			return n, err
@@ -235,13 +235,4 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 		}
 	}
 	return n, nil
-}
-
-// change runs one guarded statement and reports whether it matched the row.
-func (s *RecordStore) change(ctx context.Context, name, key, query string, args ...any) (bool, error) {
-	res := s.db.conn(ctx).Exec(query, args...)
-	if res.Error != nil {
-		return false, fmt.Errorf("%s idempotency record %s: %w", name, key, res.Error)
-	}
-	return res.RowsAffected == 1, nil
 }

@@ -104,14 +104,10 @@ func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundSta
 	if to != domain.RefundSucceeded && to != domain.RefundFailed {
 		return false, fmt.Errorf("finish refund %s: status %q is not final", id, to)
 	}
-	res := s.db.conn(ctx).Exec(`UPDATE refunds
+	return s.db.guarded(ctx, "finish refund "+id, `UPDATE refunds
 		SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
 		WHERE id = ? AND status = 'pending'`,
 		string(to), nullString(providerRefundID), ts(now), id)
-	if res.Error != nil {
-		return false, fmt.Errorf("finish refund %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
 }
 
 // ListByOrder returns an order's refunds, oldest first.

@@ -1,0 +1,31 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+)
+
+// guarded runs one guarded statement — an UPDATE or DELETE whose WHERE
+// clause holds every condition it may run under — and reports whether it
+// matched its row. Under concurrency the database decides: exactly one
+// caller's statement matches, every other caller's matches nothing and
+// reports false. RowsAffected counts matched rows on both databases
+// (clientFoundRows on MySQL), so "affected 1" means "the guard held" even
+// when the new values equal the old. what names the statement in an error,
+// as in "claim order o_1".
+func (db *DB) guarded(ctx context.Context, what, query string, args ...any) (bool, error) {
+	res := db.conn(ctx).Exec(query, args...)
+	if res.Error != nil {
+		return false, fmt.Errorf("%s: %w", what, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// names turns statuses into the strings a status IN ? guard binds.
+func names[S ~string](statuses []S) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
