@@ -3,8 +3,8 @@ package repository
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -120,29 +120,85 @@ func (s *AttemptStore) Latest(ctx context.Context, orderID, requestID string) (d
 	return row.toDomain(), nil
 }
 
-// Finish moves attempt id from one of the statuses in from to to, and
-// reports whether it did: the status guard makes the reply, the webhook and
-// the recoverer race safely, only one of them settles the attempt. A charge
-// ID once learned is a fact, so an empty chargeID keeps the stored one; the
-// failure code describes the final outcome and is always overwritten.
-func (s *AttemptStore) Finish(ctx context.Context, id string, from []domain.AttemptStatus, to domain.AttemptStatus,
-	chargeID, failureCode string, now time.Time) (bool, error) {
+// Each settlement of an attempt is one guarded UPDATE whose statuses, on
+// both sides, come from domain's attempt table (AttemptEvent.From, .To):
+// the status guard makes the reply, the webhook, the recoverer and an
+// operator race safely, only one of them settles the attempt, and each
+// reports whether it did. A charge ID once learned is a fact, so an empty
+// chargeID keeps the stored one; the failure code describes the outcome
+// now recorded and is always overwritten (cleared by a success).
+
+// MarkUnknown moves a started attempt to unknown: the provider's reply was
+// lost, and the provider must be asked before anything else is done.
+func (s *AttemptStore) MarkUnknown(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptReplyLost, "mark unknown", id, chargeID, "", now)
+}
+
+// Succeed moves a started or unknown attempt to succeeded: the provider
+// charged the attempt's money.
+func (s *AttemptStore) Succeed(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptCharged, "succeed", id, chargeID, "", now)
+}
+
+// Fail moves a started or unknown attempt to failed with failureCode: the
+// provider definitively charged nothing.
+func (s *AttemptStore) Fail(ctx context.Context, id, chargeID, failureCode string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptNotCharged, "fail", id, chargeID, failureCode, now)
+}
+
+// Hold moves a started or unknown attempt to held, failure code
+// amount_mismatch: the provider charged another amount or currency than
+// the attempt's, and an operator decides (ADR 0010).
+func (s *AttemptStore) Hold(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptMismatched, "hold", id, chargeID, string(domain.AmountMismatch), now)
+}
+
+// Adopt moves a failed or held attempt to succeeded: the provider's word,
+// checked with it first, that it charged after all (a false decline, or a
+// held charge applied). from is the status the caller read: the attempt
+// moves only if it still stands there, so an attempt an operator moved
+// from held to failed meanwhile (its charge refunded) is not adopted.
+func (s *AttemptStore) Adopt(ctx context.Context, id string, from domain.AttemptStatus, chargeID string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptChargedLate, "adopt", id, chargeID, "", now, from)
+}
+
+// Apply moves a started, unknown or failed attempt to succeeded: an
+// operator applies a charge the provider stands by that payd never saw
+// succeed (a missing local payment). A held attempt is Adopt's.
+func (s *AttemptStore) Apply(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptApplied, "apply", id, chargeID, "", now)
+}
+
+// Reject moves a held attempt to failed, failure code amount_mismatch: an
+// operator refunded the charge held for other money.
+func (s *AttemptStore) Reject(ctx context.Context, id string, now time.Time) (bool, error) {
+	return s.settle(ctx, domain.AttemptRejected, "reject", id, "", string(domain.AmountMismatch), now)
+}
+
+// settle performs event ev on attempt id; what names it in an error. With
+// only, the attempt moves only from that one of ev's statuses; a status ev
+// does not leave from matches nothing.
+func (s *AttemptStore) settle(ctx context.Context, ev domain.AttemptEvent, what, id, chargeID, failureCode string,
+	now time.Time, only ...domain.AttemptStatus) (bool, error) {
+	from := ev.From()
 	if len(from) == 0 {
-		return false, errors.New("finish attempt " + id + ": no status to move from")
+		return false, fmt.Errorf("%s attempt %s: no status to move from", what, id)
 	}
-	froms := make([]string, len(from))
-	for i, f := range from {
-		froms[i] = string(f)
+	if len(only) > 0 {
+		from = slices.DeleteFunc(from, func(st domain.AttemptStatus) bool { return !slices.Contains(only, st) })
+		if len(from) == 0 {
+			return false, nil
+		}
 	}
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts
+	return s.db.guarded(ctx, what+" attempt "+id, `UPDATE payment_attempts
 		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
 		WHERE id = ? AND status IN ?`,
-		string(to), nullString(chargeID), nullString(failureCode), ts(now), id, froms)
-	if res.Error != nil {
-		return false, fmt.Errorf("finish attempt %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+		string(ev.To()), nullString(chargeID), nullString(failureCode), ts(now), id, names(from))
 }
+
+// unsettled are the statuses of an attempt whose outcome the provider may
+// still settle: the recoverer's work, and what a lease may be taken on.
+var unsettled = names([]domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown})
 
 // ListUnsettled returns attempts in status started or unknown last updated
 // before olderThan, oldest first, at most limit (100 when limit <= 0): the
@@ -150,7 +206,7 @@ func (s *AttemptStore) Finish(ctx context.Context, id string, from []domain.Atte
 func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, limit int) ([]domain.Attempt, error) {
 	var rows []attemptRow
 	err := s.db.conn(ctx).
-		Where("status IN ? AND updated_at < ?", []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(olderThan)).
+		Where("status IN ? AND updated_at < ?", unsettled, ts(olderThan)).
 		Order("updated_at, id").Limit(batchSize(limit)).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list unsettled attempts: %w", err)
@@ -165,13 +221,9 @@ func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, l
 // never ask the provider and settle the same attempt at once. A worker
 // that dies just lets its lease run out.
 func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Time) (bool, error) {
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET leased_until = ?
+	return s.db.guarded(ctx, "lease attempt "+id, `UPDATE payment_attempts SET leased_until = ?
 		WHERE id = ? AND status IN ? AND (leased_until IS NULL OR leased_until < ?)`,
-		ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(now))
-	if res.Error != nil {
-		return false, fmt.Errorf("lease attempt %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+		ts(until), id, unsettled, ts(now))
 }
 
 // Resend records that the worker holding the lease that ends at held is
@@ -180,13 +232,9 @@ func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Tim
 // the worker, until then. It reports false, and nothing may be sent, when
 // the attempt is settled or the lease is no longer the caller's.
 func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.Time) (bool, error) {
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
+	return s.db.guarded(ctx, "resend attempt "+id, `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
 		WHERE id = ? AND status IN ? AND leased_until = ?`,
-		ts(until), ts(until), id, []string{string(domain.AttemptStarted), string(domain.AttemptUnknown)}, ts(held))
-	if res.Error != nil {
-		return false, fmt.Errorf("resend attempt %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+		ts(until), ts(until), id, unsettled, ts(held))
 }
 
 // Unlease ends the lease that ends at held, when its worker is done with the
@@ -194,11 +242,8 @@ func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.T
 // restart may ask the provider at once. The lease's end is its token: a
 // lease someone else took since is left alone.
 func (s *AttemptStore) Unlease(ctx context.Context, id string, held time.Time) (bool, error) {
-	res := s.db.conn(ctx).Exec(`UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`, id, ts(held))
-	if res.Error != nil {
-		return false, fmt.Errorf("unlease attempt %s: %w", id, res.Error)
-	}
-	return res.RowsAffected == 1, nil
+	return s.db.guarded(ctx, "unlease attempt "+id,
+		`UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`, id, ts(held))
 }
 
 func attemptsToDomain(rows []attemptRow) []domain.Attempt {

@@ -77,34 +77,50 @@ func TestAttemptListAndLatest(t *testing.T) {
 }
 
 func TestAttemptFinish(t *testing.T) {
-	unsettled := []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		db := dbtest.Open(t, d)
 		s := repository.NewAttemptStore(db)
 		a := newAttempt(t, s, newOrder(t, db), "req-1", t0)
 		later := t0.Add(time.Second)
 
-		if ok, err := s.Finish(t.Context(), a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, "ch_1", "timeout", later); !ok || err != nil {
-			t.Errorf("Finish(started→unknown) = %v, %v, want true", ok, err)
+		if ok, err := s.MarkUnknown(t.Context(), a.ID, "ch_1", later); !ok || err != nil {
+			t.Errorf("MarkUnknown(started→unknown) = %v, %v, want true", ok, err)
 		}
 		// The recoverer settles it; an empty charge ID keeps the one learned before.
-		if ok, err := s.Finish(t.Context(), a.ID, unsettled, domain.AttemptSucceeded, "", "", later); !ok || err != nil {
-			t.Errorf("Finish(unknown→succeeded) = %v, %v, want true", ok, err)
+		if ok, err := s.Succeed(t.Context(), a.ID, "", later); !ok || err != nil {
+			t.Errorf("Succeed(unknown→succeeded) = %v, %v, want true", ok, err)
 		}
 		got := findAttempt(t, s, a.ID)
 		if got.Status != domain.AttemptSucceeded || got.ProviderChargeID != "ch_1" || got.FailureCode != "" || !got.UpdatedAt.Equal(later) {
-			t.Errorf("after Finish: status %s, charge %q, failure %q, updated %v; want succeeded, ch_1, \"\", %v",
+			t.Errorf("after Succeed: status %s, charge %q, failure %q, updated %v; want succeeded, ch_1, \"\", %v",
 				got.Status, got.ProviderChargeID, got.FailureCode, got.UpdatedAt, later)
 		}
 		// A late webhook saying "failed" finds it settled and changes nothing.
-		if ok, err := s.Finish(t.Context(), a.ID, unsettled, domain.AttemptFailed, "", "card_declined", later); ok || err != nil {
-			t.Errorf("Finish(succeeded→failed) = %v, %v, want false", ok, err)
+		if ok, err := s.Fail(t.Context(), a.ID, "", "card_declined", later); ok || err != nil {
+			t.Errorf("Fail(succeeded→failed) = %v, %v, want false", ok, err)
 		}
 		if again := findAttempt(t, s, a.ID); fmt.Sprint(again) != fmt.Sprint(got) {
-			t.Errorf("refused Finish changed the attempt: %+v, want %+v", again, got)
+			t.Errorf("refused Fail changed the attempt: %+v, want %+v", again, got)
 		}
-		if _, err := s.Finish(t.Context(), a.ID, nil, domain.AttemptFailed, "", "", later); err == nil {
-			t.Errorf("Finish(from nothing) = nil error, want an error")
+
+		// The failure code describes the outcome now recorded: a held
+		// attempt's amount_mismatch is cleared when it is adopted.
+		b := newAttempt(t, s, newOrder(t, db), "req-2", t0)
+		if ok, err := s.Hold(t.Context(), b.ID, "ch_2", later); !ok || err != nil {
+			t.Errorf("Hold(started→held) = %v, %v, want true", ok, err)
+		}
+		if got := findAttempt(t, s, b.ID); got.Status != domain.AttemptHeld || got.FailureCode != string(domain.AmountMismatch) {
+			t.Errorf("after Hold: status %s, failure %q; want held, amount_mismatch", got.Status, got.FailureCode)
+		}
+		// Adopt moves the attempt only from the status its caller read.
+		if ok, err := s.Adopt(t.Context(), b.ID, domain.AttemptFailed, "", later); ok || err != nil {
+			t.Errorf("Adopt(held, read as failed) = %v, %v, want false", ok, err)
+		}
+		if ok, err := s.Adopt(t.Context(), b.ID, domain.AttemptHeld, "", later); !ok || err != nil {
+			t.Errorf("Adopt(held→succeeded) = %v, %v, want true", ok, err)
+		}
+		if got := findAttempt(t, s, b.ID); got.Status != domain.AttemptSucceeded || got.ProviderChargeID != "ch_2" || got.FailureCode != "" {
+			t.Errorf("after Adopt: status %s, charge %q, failure %q; want succeeded, ch_2, \"\"", got.Status, got.ProviderChargeID, got.FailureCode)
 		}
 	})
 }
@@ -116,9 +132,9 @@ func TestAttemptListUnsettled(t *testing.T) {
 		o := newOrder(t, db)
 		oldest := newAttempt(t, s, o, "r1", t0)
 		unknown := newAttempt(t, s, o, "r2", t0.Add(time.Second))
-		s.Finish(t.Context(), unknown.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, "", "", t0.Add(2*time.Second))
+		s.MarkUnknown(t.Context(), unknown.ID, "", t0.Add(2*time.Second))
 		settled := newAttempt(t, s, o, "r3", t0)
-		s.Finish(t.Context(), settled.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptFailed, "", "card_declined", t0)
+		s.Fail(t.Context(), settled.ID, "", "card_declined", t0)
 		newAttempt(t, s, o, "r4", t0.Add(time.Minute)) // too recent
 
 		cutoff := t0.Add(30 * time.Second)
@@ -158,16 +174,14 @@ func TestAttemptLease(t *testing.T) {
 		}
 
 		later := after.Add(2 * time.Minute)
-		fromStarted := []domain.AttemptStatus{domain.AttemptStarted}
-		if ok, err := s.Finish(t.Context(), a.ID, fromStarted, domain.AttemptUnknown, "", "timeout", later); !ok || err != nil {
-			t.Fatalf("Finish(started→unknown) = %v, %v", ok, err)
+		if ok, err := s.MarkUnknown(t.Context(), a.ID, "", later); !ok || err != nil {
+			t.Fatalf("MarkUnknown(started→unknown) = %v, %v", ok, err)
 		}
 		if ok, err := s.Lease(t.Context(), a.ID, later, later.Add(time.Minute)); !ok || err != nil {
 			t.Errorf("Lease(unknown) = %v, %v, want true", ok, err)
 		}
-		fromUnknown := []domain.AttemptStatus{domain.AttemptUnknown}
-		if ok, err := s.Finish(t.Context(), a.ID, fromUnknown, domain.AttemptSucceeded, "ch_1", "", later); !ok || err != nil {
-			t.Fatalf("Finish(unknown→succeeded) = %v, %v", ok, err)
+		if ok, err := s.Succeed(t.Context(), a.ID, "ch_1", later); !ok || err != nil {
+			t.Fatalf("Succeed(unknown→succeeded) = %v, %v", ok, err)
 		}
 		before := findAttempt(t, s, a.ID)
 		end := later.Add(time.Hour)
@@ -261,7 +275,7 @@ func TestAttemptResendAndUnlease(t *testing.T) {
 		if ok, err := s.Lease(t.Context(), a.ID, t0, held); !ok || err != nil {
 			t.Errorf("Lease after Unlease = %v, %v, want true", ok, err)
 		}
-		if _, err := s.Finish(t.Context(), a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptSucceeded, "ch_1", "", t0); err != nil {
+		if _, err := s.Succeed(t.Context(), a.ID, "ch_1", t0); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := s.Resend(t.Context(), a.ID, held, until); ok || err != nil {

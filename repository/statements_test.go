@@ -40,10 +40,16 @@ func TestStatementCounts(t *testing.T) {
 				_, err := customers.FindByTokenHash(ctx, "x")
 				return ignore(err, domain.ErrCustomerNotFound)
 			}, 1},
-			{"AttemptStore.Finish", func(ctx context.Context) error {
-				_, err := attempts.Finish(ctx, "a", []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptFailed, "", "", t0)
+			{"AttemptStore.MarkUnknown", func(ctx context.Context) error { _, err := attempts.MarkUnknown(ctx, "a", "", t0); return err }, 1},
+			{"AttemptStore.Succeed", func(ctx context.Context) error { _, err := attempts.Succeed(ctx, "a", "", t0); return err }, 1},
+			{"AttemptStore.Fail", func(ctx context.Context) error { _, err := attempts.Fail(ctx, "a", "", "", t0); return err }, 1},
+			{"AttemptStore.Hold", func(ctx context.Context) error { _, err := attempts.Hold(ctx, "a", "", t0); return err }, 1},
+			{"AttemptStore.Adopt", func(ctx context.Context) error {
+				_, err := attempts.Adopt(ctx, "a", domain.AttemptFailed, "", t0)
 				return err
 			}, 1},
+			{"AttemptStore.Apply", func(ctx context.Context) error { _, err := attempts.Apply(ctx, "a", "", t0); return err }, 1},
+			{"AttemptStore.Reject", func(ctx context.Context) error { _, err := attempts.Reject(ctx, "a", t0); return err }, 1},
 			{"OrderStore.AddRefund", func(ctx context.Context) error { _, err := orders.AddRefund(ctx, paid.ID, 100, t0); return err }, 1},
 			{"OrderStore.SubtractRefund", func(ctx context.Context) error { _, err := orders.SubtractRefund(ctx, paid.ID, 100, t0); return err }, 1},
 			{"AttemptStore.Lease", func(ctx context.Context) error {

@@ -275,7 +275,7 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // one that never happened.
 func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	if a.Status == domain.AttemptStarted {
-		if _, err := s.Attempts.Finish(ctx, a.ID, []domain.AttemptStatus{domain.AttemptStarted}, domain.AttemptUnknown, chargeID, "", s.Now().UTC()); err != nil {
+		if _, err := s.Attempts.MarkUnknown(ctx, a.ID, chargeID, s.Now().UTC()); err != nil {
 			return domain.Order{}, fmt.Errorf("mark attempt %s unknown: %w", a.ID, err)
 		}
 	}
@@ -308,7 +308,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptSucceeded, chargeID, "", now)
+		finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
 		if err != nil {
 			return err
 		}
@@ -426,7 +426,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		finished, err := s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptFailed, chargeID, code, now)
+		finished, err := s.Attempts.Fail(ctx, a.ID, chargeID, code, now)
 		if err != nil || !finished {
 			return err
 		}

@@ -38,7 +38,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	var held, isNew bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
 		var err error
-		if held, err = s.Attempts.Finish(ctx, a.ID, unsettled, domain.AttemptHeld, ch.ID, string(domain.AmountMismatch), now); err != nil {
+		if held, err = s.Attempts.Hold(ctx, a.ID, ch.ID, now); err != nil {
 			return err
 		}
 		isNew, err = s.recordMismatch(ctx, a, ch)
@@ -116,7 +116,7 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 				return err // paid by another charge, closed, or being paid: not this charge's order any more
 			}
 		}
-		finished, err := s.Attempts.Finish(ctx, cur.ID, []domain.AttemptStatus{cur.Status}, domain.AttemptSucceeded, chargeID, "", now)
+		finished, err := s.Attempts.Adopt(ctx, cur.ID, cur.Status, chargeID, now)
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (s *Checkout) ReleaseHeld(ctx context.Context, a domain.Attempt) error {
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		finished, err := s.Attempts.Finish(ctx, a.ID, []domain.AttemptStatus{domain.AttemptHeld}, domain.AttemptFailed, "", string(domain.AmountMismatch), now)
+		finished, err := s.Attempts.Reject(ctx, a.ID, now)
 		if err != nil || !finished {
 			return err
 		}

@@ -81,10 +81,31 @@ type AttemptStore interface {
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Attempt, error)
 	// Latest returns the newest attempt an order has for requestID, or domain.ErrAttemptNotFound.
 	Latest(ctx context.Context, orderID, requestID string) (domain.Attempt, error)
-	// Finish moves attempt id from one of the statuses in from to to,
-	// recording the provider's charge ID and failure code; it reports
-	// whether a row changed.
-	Finish(ctx context.Context, id string, from []domain.AttemptStatus, to domain.AttemptStatus, chargeID, failureCode string, now time.Time) (bool, error)
+
+	// The settlements below are each one guarded UPDATE built from
+	// domain's attempt table; each reports whether it changed a row. A
+	// non-empty chargeID is recorded (an empty one keeps the stored
+	// charge ID); the failure code is always overwritten.
+
+	// MarkUnknown: started → unknown; the provider's reply was lost.
+	MarkUnknown(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// Succeed: started|unknown → succeeded; the provider charged the attempt's money.
+	Succeed(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// Fail: started|unknown → failed with failureCode; the provider charged nothing.
+	Fail(ctx context.Context, id, chargeID, failureCode string, now time.Time) (bool, error)
+	// Hold: started|unknown → held, failure code amount_mismatch; the
+	// provider charged other money than the attempt's (ADR 0010).
+	Hold(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// Adopt: failed|held → succeeded; the provider charged after all. from
+	// is the status the caller read: the attempt moves only from that one.
+	Adopt(ctx context.Context, id string, from domain.AttemptStatus, chargeID string, now time.Time) (bool, error)
+	// Apply: started|unknown|failed → succeeded; an operator applies a
+	// charge the provider stands by (a missing local payment).
+	Apply(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// Reject: held → failed, failure code amount_mismatch; an operator
+	// refunded the held charge.
+	Reject(ctx context.Context, id string, now time.Time) (bool, error)
+
 	// ListUnsettled returns attempts in status started or unknown last
 	// updated before olderThan, oldest first, at most limit.
 	ListUnsettled(ctx context.Context, olderThan time.Time, limit int) ([]domain.Attempt, error)

@@ -190,8 +190,7 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 		if _, err := s.Orders.Claim(ctx, a.OrderID, a.RequestID, now); err != nil {
 			return err
 		}
-		from := []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown, domain.AttemptFailed}
-		if _, err := s.Attempts.Finish(ctx, a.ID, from, domain.AttemptSucceeded, d.ChargeID, "", now); err != nil {
+		if _, err := s.Attempts.Apply(ctx, a.ID, d.ChargeID, now); err != nil {
 			return err
 		}
 		paid, err := s.Orders.MarkPaid(ctx, a.OrderID, a.RequestID, now)
