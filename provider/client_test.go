@@ -16,8 +16,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 func chargeReq(key, method string) provider.ChargeRequest {

@@ -1,6 +1,6 @@
 // Package provider is payd's anti-corruption layer towards the payment
 // provider: the Provider interface in payd's own terms, an HTTP client for
-// the provider API, and (in provider/sandbox) a card-processor stand-in that
+// the provider API, and (in the top-level sandbox package) a card-processor stand-in that
 // speaks that API. No wire or SDK type escapes this package.
 package provider
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 	"github.com/payd/payd/repository"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // hostile is a payment provider that misbehaves on command: a proxy in

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // procProvider is the sandbox provider run inside the test process, so it

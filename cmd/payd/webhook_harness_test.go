@@ -17,7 +17,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 	"github.com/payd/payd/repository"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // Fifty identical charge requests, racing through two sandbox processes on

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 func refundReq(key, chargeID, amount string) provider.RefundRequest {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // A sandbox that stops (as if killed) forgets nothing: after a restart on

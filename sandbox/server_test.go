@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // Serve is how payd runs the sandbox (in-process and as `payd sandbox`):
