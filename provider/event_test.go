@@ -1,6 +1,8 @@
 package provider_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,46 @@ func TestParseEvent(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: ParseEvent = %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestParseEventRefusals: what the webhook endpoint answers 400 for is a
+// *domain.ValidationError naming the field, except a body that is not an
+// event at all; an unknown type is never refused for its data, and keeps
+// the references it names for the inbox.
+func TestParseEventRefusals(t *testing.T) {
+	long := strings.Repeat("c", 65)
+	tests := []struct {
+		name, body string
+		field      string // "" with wantErr: not a ValidationError
+		wantErr    bool
+	}{
+		{name: "array", body: `["evt"]`, wantErr: true},
+		{name: "type missing", body: `{"id":"e","data":{}}`, field: "type", wantErr: true},
+		{name: "known type, data not an object", body: `{"type":"payment.succeeded","data":"x"}`, field: "data", wantErr: true},
+		{name: "charge id too long", body: `{"type":"payment.succeeded","data":{"charge_id":"` + long + `","amount":"1","currency":"USD"}}`, field: "data.charge_id", wantErr: true},
+		{name: "unknown type, data an array", body: `{"type":"charge.dispute.opened","data":["x",1]}`},
+		{name: "unknown type, odd amount", body: `{"type":"charge.disputed","data":{"amount":"lots"}}`},
+	}
+	for _, tt := range tests {
+		_, err := provider.ParseEvent([]byte(tt.body))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: ParseEvent = %v, want error %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		var ve *domain.ValidationError
+		if isVE := errors.As(err, &ve); err != nil && (isVE != (tt.field != "") || isVE && ve.Field != tt.field) {
+			t.Errorf("%s: ParseEvent = %#v, want a validation error of field %q", tt.name, err, tt.field)
+		}
+	}
+
+	got, err := provider.ParseEvent([]byte(`{"type":"charge.disputed","data":{"charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"x"}}`))
+	if err != nil || got.ChargeID != "ch_1" || got.IdempotencyKey != "att_1" || got.OrderID != "o1" {
+		t.Errorf("ParseEvent(unknown type) = %+v, %v, want its references kept", got, err)
+	}
+	// The type says the outcome; a status is not required.
+	got, err = provider.ParseEvent([]byte(`{"type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"999.00","currency":"USD"}}`))
+	if err != nil || got.Status != domain.ChargeSucceeded || !got.Amount.Equal(decimal.RequireFromString("999")) {
+		t.Errorf("ParseEvent(no status) = %+v, %v, want succeeded for 999", got, err)
 	}
 }
