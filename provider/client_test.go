@@ -43,7 +43,7 @@ func TestClientMagicMethods(t *testing.T) {
 			method      string
 			reply       domain.ChargeStatus // "" means the call errs
 			failureCode string
-			final       domain.ChargeStatus // what GetCharge says afterwards; "" means ErrNotFound
+			final       domain.ChargeStatus // what GetCharge says afterwards; "" means ErrChargeNotFound
 		}{
 			{"pm_ok", domain.ChargeSucceeded, "", domain.ChargeSucceeded},
 			{"pm_declined", domain.ChargeFailed, "card_declined", domain.ChargeFailed},
@@ -59,7 +59,7 @@ func TestClientMagicMethods(t *testing.T) {
 			ch, err := sb.Client.Charge(ctx, chargeReq(key, tt.method))
 			if tt.reply == "" {
 				if !errors.Is(err, domain.ErrProviderUnavailable) {
-					t.Errorf("Charge(%s) = %+v, %v; want ErrUnavailable", tt.method, ch, err)
+					t.Errorf("Charge(%s) = %+v, %v; want ErrProviderUnavailable", tt.method, ch, err)
 				}
 				if time.Since(start) > 2*time.Second {
 					t.Errorf("Charge(%s) took %v: a lost reply must fail at once, not wait out the timeout", tt.method, time.Since(start))
@@ -74,7 +74,7 @@ func TestClientMagicMethods(t *testing.T) {
 			got, err := sb.Client.GetCharge(ctx, key)
 			if tt.final == "" {
 				if !errors.Is(err, domain.ErrChargeNotFound) {
-					t.Errorf("GetCharge(%s) = %+v, %v; want ErrNotFound", tt.method, got, err)
+					t.Errorf("GetCharge(%s) = %+v, %v; want ErrChargeNotFound", tt.method, got, err)
 				}
 				continue
 			}
@@ -89,7 +89,7 @@ func TestClientMagicMethods(t *testing.T) {
 			t.Errorf("Charge(key after pm_error) = %+v, %v; want succeeded", ch, err)
 		}
 		if _, err := sb.Client.Charge(ctx, chargeReq("key-x", "pm_unknown")); !domain.IsProviderRequestError(err, "unknown_payment_method") || errors.Is(err, domain.ErrProviderUnavailable) {
-			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method RequestError", err)
+			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method ProviderRequestError", err)
 		}
 	})
 }
@@ -175,13 +175,13 @@ func TestClientErrorMapping(t *testing.T) {
 			continue
 		}
 		if got := errors.Is(err, domain.ErrProviderUnavailable); got != tt.wantUnavailable {
-			t.Errorf("%s: errors.Is(%v, ErrUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
+			t.Errorf("%s: errors.Is(%v, ErrProviderUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
 		}
 		if got := errors.Is(err, domain.ErrChargeNotFound); got != tt.wantNotFound {
-			t.Errorf("%s: errors.Is(%v, ErrNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
+			t.Errorf("%s: errors.Is(%v, ErrChargeNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
 		}
 		if !tt.wantUnavailable && !domain.IsProviderRequestError(err, tt.wantCode) {
-			t.Errorf("%s: %v is not a RequestError with code %q", tt.name, err, tt.wantCode)
+			t.Errorf("%s: %v is not a ProviderRequestError with code %q", tt.name, err, tt.wantCode)
 		}
 	}
 
@@ -189,7 +189,7 @@ func TestClientErrorMapping(t *testing.T) {
 		c, _ := fake(t, hang)
 		_, err := c.GetCharge(context.Background(), "k")
 		if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("GetCharge(hanging) = %v, want ErrUnavailable and DeadlineExceeded", err)
+			t.Errorf("GetCharge(hanging) = %v, want ErrProviderUnavailable and DeadlineExceeded", err)
 		}
 	})
 	t.Run("connection refused", func(t *testing.T) {
@@ -201,7 +201,7 @@ func TestClientErrorMapping(t *testing.T) {
 		ln.Close()
 		_, err = provider.NewClient("http://"+addr).Charge(context.Background(), chargeReq("k", "pm_ok"))
 		if !errors.Is(err, domain.ErrProviderUnavailable) {
-			t.Errorf("Charge(nobody listening) = %v, want ErrUnavailable", err)
+			t.Errorf("Charge(nobody listening) = %v, want ErrProviderUnavailable", err)
 		}
 	})
 }

@@ -74,7 +74,7 @@ func TestRefunds(t *testing.T) {
 			t.Errorf("Refund(EUR of USD) = %v, want currency_mismatch", err)
 		}
 		if _, err := sb.Client.Refund(ctx, refundReq("r7", "ch_nope", "1.00")); !errors.Is(err, domain.ErrChargeNotFound) {
-			t.Errorf("Refund(unknown charge) = %v, want ErrNotFound", err)
+			t.Errorf("Refund(unknown charge) = %v, want ErrChargeNotFound", err)
 		}
 
 		ds, _ := sb.Deliveries(ctx)

@@ -42,7 +42,7 @@ func TestWebhooksForEveryOutcome(t *testing.T) {
 			ch, err := sb.Client.Charge(ctx, chargeReq(m, m))
 			if m == "pm_timeout" {
 				if !errors.Is(err, domain.ErrProviderUnavailable) {
-					t.Fatalf("Charge(pm_timeout) = %v, want ErrUnavailable", err)
+					t.Fatalf("Charge(pm_timeout) = %v, want ErrProviderUnavailable", err)
 				}
 				ch, err = sb.Client.GetCharge(ctx, m)
 			}
@@ -55,7 +55,7 @@ func TestWebhooksForEveryOutcome(t *testing.T) {
 			charged[m] = ch
 		}
 		if _, err := sb.Client.Charge(ctx, chargeReq("pm_error", "pm_error")); !errors.Is(err, domain.ErrProviderUnavailable) {
-			t.Fatalf("Charge(pm_error) = %v, want ErrUnavailable", err)
+			t.Fatalf("Charge(pm_error) = %v, want ErrProviderUnavailable", err)
 		}
 
 		got := rcv.waitAccepted(t, len(want))

@@ -64,7 +64,7 @@ var paymentMethodCodes = map[string]bool{
 
 // refusal returns the provider's definite refusal of a charge request, or
 // nil when err leaves open whether anything was charged. Open are: no
-// reply, a timeout, 408, 429 and 5xx (the client's ErrUnavailable); a 409,
+// reply, a timeout, 408, 429 and 5xx (domain.ErrProviderUnavailable); a 409,
 // which is how providers (Stripe, the IETF Idempotency-Key draft) say that
 // another request with the same key is still being processed; and a
 // refusal because the key was used with other parameters, since the key
