@@ -2,13 +2,6 @@ package domain
 
 import "time"
 
-// The provider's event types payd applies. Any other type is stored and ignored.
-const (
-	EventPaymentSucceeded = "payment.succeeded"
-	EventPaymentFailed    = "payment.failed"
-	EventRefundSucceeded  = "refund.succeeded"
-)
-
 // WebhookEvent is one provider event in the inbox. Its ID is the
 // provider's webhook-id, stored once: a redelivery finds it and changes nothing.
 type WebhookEvent struct {

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 	"github.com/payd/payd/service"
 )
 
@@ -46,8 +46,16 @@ type Admin struct {
 	Reconcile ReconcileService
 	Resolver  DiscrepancyResolver
 	Records   RecordLookup
-	Log       *slog.Logger // where a lost audit entry is reported
+	// Settlements reads an uploaded settlement file (the provider adapter's
+	// ParseSettlement); a bad line is a *domain.SettlementError.
+	Settlements SettlementParser
+	Log         *slog.Logger // where a lost audit entry is reported
 }
+
+// SettlementParser reads a provider settlement file into the succeeded
+// charges it lists, refusing the whole file with a *domain.SettlementError
+// if any line is wrong.
+type SettlementParser func(r io.Reader) ([]domain.Charge, error)
 
 func (h *Admin) search(c echo.Context) error {
 	var invalid domain.ValidationErrors
@@ -134,7 +142,7 @@ type reconcileRequest struct {
 // an uploaded settlement file (multipart form: from, to, dry_run, file).
 func (h *Admin) reconcile(c echo.Context) error {
 	var req reconcileRequest
-	var charges []provider.Charge
+	var charges []domain.Charge
 	if isMultipart(c) {
 		form, err := c.MultipartForm()
 		if err != nil {
@@ -150,14 +158,17 @@ func (h *Admin) reconcile(c echo.Context) error {
 			return err
 		}
 		defer f.Close()
-		if charges, err = provider.ParseSettlement(f); err != nil {
-			if se := (*provider.SettlementError)(nil); errors.As(err, &se) {
+		if h.Settlements == nil {
+			return errors.New("no settlement parser configured")
+		}
+		if charges, err = h.Settlements(f); err != nil {
+			if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
 				return &domain.ValidationError{Field: "file", Reason: se.Error()}
 			}
 			return err
 		}
 		if charges == nil {
-			charges = []provider.Charge{}
+			charges = []domain.Charge{}
 		}
 	} else if err := decode(c, &req); err != nil {
 		return err

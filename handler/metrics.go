@@ -74,9 +74,7 @@ func (m *Metrics) Idempotency(outcome string) { m.idempotency.WithLabelValues(ou
 // Webhook counts one applied provider event (service.Webhooks.Observe). The
 // type is the provider's, so types payd does not know are counted as other.
 func (m *Metrics) Webhook(eventType, outcome string) {
-	switch eventType {
-	case domain.EventPaymentSucceeded, domain.EventPaymentFailed, domain.EventRefundSucceeded:
-	default:
+	if !domain.ProviderEventType(eventType).Known() {
 		eventType = "other"
 	}
 	m.webhooks.WithLabelValues(eventType, outcome).Inc()

@@ -72,7 +72,7 @@ func TestMetricsHooks(t *testing.T) {
 	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
 	m.Idempotency("replayed")
 	m.Idempotency("replayed")
-	m.Webhook(domain.EventPaymentSucceeded, "applied")
+	m.Webhook(string(domain.EventPaymentSucceeded), "applied")
 	m.Webhook("account.hacked<script>", "ignored")
 	m.Payment("declined")
 	m.Discrepancy(domain.DuplicateCharge)

@@ -2,7 +2,7 @@ package handler
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,25 +11,32 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/service"
 )
 
-// EventReceiver applies verified provider events.
+// EventReceiver applies verified provider events: each is stored once
+// under msgID, with its body as received.
 type EventReceiver interface {
-	Receive(ctx context.Context, ev service.ProviderEvent) (string, error)
+	Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error)
 }
+
+// EventParser reads a verified webhook body into payd's terms (the
+// provider adapter's ParseEvent). A field it cannot take is a
+// *domain.ValidationError; any other error means the body is not an event.
+type EventParser func(body []byte) (domain.ProviderEvent, error)
 
 // Webhooks receives the provider's events (SPEC §6).
 type Webhooks struct {
 	Receiver EventReceiver
+	Parse    EventParser
 	verifier []*standardwebhooks.Webhook
 }
 
-// NewWebhooks verifies with every secret in secrets (separated by spaces or
-// commas), so a secret can be rotated without dropping events: the new one
-// is added, the provider switches, the old one is removed.
-func NewWebhooks(r EventReceiver, secrets string) (*Webhooks, error) {
-	h := &Webhooks{Receiver: r}
+// NewWebhooks reads events with parse and verifies them with every secret
+// in secrets (separated by spaces or commas), so a secret can be rotated
+// without dropping events: the new one is added, the provider switches,
+// the old one is removed.
+func NewWebhooks(r EventReceiver, parse EventParser, secrets string) (*Webhooks, error) {
+	h := &Webhooks{Receiver: r, Parse: parse}
 	for _, s := range strings.FieldsFunc(secrets, func(r rune) bool { return r == ' ' || r == ',' }) {
 		v, err := standardwebhooks.NewWebhook(s)
 		if err != nil {
@@ -40,26 +47,11 @@ func NewWebhooks(r EventReceiver, secrets string) (*Webhooks, error) {
 	return h, nil
 }
 
+// maxMessageID bounds the webhook-id header to what the inbox stores.
+const maxMessageID = 255
+
 var errInvalidSignature = problem(http.StatusUnauthorized, "invalid_signature", "Invalid signature",
 	"The webhook signature is missing, wrong, or older than 5 minutes.")
-
-type eventJSON struct {
-	ID        string          `json:"id"`
-	Type      string          `json:"type"`
-	CreatedAt string          `json:"created_at"`
-	Data      json.RawMessage `json:"data"`
-}
-
-type eventDataJSON struct {
-	ChargeID       string `json:"charge_id"`
-	RefundID       string `json:"refund_id"`
-	IdempotencyKey string `json:"idempotency_key"`
-	OrderID        string `json:"order_id"`
-	Amount         string `json:"amount"`
-	Currency       string `json:"currency"`
-	Status         string `json:"status"`
-	FailureCode    string `json:"failure_code"`
-}
 
 // receive checks the signature before anything is stored, then hands the
 // event to the use case. Unknown event types are stored and answered 200.
@@ -71,12 +63,12 @@ func (h *Webhooks) receive(c echo.Context) error {
 	if !h.verified(raw, c.Request().Header) {
 		return errInvalidSignature
 	}
-	var ev eventJSON
-	if err := json.Unmarshal(raw, &ev); err != nil {
+	ev, err := h.Parse(raw)
+	if err != nil {
+		if ve := (*domain.ValidationError)(nil); errors.As(err, &ve) {
+			return ve
+		}
 		return errMalformedJSON
-	}
-	if ev.Type == "" {
-		return &domain.ValidationError{Field: "type", Reason: "is required"}
 	}
 	// The webhook-id header is the message id (Standard Webhooks): the same
 	// on every retry of one message, and signed with it, so it is what the
@@ -84,34 +76,14 @@ func (h *Webhooks) receive(c echo.Context) error {
 	// may differ from the header or be absent, and stays in the stored
 	// payload as received.
 	msgID := c.Request().Header.Get(standardwebhooks.HeaderWebhookID)
-	var data eventDataJSON
-	if len(ev.Data) > 0 {
-		if err := json.Unmarshal(ev.Data, &data); err != nil {
-			if knownEvent(ev.Type) {
-				return &domain.ValidationError{Field: "data", Reason: "must be an object"}
-			}
-			// An event payd does not apply may carry data of any shape: it
-			// is stored as received and ignored, never refused (SPEC §6),
-			// or the provider would retry it forever.
-			data = eventDataJSON{}
-		}
+	if len(msgID) > maxMessageID {
+		return &domain.ValidationError{Field: "webhook-id", Reason: fmt.Sprintf("must be at most %d characters", maxMessageID)}
 	}
-	if err := data.check(msgID, ev); err != nil {
-		return err
-	}
-	outcome, err := h.Receiver.Receive(c.Request().Context(), service.ProviderEvent{ID: msgID, Type: ev.Type, Payload: raw, Data: service.EventData{
-		ChargeID: data.ChargeID, RefundID: data.RefundID, IdempotencyKey: data.IdempotencyKey, OrderID: data.OrderID,
-		Amount: data.Amount, Currency: data.Currency, FailureCode: data.FailureCode,
-	}})
+	outcome, err := h.Receiver.Receive(c.Request().Context(), msgID, ev, raw)
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": outcome})
-}
-
-// knownEvent reports whether payd applies events of type t.
-func knownEvent(t string) bool {
-	return t == domain.EventPaymentSucceeded || t == domain.EventPaymentFailed || t == domain.EventRefundSucceeded
 }
 
 func (h *Webhooks) verified(raw []byte, headers http.Header) bool {
@@ -121,23 +93,4 @@ func (h *Webhooks) verified(raw []byte, headers http.Header) bool {
 		}
 	}
 	return false
-}
-
-// check bounds every field to what payd stores, so one odd event is a clear
-// 400 rather than a database error on every redelivery.
-func (d eventDataJSON) check(msgID string, ev eventJSON) error {
-	fields := []struct {
-		name, value string
-		max         int
-	}{
-		{"webhook-id", msgID, 255}, {"type", ev.Type, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
-		{"data.idempotency_key", d.IdempotencyKey, 255}, {"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32},
-		{"data.currency", d.Currency, 8}, {"data.failure_code", d.FailureCode, 64},
-	}
-	for _, f := range fields {
-		if len(f.value) > f.max {
-			return &domain.ValidationError{Field: f.name, Reason: fmt.Sprintf("must be at most %d characters", f.max)}
-		}
-	}
-	return nil
 }

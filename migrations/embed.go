@@ -29,20 +29,3 @@ func FS(d Dialect) (fs.FS, error) {
 	}
 	return nil, fmt.Errorf("migrations: unknown dialect %q", d)
 }
-
-// sandboxFiles is the schema of the sandbox provider's own database, kept
-// apart from payd's: the sandbox stands in for an external provider and
-// never shares tables or migration history with payd.
-//
-//go:embed sandbox/mysql/*.sql sandbox/sqlite/*.sql
-var sandboxFiles embed.FS
-
-// SandboxFS returns the migrations of the sandbox provider's database for
-// dialect d.
-func SandboxFS(d Dialect) (fs.FS, error) {
-	switch d {
-	case MySQL, SQLite:
-		return fs.Sub(sandboxFiles, "sandbox/"+string(d))
-	}
-	return nil, fmt.Errorf("migrations: unknown sandbox dialect %q", d)
-}

@@ -4,24 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/payd/payd/domain"
 )
 
 // DefaultTimeout bounds one call to the provider unless WithTimeout says
 // otherwise. Past it the outcome is unknown and the caller must ask again.
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = domain.DefaultProviderTimeout
 
 // maxReplyBytes caps how much of a reply is read: the provider's answers are
 // small, and an endless body must not hold a pay request hostage.
 const maxReplyBytes = 4 << 20
 
-// Client is a Provider speaking the provider's HTTP API (the sandbox's wire
+// Client speaks the provider's HTTP API (the sandbox's wire
 // format). It never logs: every failure is returned, once, to the caller.
 type Client struct {
 	base    string
@@ -30,13 +31,11 @@ type Client struct {
 	err     error // a bad base URL, reported by every call
 }
 
-var _ Provider = (*Client)(nil)
-
 // Option configures a Client.
 type Option func(*Client)
 
 // WithTimeout bounds each call (default DefaultTimeout). A call that runs
-// out of time fails with ErrUnavailable.
+// out of time fails with domain.ErrProviderUnavailable.
 func WithTimeout(d time.Duration) Option {
 	return func(c *Client) {
 		if d > 0 {
@@ -75,58 +74,58 @@ func (c *Client) Err() error { return c.err }
 
 // Charge asks for a charge under req.IdempotencyKey. A decline is a Charge
 // with Status failed and a nil error.
-func (c *Client) Charge(ctx context.Context, req ChargeRequest) (Charge, error) {
+func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error) {
 	body, err := fromChargeRequest(req)
 	if err != nil {
-		return Charge{}, err
+		return domain.Charge{}, err
 	}
 	var out chargeDTO
 	if err := c.do(ctx, http.MethodPost, "/v1/charges", req.IdempotencyKey, body, &out); err != nil {
-		return Charge{}, fmt.Errorf("charge %s: %w", req.IdempotencyKey, err)
+		return domain.Charge{}, fmt.Errorf("charge %s: %w", req.IdempotencyKey, err)
 	}
 	ch, err := out.toCharge()
 	if err != nil {
 		// A 200 we cannot read may still mean money moved.
-		return Charge{}, fmt.Errorf("charge %s: %w: %w", req.IdempotencyKey, ErrUnavailable, err)
+		return domain.Charge{}, fmt.Errorf("charge %s: %w: %w", req.IdempotencyKey, domain.ErrProviderUnavailable, err)
 	}
 	return ch, nil
 }
 
-// GetCharge looks a charge up by its idempotency key; ErrNotFound means the
+// GetCharge looks a charge up by its idempotency key; domain.ErrChargeNotFound means the
 // provider never recorded one under that key.
-func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (Charge, error) {
+func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
 	var out chargeDTO
 	path := "/v1/charges/" + url.PathEscape(idempotencyKey)
 	if err := c.do(ctx, http.MethodGet, path, "", nil, &out); err != nil {
-		return Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, err)
+		return domain.Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, err)
 	}
 	ch, err := out.toCharge()
 	if err != nil {
-		return Charge{}, fmt.Errorf("get charge %s: %w: %w", idempotencyKey, ErrUnavailable, err)
+		return domain.Charge{}, fmt.Errorf("get charge %s: %w: %w", idempotencyKey, domain.ErrProviderUnavailable, err)
 	}
 	return ch, nil
 }
 
 // Refund gives back req.Amount of a succeeded charge, at most once per
-// req.IdempotencyKey. Refunding more than is left is a *RequestError.
-func (c *Client) Refund(ctx context.Context, req RefundRequest) (Refund, error) {
+// req.IdempotencyKey. Refunding more than is left is a *domain.ProviderRequestError.
+func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {
 	body, err := fromRefundRequest(req)
 	if err != nil {
-		return Refund{}, err
+		return domain.ProviderRefund{}, err
 	}
 	var out refundDTO
 	if err := c.do(ctx, http.MethodPost, "/v1/refunds", req.IdempotencyKey, body, &out); err != nil {
-		return Refund{}, fmt.Errorf("refund %s: %w", req.IdempotencyKey, err)
+		return domain.ProviderRefund{}, fmt.Errorf("refund %s: %w", req.IdempotencyKey, err)
 	}
 	r, err := out.toRefund()
 	if err != nil {
-		return Refund{}, fmt.Errorf("refund %s: %w: %w", req.IdempotencyKey, ErrUnavailable, err)
+		return domain.ProviderRefund{}, fmt.Errorf("refund %s: %w: %w", req.IdempotencyKey, domain.ErrProviderUnavailable, err)
 	}
 	return r, nil
 }
 
 // ListCharges returns every charge created in [from, to), oldest first.
-func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]Charge, error) {
+func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
 	q := url.Values{}
 	q.Set("from", from.UTC().Format(time.RFC3339Nano))
 	q.Set("to", to.UTC().Format(time.RFC3339Nano))
@@ -134,11 +133,11 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]Charge,
 	if err := c.do(ctx, http.MethodGet, "/v1/charges?"+q.Encode(), "", nil, &out); err != nil {
 		return nil, fmt.Errorf("list charges: %w", err)
 	}
-	charges := make([]Charge, 0, len(out.Data))
+	charges := make([]domain.Charge, 0, len(out.Data))
 	for _, d := range out.Data {
 		ch, err := d.toCharge()
 		if err != nil {
-			return nil, fmt.Errorf("list charges: %w: %w", ErrUnavailable, err)
+			return nil, fmt.Errorf("list charges: %w: %w", domain.ErrProviderUnavailable, err)
 		}
 		charges = append(charges, ch)
 	}
@@ -147,12 +146,12 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]Charge,
 
 // do sends one request and decodes a 2xx reply into out. Everything that
 // leaves the outcome open (no reply, a cut or unreadable reply, a 5xx)
-// wraps ErrUnavailable; the provider's 404 wraps ErrNotFound; its other
-// refusals are *RequestError.
+// wraps domain.ErrProviderUnavailable; the provider's 404 wraps domain.ErrChargeNotFound; its other
+// refusals are *domain.ProviderRequestError.
 //
 // net/http may resend a POST that carries an Idempotency-Key when a reused
 // connection dies before any reply; that is safe precisely because of the
-// key, and the caller still sees ErrUnavailable if the reply stays lost.
+// key, and the caller still sees domain.ErrProviderUnavailable if the reply stays lost.
 func (c *Client) do(ctx context.Context, method, path, key string, in, out any) error {
 	if c.err != nil {
 		return c.err
@@ -182,18 +181,18 @@ func (c *Client) do(ctx context.Context, method, path, key string, in, out any) 
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, err)
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 	if err != nil {
-		return fmt.Errorf("%w: read reply (status %d): %w", ErrUnavailable, resp.StatusCode, err)
+		return fmt.Errorf("%w: read reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err)
 	}
 	if err := statusError(resp.StatusCode, reply); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(reply, out); err != nil {
-		return fmt.Errorf("%w: decode reply (status %d): %w", ErrUnavailable, resp.StatusCode, err)
+		return fmt.Errorf("%w: decode reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err)
 	}
 	return nil
 }
@@ -205,9 +204,9 @@ func statusError(status int, reply []byte) error {
 		return nil
 	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
 		// The provider may or may not have acted: the caller must ask.
-		return fmt.Errorf("%w: status %d", ErrUnavailable, status)
+		return fmt.Errorf("%w: status %d", domain.ErrProviderUnavailable, status)
 	}
-	re := &RequestError{StatusCode: status}
+	re := &domain.ProviderRequestError{StatusCode: status}
 	var e errorDTO
 	if json.Unmarshal(reply, &e) == nil {
 		re.Code, re.Message = e.Error.Code, e.Error.Message
@@ -217,33 +216,9 @@ func statusError(status int, reply []byte) error {
 		// a proxy or a wrong base URL answered nothing, and taking it for
 		// "never charged" could lead to charging twice.
 		if re.Code == "" {
-			return fmt.Errorf("%w: status 404 without a provider error", ErrUnavailable)
+			return fmt.Errorf("%w: status 404 without a provider error", domain.ErrProviderUnavailable)
 		}
-		return fmt.Errorf("%w: %w", ErrNotFound, re)
+		return fmt.Errorf("%w: %w", domain.ErrChargeNotFound, re)
 	}
 	return re
-}
-
-// RequestError is the provider refusing a request it understood (a 4xx):
-// nothing happened, and sending it again unchanged will not help. Code is the
-// provider's machine code, e.g. idempotency_key_reused or refund_exceeds_charge.
-type RequestError struct {
-	StatusCode int
-	Code       string
-	Message    string
-}
-
-// Error describes the refusal; it carries no payment data.
-func (e *RequestError) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("provider refused the request: status %d", e.StatusCode)
-	}
-	return fmt.Sprintf("provider refused the request: status %d %s: %s", e.StatusCode, e.Code, e.Message)
-}
-
-// IsRequestError reports whether err carries a provider refusal with the
-// given code (any code when code is empty).
-func IsRequestError(err error, code string) bool {
-	var re *RequestError
-	return errors.As(err, &re) && (code == "" || re.Code == code)
 }

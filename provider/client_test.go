@@ -15,13 +15,14 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
-func chargeReq(key, method string) provider.ChargeRequest {
-	return provider.ChargeRequest{
+func chargeReq(key, method string) domain.ChargeRequest {
+	return domain.ChargeRequest{
 		IdempotencyKey: key, OrderID: "ord-" + key, Amount: decimal.RequireFromString("12.30"),
 		Currency: "USD", PaymentMethod: method,
 	}
@@ -40,16 +41,16 @@ func TestClientMagicMethods(t *testing.T) {
 		}
 		tests := []struct {
 			method      string
-			reply       provider.ChargeStatus // "" means the call errs
+			reply       domain.ChargeStatus // "" means the call errs
 			failureCode string
-			final       provider.ChargeStatus // what GetCharge says afterwards; "" means ErrNotFound
+			final       domain.ChargeStatus // what GetCharge says afterwards; "" means ErrChargeNotFound
 		}{
-			{"pm_ok", provider.ChargeSucceeded, "", provider.ChargeSucceeded},
-			{"pm_declined", provider.ChargeFailed, "card_declined", provider.ChargeFailed},
-			{"pm_insufficient_funds", provider.ChargeFailed, "insufficient_funds", provider.ChargeFailed},
-			{"pm_async", provider.ChargePending, "", provider.ChargeSucceeded},
-			{"pm_async_fail", provider.ChargePending, "", provider.ChargeFailed},
-			{"pm_timeout", "", "", provider.ChargeSucceeded},
+			{"pm_ok", domain.ChargeSucceeded, "", domain.ChargeSucceeded},
+			{"pm_declined", domain.ChargeFailed, "card_declined", domain.ChargeFailed},
+			{"pm_insufficient_funds", domain.ChargeFailed, "insufficient_funds", domain.ChargeFailed},
+			{"pm_async", domain.ChargePending, "", domain.ChargeSucceeded},
+			{"pm_async_fail", domain.ChargePending, "", domain.ChargeFailed},
+			{"pm_timeout", "", "", domain.ChargeSucceeded},
 			{"pm_error", "", "", ""},
 		}
 		for _, tt := range tests {
@@ -57,8 +58,8 @@ func TestClientMagicMethods(t *testing.T) {
 			start := time.Now()
 			ch, err := sb.Client.Charge(ctx, chargeReq(key, tt.method))
 			if tt.reply == "" {
-				if !errors.Is(err, provider.ErrUnavailable) {
-					t.Errorf("Charge(%s) = %+v, %v; want ErrUnavailable", tt.method, ch, err)
+				if !errors.Is(err, domain.ErrProviderUnavailable) {
+					t.Errorf("Charge(%s) = %+v, %v; want ErrProviderUnavailable", tt.method, ch, err)
 				}
 				if time.Since(start) > 2*time.Second {
 					t.Errorf("Charge(%s) took %v: a lost reply must fail at once, not wait out the timeout", tt.method, time.Since(start))
@@ -72,8 +73,8 @@ func TestClientMagicMethods(t *testing.T) {
 			resolve()
 			got, err := sb.Client.GetCharge(ctx, key)
 			if tt.final == "" {
-				if !errors.Is(err, provider.ErrNotFound) {
-					t.Errorf("GetCharge(%s) = %+v, %v; want ErrNotFound", tt.method, got, err)
+				if !errors.Is(err, domain.ErrChargeNotFound) {
+					t.Errorf("GetCharge(%s) = %+v, %v; want ErrChargeNotFound", tt.method, got, err)
 				}
 				continue
 			}
@@ -84,11 +85,11 @@ func TestClientMagicMethods(t *testing.T) {
 
 		// pm_error recorded nothing, so the key is still free to charge.
 		ch, err := sb.Client.Charge(ctx, chargeReq("key-pm_error", "pm_ok"))
-		if err != nil || ch.Status != provider.ChargeSucceeded {
+		if err != nil || ch.Status != domain.ChargeSucceeded {
 			t.Errorf("Charge(key after pm_error) = %+v, %v; want succeeded", ch, err)
 		}
-		if _, err := sb.Client.Charge(ctx, chargeReq("key-x", "pm_unknown")); !provider.IsRequestError(err, "unknown_payment_method") || errors.Is(err, provider.ErrUnavailable) {
-			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method RequestError", err)
+		if _, err := sb.Client.Charge(ctx, chargeReq("key-x", "pm_unknown")); !domain.IsProviderRequestError(err, "unknown_payment_method") || errors.Is(err, domain.ErrProviderUnavailable) {
+			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method ProviderRequestError", err)
 		}
 	})
 }
@@ -101,8 +102,8 @@ func TestClientRefundAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sb.Client.Refund(ctx, provider.RefundRequest{IdempotencyKey: "r", ChargeID: ch.ID, Amount: decimal.RequireFromString("2.3"), Currency: "USD"})
-	if err != nil || r.ChargeID != ch.ID || !r.Amount.Equal(decimal.RequireFromString("2.30")) || r.Status != provider.ChargeSucceeded || r.IdempotencyKey != "r" {
+	r, err := sb.Client.Refund(ctx, domain.ProviderRefundRequest{IdempotencyKey: "r", ChargeID: ch.ID, Amount: decimal.RequireFromString("2.3"), Currency: "USD"})
+	if err != nil || r.ChargeID != ch.ID || !r.Amount.Equal(decimal.RequireFromString("2.30")) || r.Status != domain.ChargeSucceeded || r.IdempotencyKey != "r" {
 		t.Fatalf("Refund = %+v, %v", r, err)
 	}
 	list, err := sb.Client.ListCharges(ctx, before, time.Now().Add(time.Second))
@@ -173,22 +174,22 @@ func TestClientErrorMapping(t *testing.T) {
 			t.Errorf("%s: Charge = nil error", tt.name)
 			continue
 		}
-		if got := errors.Is(err, provider.ErrUnavailable); got != tt.wantUnavailable {
-			t.Errorf("%s: errors.Is(%v, ErrUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
+		if got := errors.Is(err, domain.ErrProviderUnavailable); got != tt.wantUnavailable {
+			t.Errorf("%s: errors.Is(%v, ErrProviderUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
 		}
-		if got := errors.Is(err, provider.ErrNotFound); got != tt.wantNotFound {
-			t.Errorf("%s: errors.Is(%v, ErrNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
+		if got := errors.Is(err, domain.ErrChargeNotFound); got != tt.wantNotFound {
+			t.Errorf("%s: errors.Is(%v, ErrChargeNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
 		}
-		if !tt.wantUnavailable && !provider.IsRequestError(err, tt.wantCode) {
-			t.Errorf("%s: %v is not a RequestError with code %q", tt.name, err, tt.wantCode)
+		if !tt.wantUnavailable && !domain.IsProviderRequestError(err, tt.wantCode) {
+			t.Errorf("%s: %v is not a ProviderRequestError with code %q", tt.name, err, tt.wantCode)
 		}
 	}
 
 	t.Run("timeout keeps the cause", func(t *testing.T) {
 		c, _ := fake(t, hang)
 		_, err := c.GetCharge(context.Background(), "k")
-		if !errors.Is(err, provider.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("GetCharge(hanging) = %v, want ErrUnavailable and DeadlineExceeded", err)
+		if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("GetCharge(hanging) = %v, want ErrProviderUnavailable and DeadlineExceeded", err)
 		}
 	})
 	t.Run("connection refused", func(t *testing.T) {
@@ -199,8 +200,8 @@ func TestClientErrorMapping(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		_, err = provider.NewClient("http://"+addr).Charge(context.Background(), chargeReq("k", "pm_ok"))
-		if !errors.Is(err, provider.ErrUnavailable) {
-			t.Errorf("Charge(nobody listening) = %v, want ErrUnavailable", err)
+		if !errors.Is(err, domain.ErrProviderUnavailable) {
+			t.Errorf("Charge(nobody listening) = %v, want ErrProviderUnavailable", err)
 		}
 	})
 }
@@ -228,7 +229,7 @@ func TestClientWireFormat(t *testing.T) {
 	// An amount finer than the currency is refused, not rounded, and nothing is sent.
 	before := n.Load()
 	req.Amount = decimal.RequireFromString("12.305")
-	if _, err := c.Charge(context.Background(), req); err == nil || errors.Is(err, provider.ErrUnavailable) {
+	if _, err := c.Charge(context.Background(), req); err == nil || errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Errorf("Charge(12.305 USD) = %v, want a validation error", err)
 	}
 	if n.Load() != before {
@@ -239,7 +240,7 @@ func TestClientWireFormat(t *testing.T) {
 	if bad.Err() == nil {
 		t.Error("NewClient(not a url).Err() = nil")
 	}
-	if _, err := bad.Charge(context.Background(), chargeReq("k", "pm_ok")); err == nil || errors.Is(err, provider.ErrUnavailable) {
+	if _, err := bad.Charge(context.Background(), chargeReq("k", "pm_ok")); err == nil || errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Errorf("Charge on a bad base URL = %v, want a plain configuration error", err)
 	}
 }

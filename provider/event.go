@@ -6,47 +6,9 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
 )
-
-// EventType names a provider webhook event.
-type EventType string
-
-// The webhook events the provider sends.
-const (
-	EventPaymentSucceeded EventType = "payment.succeeded"
-	EventPaymentFailed    EventType = "payment.failed"
-	EventRefundSucceeded  EventType = "refund.succeeded"
-)
-
-// Known reports whether payd understands events of type t. Unknown types are
-// still valid events: they are stored and ignored, not refused.
-func (t EventType) Known() bool {
-	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded
-}
-
-// Event is a provider webhook in payd's terms. ID is the payload's own id,
-// if it has one. It is not the dedupe key: in Standard Webhooks that is the
-// webhook-id header (the message id), which every redelivery of one message
-// carries and which the receiver stores once; the payload's id may differ
-// from it or be absent.
-//
-// For payment events ChargeID, IdempotencyKey (the charge's: payd's attempt
-// ID), OrderID, Amount, Currency, Status and FailureCode are set. For
-// refund.succeeded RefundID, ChargeID, IdempotencyKey (the refund's),
-// OrderID, Amount and Currency are set.
-type Event struct {
-	ID             string
-	Type           EventType
-	CreatedAt      time.Time
-	ChargeID       string
-	RefundID       string
-	IdempotencyKey string
-	OrderID        string
-	Amount         decimal.Decimal
-	Currency       string
-	Status         ChargeStatus
-	FailureCode    string
-}
 
 type eventDTO struct {
 	ID        string          `json:"id"`
@@ -66,61 +28,95 @@ type eventDataDTO struct {
 	FailureCode    string `json:"failure_code"`
 }
 
-// ParseEvent reads a webhook body whose signature has already been
-// verified. An event of an unknown type parses (with only ID, Type and
-// CreatedAt set) so the caller can store and ignore it; a known type with
-// missing or malformed data is an error.
-func ParseEvent(body []byte) (Event, error) {
+// ParseEvent reads a webhook body whose signature has already been verified
+// into payd's terms. A body that is not a JSON event object is an error
+// that is not a *domain.ValidationError; a field payd cannot take is a
+// *domain.ValidationError naming it. An event of an unknown type parses,
+// whatever shape its data has, with only its references set, so the
+// caller can store and ignore it; a known type with unreadable data is an
+// error. Every field is bounded by what payd stores, so one odd event is a
+// clear refusal rather than a database error on every redelivery.
+func ParseEvent(body []byte) (domain.ProviderEvent, error) {
 	var d eventDTO
 	if err := json.Unmarshal(body, &d); err != nil {
-		return Event{}, fmt.Errorf("provider event: %w", err)
+		return domain.ProviderEvent{}, fmt.Errorf("provider event: %w", err)
 	}
 	if d.Type == "" {
-		return Event{}, fmt.Errorf("provider event: type is required")
+		return domain.ProviderEvent{}, &domain.ValidationError{Field: "type", Reason: "is required"}
 	}
-	e := Event{ID: d.ID, Type: EventType(d.Type)}
-	if d.CreatedAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
-		if err != nil {
-			return Event{}, fmt.Errorf("provider event %s: created_at: %w", d.ID, err)
-		}
+	e := domain.ProviderEvent{ID: d.ID, Type: domain.ProviderEventType(d.Type)}
+	// created_at is the provider's note of when it happened; payd acts on
+	// none of it, so an unreadable one leaves CreatedAt zero.
+	if t, err := time.Parse(time.RFC3339Nano, d.CreatedAt); err == nil {
 		e.CreatedAt = t.UTC()
 	}
+	var data eventDataDTO
+	if len(d.Data) > 0 {
+		if err := json.Unmarshal(d.Data, &data); err != nil {
+			if e.Type.Known() {
+				return domain.ProviderEvent{}, &domain.ValidationError{Field: "data", Reason: "must be an object"}
+			}
+			// An event payd does not apply may carry data of any shape: it
+			// is stored as received and ignored, never refused, or the
+			// provider would retry it forever.
+			data = eventDataDTO{}
+		}
+	}
+	if err := data.check(d.Type); err != nil {
+		return domain.ProviderEvent{}, err
+	}
+	e.ChargeID, e.RefundID, e.IdempotencyKey, e.OrderID = data.ChargeID, data.RefundID, data.IdempotencyKey, data.OrderID
 	if !e.Type.Known() {
 		return e, nil
 	}
-	var data eventDataDTO
-	if err := json.Unmarshal(d.Data, &data); err != nil {
-		return Event{}, fmt.Errorf("provider event %s: data: %w", d.ID, err)
-	}
 	if err := data.into(&e); err != nil {
-		return Event{}, fmt.Errorf("provider event %s: %w", d.ID, err)
+		return domain.ProviderEvent{}, err
 	}
 	return e, nil
 }
 
-// into copies the data of a known event type into e, checking what that
-// type must carry.
-func (d eventDataDTO) into(e *Event) error {
+// check bounds every field to what payd stores.
+func (d eventDataDTO) check(typ string) error {
+	fields := []struct {
+		name, value string
+		max         int
+	}{
+		{"type", typ, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
+		{"data.idempotency_key", d.IdempotencyKey, 255}, {"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32},
+		{"data.currency", d.Currency, 8}, {"data.failure_code", d.FailureCode, 64},
+	}
+	for _, f := range fields {
+		if len(f.value) > f.max {
+			return &domain.ValidationError{Field: f.name, Reason: fmt.Sprintf("must be at most %d characters", f.max)}
+		}
+	}
+	return nil
+}
+
+// into copies the money and outcome of a known event type into e, checking
+// what that type must carry. The type says the outcome; a status, when the
+// data gives one, must be one payd knows.
+func (d eventDataDTO) into(e *domain.ProviderEvent) error {
 	amount, err := decimal.NewFromString(d.Amount)
 	if err != nil {
-		return fmt.Errorf("amount %q: %w", d.Amount, err)
+		return &domain.ValidationError{Field: "data.amount", Reason: fmt.Sprintf("%.32q is not a decimal amount", d.Amount)}
 	}
-	if d.ChargeID == "" || d.OrderID == "" || d.Currency == "" {
-		return fmt.Errorf("charge_id, order_id and currency are required")
-	}
-	e.ChargeID, e.RefundID, e.IdempotencyKey = d.ChargeID, d.RefundID, d.IdempotencyKey
-	e.OrderID, e.Amount, e.Currency = d.OrderID, amount, d.Currency
-	e.FailureCode = d.FailureCode
-	if e.Type == EventRefundSucceeded {
-		if d.RefundID == "" {
-			return fmt.Errorf("refund_id is required")
+	e.Amount, e.Currency, e.FailureCode = amount, d.Currency, d.FailureCode
+	if d.Status != "" {
+		if _, err := parseStatus(d.Status); err != nil {
+			return &domain.ValidationError{Field: "data.status", Reason: err.Error()}
 		}
-		e.Status = ChargeSucceeded
-		return nil
 	}
-	if e.Status, err = parseStatus(d.Status); err != nil {
-		return err
+	switch e.Type {
+	case domain.EventRefundSucceeded:
+		if d.RefundID == "" {
+			return &domain.ValidationError{Field: "data.refund_id", Reason: "is required"}
+		}
+		e.Status = domain.ChargeSucceeded
+	case domain.EventPaymentFailed:
+		e.Status = domain.ChargeFailed
+	default:
+		e.Status = domain.ChargeSucceeded
 	}
 	return nil
 }

@@ -1,11 +1,14 @@
 package provider_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
 )
 
@@ -13,35 +16,35 @@ func TestParseEvent(t *testing.T) {
 	tests := []struct {
 		name    string
 		body    string
-		want    provider.Event
+		want    domain.ProviderEvent
 		wantErr bool
 	}{
 		{
 			name: "payment failed",
 			body: `{"id":"evt_1","type":"payment.failed","created_at":"2024-05-01T10:00:00Z","data":{"charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"12.30","currency":"USD","status":"failed","failure_code":"card_declined"}}`,
-			want: provider.Event{ID: "evt_1", Type: provider.EventPaymentFailed, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
+			want: domain.ProviderEvent{ID: "evt_1", Type: domain.EventPaymentFailed, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
 				ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1", Amount: decimal.RequireFromString("12.30"), Currency: "USD",
-				Status: provider.ChargeFailed, FailureCode: "card_declined"},
+				Status: domain.ChargeFailed, FailureCode: "card_declined"},
 		},
 		{
 			name: "refund",
 			body: `{"id":"evt_2","type":"refund.succeeded","created_at":"2024-05-01T10:00:00.25Z","data":{"refund_id":"re_1","charge_id":"ch_1","idempotency_key":"rk","order_id":"o1","amount":"1.00","currency":"USD"}}`,
-			want: provider.Event{ID: "evt_2", Type: provider.EventRefundSucceeded, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC),
+			want: domain.ProviderEvent{ID: "evt_2", Type: domain.EventRefundSucceeded, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC),
 				RefundID: "re_1", ChargeID: "ch_1", IdempotencyKey: "rk", OrderID: "o1", Amount: decimal.RequireFromString("1"), Currency: "USD",
-				Status: provider.ChargeSucceeded},
+				Status: domain.ChargeSucceeded},
 		},
 		{
 			name: "unknown type is kept",
 			body: `{"id":"evt_3","type":"dispute.created","created_at":"2024-05-01T10:00:00Z","data":{"whatever":1}}`,
-			want: provider.Event{ID: "evt_3", Type: "dispute.created", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
+			want: domain.ProviderEvent{ID: "evt_3", Type: "dispute.created", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
 		},
 		{name: "not json", body: `{`, wantErr: true},
 		{
 			// The payload's own id is optional: the webhook-id header is the message id.
 			name: "no id",
 			body: `{"type":"payment.failed","data":{"charge_id":"ch_1","order_id":"o1","amount":"1","currency":"USD","status":"failed"}}`,
-			want: provider.Event{Type: provider.EventPaymentFailed, ChargeID: "ch_1", OrderID: "o1", Amount: decimal.RequireFromString("1"),
-				Currency: "USD", Status: provider.ChargeFailed},
+			want: domain.ProviderEvent{Type: domain.EventPaymentFailed, ChargeID: "ch_1", OrderID: "o1", Amount: decimal.RequireFromString("1"),
+				Currency: "USD", Status: domain.ChargeFailed},
 		},
 		{name: "no type", body: `{"id":"evt_4"}`, wantErr: true},
 		{name: "bad amount", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"x","currency":"USD","status":"succeeded"}}`, wantErr: true},
@@ -64,5 +67,46 @@ func TestParseEvent(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: ParseEvent = %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestParseEventRefusals: what the webhook endpoint answers 400 for is a
+// *domain.ValidationError naming the field, except a body that is not an
+// event at all; an unknown type is never refused for its data, and keeps
+// the references it names for the inbox.
+func TestParseEventRefusals(t *testing.T) {
+	long := strings.Repeat("c", 65)
+	tests := []struct {
+		name, body string
+		field      string // "" with wantErr: not a ValidationError
+		wantErr    bool
+	}{
+		{name: "array", body: `["evt"]`, wantErr: true},
+		{name: "type missing", body: `{"id":"e","data":{}}`, field: "type", wantErr: true},
+		{name: "known type, data not an object", body: `{"type":"payment.succeeded","data":"x"}`, field: "data", wantErr: true},
+		{name: "charge id too long", body: `{"type":"payment.succeeded","data":{"charge_id":"` + long + `","amount":"1","currency":"USD"}}`, field: "data.charge_id", wantErr: true},
+		{name: "unknown type, data an array", body: `{"type":"charge.dispute.opened","data":["x",1]}`},
+		{name: "unknown type, odd amount", body: `{"type":"charge.disputed","data":{"amount":"lots"}}`},
+	}
+	for _, tt := range tests {
+		_, err := provider.ParseEvent([]byte(tt.body))
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: ParseEvent = %v, want error %v", tt.name, err, tt.wantErr)
+			continue
+		}
+		var ve *domain.ValidationError
+		if isVE := errors.As(err, &ve); err != nil && (isVE != (tt.field != "") || isVE && ve.Field != tt.field) {
+			t.Errorf("%s: ParseEvent = %#v, want a validation error of field %q", tt.name, err, tt.field)
+		}
+	}
+
+	got, err := provider.ParseEvent([]byte(`{"type":"charge.disputed","data":{"charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"x"}}`))
+	if err != nil || got.ChargeID != "ch_1" || got.IdempotencyKey != "att_1" || got.OrderID != "o1" {
+		t.Errorf("ParseEvent(unknown type) = %+v, %v, want its references kept", got, err)
+	}
+	// The type says the outcome; a status is not required.
+	got, err = provider.ParseEvent([]byte(`{"type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"999.00","currency":"USD"}}`))
+	if err != nil || got.Status != domain.ChargeSucceeded || !got.Amount.Equal(decimal.RequireFromString("999")) {
+		t.Errorf("ParseEvent(no status) = %+v, %v, want succeeded for 999", got, err)
 	}
 }

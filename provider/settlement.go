@@ -28,27 +28,12 @@ const MaxSettlementRows = 200_000
 // log could misread.
 var providerRef = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// SettlementError says which line and which field of a settlement file is
-// wrong, and why. Its text is safe to show to the operator who uploaded it.
-type SettlementError struct {
-	Line   int    // 1 is the header
-	Field  string // a column name; empty for the line as a whole
-	Reason string
-}
-
-func (e *SettlementError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
-	}
-	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Reason)
-}
-
 // ParseSettlement reads a settlement CSV into the succeeded charges it
 // lists, each with the succeeded refunds the file lists for it added up in
 // RefundedAmount. It checks the whole file before returning anything: a
 // reconciliation must never start from a file it would trip over halfway,
-// so any bad line refuses the whole file with a *SettlementError.
-func ParseSettlement(r io.Reader) ([]Charge, error) {
+// so any bad line refuses the whole file with a *domain.SettlementError.
+func ParseSettlement(r io.Reader) ([]domain.Charge, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(settlementColumns)
 	if err := readHeader(cr); err != nil {
@@ -64,7 +49,7 @@ func ParseSettlement(r io.Reader) ([]Charge, error) {
 			return nil, csvError(err, line)
 		}
 		if line > MaxSettlementRows+1 {
-			return nil, &SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
+			return nil, &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
 		}
 		if err := p.add(line, rec); err != nil {
 			return nil, err
@@ -81,7 +66,7 @@ func readHeader(cr *csv.Reader) error {
 	head[0] = strings.TrimPrefix(head[0], "\ufeff") // a byte order mark, as spreadsheets write
 	for i, c := range settlementColumns {
 		if head[i] != c {
-			return &SettlementError{Line: 1, Reason: fmt.Sprintf("column %d is %.40q, want %q (header: %s)", i+1, head[i], c, strings.Join(settlementColumns, ","))}
+			return &domain.SettlementError{Line: 1, Reason: fmt.Sprintf("column %d is %.40q, want %q (header: %s)", i+1, head[i], c, strings.Join(settlementColumns, ","))}
 		}
 	}
 	return nil
@@ -91,10 +76,10 @@ func readHeader(cr *csv.Reader) error {
 func csvError(err error, line int) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		return &SettlementError{Line: pe.Line, Reason: pe.Err.Error()}
+		return &domain.SettlementError{Line: pe.Line, Reason: pe.Err.Error()}
 	}
 	if errors.Is(err, io.EOF) {
-		return &SettlementError{Line: line, Reason: "the file is empty; the first line must be the header"}
+		return &domain.SettlementError{Line: line, Reason: "the file is empty; the first line must be the header"}
 	}
 	return fmt.Errorf("settlement: read line %d: %w", line, err)
 }
@@ -103,7 +88,7 @@ func csvError(err error, line int) error {
 type settlementLine struct {
 	chargeID, key, orderID string
 	typ                    string
-	status                 ChargeStatus
+	status                 domain.ChargeStatus
 	amount                 decimal.Decimal
 	currency               domain.Currency
 	created                time.Time
@@ -117,7 +102,7 @@ type refundSum struct {
 }
 
 type settlementParser struct {
-	charges []Charge
+	charges []domain.Charge
 	lines   []int          // the line of each charge
 	index   map[string]int // charge id → position in charges
 	refunds map[string]refundSum
@@ -129,21 +114,21 @@ func (p *settlementParser) add(line int, rec []string) error {
 		return err
 	}
 	if l.typ == "refund" {
-		if l.status == ChargeSucceeded {
+		if l.status == domain.ChargeSucceeded {
 			sum := p.refunds[l.chargeID]
 			if sum.currency != "" && sum.currency != l.currency {
-				return &SettlementError{Line: line, Field: "currency", Reason: fmt.Sprintf("refunds of charge %s are in %s and %s", l.chargeID, sum.currency, l.currency)}
+				return &domain.SettlementError{Line: line, Field: "currency", Reason: fmt.Sprintf("refunds of charge %s are in %s and %s", l.chargeID, sum.currency, l.currency)}
 			}
 			p.refunds[l.chargeID] = refundSum{amount: sum.amount.Add(l.amount), currency: l.currency, lastLine: line}
 		}
 		return nil
 	}
 	if first, ok := p.index[l.chargeID]; ok {
-		return &SettlementError{Line: line, Field: "charge_id", Reason: fmt.Sprintf("charge %s is already listed on line %d", l.chargeID, p.lines[first])}
+		return &domain.SettlementError{Line: line, Field: "charge_id", Reason: fmt.Sprintf("charge %s is already listed on line %d", l.chargeID, p.lines[first])}
 	}
 	p.index[l.chargeID] = len(p.charges)
 	p.lines = append(p.lines, line)
-	p.charges = append(p.charges, Charge{ID: l.chargeID, IdempotencyKey: l.key, OrderID: l.orderID, Amount: l.amount,
+	p.charges = append(p.charges, domain.Charge{ID: l.chargeID, IdempotencyKey: l.key, OrderID: l.orderID, Amount: l.amount,
 		Currency: string(l.currency), Status: l.status, CreatedAt: l.created})
 	return nil
 }
@@ -151,7 +136,7 @@ func (p *settlementParser) add(line int, rec []string) error {
 // finish adds each charge's refunds to it and returns the succeeded
 // charges. Refunds of a charge the file does not list (charged on an
 // earlier day) are left out: the file says nothing about that charge.
-func (p *settlementParser) finish() ([]Charge, error) {
+func (p *settlementParser) finish() ([]domain.Charge, error) {
 	for chargeID, sum := range p.refunds {
 		i, ok := p.index[chargeID]
 		if !ok {
@@ -159,16 +144,16 @@ func (p *settlementParser) finish() ([]Charge, error) {
 		}
 		ch := &p.charges[i]
 		if string(sum.currency) != ch.Currency {
-			return nil, &SettlementError{Line: sum.lastLine, Field: "currency", Reason: fmt.Sprintf("a refund in %s of charge %s in %s", sum.currency, chargeID, ch.Currency)}
+			return nil, &domain.SettlementError{Line: sum.lastLine, Field: "currency", Reason: fmt.Sprintf("a refund in %s of charge %s in %s", sum.currency, chargeID, ch.Currency)}
 		}
 		if sum.amount.GreaterThan(ch.Amount) {
-			return nil, &SettlementError{Line: sum.lastLine, Field: "amount", Reason: fmt.Sprintf("the refunds of charge %s add up to more than its %s", chargeID, ch.Amount.StringFixed(sum.currency.Scale()))}
+			return nil, &domain.SettlementError{Line: sum.lastLine, Field: "amount", Reason: fmt.Sprintf("the refunds of charge %s add up to more than its %s", chargeID, ch.Amount.StringFixed(sum.currency.Scale()))}
 		}
 		ch.RefundedAmount = sum.amount
 	}
-	var out []Charge
+	var out []domain.Charge
 	for _, ch := range p.charges {
-		if ch.Status == ChargeSucceeded {
+		if ch.Status == domain.ChargeSucceeded {
 			out = append(out, ch)
 		}
 	}
@@ -178,14 +163,14 @@ func (p *settlementParser) finish() ([]Charge, error) {
 // parseSettlementLine checks every field of one row.
 func parseSettlementLine(line int, rec []string) (settlementLine, error) {
 	bad := func(field, reason string) (settlementLine, error) {
-		return settlementLine{}, &SettlementError{Line: line, Field: field, Reason: reason}
+		return settlementLine{}, &domain.SettlementError{Line: line, Field: field, Reason: reason}
 	}
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
 			return bad(settlementColumns[i], "is not valid UTF-8")
 		}
 	}
-	l := settlementLine{chargeID: rec[0], key: rec[1], orderID: rec[2], typ: rec[3], status: ChargeStatus(rec[4])}
+	l := settlementLine{chargeID: rec[0], key: rec[1], orderID: rec[2], typ: rec[3], status: domain.ChargeStatus(rec[4])}
 	if !providerRef.MatchString(l.chargeID) {
 		return bad("charge_id", "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'")
 	}
@@ -199,7 +184,7 @@ func parseSettlementLine(line int, rec []string) (settlementLine, error) {
 		return bad("type", "must be charge or refund")
 	}
 	switch l.status {
-	case ChargeSucceeded, ChargeFailed, ChargePending:
+	case domain.ChargeSucceeded, domain.ChargeFailed, domain.ChargePending:
 	default:
 		return bad("status", "must be succeeded, failed or pending")
 	}

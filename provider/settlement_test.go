@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
 )
 
@@ -67,7 +68,7 @@ func TestParseSettlementRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := provider.ParseSettlement(strings.NewReader(tt.file))
-		var se *provider.SettlementError
+		var se *domain.SettlementError
 		if !errors.As(err, &se) {
 			t.Errorf("%s: ParseSettlement = %v, want a *SettlementError", tt.name, err)
 			continue
@@ -85,7 +86,7 @@ func TestParseSettlementRowLimit(t *testing.T) {
 		fmt.Fprintf(&b, "c%d,,,charge,failed,1,JPY,2026-01-31T12:00:00Z\n", i)
 	}
 	_, err := provider.ParseSettlement(strings.NewReader(b.String()))
-	var se *provider.SettlementError
+	var se *domain.SettlementError
 	if !errors.As(err, &se) || se.Line != provider.MaxSettlementRows+2 {
 		t.Errorf("ParseSettlement(%d rows) = %v, want a *SettlementError on line %d", provider.MaxSettlementRows+1, err, provider.MaxSettlementRows+2)
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // The provider's wire format. These types stay unexported: callers only
-// ever see Charge, Refund and Event, through the converters below.
+// ever see domain.Charge, domain.ProviderRefund and domain.ProviderEvent,
+// through the converters below.
 
 type chargeRequestDTO struct {
 	OrderID       string `json:"order_id"`
@@ -59,7 +60,7 @@ type errorDTO struct {
 	} `json:"error"`
 }
 
-func fromChargeRequest(r ChargeRequest) (chargeRequestDTO, error) {
+func fromChargeRequest(r domain.ChargeRequest) (chargeRequestDTO, error) {
 	amount, err := formatAmount(r.Amount, r.Currency)
 	if err != nil {
 		return chargeRequestDTO{}, fmt.Errorf("charge %s: %w", r.IdempotencyKey, err)
@@ -67,7 +68,7 @@ func fromChargeRequest(r ChargeRequest) (chargeRequestDTO, error) {
 	return chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod}, nil
 }
 
-func fromRefundRequest(r RefundRequest) (refundRequestDTO, error) {
+func fromRefundRequest(r domain.ProviderRefundRequest) (refundRequestDTO, error) {
 	amount, err := formatAmount(r.Amount, r.Currency)
 	if err != nil {
 		return refundRequestDTO{}, fmt.Errorf("refund %s: %w", r.IdempotencyKey, err)
@@ -89,26 +90,26 @@ func formatAmount(d decimal.Decimal, currency string) (string, error) {
 	return domain.FormatAmount(d, c), nil
 }
 
-func (d chargeDTO) toCharge() (Charge, error) {
+func (d chargeDTO) toCharge() (domain.Charge, error) {
 	amount, err := decimal.NewFromString(d.Amount)
 	if err != nil {
-		return Charge{}, fmt.Errorf("charge amount %q: %w", d.Amount, err)
+		return domain.Charge{}, fmt.Errorf("charge amount %q: %w", d.Amount, err)
 	}
 	refunded := decimal.Zero
 	if d.RefundedAmount != "" {
 		if refunded, err = decimal.NewFromString(d.RefundedAmount); err != nil {
-			return Charge{}, fmt.Errorf("charge refunded_amount %q: %w", d.RefundedAmount, err)
+			return domain.Charge{}, fmt.Errorf("charge refunded_amount %q: %w", d.RefundedAmount, err)
 		}
 	}
 	status, err := parseStatus(d.Status)
 	if err != nil {
-		return Charge{}, err
+		return domain.Charge{}, err
 	}
 	created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
 	if err != nil {
-		return Charge{}, fmt.Errorf("charge created_at: %w", err)
+		return domain.Charge{}, fmt.Errorf("charge created_at: %w", err)
 	}
-	return Charge{
+	return domain.Charge{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
 		Status: status, FailureCode: d.FailureCode, RefundedAmount: refunded,
@@ -116,20 +117,20 @@ func (d chargeDTO) toCharge() (Charge, error) {
 	}, nil
 }
 
-func (d refundDTO) toRefund() (Refund, error) {
+func (d refundDTO) toRefund() (domain.ProviderRefund, error) {
 	amount, err := decimal.NewFromString(d.Amount)
 	if err != nil {
-		return Refund{}, fmt.Errorf("refund amount %q: %w", d.Amount, err)
+		return domain.ProviderRefund{}, fmt.Errorf("refund amount %q: %w", d.Amount, err)
 	}
 	status, err := parseStatus(d.Status)
 	if err != nil {
-		return Refund{}, err
+		return domain.ProviderRefund{}, err
 	}
 	created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
 	if err != nil {
-		return Refund{}, fmt.Errorf("refund created_at: %w", err)
+		return domain.ProviderRefund{}, fmt.Errorf("refund created_at: %w", err)
 	}
-	return Refund{
+	return domain.ProviderRefund{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID,
 		Amount: amount, Currency: d.Currency, Status: status, CreatedAt: created.UTC(),
 	}, nil
@@ -137,9 +138,9 @@ func (d refundDTO) toRefund() (Refund, error) {
 
 // parseStatus accepts only the statuses payd knows, so an unexpected one is
 // treated as an unreadable reply rather than silently as "not succeeded".
-func parseStatus(s string) (ChargeStatus, error) {
-	switch st := ChargeStatus(s); st {
-	case ChargePending, ChargeSucceeded, ChargeFailed:
+func parseStatus(s string) (domain.ChargeStatus, error) {
+	switch st := domain.ChargeStatus(s); st {
+	case domain.ChargePending, domain.ChargeSucceeded, domain.ChargeFailed:
 		return st, nil
 	}
 	return "", fmt.Errorf("unknown status %q", s)

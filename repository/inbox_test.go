@@ -16,7 +16,7 @@ import (
 // webhookEvent builds (without storing) an event about orderID, received at t0.
 func webhookEvent(id, orderID string) domain.WebhookEvent {
 	return domain.WebhookEvent{
-		ID: id, Type: domain.EventPaymentSucceeded, OrderID: orderID, AttemptID: newID(), ChargeID: "ch_" + id,
+		ID: id, Type: string(domain.EventPaymentSucceeded), OrderID: orderID, AttemptID: newID(), ChargeID: "ch_" + id,
 		Payload: []byte(`{"type":"payment.succeeded","amount":"12.00"}`), ReceivedAt: t0,
 	}
 }

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // PaymentProvider is what Checkout needs from the payment provider.
 type PaymentProvider interface {
-	Charge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error)
-	GetCharge(ctx context.Context, idempotencyKey string) (provider.Charge, error)
+	Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error)
+	GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error)
 }
 
 // PayResponder renders what a pay request answers for an outcome (the order,
@@ -40,7 +39,7 @@ type Checkout struct {
 	Fault    func(point string)                                                                 // test-only crash injection; nil in production
 
 	// ProviderTimeout is the deadline of one charge request
-	// (PAYD_PROVIDER_TIMEOUT; provider.DefaultTimeout when zero).
+	// (PAYD_PROVIDER_TIMEOUT; domain.DefaultProviderTimeout when zero).
 	ProviderTimeout time.Duration
 	// Discrepancies records a charge reported for another amount or
 	// currency than the attempt's (ADR 0010); ObserveDiscrepancy, optional,
@@ -179,7 +178,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 // InFlightUntil, "not found" means the provider never got it.
 func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, inRequest bool) (domain.Order, error) {
 	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
-	ch, err := s.Provider.Charge(cctx, provider.ChargeRequest{
+	ch, err := s.Provider.Charge(cctx, domain.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
 	cancel()
@@ -222,7 +221,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	}
 	a.LeasedUntil = leaseEnd
 	ch, err := s.Provider.GetCharge(ctx, a.ID)
-	if errors.Is(err, provider.ErrNotFound) {
+	if errors.Is(err, domain.ErrChargeNotFound) {
 		if s.inFlight(a, s.Now().UTC()) {
 			// A charge request under this key may still reach the
 			// provider: "not found" proves nothing yet.
@@ -253,13 +252,13 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 // whether the pay request itself is waiting for this answer; when it is
 // not (webhook, recoverer), the request's idempotency record is completed
 // here, so a later replay tells the truth instead of a stale 202.
-func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge, err error, inRequest bool) (domain.Order, error) {
+func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, inRequest bool) (domain.Order, error) {
 	switch {
-	case err != nil || ch.Status == provider.ChargePending:
+	case err != nil || ch.Status == domain.ChargePending:
 		return s.unknown(ctx, o, a, ch.ID, inRequest)
-	case ch.Status == provider.ChargeSucceeded && !sameMoney(a, ch):
+	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
 		return s.hold(ctx, o, a, ch, inRequest)
-	case ch.Status == provider.ChargeSucceeded:
+	case ch.Status == domain.ChargeSucceeded:
 		return s.succeed(ctx, o, a, ch.ID, inRequest)
 	default:
 		return s.fail(ctx, o, a, ch.ID, ch.FailureCode, inRequest)
@@ -292,7 +291,7 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 // request's idempotency record with what the pay call would now answer.
 // ch must carry the amount and currency the provider reported: a success
 // for other money is held, never applied (domain.ErrAmountMismatch).
-func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge) (domain.Order, error) {
+func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge) (domain.Order, error) {
 	return s.settle(ctx, o, a, ch, nil, false)
 }
 
@@ -400,7 +399,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // record is completed here, as failed by the request, so the key may run
 // again (SPEC §3): left to the idempotency middleware, a 400 answer would
 // read as input never acted on and the record would be dropped.
-func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *provider.RequestError) (domain.Order, error) {
+func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *domain.ProviderRequestError) (domain.Order, error) {
 	code := re.Code
 	if code == "" {
 		code = "provider_refused"

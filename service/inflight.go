@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // The in-flight rule (ADR 9): a charge request may reach the provider until
@@ -28,7 +27,7 @@ func (s *Checkout) providerTimeout() time.Duration {
 	if s.ProviderTimeout > 0 {
 		return s.ProviderTimeout
 	}
-	return provider.DefaultTimeout
+	return domain.DefaultProviderTimeout
 }
 
 // inFlightUntil is until when a charge request sent at now may reach the
@@ -65,15 +64,15 @@ var paymentMethodCodes = map[string]bool{
 
 // refusal returns the provider's definite refusal of a charge request, or
 // nil when err leaves open whether anything was charged. Open are: no
-// reply, a timeout, 408, 429 and 5xx (the client's ErrUnavailable); a 409,
+// reply, a timeout, 408, 429 and 5xx (domain.ErrProviderUnavailable); a 409,
 // which is how providers (Stripe, the IETF Idempotency-Key draft) say that
 // another request with the same key is still being processed; and a
 // refusal because the key was used with other parameters, since the key
 // then holds a charge. Any other 4xx is a request the provider understood
 // and refused without charging.
-func refusal(err error) *provider.RequestError {
-	var re *provider.RequestError
-	if err == nil || errors.Is(err, provider.ErrUnavailable) || !errors.As(err, &re) {
+func refusal(err error) *domain.ProviderRequestError {
+	var re *domain.ProviderRequestError
+	if err == nil || errors.Is(err, domain.ErrProviderUnavailable) || !errors.As(err, &re) {
 		return nil
 	}
 	if re.StatusCode == http.StatusConflict || re.Code == "idempotency_key_reused" {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // This file holds the rules of ADR 0010: a charge reported for other money
@@ -16,7 +15,7 @@ import (
 
 // sameMoney reports whether the provider's charge is for the attempt's
 // amount and currency.
-func sameMoney(a domain.Attempt, ch provider.Charge) bool {
+func sameMoney(a domain.Attempt, ch domain.Charge) bool {
 	return ch.Currency == string(a.Currency) && ch.Amount.Equal(a.Amount)
 }
 
@@ -33,7 +32,7 @@ func mismatchError(a domain.Attempt) error {
 // refund (the order is released) or apply (the order is paid). The money is
 // not refunded automatically because the report that disagrees is the only
 // account payd has of how much was taken.
-func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge, inRequest bool) (domain.Order, error) {
+func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
 	var held, isNew bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -77,7 +76,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 // recordMismatch records what the provider reported about attempt a's
 // charge, once per charge (the reconciliation finds the same one under the
 // same reference).
-func (s *Checkout) recordMismatch(ctx context.Context, a domain.Attempt, ch provider.Charge) (bool, error) {
+func (s *Checkout) recordMismatch(ctx context.Context, a domain.Attempt, ch domain.Charge) (bool, error) {
 	if s.Discrepancies == nil {
 		return false, nil
 	}
@@ -163,22 +162,22 @@ func (s *Checkout) settleHeld(ctx context.Context, a domain.Attempt) {
 // currency (and, when chargeID is given, as that charge). An operator's
 // apply pays an order, so it rests on the provider's word now, never on a
 // report payd kept (a held reply that disagreed) or an uploaded file.
-func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (provider.Charge, error) {
+func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (domain.Charge, error) {
 	ch, err := p.GetCharge(ctx, a.ID)
-	if errors.Is(err, provider.ErrNotFound) {
-		return provider.Charge{}, fmt.Errorf("%w: the provider has no charge for attempt %s", domain.ErrResolutionNotApplicable, a.ID)
+	if errors.Is(err, domain.ErrChargeNotFound) {
+		return domain.Charge{}, fmt.Errorf("%w: the provider has no charge for attempt %s", domain.ErrResolutionNotApplicable, a.ID)
 	}
 	if err != nil {
-		return provider.Charge{}, fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
+		return domain.Charge{}, fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
 	}
 	switch {
-	case ch.Status != provider.ChargeSucceeded:
-		return provider.Charge{}, fmt.Errorf("%w: the provider reports attempt %s as %s, not succeeded", domain.ErrResolutionNotApplicable, a.ID, ch.Status)
+	case ch.Status != domain.ChargeSucceeded:
+		return domain.Charge{}, fmt.Errorf("%w: the provider reports attempt %s as %s, not succeeded", domain.ErrResolutionNotApplicable, a.ID, ch.Status)
 	case !sameMoney(a, ch):
-		return provider.Charge{}, fmt.Errorf("%w: the provider reports attempt %s for %s %s, not the order's %s %s; refund it instead",
+		return domain.Charge{}, fmt.Errorf("%w: the provider reports attempt %s for %s %s, not the order's %s %s; refund it instead",
 			domain.ErrResolutionNotApplicable, a.ID, ch.Amount, ch.Currency, a.Amount, a.Currency)
 	case chargeID != "" && ch.ID != chargeID:
-		return provider.Charge{}, fmt.Errorf("%w: the provider's charge for attempt %s is %s, not %s", domain.ErrResolutionNotApplicable, a.ID, ch.ID, chargeID)
+		return domain.Charge{}, fmt.Errorf("%w: the provider's charge for attempt %s is %s, not %s", domain.ErrResolutionNotApplicable, a.ID, ch.ID, chargeID)
 	}
 	return ch, nil
 }

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // ChargeLister lists the provider's charges in a time window.
 type ChargeLister interface {
-	ListCharges(ctx context.Context, from, to time.Time) ([]provider.Charge, error)
+	ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error)
 }
 
 // Reconciler compares payd's books with the provider's for a window and
@@ -37,7 +36,7 @@ type Reconciler struct {
 type ReconcileRequest struct {
 	From, To time.Time
 	DryRun   bool
-	Charges  []provider.Charge // from a settlement CSV; nil: ask the provider
+	Charges  []domain.Charge // from a settlement CSV; nil: ask the provider
 }
 
 // Run reconciles one window.
@@ -136,12 +135,12 @@ func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d 
 
 // compare walks the provider's successful charges, then payd's paid orders
 // and stuck payments, and returns what disagrees and how many charges matched.
-func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []provider.Charge) ([]domain.Discrepancy, int, error) {
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []domain.Charge) ([]domain.Discrepancy, int, error) {
 	var found []domain.Discrepancy
 	matched := 0
-	byKey := map[string]provider.Charge{}
+	byKey := map[string]domain.Charge{}
 	for _, ch := range charges {
-		if ch.Status != provider.ChargeSucceeded {
+		if ch.Status != domain.ChargeSucceeded {
 			continue
 		}
 		byKey[ch.IdempotencyKey] = ch
@@ -175,7 +174,7 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 // it stays unsettled past the lease, stuck reports it once, as
 // stuck_processing, rather than also as a missing local payment whose
 // resolution could contradict the recovery.
-func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*domain.Discrepancy, bool, error) {
+func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge) (*domain.Discrepancy, bool, error) {
 	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
 	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
@@ -215,7 +214,7 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch provider.Charge) (*doma
 // settledOr drops a finding about a charge the provider has refunded in full
 // (the money is back, which is the outcome every resolution aims at) and
 // counts that charge as agreeing.
-func settledOr(ch provider.Charge, d *domain.Discrepancy) (*domain.Discrepancy, bool, error) {
+func settledOr(ch domain.Charge, d *domain.Discrepancy) (*domain.Discrepancy, bool, error) {
 	if ch.RefundedAmount.GreaterThanOrEqual(ch.Amount) {
 		return nil, true, nil
 	}
@@ -224,7 +223,7 @@ func settledOr(ch provider.Charge, d *domain.Discrepancy) (*domain.Discrepancy, 
 
 // missingCharges finds orders payd counts as paid in the window whose paying
 // attempt has no successful charge in the provider's list.
-func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, byKey map[string]provider.Charge) ([]domain.Discrepancy, error) {
+func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, byKey map[string]domain.Charge) ([]domain.Discrepancy, error) {
 	var found []domain.Discrepancy
 	for after := ""; ; {
 		orders, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, 500)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // Recoverer resolves payments whose outcome nobody is waiting for: attempts
@@ -87,19 +86,19 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 	}
 	ch, err := r.Provider.GetCharge(ctx, a.ID)
 	switch {
-	case errors.Is(err, provider.ErrNotFound) && r.Checkout.inFlight(a, r.Now().UTC()):
+	case errors.Is(err, domain.ErrChargeNotFound) && r.Checkout.inFlight(a, r.Now().UTC()):
 		// A charge request under this key may still reach the provider
 		// (ADR 9): "not found" proves nothing yet. The attempt stays
 		// unknown and a later pass asks again.
 		return false, nil
-	case errors.Is(err, provider.ErrNotFound):
+	case errors.Is(err, domain.ErrChargeNotFound):
 		// The provider never saw this attempt, and nobody is waiting for it
 		// any more: release the order rather than charge unasked.
-		ch = provider.Charge{Status: provider.ChargeFailed, FailureCode: domain.NotCharged}
+		ch = domain.Charge{Status: domain.ChargeFailed, FailureCode: domain.NotCharged}
 	case err != nil:
 		return false, err // still unknown; the next lease tries again
 	}
-	if ch.Status == provider.ChargePending {
+	if ch.Status == domain.ChargePending {
 		return false, nil
 	}
 	_, err = r.Checkout.Settle(ctx, o, a, ch)

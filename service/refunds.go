@@ -9,12 +9,11 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // RefundProvider is what refunds need from the payment provider.
 type RefundProvider interface {
-	Refund(ctx context.Context, req provider.RefundRequest) (provider.Refund, error)
+	Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error)
 }
 
 // Refunds gives money back: part or all of a paid order at an operator's
@@ -115,17 +114,17 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 // unknown outcome leaves it pending for the recoverer, which asks again
 // under the same key.
 func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, error) {
-	pr, err := s.Provider.Refund(ctx, provider.RefundRequest{
+	pr, err := s.Provider.Refund(ctx, domain.ProviderRefundRequest{
 		IdempotencyKey: r.ProviderKey, ChargeID: r.ChargeID, Amount: r.Amount, Currency: string(r.Currency), Reason: r.Reason,
 	})
 	switch {
-	case errors.Is(err, provider.ErrUnavailable):
+	case errors.Is(err, domain.ErrProviderUnavailable):
 		return r, nil
 	case err != nil:
 		return r, s.refused(ctx, r, err)
 	}
 	status := domain.RefundSucceeded
-	if pr.Status == provider.ChargeFailed {
+	if pr.Status == domain.ChargeFailed {
 		status = domain.RefundFailed
 	}
 	if status == domain.RefundSucceeded && !sameRefund(r, pr.Amount.String(), pr.Currency) {

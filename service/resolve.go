@@ -9,7 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // Resolutions an operator may choose for a discrepancy.
@@ -261,7 +260,7 @@ func (s *Resolver) heldCharge(ctx context.Context, a domain.Attempt) (decimal.De
 		return decimal.Zero, "", fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
 	}
 	cur, err := domain.ParseCurrency(ch.Currency)
-	if err != nil || ch.Status != provider.ChargeSucceeded {
+	if err != nil || ch.Status != domain.ChargeSucceeded {
 		return decimal.Zero, "", fmt.Errorf("%w: the provider reports attempt %s as %s %s", domain.ErrResolutionNotApplicable, a.ID, ch.Status, ch.Currency)
 	}
 	return ch.Amount.Sub(ch.RefundedAmount), cur, nil

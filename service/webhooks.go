@@ -6,30 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
-
-// ProviderEvent is a verified webhook from the provider, in payd's terms.
-type ProviderEvent struct {
-	ID      string
-	Type    string
-	Payload []byte // the verified body, stored as received
-	Data    EventData
-}
-
-// EventData is what an event says about a charge or refund.
-type EventData struct {
-	ChargeID       string
-	RefundID       string
-	IdempotencyKey string // for payments our attempt ID; for refunds the refund's provider key
-	OrderID        string
-	Amount         string
-	Currency       string
-	FailureCode    string
-}
 
 // Webhooks applies the provider's events through the same guarded
 // transitions as the pay endpoint, so their order and repetition do not
@@ -61,38 +39,40 @@ const (
 	OutcomeDiscrepancy = "discrepancy"
 )
 
-// Receive stores the event once and applies it. A redelivery of an event
-// already applied changes nothing; one whose first delivery died before it
-// was applied is applied now (applying is idempotent).
-func (s *Webhooks) Receive(ctx context.Context, ev ProviderEvent) (string, error) {
+// Receive stores the event once, under msgID (the message id every
+// redelivery carries), with payload (the verified body, as received), and
+// applies it. A redelivery of an event already applied changes nothing;
+// one whose first delivery died before it was applied is applied now
+// (applying is idempotent).
+func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error) {
 	stored, isNew, err := s.Inbox.Receive(ctx, domain.WebhookEvent{
-		ID: ev.ID, Type: ev.Type, OrderID: ev.Data.OrderID, AttemptID: ev.Data.IdempotencyKey,
-		ChargeID: ev.Data.ChargeID, Payload: ev.Payload, ReceivedAt: s.Now().UTC(),
+		ID: msgID, Type: string(ev.Type), OrderID: ev.OrderID, AttemptID: ev.IdempotencyKey,
+		ChargeID: ev.ChargeID, Payload: payload, ReceivedAt: s.Now().UTC(),
 	})
 	if err != nil {
-		return "", fmt.Errorf("store event %s: %w", ev.ID, err)
+		return "", fmt.Errorf("store event %s: %w", msgID, err)
 	}
 	if !isNew && stored.ProcessedAt != nil {
-		s.observe(ev.Type, OutcomeDuplicate)
+		s.observe(string(ev.Type), OutcomeDuplicate)
 		return OutcomeDuplicate, nil
 	}
 	outcome, err := s.apply(ctx, ev)
 	if err != nil {
 		return "", err
 	}
-	if err := s.Inbox.MarkProcessed(ctx, ev.ID, outcome, s.Now().UTC()); err != nil {
-		return "", fmt.Errorf("mark event %s processed: %w", ev.ID, err)
+	if err := s.Inbox.MarkProcessed(ctx, msgID, outcome, s.Now().UTC()); err != nil {
+		return "", fmt.Errorf("mark event %s processed: %w", msgID, err)
 	}
-	s.observe(ev.Type, outcome)
+	s.observe(string(ev.Type), outcome)
 	return outcome, nil
 }
 
-func (s *Webhooks) apply(ctx context.Context, ev ProviderEvent) (string, error) {
+func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, error) {
 	switch ev.Type {
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, ev)
 	case domain.EventRefundSucceeded:
-		return s.Refunds.Confirmed(ctx, ev.Data.IdempotencyKey, ev.Data.RefundID, ev.Data.Amount, ev.Data.Currency)
+		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.Amount.String(), ev.Currency)
 	}
 	return OutcomeIgnored, nil
 }
@@ -104,15 +84,14 @@ func (s *Webhooks) apply(ctx context.Context, ev ProviderEvent) (string, error) 
 // the provider's own record of the charge, asked now (ADR 0010): events
 // arrive late, twice and out of order, the provider's record does not.
 // Every success, reported or asked, goes through Checkout's money check.
-func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, error) {
-	d := ev.Data
-	a, err := s.Attempts.FindByID(ctx, d.IdempotencyKey)
+func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+	a, err := s.Attempts.FindByID(ctx, ev.IdempotencyKey)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		if ev.Type == domain.EventPaymentFailed {
 			return OutcomeIgnored, nil // nothing moved, nothing to do
 		}
-		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: d.ChargeID, OrderID: d.OrderID,
-			ChargeID: d.ChargeID, Note: "payment.succeeded for a charge payd has no attempt for"}, d)
+		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: ev.OrderID,
+			ChargeID: ev.ChargeID, Note: "payment.succeeded for a charge payd has no attempt for"}, ev)
 	}
 	if err != nil {
 		return "", err
@@ -123,14 +102,14 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, 
 		if err != nil || done != "" {
 			return done, err
 		}
-		if a.Status == domain.AttemptSucceeded && truth.Status == provider.ChargeFailed {
+		if a.Status == domain.AttemptSucceeded && truth.Status == domain.ChargeFailed {
 			// The order is paid and stays paid (no transition un-pays it);
 			// the provider no longer stands by the charge: an operator must look.
 			return s.record(ctx, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: a.OrderID, OrderID: a.OrderID,
 				AttemptID: a.ID, ChargeID: a.ProviderChargeID, LocalAmount: a.Amount, Currency: a.Currency,
 				Note: "payment.failed for the attempt that paid the order, and the provider now reports its charge failed"})
 		}
-		if a.Status == domain.AttemptHeld && truth.Status != provider.ChargeSucceeded {
+		if a.Status == domain.AttemptHeld && truth.Status != domain.ChargeSucceeded {
 			return OutcomeIgnored, nil // held: the operator settles it
 		}
 		ch = truth
@@ -154,7 +133,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev ProviderEvent) (string, 
 // succeeded is news or a repeat; so is a failure for one recorded failed.
 // A failure for any other is asked of the provider before it releases
 // anything: a false failure would free the order for a second charge.
-func (s *Webhooks) contradicts(a domain.Attempt, typ string) bool {
+func (s *Webhooks) contradicts(a domain.Attempt, typ domain.ProviderEventType) bool {
 	if s.Provider == nil {
 		return false
 	}
@@ -170,41 +149,36 @@ func (s *Webhooks) contradicts(a domain.Attempt, typ string) bool {
 // its own path settles it), a charge still pending, or a charge whose
 // status agrees with payd's books. An unreachable provider is an error, so
 // the event is delivered again.
-func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (provider.Charge, string, error) {
+func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Charge, string, error) {
 	truth, err := s.Provider.GetCharge(ctx, a.ID)
 	switch {
-	case errors.Is(err, provider.ErrNotFound):
+	case errors.Is(err, domain.ErrChargeNotFound):
 		return truth, OutcomeIgnored, nil
 	case err != nil:
 		return truth, "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
-	case truth.Status == provider.ChargePending:
+	case truth.Status == domain.ChargePending:
 		return truth, OutcomeIgnored, nil
-	case a.Status == domain.AttemptSucceeded && truth.Status == provider.ChargeSucceeded,
-		a.Status == domain.AttemptFailed && truth.Status == provider.ChargeFailed:
+	case a.Status == domain.AttemptSucceeded && truth.Status == domain.ChargeSucceeded,
+		a.Status == domain.AttemptFailed && truth.Status == domain.ChargeFailed:
 		return truth, OutcomeApplied, nil // the provider confirms payd's books
 	}
 	return truth, "", nil
 }
 
-// eventCharge is the charge an event describes, in the provider's terms,
-// with the money it reports: Checkout checks it against the attempt.
-func eventCharge(a domain.Attempt, ev ProviderEvent) provider.Charge {
-	d := ev.Data
-	amount, err := decimal.NewFromString(d.Amount)
-	if err != nil {
-		amount = decimal.NewFromInt(-1) // unreadable: never the attempt's amount
-	}
-	ch := provider.Charge{ID: d.ChargeID, IdempotencyKey: a.ID, OrderID: d.OrderID, Amount: amount, Currency: d.Currency, Status: provider.ChargeSucceeded}
+// eventCharge is the charge an event describes, with the money it
+// reports: Checkout checks it against the attempt.
+func eventCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
+	ch := domain.Charge{ID: ev.ChargeID, IdempotencyKey: a.ID, OrderID: ev.OrderID, Amount: ev.Amount, Currency: ev.Currency, Status: domain.ChargeSucceeded}
 	if ev.Type == domain.EventPaymentFailed {
-		ch.Status, ch.FailureCode = provider.ChargeFailed, d.FailureCode
+		ch.Status, ch.FailureCode = domain.ChargeFailed, ev.FailureCode
 	}
 	return ch
 }
 
-func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, d EventData) (string, error) {
-	disc = withProviderAmount(disc, d.Amount, d.Currency)
+func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev domain.ProviderEvent) (string, error) {
+	disc = withProviderAmount(disc, ev.Amount.String(), ev.Currency)
 	if disc.Reference == "" {
-		disc.Reference = d.IdempotencyKey
+		disc.Reference = ev.IdempotencyKey
 	}
 	return s.record(ctx, disc)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // withoutWebhooks keeps every webhook in the sandbox's outbox, undelivered:

@@ -15,7 +15,7 @@ import (
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // benchApp is payd wired as run wires it, served in-process, with a

@@ -20,8 +20,8 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/provider/sandbox"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/sandbox"
 )
 
 const (

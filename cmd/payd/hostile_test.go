@@ -17,8 +17,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // hostile is a payment provider that misbehaves on command: a proxy in
@@ -289,7 +290,7 @@ func TestHostileProviderObeys(t *testing.T) {
 
 	rewritten := s.order(token, "10.00")
 	h.set(rewritten, hostileRule{Amount: "0.01"})
-	ch, err := provider.NewClient(h.url).Charge(t.Context(), provider.ChargeRequest{
+	ch, err := provider.NewClient(h.url).Charge(t.Context(), domain.ChargeRequest{
 		IdempotencyKey: "k-rewrite", OrderID: rewritten, Amount: decimal.RequireFromString("10.00"), Currency: "USD", PaymentMethod: "pm_ok",
 	})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 )
 
@@ -29,7 +28,7 @@ func (s *stack) discrepancies(orderID string) []domain.Discrepancy {
 
 // truthOf is the provider's own record of the charge under an
 // attempt's key, asked of the sandbox directly (not through the hostile proxy).
-func (s *stack) truthOf(attemptID string) provider.Charge {
+func (s *stack) truthOf(attemptID string) domain.Charge {
 	s.t.Helper()
 	ch, err := s.providerClient().GetCharge(context.Background(), attemptID)
 	if err != nil {

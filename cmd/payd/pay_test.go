@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // TestPayAndReplay is the walkthrough of the README: register, order, pay,

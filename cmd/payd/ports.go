@@ -20,4 +20,5 @@ var (
 	_ service.RunStore         = (*repository.RunStore)(nil)
 	_ service.PaymentProvider  = (*provider.Client)(nil)
 	_ service.RefundProvider   = (*provider.Client)(nil)
+	_ service.ChargeLister     = (*provider.Client)(nil)
 )

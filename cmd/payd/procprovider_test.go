@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox"
 )
 
 // procProvider is the sandbox provider run inside the test process, so it
@@ -113,13 +113,13 @@ func (p *procProvider) refundCalls() int {
 }
 
 // chargesOf is every charge the sandbox holds for an order.
-func (p *procProvider) chargesOf(orderID string) []provider.Charge {
+func (p *procProvider) chargesOf(orderID string) []domain.Charge {
 	p.t.Helper()
 	all, err := p.sb.Charges(context.Background())
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	var out []provider.Charge
+	var out []domain.Charge
 	for _, c := range all {
 		if c.OrderID == orderID {
 			out = append(out, c)

@@ -25,9 +25,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/sandbox"
 )
 
 // This file is a property test of payd's core promise. A seeded random
@@ -455,7 +454,7 @@ func (r *propRun) pay(o *propOrder, k propKey) {
 // often first; each after a random pause, so in any order.
 func (r *propRun) events(o *propOrder, e propEvents) {
 	rng := rand.New(rand.NewPCG(e.Seed, 1))
-	var final []provider.Charge
+	var final []domain.Charge
 	for deadline := time.Now().Add(4 * time.Second); len(final) == 0 && time.Now().Before(deadline); time.Sleep(15 * time.Millisecond) {
 		charges, err := r.s.sandbox.Charges(context.Background())
 		if err != nil {
@@ -463,7 +462,7 @@ func (r *propRun) events(o *propOrder, e propEvents) {
 			return
 		}
 		for _, c := range charges {
-			if c.OrderID == o.id && c.Status != provider.ChargePending {
+			if c.OrderID == o.id && c.Status != domain.ChargePending {
 				final = append(final, c)
 			}
 		}
@@ -482,7 +481,7 @@ func (r *propRun) events(o *propOrder, e propEvents) {
 	for _, c := range final {
 		p := payment{AttemptID: c.IdempotencyKey, ChargeID: c.ID, OrderID: o.id, Amount: c.Amount.StringFixed(2), Currency: c.Currency}
 		truth := "payment.succeeded"
-		if c.Status == provider.ChargeFailed {
+		if c.Status == domain.ChargeFailed {
 			truth = "payment.failed"
 		}
 		id := "evt_test_" + uuid.NewString()
@@ -493,7 +492,7 @@ func (r *propRun) events(o *propOrder, e propEvents) {
 		if rng.IntN(10) < 3 {
 			sends = append(sends, send{"evt_test_" + uuid.NewString(), truth, p, later()}) // the same news under another id
 		}
-		if c.Status == provider.ChargeSucceeded && rng.IntN(10) < 5 {
+		if c.Status == domain.ChargeSucceeded && rng.IntN(10) < 5 {
 			lie := send{"evt_test_" + uuid.NewString(), "payment.failed", p, later()} // contradicts the provider's books
 			if rng.IntN(2) == 0 {
 				lie.delay = 0 // before any other word about the charge
@@ -602,7 +601,7 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 		return "sandbox charges: " + err.Error()
 	}
 	for _, c := range charges {
-		if c.Status == provider.ChargePending {
+		if c.Status == domain.ChargePending {
 			busy = append(busy, c.ID)
 		}
 	}
@@ -629,7 +628,7 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 // propFacts is everything known about one order once the run settled.
 type propFacts struct {
 	order    domain.Order
-	charges  []provider.Charge // the sandbox's books: the truth
+	charges  []domain.Charge // the sandbox's books: the truth
 	attempts []domain.Attempt
 	records  map[string]domain.Record // pay records by key, completed or not
 	refunds  []propRefund
@@ -700,10 +699,10 @@ func (f propFacts) openMismatch() bool {
 	return false
 }
 
-func propSucceeded(c provider.Charge) bool { return c.Status == provider.ChargeSucceeded }
+func propSucceeded(c domain.Charge) bool { return c.Status == domain.ChargeSucceeded }
 
 // propKept reports a successful charge the customer has not got back in full.
-func propKept(c provider.Charge) bool { return propSucceeded(c) && c.RefundedAmount.LessThan(c.Amount) }
+func propKept(c domain.Charge) bool { return propSucceeded(c) && c.RefundedAmount.LessThan(c.Amount) }
 
 func propPaid(s domain.OrderStatus) bool {
 	return s == domain.StatusPaid || s == domain.StatusRefunded
@@ -735,7 +734,7 @@ func (r *propRun) check(o *propOrder) []string {
 	// another amount or currency than the order's can never pay it (SPEC
 	// §6); payd refunds it or records it as an amount_mismatch for an
 	// operator, and only then may it stay unrefunded.
-	var kept []provider.Charge
+	var kept []domain.Charge
 	paidByMismatch := false
 	for _, c := range f.charges {
 		if !propKept(c) {
@@ -808,7 +807,7 @@ func (r *propRun) check(o *propOrder) []string {
 	}
 
 	// 4. Every stored pay reply tells the truth about the order.
-	chargeOf := map[string]provider.Charge{} // by attempt ID
+	chargeOf := map[string]domain.Charge{} // by attempt ID
 	for _, c := range f.charges {
 		chargeOf[c.IdempotencyKey] = c
 	}
@@ -1009,7 +1008,7 @@ func propCode(body []byte) string {
 	return m.Code
 }
 
-func propChargeIDs(cs []provider.Charge) string {
+func propChargeIDs(cs []domain.Charge) string {
 	ids := make([]string, len(cs))
 	for i, c := range cs {
 		ids[i] = c.ID + " of attempt " + c.IdempotencyKey

@@ -12,7 +12,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 )
 
@@ -114,7 +113,7 @@ func (s *stack) stage(tok string) staged {
 	a6 := s.attemptIn(st.stuck, "unknown")
 	if !within(20*time.Second, func() bool {
 		c, err := s.directProvider().GetCharge(ctx, a6)
-		return err == nil && c.Status == provider.ChargeSucceeded
+		return err == nil && c.Status == domain.ChargeSucceeded
 	}) {
 		s.t.Fatalf("the sandbox did not settle the pm_async charge of %s", st.stuck)
 	}
@@ -125,12 +124,12 @@ func (s *stack) stage(tok string) staged {
 }
 
 // chargeDirectly charges at the sandbox behind payd's back (pm_ok, USD).
-func (s *stack) chargeDirectly(key, orderID, amount string) provider.Charge {
+func (s *stack) chargeDirectly(key, orderID, amount string) domain.Charge {
 	s.t.Helper()
-	ch, err := s.directProvider().Charge(s.t.Context(), provider.ChargeRequest{
+	ch, err := s.directProvider().Charge(s.t.Context(), domain.ChargeRequest{
 		IdempotencyKey: key, OrderID: orderID, Amount: decimal.RequireFromString(amount), Currency: "USD", PaymentMethod: "pm_ok",
 	})
-	if err != nil || ch.Status != provider.ChargeSucceeded {
+	if err != nil || ch.Status != domain.ChargeSucceeded {
 		s.t.Fatalf("Charge(%s, %s) = %+v, %v; want succeeded", key, amount, ch, err)
 	}
 	return ch
@@ -147,7 +146,7 @@ func (s *stack) loseOutcome(tok, orderID string) (string, string) {
 	}
 	a := s.attemptIn(orderID, "unknown")
 	ch, err := s.directProvider().GetCharge(s.t.Context(), a)
-	if err != nil || ch.Status != provider.ChargeSucceeded {
+	if err != nil || ch.Status != domain.ChargeSucceeded {
 		s.t.Fatalf("GetCharge(%s) = %+v, %v; want succeeded", a, ch, err)
 	}
 	s.exec("UPDATE payment_attempts SET status = 'failed', failure_code = 'card_declined' WHERE id = ? AND status = 'unknown'", a)
@@ -205,7 +204,7 @@ func (s *stack) sandboxChargesOf(orderID string) []string {
 	}
 	var ids []string
 	for _, c := range all {
-		if c.OrderID == orderID && c.Status == provider.ChargeSucceeded {
+		if c.OrderID == orderID && c.Status == domain.ChargeSucceeded {
 			ids = append(ids, c.ID)
 		}
 	}

@@ -207,7 +207,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // providerFor returns the provider client: against PAYD_PROVIDER_URL, or
 // against a sandbox started here on loopback that delivers its webhooks to
 // this very payd.
-func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (provider.Provider, func(), error) {
+func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (*provider.Client, func(), error) {
 	if cfg.ProviderURL != "" {
 		return provider.NewClient(cfg.ProviderURL, provider.WithTimeout(cfg.ProviderTimeout)), func() {}, nil
 	}
@@ -232,7 +232,7 @@ type app struct {
 }
 
 // wire builds stores → services → handlers.
-func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logger) (*app, error) {
+func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger) (*app, error) {
 	sealer, err := service.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
@@ -265,7 +265,7 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 	checkout.Discrepancies, checkout.ObserveDiscrepancy = discrepancies, metrics.Discrepancy
 	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
-		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, cfg.WebhookSecret)
+		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, provider.ParseEvent, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
@@ -277,7 +277,8 @@ func wire(cfg config, db *repository.DB, prov provider.Provider, log *slog.Logge
 			Provider: prov, Lease: cfg.Lease, Now: now, Observe: metrics.Discrepancy},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
-		Records: idem,
+		Records:     idem,
+		Settlements: provider.ParseSettlement,
 	}
 	e := handler.New(handler.Deps{
 		Log:         log,

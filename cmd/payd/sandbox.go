@@ -8,7 +8,7 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // sandboxConfig turns payd's settings into the sandbox's.

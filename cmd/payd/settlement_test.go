@@ -14,7 +14,6 @@ import (
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
 )
@@ -111,9 +110,9 @@ func TestRunFailingMidwayLeavesNothing(t *testing.T) {
 		rec := &service.Reconciler{Orders: repository.NewOrderStore(db), Attempts: repository.NewAttemptStore(db), Discrepancies: store,
 			Runs: repository.NewRunStore(db), Tx: repository.NewTransactor(db), Lease: time.Minute, Now: now}
 		from := now().Add(-time.Hour)
-		charges := []provider.Charge{
-			{ID: "ch_a", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("1.00"), Currency: "USD", Status: provider.ChargeSucceeded, CreatedAt: now()},
-			{ID: "ch_b", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("2.00"), Currency: "USD", Status: provider.ChargeSucceeded, CreatedAt: now()},
+		charges := []domain.Charge{
+			{ID: "ch_a", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("1.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
+			{ID: "ch_b", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("2.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
 		}
 		req := service.ReconcileRequest{From: from, To: now().Add(time.Hour), Charges: charges}
 		if _, err := rec.Run(context.Background(), req); err == nil {

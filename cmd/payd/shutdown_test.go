@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // TestShutdownReleasesLeases: a payment whose outcome is unknown keeps its

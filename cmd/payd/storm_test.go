@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // stormOrder is one order of the storm and what it must end as.

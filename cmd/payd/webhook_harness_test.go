@@ -17,8 +17,8 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/sandbox"
 )
 
 // This file extends the end-to-end harness for the webhook path: signed
@@ -120,19 +120,19 @@ func (s *stack) providerClient() *provider.Client {
 
 // fabricateCharge makes a real, succeeded charge at the sandbox for order
 // under a key payd never used: money the provider took that payd did not ask for.
-func (s *stack) fabricateCharge(key, orderID, amount string) provider.Charge {
+func (s *stack) fabricateCharge(key, orderID, amount string) domain.Charge {
 	s.t.Helper()
-	ch, err := s.providerClient().Charge(context.Background(), provider.ChargeRequest{
+	ch, err := s.providerClient().Charge(context.Background(), domain.ChargeRequest{
 		IdempotencyKey: key, OrderID: orderID, Amount: decimal.RequireFromString(amount), Currency: "USD", PaymentMethod: "pm_ok",
 	})
-	if err != nil || ch.Status != provider.ChargeSucceeded {
+	if err != nil || ch.Status != domain.ChargeSucceeded {
 		s.t.Fatalf("sandbox Charge(%q) = %+v, %v, want succeeded", key, ch, err)
 	}
 	return ch
 }
 
 // providerCharge is the sandbox's record of the charge with this ID.
-func (s *stack) providerCharge(id string) provider.Charge {
+func (s *stack) providerCharge(id string) domain.Charge {
 	s.t.Helper()
 	all, err := s.sandbox.Charges(context.Background())
 	if err != nil {
@@ -144,7 +144,7 @@ func (s *stack) providerCharge(id string) provider.Charge {
 		}
 	}
 	s.t.Fatalf("sandbox has no charge %s", id)
-	return provider.Charge{}
+	return domain.Charge{}
 }
 
 // orderRow reads an order straight from payd's database.
@@ -230,11 +230,11 @@ func (s *stack) asyncOrder(token, amount string) (orderID, key string, p payment
 	a := s.onlyAttempt(orderID)
 	// The provider announces a success only once the charge succeeded, and
 	// only then could a refund of it go through.
-	var ch provider.Charge
+	var ch domain.Charge
 	eventually(s.t, settleWait, "sandbox charge never succeeded", func() bool {
 		var err error
 		ch, err = s.providerClient().GetCharge(context.Background(), a.ID)
-		return err == nil && ch.Status == provider.ChargeSucceeded
+		return err == nil && ch.Status == domain.ChargeSucceeded
 	})
 	return orderID, key, payment{AttemptID: a.ID, ChargeID: ch.ID, OrderID: orderID, Amount: amount, Currency: "USD"}
 }

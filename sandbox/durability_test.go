@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // A sandbox that stops (as if killed) forgets nothing: after a restart on
@@ -32,10 +32,10 @@ func TestDurableAcrossRestart(t *testing.T) {
 		cfg.WebhookURL = rcv.URL
 		second := sandboxtest.New(t, cfg)
 		got, err := second.Client.GetCharge(ctx, "ok")
-		if err != nil || got.ID != ok.ID || got.Status != provider.ChargeSucceeded {
+		if err != nil || got.ID != ok.ID || got.Status != domain.ChargeSucceeded {
 			t.Fatalf("GetCharge(ok) after restart = %+v, %v; want %s succeeded", got, err, ok.ID)
 		}
-		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != provider.ChargePending {
+		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != domain.ChargePending {
 			t.Fatalf("GetCharge(async) after restart = %s, want still pending", got.Status)
 		}
 		ds, err := second.Deliveries(ctx)
@@ -54,7 +54,7 @@ func TestDurableAcrossRestart(t *testing.T) {
 		if len(byKey(evs, "ok")) != 1 || len(byKey(evs, "async")) != 1 {
 			t.Fatalf("after restart delivered %d events, want one for ok and one for async", len(evs))
 		}
-		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != provider.ChargeSucceeded {
+		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != domain.ChargeSucceeded {
 			t.Errorf("GetCharge(async) = %s, want succeeded", got.Status)
 		}
 		if charges, _ := second.Charges(ctx); len(charges) != 2 {

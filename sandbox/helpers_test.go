@@ -14,8 +14,9 @@ import (
 	"github.com/shopspring/decimal"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // fastConfig keeps every delay in milliseconds so the tests stay quick.
@@ -30,8 +31,8 @@ func fastConfig(dbURL string) sandbox.Config {
 	}
 }
 
-func chargeReq(key, method string) provider.ChargeRequest {
-	return provider.ChargeRequest{
+func chargeReq(key, method string) domain.ChargeRequest {
+	return domain.ChargeRequest{
 		IdempotencyKey: key, OrderID: "ord-" + key, Amount: decimal.RequireFromString("12.30"),
 		Currency: "USD", PaymentMethod: method,
 	}
@@ -55,7 +56,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 type received struct {
 	header http.Header
 	body   []byte
-	event  provider.Event
+	event  domain.ProviderEvent
 	at     time.Time
 }
 
@@ -134,8 +135,8 @@ func (r *receiver) allCalls() []received {
 }
 
 // byKey returns the accepted events about the charge or refund with key.
-func byKey(rs []received, key string) []provider.Event {
-	var out []provider.Event
+func byKey(rs []received, key string) []domain.ProviderEvent {
+	var out []domain.ProviderEvent
 	for _, r := range rs {
 		if r.event.IdempotencyKey == key {
 			out = append(out, r.event)

@@ -10,8 +10,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // Every charge outcome reaches the receiver as a signed webhook: the
@@ -26,36 +26,36 @@ func TestWebhooksForEveryOutcome(t *testing.T) {
 		ctx := context.Background()
 
 		want := map[string]struct {
-			typ         provider.EventType
-			status      provider.ChargeStatus
+			typ         domain.ProviderEventType
+			status      domain.ChargeStatus
 			failureCode string
 		}{
-			"pm_ok":                 {provider.EventPaymentSucceeded, provider.ChargeSucceeded, ""},
-			"pm_declined":           {provider.EventPaymentFailed, provider.ChargeFailed, "card_declined"},
-			"pm_insufficient_funds": {provider.EventPaymentFailed, provider.ChargeFailed, "insufficient_funds"},
-			"pm_async":              {provider.EventPaymentSucceeded, provider.ChargeSucceeded, ""},
-			"pm_async_fail":         {provider.EventPaymentFailed, provider.ChargeFailed, "card_declined"},
-			"pm_timeout":            {provider.EventPaymentSucceeded, provider.ChargeSucceeded, ""},
+			"pm_ok":                 {domain.EventPaymentSucceeded, domain.ChargeSucceeded, ""},
+			"pm_declined":           {domain.EventPaymentFailed, domain.ChargeFailed, "card_declined"},
+			"pm_insufficient_funds": {domain.EventPaymentFailed, domain.ChargeFailed, "insufficient_funds"},
+			"pm_async":              {domain.EventPaymentSucceeded, domain.ChargeSucceeded, ""},
+			"pm_async_fail":         {domain.EventPaymentFailed, domain.ChargeFailed, "card_declined"},
+			"pm_timeout":            {domain.EventPaymentSucceeded, domain.ChargeSucceeded, ""},
 		}
-		charged := map[string]provider.Charge{}
+		charged := map[string]domain.Charge{}
 		for m := range want {
 			ch, err := sb.Client.Charge(ctx, chargeReq(m, m))
 			if m == "pm_timeout" {
-				if !errors.Is(err, provider.ErrUnavailable) {
-					t.Fatalf("Charge(pm_timeout) = %v, want ErrUnavailable", err)
+				if !errors.Is(err, domain.ErrProviderUnavailable) {
+					t.Fatalf("Charge(pm_timeout) = %v, want ErrProviderUnavailable", err)
 				}
 				ch, err = sb.Client.GetCharge(ctx, m)
 			}
 			if err != nil {
 				t.Fatalf("Charge(%s) = %v", m, err)
 			}
-			if strings.HasPrefix(m, "pm_async") && ch.Status != provider.ChargePending {
+			if strings.HasPrefix(m, "pm_async") && ch.Status != domain.ChargePending {
 				t.Errorf("Charge(%s).Status = %s, want pending", m, ch.Status)
 			}
 			charged[m] = ch
 		}
-		if _, err := sb.Client.Charge(ctx, chargeReq("pm_error", "pm_error")); !errors.Is(err, provider.ErrUnavailable) {
-			t.Fatalf("Charge(pm_error) = %v, want ErrUnavailable", err)
+		if _, err := sb.Client.Charge(ctx, chargeReq("pm_error", "pm_error")); !errors.Is(err, domain.ErrProviderUnavailable) {
+			t.Fatalf("Charge(pm_error) = %v, want ErrProviderUnavailable", err)
 		}
 
 		got := rcv.waitAccepted(t, len(want))

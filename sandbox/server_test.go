@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // Serve is how payd runs the sandbox (in-process and as `payd sandbox`):
@@ -35,10 +36,10 @@ func TestServeRunsWorkersAndStops(t *testing.T) {
 
 	client := provider.NewClient("http://" + ln.Addr().String())
 	ch, err := client.Charge(ctx, chargeReq("k", "pm_async"))
-	if err != nil || ch.Status != provider.ChargePending {
+	if err != nil || ch.Status != domain.ChargePending {
 		t.Fatalf("Charge(pm_async) = %+v, %v; want pending", ch, err)
 	}
-	if ev := rcv.waitAccepted(t, 1)[0].event; ev.Type != provider.EventPaymentSucceeded || ev.ChargeID != ch.ID {
+	if ev := rcv.waitAccepted(t, 1)[0].event; ev.Type != domain.EventPaymentSucceeded || ev.ChargeID != ch.ID {
 		t.Fatalf("event = %+v, want payment.succeeded for %s", ev, ch.ID)
 	}
 

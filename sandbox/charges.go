@@ -11,15 +11,14 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // method is how one magic payment method behaves.
 type method struct {
-	status      provider.ChargeStatus // recorded when the charge is created
+	status      domain.ChargeStatus // recorded when the charge is created
 	failureCode string
 	// For pending charges: where they resolve after AsyncDelay.
-	asyncStatus      provider.ChargeStatus
+	asyncStatus      domain.ChargeStatus
 	asyncFailureCode string
 	loseReply        bool // record the charge, then drop the connection unanswered
 	serverError      bool // answer 500 having recorded nothing
@@ -27,12 +26,12 @@ type method struct {
 
 // methods are the magic payment methods; anything else is refused with 400.
 var methods = map[string]method{
-	"pm_ok":                 {status: provider.ChargeSucceeded},
-	"pm_declined":           {status: provider.ChargeFailed, failureCode: "card_declined"},
-	"pm_insufficient_funds": {status: provider.ChargeFailed, failureCode: "insufficient_funds"},
-	"pm_async":              {status: provider.ChargePending, asyncStatus: provider.ChargeSucceeded},
-	"pm_async_fail":         {status: provider.ChargePending, asyncStatus: provider.ChargeFailed, asyncFailureCode: "card_declined"},
-	"pm_timeout":            {status: provider.ChargeSucceeded, loseReply: true},
+	"pm_ok":                 {status: domain.ChargeSucceeded},
+	"pm_declined":           {status: domain.ChargeFailed, failureCode: "card_declined"},
+	"pm_insufficient_funds": {status: domain.ChargeFailed, failureCode: "insufficient_funds"},
+	"pm_async":              {status: domain.ChargePending, asyncStatus: domain.ChargeSucceeded},
+	"pm_async_fail":         {status: domain.ChargePending, asyncStatus: domain.ChargeFailed, asyncFailureCode: "card_declined"},
+	"pm_timeout":            {status: domain.ChargeSucceeded, loseReply: true},
 	"pm_error":              {serverError: true},
 }
 
@@ -137,7 +136,7 @@ func (s *Server) createCharge(ctx context.Context, in chargeInput) (chargeRow, e
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		if row.Status == string(provider.ChargePending) {
+		if row.Status == string(domain.ChargePending) {
 			return nil // its webhook comes when it resolves
 		}
 		return s.enqueue(tx, paymentEvent(row))
@@ -181,7 +180,7 @@ func (s *Server) newCharge(in chargeInput, m method) chargeRow {
 		Status: string(m.status), FailureCode: m.failureCode,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	if m.status == provider.ChargePending {
+	if m.status == domain.ChargePending {
 		row.SettleAt = at(now.Add(s.cfg.AsyncDelay))
 	}
 	return row

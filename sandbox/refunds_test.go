@@ -7,12 +7,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
-func refundReq(key, chargeID, amount string) provider.RefundRequest {
-	return provider.RefundRequest{IdempotencyKey: key, ChargeID: chargeID, Amount: dec(amount), Currency: "USD", Reason: "requested_by_customer"}
+func refundReq(key, chargeID, amount string) domain.ProviderRefundRequest {
+	return domain.ProviderRefundRequest{IdempotencyKey: key, ChargeID: chargeID, Amount: dec(amount), Currency: "USD", Reason: "requested_by_customer"}
 }
 
 func TestRefunds(t *testing.T) {
@@ -34,7 +34,7 @@ func TestRefunds(t *testing.T) {
 		}
 
 		r1, err := sb.Client.Refund(ctx, refundReq("r1", ch.ID, "4.00"))
-		if err != nil || r1.Status != provider.ChargeSucceeded || !r1.Amount.Equal(dec("4.00")) || r1.ChargeID != ch.ID {
+		if err != nil || r1.Status != domain.ChargeSucceeded || !r1.Amount.Equal(dec("4.00")) || r1.ChargeID != ch.ID {
 			t.Fatalf("Refund(r1) = %+v, %v; want 4.00 succeeded", r1, err)
 		}
 		replay, err := sb.Client.Refund(ctx, refundReq("r1", ch.ID, "4.00"))
@@ -43,10 +43,10 @@ func TestRefunds(t *testing.T) {
 		}
 		refunded("4.00")
 
-		if _, err := sb.Client.Refund(ctx, refundReq("r1", ch.ID, "5.00")); !provider.IsRequestError(err, "idempotency_key_reused") {
+		if _, err := sb.Client.Refund(ctx, refundReq("r1", ch.ID, "5.00")); !domain.IsProviderRequestError(err, "idempotency_key_reused") {
 			t.Errorf("Refund(r1, other amount) = %v, want idempotency_key_reused", err)
 		}
-		if _, err := sb.Client.Refund(ctx, refundReq("r2", ch.ID, "6.01")); !provider.IsRequestError(err, "refund_exceeds_charge") {
+		if _, err := sb.Client.Refund(ctx, refundReq("r2", ch.ID, "6.01")); !domain.IsProviderRequestError(err, "refund_exceeds_charge") {
 			t.Errorf("Refund(6.01 of 6.00 left) = %v, want refund_exceeds_charge", err)
 		}
 		refunded("4.00")
@@ -60,21 +60,21 @@ func TestRefunds(t *testing.T) {
 		if again, err := sb.Client.Refund(ctx, refundReq("r3", ch.ID, "6.00")); err != nil || again.ID != r3.ID {
 			t.Errorf("Refund(r3 again) = %+v, %v; want %s", again, err, r3.ID)
 		}
-		if _, err := sb.Client.Refund(ctx, refundReq("r4", ch.ID, "0.01")); !provider.IsRequestError(err, "refund_exceeds_charge") {
+		if _, err := sb.Client.Refund(ctx, refundReq("r4", ch.ID, "0.01")); !domain.IsProviderRequestError(err, "refund_exceeds_charge") {
 			t.Errorf("Refund(fully refunded) = %v, want refund_exceeds_charge", err)
 		}
 
 		declined, _ := sb.Client.Charge(ctx, chargeReq("c2", "pm_declined"))
-		if _, err := sb.Client.Refund(ctx, refundReq("r5", declined.ID, "1.00")); !provider.IsRequestError(err, "charge_not_refundable") {
+		if _, err := sb.Client.Refund(ctx, refundReq("r5", declined.ID, "1.00")); !domain.IsProviderRequestError(err, "charge_not_refundable") {
 			t.Errorf("Refund(declined charge) = %v, want charge_not_refundable", err)
 		}
 		eur := refundReq("r6", ch.ID, "1.00")
 		eur.Currency = "EUR"
-		if _, err := sb.Client.Refund(ctx, eur); !provider.IsRequestError(err, "currency_mismatch") {
+		if _, err := sb.Client.Refund(ctx, eur); !domain.IsProviderRequestError(err, "currency_mismatch") {
 			t.Errorf("Refund(EUR of USD) = %v, want currency_mismatch", err)
 		}
-		if _, err := sb.Client.Refund(ctx, refundReq("r7", "ch_nope", "1.00")); !errors.Is(err, provider.ErrNotFound) {
-			t.Errorf("Refund(unknown charge) = %v, want ErrNotFound", err)
+		if _, err := sb.Client.Refund(ctx, refundReq("r7", "ch_nope", "1.00")); !errors.Is(err, domain.ErrChargeNotFound) {
+			t.Errorf("Refund(unknown charge) = %v, want ErrChargeNotFound", err)
 		}
 
 		ds, _ := sb.Deliveries(ctx)
@@ -118,7 +118,7 @@ func TestRefundsConcurrent(t *testing.T) {
 				switch {
 				case err == nil:
 					ok++
-				case provider.IsRequestError(err, "refund_exceeds_charge"):
+				case domain.IsProviderRequestError(err, "refund_exceeds_charge"):
 					exceeded++
 				default:
 					unexpected = append(unexpected, err)

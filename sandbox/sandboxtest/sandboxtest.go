@@ -23,7 +23,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/sandbox"
 )
 
 // ForEachDatabase runs fn as the subtests "sqlite" and "mysql", each with

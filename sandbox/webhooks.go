@@ -18,7 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"gorm.io/gorm"
 
-	"github.com/payd/payd/provider"
+	"github.com/payd/payd/domain"
 )
 
 // eventJSON is a webhook body. Its id is the webhook-id header too, and it
@@ -57,9 +57,9 @@ type event struct {
 
 // paymentEvent announces a charge's final status.
 func paymentEvent(c chargeRow) event {
-	typ := string(provider.EventPaymentSucceeded)
-	if c.Status == string(provider.ChargeFailed) {
-		typ = string(provider.EventPaymentFailed)
+	typ := string(domain.EventPaymentSucceeded)
+	if c.Status == string(domain.ChargeFailed) {
+		typ = string(domain.EventPaymentFailed)
 	}
 	return event{typ: typ, data: paymentDataJSON{
 		ChargeID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderID: c.OrderID,
@@ -70,7 +70,7 @@ func paymentEvent(c chargeRow) event {
 
 // refundEvent announces a refund of charge c.
 func refundEvent(r refundRow, c chargeRow) event {
-	return event{typ: string(provider.EventRefundSucceeded), data: refundDataJSON{
+	return event{typ: string(domain.EventRefundSucceeded), data: refundDataJSON{
 		RefundID: r.ID, ChargeID: c.ID, IdempotencyKey: r.IdempotencyKey, OrderID: c.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
 	}}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // Fifty identical charge requests, racing through two sandbox processes on
@@ -71,20 +71,20 @@ func TestChargeReplayAndKeyReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		again, err := sb.Client.Charge(ctx, chargeReq("k1", "pm_declined"))
-		if err != nil || again.ID != first.ID || again.Status != provider.ChargeFailed {
+		if err != nil || again.ID != first.ID || again.Status != domain.ChargeFailed {
 			t.Fatalf("replay = %+v, %v; want charge %s failed", again, err, first.ID)
 		}
 
-		for name, mutate := range map[string]func(*provider.ChargeRequest){
-			"amount":   func(r *provider.ChargeRequest) { r.Amount = dec("99.00") },
-			"order":    func(r *provider.ChargeRequest) { r.OrderID = "another-order" },
-			"currency": func(r *provider.ChargeRequest) { r.Currency = "EUR" },
-			"method":   func(r *provider.ChargeRequest) { r.PaymentMethod = "pm_ok" },
+		for name, mutate := range map[string]func(*domain.ChargeRequest){
+			"amount":   func(r *domain.ChargeRequest) { r.Amount = dec("99.00") },
+			"order":    func(r *domain.ChargeRequest) { r.OrderID = "another-order" },
+			"currency": func(r *domain.ChargeRequest) { r.Currency = "EUR" },
+			"method":   func(r *domain.ChargeRequest) { r.PaymentMethod = "pm_ok" },
 		} {
 			req := chargeReq("k1", "pm_declined")
 			mutate(&req)
 			_, err := sb.Client.Charge(ctx, req)
-			var re *provider.RequestError
+			var re *domain.ProviderRequestError
 			if !errors.As(err, &re) || re.StatusCode != http.StatusUnprocessableEntity || re.Code != "idempotency_key_reused" {
 				t.Errorf("Charge(k1, other %s) = %v, want 422 idempotency_key_reused", name, err)
 			}
@@ -169,7 +169,7 @@ func TestListChargesWindow(t *testing.T) {
 		if len(got) != 1 || !got[0].CreatedAt.Equal(t0) {
 			t.Errorf("CreatedAt = %v, want %v to the microsecond", got, t0)
 		}
-		if _, err := sb.Client.ListCharges(ctx, t0, t0); !provider.IsRequestError(err, "validation_failed") {
+		if _, err := sb.Client.ListCharges(ctx, t0, t0); !domain.IsProviderRequestError(err, "validation_failed") {
 			t.Errorf("ListCharges(empty window) = %v, want validation_failed", err)
 		}
 	})
@@ -177,7 +177,7 @@ func TestListChargesWindow(t *testing.T) {
 
 func TestGetChargeNotFound(t *testing.T) {
 	sb := sandboxtest.New(t, fastConfig(sandboxtest.SQLiteURL(t)))
-	if _, err := sb.Client.GetCharge(context.Background(), "never-used"); !errors.Is(err, provider.ErrNotFound) {
-		t.Fatalf("GetCharge(never-used) = %v, want ErrNotFound", err)
+	if _, err := sb.Client.GetCharge(context.Background(), "never-used"); !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(never-used) = %v, want ErrChargeNotFound", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 func TestSettlementCSV(t *testing.T) {

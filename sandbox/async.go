@@ -6,7 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/payd/payd/provider"
+	"github.com/payd/payd/domain"
 )
 
 // ResolvePending makes one pass over pending (asynchronous) charges whose
@@ -18,7 +18,7 @@ func (s *Server) ResolvePending(ctx context.Context) (int, error) {
 	now := at(s.now())
 	var due []chargeRow
 	err := s.db.WithContext(ctx).
-		Where("status = ? AND settle_at <= ?", string(provider.ChargePending), now).
+		Where("status = ? AND settle_at <= ?", string(domain.ChargePending), now).
 		Order("settle_at, id").Limit(s.cfg.BatchSize).Find(&due).Error
 	if err != nil {
 		return 0, fmt.Errorf("sandbox: pending charges: %w", err)
@@ -43,13 +43,13 @@ func (s *Server) resolve(ctx context.Context, c chargeRow, now dbTime) (bool, er
 	m := methods[c.PaymentMethod]
 	c.Status, c.FailureCode, c.UpdatedAt = string(m.asyncStatus), m.asyncFailureCode, now
 	if m.asyncStatus == "" { // not an async method: cannot happen, but never leave it pending forever
-		c.Status, c.FailureCode = string(provider.ChargeFailed), "processing_error"
+		c.Status, c.FailureCode = string(domain.ChargeFailed), "processing_error"
 	}
 	var won bool
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE sandbox_charges SET status = ?, failure_code = ?, updated_at = ?
 		                 WHERE id = ? AND status = ?`,
-			c.Status, c.FailureCode, now, c.ID, string(provider.ChargePending))
+			c.Status, c.FailureCode, now, c.ID, string(domain.ChargePending))
 		if res.Error != nil {
 			return res.Error
 		}

@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/payd/payd/provider"
+	"github.com/payd/payd/domain"
 )
 
 // Charges returns every charge the sandbox holds, oldest first, so tests can
 // count what was really charged.
-func (s *Server) Charges(ctx context.Context) ([]provider.Charge, error) {
+func (s *Server) Charges(ctx context.Context) ([]domain.Charge, error) {
 	rows, err := chargesCreated(ctx, s.db, dbTime{}, dbTime{})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]provider.Charge, len(rows))
+	out := make([]domain.Charge, len(rows))
 	for i, r := range rows {
 		out[i] = r.toCharge()
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/payd/payd/provider"
+	"github.com/payd/payd/domain"
 )
 
 // settlementHeader is the settlement file's fixed first line.
@@ -59,7 +59,7 @@ func (s *Server) handleSettlement(w http.ResponseWriter, r *http.Request) {
 // settlement reads the lines of one UTC day, in time order.
 func (s *Server) settlement(ctx context.Context, day time.Time) ([]settlementLine, error) {
 	from, to := at(day), at(day.AddDate(0, 0, 1))
-	succeeded := string(provider.ChargeSucceeded)
+	succeeded := string(domain.ChargeSucceeded)
 	var lines []settlementLine
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT id AS charge_id, idempotency_key, order_id, 'charge' AS line_type, status,

@@ -15,8 +15,6 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
-	"github.com/payd/payd/migrations"
 )
 
 // migrationTable keeps the sandbox's schema history apart from payd's, in
@@ -29,7 +27,7 @@ const migrationTable = "sandbox_goose_db_version"
 func openDB(ctx context.Context, rawURL string) (*gorm.DB, error) {
 	var (
 		dialector gorm.Dialector
-		dialect   migrations.Dialect
+		dialect   schemaDialect
 		maxConns  = 10
 	)
 	switch {
@@ -38,7 +36,7 @@ func openDB(ctx context.Context, rawURL string) (*gorm.DB, error) {
 		if path == "" || strings.ContainsRune(path, '?') {
 			return nil, fmt.Errorf("sandbox: database URL must be sqlite://PATH (no query)")
 		}
-		dialector, dialect = sqlite.Open(sqliteDSN(path)), migrations.SQLite
+		dialector, dialect = sqlite.Open(sqliteDSN(path)), schemaSQLite
 		// Writers queue in Go's pool rather than spin in SQLite's busy
 		// handler; an in-memory database exists once per connection.
 		maxConns = 4
@@ -50,7 +48,7 @@ func openDB(ctx context.Context, rawURL string) (*gorm.DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		dialector, dialect = mysql.New(mysql.Config{DSNConfig: cfg}), migrations.MySQL
+		dialector, dialect = mysql.New(mysql.Config{DSNConfig: cfg}), schemaMySQL
 	default:
 		return nil, fmt.Errorf("sandbox: database URL must start with sqlite:// or mysql://")
 	}
@@ -103,8 +101,8 @@ func mysqlConfig(rawURL string) (*gomysql.Config, error) {
 
 // migrate applies the embedded sandbox schema with goose, without touching
 // goose's global state.
-func migrate(ctx context.Context, db *gorm.DB, d migrations.Dialect) error {
-	fsys, err := migrations.SandboxFS(d)
+func migrate(ctx context.Context, db *gorm.DB, d schemaDialect) error {
+	fsys, err := migrationFS(d)
 	if err != nil {
 		return err
 	}
@@ -113,7 +111,7 @@ func migrate(ctx context.Context, db *gorm.DB, d migrations.Dialect) error {
 		return err
 	}
 	gd := goose.DialectSQLite3
-	if d == migrations.MySQL {
+	if d == schemaMySQL {
 		gd = goose.DialectMySQL
 	}
 	p, err := goose.NewProvider(gd, sqlDB, fsys, goose.WithTableName(migrationTable))

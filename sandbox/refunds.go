@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/payd/payd/provider"
+	"github.com/payd/payd/domain"
 )
 
 var (
@@ -72,7 +72,7 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 	now := at(s.now())
 	row := refundRow{
 		ID: newID("re_"), IdempotencyKey: in.key, ChargeID: in.chargeID, Currency: in.currency,
-		AmountMinor: in.amountMinor, Reason: in.reason, Status: string(provider.ChargeSucceeded), CreatedAt: now,
+		AmountMinor: in.amountMinor, Reason: in.reason, Status: string(domain.ChargeSucceeded), CreatedAt: now,
 	}
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		c, err := chargeByID(ctx, tx, in.chargeID)
@@ -83,12 +83,12 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 			return err
 		case c.Currency != in.currency:
 			return errCurrency
-		case c.Status != string(provider.ChargeSucceeded):
+		case c.Status != string(domain.ChargeSucceeded):
 			return errNotRefundable
 		}
 		res := tx.Exec(`UPDATE sandbox_charges SET refunded_minor = refunded_minor + ?, updated_at = ?
 		                 WHERE id = ? AND status = ? AND refunded_minor + ? <= amount_minor`,
-			in.amountMinor, now, c.ID, string(provider.ChargeSucceeded), in.amountMinor)
+			in.amountMinor, now, c.ID, string(domain.ChargeSucceeded), in.amountMinor)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -8,7 +8,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/provider"
 )
 
 // chargeRow is a sandbox_charges row.
@@ -115,16 +114,16 @@ func chargesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]charge
 }
 
 // toCharge converts a stored charge into payd's provider type.
-func (r chargeRow) toCharge() provider.Charge {
+func (r chargeRow) toCharge() domain.Charge {
 	c := domain.Currency(r.Currency)
-	return provider.Charge{
+	return domain.Charge{
 		ID:             r.ID,
 		IdempotencyKey: r.IdempotencyKey,
 		OrderID:        r.OrderID,
 		Amount:         domain.FromMinorUnits(r.AmountMinor, c),
 		Currency:       r.Currency,
 		PaymentMethod:  r.PaymentMethod,
-		Status:         provider.ChargeStatus(r.Status),
+		Status:         domain.ChargeStatus(r.Status),
 		FailureCode:    r.FailureCode,
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
 		CreatedAt:      r.CreatedAt.Time,

@@ -1,0 +1,67 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// DefaultProviderTimeout bounds one call to the provider unless configured
+// otherwise. Past it the outcome is unknown and the caller must ask again.
+const DefaultProviderTimeout = 10 * time.Second
+
+// ChargeStatus is where a charge stands at the provider.
+type ChargeStatus string
+
+// The statuses of a charge (and of a refund) at the provider.
+const (
+	ChargePending   ChargeStatus = "pending"   // accepted, outcome will come by webhook (async methods)
+	ChargeSucceeded ChargeStatus = "succeeded" // money moved
+	ChargeFailed    ChargeStatus = "failed"    // definitively declined; nothing moved
+)
+
+// ChargeRequest asks the provider for one charge. IdempotencyKey is payd's
+// attempt ID: the provider charges at most once per key.
+type ChargeRequest struct {
+	IdempotencyKey string
+	OrderID        string
+	Amount         decimal.Decimal
+	Currency       string
+	PaymentMethod  string
+}
+
+// Charge is the provider's record of a charge, in payd's terms.
+type Charge struct {
+	ID             string
+	IdempotencyKey string
+	OrderID        string
+	Amount         decimal.Decimal
+	Currency       string
+	PaymentMethod  string
+	Status         ChargeStatus
+	FailureCode    string // card_declined, insufficient_funds, ... when Status is failed
+	RefundedAmount decimal.Decimal
+	CreatedAt      time.Time
+}
+
+// ProviderRefundRequest asks the provider to give back part or all of a
+// charge, at most once per IdempotencyKey.
+type ProviderRefundRequest struct {
+	IdempotencyKey string
+	ChargeID       string
+	Amount         decimal.Decimal
+	Currency       string
+	Reason         string
+}
+
+// ProviderRefund is the provider's record of a refund (payd's own record
+// of it is a Refund).
+type ProviderRefund struct {
+	ID             string
+	IdempotencyKey string
+	ChargeID       string
+	Amount         decimal.Decimal
+	Currency       string
+	Status         ChargeStatus
+	CreatedAt      time.Time
+}

@@ -1,0 +1,101 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// ErrChargeNotFound means the provider has no charge (or refund) under the
+// key payd asked about.
+var ErrChargeNotFound = errors.New("provider: not found")
+
+// ErrProviderUnavailable means the outcome of a call to the provider is
+// unknown: a timeout, a connection error or a 5xx. The caller must ask
+// (GetCharge) before acting.
+var ErrProviderUnavailable = errors.New("provider: outcome unknown")
+
+// ProviderRequestError is the provider refusing a request it understood (a
+// 4xx): nothing happened, and sending it again unchanged will not help. Code
+// is the provider's machine code, e.g. idempotency_key_reused or
+// refund_exceeds_charge.
+type ProviderRequestError struct {
+	StatusCode int
+	Code       string
+	Message    string
+}
+
+// Error describes the refusal; it carries no payment data.
+func (e *ProviderRequestError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("provider refused the request: status %d", e.StatusCode)
+	}
+	return fmt.Sprintf("provider refused the request: status %d %s: %s", e.StatusCode, e.Code, e.Message)
+}
+
+// IsProviderRequestError reports whether err carries a provider refusal
+// with the given code (any code when code is empty).
+func IsProviderRequestError(err error, code string) bool {
+	var re *ProviderRequestError
+	return errors.As(err, &re) && (code == "" || re.Code == code)
+}
+
+// ProviderEventType names a provider webhook event.
+type ProviderEventType string
+
+// The provider's event types payd applies. Any other type is stored and ignored.
+const (
+	EventPaymentSucceeded ProviderEventType = "payment.succeeded"
+	EventPaymentFailed    ProviderEventType = "payment.failed"
+	EventRefundSucceeded  ProviderEventType = "refund.succeeded"
+)
+
+// Known reports whether payd applies events of type t. Unknown types are
+// still valid events: they are stored and ignored, not refused.
+func (t ProviderEventType) Known() bool {
+	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded
+}
+
+// ProviderEvent is a provider webhook in payd's terms. ID is the payload's
+// own id, if it has one. It is not the dedupe key: in Standard Webhooks that
+// is the webhook-id header (the message id), which every redelivery of one
+// message carries and which the receiver stores once; the payload's id may
+// differ from it or be absent.
+//
+// For payment events ChargeID, IdempotencyKey (the charge's: payd's attempt
+// ID), OrderID, Amount, Currency, Status and FailureCode are set. For
+// refund.succeeded RefundID, ChargeID, IdempotencyKey (the refund's),
+// OrderID, Amount and Currency are set. An event of an unknown type carries
+// whatever references its data names, for the record.
+type ProviderEvent struct {
+	ID             string
+	Type           ProviderEventType
+	CreatedAt      time.Time
+	ChargeID       string
+	RefundID       string
+	IdempotencyKey string
+	OrderID        string
+	Amount         decimal.Decimal
+	Currency       string
+	Status         ChargeStatus
+	FailureCode    string
+}
+
+// SettlementError says which line and which field of a provider settlement
+// file is wrong, and why. Its text is safe to show to the operator who
+// uploaded it.
+type SettlementError struct {
+	Line   int    // 1 is the header
+	Field  string // a column name; empty for the line as a whole
+	Reason string
+}
+
+// Error names the line (and field) and the reason.
+func (e *SettlementError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
+	}
+	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Reason)
+}
