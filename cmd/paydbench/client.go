@@ -12,10 +12,10 @@ import (
 
 // The order every benchmark order is, and its total in minor units.
 const (
-	orderBody   = `{"currency":"USD","items":[{"sku":"bench","name":"Benchmark item","quantity":1,"unit_price":"9.99"}]}`
-	orderMinor  = 999
+	orderBody     = `{"currency":"USD","items":[{"sku":"bench","name":"Benchmark item","quantity":1,"unit_price":"9.99"}]}`
+	orderMinor    = 999
 	orderCurrency = "USD"
-	payBody     = `{"payment_method":"pm_ok"}`
+	payBody       = `{"payment_method":"pm_ok"}`
 )
 
 // client talks to payd's API over keep-alive connections, one per worker.

@@ -34,7 +34,19 @@ func buildPayd(ctx context.Context, dir string) (string, error) {
 // hasFlag reports whether `payd serve` takes -name, from its help.
 func hasFlag(ctx context.Context, bin, name string) bool {
 	out, _ := exec.CommandContext(ctx, bin, "help", "serve").CombinedOutput()
-	return strings.Contains(string(out), "-"+name+" ")
+	return listsFlag(string(out), name)
+}
+
+// listsFlag reports whether help text, as the flag package prints it,
+// lists -name ("  -name type" or "  -name" alone).
+func listsFlag(help, name string) bool {
+	for line := range strings.Lines(help) {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == "-"+name && strings.HasPrefix(line, "  -") {
+			return true
+		}
+	}
+	return false
 }
 
 // paydProc is a payd serving as a child process.
