@@ -60,6 +60,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 // report.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h asked for the usage, which is printed
+	}
 	if err != nil {
 		return err
 	}
