@@ -119,6 +119,7 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 		return nil, err
 	}
 	rep.ratios()
+	rep.LoadAfter = loadAverage()
 	return rep, nil
 }
 

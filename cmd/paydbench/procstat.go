@@ -81,3 +81,15 @@ func parseHWM(sc *bufio.Scanner) (int64, error) {
 	}
 	return 0, errors.New("proc status: no VmHWM line")
 }
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages
+// (/proc/loadavg), or "" where there is none: figures taken on a busy
+// machine say less.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}

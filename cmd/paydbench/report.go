@@ -11,14 +11,18 @@ import (
 
 // report is everything one run measured; -json prints it as it is.
 type report struct {
-	Database string   `json:"database"` // sqlite or mysql
-	Clients  int      `json:"clients"`
-	Requests int      `json:"requests"`
-	CPUs     int      `json:"cpus"`
-	Phases   []phase  `json:"phases"`
-	Ratios   ratios   `json:"ratios"` // payd's throughput over the floor's
-	Pprof    string   `json:"pprof,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
+	Database string  `json:"database"` // sqlite or mysql
+	Clients  int     `json:"clients"`
+	Requests int     `json:"requests"`
+	CPUs     int     `json:"cpus"`
+	Phases   []phase `json:"phases"`
+	Ratios   ratios  `json:"ratios"` // payd's throughput over the floor's
+	Pprof    string  `json:"pprof,omitempty"`
+	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
+	// minutes) when the run started and ended.
+	LoadBefore string   `json:"load_average_before,omitempty"`
+	LoadAfter  string   `json:"load_average_after,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 	// PeakRSSBytes is payd's peak resident set size (VmHWM); 0 when unknown.
 	PeakRSSBytes int64 `json:"payd_peak_rss_bytes"`
 }
@@ -46,7 +50,7 @@ type phase struct {
 }
 
 func newReport(o options, dialect string) *report {
-	return &report{Database: dialect, Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU()}
+	return &report{Database: dialect, Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
 }
 
 func newPhase(target, name string, n int, r result, before, after sample) phase {
@@ -122,6 +126,9 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	if r.LoadBefore != "" {
+		fmt.Fprintf(w, "load average: %s at the start, %s at the end\n", r.LoadBefore, r.LoadAfter)
+	}
 	if r.Database == "sqlite" {
 		fmt.Fprintln(w, "statements per request: n/a on SQLite (no server counters)")
 	} else {
