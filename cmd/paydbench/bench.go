@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// bench is one run's state: the customers and orders made through payd,
+// which the later phases pay, replay and hand to the floor.
+type bench struct {
+	o   options
+	db  *database
+	rep *report
+	pid int // payd's process, while it runs; 0 after
+	api *client
+
+	customers []customer
+	orders    []string // 2n: the first n paid through payd, the rest by the floor
+	keys      []string // the keys of payd's new pays, replayed next
+	reply     []byte   // one of payd's pay answers
+}
+
+// payd drives payd: registration (one customer per client), orders (for
+// payd's pays and the floor's), new pays, replays of those pays.
+func (b *bench) payd(ctx context.Context) error {
+	n := b.o.requests
+	b.customers = make([]customer, b.o.clients)
+	b.orders = make([]string, 2*n)
+	b.keys = make([]string, n)
+	steps := []struct {
+		name string
+		n    int
+		do   func(context.Context, int) error
+	}{
+		{"register", b.o.clients, b.register},
+		{"create order", 2 * n, b.createOrder},
+		{"new pay", n, b.pay},
+		{"replay", n, b.replay},
+	}
+	for _, s := range steps {
+		if err := b.phase(ctx, "payd", s.name, s.n, s.do); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) register(ctx context.Context, i int) error {
+	c, err := b.api.register(ctx, i, uuid.NewString())
+	b.customers[i] = c
+	return err
+}
+
+// customerOf spreads orders over the customers round robin.
+func (b *bench) customerOf(i int) customer { return b.customers[i%len(b.customers)] }
+
+func (b *bench) createOrder(ctx context.Context, i int) error {
+	id, err := b.api.createOrder(ctx, b.customerOf(i).Token)
+	b.orders[i] = id
+	return err
+}
+
+func (b *bench) pay(ctx context.Context, i int) error {
+	b.keys[i] = uuid.NewString()
+	body, err := b.api.pay(ctx, b.customerOf(i).Token, b.orders[i], b.keys[i], false)
+	if i == 0 {
+		b.reply = body
+	}
+	return err
+}
+
+func (b *bench) replay(ctx context.Context, i int) error {
+	_, err := b.api.pay(ctx, b.customerOf(i).Token, b.orders[i], b.keys[i], true)
+	return err
+}
+
+// floor runs the raw-SQL floor on the orders set aside for it, with payd
+// stopped: new pays, then replays of them.
+func (b *bench) floor(ctx context.Context) error {
+	b.pid = 0
+	db, err := b.db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	pays, err := b.floorPays(ctx, db)
+	if err != nil {
+		return err
+	}
+	f := &floor{db: db, reply: b.reply}
+	do := func(op func(context.Context, floorPay) error) func(context.Context, int) error {
+		return func(ctx context.Context, i int) error { return op(ctx, pays[i]) }
+	}
+	if err := b.phase(ctx, "floor", "new pay", len(pays), do(f.pay)); err != nil {
+		return err
+	}
+	return b.phase(ctx, "floor", "replay", len(pays), do(f.replay))
+}
+
+// floorPays lists the floor's pays: the orders payd did not pay, each with
+// its customer's token hash as payd stored it, under a fresh key.
+func (b *bench) floorPays(ctx context.Context, db *sql.DB) ([]floorPay, error) {
+	hashes := map[string]string{}
+	rows, err := db.QueryContext(ctx, "SELECT id, token_hash FROM customers")
+	if err != nil {
+		return nil, fmt.Errorf("read customers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, hash string
+		if err := rows.Scan(&id, &hash); err != nil {
+			return nil, err
+		}
+		hashes[id] = hash
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	n := b.o.requests
+	pays := make([]floorPay, n)
+	for i := range pays {
+		c := b.customerOf(n + i)
+		pays[i] = floorPay{orderID: b.orders[n+i], customerID: c.ID, tokenHash: hashes[c.ID], key: uuid.NewString()}
+	}
+	return pays, nil
+}
+
+// phase runs one measured phase against target and adds it to the report;
+// any failed request fails the run, since its figures would be wrong.
+func (b *bench) phase(ctx context.Context, target, name string, n int, do func(context.Context, int) error) error {
+	before, err := b.sample(ctx)
+	if err != nil {
+		return err
+	}
+	r := drive(ctx, b.o.clients, n, do)
+	after, err := b.sample(ctx)
+	if err != nil {
+		return err
+	}
+	if r.errors > 0 {
+		return fmt.Errorf("%s %s: %d of %d requests failed, the first: %w", target, name, r.errors, n, r.firstErr)
+	}
+	b.rep.add(newPhase(target, name, n, r, before, after))
+	return nil
+}
+
+// sample is what is read around a phase: payd's CPU time (while it runs)
+// and the server's statement counters (MySQL).
+type sample struct {
+	cpu      time.Duration
+	hasCPU   bool
+	counters map[string]int64
+}
+
+func (b *bench) sample(ctx context.Context) (sample, error) {
+	var s sample
+	if b.pid != 0 {
+		if cpu, err := cpuTime(b.pid); err == nil {
+			s.cpu, s.hasCPU = cpu, true
+		}
+	}
+	var err error
+	s.counters, err = b.db.counters(ctx)
+	return s, err
+}

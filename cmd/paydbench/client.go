@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// The order every benchmark order is, and its total in minor units.
+const (
+	orderBody     = `{"currency":"USD","items":[{"sku":"bench","name":"Benchmark item","quantity":1,"unit_price":"9.99"}]}`
+	orderMinor    = 999
+	orderCurrency = "USD"
+	payBody       = `{"payment_method":"pm_ok"}`
+)
+
+// client talks to payd's API over keep-alive connections, one per worker.
+type client struct {
+	base string
+	hc   *http.Client
+}
+
+func newClient(base string, workers int) *client {
+	tr := &http.Transport{MaxIdleConns: workers, MaxIdleConnsPerHost: workers, IdleConnTimeout: time.Minute}
+	return &client{base: base, hc: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+// reply is one answer of payd: status, body and whether it was a replay.
+type reply struct {
+	status   int
+	body     []byte
+	replayed bool
+}
+
+// post sends one JSON request and reads the whole answer (so the
+// connection goes back to the pool).
+func (c *client) post(ctx context.Context, path, token, key, body string) (reply, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return reply{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: resp.StatusCode, body: b, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+}
+
+// customer is a registered customer: its ID and bearer token.
+type customer struct{ ID, Token string }
+
+func (c *client) register(ctx context.Context, i int, key string) (customer, error) {
+	body := fmt.Sprintf(`{"email":"bench-%d-%s@example.com","name":"Bench %d"}`, i, key[:8], i)
+	r, err := c.post(ctx, "/v1/customers", "", key, body)
+	if err := expect(r, err, http.StatusCreated, false); err != nil {
+		return customer{}, fmt.Errorf("register: %w", err)
+	}
+	var out struct {
+		Customer struct{ ID string }
+		Token    string
+	}
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		return customer{}, fmt.Errorf("register: %w", err)
+	}
+	return customer{ID: out.Customer.ID, Token: out.Token}, nil
+}
+
+func (c *client) createOrder(ctx context.Context, token string) (string, error) {
+	r, err := c.post(ctx, "/v1/orders", token, "", orderBody)
+	if err := expect(r, err, http.StatusCreated, false); err != nil {
+		return "", fmt.Errorf("create order: %w", err)
+	}
+	var out struct{ ID string }
+	if err := json.Unmarshal(r.body, &out); err != nil {
+		return "", fmt.Errorf("create order: %w", err)
+	}
+	return out.ID, nil
+}
+
+// pay pays order id under key; a replay must be answered from the stored
+// record (Idempotent-Replayed), a new pay must not.
+func (c *client) pay(ctx context.Context, token, id, key string, replay bool) ([]byte, error) {
+	r, err := c.post(ctx, "/v1/orders/"+id+"/pay", token, key, payBody)
+	if err := expect(r, err, http.StatusOK, replay); err != nil {
+		return nil, fmt.Errorf("pay: %w", err)
+	}
+	return r.body, nil
+}
+
+// expect checks an answer's status and whether it was a replay.
+func expect(r reply, err error, status int, replayed bool) error {
+	switch {
+	case err != nil:
+		return err
+	case r.status != status:
+		return fmt.Errorf("status %d, want %d: %.200s", r.status, status, r.body)
+	case r.replayed != replayed:
+		return fmt.Errorf("Idempotent-Replayed = %t, want %t", r.replayed, replayed)
+	}
+	return nil
+}

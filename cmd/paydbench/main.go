@@ -1,0 +1,138 @@
+// Command paydbench measures payd: it builds payd, runs it on a fresh
+// database against a provider stub that answers every charge at once from
+// memory, drives registrations, orders, new pays and replays at -c
+// concurrent clients, then runs the raw-SQL floor (payd's own pay
+// statements through database/sql, no HTTP, no ORM) on the same database,
+// and prints throughput, latency, the payd/floor ratios, payd's CPU per
+// request, statements per request and payd's peak RSS.
+//
+//	go run ./cmd/paydbench [-db mysql://root:@127.0.0.1:3306/test] [-c 16] [-n 2000] [-json]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "paydbench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are paydbench's flags.
+type options struct {
+	db       string // empty: SQLite in a temporary folder
+	clients  int
+	requests int
+	json     bool
+	pprof    string
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("paydbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.db, "db", "", "mysql://USER:PASS@HOST:PORT/DB: run on a fresh database on that server (created, then dropped); empty: SQLite in a temporary folder")
+	fs.IntVar(&o.clients, "c", 16, "concurrent clients")
+	fs.IntVar(&o.requests, "n", 2000, "requests per phase (new pays, replays)")
+	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
+	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.clients < 1 || o.requests < 1 {
+		return o, errors.New("-c and -n must be at least 1")
+	}
+	return o, nil
+}
+
+// run is one benchmark: set up, measure payd, stop it, measure the floor,
+// report.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h asked for the usage, which is printed
+	}
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "paydbench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildPayd(ctx, dir)
+	if err != nil {
+		return err
+	}
+	db, err := newDatabase(ctx, o.db, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Drop(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(stderr, "paydbench: drop database:", err)
+		}
+	}()
+	rep, err := measure(ctx, o, bin, dir, db)
+	if err != nil {
+		return err
+	}
+	return rep.write(stdout, o.json)
+}
+
+// measure runs payd's phases, then the floor's.
+func measure(ctx context.Context, o options, bin, dir string, db *database) (*report, error) {
+	stub, err := startStub()
+	if err != nil {
+		return nil, err
+	}
+	defer stub.Close()
+	rep := newReport(o, db.Dialect)
+	extra := pprofArgs(ctx, bin, o.pprof, rep)
+	p, err := startPayd(ctx, bin, dir, db.URL, stub.URL, extra)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, db: db, rep: rep, pid: p.Pid, api: newClient(p.URL, o.clients)}
+	err = b.payd(ctx)
+	if rss, rerr := peakRSS(p.Pid); rerr == nil {
+		rep.PeakRSSBytes = rss
+	}
+	if serr := p.Stop(); err == nil && serr != nil {
+		err = fmt.Errorf("stop payd: %w", serr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := b.floor(ctx); err != nil {
+		return nil, err
+	}
+	rep.ratios()
+	rep.LoadAfter = loadAverage()
+	return rep, nil
+}
+
+// pprofArgs passes -pprof to payd when asked for and payd has the flag;
+// otherwise the report says why there is no profile.
+func pprofArgs(ctx context.Context, bin, addr string, rep *report) []string {
+	if addr == "" {
+		return nil
+	}
+	if !hasFlag(ctx, bin, "pprof") {
+		rep.Notes = append(rep.Notes, "payd has no -pprof flag: not profiled")
+		return nil
+	}
+	rep.Pprof = addr
+	return []string{"-pprof", addr}
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestRun runs paydbench end to end with a few requests: payd built and
+// started, every phase completed without a failed request, and the floor
+// measured on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
+// names a server.
+func TestRun(t *testing.T) {
+	dbs := map[string]string{"sqlite": ""}
+	if dsn := os.Getenv("PAYD_TEST_MYSQL_DSN"); dsn != "" {
+		dbs["mysql"] = dsn
+	} else if os.Getenv("PAYD_TEST_REQUIRE_MYSQL") != "" {
+		t.Fatal("PAYD_TEST_REQUIRE_MYSQL is set but PAYD_TEST_MYSQL_DSN is not")
+	}
+	for dialect, dsn := range dbs {
+		t.Run(dialect, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var out, errs bytes.Buffer
+			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-json"}, &out, &errs); err != nil {
+				t.Fatalf("run = %v\n%s", err, errs.String())
+			}
+			var rep report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+			}
+			checkReport(t, rep, dialect)
+		})
+	}
+}
+
+func checkReport(t *testing.T, rep report, dialect string) {
+	t.Helper()
+	if rep.Database != dialect || len(rep.Phases) != 6 {
+		t.Fatalf("report = %s with %d phases, want %s with 6", rep.Database, len(rep.Phases), dialect)
+	}
+	for _, p := range rep.Phases {
+		if p.PerSecond <= 0 || p.P99Ms < p.P50Ms {
+			t.Errorf("%s %s: %.0f/s, p50 %.2f ms, p99 %.2f ms", p.Target, p.Name, p.PerSecond, p.P50Ms, p.P99Ms)
+		}
+		if hasProc() && (p.Target == "payd") != (p.CPUMsPerRequest != nil) {
+			t.Errorf("%s %s: CPU per request %v, want it for payd's phases only", p.Target, p.Name, p.CPUMsPerRequest)
+		}
+		if (dialect == "mysql") != (p.Statements != nil) {
+			t.Errorf("%s %s: statements %v, want them on MySQL only", p.Target, p.Name, p.Statements)
+		}
+	}
+	if rep.Ratios.NewPay <= 0 || rep.Ratios.Replay <= 0 {
+		t.Errorf("ratios = %+v, want both positive", rep.Ratios)
+	}
+	if hasProc() && rep.PeakRSSBytes <= 0 {
+		t.Errorf("peak RSS = %d, want > 0", rep.PeakRSSBytes)
+	}
+}
+
+func hasProc() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}

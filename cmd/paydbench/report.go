@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+)
+
+// report is everything one run measured; -json prints it as it is.
+type report struct {
+	Database string  `json:"database"` // sqlite or mysql
+	Clients  int     `json:"clients"`
+	Requests int     `json:"requests"`
+	CPUs     int     `json:"cpus"`
+	Phases   []phase `json:"phases"`
+	Ratios   ratios  `json:"ratios"` // payd's throughput over the floor's
+	Pprof    string  `json:"pprof,omitempty"`
+	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
+	// minutes) when the run started and ended.
+	LoadBefore string   `json:"load_average_before,omitempty"`
+	LoadAfter  string   `json:"load_average_after,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+	// PeakRSSBytes is payd's peak resident set size (VmHWM); 0 when unknown.
+	PeakRSSBytes int64 `json:"payd_peak_rss_bytes"`
+}
+
+type ratios struct {
+	NewPay float64 `json:"new_pay"`
+	Replay float64 `json:"replay"`
+}
+
+// phase is one measured phase.
+type phase struct {
+	Target    string  `json:"target"` // payd or floor
+	Name      string  `json:"name"`
+	Requests  int     `json:"requests"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"per_second"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	// CPUMsPerRequest is payd's CPU time (user+system) per request; nil
+	// for the floor and where /proc is missing.
+	CPUMsPerRequest *float64 `json:"payd_cpu_ms_per_request,omitempty"`
+	// Statements are the server's counters per request (Questions is every
+	// statement); nil on SQLite, which keeps none.
+	Statements map[string]float64 `json:"statements_per_request,omitempty"`
+}
+
+func newReport(o options, dialect string) *report {
+	return &report{Database: dialect, Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+}
+
+func newPhase(target, name string, n int, r result, before, after sample) phase {
+	p := phase{
+		Target: target, Name: name, Requests: n, Seconds: r.elapsed.Seconds(),
+		PerSecond: float64(n) / r.elapsed.Seconds(),
+		P50Ms:     ms(percentile(r.latencies, 50)), P99Ms: ms(percentile(r.latencies, 99)),
+	}
+	if before.hasCPU && after.hasCPU {
+		cpu := ms(after.cpu-before.cpu) / float64(n)
+		p.CPUMsPerRequest = &cpu
+	}
+	if before.counters != nil && after.counters != nil {
+		p.Statements = perRequest(before.counters, after.counters, n)
+	}
+	return p
+}
+
+// perRequest divides each counter's growth by n. The SHOW STATUS that read
+// the second sample counts itself as a question: it is taken off.
+func perRequest(before, after map[string]int64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for _, k := range counted {
+		d := after[k] - before[k]
+		if k == "Questions" {
+			d--
+		}
+		out[k] = float64(d) / float64(n)
+	}
+	return out
+}
+
+func (r *report) add(p phase) { r.Phases = append(r.Phases, p) }
+
+func (r *report) find(target, name string) (phase, bool) {
+	for _, p := range r.Phases {
+		if p.Target == target && p.Name == name {
+			return p, true
+		}
+	}
+	return phase{}, false
+}
+
+// ratios sets payd's throughput as a share of the floor's.
+func (r *report) ratios() {
+	ratio := func(name string) float64 {
+		p, ok1 := r.find("payd", name)
+		f, ok2 := r.find("floor", name)
+		if !ok1 || !ok2 || f.PerSecond == 0 {
+			return 0
+		}
+		return p.PerSecond / f.PerSecond
+	}
+	r.Ratios = ratios{NewPay: ratio("new pay"), Replay: ratio("replay")}
+}
+
+func (r *report) write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "paydbench: %s, %d clients, %d requests per phase, %d CPUs, %s\n\n",
+		r.Database, r.Clients, r.Requests, r.CPUs, runtime.Version())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tphase\treq/s\tp50 ms\tp99 ms\tpayd CPU ms/req\tstmts/req\tSET/req\tBEGIN/req\t")
+	for _, p := range r.Phases {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", p.Target, p.Name, p.PerSecond, p.P50Ms, p.P99Ms,
+			optional(p.CPUMsPerRequest), counter(p, "Questions"), counter(p, "Com_set_option"), counter(p, "Com_begin"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
+	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	if r.LoadBefore != "" {
+		fmt.Fprintf(w, "load average: %s at the start, %s at the end\n", r.LoadBefore, r.LoadAfter)
+	}
+	if r.Database == "sqlite" {
+		fmt.Fprintln(w, "statements per request: n/a on SQLite (no server counters)")
+	} else {
+		fmt.Fprintln(w, "statements per request: MariaDB/MySQL global counters, so they include any other client of the server")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	return nil
+}
+
+func optional(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+func counter(p phase, name string) string {
+	v, ok := p.Statements[name]
+	if !ok {
+		return "n/a"
+	}
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
