@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
 )
 
@@ -20,9 +21,9 @@ func TestStubHonoursKeys(t *testing.T) {
 	}
 	defer s.Close()
 	c, ctx := provider.NewClient(s.URL), context.Background()
-	req := provider.ChargeRequest{IdempotencyKey: "k1", OrderID: "o1", Amount: decimal.RequireFromString("9.99"), Currency: "USD", PaymentMethod: "pm_ok"}
+	req := domain.ChargeRequest{IdempotencyKey: "k1", OrderID: "o1", Amount: decimal.RequireFromString("9.99"), Currency: "USD", PaymentMethod: "pm_ok"}
 	first, err := c.Charge(ctx, req)
-	if err != nil || first.Status != provider.ChargeSucceeded {
+	if err != nil || first.Status != domain.ChargeSucceeded {
 		t.Fatalf("Charge(k1) = %+v, %v, want succeeded", first, err)
 	}
 	again, err := c.Charge(ctx, req)
@@ -31,13 +32,13 @@ func TestStubHonoursKeys(t *testing.T) {
 	}
 	other := req
 	other.Amount = decimal.RequireFromString("1.00")
-	if _, err := c.Charge(ctx, other); !provider.IsRequestError(err, "idempotency_key_reused") {
+	if _, err := c.Charge(ctx, other); !domain.IsProviderRequestError(err, "idempotency_key_reused") {
 		t.Errorf("Charge(k1, other amount) = %v, want idempotency_key_reused", err)
 	}
 	if got, err := c.GetCharge(ctx, "k1"); err != nil || got.ID != first.ID {
 		t.Errorf("GetCharge(k1) = %q, %v, want %q", got.ID, err, first.ID)
 	}
-	if _, err := c.GetCharge(ctx, "nope"); !errors.Is(err, provider.ErrNotFound) {
-		t.Errorf("GetCharge(nope) = %v, want provider.ErrNotFound", err)
+	if _, err := c.GetCharge(ctx, "nope"); !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Errorf("GetCharge(nope) = %v, want domain.ErrChargeNotFound", err)
 	}
 }
