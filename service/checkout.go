@@ -17,11 +17,11 @@ type PaymentProvider interface {
 	GetCharge(ctx context.Context, idempotencyKey string) (provider.Charge, error)
 }
 
-// PayResponder renders what a pay request answers for an outcome (the order,
-// or the error), so an outcome that arrives after the request (webhook,
-// recoverer) completes its idempotency record with what the pay call itself
-// would have answered.
-type PayResponder func(o domain.Order, err error) Response
+// OrphanRefunder takes a charge an order cannot take (a second success, a
+// success after close) and gives it back; *Refunds is one.
+type OrphanRefunder interface {
+	Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error
+}
 
 // Checkout pays orders exactly once. It is the only place that knows the
 // order of the steps: claim the order, record the attempt, ask the
@@ -31,22 +31,19 @@ type Checkout struct {
 	Orders   OrderStore
 	Attempts AttemptStore
 	Provider PaymentProvider
-	Idem     *Idempotency
-	Respond  PayResponder
 	Now      func() time.Time
-	Changed  func(orderID string)                                                               // optional: told after a transition (event stream)
-	Observe  func(result string)                                                                // optional metrics hook: paid, declined, unknown
-	Orphan   func(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error // optional: a success the order cannot take
-	Fault    func(point string)                                                                 // test-only crash injection; nil in production
+	// Orphans, optional, refunds a success the order cannot take.
+	Orphans OrphanRefunder
+	// Observer, optional, is told of each transition, result and
+	// discrepancy, and of every pay answer settled outside its request.
+	Observer Observer
 
 	// ProviderTimeout is the deadline of one charge request
 	// (PAYD_PROVIDER_TIMEOUT; provider.DefaultTimeout when zero).
 	ProviderTimeout time.Duration
 	// Discrepancies records a charge reported for another amount or
-	// currency than the attempt's (ADR 0010); ObserveDiscrepancy, optional,
-	// is told of each one newly recorded.
-	Discrepancies      DiscrepancyStore
-	ObserveDiscrepancy func(domain.DiscrepancyType)
+	// currency than the attempt's (ADR 0010).
+	Discrepancies DiscrepancyStore
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -86,7 +83,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 				return domain.Order{}, err
 			}
 			if claimed {
-				s.fault("after_claim")
+				fault("after_claim")
 				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
 			}
 			continue // someone changed the order between our read and our claim: decide from a fresh read
@@ -183,7 +180,7 @@ func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt,
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
 	cancel()
-	s.fault("after_charge")
+	fault("after_charge")
 	if re := refusal(err); re != nil {
 		return s.refused(ctx, o, a, re)
 	}
@@ -324,7 +321,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
 			return err
 		}
-		s.fault("before_settle_commit")
+		fault("before_settle_commit")
 		return nil
 	})
 	if err != nil {
@@ -336,7 +333,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		}
 		adopted = paid
 	}
-	s.fault("after_settle_commit")
+	fault("after_settle_commit")
 	switch {
 	case adopted:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
@@ -410,10 +407,9 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 		return domain.Order{}, err
 	}
 	outcome := refusalOutcome(code)
-	if released && s.Idem != nil && s.Respond != nil {
-		// Best effort, as completeRecord: a lost write leaves the record
-		// processing, and a retry after the lease finds the attempt failed.
-		_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), false)
+	if released {
+		// Not final: nothing was charged, the key may run again.
+		s.obs().PaymentSettled(ctx, o, a, outcome, false)
 	}
 	return o, outcome
 }
@@ -453,47 +449,33 @@ func isUnsettled(st domain.AttemptStatus) bool {
 	return st == domain.AttemptStarted || st == domain.AttemptUnknown
 }
 
+// completeRecord publishes the answer the pay request a.RequestID would now
+// get, for its idempotency record. Completing it is best effort: if that
+// write is lost, the record stays processing and the next request with the
+// key takes over after the lease and recovers the same outcome from the
+// order.
 func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
-	if s.Idem == nil || s.Respond == nil {
-		return
-	}
-	// Best effort: if this write is lost, the record stays processing and the
-	// next request with the key takes over after the lease and recovers the
-	// same outcome from the order.
 	// A payment the provider never received is no decline: the key stays
 	// free to try again. Nor is a held charge final: an operator (or the
 	// provider's record) settles it, and a retry with the key then learns
 	// how from the order. Anything else is the truth a replay must tell.
 	var decline *domain.DeclineError
 	final := (!errors.As(outcome, &decline) || decline.Code != domain.NotCharged) && !errors.Is(outcome, domain.ErrAmountMismatch)
-	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), final)
+	s.obs().PaymentSettled(ctx, o, a, outcome, final)
 }
 
 // orphan hands a charge the order cannot take (a second success, a success
 // after close, a success for an attempt payd recorded as failed) to the
 // refund path.
 func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
-	if s.Orphan == nil {
+	if s.Orphans == nil {
 		return nil
 	}
-	return s.Orphan(ctx, o, a, chargeID)
+	return s.Orphans.Orphan(ctx, o, a, chargeID)
 }
 
-// fault lets a test kill the process at a named point of a payment.
-func (s *Checkout) fault(point string) {
-	if s.Fault != nil {
-		s.Fault(point)
-	}
-}
+func (s *Checkout) obs() Observer { return observing(s.Observer) }
 
-func (s *Checkout) changed(id string) {
-	if s.Changed != nil {
-		s.Changed(id)
-	}
-}
+func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
-func (s *Checkout) observe(result string) {
-	if s.Observe != nil {
-		s.Observe(result)
-	}
-}
+func (s *Checkout) observe(result string) { s.obs().PaymentResult(result) }
