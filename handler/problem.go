@@ -1,6 +1,6 @@
-// Package handler is payd's HTTP face: routes, request binding, the
-// idempotency middleware, authentication and the one table that turns
-// errors into RFC 9457 problem responses. Handlers stay thin: bind, call a
+// Package handler is payd's HTTP face: routes (with the idempotency
+// middleware wired in), request binding, authentication and the one table
+// that turns errors into RFC 9457 problem responses. Handlers stay thin: bind, call a
 // use case, render.
 package handler
 

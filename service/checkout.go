@@ -248,8 +248,9 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 
 // settle applies the provider's answer about attempt a. inRequest says
 // whether the pay request itself is waiting for this answer; when it is
-// not (webhook, recoverer), the request's idempotency record is completed
-// here, so a later replay tells the truth instead of a stale 202.
+// not (webhook, recoverer), the outcome is published (Observer.
+// PaymentSettled) so the request's idempotency record can be completed and
+// a later replay tells the truth instead of a stale 202.
 func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge, err error, inRequest bool) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == provider.ChargePending:
@@ -285,8 +286,8 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 }
 
 // Settle applies an outcome that arrived outside the pay request (a
-// webhook, the recoverer) to attempt a of order o, and completes the
-// request's idempotency record with what the pay call would now answer.
+// webhook, the recoverer) to attempt a of order o, and publishes what the
+// pay call would now answer (Observer.PaymentSettled).
 // ch must carry the amount and currency the provider reported: a success
 // for other money is held, never applied (domain.ErrAmountMismatch).
 func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch provider.Charge) (domain.Order, error) {
@@ -394,9 +395,10 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // refused settles a charge request the provider refused outright (a 4xx it
 // understood): nothing was charged, so the attempt fails with the
 // provider's code and the order is released at once, as for a decline. The
-// record is completed here, as failed by the request, so the key may run
-// again (SPEC §3): left to the idempotency middleware, a 400 answer would
-// read as input never acted on and the record would be dropped.
+// outcome is published here (Observer.PaymentSettled, not final), so the
+// request's idempotency record is completed as failed and the key may run
+// again (SPEC §3): left to the request's own 400 answer, the record would
+// read as input never acted on and be dropped.
 func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *provider.RequestError) (domain.Order, error) {
 	code := re.Code
 	if code == "" {
