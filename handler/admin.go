@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/service"
 )
 
@@ -143,7 +144,7 @@ type reconcileRequest struct {
 func (h *Admin) reconcile(c echo.Context) error {
 	var req reconcileRequest
 	var charges []domain.Charge
-	if isMultipart(c) {
+	if idempotency.IsMultipart(c) {
 		form, err := c.MultipartForm()
 		if err != nil {
 			return errMalformedJSON

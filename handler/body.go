@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 )
 
 // MaxBodyBytes is the largest request body payd reads (SPEC §2: 1 MiB).
@@ -40,7 +41,7 @@ func body(c echo.Context) ([]byte, error) {
 	}
 	if len(bytes.TrimSpace(b)) > 0 {
 		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-		if err != nil || mt != echo.MIMEApplicationJSON && !(mt == echo.MIMEMultipartForm && multipartAllowed(c)) {
+		if err != nil || mt != echo.MIMEApplicationJSON && !(mt == echo.MIMEMultipartForm && idempotency.MultipartAllowed(c)) {
 			return nil, errContentType
 		}
 	}
@@ -102,34 +103,6 @@ func trimJSONPrefix(s string) string {
 // body as request_id, for clients that cannot set headers.
 type keyField struct {
 	RequestID string `json:"request_id,omitempty"`
-}
-
-// canonicalBody is the body as the fingerprint sees it: JSON re-encoded with
-// sorted keys and no insignificant space, without the request_id field (it
-// is the key, not the request). An empty body stays empty.
-func canonicalBody(b []byte) ([]byte, string, error) {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, "", nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return nil, "", errMalformedJSON
-	}
-	var key string
-	if m, ok := v.(map[string]any); ok {
-		if k, present := m["request_id"]; present {
-			s, isString := k.(string)
-			if !isString {
-				return nil, "", &domain.ValidationError{Field: "request_id", Reason: "must be a string"}
-			}
-			key = s
-			delete(m, "request_id")
-		}
-	}
-	out, err := json.Marshal(v)
-	return out, key, err
 }
 
 // writeJSON renders v; errors get the problem media type.

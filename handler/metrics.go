@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // Metrics is payd's Prometheus instrumentation (SPEC §8). It owns its
@@ -21,7 +22,13 @@ import (
 // Labels never carry caller-chosen text: routes are Echo's patterns
 // (/v1/orders/:id), methods and event types outside a fixed set become
 // "other", so a client cannot grow the series without bound.
+//
+// Metrics is a service.Observer (payments, webhooks, discrepancies); the
+// idempotency engine and the background jobs report to it through
+// Idempotency and Job.
 type Metrics struct {
+	service.NopObserver
+
 	reg           *prometheus.Registry
 	requests      *prometheus.HistogramVec
 	idempotency   *prometheus.CounterVec
@@ -68,23 +75,23 @@ func NewMetrics() *Metrics {
 }
 
 // Idempotency counts one decision of the idempotency engine
-// (service.Idempotency.Observe).
+// (idempotency.Idempotency.Observe).
 func (m *Metrics) Idempotency(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
 
-// Webhook counts one applied provider event (service.Webhooks.Observe). The
-// type is the provider's, so types payd does not know are counted as other.
-func (m *Metrics) Webhook(eventType, outcome string) {
+// WebhookApplied counts one handled provider event. The type is the
+// provider's, so types payd does not know are counted as other.
+func (m *Metrics) WebhookApplied(eventType, outcome string) {
 	if !domain.ProviderEventType(eventType).Known() {
 		eventType = "other"
 	}
 	m.webhooks.WithLabelValues(eventType, outcome).Inc()
 }
 
-// Payment counts one payment result (service.Checkout.Observe).
-func (m *Metrics) Payment(result string) { m.payments.WithLabelValues(result).Inc() }
+// PaymentResult counts one payment result.
+func (m *Metrics) PaymentResult(result string) { m.payments.WithLabelValues(result).Inc() }
 
-// Discrepancy counts one newly recorded discrepancy.
-func (m *Metrics) Discrepancy(t domain.DiscrepancyType) {
+// DiscrepancyRecorded counts one newly recorded discrepancy.
+func (m *Metrics) DiscrepancyRecorded(t domain.DiscrepancyType) {
 	m.discrepancies.WithLabelValues(string(t)).Inc()
 }
 

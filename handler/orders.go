@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/service"
 )
 
@@ -152,27 +153,27 @@ func (h *Orders) pay(c echo.Context) error {
 // payTimeout bounds one pay execution, provider call included.
 const payTimeout = 25 * time.Second
 
-// RenderPay renders what a pay request answers for an outcome. Checkout
+// RenderPay renders what a pay request answers for an outcome. PayRecords
 // uses the same function to complete an idempotency record when the
 // outcome arrives later (webhook, recoverer), so a replay says the same.
 // Only an order the payment paid is a 200 (refunded since included); one
 // still processing is a 202; an order the payment left unpaid is a problem,
 // never a 200 a client would take for success.
-func RenderPay(o domain.Order, err error) service.Response {
+func RenderPay(o domain.Order, err error) idempotency.Response {
 	if err == nil {
 		err = unpaid(o)
 	}
 	if err != nil {
 		p, _ := toProblem(err)
 		b, _ := json.Marshal(p)
-		return service.Response{Status: p.Status, Body: b}
+		return idempotency.Response{Status: p.Status, Body: b}
 	}
 	status := http.StatusOK
 	if o.Status == domain.StatusProcessing {
 		status = http.StatusAccepted
 	}
 	b, _ := json.Marshal(toOrderJSON(o))
-	return service.Response{Status: status, Body: b}
+	return idempotency.Response{Status: status, Body: b}
 }
 
 // errNotCompleted is a pay request that ended with its order unpaid and

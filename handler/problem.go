@@ -1,6 +1,6 @@
-// Package handler is payd's HTTP face: routes, request binding, the
-// idempotency middleware, authentication and the one table that turns
-// errors into RFC 9457 problem responses. Handlers stay thin: bind, call a
+// Package handler is payd's HTTP face: routes (with the idempotency
+// middleware wired in), request binding, authentication and the one table
+// that turns errors into RFC 9457 problem responses. Handlers stay thin: bind, call a
 // use case, render.
 package handler
 
@@ -18,7 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/service"
+	"github.com/payd/payd/idempotency"
 )
 
 // Problem is an RFC 9457 problem detail with payd's stable machine code.
@@ -73,145 +73,188 @@ func retryAfter(p *Problem, seconds int) *Problem {
 	return p
 }
 
-// errorRow maps one domain error to its HTTP status, code and title.
+// errorRow maps the errors it matches to one problem: HTTP status, code,
+// title and the sentence a caller can read.
 type errorRow struct {
-	err    error
+	match  func(error) bool
 	status int
 	code   string
 	title  string
+	detail string
+	// adorn, optional, adds what varies per error: a decline code, a
+	// Retry-After, the invalid fields.
+	adorn func(p *Problem, err error)
+	// unexpected rows are logged: the caller cannot act on them, an operator can.
+	unexpected bool
 }
 
-// errorTable is the one place where domain errors become HTTP answers.
-// Rows are matched with errors.Is, in order.
+// errorTable is the one place where errors become HTTP answers. Rows are
+// tried in order (errors.Is / errors.As); the last matches anything. A
+// *Problem a handler returns answers as itself.
 var errorTable = []errorRow{
-	{domain.ErrKeyMissing, http.StatusBadRequest, "idempotency_key_missing", "Idempotency key missing"},
-	{domain.ErrKeyInvalid, http.StatusBadRequest, "idempotency_key_invalid", "Idempotency key invalid"},
-	{domain.ErrKeyInUse, http.StatusConflict, "idempotency_key_in_use", "Request still in progress"},
-	{domain.ErrKeyReused, http.StatusUnprocessableEntity, "idempotency_key_reused", "Idempotency key reused"},
-	{domain.ErrOrderNotFound, http.StatusNotFound, "order_not_found", "Order not found"},
-	{domain.ErrRecordNotFound, http.StatusNotFound, "request_not_found", "Request not found"},
-	{domain.ErrOrderAlreadyPaid, http.StatusConflict, "order_already_paid", "Order already paid"},
-	{domain.ErrPaymentInProgress, http.StatusConflict, "order_payment_in_progress", "Payment in progress"},
-	{domain.ErrOrderExpired, http.StatusConflict, "order_expired", "Order expired"}, // before order_not_payable: it matches both
-	{domain.ErrOrderNotPayable, http.StatusConflict, "order_not_payable", "Order not payable"},
-	{domain.ErrPaymentMethodInvalid, http.StatusBadRequest, "payment_method_invalid", "Payment method invalid"},
-	{domain.ErrOrderNotCancelable, http.StatusConflict, "order_not_cancelable", "Order cannot be cancelled"},
-	{domain.ErrPaymentDeclined, http.StatusPaymentRequired, "card_declined", "Payment declined"},
-	{domain.ErrOutcomeUnknown, http.StatusBadGateway, "payment_outcome_unknown", "Payment outcome unknown"},
-	{domain.ErrAmountMismatch, http.StatusBadGateway, "payment_amount_mismatch", "Payment amount mismatch"},
-	{domain.ErrEmailTaken, http.StatusConflict, "email_taken", "Email already registered"},
-	{domain.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Unauthorized"},
-	{domain.ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden"},
-	{domain.ErrOrderNotRefundable, http.StatusConflict, "order_not_refundable", "Order not refundable"},
-	{domain.ErrRefundTooLarge, http.StatusConflict, "refund_too_large", "Refund too large"},
-	{domain.ErrRefundRefused, http.StatusBadGateway, "refund_refused", "Refund refused by the provider"},
-	{domain.ErrRunNotFound, http.StatusNotFound, "reconciliation_not_found", "Reconciliation not found"},
-	{domain.ErrDiscrepancyNotFound, http.StatusNotFound, "discrepancy_not_found", "Discrepancy not found"},
-	{domain.ErrAlreadyResolved, http.StatusConflict, "discrepancy_already_resolved", "Discrepancy already resolved"},
-	{domain.ErrResolutionNotApplicable, http.StatusConflict, "resolution_not_applicable", "Resolution not applicable"},
-	{service.ErrStoredResponseUnreadable, http.StatusGone, "stored_response_unreadable", "Stored response unreadable"},
-}
-
-// details gives each domain error a sentence a customer can read.
-var details = map[string]string{
-	"idempotency_key_missing":      "This request needs an Idempotency-Key header (a UUID v4 is recommended).",
-	"idempotency_key_invalid":      "An idempotency key is 1 to 255 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'.",
-	"idempotency_key_in_use":       "A request with this idempotency key is still being processed. Retry after the time in Retry-After.",
-	"idempotency_key_reused":       "This idempotency key was already used for a different request. Use a new key for a new request.",
-	"order_not_found":              "There is no such order.",
-	"request_not_found":            "No request with this idempotency key is known.",
-	"order_already_paid":           "This order has already been paid.",
-	"order_payment_in_progress":    "Another payment for this order is in progress.",
-	"order_not_payable":            "This order was cancelled or has expired and can no longer be paid.",
-	"order_expired":                "This order has expired and can no longer be paid.",
-	"payment_method_invalid":       "The payment provider does not know this payment method; nothing was charged. Use another one.",
-	"order_not_cancelable":         "This order can no longer be cancelled.",
-	"card_declined":                "The payment was declined. Try another payment method.",
-	"payment_outcome_unknown":      "The payment provider did not answer; the outcome will be resolved.",
-	"payment_amount_mismatch":      "The payment provider reported a charge for another amount or currency than the order's. The order was not paid; an operator will refund or apply the charge. Do not pay again.",
-	"email_taken":                  "An account with this email address already exists.",
-	"unauthorized":                 "A valid bearer token is required.",
-	"forbidden":                    "This token is valid but not for this route: customer routes take a customer token, operator routes the admin token.",
-	"order_not_refundable":         "Only a paid order can be refunded.",
-	"refund_too_large":             "The refund exceeds what remains refundable on this order; nothing was refunded.",
-	"refund_refused":               "The payment provider refused the refund; nothing was refunded.",
-	"reconciliation_not_found":     "There is no such reconciliation run.",
-	"discrepancy_not_found":        "There is no such discrepancy.",
-	"discrepancy_already_resolved": "This discrepancy was already resolved with another action.",
-	"resolution_not_applicable":    "This action does not fit this discrepancy; choose another.",
-	"stored_response_unreadable":   "The answer stored for this idempotency key was sealed with a secret key this server no longer has, so it cannot be replayed; the request was not executed again. Its token, if any, no longer works either.",
+	{match: isValidation, status: http.StatusBadRequest, code: "validation_failed", title: "Invalid request", adorn: listInvalid},
+	rowOf(is(idempotency.ErrMalformedBody), errMalformedJSON),
+	rowOf(is(idempotency.ErrKeyConflict), errKeyConflict),
+	// A payment the provider never received is no decline: before card_declined.
+	{match: notCharged, status: http.StatusBadGateway, code: "payment_not_completed", title: "Payment not completed",
+		detail: "The payment never reached the provider and nothing was charged. You may try again."},
+	{match: is(domain.ErrKeyMissing), status: http.StatusBadRequest, code: "idempotency_key_missing", title: "Idempotency key missing",
+		detail: "This request needs an Idempotency-Key header (a UUID v4 is recommended)."},
+	{match: is(domain.ErrKeyInvalid), status: http.StatusBadRequest, code: "idempotency_key_invalid", title: "Idempotency key invalid",
+		detail: "An idempotency key is 1 to 255 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'."},
+	{match: is(domain.ErrKeyInUse), status: http.StatusConflict, code: "idempotency_key_in_use", title: "Request still in progress",
+		detail: "A request with this idempotency key is still being processed. Retry after the time in Retry-After.", adorn: retryWhenFree},
+	{match: is(domain.ErrKeyReused), status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", title: "Idempotency key reused",
+		detail: "This idempotency key was already used for a different request. Use a new key for a new request."},
+	{match: is(domain.ErrOrderNotFound), status: http.StatusNotFound, code: "order_not_found", title: "Order not found",
+		detail: "There is no such order."},
+	{match: is(domain.ErrRecordNotFound), status: http.StatusNotFound, code: "request_not_found", title: "Request not found",
+		detail: "No request with this idempotency key is known."},
+	{match: is(domain.ErrOrderAlreadyPaid), status: http.StatusConflict, code: "order_already_paid", title: "Order already paid",
+		detail: "This order has already been paid."},
+	{match: is(domain.ErrPaymentInProgress), status: http.StatusConflict, code: "order_payment_in_progress", title: "Payment in progress",
+		detail: "Another payment for this order is in progress."},
+	// order_expired before order_not_payable: an expired order matches both.
+	{match: is(domain.ErrOrderExpired), status: http.StatusConflict, code: "order_expired", title: "Order expired",
+		detail: "This order has expired and can no longer be paid."},
+	{match: is(domain.ErrOrderNotPayable), status: http.StatusConflict, code: "order_not_payable", title: "Order not payable",
+		detail: "This order was cancelled or has expired and can no longer be paid."},
+	{match: is(domain.ErrPaymentMethodInvalid), status: http.StatusBadRequest, code: "payment_method_invalid", title: "Payment method invalid",
+		detail: "The payment provider does not know this payment method; nothing was charged. Use another one."},
+	{match: is(domain.ErrOrderNotCancelable), status: http.StatusConflict, code: "order_not_cancelable", title: "Order cannot be cancelled",
+		detail: "This order can no longer be cancelled."},
+	{match: is(domain.ErrPaymentDeclined), status: http.StatusPaymentRequired, code: "card_declined", title: "Payment declined",
+		detail: "The payment was declined. Try another payment method.", adorn: declineCode},
+	{match: is(domain.ErrOutcomeUnknown), status: http.StatusBadGateway, code: "payment_outcome_unknown", title: "Payment outcome unknown",
+		detail: "The payment provider did not answer; the outcome will be resolved."},
+	{match: is(domain.ErrAmountMismatch), status: http.StatusBadGateway, code: "payment_amount_mismatch", title: "Payment amount mismatch",
+		detail: "The payment provider reported a charge for another amount or currency than the order's. The order was not paid; an operator will refund or apply the charge. Do not pay again."},
+	{match: is(domain.ErrEmailTaken), status: http.StatusConflict, code: "email_taken", title: "Email already registered",
+		detail: "An account with this email address already exists."},
+	{match: is(domain.ErrUnauthorized), status: http.StatusUnauthorized, code: "unauthorized", title: "Unauthorized",
+		detail: "A valid bearer token is required."},
+	{match: is(domain.ErrForbidden), status: http.StatusForbidden, code: "forbidden", title: "Forbidden",
+		detail: "This token is valid but not for this route: customer routes take a customer token, operator routes the admin token."},
+	{match: is(domain.ErrOrderNotRefundable), status: http.StatusConflict, code: "order_not_refundable", title: "Order not refundable",
+		detail: "Only a paid order can be refunded."},
+	{match: is(domain.ErrRefundTooLarge), status: http.StatusConflict, code: "refund_too_large", title: "Refund too large",
+		detail: "The refund exceeds what remains refundable on this order; nothing was refunded."},
+	{match: is(domain.ErrRefundRefused), status: http.StatusBadGateway, code: "refund_refused", title: "Refund refused by the provider",
+		detail: "The payment provider refused the refund; nothing was refunded."},
+	{match: is(domain.ErrRunNotFound), status: http.StatusNotFound, code: "reconciliation_not_found", title: "Reconciliation not found",
+		detail: "There is no such reconciliation run."},
+	{match: is(domain.ErrDiscrepancyNotFound), status: http.StatusNotFound, code: "discrepancy_not_found", title: "Discrepancy not found",
+		detail: "There is no such discrepancy."},
+	{match: is(domain.ErrAlreadyResolved), status: http.StatusConflict, code: "discrepancy_already_resolved", title: "Discrepancy already resolved",
+		detail: "This discrepancy was already resolved with another action."},
+	{match: is(domain.ErrResolutionNotApplicable), status: http.StatusConflict, code: "resolution_not_applicable", title: "Resolution not applicable",
+		detail: "This action does not fit this discrepancy; choose another."},
+	{match: is(idempotency.ErrStoredResponseUnreadable), status: http.StatusGone, code: "stored_response_unreadable", title: "Stored response unreadable",
+		detail: "The answer stored for this idempotency key was sealed with a secret key this server no longer has, so it cannot be replayed; the request was not executed again. Its token, if any, no longer works either."},
+	// Echo's own refusals, before a handler ran.
+	rowOf(httpStatus(http.StatusNotFound), errRouteNotFound),
+	rowOf(httpStatus(http.StatusMethodNotAllowed), errMethodNotAllow),
+	rowOf(httpStatus(http.StatusRequestEntityTooLarge), errTooLarge),
+	rowOf(httpStatus(http.StatusUnsupportedMediaType), errContentType),
+	{match: httpStatus(0), status: http.StatusBadRequest, code: "http_error", title: "HTTP error", adorn: echoStatus}, // status: the HTTPError's own
+	// The database restarting is no fault in payd, but an operator wants to know.
+	{match: unreachable, status: http.StatusServiceUnavailable, code: "service_unavailable", title: "Service unavailable",
+		detail: "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.",
+		adorn:  func(p *Problem, _ error) { p.retryAfter = 1 }, unexpected: true},
+	{match: func(error) bool { return true }, status: http.StatusInternalServerError, code: "internal_error", title: "Internal error",
+		detail: "Something went wrong on our side. It has been logged.", unexpected: true},
 }
 
 // toProblem turns any error into the problem the client sees; ok is false
-// for errors nobody expected (they become a 500 and are logged).
+// for errors nobody expected (they are logged).
 func toProblem(err error) (*Problem, bool) {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p, true
 	}
-	if p := validationProblem(err); p != nil {
-		return p, true
-	}
-	if decline := (*domain.DeclineError)(nil); errors.As(err, &decline) && decline.Code == domain.NotCharged {
-		return problem(http.StatusBadGateway, "payment_not_completed", "Payment not completed",
-			"The payment never reached the provider and nothing was charged. You may try again."), true
-	}
 	for _, row := range errorTable {
-		if !errors.Is(err, row.err) {
+		if !row.match(err) {
 			continue
 		}
-		p := problem(row.status, row.code, row.title, details[row.code])
-		var inUse *service.InUseError
-		if errors.As(err, &inUse) {
-			p.retryAfter = int(inUse.RetryAfter.Round(time.Second) / time.Second)
+		p := problem(row.status, row.code, row.title, row.detail)
+		if row.adorn != nil {
+			row.adorn(p, err)
 		}
-		var decline *domain.DeclineError
-		if errors.As(err, &decline) {
-			p.DeclineCode = decline.Code
-		}
-		return p, true
+		return p, !row.unexpected
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound:
-			return errRouteNotFound, true
-		case http.StatusMethodNotAllowed:
-			return errMethodNotAllow, true
-		case http.StatusRequestEntityTooLarge:
-			return errTooLarge, true
-		case http.StatusUnsupportedMediaType:
-			return errContentType, true
-		}
-		return problem(he.Code, "http_error", "HTTP error", fmt.Sprint(he.Message)), true
-	}
-	if unreachable(err) {
-		p := problem(http.StatusServiceUnavailable, "service_unavailable", "Service unavailable",
-			"payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.")
-		p.retryAfter = 1
-		return p, false // still logged: an operator wants to know
-	}
-	return problem(http.StatusInternalServerError, "internal_error", "Internal error", "Something went wrong on our side. It has been logged."), false
+	panic("errorTable has no catch-all row")
 }
 
-// validationProblem is the validation_failed problem of err listing every
-// invalid field, or nil when err is not about the input.
-func validationProblem(err error) *Problem {
+// rowOf is the row answering errors that match with the problem p the
+// handler layer also raises itself.
+func rowOf(match func(error) bool, p *Problem) errorRow {
+	return errorRow{match: match, status: p.Status, code: p.Code, title: p.Title, detail: p.Detail}
+}
+
+// is matches errors that are target (errors.Is).
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// httpStatus matches an *echo.HTTPError with that status; 0 matches any.
+func httpStatus(status int) func(error) bool {
+	return func(err error) bool {
+		var he *echo.HTTPError
+		return errors.As(err, &he) && (status == 0 || he.Code == status)
+	}
+}
+
+// echoStatus answers an *echo.HTTPError with its own status and message.
+func echoStatus(p *Problem, err error) {
+	var he *echo.HTTPError
+	errors.As(err, &he)
+	p.Status, p.Detail = he.Code, fmt.Sprint(he.Message)
+}
+
+// notCharged matches the decline of a payment that never reached the provider.
+func notCharged(err error) bool {
+	var decline *domain.DeclineError
+	return errors.As(err, &decline) && decline.Code == domain.NotCharged
+}
+
+// declineCode tells the caller why the provider declined.
+func declineCode(p *Problem, err error) {
+	var decline *domain.DeclineError
+	if errors.As(err, &decline) {
+		p.DeclineCode = decline.Code
+	}
+}
+
+// retryWhenFree sets Retry-After to when the key's holder finishes or its
+// lease ends (idempotency.InUseError).
+func retryWhenFree(p *Problem, err error) {
+	var inUse *idempotency.InUseError
+	if errors.As(err, &inUse) {
+		p.retryAfter = int(inUse.RetryAfter.Round(time.Second) / time.Second)
+	}
+}
+
+// isValidation matches errors about the input: one or several invalid fields.
+func isValidation(err error) bool {
+	var invalid domain.ValidationErrors
+	var one *domain.ValidationError
+	return errors.As(err, &invalid) || errors.As(err, &one)
+}
+
+// listInvalid makes the problem list every invalid field of err.
+func listInvalid(p *Problem, err error) {
 	var invalid domain.ValidationErrors
 	if !errors.As(err, &invalid) {
 		var one *domain.ValidationError
-		if !errors.As(err, &one) {
-			return nil
-		}
+		errors.As(err, &one)
 		invalid = domain.ValidationErrors{one}
 	}
-	p := problem(http.StatusBadRequest, "validation_failed", "Invalid request", invalid.Error())
+	p.Detail = invalid.Error()
 	for _, e := range invalid {
 		if e.Field != "" {
 			p.Errors = append(p.Errors, FieldError{Param: e.Field, Detail: e.Reason})
 		}
 	}
-	return p
 }
 
 // ErrorHandler is Echo's HTTPErrorHandler: it writes every error as problem

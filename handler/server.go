@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/payd/payd/service"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/web"
 )
 
@@ -28,7 +28,7 @@ type Deps struct {
 	Webhooks    *Webhooks
 	Admin       *Admin
 	EventPoll   time.Duration // how often event streams look for changes by other processes
-	Idempotency *service.Idempotency
+	Idempotency *idempotency.Idempotency
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
 	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
@@ -57,7 +57,7 @@ func New(d Deps) *echo.Echo {
 
 // routes lists every route payd serves, in one place.
 func routes(e *echo.Echo, d Deps) {
-	idem := &Idempotent{Engine: d.Idempotency, Log: d.Log}
+	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: body}
 	customer := RequireCustomer(d.Customers, d.AdminToken)
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
@@ -76,12 +76,12 @@ func routes(e *echo.Echo, d Deps) {
 	e.GET("/problems/:code", problemDoc) // what a problem's type URI names
 
 	v1 := e.Group("/v1")
-	v1.POST("/customers", customers.register, idem.Middleware(KeySealed))
-	v1.POST("/orders", orders.create, customer, idem.Middleware(KeyOptional))
+	v1.POST("/customers", customers.register, idem.Wrap(idempotency.KeySealed))
+	v1.POST("/orders", orders.create, customer, idem.Wrap(idempotency.KeyOptional))
 	v1.GET("/orders", orders.list, customer)
 	v1.GET("/orders/:id", orders.get, customer, validIDs(orderID))
-	v1.POST("/orders/:id/pay", orders.pay, customer, validIDs(orderID), idem.Middleware(KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Middleware(KeyRequired))
+	v1.POST("/orders/:id/pay", orders.pay, customer, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
@@ -92,10 +92,10 @@ func routes(e *echo.Echo, d Deps) {
 	}
 	v1.GET("/admin/orders", a.search, admin)
 	v1.GET("/admin/orders/:id", a.order, admin, validIDs(orderID))
-	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Middleware(KeyRequired))
-	v1.POST("/admin/reconciliations", a.reconcile, admin, acceptMultipart, a.audited("reconcile"), idem.Middleware(KeyRequired))
+	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	v1.POST("/admin/reconciliations", a.reconcile, admin, idempotency.AcceptMultipart, a.audited("reconcile"), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
-	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Middleware(KeyRequired))
+	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
 }
 

@@ -5,8 +5,11 @@ import "sync"
 // Changes tells this process's order-event streams that an order changed,
 // so a subscriber hears about it at once. Changes made by other payd
 // processes reach subscribers through polling (see handler's event stream):
-// this is a shortcut, not the source of truth.
+// this is a shortcut, not the source of truth. It is an Observer (of order
+// changes only) and the OrderFeed of Orders.
 type Changes struct {
+	NopObserver
+
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 }
@@ -34,9 +37,9 @@ func (c *Changes) Subscribe(orderID string) (<-chan struct{}, func()) {
 	}
 }
 
-// Publish signals every subscriber of the order. It never blocks: a
+// OrderChanged signals every subscriber of the order. It never blocks: a
 // subscriber with a signal already pending needs no second one.
-func (c *Changes) Publish(orderID string) {
+func (c *Changes) OrderChanged(orderID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for ch := range c.subs[orderID] {

@@ -16,11 +16,11 @@ type PaymentProvider interface {
 	GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error)
 }
 
-// PayResponder renders what a pay request answers for an outcome (the order,
-// or the error), so an outcome that arrives after the request (webhook,
-// recoverer) completes its idempotency record with what the pay call itself
-// would have answered.
-type PayResponder func(o domain.Order, err error) Response
+// OrphanRefunder takes a charge an order cannot take (a second success, a
+// success after close) and gives it back; *Refunds is one.
+type OrphanRefunder interface {
+	Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error
+}
 
 // Checkout pays orders exactly once. It is the only place that knows the
 // order of the steps: claim the order, record the attempt, ask the
@@ -30,22 +30,19 @@ type Checkout struct {
 	Orders   OrderStore
 	Attempts AttemptStore
 	Provider PaymentProvider
-	Idem     *Idempotency
-	Respond  PayResponder
 	Now      func() time.Time
-	Changed  func(orderID string)                                                               // optional: told after a transition (event stream)
-	Observe  func(result string)                                                                // optional metrics hook: paid, declined, unknown
-	Orphan   func(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error // optional: a success the order cannot take
-	Fault    func(point string)                                                                 // test-only crash injection; nil in production
+	// Orphans, optional, refunds a success the order cannot take.
+	Orphans OrphanRefunder
+	// Observer, optional, is told of each transition, result and
+	// discrepancy, and of every pay answer settled outside its request.
+	Observer Observer
 
 	// ProviderTimeout is the deadline of one charge request
 	// (PAYD_PROVIDER_TIMEOUT; domain.DefaultProviderTimeout when zero).
 	ProviderTimeout time.Duration
 	// Discrepancies records a charge reported for another amount or
-	// currency than the attempt's (ADR 0010); ObserveDiscrepancy, optional,
-	// is told of each one newly recorded.
-	Discrepancies      DiscrepancyStore
-	ObserveDiscrepancy func(domain.DiscrepancyType)
+	// currency than the attempt's (ADR 0010).
+	Discrepancies DiscrepancyStore
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -85,7 +82,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 				return domain.Order{}, err
 			}
 			if claimed {
-				s.fault("after_claim")
+				fault("after_claim")
 				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
 			}
 			continue // someone changed the order between our read and our claim: decide from a fresh read
@@ -182,7 +179,7 @@ func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt,
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
 	})
 	cancel()
-	s.fault("after_charge")
+	fault("after_charge")
 	if re := refusal(err); re != nil {
 		return s.refused(ctx, o, a, re)
 	}
@@ -250,8 +247,9 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 
 // settle applies the provider's answer about attempt a. inRequest says
 // whether the pay request itself is waiting for this answer; when it is
-// not (webhook, recoverer), the request's idempotency record is completed
-// here, so a later replay tells the truth instead of a stale 202.
+// not (webhook, recoverer), the outcome is published (Observer.
+// PaymentSettled) so the request's idempotency record can be completed and
+// a later replay tells the truth instead of a stale 202.
 func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, inRequest bool) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == domain.ChargePending:
@@ -287,8 +285,8 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 }
 
 // Settle applies an outcome that arrived outside the pay request (a
-// webhook, the recoverer) to attempt a of order o, and completes the
-// request's idempotency record with what the pay call would now answer.
+// webhook, the recoverer) to attempt a of order o, and publishes what the
+// pay call would now answer (Observer.PaymentSettled).
 // ch must carry the amount and currency the provider reported: a success
 // for other money is held, never applied (domain.ErrAmountMismatch).
 func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge) (domain.Order, error) {
@@ -323,7 +321,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
 			return err
 		}
-		s.fault("before_settle_commit")
+		fault("before_settle_commit")
 		return nil
 	})
 	if err != nil {
@@ -335,7 +333,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		}
 		adopted = paid
 	}
-	s.fault("after_settle_commit")
+	fault("after_settle_commit")
 	switch {
 	case adopted:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
@@ -396,9 +394,10 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // refused settles a charge request the provider refused outright (a 4xx it
 // understood): nothing was charged, so the attempt fails with the
 // provider's code and the order is released at once, as for a decline. The
-// record is completed here, as failed by the request, so the key may run
-// again (SPEC §3): left to the idempotency middleware, a 400 answer would
-// read as input never acted on and the record would be dropped.
+// outcome is published here (Observer.PaymentSettled, not final), so the
+// request's idempotency record is completed as failed and the key may run
+// again (SPEC §3): left to the request's own 400 answer, the record would
+// read as input never acted on and be dropped.
 func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *domain.ProviderRequestError) (domain.Order, error) {
 	code := re.Code
 	if code == "" {
@@ -409,10 +408,9 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 		return domain.Order{}, err
 	}
 	outcome := refusalOutcome(code)
-	if released && s.Idem != nil && s.Respond != nil {
-		// Best effort, as completeRecord: a lost write leaves the record
-		// processing, and a retry after the lease finds the attempt failed.
-		_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), false)
+	if released {
+		// Not final: nothing was charged, the key may run again.
+		s.obs().PaymentSettled(ctx, o, a, outcome, false)
 	}
 	return o, outcome
 }
@@ -452,47 +450,33 @@ func isUnsettled(st domain.AttemptStatus) bool {
 	return st == domain.AttemptStarted || st == domain.AttemptUnknown
 }
 
+// completeRecord publishes the answer the pay request a.RequestID would now
+// get, for its idempotency record. Completing it is best effort: if that
+// write is lost, the record stays processing and the next request with the
+// key takes over after the lease and recovers the same outcome from the
+// order.
 func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
-	if s.Idem == nil || s.Respond == nil {
-		return
-	}
-	// Best effort: if this write is lost, the record stays processing and the
-	// next request with the key takes over after the lease and recovers the
-	// same outcome from the order.
 	// A payment the provider never received is no decline: the key stays
 	// free to try again. Nor is a held charge final: an operator (or the
 	// provider's record) settles it, and a retry with the key then learns
 	// how from the order. Anything else is the truth a replay must tell.
 	var decline *domain.DeclineError
 	final := (!errors.As(outcome, &decline) || decline.Code != domain.NotCharged) && !errors.Is(outcome, domain.ErrAmountMismatch)
-	_ = s.Idem.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, s.Respond(o, outcome), final)
+	s.obs().PaymentSettled(ctx, o, a, outcome, final)
 }
 
 // orphan hands a charge the order cannot take (a second success, a success
 // after close, a success for an attempt payd recorded as failed) to the
 // refund path.
 func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
-	if s.Orphan == nil {
+	if s.Orphans == nil {
 		return nil
 	}
-	return s.Orphan(ctx, o, a, chargeID)
+	return s.Orphans.Orphan(ctx, o, a, chargeID)
 }
 
-// fault lets a test kill the process at a named point of a payment.
-func (s *Checkout) fault(point string) {
-	if s.Fault != nil {
-		s.Fault(point)
-	}
-}
+func (s *Checkout) obs() Observer { return observing(s.Observer) }
 
-func (s *Checkout) changed(id string) {
-	if s.Changed != nil {
-		s.Changed(id)
-	}
-}
+func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
-func (s *Checkout) observe(result string) {
-	if s.Observe != nil {
-		s.Observe(result)
-	}
-}
+func (s *Checkout) observe(result string) { s.obs().PaymentResult(result) }

@@ -16,7 +16,7 @@ import (
 // Customers registers customers and authenticates their bearer tokens.
 type Customers struct {
 	Store  CustomerStore
-	Sealer *Sealer
+	Tokens *Tokens
 	Now    func() time.Time
 	// ReplayWindow is how long after a registration its key may still give
 	// the token back once its idempotency record is gone (PAYD_IDEMPOTENCY_TTL,
@@ -42,7 +42,7 @@ func (s *Customers) Register(ctx context.Context, req Keyed, email, name string)
 		return domain.Customer{}, "", err
 	}
 	c := domain.Customer{ID: newID(), Email: email, Name: name, RequestID: req.Key, RequestFingerprint: req.Fingerprint, CreatedAt: s.Now().UTC()}
-	token := s.Sealer.CustomerToken(c.ID)
+	token := s.Tokens.CustomerToken(c.ID)
 	c.TokenHash = HashToken(token)
 	err = s.Store.Create(ctx, c)
 	if errors.Is(err, domain.ErrEmailTaken) {
@@ -73,7 +73,7 @@ func (s *Customers) resolveTaken(ctx context.Context, req Keyed, email string) (
 	case subtle.ConstantTimeCompare([]byte(c.RequestFingerprint), []byte(req.Fingerprint)) != 1:
 		return domain.Customer{}, "", domain.ErrKeyReused
 	}
-	token := s.Sealer.CustomerToken(c.ID)
+	token := s.Tokens.CustomerToken(c.ID)
 	if subtle.ConstantTimeCompare([]byte(HashToken(token)), []byte(c.TokenHash)) != 1 {
 		return domain.Customer{}, "", domain.ErrEmailTaken
 	}

@@ -2,7 +2,6 @@ package service
 
 import (
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -75,7 +74,7 @@ func refusal(err error) *domain.ProviderRequestError {
 	if err == nil || errors.Is(err, domain.ErrProviderUnavailable) || !errors.As(err, &re) {
 		return nil
 	}
-	if re.StatusCode == http.StatusConflict || re.Code == "idempotency_key_reused" {
+	if re.StatusCode == 409 || re.Code == "idempotency_key_reused" {
 		return nil
 	}
 	return re

@@ -54,19 +54,19 @@ func (j Job) Loop(ctx context.Context) {
 const jobBatch = 500
 
 // PurgeRecords deletes expired idempotency records, a batch at a time.
-func PurgeRecords(records RecordStore, now func() time.Time) func(context.Context) (int64, error) {
+func PurgeRecords(records RecordPurger, now func() time.Time) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
 		return records.PurgeExpired(ctx, now().UTC(), jobBatch)
 	}
 }
 
 // ExpireOrders moves pending orders past their TTL to expired, a batch at
-// a time, and announces each change to the order's event streams.
-func ExpireOrders(orders OrderStore, now func() time.Time, changed func(orderID string)) func(context.Context) (int64, error) {
+// a time, and tells obs (optional) of each order it changed.
+func ExpireOrders(orders OrderStore, now func() time.Time, obs Observer) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
 		ids, err := orders.ExpireDue(ctx, now().UTC(), jobBatch)
 		for _, id := range ids {
-			changed(id)
+			observing(obs).OrderChanged(id)
 		}
 		return int64(len(ids)), err
 	}

@@ -20,7 +20,16 @@ type Orders struct {
 	Limits   domain.Limits
 	TTL      time.Duration // PAYD_ORDER_TTL: pending orders expire after this
 	Now      func() time.Time
-	Changes  *Changes // optional: where this process announces order changes (event stream)
+	// Observer, optional, is told of each order a cancel changes.
+	Observer Observer
+	// Feed, optional, lets callers hear of changes to an order made by
+	// this process (the event stream); without it Subscribe never signals.
+	Feed OrderFeed
+}
+
+// OrderFeed tells subscribers of changes to an order; *Changes is one.
+type OrderFeed interface {
+	Subscribe(orderID string) (<-chan struct{}, func())
 }
 
 // NewItem is one requested order line, as the customer sent it.
@@ -201,17 +210,13 @@ func (s *Orders) Cancel(ctx context.Context, customerID, id string) (domain.Orde
 	}
 }
 
-func (s *Orders) changed(id string) {
-	if s.Changes != nil {
-		s.Changes.Publish(id)
-	}
-}
+func (s *Orders) changed(id string) { observing(s.Observer).OrderChanged(id) }
 
 // Subscribe tells the caller of changes to an order made by this process
-// (see Changes); with no Changes configured it never signals.
+// (see Feed); with no Feed configured it never signals.
 func (s *Orders) Subscribe(orderID string) (<-chan struct{}, func()) {
-	if s.Changes == nil {
+	if s.Feed == nil {
 		return make(chan struct{}), func() {}
 	}
-	return s.Changes.Subscribe(orderID)
+	return s.Feed.Subscribe(orderID)
 }

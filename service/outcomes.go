@@ -46,8 +46,8 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("hold attempt %s: %w", a.ID, err)
 	}
-	if isNew && s.ObserveDiscrepancy != nil {
-		s.ObserveDiscrepancy(domain.AmountMismatch)
+	if isNew {
+		s.obs().DiscrepancyRecorded(domain.AmountMismatch)
 	}
 	if !held {
 		// Another report settled the attempt first. A success for the right

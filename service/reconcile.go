@@ -28,7 +28,7 @@ type Reconciler struct {
 	Provider      ChargeLister
 	Lease         time.Duration
 	Now           func() time.Time
-	Observe       func(t domain.DiscrepancyType) // optional metrics hook: a new discrepancy
+	Observer      Observer // optional: told of each discrepancy a run newly records
 }
 
 // ReconcileRequest is one run: a window, and either the provider's list
@@ -87,9 +87,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return domain.ReconciliationRun{}, err
 	}
 	for _, t := range fresh {
-		if s.Observe != nil {
-			s.Observe(t) // counted once committed: a rolled-back run recorded nothing
-		}
+		observing(s.Observer).DiscrepancyRecorded(t) // told once committed: a rolled-back run recorded nothing
 	}
 	return run, nil
 }

@@ -29,10 +29,9 @@ type Refunds struct {
 	Discrepancies DiscrepancyStore
 	Provider      RefundProvider
 	Now           func() time.Time
-	Changed       func(orderID string)
-	// ObserveDiscrepancy is an optional metrics hook: told of each
-	// discrepancy an automatic refund newly records.
-	ObserveDiscrepancy func(domain.DiscrepancyType)
+	// Observer, optional, is told of each order a refund changes and each
+	// discrepancy a refund newly records.
+	Observer Observer
 }
 
 // Orphan refunds a charge that order o cannot take and records why: a
@@ -61,8 +60,8 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 			Note: "the provider charged this attempt while another request holds the order; refund it if that payment succeeds",
 		}, s.Now)
 		_, isNew, err := s.Discrepancies.Record(ctx, d)
-		if isNew && s.ObserveDiscrepancy != nil {
-			s.ObserveDiscrepancy(d.Type)
+		if isNew {
+			observing(s.Observer).DiscrepancyRecorded(d.Type)
 		}
 		return err
 	}
@@ -80,8 +79,8 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 		d.Status, d.Resolution, d.ResolvedAt = domain.DiscrepancyResolved, ResolveAuto, &at
 	}
 	_, isNew, err := s.Discrepancies.Record(ctx, d)
-	if isNew && s.ObserveDiscrepancy != nil {
-		s.ObserveDiscrepancy(kind)
+	if isNew {
+		observing(s.Observer).DiscrepancyRecorded(kind)
 	}
 	return err
 }
@@ -188,8 +187,8 @@ func (s *Refunds) refundMismatch(ctx context.Context, r domain.Refund, providerR
 		if err != nil {
 			return err
 		}
-		if isNew && s.ObserveDiscrepancy != nil {
-			s.ObserveDiscrepancy(domain.AmountMismatch)
+		if isNew {
+			observing(s.Observer).DiscrepancyRecorded(domain.AmountMismatch)
 		}
 	}
 	if r.Kind != domain.RefundManual {
@@ -312,8 +311,8 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 		}
 		return s.Store.Create(ctx, r)
 	})
-	if err == nil && s.Changed != nil {
-		s.Changed(o.ID)
+	if err == nil {
+		observing(s.Observer).OrderChanged(o.ID)
 	}
 	return r, err
 }

@@ -21,14 +21,13 @@ type Webhooks struct {
 	Refunds       *Refunds
 	Discrepancies DiscrepancyStore
 	Now           func() time.Time
-	Observe       func(eventType, outcome string) // optional metrics hook
+	// Observer, optional, is told of each event handled and each
+	// discrepancy an event newly records.
+	Observer Observer
 	// Provider is asked for its record of a charge when an event
 	// contradicts payd's books (ADR 0010). Without it, such events are
 	// applied as before: through the guarded transitions only.
 	Provider PaymentProvider
-	// ObserveDiscrepancy is an optional metrics hook: told of each
-	// discrepancy an event newly records.
-	ObserveDiscrepancy func(domain.DiscrepancyType)
 }
 
 // Webhook outcomes, stored on the inbox row and reported to the provider.
@@ -189,8 +188,8 @@ func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (string,
 	if err != nil {
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)
 	}
-	if isNew && s.ObserveDiscrepancy != nil {
-		s.ObserveDiscrepancy(disc.Type)
+	if isNew {
+		observing(s.Observer).DiscrepancyRecorded(disc.Type)
 	}
 	return OutcomeDiscrepancy, nil
 }
@@ -202,7 +201,5 @@ func newDiscrepancy(d domain.Discrepancy, now func() time.Time) domain.Discrepan
 }
 
 func (s *Webhooks) observe(eventType, outcome string) {
-	if s.Observe != nil {
-		s.Observe(eventType, outcome)
-	}
+	observing(s.Observer).WebhookApplied(eventType, outcome)
 }

@@ -1,18 +1,27 @@
 package main
 
 import (
+	"github.com/payd/payd/handler"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
 )
 
-// Compile-time checks that the adapters satisfy the ports service declares.
+// Compile-time checks that the adapters satisfy the ports service and
+// idempotency declare.
 var (
 	_ service.Transactor       = (*repository.Transactor)(nil)
 	_ service.CustomerStore    = (*repository.CustomerStore)(nil)
 	_ service.OrderStore       = (*repository.OrderStore)(nil)
 	_ service.AttemptStore     = (*repository.AttemptStore)(nil)
-	_ service.RecordStore      = (*repository.RecordStore)(nil)
+	_ idempotency.RecordStore  = (*repository.RecordStore)(nil)
+	_ service.RecordPurger     = (*repository.RecordStore)(nil)
+	_ service.OrphanRefunder   = (*service.Refunds)(nil)
+	_ service.OrderFeed        = (*service.Changes)(nil)
+	_ service.Observer         = (*service.Changes)(nil)
+	_ service.Observer         = (*handler.Metrics)(nil)
+	_ service.Observer         = handler.PayRecords{}
 	_ service.InboxStore       = (*repository.InboxStore)(nil)
 	_ service.DiscrepancyStore = (*repository.DiscrepancyStore)(nil)
 	_ service.RefundStore      = (*repository.RefundStore)(nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
@@ -224,7 +225,7 @@ func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger)
 
 // app is payd wired together.
 type app struct {
-	idem *service.Idempotency
+	idem *idempotency.Idempotency
 	echo *echo.Echo
 	jobs []service.Job
 
@@ -233,10 +234,15 @@ type app struct {
 
 // wire builds stores → services → handlers.
 func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger) (*app, error) {
-	sealer, err := service.NewSealer(cfg.SecretKey)
+	sealer, err := idempotency.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
 	}
+	tokens, err := service.NewTokens(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
+	}
+	crashAt(cfg.Fault)
 	var (
 		tx            = repository.NewTransactor(db)
 		orders        = repository.NewOrderStore(db)
@@ -253,19 +259,21 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
-	idem := &service.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
+	idem := &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
 		Observe: metrics.Idempotency}
+	// What the use cases do reaches this process's event streams, the
+	// metrics and, for payments settled outside their request, the pay
+	// request's idempotency record.
+	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: prov, Now: now, Changed: changes.Publish,
-		ObserveDiscrepancy: metrics.Discrepancy}
-	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov, Idem: idem, Respond: handler.RenderPay,
-		Now: now, Changed: changes.Publish, Orphan: refunds.Orphan, Fault: faultInjector(cfg.Fault),
-		Observe: metrics.Payment, ProviderTimeout: cfg.ProviderTimeout}
+		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
+	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
+		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
-	checkout.Discrepancies, checkout.ObserveDiscrepancy = discrepancies, metrics.Discrepancy
+	checkout.Discrepancies = discrepancies
 	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
-		Observe: metrics.Webhook, ObserveDiscrepancy: metrics.Discrepancy}, provider.ParseEvent, cfg.WebhookSecret)
+		Observer: observer}, provider.ParseEvent, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
@@ -274,7 +282,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
 		Refunds: refunds,
 		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
-			Provider: prov, Lease: cfg.Lease, Now: now, Observe: metrics.Discrepancy},
+			Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
 		Records:     idem,
@@ -282,8 +290,8 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	}
 	e := handler.New(handler.Deps{
 		Log:         log,
-		Customers:   &service.Customers{Store: custs, Sealer: sealer, Now: now, ReplayWindow: cfg.IdempotencyTTL},
-		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Changes: changes},
+		Customers:   &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL},
+		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
 		Checkout:    checkout,
 		Webhooks:    webhooks,
 		Admin:       admin,
@@ -298,7 +306,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observed: metrics.Job},
-		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, changes.Publish), Log: log, Observed: metrics.Job},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, observer), Log: log, Observed: metrics.Job},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
 	}
 	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil

@@ -1,4 +1,4 @@
-package handler
+package idempotency
 
 import (
 	"bytes"
@@ -14,24 +14,30 @@ import (
 
 const ctxMultipart = "payd.multipart"
 
-// acceptMultipart lets one route take a multipart/form-data upload (the
-// settlement CSV) besides JSON.
-func acceptMultipart(next echo.HandlerFunc) echo.HandlerFunc {
+// maxFormMemory is how much of a form's files parsing keeps in memory; the
+// body itself is already capped by the Body reader (1 MiB).
+const maxFormMemory = 1 << 20
+
+// AcceptMultipart lets one route take a multipart/form-data upload (the
+// settlement CSV) besides JSON; the middleware then fingerprints the form.
+func AcceptMultipart(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Set(ctxMultipart, true)
 		return next(c)
 	}
 }
 
-func multipartAllowed(c echo.Context) bool {
+// MultipartAllowed reports whether the route accepts a multipart upload
+// (AcceptMultipart).
+func MultipartAllowed(c echo.Context) bool {
 	ok, _ := c.Get(ctxMultipart).(bool)
 	return ok
 }
 
-// isMultipart reports whether this request is an accepted multipart upload.
-func isMultipart(c echo.Context) bool {
+// IsMultipart reports whether this request is an accepted multipart upload.
+func IsMultipart(c echo.Context) bool {
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
-	return multipartAllowed(c) && mt == echo.MIMEMultipartForm
+	return MultipartAllowed(c) && mt == echo.MIMEMultipartForm
 }
 
 // canonicalMultipart is a multipart body as the fingerprint sees it: its
@@ -40,11 +46,11 @@ func isMultipart(c echo.Context) bool {
 func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
 	_, params, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || params["boundary"] == "" {
-		return nil, "", errMalformedJSON
+		return nil, "", ErrMalformedBody
 	}
-	form, err := multipart.NewReader(bytes.NewReader(raw), params["boundary"]).ReadForm(MaxBodyBytes)
+	form, err := multipart.NewReader(bytes.NewReader(raw), params["boundary"]).ReadForm(maxFormMemory)
 	if err != nil {
-		return nil, "", errMalformedJSON
+		return nil, "", ErrMalformedBody
 	}
 	defer form.RemoveAll()
 	files := map[string][]string{}

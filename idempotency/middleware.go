@@ -1,4 +1,4 @@
-package handler
+package idempotency
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/service"
 )
 
 const (
@@ -29,25 +28,39 @@ const (
 	KeySealed                  // required, and the stored response is encrypted (it carries a token)
 )
 
-// Idempotent is the one mechanism every mutating route goes through
+// Errors about the request itself, raised before the engine runs; the
+// HTTP error table renders them.
+var (
+	// ErrMalformedBody: the body is not JSON (or not a readable multipart form).
+	ErrMalformedBody = errors.New("request body is not valid JSON")
+	// ErrKeyConflict: the Idempotency-Key header and the body's request_id differ.
+	ErrKeyConflict = errors.New("the Idempotency-Key header and the request_id field differ")
+)
+
+// Middleware is the one mechanism every mutating route goes through
 // (SPEC §3): it reads and fingerprints the request, takes the key or replays
 // the stored answer, runs the handler, and stores what it answered.
-type Idempotent struct {
-	Engine *service.Idempotency
+type Middleware struct {
+	Engine *Idempotency
 	Log    *slog.Logger
+	// Scope is the caller's identity, the key's scope: keys never cross callers.
+	Scope func(c echo.Context) string
+	// Body reads the request body once (its size limit and content type
+	// checked) and keeps it for the handler, which reads it again.
+	Body func(c echo.Context) ([]byte, error)
 }
 
-// Middleware wraps one route. It must run after authentication: the
-// caller's identity is the key's scope.
-func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
+// Wrap wraps one route. It must run after authentication: the caller's
+// identity is the key's scope.
+func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			raw, err := body(c)
+			raw, err := m.Body(c)
 			if err != nil {
 				return err
 			}
 			canonical, bodyKey, err := canonicalBody(raw)
-			if isMultipart(c) {
+			if IsMultipart(c) {
 				canonical, bodyKey, err = canonicalMultipart(c, raw)
 			}
 			if err != nil {
@@ -58,13 +71,13 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 				return orNext(err, next, c)
 			}
 			c.Set(ctxKey, key)
-			call := service.Call{
-				Scope: scopeOf(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
+			call := Call{
+				Scope: m.Scope(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
 				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed,
 			}
 			c.Set(ctxFingerprint, call.Fingerprint())
 			start, err := m.Engine.Begin(c.Request().Context(), call)
-			if errors.Is(err, service.ErrStoredResponseUnreadable) {
+			if errors.Is(err, ErrStoredResponseUnreadable) {
 				// The caller gets 410; the operator learns why (the key changed).
 				m.Log.WarnContext(c.Request().Context(), "stored response unreadable: was PAYD_SECRET_KEY changed?", "err", err,
 					"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
@@ -73,8 +86,7 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 				return err
 			}
 			if start.Replay != nil {
-				c.Response().Header().Set("Idempotent-Replayed", "true")
-				return writeRaw(c, start.Replay.Status, start.Replay.Body)
+				return replay(c, *start.Replay)
 			}
 			return m.execute(c, next, call)
 		}
@@ -87,7 +99,7 @@ func (m *Idempotent) Middleware(mode KeyMode) echo.MiddlewareFunc {
 // to it as a concurrent duplicate's instead of starting a new attempt. The
 // store uses a context the client cannot cancel: a client hanging up must
 // not leave the record half-finished.
-func (m *Idempotent) execute(c echo.Context, next echo.HandlerFunc, call service.Call) error {
+func (m *Middleware) execute(c echo.Context, next echo.HandlerFunc, call Call) error {
 	rec := &recorder{ResponseWriter: c.Response().Writer, status: http.StatusOK}
 	c.Response().Writer = rec
 	if err := next(c); err != nil {
@@ -95,7 +107,7 @@ func (m *Idempotent) execute(c echo.Context, next echo.HandlerFunc, call service
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
 	defer cancel()
-	resp := service.Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
+	resp := Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
 	if err := m.Engine.Finish(ctx, call, resp); err != nil {
 		// The record stays processing and the next request with this key
 		// takes over after the lease; this caller still gets its answer.
@@ -116,7 +128,7 @@ func orNext(err error, next echo.HandlerFunc, c echo.Context) error {
 // request_id; both present and different is a 400.
 func requestKey(header, bodyKey string, mode KeyMode) (string, error) {
 	if header != "" && bodyKey != "" && header != bodyKey {
-		return "", errKeyConflict
+		return "", ErrKeyConflict
 	}
 	key := header
 	if key == "" {
@@ -133,17 +145,28 @@ func requestKey(header, bodyKey string, mode KeyMode) (string, error) {
 	return key, nil
 }
 
-// requestKeyOf is the key the middleware accepted for this request.
-func requestKeyOf(c echo.Context) string {
+// KeyOf is the key the middleware accepted for this request ("" without one).
+func KeyOf(c echo.Context) string {
 	k, _ := c.Get(ctxKey).(string)
 	return k
 }
 
-// keyedOf is the key the middleware accepted with the request's
-// fingerprint, for use cases that keep both on the row they create.
-func keyedOf(c echo.Context) service.Keyed {
+// FingerprintOf is the fingerprint (Call.Fingerprint) of the request the
+// middleware accepted a key for, for use cases that keep it on the row they
+// create.
+func FingerprintOf(c echo.Context) string {
 	fp, _ := c.Get(ctxFingerprint).(string)
-	return service.Keyed{Key: requestKeyOf(c), Fingerprint: fp}
+	return fp
+}
+
+// replay sends the stored answer of the original request, marked as such.
+// Every answer payd stores is JSON; an error is a problem document.
+func replay(c echo.Context, r Response) error {
+	c.Response().Header().Set("Idempotent-Replayed", "true")
+	if r.Status >= 400 {
+		return c.Blob(r.Status, "application/problem+json", r.Body)
+	}
+	return c.Blob(r.Status, echo.MIMEApplicationJSON, r.Body)
 }
 
 // recorder holds what the handler writes until the answer is stored; send

@@ -1,4 +1,10 @@
-package service
+// Package idempotency is payd's idempotency mechanism (SPEC §3): the
+// engine that takes a request's key or finds what an earlier request with
+// it answered, the store port it keeps records through, the sealing of
+// answers that carry a secret, and the Echo middleware every mutating route
+// goes through. It speaks HTTP (a stored answer is a status and a body) so
+// that the use cases in service need not.
+package idempotency
 
 import (
 	"context"
@@ -20,7 +26,7 @@ type Call struct {
 	Key     string
 	Method  string
 	Path    string
-	Body    []byte // canonical form of the request body (see handler)
+	Body    []byte // canonical form of the request body (see canonicalBody)
 	OrderID string // the order a pay call is about, if any
 	Seal    bool   // store the response encrypted (it carries a secret)
 }
@@ -33,13 +39,6 @@ func (c Call) Fingerprint() string {
 	h.Write(c.Body)
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// Keyed names the idempotent request a row is created under: its key and
-// its fingerprint (Call.Fingerprint). The row keeps both, so once the
-// record is gone (expired or purged) a repeated request can still be told
-// from another request under the same key. The zero value is a request
-// without a key.
-type Keyed struct{ Key, Fingerprint string }
 
 // Response is an HTTP answer as stored and replayed: status code and body.
 type Response struct {
@@ -183,7 +182,7 @@ func (s *Idempotency) replay(rec domain.Record) (Start, error) {
 // means for a retry with the same key:
 //   - success (2xx but 202): stored and replayed from now on;
 //   - 202, outcome not known yet: the record stays processing under its
-//     lease until the outcome is known (see Checkout.Settle);
+//     lease until the outcome is known (see Complete);
 //   - input the request never got to act on (400, 401, 403, 404, 413, 415,
 //     422): not recorded, the key is free again;
 //   - a business failure (402, 409) or an internal error: stored as failed,

@@ -1,0 +1,38 @@
+package handler
+
+import (
+	"context"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/service"
+)
+
+// requestKeyOf is the key the idempotency middleware accepted for this request.
+func requestKeyOf(c echo.Context) string { return idempotency.KeyOf(c) }
+
+// keyedOf is the key the middleware accepted with the request's
+// fingerprint, for use cases that keep both on the row they create.
+func keyedOf(c echo.Context) service.Keyed {
+	return service.Keyed{Key: idempotency.KeyOf(c), Fingerprint: idempotency.FingerprintOf(c)}
+}
+
+// PayRecords observes Checkout for the idempotency records of pay
+// requests: when a payment's answer becomes known outside its request (a
+// webhook, the recoverer, a refusal), it completes the request's record
+// with what the pay call itself answers for that outcome (RenderPay), so a
+// replay tells the truth instead of a stale 202.
+type PayRecords struct {
+	service.NopObserver
+	Engine *idempotency.Idempotency
+}
+
+// PaymentSettled completes the record of the pay request a.RequestID. It
+// is best effort: a lost write leaves the record processing, and the next
+// request with the key takes over after the lease and recovers the same
+// outcome from the order.
+func (p PayRecords) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
+	_ = p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, RenderPay(o, outcome), final)
+}

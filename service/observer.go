@@ -1,0 +1,98 @@
+package service
+
+import (
+	"context"
+
+	"github.com/payd/payd/domain"
+)
+
+// Observer is told what the use cases did, after they did it: the one port
+// through which service publishes outcomes to the rest of payd (the event
+// stream, metrics, the idempotency records of pay requests). An observer
+// only watches: it cannot change or fail what happened, so its methods
+// return nothing and must not block for long. Embed NopObserver to
+// implement only some of them.
+type Observer interface {
+	// OrderChanged: the order's status or amounts changed (event stream).
+	OrderChanged(orderID string)
+	// PaymentSettled: the answer of the pay request a.RequestID made for
+	// order o is now known other than by that request's own reply — an
+	// outcome that arrived later (webhook, recoverer), or a refusal the
+	// request's reply alone would not record as an attempt. outcome is what
+	// Checkout.Pay would now return (nil: the order as it is now); final
+	// says whether a retry with the key must be told this outcome rather
+	// than run again.
+	PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool)
+	// PaymentResult: one payment attempt ended as paid, declined, unknown or held.
+	PaymentResult(result string)
+	// DiscrepancyRecorded: a discrepancy of type t was newly recorded.
+	DiscrepancyRecorded(t domain.DiscrepancyType)
+	// WebhookApplied: a provider event of eventType was handled with outcome
+	// (applied, duplicate, ignored, discrepancy).
+	WebhookApplied(eventType, outcome string)
+}
+
+// NopObserver observes nothing; embed it to implement part of Observer.
+type NopObserver struct{}
+
+// OrderChanged does nothing.
+func (NopObserver) OrderChanged(string) {}
+
+// PaymentSettled does nothing.
+func (NopObserver) PaymentSettled(context.Context, domain.Order, domain.Attempt, error, bool) {}
+
+// PaymentResult does nothing.
+func (NopObserver) PaymentResult(string) {}
+
+// DiscrepancyRecorded does nothing.
+func (NopObserver) DiscrepancyRecorded(domain.DiscrepancyType) {}
+
+// WebhookApplied does nothing.
+func (NopObserver) WebhookApplied(string, string) {}
+
+// Observers tells every observer in it, in order.
+type Observers []Observer
+
+// OrderChanged tells every observer.
+func (all Observers) OrderChanged(orderID string) {
+	for _, o := range all {
+		o.OrderChanged(orderID)
+	}
+}
+
+// PaymentSettled tells every observer.
+func (all Observers) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
+	for _, ob := range all {
+		ob.PaymentSettled(ctx, o, a, outcome, final)
+	}
+}
+
+// PaymentResult tells every observer.
+func (all Observers) PaymentResult(result string) {
+	for _, o := range all {
+		o.PaymentResult(result)
+	}
+}
+
+// DiscrepancyRecorded tells every observer.
+func (all Observers) DiscrepancyRecorded(t domain.DiscrepancyType) {
+	for _, o := range all {
+		o.DiscrepancyRecorded(t)
+	}
+}
+
+// WebhookApplied tells every observer.
+func (all Observers) WebhookApplied(eventType, outcome string) {
+	for _, o := range all {
+		o.WebhookApplied(eventType, outcome)
+	}
+}
+
+// observing is o, or an observer of nothing when o is nil: every use case's
+// Observer field is optional.
+func observing(o Observer) Observer {
+	if o == nil {
+		return NopObserver{}
+	}
+	return o
+}
