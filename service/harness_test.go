@@ -63,8 +63,13 @@ type world struct {
 	records       *repository.RecordStore
 	discrepancies *repository.DiscrepancyStore
 
-	mu       sync.Mutex
-	observed map[string]int // payment outcomes Checkout reported: paid, declined, unknown, held
+	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
+}
+
+// tally counts named outcomes.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
 }
 
 // eachDialect runs fn once per database dialect, each with a world of its own.
@@ -80,8 +85,8 @@ func newWorld(t *testing.T, d migrations.Dialect) *world {
 	t.Helper()
 	c := &clock{}
 	sb := sandboxtest.New(t, sandbox.Config{DatabaseURL: sandboxtest.SQLiteURL(t), Clock: c.Now, AsyncDelay: time.Second})
-	w := &world{t: t, url: dbtest.NewURL(t, d), clock: c, sb: sb, prov: &spyProvider{inner: sb.Client}, observed: map[string]int{}}
-	w.build(dbtest.OpenURL(t, w.url), true)
+	w := &world{t: t, url: dbtest.NewURL(t, d), clock: c, sb: sb, prov: &spyProvider{inner: sb.Client}, observed: &tally{n: map[string]int{}}}
+	w.build(dbtest.OpenURL(t, w.url))
 	return w
 }
 
@@ -90,11 +95,11 @@ func newWorld(t *testing.T, d migrations.Dialect) *world {
 func (w *world) replica() *world {
 	w.t.Helper()
 	r := &world{t: w.t, url: w.url, clock: w.clock, sb: w.sb, prov: w.prov, observed: w.observed}
-	r.build(dbtest.OpenURL(w.t, w.url), false)
+	r.build(dbtest.OpenURL(w.t, w.url))
 	return r
 }
 
-func (w *world) build(db *repository.DB, _ bool) {
+func (w *world) build(db *repository.DB) {
 	sealer, err := service.NewSealer("service-test-secret-key-0123456789")
 	if err != nil {
 		w.t.Fatal(err)
@@ -128,16 +133,16 @@ func (w *world) build(db *repository.DB, _ bool) {
 }
 
 func (w *world) observe(result string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.observed[result]++
+	w.observed.mu.Lock()
+	defer w.observed.mu.Unlock()
+	w.observed.n[result]++
 }
 
 // outcomes returns how often Checkout reported result (paid, declined, unknown, held).
 func (w *world) outcomes(result string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.observed[result]
+	w.observed.mu.Lock()
+	defer w.observed.mu.Unlock()
+	return w.observed.n[result]
 }
 
 // respond renders a pay outcome as the idempotency record stores it: the
