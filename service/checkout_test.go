@@ -105,9 +105,9 @@ func TestPayConcurrentKeysChargeOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		cust := w.customer(t)
 		other := w.replica() // a second payd process on the same database
-		for round := range 3 {
+		for round := range 6 {
 			o := w.order(t, cust, "9.99")
-			const n = 6
+			const n = 8
 			var (
 				wg    sync.WaitGroup
 				start = make(chan struct{})

@@ -125,3 +125,37 @@ func TestWebhookChargePaydNeverMade(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookFailureContradictingProvider: a payment.failed for an attempt
+// whose outcome payd does not know yet (the reply was lost) but which the
+// provider charged is checked with the provider before anything is
+// released: the order ends paid by that charge, never free for a second.
+func TestWebhookFailureContradictingProvider(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.order(t, cust, "18.00")
+		if got, err := w.pay(cust, o.ID, newKey(), "pm_timeout"); err != nil || got.Status != domain.StatusProcessing {
+			t.Fatalf("Pay with the reply lost = %v, %v, want processing", got.Status, err)
+		}
+		evs := w.events(t, o.ID)
+		if len(evs) != 1 {
+			t.Fatalf("events = %+v, want one", evs)
+		}
+		stale := evs[0] // the same charge, reported failed by a wrong or stale event
+		stale.ID, stale.Type, stale.Data.FailureCode = "evt_stale_"+newKey(), domain.EventPaymentFailed, "card_declined"
+
+		if _, err := w.webhooks.Receive(ctx, stale); err != nil {
+			t.Fatalf("Receive(stale failure) = %v", err)
+		}
+		if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
+			t.Fatalf("status = %v, want paid: the provider charged this attempt", st)
+		}
+		if _, err := w.pay(cust, o.ID, newKey(), "pm_ok"); err == nil {
+			t.Fatal("Pay with another key = nil, want a conflict")
+		}
+		if n := len(w.charges(t, o.ID)); n != 1 {
+			t.Fatalf("charges = %d, want 1", n)
+		}
+	})
+}
