@@ -373,3 +373,42 @@ func TestSettleCompletesRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestPayTimeoutThenLateCharge: the provider does not answer before the
+// charge request's deadline; payd gives up at it and answers processing.
+// The request reaches the provider just after and is charged; a retry with
+// the key, still inside the in-flight window, finds that charge by asking
+// and pays the order with it — one charge.
+func TestPayTimeoutThenLateCharge(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.order(t, cust, "21.00")
+		key := newKey()
+
+		w.delayNextCharge()
+		began := time.Now()
+		got, err := w.pay(cust, o.ID, key, "pm_ok")
+		if err != nil || got.Status != domain.StatusProcessing {
+			t.Fatalf("Pay past the deadline = %v, %v, want processing", got.Status, err)
+		}
+		if took := time.Since(began); took > providerTimeout+10*time.Second {
+			t.Fatalf("Pay took %v, want it to give up at the %v deadline", took, providerTimeout)
+		}
+		id := w.attempts(t, cust, o.ID)[0].ID
+		if cs := w.charges(t, o.ID); len(cs) != 1 || cs[0].Key != id {
+			t.Fatalf("charges = %+v, want the late one under %s", cs, id)
+		}
+		w.calls()
+
+		got, err = w.pay(cust, o.ID, key, "pm_ok")
+		if err != nil || got.Status != domain.StatusPaid {
+			t.Fatalf("Pay again = %v, %v, want paid", got.Status, err)
+		}
+		if calls := w.calls(); !slices.Equal(calls, []string{"get " + id}) {
+			t.Fatalf("provider calls = %v, want only a lookup", calls)
+		}
+		if n := len(w.charges(t, o.ID)); n != 1 {
+			t.Fatalf("charges = %d, want 1", n)
+		}
+	})
+}

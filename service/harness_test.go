@@ -9,6 +9,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -356,7 +357,7 @@ func (w *world) events(t *testing.T, orderID string) []service.ProviderEvent {
 	return out
 }
 
-// reconcileSettlement reconciles [from, to) against a settlement file
+// reconcileEmptySettlement reconciles [from, to) against a settlement file
 // that lists no charge at all.
 func (w *world) reconcileEmptySettlement(from, to time.Time) (domain.ReconciliationRun, error) {
 	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, Charges: []provider.Charge{}})
@@ -376,7 +377,16 @@ type spyProvider struct {
 	mu          sync.Mutex
 	log         []string // "charge <key>", "get <key>"
 	loseCharges int      // the next n charge requests never reach the provider
+	lateCharges int      // the next n charge requests reach the provider only after payd gave up
 	misreport   bool     // charge replies report one unit more than was charged
+}
+
+// delayNextCharge makes the next charge request so slow that payd gives up
+// at its deadline; the provider receives it just after and charges.
+func (w *world) delayNextCharge() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.lateCharges++
 }
 
 // loseNextCharge makes the next charge request vanish on its way to the
@@ -414,13 +424,22 @@ func (p *spyProvider) record(op, key string) {
 func (p *spyProvider) Charge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error) {
 	p.record("charge", req.IdempotencyKey)
 	p.mu.Lock()
-	lose, misreport := p.loseCharges > 0, p.misreport
+	lose, late, misreport := p.loseCharges > 0, p.lateCharges > 0, p.misreport
 	if lose {
 		p.loseCharges--
+	} else if late {
+		p.lateCharges--
 	}
 	p.mu.Unlock()
 	if lose {
 		return provider.Charge{}, provider.ErrUnavailable
+	}
+	if late {
+		<-ctx.Done()
+		if _, err := p.inner.Charge(context.WithoutCancel(ctx), req); err != nil {
+			return provider.Charge{}, err
+		}
+		return provider.Charge{}, fmt.Errorf("%w: %w", provider.ErrUnavailable, ctx.Err())
 	}
 	ch, err := p.inner.Charge(ctx, req)
 	if err == nil && misreport {
