@@ -412,3 +412,48 @@ func TestPayTimeoutThenLateCharge(t *testing.T) {
 		}
 	})
 }
+
+// TestPaySameKeyConcurrently: the same key sent twice at once (a client
+// retrying before its first answer) charges once: one request pays, the
+// other answers paid or still processing, never a second charge.
+func TestPaySameKeyConcurrently(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		other := w.replica()
+		for round := range 4 {
+			o := w.order(t, cust, "4.50")
+			key := newKey()
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			results := make([]domain.OrderStatus, 2)
+			for i, p := range []*world{w, other} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					got, err := p.pay(cust, o.ID, key, "pm_ok")
+					if err != nil {
+						t.Errorf("round %d: Pay on replica %d = %v, want no error", round, i, err)
+					}
+					results[i] = got.Status
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if !slices.Contains(results, domain.StatusPaid) {
+				t.Errorf("round %d: answers = %v, want one paid", round, results)
+			}
+			for _, st := range results {
+				if st != domain.StatusPaid && st != domain.StatusProcessing {
+					t.Errorf("round %d: answers = %v, want paid or processing", round, results)
+				}
+			}
+			if n := len(w.charges(t, o.ID)); n != 1 {
+				t.Errorf("round %d: charges = %d, want 1", round, n)
+			}
+			if n := len(w.attempts(t, cust, o.ID)); n != 1 {
+				t.Errorf("round %d: attempts = %d, want 1", round, n)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -119,6 +120,54 @@ func TestRefundRefusedGivesReservationBack(t *testing.T) {
 		r, _, err := w.refunds.Refund(ctx, service.RefundRequest{OrderID: o.ID, RequestID: newKey(), Fingerprint: "fp-2", Amount: "2.00"})
 		if err != nil || r.Status != domain.RefundSucceeded {
 			t.Fatalf("Refund(2.00) after the refusal = %+v, %v, want succeeded", r, err)
+		}
+	})
+}
+
+// TestRefundsConcurrentNeverExceedPaid: refunds racing on two replicas
+// never add up to more than was paid, in payd's books or at the provider.
+func TestRefundsConcurrentNeverExceedPaid(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		other := w.replica()
+		const n = 6 // 6 × 3.00 asked of 10.00: at most 3 fit
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var mu sync.Mutex
+		succeeded := 0
+		for i := range n {
+			p := w
+			if i%2 == 1 {
+				p = other
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				r, _, err := p.refunds.Refund(context.Background(), service.RefundRequest{OrderID: o.ID, RequestID: newKey(), Fingerprint: newKey(), Amount: "3.00"})
+				switch {
+				case err == nil && r.Status == domain.RefundSucceeded:
+					mu.Lock()
+					succeeded++
+					mu.Unlock()
+				case errors.Is(err, domain.ErrRefundTooLarge):
+				default:
+					t.Errorf("Refund = %+v, %v, want succeeded or ErrRefundTooLarge", r, err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if succeeded != 3 {
+			t.Errorf("refunds succeeded = %d, want 3", succeeded)
+		}
+		got := w.get(t, cust, o.ID)
+		if !got.RefundedAmount.Equal(money("9.00")) || got.Status != domain.StatusPaid {
+			t.Fatalf("order = %v refunded %s, want paid with 9.00 refunded", got.Status, got.RefundedAmount)
+		}
+		if r := w.charges(t, o.ID)[0].Refunded; !r.Equal(money("9.00")) {
+			t.Fatalf("provider refunded %s, want 9.00", r)
 		}
 	})
 }
