@@ -1,0 +1,499 @@
+package service_test
+
+// This file is the only place the service tests build payd's use cases:
+// the stores on a real database (internal/dbtest), the real sandbox
+// provider (sandboxtest), the clock, and the hooks. The tests themselves
+// speak in use-case methods and domain outcomes only, so a change to how
+// the graph is wired changes this file alone.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/provider/sandbox"
+	"github.com/payd/payd/provider/sandbox/sandboxtest"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
+
+// Timings of every world: a provider call may take providerTimeout, so a
+// charge request may be in flight for providerTimeout plus its margin;
+// lease is PAYD_LEASE, longer than that.
+const (
+	providerTimeout = 2 * time.Second
+	lease           = 30 * time.Second
+	orderTTL        = time.Hour
+)
+
+// inFlightWindow is how long after it was sent a charge request may still
+// reach the provider.
+var inFlightWindow = providerTimeout + service.InFlightMargin(providerTimeout)
+
+// world is one payd (or several replicas of it) on a fresh database of one
+// dialect, with a sandbox provider of its own and a clock the test moves.
+type world struct {
+	t     *testing.T
+	url   string // the database, for more replicas
+	clock *clock
+	sb    *sandboxtest.Sandbox
+	prov  *spyProvider
+
+	customers  *service.Customers
+	orders     *service.Orders
+	checkout   *service.Checkout
+	refunds    *service.Refunds
+	webhooks   *service.Webhooks
+	recoverer  *service.Recoverer
+	reconciler *service.Reconciler
+	idem       *service.Idempotency
+	expire     func(context.Context) (int64, error)
+
+	records       *repository.RecordStore
+	discrepancies *repository.DiscrepancyStore
+
+	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
+}
+
+// tally counts named outcomes.
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// eachDialect runs fn once per database dialect, each with a world of its own.
+func eachDialect(t *testing.T, fn func(t *testing.T, w *world)) {
+	t.Helper()
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		fn(t, newWorld(t, d))
+	})
+}
+
+// newWorld builds payd's use cases on a fresh database of dialect d.
+func newWorld(t *testing.T, d migrations.Dialect) *world {
+	t.Helper()
+	c := &clock{}
+	sb := sandboxtest.New(t, sandbox.Config{DatabaseURL: sandboxtest.SQLiteURL(t), Clock: c.Now, AsyncDelay: time.Second})
+	w := &world{t: t, url: dbtest.NewURL(t, d), clock: c, sb: sb, prov: &spyProvider{inner: sb.Client}, observed: &tally{n: map[string]int{}}}
+	w.build(dbtest.OpenURL(t, w.url))
+	return w
+}
+
+// replica returns another payd on the same database and provider, with
+// connections of its own, as a second process would be.
+func (w *world) replica() *world {
+	w.t.Helper()
+	r := &world{t: w.t, url: w.url, clock: w.clock, sb: w.sb, prov: w.prov, observed: w.observed}
+	r.build(dbtest.OpenURL(w.t, w.url))
+	return r
+}
+
+func (w *world) build(db *repository.DB) {
+	sealer, err := service.NewSealer("service-test-secret-key-0123456789")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var (
+		now           = w.clock.Now
+		tx            = repository.NewTransactor(db)
+		orders        = repository.NewOrderStore(db)
+		attempts      = repository.NewAttemptStore(db)
+		records       = repository.NewRecordStore(db)
+		discrepancies = repository.NewDiscrepancyStore(db)
+		refundStore   = repository.NewRefundStore(db)
+		inbox         = repository.NewInboxStore(db)
+		changes       = &service.Changes{}
+	)
+	w.records, w.discrepancies = records, discrepancies
+	w.idem = &service.Idempotency{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
+	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
+		Discrepancies: discrepancies, Provider: w.prov, Now: now, Changed: changes.Publish}
+	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov, Idem: w.idem, Respond: respond,
+		Now: now, Changed: changes.Publish, Orphan: w.refunds.Orphan, Observe: w.observe, ProviderTimeout: providerTimeout,
+		Discrepancies: discrepancies}
+	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
+		Discrepancies: discrepancies, Now: now, Provider: w.prov}
+	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
+	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
+		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now}
+	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Sealer: sealer, Now: now, ReplayWindow: 24 * time.Hour}
+	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Changes: changes}
+	w.expire = service.ExpireOrders(orders, now, changes.Publish)
+}
+
+func (w *world) observe(result string) {
+	w.observed.mu.Lock()
+	defer w.observed.mu.Unlock()
+	w.observed.n[result]++
+}
+
+// outcomes returns how often Checkout reported result (paid, declined, unknown, held).
+func (w *world) outcomes(result string) int {
+	w.observed.mu.Lock()
+	defer w.observed.mu.Unlock()
+	return w.observed.n[result]
+}
+
+// respond renders a pay outcome as the idempotency record stores it: the
+// status a pay request answers and, for an order, its status as the body.
+func respond(o domain.Order, err error) service.Response {
+	var decline *domain.DeclineError
+	switch {
+	case errors.As(err, &decline):
+		return service.Response{Status: http.StatusPaymentRequired, Body: []byte(decline.Code)}
+	case err != nil:
+		return service.Response{Status: http.StatusConflict, Body: []byte(err.Error())}
+	case o.Status == domain.StatusProcessing:
+		return service.Response{Status: http.StatusAccepted, Body: []byte(o.Status)}
+	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
+		return service.Response{Status: http.StatusOK, Body: []byte(o.Status)}
+	}
+	return service.Response{Status: http.StatusBadGateway, Body: []byte(o.Status)}
+}
+
+// ---- fixtures ----
+
+// customer registers a customer and returns its ID.
+func (w *world) customer(t *testing.T) string {
+	t.Helper()
+	c, _, err := w.customers.Register(context.Background(), service.Keyed{Key: "reg-" + newKey(), Fingerprint: "fp"}, newKey()+"@example.com", "Ada")
+	if err != nil {
+		t.Fatalf("Register = %v", err)
+	}
+	return c.ID
+}
+
+// order creates a pending order of amount (EUR, one line) for customerID.
+func (w *world) order(t *testing.T, customerID, amount string) domain.Order {
+	t.Helper()
+	o, err := w.orders.Create(context.Background(), customerID, service.Keyed{}, "EUR", []service.NewItem{{SKU: "sku-1", Name: "Tea", Quantity: 1, UnitPrice: amount}})
+	if err != nil {
+		t.Fatalf("Orders.Create = %v", err)
+	}
+	return o
+}
+
+// paidOrder creates an order of amount and pays it with pm_ok.
+func (w *world) paidOrder(t *testing.T, customerID, amount string) domain.Order {
+	t.Helper()
+	o := w.order(t, customerID, amount)
+	o, err := w.checkout.Pay(context.Background(), service.PayRequest{CustomerID: customerID, OrderID: o.ID, RequestID: newKey(), PaymentMethod: "pm_ok"})
+	if err != nil || o.Status != domain.StatusPaid {
+		t.Fatalf("Pay = %v, %v, want paid", o.Status, err)
+	}
+	return o
+}
+
+// pay is one pay request.
+func (w *world) pay(customerID, orderID, key, method string) (domain.Order, error) {
+	return w.checkout.Pay(context.Background(), service.PayRequest{CustomerID: customerID, OrderID: orderID, RequestID: key, PaymentMethod: method})
+}
+
+// payKeyed is one pay request as the HTTP layer runs it: through the
+// idempotency engine, which records its answer under (customer, key).
+func (w *world) payKeyed(t *testing.T, customerID, orderID, key, method string) (domain.Order, error) {
+	t.Helper()
+	ctx := context.Background()
+	call := service.Call{Scope: domain.CustomerScope(customerID), Key: key, Method: http.MethodPost, Path: "/v1/orders/" + orderID + "/pay",
+		Body: []byte(`{"payment_method":"` + method + `"}`), OrderID: orderID}
+	start, err := w.idem.Begin(ctx, call)
+	if err != nil || start.Replay != nil {
+		t.Fatalf("Begin = %+v, %v, want to execute", start, err)
+	}
+	o, err := w.pay(customerID, orderID, key, method)
+	if ferr := w.idem.Finish(ctx, call, respond(o, err)); ferr != nil {
+		t.Fatalf("Finish = %v", ferr)
+	}
+	return o, err
+}
+
+// recordOf returns the idempotency record of a customer's key.
+func (w *world) recordOf(t *testing.T, customerID, key string) domain.Record {
+	t.Helper()
+	r, err := w.records.Find(context.Background(), domain.CustomerScope(customerID), key)
+	if err != nil {
+		t.Fatalf("find record %s: %v", key, err)
+	}
+	return r
+}
+
+// attempts returns an order's payment attempts, oldest first.
+func (w *world) attempts(t *testing.T, customerID, orderID string) []domain.Attempt {
+	t.Helper()
+	_, as, err := w.orders.GetWithAttempts(context.Background(), customerID, orderID)
+	if err != nil {
+		t.Fatalf("GetWithAttempts = %v", err)
+	}
+	return as
+}
+
+// get reads an order.
+func (w *world) get(t *testing.T, customerID, orderID string) domain.Order {
+	t.Helper()
+	o, err := w.orders.Get(context.Background(), customerID, orderID)
+	if err != nil {
+		t.Fatalf("Get = %v", err)
+	}
+	return o
+}
+
+// discrepanciesOf returns an order's discrepancies.
+func (w *world) discrepanciesOf(t *testing.T, orderID string) []domain.Discrepancy {
+	t.Helper()
+	ds, err := w.discrepancies.ListByOrder(context.Background(), orderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// ---- the provider's side ----
+
+// charge is what the provider holds for one charge, in test terms.
+type charge struct {
+	ID, Key, OrderID string
+	Status           string
+	Amount           decimal.Decimal
+	Refunded         decimal.Decimal
+}
+
+// charges returns the charges the sandbox really made for an order
+// (every status), oldest first.
+func (w *world) charges(t *testing.T, orderID string) []charge {
+	t.Helper()
+	all, err := w.sb.Charges(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []charge
+	for _, c := range all {
+		if c.OrderID == orderID {
+			out = append(out, charge{ID: c.ID, Key: c.IdempotencyKey, OrderID: c.OrderID, Status: string(c.Status), Amount: c.Amount, Refunded: c.RefundedAmount})
+		}
+	}
+	return out
+}
+
+// chargeBehindPaydsBack has the sandbox charge amount under a key payd
+// never made, as if someone used payd's provider account directly.
+func (w *world) chargeBehindPaydsBack(t *testing.T, key, orderID, amount string) {
+	t.Helper()
+	_, err := w.sb.Client.Charge(context.Background(), provider.ChargeRequest{IdempotencyKey: key, OrderID: orderID,
+		Amount: decimal.RequireFromString(amount), Currency: "EUR", PaymentMethod: "pm_ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refundBehindPaydsBack refunds amount of an order's charge at the provider directly.
+func (w *world) refundBehindPaydsBack(t *testing.T, chargeID, amount string) {
+	t.Helper()
+	_, err := w.sb.Client.Refund(context.Background(), provider.RefundRequest{IdempotencyKey: newKey(), ChargeID: chargeID,
+		Amount: decimal.RequireFromString(amount), Currency: "EUR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resolveAsync lets the sandbox settle its pending (pm_async*) charges.
+func (w *world) resolveAsync(t *testing.T) {
+	t.Helper()
+	w.clock.Advance(2 * time.Second)
+	if _, err := w.sb.ResolvePending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settleFromProvider applies to attempt a what the provider now holds for
+// it, as an outcome arriving outside the pay request (Checkout.Settle).
+func (w *world) settleFromProvider(t *testing.T, customerID string, a domain.Attempt) (domain.Order, error) {
+	t.Helper()
+	ctx := context.Background()
+	ch, err := w.sb.Client.GetCharge(ctx, a.ID)
+	if err != nil {
+		t.Fatalf("GetCharge(%s) = %v", a.ID, err)
+	}
+	o := w.get(t, customerID, a.OrderID)
+	return w.checkout.Settle(ctx, o, a, ch)
+}
+
+// events returns the webhook events the sandbox owes for an order, one per
+// event ID, in the order it queued them, as payd's receiver would read them.
+func (w *world) events(t *testing.T, orderID string) []service.ProviderEvent {
+	t.Helper()
+	ds, err := w.sb.Deliveries(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []service.ProviderEvent
+	for _, d := range ds {
+		if d.Copy != 0 {
+			continue
+		}
+		e, err := provider.ParseEvent(d.Payload)
+		if err != nil {
+			t.Fatalf("ParseEvent(%s) = %v", d.Payload, err)
+		}
+		if e.OrderID != orderID {
+			continue
+		}
+		out = append(out, service.ProviderEvent{ID: d.EventID, Type: string(e.Type), Payload: d.Payload, Data: service.EventData{
+			ChargeID: e.ChargeID, RefundID: e.RefundID, IdempotencyKey: e.IdempotencyKey, OrderID: e.OrderID,
+			Amount: e.Amount.StringFixed(2), Currency: e.Currency, FailureCode: e.FailureCode,
+		}})
+	}
+	return out
+}
+
+// reconcileEmptySettlement reconciles [from, to) against a settlement file
+// that lists no charge at all.
+func (w *world) reconcileEmptySettlement(from, to time.Time) (domain.ReconciliationRun, error) {
+	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, Charges: []provider.Charge{}})
+}
+
+// reconcile reconciles [from, to) against the provider's own list.
+func (w *world) reconcile(from, to time.Time) (domain.ReconciliationRun, error) {
+	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to})
+}
+
+// spyProvider is the sandbox client, with a log of the calls payd made and
+// the few failures the sandbox cannot stage: a charge request lost before
+// it reached the provider, and a reply that reports other money.
+type spyProvider struct {
+	inner *provider.Client
+
+	mu          sync.Mutex
+	log         []string // "charge <key>", "get <key>"
+	loseCharges int      // the next n charge requests never reach the provider
+	lateCharges int      // the next n charge requests reach the provider only after payd gave up
+	misreport   bool     // charge replies report one unit more than was charged
+}
+
+// delayNextCharge makes the next charge request so slow that payd gives up
+// at its deadline; the provider receives it just after and charges.
+func (w *world) delayNextCharge() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.lateCharges++
+}
+
+// loseNextCharge makes the next charge request vanish on its way to the
+// provider: payd sees no reply, the provider sees nothing.
+func (w *world) loseNextCharge() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.loseCharges++
+}
+
+// misreportAmounts makes every charge reply report another amount than the
+// provider charged.
+func (w *world) misreportAmounts() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.misreport = true
+}
+
+// calls returns the provider calls payd made so far, each "charge" or
+// "get" followed by the key, and forgets them.
+func (w *world) calls() []string {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	l := w.prov.log
+	w.prov.log = nil
+	return l
+}
+
+func (p *spyProvider) record(op, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.log = append(p.log, op+" "+key)
+}
+
+func (p *spyProvider) Charge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error) {
+	p.record("charge", req.IdempotencyKey)
+	p.mu.Lock()
+	lose, late, misreport := p.loseCharges > 0, p.lateCharges > 0, p.misreport
+	if lose {
+		p.loseCharges--
+	} else if late {
+		p.lateCharges--
+	}
+	p.mu.Unlock()
+	if lose {
+		return provider.Charge{}, provider.ErrUnavailable
+	}
+	if late {
+		<-ctx.Done()
+		if _, err := p.inner.Charge(context.WithoutCancel(ctx), req); err != nil {
+			return provider.Charge{}, err
+		}
+		return provider.Charge{}, fmt.Errorf("%w: %w", provider.ErrUnavailable, ctx.Err())
+	}
+	ch, err := p.inner.Charge(ctx, req)
+	if err == nil && misreport {
+		ch.Amount = ch.Amount.Add(decimal.NewFromInt(1))
+	}
+	return ch, err
+}
+
+func (p *spyProvider) GetCharge(ctx context.Context, key string) (provider.Charge, error) {
+	p.record("get", key)
+	return p.inner.GetCharge(ctx, key)
+}
+
+func (p *spyProvider) Refund(ctx context.Context, req provider.RefundRequest) (provider.Refund, error) {
+	return p.inner.Refund(ctx, req)
+}
+
+func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time) ([]provider.Charge, error) {
+	return p.inner.ListCharges(ctx, from, to)
+}
+
+// ---- helpers ----
+
+// clock is payd's and the sandbox's time: the real time, moved forward by
+// Advance, at the microsecond precision both databases store.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().UTC().Add(c.offset).Truncate(time.Microsecond)
+}
+
+// Advance moves the clock forward by d.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// newKey returns a fresh idempotency key.
+func newKey() string {
+	return uuid.NewString()
+}
+
+// statusesOf lists the statuses of charges, for failure messages and counts.
+func statusesOf(cs []charge) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Status
+	}
+	slices.Sort(out)
+	return out
+}

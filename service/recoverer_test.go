@@ -1,0 +1,120 @@
+package service_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/payd/payd/domain"
+)
+
+// TestRecovererResolvesOnceConcurrently: payments whose replies were lost
+// (the provider charged) are resolved by the recoverer once their lease
+// ran out — each exactly once, with one lookup at the provider and no
+// second charge, while two replicas run it at the same moment.
+func TestRecovererResolvesOnceConcurrently(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		var ids []string
+		var orders []domain.Order
+		for range 3 {
+			o := w.order(t, cust, "8.00")
+			if got, err := w.pay(cust, o.ID, newKey(), "pm_timeout"); err != nil || got.Status != domain.StatusProcessing {
+				t.Fatalf("Pay with the reply lost = %v, %v, want processing", got.Status, err)
+			}
+			orders = append(orders, o)
+			ids = append(ids, w.attempts(t, cust, o.ID)[0].ID)
+		}
+		w.calls()
+
+		if n, err := w.recoverer.Run(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Run within the lease = %d, %v, want 0: nobody's lease ran out yet", n, err)
+		}
+		if calls := w.calls(); len(calls) != 0 {
+			t.Fatalf("provider calls within the lease = %v, want none", calls)
+		}
+
+		w.clock.Advance(lease + inFlightWindow)
+		other := w.replica()
+		var wg sync.WaitGroup
+		counts := make([]int64, 2)
+		start := make(chan struct{})
+		for i, p := range []*world{w, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				n, err := p.recoverer.Run(context.Background())
+				if err != nil {
+					t.Errorf("Run on replica %d = %v", i, err)
+				}
+				counts[i] = n
+			}()
+		}
+		close(start)
+		wg.Wait()
+
+		if counts[0]+counts[1] != int64(len(ids)) {
+			t.Fatalf("attempts resolved = %v, want %d in all", counts, len(ids))
+		}
+		calls := w.calls()
+		slices.Sort(calls)
+		want := make([]string, len(ids))
+		for i, id := range ids {
+			want[i] = "get " + id
+		}
+		slices.Sort(want)
+		if !slices.Equal(calls, want) {
+			t.Fatalf("provider calls = %v, want one lookup per attempt and no charge: %v", calls, want)
+		}
+		for _, o := range orders {
+			if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
+				t.Errorf("order %s = %v, want paid", o.ID, st)
+			}
+			if n := len(w.charges(t, o.ID)); n != 1 {
+				t.Errorf("order %s charges = %d, want 1", o.ID, n)
+			}
+		}
+		if n := w.outcomes("paid"); n != len(ids) {
+			t.Errorf("payments reported paid = %d, want %d (each once)", n, len(ids))
+		}
+		if n, err := w.recoverer.Run(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Run again = %d, %v, want 0", n, err)
+		}
+	})
+}
+
+// TestRecovererReleasesNeverReceived: a charge the provider never received
+// is, once no request under its key can still reach it, released — never
+// charged by the recoverer — so the customer may pay again.
+func TestRecovererReleasesNeverReceived(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.order(t, cust, "6.00")
+		w.loseNextCharge()
+		if got, err := w.pay(cust, o.ID, newKey(), "pm_ok"); err != nil || got.Status != domain.StatusProcessing {
+			t.Fatalf("Pay with the request lost = %v, %v, want processing", got.Status, err)
+		}
+		id := w.attempts(t, cust, o.ID)[0].ID
+		w.calls()
+
+		w.clock.Advance(lease + inFlightWindow)
+		if n, err := w.recoverer.Run(context.Background()); err != nil || n != 1 {
+			t.Fatalf("Run = %d, %v, want 1", n, err)
+		}
+		if calls := w.calls(); !slices.Equal(calls, []string{"get " + id}) {
+			t.Fatalf("provider calls = %v, want one lookup and no charge", calls)
+		}
+		if n := len(w.charges(t, o.ID)); n != 0 {
+			t.Fatalf("charges = %d, want 0", n)
+		}
+		as := w.attempts(t, cust, o.ID)
+		if len(as) != 1 || as[0].Status != domain.AttemptFailed || as[0].FailureCode != domain.NotCharged {
+			t.Fatalf("attempts = %+v, want one failed %s", as, domain.NotCharged)
+		}
+		if got, err := w.pay(cust, o.ID, newKey(), "pm_ok"); err != nil || got.Status != domain.StatusPaid {
+			t.Fatalf("Pay again = %v, %v, want paid", got.Status, err)
+		}
+	})
+}
