@@ -20,12 +20,13 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/provider/sandbox"
-	"github.com/payd/payd/provider/sandbox/sandboxtest"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 	"github.com/payd/payd/service"
 )
 
@@ -58,7 +59,7 @@ type world struct {
 	webhooks   *service.Webhooks
 	recoverer  *service.Recoverer
 	reconciler *service.Reconciler
-	idem       *service.Idempotency
+	idem       *idempotency.Idempotency
 	expire     func(context.Context) (int64, error)
 
 	records       *repository.RecordStore
@@ -101,7 +102,12 @@ func (w *world) replica() *world {
 }
 
 func (w *world) build(db *repository.DB) {
-	sealer, err := service.NewSealer("service-test-secret-key-0123456789")
+	const secret = "service-test-secret-key-0123456789"
+	sealer, err := idempotency.NewSealer(secret)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	tokens, err := service.NewTokens(secret)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -117,20 +123,36 @@ func (w *world) build(db *repository.DB) {
 		changes       = &service.Changes{}
 	)
 	w.records, w.discrepancies = records, discrepancies
-	w.idem = &service.Idempotency{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
+	w.idem = &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
+	observer := service.Observers{changes, &observer{w: w}}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: w.prov, Now: now, Changed: changes.Publish}
-	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov, Idem: w.idem, Respond: respond,
-		Now: now, Changed: changes.Publish, Orphan: w.refunds.Orphan, Observe: w.observe, ProviderTimeout: providerTimeout,
+		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer}
+	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
+		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
 		Discrepancies: discrepancies}
 	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
-		Discrepancies: discrepancies, Now: now, Provider: w.prov}
+		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer}
 	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
 	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
-		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now}
-	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Sealer: sealer, Now: now, ReplayWindow: 24 * time.Hour}
-	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Changes: changes}
-	w.expire = service.ExpireOrders(orders, now, changes.Publish)
+		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer}
+	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Tokens: tokens, Now: now, ReplayWindow: 24 * time.Hour}
+	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Observer: observer, Feed: changes}
+	w.expire = service.ExpireOrders(orders, now, observer)
+}
+
+// observer is what these tests hear from the use cases: the payment
+// results Checkout reports, counted, and each pay answer settled outside
+// its request, stored in the request's idempotency record as the HTTP
+// layer's observer stores it (with respond standing in for its rendering).
+type observer struct {
+	service.NopObserver
+	w *world
+}
+
+func (o *observer) PaymentResult(result string) { o.w.observe(result) }
+
+func (o *observer) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) {
+	_ = o.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)
 }
 
 func (w *world) observe(result string) {
@@ -148,19 +170,19 @@ func (w *world) outcomes(result string) int {
 
 // respond renders a pay outcome as the idempotency record stores it: the
 // status a pay request answers and, for an order, its status as the body.
-func respond(o domain.Order, err error) service.Response {
+func respond(o domain.Order, err error) idempotency.Response {
 	var decline *domain.DeclineError
 	switch {
 	case errors.As(err, &decline):
-		return service.Response{Status: http.StatusPaymentRequired, Body: []byte(decline.Code)}
+		return idempotency.Response{Status: http.StatusPaymentRequired, Body: []byte(decline.Code)}
 	case err != nil:
-		return service.Response{Status: http.StatusConflict, Body: []byte(err.Error())}
+		return idempotency.Response{Status: http.StatusConflict, Body: []byte(err.Error())}
 	case o.Status == domain.StatusProcessing:
-		return service.Response{Status: http.StatusAccepted, Body: []byte(o.Status)}
+		return idempotency.Response{Status: http.StatusAccepted, Body: []byte(o.Status)}
 	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
-		return service.Response{Status: http.StatusOK, Body: []byte(o.Status)}
+		return idempotency.Response{Status: http.StatusOK, Body: []byte(o.Status)}
 	}
-	return service.Response{Status: http.StatusBadGateway, Body: []byte(o.Status)}
+	return idempotency.Response{Status: http.StatusBadGateway, Body: []byte(o.Status)}
 }
 
 // ---- fixtures ----
@@ -206,7 +228,7 @@ func (w *world) pay(customerID, orderID, key, method string) (domain.Order, erro
 func (w *world) payKeyed(t *testing.T, customerID, orderID, key, method string) (domain.Order, error) {
 	t.Helper()
 	ctx := context.Background()
-	call := service.Call{Scope: domain.CustomerScope(customerID), Key: key, Method: http.MethodPost, Path: "/v1/orders/" + orderID + "/pay",
+	call := idempotency.Call{Scope: domain.CustomerScope(customerID), Key: key, Method: http.MethodPost, Path: "/v1/orders/" + orderID + "/pay",
 		Body: []byte(`{"payment_method":"` + method + `"}`), OrderID: orderID}
 	start, err := w.idem.Begin(ctx, call)
 	if err != nil || start.Replay != nil {
@@ -290,7 +312,7 @@ func (w *world) charges(t *testing.T, orderID string) []charge {
 // never made, as if someone used payd's provider account directly.
 func (w *world) chargeBehindPaydsBack(t *testing.T, key, orderID, amount string) {
 	t.Helper()
-	_, err := w.sb.Client.Charge(context.Background(), provider.ChargeRequest{IdempotencyKey: key, OrderID: orderID,
+	_, err := w.sb.Client.Charge(context.Background(), domain.ChargeRequest{IdempotencyKey: key, OrderID: orderID,
 		Amount: decimal.RequireFromString(amount), Currency: "EUR", PaymentMethod: "pm_ok"})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +322,7 @@ func (w *world) chargeBehindPaydsBack(t *testing.T, key, orderID, amount string)
 // refundBehindPaydsBack refunds amount of an order's charge at the provider directly.
 func (w *world) refundBehindPaydsBack(t *testing.T, chargeID, amount string) {
 	t.Helper()
-	_, err := w.sb.Client.Refund(context.Background(), provider.RefundRequest{IdempotencyKey: newKey(), ChargeID: chargeID,
+	_, err := w.sb.Client.Refund(context.Background(), domain.ProviderRefundRequest{IdempotencyKey: newKey(), ChargeID: chargeID,
 		Amount: decimal.RequireFromString(amount), Currency: "EUR"})
 	if err != nil {
 		t.Fatal(err)
@@ -329,15 +351,32 @@ func (w *world) settleFromProvider(t *testing.T, customerID string, a domain.Att
 	return w.checkout.Settle(ctx, o, a, ch)
 }
 
+// event is one webhook delivery as payd's receiver reads it: the message
+// id (the dedupe key), the type, the raw payload and the parsed event.
+type event struct {
+	ID      string
+	Type    domain.ProviderEventType
+	Payload []byte
+	Data    domain.ProviderEvent
+}
+
+// receive hands ev to the webhook use case, as the HTTP receiver does once
+// the signature checked out.
+func (w *world) receive(ctx context.Context, ev event) (string, error) {
+	d := ev.Data
+	d.Type = ev.Type
+	return w.webhooks.Receive(ctx, ev.ID, d, ev.Payload)
+}
+
 // events returns the webhook events the sandbox owes for an order, one per
 // event ID, in the order it queued them, as payd's receiver would read them.
-func (w *world) events(t *testing.T, orderID string) []service.ProviderEvent {
+func (w *world) events(t *testing.T, orderID string) []event {
 	t.Helper()
 	ds, err := w.sb.Deliveries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []service.ProviderEvent
+	var out []event
 	for _, d := range ds {
 		if d.Copy != 0 {
 			continue
@@ -349,10 +388,7 @@ func (w *world) events(t *testing.T, orderID string) []service.ProviderEvent {
 		if e.OrderID != orderID {
 			continue
 		}
-		out = append(out, service.ProviderEvent{ID: d.EventID, Type: string(e.Type), Payload: d.Payload, Data: service.EventData{
-			ChargeID: e.ChargeID, RefundID: e.RefundID, IdempotencyKey: e.IdempotencyKey, OrderID: e.OrderID,
-			Amount: e.Amount.StringFixed(2), Currency: e.Currency, FailureCode: e.FailureCode,
-		}})
+		out = append(out, event{ID: d.EventID, Type: e.Type, Payload: d.Payload, Data: e})
 	}
 	return out
 }
@@ -360,7 +396,7 @@ func (w *world) events(t *testing.T, orderID string) []service.ProviderEvent {
 // reconcileEmptySettlement reconciles [from, to) against a settlement file
 // that lists no charge at all.
 func (w *world) reconcileEmptySettlement(from, to time.Time) (domain.ReconciliationRun, error) {
-	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, Charges: []provider.Charge{}})
+	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, Charges: []domain.Charge{}})
 }
 
 // reconcile reconciles [from, to) against the provider's own list.
@@ -421,7 +457,7 @@ func (p *spyProvider) record(op, key string) {
 	p.log = append(p.log, op+" "+key)
 }
 
-func (p *spyProvider) Charge(ctx context.Context, req provider.ChargeRequest) (provider.Charge, error) {
+func (p *spyProvider) Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error) {
 	p.record("charge", req.IdempotencyKey)
 	p.mu.Lock()
 	lose, late, misreport := p.loseCharges > 0, p.lateCharges > 0, p.misreport
@@ -432,14 +468,14 @@ func (p *spyProvider) Charge(ctx context.Context, req provider.ChargeRequest) (p
 	}
 	p.mu.Unlock()
 	if lose {
-		return provider.Charge{}, provider.ErrUnavailable
+		return domain.Charge{}, domain.ErrProviderUnavailable
 	}
 	if late {
 		<-ctx.Done()
 		if _, err := p.inner.Charge(context.WithoutCancel(ctx), req); err != nil {
-			return provider.Charge{}, err
+			return domain.Charge{}, err
 		}
-		return provider.Charge{}, fmt.Errorf("%w: %w", provider.ErrUnavailable, ctx.Err())
+		return domain.Charge{}, fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, ctx.Err())
 	}
 	ch, err := p.inner.Charge(ctx, req)
 	if err == nil && misreport {
@@ -448,16 +484,16 @@ func (p *spyProvider) Charge(ctx context.Context, req provider.ChargeRequest) (p
 	return ch, err
 }
 
-func (p *spyProvider) GetCharge(ctx context.Context, key string) (provider.Charge, error) {
+func (p *spyProvider) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
 	p.record("get", key)
 	return p.inner.GetCharge(ctx, key)
 }
 
-func (p *spyProvider) Refund(ctx context.Context, req provider.RefundRequest) (provider.Refund, error) {
+func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {
 	return p.inner.Refund(ctx, req)
 }
 
-func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time) ([]provider.Charge, error) {
+func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
 	return p.inner.ListCharges(ctx, from, to)
 }
 

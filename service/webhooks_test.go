@@ -33,7 +33,7 @@ func TestWebhookDuplicateAppliedOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := p.webhooks.Receive(ctx, evs[0])
+				out, err := p.receive(ctx, evs[0])
 				if err != nil {
 					t.Errorf("Receive on replica %d = %v", i, err)
 				}
@@ -46,7 +46,7 @@ func TestWebhookDuplicateAppliedOnce(t *testing.T) {
 				t.Errorf("concurrent deliveries = %v, want applied or duplicate", outcomes)
 			}
 		}
-		if out, err := w.webhooks.Receive(ctx, evs[0]); err != nil || out != service.OutcomeDuplicate {
+		if out, err := w.receive(ctx, evs[0]); err != nil || out != service.OutcomeDuplicate {
 			t.Fatalf("Receive later = %q, %v, want duplicate", out, err)
 		}
 		if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
@@ -80,8 +80,8 @@ func TestWebhookOutOfOrder(t *testing.T) {
 			t.Fatalf("events = %+v, want payment.failed then payment.succeeded", evs)
 		}
 
-		for _, ev := range []service.ProviderEvent{evs[1], evs[0]} {
-			if out, err := w.webhooks.Receive(ctx, ev); err != nil || out != service.OutcomeApplied {
+		for _, ev := range []event{evs[1], evs[0]} {
+			if out, err := w.receive(ctx, ev); err != nil || out != service.OutcomeApplied {
 				t.Fatalf("Receive(%s) = %q, %v, want applied", ev.Type, out, err)
 			}
 		}
@@ -113,7 +113,7 @@ func TestWebhookChargePaydNeverMade(t *testing.T) {
 		if len(evs) != 1 {
 			t.Fatalf("events = %+v, want one", evs)
 		}
-		if out, err := w.webhooks.Receive(ctx, evs[0]); err != nil || out != service.OutcomeDiscrepancy {
+		if out, err := w.receive(ctx, evs[0]); err != nil || out != service.OutcomeDiscrepancy {
 			t.Fatalf("Receive = %q, %v, want discrepancy", out, err)
 		}
 		ds := w.discrepanciesOf(t, o.ID)
@@ -145,7 +145,7 @@ func TestWebhookFailureContradictingProvider(t *testing.T) {
 		stale := evs[0] // the same charge, reported failed by a wrong or stale event
 		stale.ID, stale.Type, stale.Data.FailureCode = "evt_stale_"+newKey(), domain.EventPaymentFailed, "card_declined"
 
-		if _, err := w.webhooks.Receive(ctx, stale); err != nil {
+		if _, err := w.receive(ctx, stale); err != nil {
 			t.Fatalf("Receive(stale failure) = %v", err)
 		}
 		if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
