@@ -266,19 +266,29 @@ func (c *crashCase) checkPaid(p *paydProc, wantVersion int64, wantCalls []string
 	if n := c.prov.refundCalls(); n != 0 {
 		t.Errorf("refunds asked of the provider = %d, want 0", n)
 	}
+	return c.checkStoredPaid(p, "pm_ok", "").ResponseBody
+}
+
+// checkStoredPaid checks that the pay request's record completed with a
+// stored 200 and the order paid, and that a further pay call (with method)
+// replays it byte for byte. Failures begin with prefix. It returns the
+// record.
+func (c *crashCase) checkStoredPaid(p *paydProc, method, prefix string) recordState {
+	t := c.t
+	t.Helper()
 	rec := c.recordState()
 	var stored struct{ ID, Status string }
 	if err := json.Unmarshal(rec.ResponseBody, &stored); err != nil || rec.Status != "succeeded" ||
 		rec.ResponseStatus != http.StatusOK || stored.Status != "paid" || stored.ID != c.order {
-		t.Errorf("idempotency record = %s %d %s, want succeeded 200 with the order paid", rec.Status, rec.ResponseStatus, rec.ResponseBody)
+		t.Errorf("%sidempotency record = %s %d %s, want succeeded 200 with the order paid", prefix, rec.Status, rec.ResponseStatus, rec.ResponseBody)
 	}
-	replay, err := p.tryPay(c.token, c.order, c.key, "pm_ok")
+	replay, err := p.tryPay(c.token, c.order, c.key, method)
 	if err != nil || replay.Status != rec.ResponseStatus || !bytes.Equal(replay.Body, rec.ResponseBody) ||
 		replay.Header.Get("Idempotent-Replayed") != "true" {
-		t.Errorf("replay Pay(%q) = %d %s (Idempotent-Replayed %q, err %v), want the stored %d %s replayed",
-			c.key, replay.Status, replay.Body, replay.Header.Get("Idempotent-Replayed"), err, rec.ResponseStatus, rec.ResponseBody)
+		t.Errorf("%sreplay Pay(%q) = %d %s (Idempotent-Replayed %q, err %v), want the stored %d %s replayed",
+			prefix, c.key, replay.Status, replay.Body, replay.Header.Get("Idempotent-Replayed"), err, rec.ResponseStatus, rec.ResponseBody)
 	}
-	return rec.ResponseBody
+	return rec
 }
 
 // payUntilFinal pays as a checkout page retrying a lost answer does: the

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -232,18 +231,7 @@ func (c *dbPayment) checkSettled(p *paydProc) {
 	if !slices.ContainsFunc(c.calls, func(want []string) bool { return slices.Equal(calls, want) }) {
 		t.Errorf("%s: provider calls for the attempt = %v, want one of %v", c.method, calls, c.calls)
 	}
-	rec := c.recordState()
-	var stored struct{ ID, Status string }
-	if err := json.Unmarshal(rec.ResponseBody, &stored); err != nil || rec.Status != "succeeded" ||
-		rec.ResponseStatus != http.StatusOK || stored.Status != "paid" || stored.ID != c.order {
-		t.Errorf("%s: idempotency record = %s %d %s, want succeeded 200 with the order paid", c.method, rec.Status, rec.ResponseStatus, rec.ResponseBody)
-	}
-	replay, err := p.tryPay(c.token, c.order, c.key, c.method)
-	if err != nil || replay.Status != http.StatusOK || !bytes.Equal(replay.Body, rec.ResponseBody) ||
-		replay.Header.Get("Idempotent-Replayed") != "true" {
-		t.Errorf("%s: replay Pay(%q) = %d %s (Idempotent-Replayed %q, err %v), want the stored 200 %s replayed",
-			c.method, c.key, replay.Status, replay.Body, replay.Header.Get("Idempotent-Replayed"), err, rec.ResponseBody)
-	}
+	c.checkStoredPaid(p, c.method, c.method+": ")
 }
 
 // readyStatus is what GET /readyz answers, 0 if nothing does.
