@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/payd/payd/domain"
 )
 
 // TestAdminSearch: the operators' order search filters by status, customer
@@ -239,15 +241,9 @@ func TestAdminTimeline(t *testing.T) {
 // the sandbox, failing unless there is exactly one.
 func (s *stack) sandboxCharge(orderID, status string) string {
 	s.t.Helper()
-	all, err := s.sandbox.Charges(s.t.Context())
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	var ids []string
-	for _, c := range all {
-		if c.OrderID == orderID && string(c.Status) == status {
-			ids = append(ids, c.ID)
-		}
+	for _, c := range s.sandboxCharges(orderID, domain.ChargeStatus(status)) {
+		ids = append(ids, c.ID)
 	}
 	if len(ids) != 1 {
 		s.t.Fatalf("sandbox charges of %s in %s = %v, want one", orderID, status, ids)

@@ -2,15 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"testing"
-
-	"github.com/google/uuid"
-
-	"github.com/payd/payd/internal/dbtest"
-	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/repository"
 )
 
 // TestCrashAfterSettle: payd is killed after the settlement committed —
@@ -22,21 +15,8 @@ import (
 func TestCrashAfterSettle(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		prov := startProcProvider(t, "")
-		c := &crashCase{t: t, point: "after_settle_commit", prov: prov, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), key: uuid.NewString()}
-		e := procEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "2s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"})
-		e["PAYD_TEST_FAULT"] = c.point
-		p := startPaydProc(t, "payd-"+c.point, e)
-		c.customer, c.token = p.register()
-		c.order = p.order(c.token, "12.30")
-		if r, err := p.pay(c.token, c.order, c.key, "pm_ok"); err == nil {
-			t.Fatalf("Pay(%q) with fault %s = %d %s, want the connection to die", c.key, c.point, r.Status, r.Body)
-		}
-		p.waitKilled()
-		var err error
-		if c.db, err = repository.Open(context.Background(), c.dbURL); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.db.Close() })
+		c := newCrashCase(t, dialect, "after_settle_commit", prov)
+		c.crash(env{"PAYD_LEASE": "2s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"})
 		if o := c.orderState(); o.Status != "paid" || o.Version != 3 {
 			t.Fatalf("after %s: order = %+v, want paid at version 3", c.point, o)
 		}

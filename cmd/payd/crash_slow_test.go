@@ -1,17 +1,10 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
-
-	"github.com/payd/payd/internal/dbtest"
-	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/repository"
 )
 
 // TestCrashSlowCharge is the crash matrix's slow-provider case: payd is
@@ -28,19 +21,15 @@ func TestCrashSlowCharge(t *testing.T) {
 		t.Parallel()
 		prov := startProcProvider(t, "")
 		prov.holdCharges(3 * time.Second)
-		c := &crashCase{t: t, point: "slow_charge", prov: prov, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), key: uuid.NewString()}
-		p := startPaydProc(t, "payd-slow", procEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "4s", "PAYD_PROVIDER_TIMEOUT": "2500ms", "PAYD_INFLIGHT_WAIT": "100ms"}))
-		c.customer, c.token = p.register()
+		c := newCrashCase(t, dialect, "slow_charge", prov)
+		p := startPaydProc(t, "payd-slow", paydEnv(c.dbURL, prov.url, env{"PAYD_LEASE": "4s", "PAYD_PROVIDER_TIMEOUT": "2500ms", "PAYD_INFLIGHT_WAIT": "100ms"}))
+		c.customer, c.token = p.register(newEmail())
 		c.order = p.order(c.token, "12.30")
-		var err error
-		if c.db, err = repository.Open(context.Background(), c.dbURL); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.db.Close() })
+		c.db = openDB(t, c.dbURL)
 
 		paid := make(chan error, 1)
-		go func() { _, err := p.pay(c.token, c.order, c.key, "pm_ok"); paid <- err }()
-		pollUntil(t, 10*time.Second, "the charge request did not reach the provider", func() bool {
+		go func() { _, err := p.tryPay(c.token, c.order, c.key, "pm_ok"); paid <- err }()
+		eventually(t, 10*time.Second, "the charge request did not reach the provider", func() bool {
 			atts := c.attemptStates()
 			return len(atts) == 1 && slices.Equal(prov.callsFor(atts[0].ID), []string{"POST"})
 		})

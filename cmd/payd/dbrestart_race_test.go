@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,8 +32,8 @@ func testPaysRacingRestart(t *testing.T, m *mariaDB) {
 	prov := startProcProvider(t, "") // no webhooks: retries and the recoverer settle what is left open
 	gate := startChargeGate(t, prov.url, 50*time.Millisecond)
 	dbURL := dbtest.NewURL(t, migrations.MySQL)
-	p := startPaydProc(t, "payd", procEnv(dbURL, gate.url, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"}))
-	customer, token := p.register()
+	p := startPaydProc(t, "payd", paydEnv(dbURL, gate.url, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"}))
+	customer, token := p.register(newEmail())
 	orders := make([]*dbPayment, 200)
 	queue := make(chan *dbPayment, len(orders))
 	for i := range orders {
@@ -53,12 +51,12 @@ func testPaysRacingRestart(t *testing.T, m *mariaDB) {
 	}
 	defer r.finish() // also when a wait below fails: no payer outlives the test
 
-	pollUntil(t, 30*time.Second, "8 pay requests were not answered before the outage", func() bool { return r.answered.Load() >= 8 })
+	eventually(t, 30*time.Second, "8 pay requests were not answered before the outage", func() bool { return r.answered.Load() >= 8 })
 	m.mustStop(t)
-	pollUntil(t, 30*time.Second, "no pay request was refused while the database was down", func() bool { return r.refused.Load() >= racePayers })
+	eventually(t, 30*time.Second, "no pay request was refused while the database was down", func() bool { return r.refused.Load() >= racePayers })
 	m.mustStart(t)
 	r.restarted.Store(true)
-	pollUntil(t, 30*time.Second, "8 payments did not succeed after the restart", func() bool { return r.paidAfter.Load() >= 8 })
+	eventually(t, 30*time.Second, "8 payments did not succeed after the restart", func() bool { return r.paidAfter.Load() >= 8 })
 	r.finish()
 
 	counts := map[string]int{}
@@ -118,12 +116,12 @@ func (r *racePay) payFrom(queue <-chan *dbPayment) {
 			return
 		default:
 		}
-		rep, err := r.p.pay(r.token, c.order, c.key, c.method)
+		rep, err := r.p.tryPay(r.token, c.order, c.key, c.method)
 		first := fmt.Sprint(rep.Status)
 		switch {
 		case err != nil:
 			first = "no answer: " + err.Error()
-		case rep.Status >= 500 && problemCode(rep) != "":
+		case rep.Status >= 500 && rep.problemCode() != "":
 			first = "5xx"
 			r.refused.Add(1)
 		case rep.Status == http.StatusOK && r.restarted.Load():
@@ -143,18 +141,4 @@ func (r *racePay) payFrom(queue <-chan *dbPayment) {
 func (r *racePay) finish() {
 	r.once.Do(func() { close(r.stop) })
 	r.wg.Wait()
-}
-
-// problemCode is the code of a problem+json reply, "" for anything else.
-func problemCode(rep reply) string {
-	var pr struct {
-		Code string `json:"code"`
-	}
-	if !strings.HasPrefix(rep.Header.Get("Content-Type"), "application/problem+json") {
-		return ""
-	}
-	if json.Unmarshal(rep.Body, &pr) != nil {
-		return ""
-	}
-	return pr.Code
 }

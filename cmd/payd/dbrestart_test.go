@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/repository"
 )
 
 // envDBRestart asks for the database restart test, which stops and starts
@@ -58,8 +56,8 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	relay := startHookRelay(t)
 	prov := startProcProvider(t, relay.url)
 	dbURL := dbtest.NewURL(t, migrations.MySQL)
-	p := startPaydProc(t, "payd", procEnv(dbURL, prov.url, env{"PAYD_LEASE": "5m"}))
-	customer, token := p.register()
+	p := startPaydProc(t, "payd", paydEnv(dbURL, prov.url, env{"PAYD_LEASE": "5m"}))
+	customer, token := p.register(newEmail())
 	newPayment := func(method string) *dbPayment {
 		c := &dbPayment{method: method, calls: [][]string{{"POST"}}, crashCase: &crashCase{t: t, dbURL: dbURL, prov: prov,
 			customer: customer, token: token, order: p.order(token, "12.30"), key: uuid.NewString()}}
@@ -73,7 +71,7 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	var inFlight []*dbPayment
 	for _, method := range []string{"pm_async", "pm_async", "pm_async", "pm_timeout"} {
 		c := newPayment(method)
-		r, err := p.pay(token, c.order, c.key, method)
+		r, err := p.tryPay(token, c.order, c.key, method)
 		if err != nil || r.Status != http.StatusAccepted || r.json(t)["status"] != "processing" {
 			t.Fatalf("Pay(%q, %s) = %d %s (err %v), want 202 processing", c.key, method, r.Status, r.Body, err)
 		}
@@ -88,7 +86,7 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	relay.point(p.base)
 
 	for _, c := range []*dbPayment{late, inFlight[0]} {
-		r, err := p.pay(token, c.order, c.key, c.method)
+		r, err := p.tryPay(token, c.order, c.key, c.method)
 		if err != nil || r.Status < 500 || r.code(t) == "" {
 			t.Errorf("Pay(%q, %s) while the database is down = %d %s (err %v), want a 5xx problem", c.key, c.method, r.Status, r.Body, err)
 		}
@@ -100,7 +98,7 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 		t.Errorf("GET /readyz while the database is down = %d, want 503", got)
 	}
 	refused := map[string]bool{} // event IDs payd itself refused while its database was down
-	pollUntil(t, 30*time.Second, "payd did not refuse each of the 4 webhooks with its own 503", func() bool {
+	eventually(t, 30*time.Second, "payd did not refuse each of the 4 webhooks with its own 503", func() bool {
 		ds, err := prov.sb.Deliveries(context.Background())
 		for _, d := range ds {
 			if !d.Delivered() && d.LastStatus == http.StatusServiceUnavailable {
@@ -111,8 +109,8 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	})
 
 	m.mustStart(t)
-	pollUntil(t, 30*time.Second, "GET /readyz is not 200 after the restart", func() bool { return readyStatus(p) == http.StatusOK })
-	r, err := p.pay(token, late.order, late.key, late.method)
+	eventually(t, 30*time.Second, "GET /readyz is not 200 after the restart", func() bool { return readyStatus(p) == http.StatusOK })
+	r, err := p.tryPay(token, late.order, late.key, late.method)
 	if err != nil || r.Status != http.StatusOK || r.json(t)["status"] != "paid" || r.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("retry Pay(%q) after the restart = %d %s (err %v), want 200 paid, executed", late.key, r.Status, r.Body, err)
 	}
@@ -121,7 +119,7 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	for _, c := range all {
 		c.db = db
 	}
-	pollUntil(t, 30*time.Second, "the retried webhooks did not pay every order", func() bool {
+	eventually(t, 30*time.Second, "the retried webhooks did not pay every order", func() bool {
 		return !slices.ContainsFunc(all, func(c *dbPayment) bool { return c.orderState().Status != "paid" })
 	})
 	for _, c := range all {
@@ -159,16 +157,16 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 func testOutageAfterCharge(t *testing.T, m *mariaDB) {
 	prov := startProcProvider(t, "") // no webhooks: only asking the provider can settle it
 	gate := startChargeGate(t, prov.url, 0)
-	c := &crashCase{t: t, point: "after_charge", prov: prov, dbURL: dbtest.NewURL(t, migrations.MySQL), key: uuid.NewString()}
+	c := newCrashCase(t, "mysql", "after_charge", prov)
 	// The lease outlasts the restart, so the state checkCrashed inspects
 	// is still what the outage left; then a retry or the recoverer takes over.
-	p := startPaydProc(t, "payd", procEnv(c.dbURL, gate.url, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s", "PAYD_INFLIGHT_WAIT": "100ms"}))
-	c.customer, c.token = p.register()
+	p := startPaydProc(t, "payd", paydEnv(c.dbURL, gate.url, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s", "PAYD_INFLIGHT_WAIT": "100ms"}))
+	c.customer, c.token = p.register(newEmail())
 	c.order = p.order(c.token, "12.30")
 
 	m.restoreOnCleanup(t)
 	stopped := gate.arm(c.order, m.stop)
-	r, err := p.pay(c.token, c.order, c.key, "pm_ok")
+	r, err := p.tryPay(c.token, c.order, c.key, "pm_ok")
 	select {
 	case err := <-stopped:
 		if err != nil {
@@ -182,7 +180,7 @@ func testOutageAfterCharge(t *testing.T, m *mariaDB) {
 	}
 
 	m.mustStart(t)
-	pollUntil(t, 30*time.Second, "GET /readyz is not 200 after the restart", func() bool { return readyStatus(p) == http.StatusOK })
+	eventually(t, 30*time.Second, "GET /readyz is not 200 after the restart", func() bool { return readyStatus(p) == http.StatusOK })
 	c.db = openDB(t, c.dbURL)
 	c.checkCrashed()
 
@@ -233,18 +231,7 @@ func (c *dbPayment) checkSettled(p *paydProc) {
 	if !slices.ContainsFunc(c.calls, func(want []string) bool { return slices.Equal(calls, want) }) {
 		t.Errorf("%s: provider calls for the attempt = %v, want one of %v", c.method, calls, c.calls)
 	}
-	rec := c.recordState()
-	var stored struct{ ID, Status string }
-	if err := json.Unmarshal(rec.ResponseBody, &stored); err != nil || rec.Status != "succeeded" ||
-		rec.ResponseStatus != http.StatusOK || stored.Status != "paid" || stored.ID != c.order {
-		t.Errorf("%s: idempotency record = %s %d %s, want succeeded 200 with the order paid", c.method, rec.Status, rec.ResponseStatus, rec.ResponseBody)
-	}
-	replay, err := p.pay(c.token, c.order, c.key, c.method)
-	if err != nil || replay.Status != http.StatusOK || !bytes.Equal(replay.Body, rec.ResponseBody) ||
-		replay.Header.Get("Idempotent-Replayed") != "true" {
-		t.Errorf("%s: replay Pay(%q) = %d %s (Idempotent-Replayed %q, err %v), want the stored 200 %s replayed",
-			c.method, c.key, replay.Status, replay.Body, replay.Header.Get("Idempotent-Replayed"), err, rec.ResponseBody)
-	}
+	c.checkStoredPaid(p, c.method, c.method+": ")
 }
 
 // readyStatus is what GET /readyz answers, 0 if nothing does.
@@ -254,15 +241,4 @@ func readyStatus(p *paydProc) int {
 		return 0
 	}
 	return r.Status
-}
-
-// openDB opens a handle on payd's database for the test's own reads.
-func openDB(t *testing.T, dbURL string) *repository.DB {
-	t.Helper()
-	db, err := repository.Open(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

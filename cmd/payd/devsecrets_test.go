@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -13,54 +12,6 @@ import (
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 )
-
-// devPayd is payd started through run with args and e, as `go run
-// ./cmd/payd` would be: its banner is kept for the test to read.
-type devPayd struct {
-	base   string
-	banner *syncBuffer
-	logs   *syncBuffer
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func startDevPayd(t *testing.T, args []string, e env) *devPayd {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &devPayd{banner: &syncBuffer{}, logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	pr, pw := io.Pipe()
-	go func() { p.done <- run(ctx, args, e.get, pw, p.logs); pw.Close() }()
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		p.banner.Write([]byte(sc.Text() + "\n"))
-		if rest, ok := strings.CutPrefix(sc.Text(), "payd listening on "); ok {
-			p.base = rest
-			break
-		}
-	}
-	if p.base == "" {
-		cancel()
-		t.Fatalf("payd did not start: %v\nlogs:\n%s", <-p.done, p.logs.String())
-	}
-	go func() { _, _ = io.Copy(p.banner, pr) }()
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *devPayd) stop() {
-	if p.cancel == nil {
-		return
-	}
-	p.cancel()
-	p.cancel = nil
-	<-p.done
-}
-
-// do sends one request to p through the harness's client.
-func (p *devPayd) do(t *testing.T, r request) reply {
-	t.Helper()
-	return (&stack{t: t, base: p.base}).do(r)
-}
 
 // readmeRegister is the README's registration, word for word.
 var readmeRegister = request{method: "POST", path: "/v1/customers", key: "demo-register-1",
@@ -84,14 +35,14 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		e := env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
 			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db")}
 
-		first := startDevPayd(t, nil, e)
-		r1 := first.do(t, readmeRegister)
+		first := startInproc(t, nil, e)
+		r1 := first.do(readmeRegister)
 		if r1.Status != http.StatusCreated {
 			t.Fatalf("register = %d %s, want 201", r1.Status, r1.Body)
 		}
 		first.stop()
-		if !strings.Contains(first.banner.String(), secretsFile) {
-			t.Errorf("banner does not name the secrets file %s:\n%s", secretsFile, first.banner.String())
+		if !strings.Contains(first.stdout.String(), secretsFile) {
+			t.Errorf("banner does not name the secrets file %s:\n%s", secretsFile, first.stdout.String())
 		}
 		fi, err := os.Stat(secretsFile)
 		if err != nil {
@@ -102,8 +53,8 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		}
 		kept, _ := os.ReadFile(secretsFile)
 
-		second := startDevPayd(t, nil, e)
-		r2 := second.do(t, readmeRegister)
+		second := startInproc(t, nil, e)
+		r2 := second.do(readmeRegister)
 		if r2.Status != http.StatusCreated || r2.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay after restart = %d (Idempotent-Replayed %q) %s, want 201 replayed", r2.Status, r2.Header.Get("Idempotent-Replayed"), r2.Body)
 		}
@@ -111,15 +62,15 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		if m1["token"] != m2["token"] || m1["customer"].(map[string]any)["id"] != m2["customer"].(map[string]any)["id"] {
 			t.Errorf("replay after restart = %s, want the first answer %s", r2.Body, r1.Body)
 		}
-		if r := second.do(t, request{method: "GET", path: "/v1/orders", token: m2["token"].(string)}); r.Status != http.StatusOK {
+		if r := second.do(request{method: "GET", path: "/v1/orders", token: m2["token"].(string)}); r.Status != http.StatusOK {
 			t.Errorf("the token after restart: GET /v1/orders = %d %s, want 200", r.Status, r.Body)
 		}
 		second.stop()
 
 		// A key from the environment wins over the file, and the file is left alone.
 		e["PAYD_SECRET_KEY"] = "another-secret-key-0123456789abcdef"
-		third := startDevPayd(t, nil, e)
-		r3 := third.do(t, readmeRegister)
+		third := startInproc(t, nil, e)
+		r3 := third.do(readmeRegister)
 		if r3.Status != http.StatusGone || r3.code(t) != "stored_response_unreadable" {
 			t.Errorf("replay under another secret key = %d %s, want 410 stored_response_unreadable", r3.Status, r3.Body)
 		}

@@ -18,17 +18,17 @@ func TestOrderEventsAcrossProcesses(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		prov := startProcProvider(t, "")
 		dbURL := dbtest.NewURL(t, migrations.Dialect(dialect))
-		a := startPaydProc(t, "payd-a", procEnv(dbURL, prov.url, nil))
-		b := startPaydProc(t, "payd-b", procEnv(dbURL, prov.url, nil))
+		a := startPaydProc(t, "payd-a", paydEnv(dbURL, prov.url, nil))
+		b := startPaydProc(t, "payd-b", paydEnv(dbURL, prov.url, nil))
 
-		_, token := a.register()
+		_, token := a.register(newEmail())
 		id := a.order(token, "3.00")
-		st := (&stack{t: t, base: a.base}).stream(token, id)
+		st := a.stream(token, id)
 		first := st.next()
 		if first.Status != "pending" {
 			t.Fatalf("first event = %+v, want the order pending", first)
 		}
-		r, err := b.pay(token, id, uuid.NewString(), "pm_ok")
+		r, err := b.tryPay(token, id, uuid.NewString(), "pm_ok")
 		if err != nil || r.Status != http.StatusOK {
 			t.Fatalf("Pay on the other process = %d %s (err %v), want 200", r.Status, r.Body, err)
 		}

@@ -31,7 +31,7 @@ type orderStream struct {
 
 // stream opens the order's event stream as the customer; it is closed when
 // the test ends, before payd stops.
-func (s *stack) stream(token, orderID string) *orderStream {
+func (s *driver) stream(token, orderID string) *orderStream {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/v1/orders/"+orderID+"/events", nil)
@@ -153,7 +153,7 @@ func TestOrderEvents(t *testing.T) {
 		}
 
 		// Another process pays; this one never hears of it but by polling.
-		peer := s.startPeer()
+		peer := s.startPeer("", nil)
 		id2 := s.order(token, "4.50")
 		here := s.stream(token, id2)
 		start := here.next()

@@ -165,21 +165,17 @@ func (h *hostile) ruleFor(orderID string) *hostileRule {
 // onCharge notes a charge request and returns the rule it falls under,
 // using up one of the rule's Times.
 func (h *hostile) onCharge(r *http.Request) *hostileRule {
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var req struct {
-		OrderID string `json:"order_id"`
-	}
-	if err != nil || json.Unmarshal(body, &req) != nil {
+	orderID, ok := chargeOrderID(r)
+	if !ok {
 		return nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.seen[req.OrderID]++
+	h.seen[orderID]++
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		h.keys[key] = req.OrderID
+		h.keys[key] = orderID
 	}
-	rule := h.ruleFor(req.OrderID)
+	rule := h.ruleFor(orderID)
 	if rule == nil {
 		return nil
 	}
@@ -197,6 +193,20 @@ func (h *hostile) onCharge(r *http.Request) *hostileRule {
 	}
 	cp := *rule
 	return &cp
+}
+
+// chargeOrderID reads the order a charge request is for, leaving the
+// request's body as it found it.
+func chargeOrderID(r *http.Request) (string, bool) {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		OrderID string `json:"order_id"`
+	}
+	if err != nil || json.Unmarshal(body, &req) != nil {
+		return "", false
+	}
+	return req.OrderID, true
 }
 
 // modifyResponse rewrites what the provider says about a charge of a
@@ -259,6 +269,58 @@ func (h *hostile) modifyResponse(resp *http.Response) error {
 			return errDrop
 		}
 	}
+	return nil
+}
+
+// holdGetOnce holds the reply to the next GET of a charge of orderID for d
+// (the provider has answered; payd hears it d later).
+func (h *hostile) holdGetOnce(orderID string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.getHolds == nil {
+		h.getHolds = map[string]time.Duration{}
+	}
+	h.getHolds[orderID] = d
+}
+
+// holdGet sleeps for a pending holdGetOnce of orderID, using it up.
+func (h *hostile) holdGet(orderID string) {
+	h.mu.Lock()
+	d := h.getHolds[orderID]
+	delete(h.getHolds, orderID)
+	h.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// setRefundAmount makes the provider's refund replies report amount.
+func (h *hostile) setRefundAmount(amount string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refundAmount = amount
+}
+
+// rewriteRefund applies setRefundAmount to a refund reply.
+func (h *hostile) rewriteRefund(resp *http.Response) error {
+	h.mu.Lock()
+	amount := h.refundAmount
+	h.mu.Unlock()
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	var re map[string]any
+	if amount != "" && resp.StatusCode < 300 && json.Unmarshal(body, &re) == nil {
+		re["amount"] = amount
+		if body, err = json.Marshal(re); err != nil {
+			return err
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	return nil
 }
 

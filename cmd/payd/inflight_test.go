@@ -18,12 +18,7 @@ import (
 func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s, h := startHostileStack(t, dialect, env{"PAYD_PROVIDER_TIMEOUT": "4s", "PAYD_LEASE": "7s"})
-		other := &stack{t: t, dialect: dialect, dbURL: s.dbURL, logs: &syncBuffer{}}
-		other.start(env{
-			"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": s.dbURL, "PAYD_PROVIDER_URL": h.url,
-			"PAYD_ADMIN_TOKEN": testAdminToken, "PAYD_WEBHOOK_SECRET": testWebhookSecret, "PAYD_SECRET_KEY": testSecretKey,
-			"PAYD_LOG_LEVEL": "info", "PAYD_PROVIDER_TIMEOUT": "300ms", "PAYD_LEASE": "1s",
-		})
+		s.startPeer(h.url, env{"PAYD_PROVIDER_TIMEOUT": "300ms", "PAYD_LEASE": "1s"})
 		_, token := s.register("slow@example.com")
 		id := s.order(token, "500.00")
 		h.set(id, hostileRule{HoldRequest: 2 * time.Second})
@@ -76,7 +71,7 @@ func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 // 429) and 5xx leave the outcome unknown (202).
 func TestProviderRefusalIsDefinite(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, nil, withoutWebhooks)
+		s, h := startHostileStack(t, dialect, nil, silentSandbox)
 		_, token := s.register("refused@example.com")
 
 		definite := []struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,7 +76,10 @@ func (m *mariaDB) stop() error {
 	if out, err := exec.Command("mysqladmin", "-uroot", "shutdown").CombinedOutput(); err != nil {
 		return fmt.Errorf("mysqladmin shutdown: %v\n%s", err, out)
 	}
-	return waitFor(mariaDBWait, "MariaDB to stop", func() bool { return !m.running() && !m.answers() })
+	if !within(mariaDBWait, func() bool { return !m.running() && !m.answers() }) {
+		return fmt.Errorf("MariaDB did not stop within %v", mariaDBWait)
+	}
+	return nil
 }
 
 // start starts the server and waits until it answers.
@@ -86,7 +88,10 @@ func (m *mariaDB) start() error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("start-stop-daemon --start: %v\n%s", err, out)
 	}
-	return waitFor(mariaDBWait, "MariaDB to answer", m.answers)
+	if !within(mariaDBWait, m.answers) {
+		return fmt.Errorf("MariaDB did not answer within %v", mariaDBWait)
+	}
+	return nil
 }
 
 // mustStop and mustStart are stop and start on the test's goroutine.
@@ -102,14 +107,4 @@ func (m *mariaDB) mustStart(t *testing.T) {
 	if err := m.start(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitFor polls cond every 100ms until it holds or timeout passes.
-func waitFor(timeout time.Duration, what string, cond func() bool) error {
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return errors.New("gave up waiting for " + what + " after " + timeout.String())
-		}
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // opsRun is what one full flow through payd left behind: the secrets and
@@ -52,19 +50,14 @@ func opsFlow(t *testing.T, s *stack) *opsRun {
 	}
 	do(request{method: "POST", path: "/v1/orders/" + o2 + "/pay", token: run.token, key: uuid.NewString(),
 		body: map[string]string{"payment_method": "pm_async"}}, http.StatusAccepted)
-	var attemptID string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := do(request{method: "GET", path: "/v1/orders/" + o2, token: run.token}, http.StatusOK).json(t)
-		if m["status"] == "paid" {
-			attemptID = m["attempts"].([]any)[0].(map[string]any)["id"].(string)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order %s is %v after 30s, want paid by the sandbox's webhook", o2, m["status"])
-		}
-		time.Sleep(50 * time.Millisecond)
+	var m map[string]any
+	if !within(30*time.Second, func() bool {
+		m = do(request{method: "GET", path: "/v1/orders/" + o2, token: run.token}, http.StatusOK).json(t)
+		return m["status"] == "paid"
+	}) {
+		t.Fatalf("order %s is %v after 30s, want paid by the sandbox's webhook", o2, m["status"])
 	}
+	attemptID := m["attempts"].([]any)[0].(map[string]any)["id"].(string)
 
 	// A webhook signed over other bytes, one of a type payd does not know,
 	// and one whose amount is not the attempt's.
@@ -97,36 +90,14 @@ func (run *opsRun) webhook(t *testing.T, s *stack, id string, ev map[string]any,
 	if err != nil {
 		t.Fatal(err)
 	}
-	wh, err := standardwebhooks.NewWebhook(testWebhookSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	sig, err := wh.Sign(id, now, signed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run.signatures = append(run.signatures, sig)
+	h := signedWebhook(t, id, time.Now(), signed)
+	run.signatures = append(run.signatures, h.Get("webhook-signature"))
 	if body == nil {
 		body = signed
 	}
-	req, err := http.NewRequest(http.MethodPost, s.base+"/v1/webhooks/provider", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", sig)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	checkContract(t, req, resp.StatusCode, resp.Header, b)
-	run.requestIDs = append(run.requestIDs, resp.Header.Get("X-Request-ID"))
-	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	r := s.postWebhook(body, h)
+	run.requestIDs = append(run.requestIDs, r.Header.Get("X-Request-ID"))
+	return r
 }
 
 // TestLogsCarryNoSecrets runs the full flow and reads everything payd

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/payd/payd/sandbox"
 )
 
 // TestPayAndReplay is the walkthrough of the README: register, order, pay,
@@ -210,7 +208,7 @@ func TestUnknownOutcome(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		// No webhooks: the provider's later word would settle the payment
 		// and hide the state this test looks at.
-		s := startStackWith(t, dialect, nil, func(c *sandbox.Config) { c.WebhookURL = "" })
+		s := startStackWith(t, dialect, nil, silentSandbox)
 		_, token := s.register("eve@example.com")
 		id := s.order(token, "8.00")
 		r := s.pay(token, id, uuid.NewString(), "pm_timeout")

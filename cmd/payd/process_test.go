@@ -1,27 +1,38 @@
 package main
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox"
 )
 
-// The crash and replica tests run payd as separate OS processes, built from
-// this package by `go build`: only a real process can be killed with
-// SIGKILL mid-payment, restarted on the same database, or run three times
-// side by side.
+// The crash, replica and database-restart tests run payd as separate OS
+// processes, built from this package by `go build`: only a real process
+// can be killed with SIGKILL mid-payment, restarted on the same database,
+// or run three times side by side. Each process is driven like the
+// in-process stack, through a driver (harness_test.go); the provider runs
+// in the test process (procProvider), so it outlives every payd the test
+// kills, reached through a webhook relay and a charge gate where a test
+// needs them.
 
 // paydBinary is the payd executable, built once per test binary.
 var paydBinary struct {
@@ -75,14 +86,11 @@ func paydExecutable(t *testing.T) string {
 
 // paydProc is one payd process (`payd serve`).
 type paydProc struct {
-	t      *testing.T
-	name   string
+	*driver
 	cmd    *exec.Cmd
-	base   string
 	logs   *syncBuffer // stderr: the JSON log
 	exited chan struct{}
 	state  *os.ProcessState // set before exited closes
-	client *http.Client
 }
 
 // startPaydProc runs payd with the PAYD_* settings e (and none inherited
@@ -100,9 +108,8 @@ func startPaydProc(t *testing.T, name string, e env) *paydProc {
 // launchPaydProc is startPaydProc reporting failure instead of ending the
 // test, so several replicas can start at once from goroutines.
 func launchPaydProc(t *testing.T, exe, name string, e env) (*paydProc, error) {
-	p := &paydProc{t: t, name: name, logs: &syncBuffer{}, exited: make(chan struct{}),
-		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
-	listening := &listenWatch{found: make(chan string, 1)}
+	p := &paydProc{driver: newDriver(t, name, ""), logs: &syncBuffer{}, exited: make(chan struct{})}
+	listening := newListenWatch()
 	p.cmd = exec.Command(exe, "serve")
 	p.cmd.Dir = t.TempDir() // a stray default sqlite file lands here, not in the source tree
 	p.cmd.Env = childEnv(e)
@@ -182,81 +189,6 @@ func (p *paydProc) waitKilled() {
 	}
 }
 
-// send makes one call; an error means no answer came (the process died).
-func (p *paydProc) send(r request) (reply, error) {
-	var body io.Reader
-	if r.body != nil {
-		j, err := json.Marshal(r.body)
-		if err != nil {
-			return reply{}, err
-		}
-		body = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(r.method, p.base+r.path, body)
-	if err != nil {
-		return reply{}, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.token)
-	}
-	if r.key != "" {
-		req.Header.Set("Idempotency-Key", r.key)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err == nil {
-		checkContract(p.t, req, resp.StatusCode, resp.Header, b)
-	}
-	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
-}
-
-// do makes one call that must be answered.
-func (p *paydProc) do(r request) reply {
-	p.t.Helper()
-	rep, err := p.send(r)
-	if err != nil {
-		p.t.Fatalf("%s %s on %s: %v", r.method, r.path, p.name, err)
-	}
-	return rep
-}
-
-// register creates a customer and returns its ID and token.
-func (p *paydProc) register() (string, string) {
-	p.t.Helper()
-	email := uuid.NewString() + "@example.com"
-	r := p.do(request{method: "POST", path: "/v1/customers", key: uuid.NewString(), body: map[string]string{"email": email, "name": "Crash Test"}})
-	if r.Status != http.StatusCreated {
-		p.t.Fatalf("register(%s) = %d %s, want 201", email, r.Status, r.Body)
-	}
-	m := r.json(p.t)
-	return m["customer"].(map[string]any)["id"].(string), m["token"].(string)
-}
-
-// order creates a USD order of amount and returns its ID.
-func (p *paydProc) order(token, amount string) string {
-	p.t.Helper()
-	r := p.do(request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{
-		"currency": "USD", "items": []map[string]any{{"sku": "sku-1", "name": "Thing", "quantity": 1, "unit_price": amount}},
-	}})
-	if r.Status != http.StatusCreated {
-		p.t.Fatalf("create order = %d %s, want 201", r.Status, r.Body)
-	}
-	return r.json(p.t)["id"].(string)
-}
-
-// pay sends one pay request; an error means the connection died.
-func (p *paydProc) pay(token, orderID, key, method string) (reply, error) {
-	return p.send(request{method: "POST", path: "/v1/orders/" + orderID + "/pay", token: token, key: key,
-		body: map[string]string{"payment_method": method}})
-}
-
 // jobRows sums the rows the named background job reported handling in this
 // process's log ("background job done" lines).
 func (p *paydProc) jobRows(job string) int64 {
@@ -275,38 +207,231 @@ func (p *paydProc) jobRows(job string) int64 {
 	return n
 }
 
-// listenWatch is payd's stdout: it reports the address of the
-// "payd listening on http://..." line and drops the rest.
-type listenWatch struct {
+// procProvider is the sandbox provider run inside the test process, so it
+// outlives every payd process the test kills, with a log of the calls payd
+// made to it: which idempotency keys it charged (POST) and asked about
+// (GET), in the order they arrived.
+type procProvider struct {
+	t   *testing.T
+	sb  *sandbox.Server
+	url string
+
+	mu      sync.Mutex
+	calls   map[string][]string // idempotency key (the attempt ID) → "POST", "GET", ...
+	refunds int
+
+	hold atomic.Int64 // holdCharges: how long each charge request waits before the sandbox sees it
+}
+
+// holdCharges makes every charge request wait d before the sandbox handles
+// it, and then be handled even if payd has gone meanwhile: a slow provider
+// that already has the request on the wire.
+func (p *procProvider) holdCharges(d time.Duration) { p.hold.Store(int64(d)) }
+
+// startProcProvider runs a sandbox on loopback. webhookURL empty: it
+// records its webhooks but delivers none, so whatever payd resolves it
+// resolves by asking.
+func startProcProvider(t *testing.T, webhookURL string) *procProvider {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{
+		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: webhookURL,
+		WebhookSecret: testWebhookSecret, RetryBase: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond,
+		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &procProvider{t: t, sb: sb, calls: map[string][]string{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := sb.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: p.count(sb.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		cancel()
+		_ = hs.Close()
+		<-served
+		_ = sb.Close()
+	})
+	return p
+}
+
+// count notes each charge call before the sandbox handles it.
+func (p *procProvider) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/charges":
+			key := r.Header.Get("Idempotency-Key")
+			p.calls[key] = append(p.calls[key], "POST")
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/charges/"):
+			key := strings.TrimPrefix(r.URL.Path, "/v1/charges/")
+			p.calls[key] = append(p.calls[key], "GET")
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/refunds":
+			p.refunds++
+		}
+		p.mu.Unlock()
+		if d := time.Duration(p.hold.Load()); d > 0 && r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			time.Sleep(d)
+			r = r.WithContext(context.WithoutCancel(r.Context()))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callsFor is the calls made under one idempotency key, in order.
+func (p *procProvider) callsFor(key string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.calls[key]...)
+}
+
+// refundCalls is how many refunds payd asked for.
+func (p *procProvider) refundCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refunds
+}
+
+// chargesOf is every charge the sandbox holds for an order.
+func (p *procProvider) chargesOf(orderID string) []domain.Charge {
+	p.t.Helper()
+	return chargesAt(p.t, p.sb, orderID, "")
+}
+
+// hookRelay is a stable webhook URL for a payd that changes address with
+// every restart: it forwards to the payd of the moment, and answers 502
+// while there is none (503 is what payd itself says when its database is
+// down), so the sandbox keeps retrying.
+type hookRelay struct {
+	url    string
+	target atomic.Pointer[url.URL]
+}
+
+func startHookRelay(t *testing.T) *hookRelay {
+	t.Helper()
+	h := &hookRelay{}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(h.target.Load()) },
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			w.WriteHeader(http.StatusBadGateway) // payd is down: the sandbox retries
+		},
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + ln.Addr().String() + "/v1/webhooks/provider"
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.target.Load() == nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("webhook relay: %v", err)
+		}
+	}()
+	t.Cleanup(func() { _ = hs.Close(); <-served })
+	return h
+}
+
+// point sends webhooks to the payd at base from now on.
+func (h *hookRelay) point(base string) {
+	u, err := url.Parse(base)
+	if err != nil {
+		panic(err)
+	}
+	h.target.Store(u)
+}
+
+// chargeGate stands between payd and the provider. Armed for one order, it
+// lets that order's charge through to the provider and, once the provider
+// has answered, runs a hook before the answer goes back to payd: the hook
+// acts at the moment "the provider charged, payd does not know yet". It
+// can also hold every charge's answer for a while, which widens that
+// moment for payments racing a database restart.
+type chargeGate struct {
+	url   string
+	delay time.Duration // how long each charge's answer is held
+
 	mu    sync.Mutex
-	buf   []byte
-	done  bool
-	found chan string
+	order string       // the armed order; "" when disarmed
+	hook  func() error // run once, for the armed order's charge
+	done  chan error   // the hook's result
 }
 
-func (w *listenWatch) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return len(b), nil
+// gateHookKey carries the hook from the request to its response.
+type gateHookKey struct{}
+
+// startChargeGate proxies to the provider at providerURL, holding each
+// charge's answer for delay.
+func startChargeGate(t *testing.T, providerURL string, delay time.Duration) *chargeGate {
+	t.Helper()
+	target, err := url.Parse(providerURL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	w.buf = append(w.buf, b...)
-	for {
-		line, rest, ok := bytes.Cut(w.buf, []byte("\n"))
-		if !ok {
-			return len(b), nil
-		}
-		w.buf = rest
-		if addr, ok := strings.CutPrefix(string(line), "payd listening on "); ok {
-			w.done, w.buf = true, nil
-			w.found <- addr
-			return len(b), nil
-		}
+	g := &chargeGate{delay: delay}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		// Runs after the provider answered and before payd reads a byte.
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.Method == http.MethodPost && resp.Request.URL.Path == "/v1/charges" {
+				time.Sleep(g.delay)
+			}
+			if hook, ok := resp.Request.Context().Value(gateHookKey{}).(func()); ok {
+				hook()
+			}
+			return nil
+		},
 	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			if hook := g.take(r); hook != nil {
+				r = r.WithContext(context.WithValue(r.Context(), gateHookKey{}, hook))
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	return g
 }
 
-// tail is the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+// arm makes the next charge of orderID run hook before payd hears the
+// provider's answer. The returned channel delivers the hook's result.
+func (g *chargeGate) arm(orderID string, hook func() error) <-chan error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.order, g.hook, g.done = orderID, hook, make(chan error, 1)
+	return g.done
+}
+
+// take returns the hook for a charge request of the armed order, once,
+// leaving the request's body as it found it.
+func (g *chargeGate) take(r *http.Request) func() {
+	orderID, ok := chargeOrderID(r)
+	if !ok {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.order == "" || orderID != g.order {
+		return nil
+	}
+	hook, done := g.hook, g.done
+	g.order, g.hook = "", nil
+	return func() { done <- hook() }
 }

@@ -314,7 +314,6 @@ type propRun struct {
 	h      *hostile
 	plan   propPlan
 	start  time.Time
-	client *http.Client
 	orders []*propOrder
 }
 
@@ -355,7 +354,7 @@ func runProperty(t *testing.T, dialect string, seed int64) {
 	})
 	amounts := newPropAmounts(t, "http://"+s.sandboxL.Addr().String())
 	h.setTarget(amounts.url) // payd → hostile → amounts → sandbox
-	r := &propRun{t: t, s: s, h: h, plan: plan, client: &http.Client{Timeout: time.Minute}}
+	r := &propRun{t: t, s: s, h: h, plan: plan}
 
 	var customers, tokens []string
 	for c := range plan.Customers {
@@ -420,25 +419,10 @@ func (r *propRun) after(d time.Duration) { time.Sleep(time.Until(r.start.Add(d))
 
 // pay is one customer pay call; what it hears is kept for the checks.
 func (r *propRun) pay(o *propOrder, k propKey) {
-	body, _ := json.Marshal(map[string]string{"payment_method": k.Method})
-	req, err := http.NewRequest(http.MethodPost, r.s.base+"/v1/orders/"+o.id+"/pay", bytes.NewReader(body))
-	if err != nil {
-		panic(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+o.token)
-	req.Header.Set("Idempotency-Key", k.Key)
 	pr := propReply{key: k.Key, method: k.Method}
 	sent := time.Now()
-	resp, err := r.client.Do(req)
-	if err == nil {
-		pr.body, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		pr.status, pr.replayed = resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true"
-		if err == nil {
-			checkContract(r.t, req, resp.StatusCode, resp.Header, pr.body)
-		}
-	}
+	rep, err := r.s.tryPay(o.token, o.id, k.Key, k.Method)
+	pr.status, pr.body, pr.replayed = rep.Status, rep.Body, rep.Header.Get("Idempotent-Replayed") == "true"
 	pr.err, pr.took = err, time.Since(sent)
 	o.mu.Lock()
 	o.replies = append(o.replies, pr)
@@ -513,21 +497,8 @@ func (r *propRun) events(o *propOrder, e propEvents) {
 }
 
 func (r *propRun) post(body []byte, h http.Header) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, r.s.base+"/v1/webhooks/provider", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header = h
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err == nil {
-		checkContract(r.t, req, resp.StatusCode, resp.Header, b)
-	}
-	return resp.StatusCode, err
+	rep, err := r.s.send(request{method: http.MethodPost, path: "/v1/webhooks/provider", header: h, body: body})
+	return rep.Status, err
 }
 
 // expire moves the order's expires_at into the past, as time would, and

@@ -80,9 +80,9 @@ func (s *stack) stage(tok string) staged {
 	}
 	st.want["duplicate_charge "+c3] = "refund"
 	st.refunded = append(st.refunded, c3)
-	for _, c := range s.sandboxChargesOf(st.dup) {
-		if c != c3 {
-			st.kept = append(st.kept, c)
+	for _, c := range s.sandboxCharges(st.dup, domain.ChargeSucceeded) {
+		if c.ID != c3 {
+			st.kept = append(st.kept, c.ID)
 		}
 	}
 
@@ -121,18 +121,6 @@ func (s *stack) stage(tok string) staged {
 		time.Now().UTC().Add(-time.Hour).Format("2006-01-02 15:04:05.000000"), st.stuck)
 	st.want["stuck_processing "+st.stuck+"/"+payKey] = "apply"
 	return st
-}
-
-// chargeDirectly charges at the sandbox behind payd's back (pm_ok, USD).
-func (s *stack) chargeDirectly(key, orderID, amount string) domain.Charge {
-	s.t.Helper()
-	ch, err := s.directProvider().Charge(s.t.Context(), domain.ChargeRequest{
-		IdempotencyKey: key, OrderID: orderID, Amount: decimal.RequireFromString(amount), Currency: "USD", PaymentMethod: "pm_ok",
-	})
-	if err != nil || ch.Status != domain.ChargeSucceeded {
-		s.t.Fatalf("Charge(%s, %s) = %+v, %v; want succeeded", key, amount, ch, err)
-	}
-	return ch
 }
 
 // loseOutcome pays orderID with pm_timeout — the provider charges, the
@@ -184,31 +172,6 @@ func (s *stack) attemptIn(orderID, status string) string {
 		s.t.Fatalf("attempts of %s in %s = %v, want one", orderID, status, ids)
 	}
 	return ids[0]
-}
-
-// exec runs one statement on payd's database that must change one row.
-func (s *stack) exec(query string, args ...any) {
-	s.t.Helper()
-	res := s.db.Gorm().Exec(query, args...)
-	if res.Error != nil || res.RowsAffected != 1 {
-		s.t.Fatalf("%s: %v, %d rows; want 1 row", query, res.Error, res.RowsAffected)
-	}
-}
-
-// sandboxChargesOf lists the IDs of an order's succeeded charges at the sandbox.
-func (s *stack) sandboxChargesOf(orderID string) []string {
-	s.t.Helper()
-	all, err := s.sandbox.Charges(s.t.Context())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	var ids []string
-	for _, c := range all {
-		if c.OrderID == orderID && c.Status == domain.ChargeSucceeded {
-			ids = append(ids, c.ID)
-		}
-	}
-	return ids
 }
 
 // settlementCSV is the sandbox's settlement for yesterday and today (UTC),

@@ -18,7 +18,7 @@ import (
 func TestResolveStuck(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		slow := func(c *sandbox.Config) { c.AsyncDelay = time.Hour }
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, withoutWebhooks, slow)
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox, slow)
 		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 		_, tok := s.register("stu@example.com")
 		pending, never := s.order(tok, "3.00"), s.order(tok, "4.00")

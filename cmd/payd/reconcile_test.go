@@ -26,7 +26,7 @@ func TestReconciliation(t *testing.T) {
 }
 
 func reconcileScenario(t *testing.T, dialect, source string) {
-	s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, withoutWebhooks)
+	s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
 	from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 	_, tok := s.register("ops@example.com")
 	st := s.stage(tok)

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/sandbox"
 )
@@ -20,18 +16,8 @@ import (
 // event is stored once and changes nothing payd already knew.
 func TestRefundWebhookOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, nil, withoutWebhooks)
-		_, tok := s.register("wes@example.com")
-		id := s.paidOrder(tok, "8.00")
-		r := s.refund(id, uuid.NewString(), "3.00")
-		if r.Status != http.StatusOK {
-			t.Fatalf("refund = %d %s, want 200", r.Status, r.Body)
-		}
-		refund := decode[refundResultDoc](t, r).Refund
-		// The provider's reply is lost: payd's refund is still pending.
-		if err := s.db.Gorm().Exec("UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?", refund.ID).Error; err != nil {
-			t.Fatal(err)
-		}
+		s := startStackWith(t, dialect, nil, silentSandbox)
+		tok, id, refund := s.lostRefundReply("wes@example.com")
 		ev := s.outboxEvent("refund.succeeded")
 		replies := parallel(5, func(int) reply { return s.deliver(ev) })
 		for _, r := range replies {
@@ -113,29 +99,23 @@ func (s *stack) delivered(typ string) int {
 // deliver posts an outbox event to payd as the sandbox would, signed now.
 func (s *stack) deliver(d sandbox.Delivery) reply {
 	s.t.Helper()
-	wh, err := standardwebhooks.NewWebhook(testWebhookSecret)
-	if err != nil {
+	return s.postWebhook(d.Payload, signedWebhook(s.t, d.EventID, time.Now(), d.Payload))
+}
+
+// lostRefundReply registers email, pays an 8.00 order and refunds 3.00 of
+// it, then forgets the provider's reply: payd's refund is still pending. It
+// returns the customer's token, the order and the refund.
+func (s *stack) lostRefundReply(email string) (token, orderID string, refund refundDoc) {
+	s.t.Helper()
+	_, token = s.register(email)
+	orderID = s.paidOrder(token, "8.00")
+	r := s.refund(orderID, uuid.NewString(), "3.00")
+	if r.Status != http.StatusOK {
+		s.t.Fatalf("refund = %d %s, want 200", r.Status, r.Body)
+	}
+	refund = decode[refundResultDoc](s.t, r).Refund
+	if err := s.db.Gorm().Exec("UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?", refund.ID).Error; err != nil {
 		s.t.Fatal(err)
 	}
-	now := time.Now()
-	sig, err := wh.Sign(d.EventID, now, d.Payload)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req, err := http.NewRequest("POST", s.base+"/v1/webhooks/provider", bytes.NewReader(d.Payload))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(standardwebhooks.HeaderWebhookID, d.EventID)
-	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatalf("deliver %s: %v", d.EventID, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	checkContract(s.t, req, resp.StatusCode, resp.Header, b)
-	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return token, orderID, refund
 }

@@ -20,7 +20,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Parallel() // mostly waiting for the jobs' ticks
 		rs := startReplicas(t, dialect, 3, true, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})
-		_, token := rs.procs[0].register()
+		_, token := rs.procs[0].register(newEmail())
 
 		// Payments whose reply the provider loses: 202, attempt unknown.
 		// Paid right after creation, well within the order TTL.
@@ -28,7 +28,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 		var unknown []payment
 		for i := range toRecover {
 			p := payment{order: rs.at(i).order(token, "3.00"), key: uuid.NewString()}
-			r, err := rs.at(i+1).pay(token, p.order, p.key, "pm_timeout")
+			r, err := rs.at(i+1).tryPay(token, p.order, p.key, "pm_timeout")
 			if err != nil || r.Status != http.StatusAccepted {
 				t.Fatalf("Pay(%q) pm_timeout = %d %s (err %v), want 202", p.key, r.Status, r.Body, err)
 			}
@@ -38,7 +38,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 		// only GETs may come.
 		sent := map[string][]string{}
 		var attempts []struct{ ID, OrderID string }
-		rs.scan(&attempts, "SELECT id, order_id FROM payment_attempts")
+		scanRows(t, rs.db, &attempts, "SELECT id, order_id FROM payment_attempts")
 		for _, a := range attempts {
 			sent[a.ID] = rs.prov.callsFor(a.ID)
 		}
@@ -49,7 +49,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 		}
 
 		// A job logs each batch after it ends, so wait for the lines too.
-		pollUntil(t, time.Minute, "the replicas' jobs did not expire every order and resolve every payment", func() bool {
+		eventually(t, time.Minute, "the replicas' jobs did not expire every order and resolve every payment", func() bool {
 			return rs.count("orders WHERE status = 'expired'") == toExpire &&
 				rs.count("payment_attempts WHERE status = 'succeeded'") == toRecover &&
 				rs.jobRows("expire_orders") >= toExpire && rs.jobRows("recover_payments") >= toRecover
@@ -78,7 +78,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 				t.Errorf("provider charges of order %s = %d, want 1", p.order, n)
 			}
 			// The recoverer completed the record: a replay tells the truth.
-			r, err := rs.at(i).pay(token, p.order, p.key, "pm_timeout")
+			r, err := rs.at(i).tryPay(token, p.order, p.key, "pm_timeout")
 			if err != nil || r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "true" || r.json(t)["status"] != "paid" {
 				t.Errorf("replay Pay(%q) = %d %s (err %v), want 200 paid replayed", p.key, r.Status, r.Body, err)
 			}
@@ -101,14 +101,5 @@ func TestReplicaJobsOnce(t *testing.T) {
 // order is one order's row in the shared database.
 func (rs *replicaSet) order(id string) orderState {
 	rs.t.Helper()
-	var o orderState
-	rs.scan(&o, "SELECT status, version, pay_request_id FROM orders WHERE id = ?", id)
-	return o
-}
-
-func (rs *replicaSet) scan(dst any, query string, args ...any) {
-	rs.t.Helper()
-	if err := rs.db.Gorm().Raw(query, args...).Scan(dst).Error; err != nil {
-		rs.t.Fatalf("%s: %v", query, err)
-	}
+	return readOrder(rs.t, rs.db, id)
 }

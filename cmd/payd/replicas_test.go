@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/repository"
@@ -46,7 +46,7 @@ func startReplicas(t *testing.T, dialect string, n int, premigrated bool, extra 
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			rs.procs[i], errs[i] = launchPaydProc(t, exe, fmt.Sprintf("payd-%d", i+1), procEnv(dbURL, rs.prov.url, extra))
+			rs.procs[i], errs[i] = launchPaydProc(t, exe, fmt.Sprintf("payd-%d", i+1), paydEnv(dbURL, rs.prov.url, extra))
 		})
 	}
 	wg.Wait()
@@ -55,11 +55,7 @@ func startReplicas(t *testing.T, dialect string, n int, premigrated bool, extra 
 			t.Fatal(err)
 		}
 	}
-	var err error
-	if rs.db, err = repository.Open(context.Background(), dbURL); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.db.Close() })
+	rs.db = openDB(t, dbURL)
 	return rs
 }
 
@@ -70,7 +66,7 @@ func (rs *replicaSet) at(i int) *paydProc { return rs.procs[i%len(rs.procs)] }
 // A request that got no answer comes back with status 0.
 func (rs *replicaSet) payAll(token, orderID string, keys []string) []reply {
 	return parallel(len(keys), func(i int) reply {
-		r, err := rs.at(i).pay(token, orderID, keys[i], "pm_ok")
+		r, err := rs.at(i).tryPay(token, orderID, keys[i], "pm_ok")
 		if err != nil {
 			return reply{Body: []byte(err.Error())}
 		}
@@ -81,11 +77,7 @@ func (rs *replicaSet) payAll(token, orderID string, keys []string) []reply {
 // count runs SELECT COUNT(*) FROM query on the shared database.
 func (rs *replicaSet) count(query string, args ...any) int64 {
 	rs.t.Helper()
-	var n int64
-	if err := rs.db.Gorm().Raw("SELECT COUNT(*) FROM "+query, args...).Scan(&n).Error; err != nil {
-		rs.t.Fatalf("count %s: %v", query, err)
-	}
-	return n
+	return countRows(rs.t, rs.db, query, args...)
 }
 
 // jobRows sums what the named job reported handling over every replica.
@@ -99,13 +91,8 @@ func (rs *replicaSet) jobRows(job string) int64 {
 
 // succeededCharges counts the provider's successful charges of an order.
 func (rs *replicaSet) succeededCharges(orderID string) int {
-	n := 0
-	for _, c := range rs.prov.chargesOf(orderID) {
-		if c.Status == "succeeded" {
-			n++
-		}
-	}
-	return n
+	rs.t.Helper()
+	return len(chargesAt(rs.t, rs.prov.sb, orderID, domain.ChargeSucceeded))
 }
 
 // TestReplicasPayOnce runs three payd processes on one database (SPEC §9:
@@ -116,7 +103,7 @@ func (rs *replicaSet) succeededCharges(orderID string) int {
 func TestReplicasPayOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		rs := startReplicas(t, dialect, 3, false, nil)
-		_, token := rs.procs[0].register()
+		_, token := rs.procs[0].register(newEmail())
 
 		t.Run("same key", func(t *testing.T) {
 			id := rs.procs[1].order(token, "7.00")

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/payd/payd/sandbox"
 )
 
 // TestShutdownReleasesLeases: a payment whose outcome is unknown keeps its
@@ -19,7 +17,7 @@ func TestShutdownReleasesLeases(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		lease := env{"PAYD_LEASE": "10m", "PAYD_INFLIGHT_WAIT": "100ms"}
 		// No webhooks: only recovery may settle the payment.
-		s := startStackWith(t, dialect, lease, func(c *sandbox.Config) { c.WebhookURL = "" })
+		s := startStackWith(t, dialect, lease, silentSandbox)
 		_, token := s.register("ivy@example.com")
 		id := s.order(token, "6.50")
 		key := uuid.NewString()
@@ -41,15 +39,7 @@ func TestShutdownReleasesLeases(t *testing.T) {
 			t.Fatalf("locked_until after shutdown = %q, want released (at most now)", raw)
 		}
 
-		e := env{
-			"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": s.dbURL, "PAYD_ADMIN_TOKEN": testAdminToken,
-			"PAYD_WEBHOOK_SECRET": testWebhookSecret, "PAYD_SECRET_KEY": testSecretKey,
-			"PAYD_PROVIDER_URL": "http://" + s.sandboxL.Addr().String(), "PAYD_LOG_LEVEL": "warn",
-		}
-		for k, v := range lease {
-			e[k] = v
-		}
-		s.start(e)
+		s = s.startPeer("", lease) // payd again, on the same database and sandbox
 		r := s.pay(token, id, key, "pm_timeout")
 		if r.Status != http.StatusOK || r.json(t)["status"] != "paid" {
 			t.Fatalf("retry after restart = %d %s, want 200 paid", r.Status, r.Body)

@@ -12,28 +12,6 @@ import (
 	"github.com/payd/payd/repository"
 )
 
-// holdGetOnce holds the reply to the next GET of a charge of orderID for d
-// (the provider has answered; payd hears it d later).
-func (h *hostile) holdGetOnce(orderID string, d time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.getHolds == nil {
-		h.getHolds = map[string]time.Duration{}
-	}
-	h.getHolds[orderID] = d
-}
-
-// holdGet sleeps for a pending holdGetOnce of orderID, using it up.
-func (h *hostile) holdGet(orderID string) {
-	h.mu.Lock()
-	d := h.getHolds[orderID]
-	delete(h.getHolds, orderID)
-	h.mu.Unlock()
-	if d > 0 {
-		time.Sleep(d)
-	}
-}
-
 // TestResolveStuckLeasesFirst: an operator's apply of a stuck_processing
 // asks the provider about the attempt while a retry of the pay key resends
 // its charge. The operator's "not found" must not release the order while

@@ -8,27 +8,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
 )
 
 // otherSecret is a well-formed Standard Webhooks secret payd does not hold.
 const otherSecret = "whsec_dGhpcyBpcyBub3QgcGF5ZCdzIHNlY3JldCBhdCBhbGwh"
-
-// signWith signs body under id at ts with secret, as a "v1,..." value.
-func signWith(t *testing.T, secret, id string, ts time.Time, body []byte) string {
-	t.Helper()
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := wh.Sign(id, ts, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
-}
 
 // TestWebhookSignatures: an event that would pay a processing order is
 // refused with 401 invalid_signature when its signature is forged, stale,
