@@ -92,6 +92,14 @@ var attemptTransitions = map[AttemptEvent]struct {
 	AttemptRejected:    {[]AttemptStatus{AttemptHeld}, AttemptFailed},
 }
 
+// Unsettled reports whether an attempt in status s may still be settled by
+// the provider's word: the statuses a charge's outcome is written over
+// (AttemptCharged's, AttemptNotCharged's). Only its lease holder may judge it.
+func (s AttemptStatus) Unsettled() bool { return slices.Contains(UnsettledStatuses(), s) }
+
+// UnsettledStatuses lists the statuses Unsettled accepts: the recoverer's work.
+func UnsettledStatuses() []AttemptStatus { return AttemptCharged.From() }
+
 // From returns the statuses e may leave from (none for an unknown event).
 func (e AttemptEvent) From() []AttemptStatus { return slices.Clone(attemptTransitions[e].from) }
 

@@ -74,9 +74,9 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// Idempotency counts one decision of the idempotency engine
-// (idempotency.Idempotency.Observe).
-func (m *Metrics) Idempotency(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
+// KeyDecided counts one decision of the idempotency engine
+// (idempotency.Observer).
+func (m *Metrics) KeyDecided(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
 
 // WebhookApplied counts one handled provider event. The type is the
 // provider's, so types payd does not know are counted as other.
@@ -95,8 +95,8 @@ func (m *Metrics) DiscrepancyRecorded(t domain.DiscrepancyType) {
 	m.discrepancies.WithLabelValues(string(t)).Inc()
 }
 
-// Job counts the rows a background job handled (service.Job.Observed).
-func (m *Metrics) Job(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
+// JobDone counts the rows a background job handled (service.Observer).
+func (m *Metrics) JobDone(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
 
 // handler serves GET /metrics in the Prometheus text format.
 func (m *Metrics) handler() echo.HandlerFunc {

@@ -70,13 +70,13 @@ func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
 func TestMetricsHooks(t *testing.T) {
 	m := NewMetrics()
 	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
-	m.Idempotency("replayed")
-	m.Idempotency("replayed")
+	m.KeyDecided("replayed")
+	m.KeyDecided("replayed")
 	m.WebhookApplied(string(domain.EventPaymentSucceeded), "applied")
 	m.WebhookApplied("account.hacked<script>", "ignored")
 	m.PaymentResult("declined")
 	m.DiscrepancyRecorded(domain.DuplicateCharge)
-	m.Job("expire_orders", 7)
+	m.JobDone("expire_orders", 7)
 
 	out := scrape(t, e)
 	for _, want := range []string{

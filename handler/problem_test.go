@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 )
 
 // TestToProblem: the error table's rows, and the line between "cannot reach
@@ -39,5 +41,35 @@ func TestToProblem(t *testing.T) {
 	}
 	if p, _ := toProblem(refused); p.retryAfter < 1 {
 		t.Errorf("503 Retry-After = %d, want at least 1", p.retryAfter)
+	}
+}
+
+// TestIdempotencyErrorsThroughTheTable: what the idempotency middleware
+// and engine return reaches the caller through this table with the code,
+// status and Retry-After SPEC §3 names (the middleware's own tests use a
+// stand-in error handler).
+func TestIdempotencyErrorsThroughTheTable(t *testing.T) {
+	tests := []struct {
+		err        error
+		status     int
+		code       string
+		retryAfter int
+	}{
+		{idempotency.ErrMalformedBody, http.StatusBadRequest, "validation_failed", 0},
+		{idempotency.ErrKeyConflict, http.StatusBadRequest, "idempotency_key_invalid", 0},
+		{domain.ErrKeyMissing, http.StatusBadRequest, "idempotency_key_missing", 0},
+		{domain.ErrKeyInvalid, http.StatusBadRequest, "idempotency_key_invalid", 0},
+		{fmt.Errorf("begin: %w", domain.ErrKeyReused), http.StatusUnprocessableEntity, "idempotency_key_reused", 0},
+		{&idempotency.InUseError{RetryAfter: 2500 * time.Millisecond}, http.StatusConflict, "idempotency_key_in_use", 3},
+		{fmt.Errorf("begin: %w", idempotency.ErrStoredResponseUnreadable), http.StatusGone, "stored_response_unreadable", 0},
+	}
+	for _, tt := range tests {
+		p, known := toProblem(tt.err)
+		if p.Status != tt.status || p.Code != tt.code || !known {
+			t.Errorf("toProblem(%v) = %d %s (known %v), want %d %s (known)", tt.err, p.Status, p.Code, known, tt.status, tt.code)
+		}
+		if tt.retryAfter != 0 && p.retryAfter != tt.retryAfter {
+			t.Errorf("toProblem(%v) Retry-After = %d, want %d", tt.err, p.retryAfter, tt.retryAfter)
+		}
 	}
 }

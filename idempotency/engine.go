@@ -70,6 +70,12 @@ func (e *InUseError) Error() string { return domain.ErrKeyInUse.Error() }
 // Is makes errors.Is(err, domain.ErrKeyInUse) match.
 func (e *InUseError) Is(target error) bool { return target == domain.ErrKeyInUse }
 
+// Observer is told of each decision the engine makes about a key:
+// executed, replayed, in_use, reused or took_over. It only watches.
+type Observer interface {
+	KeyDecided(outcome string)
+}
+
 // Idempotency is the engine every mutating request goes through (SPEC §3).
 // Inserting the record is the lock; its lease says how long the holder may
 // take before another request with the same key may take over and recover.
@@ -80,7 +86,7 @@ type Idempotency struct {
 	InflightWait time.Duration // PAYD_INFLIGHT_WAIT
 	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
 	Now          func() time.Time
-	Observe      func(outcome string) // optional metrics hook: executed, replayed, in_use, reused, took_over
+	Observer     Observer // optional: told of each decision (metrics)
 
 	mu   sync.Mutex
 	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
@@ -275,8 +281,8 @@ func notExecuted(status int) bool {
 }
 
 func (s *Idempotency) observe(outcome string) {
-	if s.Observe != nil {
-		s.Observe(outcome)
+	if s.Observer != nil {
+		s.Observer.KeyDecided(outcome)
 	}
 }
 

@@ -198,7 +198,7 @@ func (s *AttemptStore) settle(ctx context.Context, ev domain.AttemptEvent, what,
 
 // unsettled are the statuses of an attempt whose outcome the provider may
 // still settle: the recoverer's work, and what a lease may be taken on.
-var unsettled = names([]domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown})
+var unsettled = names(domain.UnsettledStatuses())
 
 // ListUnsettled returns attempts in status started or unknown last updated
 // before olderThan, oldest first, at most limit (100 when limit <= 0): the

@@ -358,7 +358,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		s.settleHeld(ctx, a)
 	}
 	if !inRequest {
-		s.completeRecord(ctx, o, a, nil)
+		s.publishSettled(ctx, o, a, nil)
 	}
 	return o, nil
 }
@@ -386,7 +386,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 	}
 	decline := &domain.DeclineError{Code: code}
 	if !inRequest && released {
-		s.completeRecord(ctx, o, a, decline)
+		s.publishSettled(ctx, o, a, decline)
 	}
 	return o, decline
 }
@@ -441,21 +441,12 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 	return o, released, nil
 }
 
-// unsettled are the attempt statuses a final outcome may still be written over.
-var unsettled = []domain.AttemptStatus{domain.AttemptStarted, domain.AttemptUnknown}
-
-// isUnsettled reports whether st is one of unsettled: an attempt whose
-// charge may still be (re)sent, so only its lease holder may judge it.
-func isUnsettled(st domain.AttemptStatus) bool {
-	return st == domain.AttemptStarted || st == domain.AttemptUnknown
-}
-
-// completeRecord publishes the answer the pay request a.RequestID would now
+// publishSettled publishes the answer the pay request a.RequestID would now
 // get, for its idempotency record. Completing it is best effort: if that
 // write is lost, the record stays processing and the next request with the
 // key takes over after the lease and recovers the same outcome from the
 // order.
-func (s *Checkout) completeRecord(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
+func (s *Checkout) publishSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
 	// A payment the provider never received is no decline: the key stays
 	// free to try again. Nor is a held charge final: an operator (or the
 	// provider's record) settles it, and a retry with the key then learns

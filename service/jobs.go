@@ -12,11 +12,12 @@ import (
 // database never do a unit of work twice: the second statement to reach a
 // row finds its guard false and affects nothing.
 type Job struct {
-	Name     string
-	Every    time.Duration
-	Run      func(ctx context.Context) (int64, error) // returns how many rows it handled
-	Log      *slog.Logger
-	Observed func(name string, n int64)
+	Name  string
+	Every time.Duration
+	Run   func(ctx context.Context) (int64, error) // returns how many rows it handled
+	Log   *slog.Logger
+	// Observer, optional, is told of every pass that handled rows.
+	Observer Observer
 }
 
 // Loop runs the job every j.Every until ctx ends. A full batch runs again at
@@ -35,9 +36,7 @@ func (j Job) Loop(ctx context.Context) {
 			if j.Log != nil {
 				j.Log.Info("background job done", "job", j.Name, "rows", n)
 			}
-			if j.Observed != nil {
-				j.Observed(j.Name, n)
-			}
+			observing(j.Observer).JobDone(j.Name, n)
 		}
 		if n >= jobBatch {
 			continue

@@ -30,6 +30,8 @@ type Observer interface {
 	// WebhookApplied: a provider event of eventType was handled with outcome
 	// (applied, duplicate, ignored, discrepancy).
 	WebhookApplied(eventType, outcome string)
+	// JobDone: a pass of the background job name handled n > 0 rows.
+	JobDone(name string, n int64)
 }
 
 // NopObserver observes nothing; embed it to implement part of Observer.
@@ -49,6 +51,9 @@ func (NopObserver) DiscrepancyRecorded(domain.DiscrepancyType) {}
 
 // WebhookApplied does nothing.
 func (NopObserver) WebhookApplied(string, string) {}
+
+// JobDone does nothing.
+func (NopObserver) JobDone(string, int64) {}
 
 // Observers tells every observer in it, in order.
 type Observers []Observer
@@ -85,6 +90,13 @@ func (all Observers) DiscrepancyRecorded(t domain.DiscrepancyType) {
 func (all Observers) WebhookApplied(eventType, outcome string) {
 	for _, o := range all {
 		o.WebhookApplied(eventType, outcome)
+	}
+}
+
+// JobDone tells every observer.
+func (all Observers) JobDone(name string, n int64) {
+	for _, o := range all {
+		o.JobDone(name, n)
 	}
 }
 

@@ -68,7 +68,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	s.observe("held")
 	merr := mismatchError(a)
 	if !inRequest && held {
-		s.completeRecord(ctx, o, a, merr)
+		s.publishSettled(ctx, o, a, merr)
 	}
 	return o, merr
 }

@@ -51,7 +51,7 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))
 			continue
 		}
-		if !isUnsettled(a.Status) {
+		if !a.Status.Unsettled() {
 			continue // settled meanwhile (a webhook, a retry)
 		}
 		settled, err := r.settle(ctx, a)

@@ -140,7 +140,7 @@ func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 	if err != nil {
 		return err
 	}
-	if isUnsettled(a.Status) {
+	if a.Status.Unsettled() {
 		now := s.Now().UTC()
 		until := s.Checkout.inFlightUntil(now) // one provider call, and its margin
 		won, err := s.Attempts.Lease(ctx, a.ID, now, until)
@@ -153,7 +153,7 @@ func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 		if a, err = s.Attempts.FindByID(ctx, a.ID); err != nil {
 			return err
 		}
-		if !won && isUnsettled(a.Status) {
+		if !won && a.Status.Unsettled() {
 			return fmt.Errorf("%w: attempt %s is being settled by another worker; try again later", domain.ErrOutcomeUnknown, a.ID)
 		}
 	}

@@ -22,6 +22,7 @@ var (
 	_ service.Observer         = (*service.Changes)(nil)
 	_ service.Observer         = (*handler.Metrics)(nil)
 	_ service.Observer         = handler.PayRecords{}
+	_ idempotency.Observer     = (*handler.Metrics)(nil)
 	_ service.InboxStore       = (*repository.InboxStore)(nil)
 	_ service.DiscrepancyStore = (*repository.DiscrepancyStore)(nil)
 	_ service.RefundStore      = (*repository.RefundStore)(nil)

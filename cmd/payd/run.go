@@ -260,7 +260,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
 	idem := &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
-		Observe: metrics.Idempotency}
+		Observer: metrics}
 	// What the use cases do reaches this process's event streams, the
 	// metrics and, for payments settled outside their request, the pay
 	// request's idempotency record.
@@ -305,9 +305,9 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		MaxStreams:       cfg.MaxStreams,
 	})
 	jobs := []service.Job{
-		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observed: metrics.Job},
-		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, observer), Log: log, Observed: metrics.Job},
-		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observed: metrics.Job},
+		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, observer), Log: log, Observer: observer},
+		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observer: observer},
 	}
 	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
 }

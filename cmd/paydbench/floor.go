@@ -30,7 +30,7 @@ const (
 	qInsertAttempt = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
 		provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 		VALUES (?, ?, ?, 'started', ?, NULL, NULL, ?, ?, ?, ?, ?, ?)`
-	// The settle transaction: AttemptStore.Finish, OrderStore.MarkPaid.
+	// The settle transaction: AttemptStore.Succeed, OrderStore.MarkPaid.
 	qFinishAttempt = `UPDATE payment_attempts
 		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
 		WHERE id = ? AND status IN (?, ?)`
