@@ -65,22 +65,54 @@ func (t ProviderEventType) Known() bool {
 // differ from it or be absent.
 //
 // For payment events ChargeID, IdempotencyKey (the charge's: payd's attempt
-// ID), OrderID, Amount, Currency, Status and FailureCode are set. For
-// refund.succeeded RefundID, ChargeID, IdempotencyKey (the refund's),
-// OrderID, Amount and Currency are set. An event of an unknown type carries
-// whatever references its data names, for the record.
+// ID), OrderID, AmountText, Amount, Currency, Status and FailureCode are
+// set. For refund.succeeded RefundID, ChargeID, IdempotencyKey (the
+// refund's), OrderID, AmountText, Amount and Currency are set. An event of
+// an unknown type carries whatever references its data names, for the
+// record.
+//
+// A signed event is the provider's word: one of a known type whose data
+// payd cannot fully read is still a ProviderEvent, recorded rather than
+// refused. Its amount may be missing or unreadable (AmountReadable is
+// false, AmountText holds what was written), its RefundID may be empty,
+// and a status payd does not know is ignored, since the type says the
+// outcome.
 type ProviderEvent struct {
-	ID             string
-	Type           ProviderEventType
-	CreatedAt      time.Time
-	ChargeID       string
-	RefundID       string
+	// ID is the payload's own id, if any (not the dedupe key).
+	ID string
+	// Type names the event; only Known types are applied.
+	Type ProviderEventType
+	// CreatedAt is when the provider says it happened; zero if unreadable.
+	CreatedAt time.Time
+	// ChargeID is the provider's charge.
+	ChargeID string
+	// RefundID is the provider's refund (refund.succeeded); it may be empty.
+	RefundID string
+	// IdempotencyKey is the key the charge or refund was made under.
 	IdempotencyKey string
-	OrderID        string
-	Amount         decimal.Decimal
-	Currency       string
-	Status         ChargeStatus
-	FailureCode    string
+	// OrderID is the order the charge was made for.
+	OrderID string
+	// AmountText is the amount exactly as the provider wrote it: quoted as
+	// such in what payd records, never normalised ("12.300" stays).
+	AmountText string
+	// Amount is AmountText read as a decimal when AmountReadable, zero
+	// otherwise.
+	Amount decimal.Decimal
+	// Currency is the provider's currency code, as written.
+	Currency string
+	// Status is the outcome the type says (payment.failed: failed; any
+	// other known type: succeeded); empty for an unknown type.
+	Status ChargeStatus
+	// FailureCode is the provider's reason for a failed payment.
+	FailureCode string
+}
+
+// AmountReadable reports whether the event's amount, as written
+// (AmountText), is a decimal. An event whose amount is missing or
+// unreadable is never applied as money: payd records it for an operator.
+func (e ProviderEvent) AmountReadable() bool {
+	_, err := decimal.NewFromString(e.AmountText)
+	return err == nil
 }
 
 // SettlementError says which line and which field of a provider settlement

@@ -10,6 +10,7 @@ import (
 	"github.com/payd/payd/domain"
 )
 
+// eventDTO is a provider event on the wire; data is read by its type.
 type eventDTO struct {
 	ID        string          `json:"id"`
 	Type      string          `json:"type"`
@@ -17,6 +18,8 @@ type eventDTO struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// eventDataDTO is what an event's data says about a charge or refund, as
+// written: the amount stays text until the event's type is known.
 type eventDataDTO struct {
 	ChargeID       string `json:"charge_id"`
 	RefundID       string `json:"refund_id"`
@@ -24,18 +27,28 @@ type eventDataDTO struct {
 	OrderID        string `json:"order_id"`
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
-	Status         string `json:"status"`
-	FailureCode    string `json:"failure_code"`
+	// Status is read (it is part of the event's published shape) but not
+	// consulted: the type says the outcome.
+	Status      string `json:"status"`
+	FailureCode string `json:"failure_code"`
 }
 
 // ParseEvent reads a webhook body whose signature has already been verified
 // into payd's terms. A body that is not a JSON event object is an error
 // that is not a *domain.ValidationError; a field payd cannot take is a
-// *domain.ValidationError naming it. An event of an unknown type parses,
-// whatever shape its data has, with only its references set, so the
-// caller can store and ignore it; a known type with unreadable data is an
-// error. Every field is bounded by what payd stores, so one odd event is a
-// clear refusal rather than a database error on every redelivery.
+// *domain.ValidationError naming it: a missing type, data of a known type
+// that is not an object, or a field longer than payd stores, so one odd
+// event is a clear refusal rather than a database error on every
+// redelivery. An event of an unknown type parses, whatever shape its data
+// has, with only its references set, so the caller can store and ignore
+// it.
+//
+// Within those bounds a signed event of a known type is the provider's
+// word and is never refused for what its data says: an amount that is
+// missing or not a decimal leaves AmountReadable false (AmountText keeps
+// what was written) for the caller to record, not apply; a status payd
+// does not know is ignored, since the type says the outcome; a
+// refund.succeeded without refund_id has an empty RefundID.
 func ParseEvent(body []byte) (domain.ProviderEvent, error) {
 	var d eventDTO
 	if err := json.Unmarshal(body, &d); err != nil {
@@ -66,11 +79,8 @@ func ParseEvent(body []byte) (domain.ProviderEvent, error) {
 		return domain.ProviderEvent{}, err
 	}
 	e.ChargeID, e.RefundID, e.IdempotencyKey, e.OrderID = data.ChargeID, data.RefundID, data.IdempotencyKey, data.OrderID
-	if !e.Type.Known() {
-		return e, nil
-	}
-	if err := data.into(&e); err != nil {
-		return domain.ProviderEvent{}, err
+	if e.Type.Known() {
+		data.into(&e)
 	}
 	return e, nil
 }
@@ -93,30 +103,16 @@ func (d eventDataDTO) check(typ string) error {
 	return nil
 }
 
-// into copies the money and outcome of a known event type into e, checking
-// what that type must carry. The type says the outcome; a status, when the
-// data gives one, must be one payd knows.
-func (d eventDataDTO) into(e *domain.ProviderEvent) error {
-	amount, err := decimal.NewFromString(d.Amount)
-	if err != nil {
-		return &domain.ValidationError{Field: "data.amount", Reason: fmt.Sprintf("%.32q is not a decimal amount", d.Amount)}
+// into copies the money and outcome of a known event type into e. The
+// amount is kept as written; Amount is set only when it reads as a
+// decimal. The type says the outcome: the data's status is not consulted.
+func (d eventDataDTO) into(e *domain.ProviderEvent) {
+	e.AmountText, e.Currency, e.FailureCode = d.Amount, d.Currency, d.FailureCode
+	if amount, err := decimal.NewFromString(d.Amount); err == nil {
+		e.Amount = amount
 	}
-	e.Amount, e.Currency, e.FailureCode = amount, d.Currency, d.FailureCode
-	if d.Status != "" {
-		if _, err := parseStatus(d.Status); err != nil {
-			return &domain.ValidationError{Field: "data.status", Reason: err.Error()}
-		}
-	}
-	switch e.Type {
-	case domain.EventRefundSucceeded:
-		if d.RefundID == "" {
-			return &domain.ValidationError{Field: "data.refund_id", Reason: "is required"}
-		}
-		e.Status = domain.ChargeSucceeded
-	case domain.EventPaymentFailed:
+	e.Status = domain.ChargeSucceeded
+	if e.Type == domain.EventPaymentFailed {
 		e.Status = domain.ChargeFailed
-	default:
-		e.Status = domain.ChargeSucceeded
 	}
-	return nil
 }

@@ -23,14 +23,14 @@ func TestParseEvent(t *testing.T) {
 			name: "payment failed",
 			body: `{"id":"evt_1","type":"payment.failed","created_at":"2024-05-01T10:00:00Z","data":{"charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"12.30","currency":"USD","status":"failed","failure_code":"card_declined"}}`,
 			want: domain.ProviderEvent{ID: "evt_1", Type: domain.EventPaymentFailed, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
-				ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1", Amount: decimal.RequireFromString("12.30"), Currency: "USD",
+				ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1", AmountText: "12.30", Amount: decimal.RequireFromString("12.30"), Currency: "USD",
 				Status: domain.ChargeFailed, FailureCode: "card_declined"},
 		},
 		{
 			name: "refund",
 			body: `{"id":"evt_2","type":"refund.succeeded","created_at":"2024-05-01T10:00:00.25Z","data":{"refund_id":"re_1","charge_id":"ch_1","idempotency_key":"rk","order_id":"o1","amount":"1.00","currency":"USD"}}`,
 			want: domain.ProviderEvent{ID: "evt_2", Type: domain.EventRefundSucceeded, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC),
-				RefundID: "re_1", ChargeID: "ch_1", IdempotencyKey: "rk", OrderID: "o1", Amount: decimal.RequireFromString("1"), Currency: "USD",
+				RefundID: "re_1", ChargeID: "ch_1", IdempotencyKey: "rk", OrderID: "o1", AmountText: "1.00", Amount: decimal.RequireFromString("1"), Currency: "USD",
 				Status: domain.ChargeSucceeded},
 		},
 		{
@@ -43,13 +43,44 @@ func TestParseEvent(t *testing.T) {
 			// The payload's own id is optional: the webhook-id header is the message id.
 			name: "no id",
 			body: `{"type":"payment.failed","data":{"charge_id":"ch_1","order_id":"o1","amount":"1","currency":"USD","status":"failed"}}`,
-			want: domain.ProviderEvent{Type: domain.EventPaymentFailed, ChargeID: "ch_1", OrderID: "o1", Amount: decimal.RequireFromString("1"),
+			want: domain.ProviderEvent{Type: domain.EventPaymentFailed, ChargeID: "ch_1", OrderID: "o1", AmountText: "1", Amount: decimal.RequireFromString("1"),
 				Currency: "USD", Status: domain.ChargeFailed},
 		},
 		{name: "no type", body: `{"id":"evt_4"}`, wantErr: true},
-		{name: "bad amount", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"x","currency":"USD","status":"succeeded"}}`, wantErr: true},
-		{name: "bad status", body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD","status":"maybe"}}`, wantErr: true},
-		{name: "refund without id", body: `{"id":"e","type":"refund.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD"}}`, wantErr: true},
+		// A signed event of a known type is the provider's word: what payd
+		// cannot read in its data is kept for the record, never refused.
+		{
+			name: "bad amount",
+			body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"x","currency":"USD","status":"succeeded"}}`,
+			want: domain.ProviderEvent{ID: "e", Type: domain.EventPaymentSucceeded, ChargeID: "c", OrderID: "o", AmountText: "x", Currency: "USD",
+				Status: domain.ChargeSucceeded},
+		},
+		{
+			name: "missing amount",
+			body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","currency":"USD"}}`,
+			want: domain.ProviderEvent{ID: "e", Type: domain.EventPaymentSucceeded, ChargeID: "c", OrderID: "o", Currency: "USD",
+				Status: domain.ChargeSucceeded},
+		},
+		{
+			// The type says the outcome; a status payd does not know is ignored.
+			name: "bad status",
+			body: `{"id":"e","type":"payment.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD","status":"maybe"}}`,
+			want: domain.ProviderEvent{ID: "e", Type: domain.EventPaymentSucceeded, ChargeID: "c", OrderID: "o", AmountText: "1",
+				Amount: decimal.RequireFromString("1"), Currency: "USD", Status: domain.ChargeSucceeded},
+		},
+		{
+			name: "refund without id",
+			body: `{"id":"e","type":"refund.succeeded","data":{"charge_id":"c","order_id":"o","amount":"1","currency":"USD"}}`,
+			want: domain.ProviderEvent{ID: "e", Type: domain.EventRefundSucceeded, ChargeID: "c", OrderID: "o", AmountText: "1",
+				Amount: decimal.RequireFromString("1"), Currency: "USD", Status: domain.ChargeSucceeded},
+		},
+		{
+			// More decimals than the currency has: kept as written, for the record.
+			name: "amount as written",
+			body: `{"id":"e","type":"refund.succeeded","data":{"refund_id":"r","charge_id":"c","order_id":"o","amount":"12.300","currency":"USD"}}`,
+			want: domain.ProviderEvent{ID: "e", Type: domain.EventRefundSucceeded, RefundID: "r", ChargeID: "c", OrderID: "o", AmountText: "12.300",
+				Amount: decimal.RequireFromString("12.3"), Currency: "USD", Status: domain.ChargeSucceeded},
+		},
 	}
 	for _, tt := range tests {
 		got, err := provider.ParseEvent([]byte(tt.body))
@@ -63,6 +94,9 @@ func TestParseEvent(t *testing.T) {
 		if !got.Amount.Equal(tt.want.Amount) {
 			t.Errorf("%s: Amount = %v, want %v", tt.name, got.Amount, tt.want.Amount)
 		}
+		if got.AmountReadable() != tt.want.AmountReadable() {
+			t.Errorf("%s: AmountReadable() = %v, want %v", tt.name, got.AmountReadable(), tt.want.AmountReadable())
+		}
 		got.Amount, tt.want.Amount = decimal.Zero, decimal.Zero
 		if got != tt.want {
 			t.Errorf("%s: ParseEvent = %+v, want %+v", tt.name, got, tt.want)
@@ -73,7 +107,9 @@ func TestParseEvent(t *testing.T) {
 // TestParseEventRefusals: what the webhook endpoint answers 400 for is a
 // *domain.ValidationError naming the field, except a body that is not an
 // event at all; an unknown type is never refused for its data, and keeps
-// the references it names for the inbox.
+// the references it names for the inbox; a known type is refused only for
+// its shape and bounds, never for what its data says (an odd amount or
+// status, a refund without its id).
 func TestParseEventRefusals(t *testing.T) {
 	long := strings.Repeat("c", 65)
 	tests := []struct {
@@ -87,6 +123,11 @@ func TestParseEventRefusals(t *testing.T) {
 		{name: "charge id too long", body: `{"type":"payment.succeeded","data":{"charge_id":"` + long + `","amount":"1","currency":"USD"}}`, field: "data.charge_id", wantErr: true},
 		{name: "unknown type, data an array", body: `{"type":"charge.dispute.opened","data":["x",1]}`},
 		{name: "unknown type, odd amount", body: `{"type":"charge.disputed","data":{"amount":"lots"}}`},
+		{name: "known type, odd amount", body: `{"type":"payment.succeeded","data":{"charge_id":"c","amount":"lots","currency":"USD"}}`},
+		{name: "known type, no data", body: `{"type":"payment.failed"}`},
+		{name: "known type, odd status", body: `{"type":"payment.failed","data":{"amount":"1","currency":"USD","status":"maybe"}}`},
+		{name: "refund without id", body: `{"type":"refund.succeeded","data":{"charge_id":"c","amount":"1","currency":"USD"}}`},
+		{name: "known type, amount too long", body: `{"type":"payment.succeeded","data":{"amount":"` + strings.Repeat("1", 33) + `"}}`, field: "data.amount", wantErr: true},
 	}
 	for _, tt := range tests {
 		_, err := provider.ParseEvent([]byte(tt.body))

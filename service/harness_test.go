@@ -406,7 +406,8 @@ func (w *world) reconcile(from, to time.Time) (domain.ReconciliationRun, error) 
 
 // spyProvider is the sandbox client, with a log of the calls payd made and
 // the few failures the sandbox cannot stage: a charge request lost before
-// it reached the provider, and a reply that reports other money.
+// it reached the provider, a reply that reports other money, and a refund
+// whose reply was lost.
 type spyProvider struct {
 	inner *provider.Client
 
@@ -415,6 +416,7 @@ type spyProvider struct {
 	loseCharges int      // the next n charge requests never reach the provider
 	lateCharges int      // the next n charge requests reach the provider only after payd gave up
 	misreport   bool     // charge replies report one unit more than was charged
+	lostRefunds int      // the replies to the next n refund requests are lost; the provider refunds
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -439,6 +441,14 @@ func (w *world) misreportAmounts() {
 	w.prov.mu.Lock()
 	defer w.prov.mu.Unlock()
 	w.prov.misreport = true
+}
+
+// loseNextRefundReply makes the provider refund the next refund request
+// and its reply vanish: payd's refund stays pending.
+func (w *world) loseNextRefundReply() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.lostRefunds++
 }
 
 // calls returns the provider calls payd made so far, each "charge" or
@@ -490,7 +500,17 @@ func (p *spyProvider) GetCharge(ctx context.Context, key string) (domain.Charge,
 }
 
 func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {
-	return p.inner.Refund(ctx, req)
+	p.mu.Lock()
+	lost := p.lostRefunds > 0
+	if lost {
+		p.lostRefunds--
+	}
+	p.mu.Unlock()
+	r, err := p.inner.Refund(ctx, req)
+	if lost && err == nil {
+		return domain.ProviderRefund{}, domain.ErrProviderUnavailable
+	}
+	return r, err
 }
 
 func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {

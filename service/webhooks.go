@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 )
 
@@ -71,7 +73,9 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, ev)
 	case domain.EventRefundSucceeded:
-		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.Amount.String(), ev.Currency)
+		// The amount as written: Confirmed applies the refund only when it
+		// reads as the refund's, and quotes it otherwise.
+		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
 	}
 	return OutcomeIgnored, nil
 }
@@ -165,17 +169,26 @@ func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Ch
 }
 
 // eventCharge is the charge an event describes, with the money it
-// reports: Checkout checks it against the attempt.
+// reports: Checkout checks it against the attempt. An amount missing or
+// unreadable is taken as -1, never the attempt's amount, so a success
+// reported without readable money is held as an amount_mismatch for an
+// operator, never applied.
 func eventCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
-	ch := domain.Charge{ID: ev.ChargeID, IdempotencyKey: a.ID, OrderID: ev.OrderID, Amount: ev.Amount, Currency: ev.Currency, Status: domain.ChargeSucceeded}
+	amount := ev.Amount
+	if !ev.AmountReadable() {
+		amount = decimal.NewFromInt(-1) // unreadable: never the attempt's amount
+	}
+	ch := domain.Charge{ID: ev.ChargeID, IdempotencyKey: a.ID, OrderID: ev.OrderID, Amount: amount, Currency: ev.Currency, Status: domain.ChargeSucceeded}
 	if ev.Type == domain.EventPaymentFailed {
 		ch.Status, ch.FailureCode = domain.ChargeFailed, ev.FailureCode
 	}
 	return ch
 }
 
+// discrepancy records disc with the money ev reports, quoted as the
+// provider wrote it when payd cannot hold it exactly (withProviderAmount).
 func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev domain.ProviderEvent) (string, error) {
-	disc = withProviderAmount(disc, ev.Amount.String(), ev.Currency)
+	disc = withProviderAmount(disc, ev.AmountText, ev.Currency)
 	if disc.Reference == "" {
 		disc.Reference = ev.IdempotencyKey
 	}

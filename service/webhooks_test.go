@@ -2,10 +2,13 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 	"github.com/payd/payd/service"
 )
 
@@ -156,6 +159,154 @@ func TestWebhookFailureContradictingProvider(t *testing.T) {
 		}
 		if n := len(w.charges(t, o.ID)); n != 1 {
 			t.Fatalf("charges = %d, want 1", n)
+		}
+	})
+}
+
+// garble returns ev delivered as a new message whose data edit changed, as
+// payd's receiver reads it once the signature checked out.
+func garble(t *testing.T, ev event, edit func(data map[string]any)) event {
+	t.Helper()
+	var body map[string]any
+	if err := json.Unmarshal(ev.Payload, &body); err != nil {
+		t.Fatal(err)
+	}
+	edit(body["data"].(map[string]any))
+	payload, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := provider.ParseEvent(payload)
+	if err != nil {
+		t.Fatalf("ParseEvent(%s) = %v, want a signed event recorded, not refused", payload, err)
+	}
+	return event{ID: newKey(), Type: parsed.Type, Payload: payload, Data: parsed}
+}
+
+// eventOf returns the one event of type typ the sandbox owes for an order.
+func eventOf(t *testing.T, w *world, orderID string, typ domain.ProviderEventType) event {
+	t.Helper()
+	var found []event
+	for _, ev := range w.events(t, orderID) {
+		if ev.Type == typ {
+			found = append(found, ev)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s events for order %s = %d, want 1", typ, orderID, len(found))
+	}
+	return found[0]
+}
+
+// receiveTwice delivers ev, wanting outcome, then again, wanting a
+// duplicate.
+func receiveTwice(t *testing.T, w *world, ev event, outcome string) {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := w.receive(ctx, ev); err != nil || out != outcome {
+		t.Fatalf("Receive(%s) = %q, %v, want %s", ev.Payload, out, err, outcome)
+	}
+	if out, err := w.receive(ctx, ev); err != nil || out != service.OutcomeDuplicate {
+		t.Fatalf("Receive(%s) again = %q, %v, want duplicate", ev.Payload, out, err)
+	}
+}
+
+// TestWebhookGarbledPaymentRecorded: a signed payment.succeeded whose
+// amount is unreadable or missing is the provider's word, stored and never
+// applied: the attempt is held with one amount_mismatch for an operator,
+// the order stays unpaid, and its money is never taken for the attempt's.
+// A status payd does not know is ignored: the type says the outcome.
+func TestWebhookGarbledPaymentRecorded(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		for name, edit := range map[string]func(map[string]any){
+			"unreadable": func(d map[string]any) { d["amount"] = "fourteen" },
+			"missing":    func(d map[string]any) { delete(d, "amount") },
+		} {
+			o := w.order(t, cust, "14.00")
+			if got, err := w.pay(cust, o.ID, newKey(), "pm_async"); err != nil || got.Status != domain.StatusProcessing {
+				t.Fatalf("Pay(pm_async) = %v, %v, want processing", got.Status, err)
+			}
+			w.resolveAsync(t)
+			ev := garble(t, eventOf(t, w, o.ID, domain.EventPaymentSucceeded), edit)
+			if ev.Data.AmountReadable() {
+				t.Fatalf("%s amount: AmountReadable() = true for %s", name, ev.Payload)
+			}
+			receiveTwice(t, w, ev, service.OutcomeDiscrepancy)
+			if st := w.get(t, cust, o.ID).Status; st == domain.StatusPaid {
+				t.Errorf("%s amount: order = %v, want unpaid", name, st)
+			}
+			if as := w.attempts(t, cust, o.ID); len(as) != 1 || as[0].Status != domain.AttemptHeld {
+				t.Errorf("%s amount: attempts = %+v, want one held", name, as)
+			}
+			ds := w.discrepanciesOf(t, o.ID)
+			if len(ds) != 1 || ds[0].Type != domain.AmountMismatch || ds[0].AttemptID != ev.Data.IdempotencyKey || ds[0].ProviderAmount.Equal(o.Amount) {
+				t.Errorf("%s amount: discrepancies = %+v, want one amount_mismatch, not for the attempt's amount", name, ds)
+			}
+		}
+
+		o := w.order(t, cust, "15.00")
+		if _, err := w.pay(cust, o.ID, newKey(), "pm_async"); err != nil {
+			t.Fatal(err)
+		}
+		w.resolveAsync(t)
+		ev := garble(t, eventOf(t, w, o.ID, domain.EventPaymentSucceeded), func(d map[string]any) { d["status"] = "maybe" })
+		receiveTwice(t, w, ev, service.OutcomeApplied)
+		if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
+			t.Errorf("order after a success with an odd status = %v, want paid", st)
+		}
+		if ds := w.discrepanciesOf(t, o.ID); len(ds) != 0 {
+			t.Errorf("discrepancies = %+v, want none", ds)
+		}
+	})
+}
+
+// TestWebhookAmountQuotedAsWritten: an amount with more decimals than its
+// currency has is quoted in the discrepancy's note as the provider wrote
+// it, never normalised into an amount payd would have refused.
+func TestWebhookAmountQuotedAsWritten(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.order(t, cust, "3.00")
+		w.chargeBehindPaydsBack(t, newKey(), o.ID, "3.00")
+		ev := garble(t, eventOf(t, w, o.ID, domain.EventPaymentSucceeded), func(d map[string]any) { d["amount"] = "3.000" })
+		receiveTwice(t, w, ev, service.OutcomeDiscrepancy)
+		ds := w.discrepanciesOf(t, o.ID)
+		if len(ds) != 1 || ds[0].Type != domain.MissingLocalPayment || !ds[0].ProviderAmount.IsZero() || !strings.Contains(ds[0].Note, "(provider: 3.000 EUR)") {
+			t.Fatalf("discrepancies = %+v, want one missing_local_payment quoting 3.000 EUR in its note", ds)
+		}
+	})
+}
+
+// TestWebhookGarbledRefundRecorded: a signed refund.succeeded with an
+// unreadable amount leaves a pending refund pending with one
+// amount_mismatch quoting what the provider wrote; one without the
+// provider's refund id settles the refund all the same.
+func TestWebhookGarbledRefundRecorded(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		w.loseNextRefundReply()
+		req := service.RefundRequest{OrderID: o.ID, RequestID: newKey(), Fingerprint: "fp-1", Amount: "4.00", Reason: "damaged"}
+		r, _, err := w.refunds.Refund(ctx, req)
+		if err != nil || r.Status != domain.RefundPending {
+			t.Fatalf("Refund(4.00) with its reply lost = %+v, %v, want pending", r, err)
+		}
+		sent := eventOf(t, w, o.ID, domain.EventRefundSucceeded)
+
+		receiveTwice(t, w, garble(t, sent, func(d map[string]any) { d["amount"] = "four" }), service.OutcomeDiscrepancy)
+		if r, _, err := w.refunds.Refund(ctx, req); err != nil || r.Status != domain.RefundPending {
+			t.Fatalf("refund after an unreadable amount = %+v, %v, want pending", r, err)
+		}
+		ds := w.discrepanciesOf(t, o.ID)
+		if len(ds) != 1 || ds[0].Type != domain.AmountMismatch || !strings.Contains(ds[0].Note, "(provider: four EUR)") {
+			t.Fatalf("discrepancies = %+v, want one amount_mismatch quoting four EUR", ds)
+		}
+
+		receiveTwice(t, w, garble(t, sent, func(d map[string]any) { delete(d, "refund_id") }), service.OutcomeApplied)
+		if r, _, err := w.refunds.Refund(ctx, req); err != nil || r.Status != domain.RefundSucceeded || r.ProviderRefundID != "" {
+			t.Fatalf("refund after an event without its id = %+v, %v, want succeeded with no provider refund id", r, err)
 		}
 	})
 }
