@@ -370,16 +370,23 @@ func (b *shopper) click(sel string, n int) {
 	if err != nil || len(xy) != 2 {
 		b.t.Fatalf("locate %s: %v %v", sel, xy, err)
 	}
+	under := fmt.Sprintf(`document.querySelector('%s').contains(document.elementFromPoint(%f, %f))`, sel, xy[0], xy[1])
+	if hit, err := eval[bool](b, under); err != nil || !hit {
+		b.t.Fatalf("before clicking, %s is not under the mouse (%v)", sel, err)
+	}
 	steps := make([]chromedp.Action[chromedp.Void], n)
 	for i := range steps {
 		steps[i] = chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(i+1))
 	}
 	b.do(fmt.Sprintf("click %s %d times", sel, n), steps...)
-	// Every press must have landed on the element: had the page moved it
-	// away, a "double click" test would prove nothing.
-	hit, err := eval[bool](b, fmt.Sprintf(`document.querySelector('%s').contains(document.elementFromPoint(%f, %f))`, sel, xy[0], xy[1]))
-	if err != nil || !hit {
-		b.t.Fatalf("after clicking, %s is no longer under the mouse (%v): the page moved it", sel, err)
+	// Every press of a multiple click must have landed on the element: had
+	// the page moved it away between presses, a "double click" test would
+	// prove nothing. One press landed if the element was under the mouse
+	// before it; what the page does once it has its answer is its business.
+	if n > 1 {
+		if hit, err := eval[bool](b, under); err != nil || !hit {
+			b.t.Fatalf("after clicking, %s is no longer under the mouse (%v): the page moved it", sel, err)
+		}
 	}
 }
 

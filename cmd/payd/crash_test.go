@@ -137,8 +137,10 @@ func TestCrashWebhook(t *testing.T) {
 				c := crashPayment(t, dialect, point, startProcProvider(t, relay.url), env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})
 				p := c.start("payd-restarted", env{"PAYD_LEASE": "1m"})
 				relay.point(p.base)
+				// The order commits first; the pay request's record is
+				// completed right after, from the same settlement.
 				eventually(t, 30*time.Second, "the webhook did not settle the payment", func() bool {
-					return c.orderState().Status != "processing"
+					return c.orderState().Status != "processing" && c.recordState().Status != "processing"
 				})
 				c.checkPaid(p, 3, []string{"POST"})
 				p.stop() // every batch its jobs ran is in the log now
