@@ -66,10 +66,14 @@ func (s *CustomerStore) FindByEmail(ctx context.Context, email string) (domain.C
 // findBy loads one customer by a unique column. Errors name the column,
 // never the value: it is personal data or a credential hash.
 func (s *CustomerStore) findBy(ctx context.Context, column, value string) (domain.Customer, error) {
-	var row customerRow
-	err := s.db.conn(ctx).Where(column+" = ?", value).Take(&row).Error
+	// Written out and scanned by hand: authentication runs it on every
+	// request, and GORM's Take would reflect on the row each time.
+	var r customerRow
+	err := s.db.conn(ctx).Raw(`SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
+		FROM customers WHERE `+column+` = ?`, value).
+		Row().Scan(&r.ID, &r.Email, &r.Name, &r.TokenHash, &r.RequestID, &r.RequestFP, &r.CreatedAt)
 	if err != nil {
 		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(err, domain.ErrCustomerNotFound))
 	}
-	return row.toDomain(), nil
+	return r.toDomain(), nil
 }

@@ -52,7 +52,6 @@ type DB struct {
 	gorm    *gorm.DB
 	sql     *sql.DB
 	dialect migrations.Dialect
-	txOpts  *sql.TxOptions // how InTx begins a transaction; nil: the driver's default
 }
 
 // Open connects to the database named by a payd database URL,
@@ -147,28 +146,62 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open mysql database: %w", err)
 	}
-	connector, err := mysql.NewConnector(cfg)
+	sqlDB, err := connectMySQL(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open mysql database: %w", err)
+		return nil, err
 	}
-	sqlDB := sql.OpenDB(connector)
 	sqlDB.SetMaxOpenConns(32)
 	sqlDB.SetMaxIdleConns(32)
 	sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	// Below any sensible server wait_timeout, so the pool drops idle
 	// connections before the server does.
 	sqlDB.SetConnMaxIdleTime(time.Minute)
-	db, err := finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
-	if err != nil {
-		return nil, err
+	return finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
+}
+
+// isolationVars name the session's isolation level on the servers payd
+// supports: MySQL (5.7.20 on) and MariaDB 11.1 on know
+// transaction_isolation; MariaDB before 11.1 knows only tx_isolation.
+var isolationVars = []string{"transaction_isolation", "tx_isolation"}
+
+// errUnknownVariable is the server's error for a SET of a variable it does
+// not know (ER_UNKNOWN_SYSTEM_VARIABLE).
+const errUnknownVariable = 1193
+
+// connectMySQL opens a pool whose connections all run at READ COMMITTED,
+// set once per connection with the other session settings (the driver's
+// one SET at connect) rather than by a SET before every transaction: that
+// SET was a round trip per transaction, two per pay. The first name of
+// isolationVars the server knows is used.
+//
+// READ COMMITTED, not InnoDB's REPEATABLE READ: every statement in a
+// transaction sees the latest committed rows, so re-reading an order after
+// a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
+// could still show it pending), and range reads take no gap locks, a
+// common source of deadlocks.
+func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+	var err error
+	for _, name := range isolationVars {
+		c := cfg.Clone()
+		for _, v := range isolationVars {
+			delete(c.Params, v) // payd's level, whatever the URL says
+		}
+		c.Params[name] = "'READ-COMMITTED'"
+		connector, cerr := mysql.NewConnector(c)
+		if cerr != nil {
+			return nil, fmt.Errorf("open mysql database: %w", cerr)
+		}
+		sqlDB := sql.OpenDB(connector)
+		if err = sqlDB.PingContext(ctx); err == nil {
+			return sqlDB, nil
+		}
+		sqlDB.Close()
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != errUnknownVariable {
+			break
+		}
 	}
-	// READ COMMITTED, not InnoDB's REPEATABLE READ: every statement in a
-	// transaction sees the latest committed rows, so re-reading an order
-	// after a guarded UPDATE matched nothing shows why (a REPEATABLE READ
-	// snapshot could still show it pending), and range reads take no gap
-	// locks, a common source of deadlocks. It costs one SET per transaction.
-	db.txOpts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	return db, nil
+	return nil, fmt.Errorf("ping mysql database: %w", err)
 }
 
 // mysqlConfig turns a mysql:// URL into a driver configuration. Query
@@ -179,7 +212,8 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 //   - parseTime and loc=UTC: DATETIME columns scan as UTC time.Time;
 //   - interpolateParams: one round trip per statement instead of
 //     prepare/execute/close (safe: the connection charset is utf8mb4);
-//   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut.
+//   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut;
+//   - READ COMMITTED isolation, added by connectMySQL.
 func mysqlConfig(rawURL string) (*mysql.Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {

@@ -1,6 +1,7 @@
 package repository_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,43 @@ func TestMySQLStrictMode(t *testing.T) {
 	var mode string
 	if err := db.Gorm().Raw("SELECT @@SESSION.sql_mode").Scan(&mode).Error; err != nil || !strings.Contains(mode, "STRICT_ALL_TABLES") {
 		t.Errorf("sql_mode = %q, %v, want it to contain STRICT_ALL_TABLES", mode, err)
+	}
+}
+
+// TestMySQLReadCommitted: every connection runs at READ COMMITTED from the
+// start, so a transaction needs no SET before its BEGIN (one round trip
+// less per transaction).
+func TestMySQLReadCommitted(t *testing.T) {
+	db := dbtest.Open(t, migrations.MySQL)
+	pool, err := db.Gorm().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.SetMaxOpenConns(1) // the session counters below are the transaction's
+	var name, level string
+	err = db.Gorm().Raw("SHOW SESSION VARIABLES WHERE Variable_name IN ('tx_isolation', 'transaction_isolation')").
+		Row().Scan(&name, &level)
+	if err != nil || level != "READ-COMMITTED" {
+		t.Errorf("session isolation = %q, %v, want READ-COMMITTED", level, err)
+	}
+	sets := func() int {
+		var name string
+		var n int
+		if err := db.Gorm().Raw("SHOW SESSION STATUS LIKE 'Com_set_option'").Row().Scan(&name, &n); err != nil {
+			t.Fatalf("read Com_set_option: %v", err)
+		}
+		return n
+	}
+	before := sets()
+	o := newOrder(t, db)
+	err = repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
+		_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "r", t0)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("InTx(claim) = %v", err)
+	}
+	if n := sets() - before; n != 0 {
+		t.Errorf("a transaction sent %d SET statements, want 0", n)
 	}
 }

@@ -29,6 +29,17 @@ type orderRow struct {
 // TableName tells GORM the table.
 func (orderRow) TableName() string { return "orders" }
 
+// orderColumns are the columns of orderRow (of orders o), in the order of
+// fields: FindByID, on every pay, scans them by hand.
+const orderColumns = `o.id, o.customer_id, o.status, o.currency, o.amount_minor, o.refunded_minor, o.pay_request_id,
+	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at`
+
+// fields are the scan destinations of orderColumns.
+func (r *orderRow) fields() []any {
+	return []any{&r.ID, &r.CustomerID, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.PayRequestID,
+		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt}
+}
+
 // itemRow is a row of order_items; position keeps the items in order.
 type itemRow struct {
 	OrderID        string `gorm:"column:order_id"`
@@ -147,36 +158,36 @@ func (s *OrderStore) FindByCreateRequest(ctx context.Context, customerID, reques
 // FindByID returns the order with its items, or domain.ErrOrderNotFound.
 func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, error) {
 	// One statement, not two: the pay path reads the order once and a
-	// round trip saved there is saved on every payment.
-	var rows []orderItemRow
-	err := s.db.conn(ctx).Raw(`SELECT o.*, i.position AS item_position, i.sku AS item_sku, i.name AS item_name,
-	       i.quantity AS item_quantity, i.unit_price_minor AS item_unit_price_minor
+	// round trip saved there is saved on every payment. Scanned by hand, not
+	// by GORM's reflection, for the same reason.
+	rows, err := s.db.conn(ctx).Raw(`SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
-	 WHERE o.id = ? ORDER BY i.position`, id).Scan(&rows).Error
+	 WHERE o.id = ? ORDER BY i.position`, id).Rows()
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
 	}
-	if len(rows) == 0 {
-		return domain.Order{}, fmt.Errorf("find order %s: %w", id, domain.ErrOrderNotFound)
-	}
-	items := make([]itemRow, 0, len(rows))
-	for _, r := range rows {
-		if r.ItemPosition.Valid {
-			items = append(items, itemRow{OrderID: id, Position: int(r.ItemPosition.Int64), SKU: r.ItemSKU.String,
-				Name: r.ItemName.String, Quantity: r.ItemQuantity.Int64, UnitPriceMinor: r.ItemUnitPriceMinor.Int64})
+	defer rows.Close()
+	var o orderRow
+	items, found := []itemRow{}, false
+	for rows.Next() {
+		var pos, qty, price sql.NullInt64
+		var sku, name sql.NullString
+		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price)...); err != nil {
+			return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+		}
+		found = true
+		if pos.Valid {
+			items = append(items, itemRow{OrderID: id, Position: int(pos.Int64), SKU: sku.String,
+				Name: name.String, Quantity: qty.Int64, UnitPriceMinor: price.Int64})
 		}
 	}
-	return rows[0].Order.toDomain(items), nil
-}
-
-// orderItemRow is one row of orders LEFT JOIN order_items.
-type orderItemRow struct {
-	Order              orderRow       `gorm:"embedded"`
-	ItemPosition       sql.NullInt64  `gorm:"column:item_position"`
-	ItemSKU            sql.NullString `gorm:"column:item_sku"`
-	ItemName           sql.NullString `gorm:"column:item_name"`
-	ItemQuantity       sql.NullInt64  `gorm:"column:item_quantity"`
-	ItemUnitPriceMinor sql.NullInt64  `gorm:"column:item_unit_price_minor"`
+	if err := rows.Err(); err != nil {
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+	}
+	if !found {
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, domain.ErrOrderNotFound)
+	}
+	return o.toDomain(items), nil
 }
 
 // items loads the items of the given orders in one query, by order ID.

@@ -31,6 +31,24 @@ type recordRow struct {
 // TableName tells GORM the table.
 func (recordRow) TableName() string { return "idempotency_records" }
 
+// recordColumns are the columns of recordRow, in the order of fields and
+// values: Find and Insert, on every pay, name them and scan them by hand
+// rather than have GORM reflect on the row.
+const recordColumns = `scope, idem_key, method, path, fingerprint, status, response_status, response_body,
+	response_sealed, order_id, completed_by, locked_until, created_at, updated_at, expires_at`
+
+// fields are the scan destinations of recordColumns.
+func (r *recordRow) fields() []any {
+	return []any{&r.Scope, &r.Key, &r.Method, &r.Path, &r.Fingerprint, &r.Status, &r.ResponseStatus, &r.ResponseBody,
+		&r.ResponseSealed, &r.OrderID, &r.CompletedBy, &r.LockedUntil, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt}
+}
+
+// values are the arguments of recordColumns.
+func (r *recordRow) values() []any {
+	return []any{r.Scope, r.Key, r.Method, r.Path, r.Fingerprint, r.Status, r.ResponseStatus, r.ResponseBody,
+		r.ResponseSealed, r.OrderID, r.CompletedBy, r.LockedUntil, r.CreatedAt, r.UpdatedAt, r.ExpiresAt}
+}
+
 func recordFromDomain(r domain.Record) recordRow {
 	return recordRow{
 		Scope: r.Scope, Key: r.Key, Method: r.Method, Path: r.Path, Fingerprint: r.Fingerprint,
@@ -62,7 +80,9 @@ func NewRecordStore(db *DB) *RecordStore { return &RecordStore{db: db} }
 // the record still counts is the caller's decision (domain.Record.Gone).
 func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Record, error) {
 	var row recordRow
-	if err := s.db.conn(ctx).Where("scope = ? AND idem_key = ?", scope, key).Take(&row).Error; err != nil {
+	err := s.db.conn(ctx).Raw(`SELECT `+recordColumns+` FROM idempotency_records WHERE scope = ? AND idem_key = ?`, scope, key).
+		Row().Scan(row.fields()...)
+	if err != nil {
 		return domain.Record{}, fmt.Errorf("find idempotency record %s: %w", key, notFound(err, domain.ErrRecordNotFound))
 	}
 	return row.toDomain(), nil
@@ -76,7 +96,8 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 	row := recordFromDomain(r)
 	row.Status = string(domain.RecordProcessing)
-	err := s.db.conn(ctx).Create(&row).Error
+	err := s.db.conn(ctx).Exec(`INSERT INTO idempotency_records (`+recordColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row.values()...).Error
 	if err == nil {
 		return nil
 	}

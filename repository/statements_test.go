@@ -40,6 +40,10 @@ func TestStatementCounts(t *testing.T) {
 				_, err := customers.FindByTokenHash(ctx, "x")
 				return ignore(err, domain.ErrCustomerNotFound)
 			}, 1},
+			{"AttemptStore.Create", func(ctx context.Context) error {
+				return attempts.Create(ctx, domain.Attempt{ID: newID(), OrderID: o.ID, RequestID: "r", Status: domain.AttemptStarted,
+					PaymentMethod: "pm_ok", Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0})
+			}, 1},
 			{"AttemptStore.MarkUnknown", func(ctx context.Context) error { _, err := attempts.MarkUnknown(ctx, "a", "", t0); return err }, 1},
 			{"AttemptStore.Succeed", func(ctx context.Context) error { _, err := attempts.Succeed(ctx, "a", "", t0); return err }, 1},
 			{"AttemptStore.Fail", func(ctx context.Context) error { _, err := attempts.Fail(ctx, "a", "", "", t0); return err }, 1},

@@ -27,11 +27,11 @@ func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context) error) erro
 	if _, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return fn(ctx)
 	}
-	run := func(tx *gorm.DB) error { return fn(context.WithValue(ctx, txKey{db}, tx)) }
-	if db.txOpts != nil {
-		return db.gorm.WithContext(ctx).Transaction(run, db.txOpts)
-	}
-	return db.gorm.WithContext(ctx).Transaction(run)
+	// No isolation level here: MySQL connections run at READ COMMITTED
+	// from the start (connectMySQL), so BEGIN needs no SET before it.
+	return db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(context.WithValue(ctx, txKey{db}, tx))
+	})
 }
 
 // Transactor runs service steps in one database transaction.
@@ -44,7 +44,7 @@ func NewTransactor(db *DB) *Transactor { return &Transactor{db: db} }
 // receives take part in it; it commits when fn returns nil and rolls back
 // when fn fails or panics. Called inside another InTx on the same database,
 // fn joins the outer transaction. On MySQL it runs at READ COMMITTED (see
-// openMySQL). On SQLite it holds the database's write lock from BEGIN
+// connectMySQL). On SQLite it holds the database's write lock from BEGIN
 // (BEGIN IMMEDIATE) and so is serializable: keep fn short, and never call
 // the provider inside it.
 func (t *Transactor) InTx(ctx context.Context, fn func(ctx context.Context) error) error {

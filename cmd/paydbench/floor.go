@@ -18,7 +18,7 @@ import (
 const (
 	// authenticate (CustomerStore.FindByTokenHash): every request.
 	qAuth = `SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
-		FROM customers WHERE token_hash = ? LIMIT 1`
+		FROM customers WHERE token_hash = ?`
 	// RecordStore.Insert: taking the idempotency key.
 	qInsertRecord = `INSERT INTO idempotency_records (scope, idem_key, method, path, fingerprint, status,
 		response_status, response_body, response_sealed, order_id, completed_by, locked_until, created_at, updated_at, expires_at)
@@ -44,7 +44,7 @@ const (
 	// RecordStore.Find: the replay's one read.
 	qFindRecord = `SELECT scope, idem_key, method, path, fingerprint, status, response_status, response_body,
 		response_sealed, order_id, completed_by, locked_until, created_at, updated_at, expires_at
-		FROM idempotency_records WHERE scope = ? AND idem_key = ? LIMIT 1`
+		FROM idempotency_records WHERE scope = ? AND idem_key = ?`
 )
 
 // floorPay is one pay of the floor: an order of a customer, under a key.
