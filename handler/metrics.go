@@ -74,6 +74,10 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Register adds collectors to payd's registry, e.g. the database pools'
+// statistics (collectors.NewDBStatsCollector).
+func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }
+
 // KeyDecided counts one decision of the idempotency engine
 // (idempotency.Observer).
 func (m *Metrics) KeyDecided(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }

@@ -30,27 +30,34 @@ import (
 )
 
 // sqlitePragmas are applied to every SQLite connection.
-//   - busy_timeout first, so the others wait for a lock instead of failing;
+//   - busy_timeout first, so the others wait for a lock instead of failing.
+//     Within one payd the writer pool has a single connection (see
+//     sqlitePools), so this wait is only for other processes on the file
+//     (replicas, `payd migrate`);
 //   - foreign_keys is off by default in SQLite;
-//   - synchronous=NORMAL is durable across process crashes in WAL mode (only
-//     a power loss may lose the last commits) and much faster than FULL;
+//   - synchronous=FULL: in WAL mode every commit is synced to disk before
+//     COMMIT returns, so a payment payd has answered survives a power loss
+//     (NORMAL would sync only at checkpoints: a power cut could roll back
+//     committed payments). See docs/adr/0014-sqlite-one-writer.md;
 //   - _txlock=immediate makes BEGIN take the write lock at once: a deferred
 //     transaction that reads and then writes cannot upgrade its lock while
 //     another connection writes, and fails with SQLITE_BUSY without waiting.
-//     Taking the lock up front lets busy_timeout queue writers instead.
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
-	"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	"&_pragma=synchronous(FULL)&_txlock=immediate"
 
-// sqliteMaxConns bounds the SQLite pool. Readers run in parallel under WAL;
-// writers queue on the database lock, and a few connections keep that queue
-// short (SQLite's busy handler polls, so a long queue means long sleeps).
-const sqliteMaxConns = 4
+// sqliteReadPragmas are the reader connections': they never write.
+const sqliteReadPragmas = "_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+
+// sqliteReaders bounds the SQLite reader pool. Readers run in parallel
+// under WAL, beside the one writer connection.
+const sqliteReaders = 4
 
 // DB is an open payd database: a connection pool, the dialect it speaks and
 // the GORM handle the stores use.
 type DB struct {
 	gorm    *gorm.DB
-	sql     *sql.DB
+	sql     *sql.DB // every write; on SQLite, one connection
+	read    *sql.DB // SQLite: the reader pool; nil when sql serves reads too
 	dialect migrations.Dialect
 }
 
@@ -79,19 +86,37 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	if err := checkSQLiteFolder(path); err != nil {
 		return nil, err
 	}
-	sqlDB, err := sql.Open(sqlite.DriverName, path+"?"+sqlitePragmas)
+	return openSQLiteWith(ctx, path, sqlitePragmas, sqliteReadPragmas)
+}
+
+// openSQLiteWith opens path with the writer's and the readers' connection
+// settings (tests vary them).
+func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string) (*DB, error) {
+	write, err := sql.Open(sqlite.DriverName, path+"?"+writePragmas)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 	}
-	sqlDB.SetMaxOpenConns(sqliteMaxConns)
-	if path == ":memory:" {
-		// Every connection would open its own empty database.
-		sqlDB.SetMaxOpenConns(1)
+	write.SetMaxOpenConns(1)
+	var pool gorm.ConnPool = write
+	var read *sql.DB
+	if path != ":memory:" { // every connection would open its own empty database
+		read, err = sql.Open(sqlite.DriverName, path+"?"+readPragmas)
+		if err != nil {
+			write.Close()
+			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
+		}
+		read.SetMaxOpenConns(sqliteReaders)
+		read.SetMaxIdleConns(sqliteReaders)
+		pool = sqlitePools{write: write, read: read}
 	}
-	db, err := finishOpen(ctx, sqlDB, &sqlite.Dialector{Conn: sqlDB}, migrations.SQLite)
+	db, err := finishOpen(ctx, write, &sqlite.Dialector{Conn: pool}, migrations.SQLite)
 	if err != nil {
+		if read != nil {
+			read.Close()
+		}
 		return nil, err
 	}
+	db.read = read
 	if err := db.useWAL(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -286,11 +311,31 @@ func (db *DB) Ping(ctx context.Context) error {
 	if err := db.sql.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping %s database: %w", db.dialect, err)
 	}
+	if db.read != nil {
+		if err := db.read.PingContext(ctx); err != nil {
+			return fmt.Errorf("ping %s database: %w", db.dialect, err)
+		}
+	}
 	return nil
 }
 
-// Close closes the connection pool.
-func (db *DB) Close() error { return db.sql.Close() }
+// Pools names payd's connection pools, for their statistics: "payd" on
+// MySQL and for an in-memory SQLite database, else "write" and "read".
+func (db *DB) Pools() map[string]*sql.DB {
+	if db.read == nil {
+		return map[string]*sql.DB{"payd": db.sql}
+	}
+	return map[string]*sql.DB{"write": db.sql, "read": db.read}
+}
+
+// Close closes the connection pools.
+func (db *DB) Close() error {
+	var err error
+	if db.read != nil {
+		err = db.read.Close()
+	}
+	return errors.Join(db.sql.Close(), err)
+}
 
 // LogDriverTo sends the MySQL driver's own messages (e.g. "closing bad idle
 // connection" while the server restarts) to log as structured lines,

@@ -68,16 +68,24 @@ func TestOpenSQLiteMemory(t *testing.T) {
 	newOrder(t, db) // the one connection keeps the schema
 }
 
-// TestSQLitePragmas: every pooled connection enforces foreign keys, runs
-// in WAL mode and waits for locks.
+// TestSQLitePragmas: the writer connection enforces foreign keys, runs in
+// WAL mode, waits for locks and syncs every commit (synchronous=FULL, 2:
+// a committed payment survives a power loss); the readers (a SELECT
+// outside a transaction) run in WAL mode, wait for locks and cannot write.
 func TestSQLitePragmas(t *testing.T) {
 	db := dbtest.Open(t, migrations.SQLite)
 	for pragma, want := range map[string]string{
-		"foreign_keys": "1", "journal_mode": "wal", "busy_timeout": "10000", "synchronous": "1",
+		"foreign_keys": "1", "journal_mode": "wal", "busy_timeout": "10000", "synchronous": "2",
 	} {
 		var got string
 		if err := db.Gorm().Raw("PRAGMA " + pragma).Scan(&got).Error; err != nil || got != want {
 			t.Errorf("PRAGMA %s = %q, %v, want %q", pragma, got, err, want)
+		}
+	}
+	for pragma, want := range map[string]string{"journal_mode": "wal", "busy_timeout": "10000", "query_only": "1"} {
+		var got string
+		if err := db.Gorm().Raw("SELECT * FROM pragma_" + pragma + "()").Scan(&got).Error; err != nil || got != want {
+			t.Errorf("reader: pragma_%s() = %q, %v, want %q", pragma, got, err, want)
 		}
 	}
 }

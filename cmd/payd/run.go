@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
@@ -256,6 +257,9 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		changes       = &service.Changes{}
 	)
 	metrics := handler.NewMetrics()
+	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
+		metrics.Register(collectors.NewDBStatsCollector(pool, name))
+	}
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 

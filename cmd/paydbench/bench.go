@@ -82,16 +82,19 @@ func (b *bench) replay(ctx context.Context, i int) error {
 // stopped: new pays, then replays of them.
 func (b *bench) floor(ctx context.Context) error {
 	b.pid = 0
-	db, err := b.db.open(ctx)
+	db, read, err := b.db.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	pays, err := b.floorPays(ctx, db)
+	if read != db {
+		defer read.Close()
+	}
+	pays, err := b.floorPays(ctx, read)
 	if err != nil {
 		return err
 	}
-	f := &floor{db: db, reply: b.reply}
+	f := &floor{db: db, read: read, reply: b.reply}
 	do := func(op func(context.Context, floorPay) error) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return op(ctx, pays[i]) }
 	}

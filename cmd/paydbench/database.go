@@ -16,10 +16,14 @@ import (
 )
 
 // sqlitePragmas are the connection settings payd's repository applies to
-// SQLite (busy timeout, foreign keys, synchronous=NORMAL under WAL, BEGIN
-// IMMEDIATE), so the floor runs under the same locking as payd.
-const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
-	"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+// SQLite (busy timeout, foreign keys, synchronous=FULL under WAL, BEGIN
+// IMMEDIATE), so the floor runs under the same locking and syncing as
+// payd; sqliteReadPragmas are its readers'.
+const (
+	sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(FULL)&_txlock=immediate"
+	sqliteReadPragmas = "_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+)
 
 // database is the fresh database one benchmark run uses.
 type database struct {
@@ -88,18 +92,35 @@ func (d *database) Drop(ctx context.Context) error {
 	return err
 }
 
-// open connects the raw-SQL floor to the database with the pool size payd
-// uses. On MySQL the session runs at READ COMMITTED, payd's isolation,
-// set once per connection in the DSN rather than before each transaction.
-func (d *database) open(ctx context.Context) (*sql.DB, error) {
+// open connects the raw-SQL floor to the database with the pools payd
+// uses: on SQLite one connection for every write and transaction and four
+// for reads; on MySQL one pool for both, its session at READ COMMITTED,
+// payd's isolation, set once per connection in the DSN rather than before
+// each transaction.
+func (d *database) open(ctx context.Context) (write, read *sql.DB, err error) {
 	if d.Dialect == "sqlite" {
-		db, err := sql.Open(sqlite.DriverName, d.path+"?"+sqlitePragmas)
-		if err != nil {
-			return nil, err
+		if write, err = sql.Open(sqlite.DriverName, d.path+"?"+sqlitePragmas); err != nil {
+			return nil, nil, err
 		}
-		db.SetMaxOpenConns(4)
-		return db, db.PingContext(ctx)
+		write.SetMaxOpenConns(1)
+		if read, err = sql.Open(sqlite.DriverName, d.path+"?"+sqliteReadPragmas); err != nil {
+			write.Close()
+			return nil, nil, err
+		}
+		read.SetMaxOpenConns(4)
+		read.SetMaxIdleConns(4)
+		if err = errors.Join(write.PingContext(ctx), read.PingContext(ctx)); err != nil {
+			write.Close()
+			read.Close()
+			return nil, nil, err
+		}
+		return write, read, nil
 	}
+	db, err := d.openMySQL(ctx)
+	return db, db, err
+}
+
+func (d *database) openMySQL(ctx context.Context) (*sql.DB, error) {
 	var err error
 	// MariaDB (and MySQL before 8.0) name it tx_isolation; MySQL 8, transaction_isolation.
 	for _, v := range []string{"tx_isolation", "transaction_isolation"} {

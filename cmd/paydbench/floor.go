@@ -52,10 +52,11 @@ type floorPay struct {
 	orderID, customerID, tokenHash, key string
 }
 
-// floor runs payd's pay statements on db.
+// floor runs payd's pay statements: writes and transactions on db, reads
+// outside a transaction on read (the same pool on MySQL).
 type floor struct {
-	db    *sql.DB
-	reply []byte // the answer stored in each record: one payd gave
+	db, read *sql.DB
+	reply    []byte // the answer stored in each record: one payd gave
 }
 
 // pay is a new pay: authenticate, take the key, claim, (the provider
@@ -86,7 +87,7 @@ func (f *floor) auth(ctx context.Context, tokenHash string) error {
 	var id, email, name, hash string
 	var reqID, reqFP sql.NullString
 	var created any
-	if err := f.db.QueryRowContext(ctx, qAuth, tokenHash).Scan(&id, &email, &name, &hash, &reqID, &reqFP, &created); err != nil {
+	if err := f.read.QueryRowContext(ctx, qAuth, tokenHash).Scan(&id, &email, &name, &hash, &reqID, &reqFP, &created); err != nil {
 		return fmt.Errorf("authenticate: %w", err)
 	}
 	return nil
@@ -131,7 +132,7 @@ func (f *floor) replay(ctx context.Context, p floorPay) error {
 	var sealed bool
 	var orderID, completedBy sql.NullString
 	var locked, created, updated, expires any
-	err := f.db.QueryRowContext(ctx, qFindRecord, "customer:"+p.customerID, p.key).Scan(&scope, &key, &method, &path, &fp,
+	err := f.read.QueryRowContext(ctx, qFindRecord, "customer:"+p.customerID, p.key).Scan(&scope, &key, &method, &path, &fp,
 		&status, &code, &body, &sealed, &orderID, &completedBy, &locked, &created, &updated, &expires)
 	if err != nil {
 		return fmt.Errorf("find record: %w", err)

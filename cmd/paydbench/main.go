@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -105,12 +106,16 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 		return nil, err
 	}
 	b := &bench{o: o, db: db, rep: rep, pid: p.Pid, api: newClient(p.URL, o.clients)}
-	err = b.payd(ctx)
+	err = b.paydAndDrain(ctx, newScraper(p.URL), stub)
 	if rss, rerr := peakRSS(p.Pid); rerr == nil {
 		rep.PeakRSSBytes = rss
 	}
 	if serr := p.Stop(); err == nil && serr != nil {
 		err = fmt.Errorf("stop payd: %w", serr)
+	}
+	if db.Dialect == "sqlite" {
+		busy := p.busy.Load()
+		rep.SQLiteBusy = &busy
 	}
 	if err != nil {
 		return nil, err
@@ -121,6 +126,30 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 	rep.ratios()
 	rep.LoadAfter = loadAverage()
 	return rep, nil
+}
+
+// drainWait is how long payd has, after the load, to give back what it took.
+const drainWait = 10 * time.Second
+
+// paydAndDrain reads payd's goroutines and pools, runs payd's phases,
+// closes the clients' and the stub's idle connections and reads them again
+// once payd has drained (or drainWait has passed).
+func (b *bench) paydAndDrain(ctx context.Context, s *scraper, stub *stub) error {
+	before, err := s.state(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.payd(ctx); err != nil {
+		return err
+	}
+	b.api.hc.CloseIdleConnections()
+	stub.closeIdle()
+	r, err := s.settle(ctx, before, drainWait)
+	if err != nil {
+		return err
+	}
+	b.rep.Resources = &r
+	return nil
 }
 
 // pprofArgs passes -pprof to payd when asked for and payd has the flag;

@@ -59,6 +59,16 @@ func checkReport(t *testing.T, rep report, dialect string) {
 	if hasProc() && rep.PeakRSSBytes <= 0 {
 		t.Errorf("peak RSS = %d, want > 0", rep.PeakRSSBytes)
 	}
+	if r := rep.Resources; r == nil || r.Before.Goroutines <= 0 || r.After.Goroutines <= 0 || len(r.After.Pools) == 0 {
+		t.Errorf("resources = %+v, want payd's goroutines and pools before and after", r)
+	} else if len(r.Growth) > 0 {
+		t.Errorf("after the load: %q, want no growth", r.Growth)
+	}
+	if (dialect == "sqlite") != (rep.SQLiteBusy != nil) {
+		t.Errorf("SQLite busy errors = %v, want a count on SQLite only", rep.SQLiteBusy)
+	} else if rep.SQLiteBusy != nil && *rep.SQLiteBusy != 0 {
+		t.Errorf("SQLite busy errors = %d, want 0", *rep.SQLiteBusy)
+	}
 }
 
 func hasProc() bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -55,6 +57,10 @@ type paydProc struct {
 	URL  string // base URL of its API
 	Pid  int
 	done chan error
+	// busy counts payd's log lines that report SQLite's lock as busy
+	// ("database is locked", SQLITE_BUSY): errors that reached a request
+	// or a job instead of waiting.
+	busy atomic.Int64
 }
 
 // startPayd runs `payd serve` on a free loopback port against databaseURL
@@ -78,8 +84,15 @@ func startPayd(ctx context.Context, bin, dir, databaseURL, providerURL string, e
 	}
 	p := &paydProc{cmd: cmd, Pid: cmd.Process.Pid, done: make(chan error, 1)}
 	addr := make(chan string, 1)
-	go readLog(logs, addr)
-	go func() { p.done <- cmd.Wait() }()
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		readLog(logs, addr, &p.busy)
+	}()
+	go func() {
+		<-logDone // the whole log is read before Wait closes the pipe
+		p.done <- cmd.Wait()
+	}()
 	select {
 	case a := <-addr:
 		p.URL = "http://" + a
@@ -105,19 +118,33 @@ func paydEnv() []string {
 	return env
 }
 
-// readLog sends the address from payd's "payd listening" line to addr,
-// then drains the log so payd never blocks on writing it.
-func readLog(r io.Reader, addr chan<- string) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var line struct{ Msg, Addr string }
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "payd listening" {
-			addr <- line.Addr
-			break
+// readLog sends the address from payd's "payd listening" line to addr and
+// counts the lines that report SQLite busy, reading the whole log so payd
+// never blocks on writing it.
+func readLog(r io.Reader, addr chan<- string, busy *atomic.Int64) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	listening := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if !listening {
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(line, &l) == nil && l.Msg == "payd listening" {
+				addr <- l.Addr
+				listening = true
+			}
+		}
+		if isBusy(line) {
+			busy.Add(1)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
 		}
 	}
-	_, _ = io.Copy(io.Discard, r)
+}
+
+// isBusy reports whether a log line tells of SQLite's lock being busy.
+func isBusy(line []byte) bool {
+	return bytes.Contains(line, []byte("SQLITE_BUSY")) || bytes.Contains(line, []byte("database is locked"))
 }
 
 // Stop asks payd to shut down (SIGTERM) and kills it if it has not within

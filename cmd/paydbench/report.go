@@ -25,6 +25,12 @@ type report struct {
 	Notes      []string `json:"notes,omitempty"`
 	// PeakRSSBytes is payd's peak resident set size (VmHWM); 0 when unknown.
 	PeakRSSBytes int64 `json:"payd_peak_rss_bytes"`
+	// Resources are payd's goroutines and database pools before the load
+	// and after it drained.
+	Resources *resources `json:"resources,omitempty"`
+	// SQLiteBusy counts payd's log lines reporting SQLite's lock busy (an
+	// error that reached a request or a job); SQLite only.
+	SQLiteBusy *int64 `json:"sqlite_busy_errors,omitempty"`
 }
 
 type ratios struct {
@@ -126,6 +132,12 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+	if r.Resources != nil {
+		r.Resources.write(w)
+	}
+	if r.SQLiteBusy != nil {
+		fmt.Fprintf(w, "SQLite busy errors in payd's log: %d\n", *r.SQLiteBusy)
+	}
 	if r.LoadBefore != "" {
 		fmt.Fprintf(w, "load average: %s at the start, %s at the end\n", r.LoadBefore, r.LoadAfter)
 	}

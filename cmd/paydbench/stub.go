@@ -60,6 +60,13 @@ func startStub() (*stub, error) {
 // Close stops the server.
 func (s *stub) Close() error { return s.srv.Close() }
 
+// closeIdle closes the connections payd keeps open to the stub between
+// charges, so payd's HTTP client lets their goroutines go.
+func (s *stub) closeIdle() {
+	s.srv.SetKeepAlivesEnabled(false) // closes the idle connections
+	s.srv.SetKeepAlivesEnabled(true)
+}
+
 func (s *stub) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/charges", s.create)

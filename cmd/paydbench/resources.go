@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// paydState is what payd's /metrics says about its resources at one
+// moment: its goroutines and each database pool (by db_name) when payd
+// exports the pools' statistics.
+type paydState struct {
+	Goroutines int             `json:"goroutines"`
+	Pools      map[string]pool `json:"pools,omitempty"`
+}
+
+// pool is one database/sql pool's statistics (go_sql_*).
+type pool struct {
+	Open  int `json:"open"`
+	InUse int `json:"in_use"`
+	Idle  int `json:"idle"`
+	// Waits counts the connections a caller had to wait for, since start.
+	Waits int64 `json:"waits"`
+}
+
+// resources compares payd's state before the load and after it drained.
+type resources struct {
+	Before paydState `json:"before"`
+	After  paydState `json:"after"`
+	// Growth lists what did not come back: goroutines beyond those of the
+	// pools' extra open connections, connections still in use. Empty when
+	// nothing grew.
+	Growth []string `json:"growth,omitempty"`
+}
+
+// scraper reads payd's /metrics on a connection of its own, closed after
+// each read, so it holds no server goroutine between reads.
+type scraper struct {
+	url string
+	hc  *http.Client
+}
+
+func newScraper(base string) *scraper {
+	return &scraper{url: base + "/metrics", hc: &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true}}}
+}
+
+func (s *scraper) state(ctx context.Context) (paydState, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return paydState{}, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return paydState{}, fmt.Errorf("read payd's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return paydState{}, fmt.Errorf("read payd's metrics: status %d", resp.StatusCode)
+	}
+	return parseState(resp.Body)
+}
+
+// parseState reads go_goroutines and the go_sql_* pool series from the
+// Prometheus text format.
+func parseState(r io.Reader) (paydState, error) {
+	st := paydState{Goroutines: -1}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		series, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		if err != nil {
+			continue
+		}
+		name, labels, _ := strings.Cut(series, "{")
+		if name == "go_goroutines" {
+			st.Goroutines = int(v)
+			continue
+		}
+		field, ok := poolFields[name]
+		if !ok {
+			continue
+		}
+		db := label(labels, "db_name")
+		if st.Pools == nil {
+			st.Pools = map[string]pool{}
+		}
+		p := st.Pools[db]
+		field(&p, v)
+		st.Pools[db] = p
+	}
+	if err := sc.Err(); err != nil {
+		return st, err
+	}
+	if st.Goroutines < 0 {
+		return st, fmt.Errorf("payd's metrics have no go_goroutines")
+	}
+	return st, nil
+}
+
+var poolFields = map[string]func(*pool, float64){
+	"go_sql_open_connections":   func(p *pool, v float64) { p.Open = int(v) },
+	"go_sql_in_use_connections": func(p *pool, v float64) { p.InUse = int(v) },
+	"go_sql_idle_connections":   func(p *pool, v float64) { p.Idle = int(v) },
+	"go_sql_wait_count_total":   func(p *pool, v float64) { p.Waits = int64(v) },
+}
+
+// label returns a label's value from `a="x",b="y"}`.
+func label(labels, name string) string {
+	i := strings.Index(labels, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := labels[i+len(name)+2:]
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
+
+// settle reads payd's state until it is back to before (no more
+// goroutines than before, beyond one per extra open pool connection, and
+// no connection in use) or until wait has passed, and returns the last
+// reading with what grew.
+func (s *scraper) settle(ctx context.Context, before paydState, wait time.Duration) (resources, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		after, err := s.state(ctx)
+		if err != nil {
+			return resources{}, err
+		}
+		r := resources{Before: before, After: after, Growth: growth(before, after)}
+		if len(r.Growth) == 0 || time.Now().After(deadline) {
+			return r, nil
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// growth says what did not come back. A pool keeps some idle connections
+// after a load (up to its idle limit, until they expire), and the MySQL
+// driver runs one goroutine per open connection: those are not counted as
+// growth, connections in use and any other goroutine are.
+func growth(before, after paydState) []string {
+	var out []string
+	extraConns := 0
+	for name, a := range after.Pools {
+		b := before.Pools[name]
+		extraConns += max(a.Open-b.Open, 0)
+		if a.InUse > b.InUse {
+			out = append(out, fmt.Sprintf("pool %s: %d connections in use, %d before", name, a.InUse, b.InUse))
+		}
+	}
+	if after.Goroutines > before.Goroutines+extraConns {
+		out = append(out, fmt.Sprintf("goroutines: %d, %d before (%d more open connections)", after.Goroutines, before.Goroutines, extraConns))
+	}
+	return out
+}
+
+// write prints the before/after lines and what grew.
+func (r *resources) write(w io.Writer) {
+	fmt.Fprintf(w, "payd goroutines: %d before the load, %d after it drained\n", r.Before.Goroutines, r.After.Goroutines)
+	names := make([]string, 0, len(r.After.Pools))
+	for name := range r.After.Pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		b, a := r.Before.Pools[name], r.After.Pools[name]
+		fmt.Fprintf(w, "payd pool %s: open %d → %d, in use %d → %d, idle %d → %d, waited for a connection %d times\n",
+			name, b.Open, a.Open, b.InUse, a.InUse, b.Idle, a.Idle, a.Waits-b.Waits)
+	}
+	if len(r.After.Pools) == 0 {
+		fmt.Fprintln(w, "payd pools: not exported by this payd (no go_sql_* series)")
+	}
+	if len(r.Growth) == 0 {
+		fmt.Fprintln(w, "growth after the load: none")
+	}
+	for _, g := range r.Growth {
+		fmt.Fprintln(w, "GROWTH after the load:", g)
+	}
+}

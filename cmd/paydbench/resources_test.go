@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseState(t *testing.T) {
+	text := `# HELP go_goroutines Number of goroutines that currently exist.
+# TYPE go_goroutines gauge
+go_goroutines 17
+go_sql_idle_connections{db_name="read"} 3
+go_sql_in_use_connections{db_name="read"} 1
+go_sql_open_connections{db_name="read"} 4
+go_sql_open_connections{db_name="write"} 1
+go_sql_wait_count_total{db_name="write"} 1234
+payd_payments_total{result="paid"} 5
+`
+	got, err := parseState(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("parseState = %v", err)
+	}
+	if got.Goroutines != 17 || got.Pools["read"] != (pool{Open: 4, InUse: 1, Idle: 3}) ||
+		got.Pools["write"] != (pool{Open: 1, Waits: 1234}) || len(got.Pools) != 2 {
+		t.Errorf("parseState = %+v", got)
+	}
+	if _, err := parseState(strings.NewReader("payd_payments_total 1\n")); err == nil {
+		t.Error("parseState(no go_goroutines) = nil error, want one")
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	before := paydState{Goroutines: 15, Pools: map[string]pool{"payd": {Open: 1, Idle: 1}}}
+	tests := []struct {
+		name  string
+		after paydState
+		grew  bool
+	}{
+		{"back to before", before, false},
+		{"idle connections the pool keeps, one goroutine each", paydState{Goroutines: 18, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, false},
+		{"goroutines beyond the connections", paydState{Goroutines: 19, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, true},
+		{"a connection still in use", paydState{Goroutines: 15, Pools: map[string]pool{"payd": {Open: 1, InUse: 1}}}, true},
+	}
+	for _, tt := range tests {
+		if g := growth(before, tt.after); (len(g) > 0) != tt.grew {
+			t.Errorf("%s: growth = %q, want growth %t", tt.name, g, tt.grew)
+		}
+	}
+}
+
+func TestIsBusy(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"msg":"internal error","err":"claim order x: database is locked (5) (SQLITE_BUSY)"}`: true,
+		`{"msg":"request","status":200}`: false,
+	} {
+		if got := isBusy([]byte(line)); got != want {
+			t.Errorf("isBusy(%s) = %t, want %t", line, got, want)
+		}
+	}
+}
