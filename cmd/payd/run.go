@@ -161,11 +161,11 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(cfg, a.metrics, log)
+	stopAdmin, err := serveAdmin(cfg, a.metrics, log)
 	if err != nil {
-		return fmt.Errorf("PAYD_METRICS_ADDR: %w", err)
+		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
 	}
-	defer stopMetrics()
+	defer stopAdmin()
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	for _, j := range a.jobs {
