@@ -289,8 +289,9 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		Settlements: provider.ParseSettlement,
 	}
 	e := handler.New(handler.Deps{
-		Log:         log,
-		Customers:   &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL},
+		Log: log,
+		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
+			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
 		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
 		Checkout:    checkout,
 		Webhooks:    webhooks,
