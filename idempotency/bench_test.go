@@ -59,7 +59,7 @@ func storedPay() domain.Record {
 	return domain.Record{Scope: call.Scope, Key: call.Key, Method: call.Method, Path: call.Path, Fingerprint: call.Fingerprint(),
 		Status: domain.RecordSucceeded, OrderID: "o1", ResponseStatus: http.StatusOK,
 		ResponseBody: []byte(`{"order":{"id":"o1","status":"paid","total":"9.99","currency":"USD"},"payment":{"status":"succeeded"}}`),
-		LockedUntil: now, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(testTTL)}
+		LockedUntil:  now, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(testTTL)}
 }
 
 func replayOnce(b *testing.B, e *echo.Echo) {
@@ -105,4 +105,3 @@ func BenchmarkReplay(b *testing.B) {
 		})
 	}
 }
-
