@@ -39,8 +39,9 @@ func body(c echo.Context) ([]byte, error) {
 	if err != nil {
 		return nil, errMalformedJSON
 	}
-	if len(bytes.TrimSpace(b)) > 0 {
-		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	if ct := r.Header.Get(echo.HeaderContentType); ct != echo.MIMEApplicationJSON && len(bytes.TrimSpace(b)) > 0 {
+		// The plain "application/json" every client sends needs no parsing.
+		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != echo.MIMEApplicationJSON && !(mt == echo.MIMEMultipartForm && idempotency.MultipartAllowed(c)) {
 			return nil, errContentType
 		}

@@ -2,7 +2,6 @@ package handler
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +35,7 @@ type Metrics struct {
 	payments      *prometheus.CounterVec
 	discrepancies *prometheus.CounterVec
 	jobs          *prometheus.CounterVec
+	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
 // NewMetrics registers payd's metrics, plus the Go runtime's and the
@@ -134,11 +134,27 @@ func (m *Metrics) middleware(e *echo.Echo) echo.MiddlewareFunc {
 			if !known[route] {
 				route = "unmatched"
 			}
-			m.requests.WithLabelValues(route, methodLabel(c.Request().Method), statusClass(c.Response().Status)).
+			m.observer(route, methodLabel(c.Request().Method), statusClass(c.Response().Status)).
 				Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
+}
+
+// requestLabels are the labels of one request latency series.
+type requestLabels struct{ route, method, status string }
+
+// observer is the latency series of one route, method and status class,
+// looked up in the histogram once and then kept: the labels come from fixed
+// sets (routes, methods, status classes), so the cache stays small.
+func (m *Metrics) observer(route, method, status string) prometheus.Observer {
+	k := requestLabels{route, method, status}
+	if o, ok := m.observers.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.requests.WithLabelValues(route, method, status)
+	m.observers.Store(k, o)
+	return o
 }
 
 func methodLabel(m string) string {
@@ -154,5 +170,7 @@ func statusClass(status int) string {
 	if status < 100 || status > 599 {
 		return "other"
 	}
-	return strconv.Itoa(status/100) + "xx"
+	return statusClasses[status/100-1]
 }
+
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}

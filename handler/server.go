@@ -126,11 +126,16 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 			if err != nil {
 				c.Error(err)
 			}
-			log.InfoContext(c.Request().Context(), "request",
-				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
-				"method", c.Request().Method, "route", c.Path(), "status", c.Response().Status,
-				"duration_ms", float64(time.Since(start).Microseconds())/1000,
-				"replayed", c.Response().Header().Get("Idempotent-Replayed") == "true")
+			ctx := c.Request().Context()
+			if !log.Enabled(ctx, slog.LevelInfo) {
+				return nil // nothing to build when the line would be dropped
+			}
+			h := c.Response().Header()
+			log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("request_id", h.Get(echo.HeaderXRequestID)),
+				slog.String("method", c.Request().Method), slog.String("route", c.Path()), slog.Int("status", c.Response().Status),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.Bool("replayed", h.Get("Idempotent-Replayed") == "true"))
 			return nil
 		}
 	}

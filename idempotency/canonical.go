@@ -11,6 +11,15 @@ import (
 // sorted keys and no insignificant space, without the request_id field (it
 // is the key, not the request). An empty body stays empty.
 func canonicalBody(b []byte) ([]byte, string, error) {
+	if out, key, ok := canonicalFlat(b); ok {
+		return out, key, nil
+	}
+	return canonicalDecoded(b)
+}
+
+// canonicalDecoded is canonicalBody for any body: decoded, then encoded
+// again by encoding/json.
+func canonicalDecoded(b []byte) ([]byte, string, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, "", nil
 	}

@@ -29,15 +29,20 @@ type Call struct {
 	Body    []byte // canonical form of the request body (see canonicalBody)
 	OrderID string // the order a pay call is about, if any
 	Seal    bool   // store the response encrypted (it carries a secret)
+
+	fingerprint string // Fingerprint, once the middleware has computed it
 }
 
 // Fingerprint is the hex SHA-256 over the method, the concrete path and the
 // canonical body: the same key on another order is a different request.
 func (c Call) Fingerprint() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n", c.Method, c.Path)
-	h.Write(c.Body)
-	return hex.EncodeToString(h.Sum(nil))
+	if c.fingerprint != "" {
+		return c.fingerprint
+	}
+	in := make([]byte, 0, len(c.Method)+len(c.Path)+2+len(c.Body))
+	in = append(append(append(append(in, c.Method...), '\n'), c.Path...), '\n')
+	sum := sha256.Sum256(append(in, c.Body...))
+	return hex.EncodeToString(sum[:])
 }
 
 // Response is an HTTP answer as stored and replayed: status code and body.

@@ -75,7 +75,8 @@ func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 				Scope: m.Scope(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
 				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed,
 			}
-			c.Set(ctxFingerprint, call.Fingerprint())
+			call.fingerprint = call.Fingerprint() // once: Begin checks it again
+			c.Set(ctxFingerprint, call.fingerprint)
 			start, err := m.Engine.Begin(c.Request().Context(), call)
 			if errors.Is(err, ErrStoredResponseUnreadable) {
 				// The caller gets 410; the operator learns why (the key changed).

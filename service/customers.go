@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -22,6 +24,10 @@ type Customers struct {
 	// the token back once its idempotency record is gone (PAYD_IDEMPOTENCY_TTL,
 	// the time the record itself would have replayed it). Zero: never.
 	ReplayWindow time.Duration
+	// Cache, when set, remembers verified tokens for TokenCacheTTL, so a
+	// client's requests skip the lookup by token hash. Nil: every request
+	// looks its token up.
+	Cache *TokenCache
 }
 
 // Register creates a customer for email and name under the registration's
@@ -80,16 +86,30 @@ func (s *Customers) resolveTaken(ctx context.Context, req Keyed, email string) (
 	return c, token, nil
 }
 
-// Authenticate returns the customer a bearer token belongs to, or domain.ErrUnauthorized.
+// Authenticate returns the customer a bearer token belongs to, or
+// domain.ErrUnauthorized. A token verified within TokenCacheTTL is answered
+// from Cache; only a token the store found is remembered.
 func (s *Customers) Authenticate(ctx context.Context, token string) (domain.Customer, error) {
 	if !strings.HasPrefix(token, "ptk_") || len(token) > 100 {
 		return domain.Customer{}, domain.ErrUnauthorized
 	}
-	c, err := s.Store.FindByTokenHash(ctx, HashToken(token))
+	sum := sha256.Sum256([]byte(token))
+	if s.Cache != nil {
+		if c, ok := s.Cache.get(sum); ok {
+			return c, nil
+		}
+	}
+	c, err := s.Store.FindByTokenHash(ctx, hex.EncodeToString(sum[:]))
 	if errors.Is(err, domain.ErrCustomerNotFound) {
 		return domain.Customer{}, domain.ErrUnauthorized
 	}
-	return c, err
+	if err != nil {
+		return domain.Customer{}, err
+	}
+	if s.Cache != nil {
+		s.Cache.put(sum, c)
+	}
+	return c, nil
 }
 
 // newID returns a UUIDv7: time-ordered, so primary keys append to InnoDB's

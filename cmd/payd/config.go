@@ -39,6 +39,7 @@ type config struct {
 	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
 	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
 	MetricsAddr        string        // empty: /metrics on the main listener; else its own listener here
+	PprofAddr          string        // empty: no profiler; else net/http/pprof on its own listener here
 	MaxStreams         int           // open event streams one customer may hold
 	maxStreams         string
 	SandboxAsyncDelay  time.Duration
@@ -84,6 +85,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_WRITE_TIMEOUT", "write-timeout", "90s", "the longest one reply may take, handling included (event streams excepted)", nil, &c.WriteTimeout},
 		{"PAYD_IDLE_TIMEOUT", "idle-timeout", "60s", "how long an idle keep-alive connection stays open", nil, &c.IdleTimeout},
 		{"PAYD_METRICS_ADDR", "metrics-addr", "", "a separate listen address for /metrics (empty: /metrics on the main listener)", &c.MetricsAddr, nil},
+		{"PAYD_PPROF_ADDR", "pprof", "", "serve the Go profiler (/debug/pprof/) on this address, never the main one (empty: off; may equal PAYD_METRICS_ADDR)", &c.PprofAddr, nil},
 		{"PAYD_MAX_STREAMS_PER_CUSTOMER", "max-streams-per-customer", "5", "open event streams one customer may hold; past it 429", &c.maxStreams, nil},
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},

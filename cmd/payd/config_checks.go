@@ -102,6 +102,15 @@ func (c *config) checkSettings() error {
 			return fmt.Errorf("PAYD_METRICS_ADDR must be host:port (such as 127.0.0.1:9090), not %q", c.MetricsAddr)
 		}
 	}
+	if c.PprofAddr != "" {
+		_, port, err := net.SplitHostPort(c.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("PAYD_PPROF_ADDR must be host:port (such as 127.0.0.1:6060), not %q", c.PprofAddr)
+		}
+		if c.PprofAddr == c.Addr && port != "0" { // :0 picks a port of its own
+			return errors.New("PAYD_PPROF_ADDR must differ from PAYD_ADDR: the profiler is never served on the public listener")
+		}
+	}
 	return nil
 }
 

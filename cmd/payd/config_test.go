@@ -121,6 +121,9 @@ func TestConfigRefusesWeakSettings(t *testing.T) {
 		{"zero stream cap", dev, map[string]string{"PAYD_MAX_STREAMS_PER_CUSTOMER": "0"}, "PAYD_MAX_STREAMS_PER_CUSTOMER"},
 		{"bad metrics address", dev, map[string]string{"PAYD_METRICS_ADDR": "not an address"}, "PAYD_METRICS_ADDR"},
 		{"metrics address", dev, map[string]string{"PAYD_METRICS_ADDR": "127.0.0.1:0"}, ""},
+		{"bad pprof address", dev, map[string]string{"PAYD_PPROF_ADDR": "6060"}, "PAYD_PPROF_ADDR"},
+		{"pprof on the main listener", dev, map[string]string{"PAYD_PPROF_ADDR": "127.0.0.1:8080"}, "PAYD_PPROF_ADDR"},
+		{"pprof address", dev, map[string]string{"PAYD_PPROF_ADDR": "127.0.0.1:0"}, ""},
 	}
 	for _, tt := range tests {
 		getenv := func(k string) string {

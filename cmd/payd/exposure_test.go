@@ -61,6 +61,29 @@ func TestMetricsListener(t *testing.T) {
 	}
 }
 
+// TestPprofListener: the profiler is off by default, never on the main
+// listener, and with PAYD_PPROF_ADDR served on a listener of its own.
+func TestPprofListener(t *testing.T) {
+	s := startStack(t, "sqlite", nil)
+	if status, _ := get(t, s.base+"/debug/pprof/"); status != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on the main listener by default = %d, want 404", status)
+	}
+	s = startStack(t, "sqlite", env{"PAYD_PPROF_ADDR": "127.0.0.1:0"})
+	if status, _ := get(t, s.base+"/debug/pprof/"); status != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on the main listener with PAYD_PPROF_ADDR = %d, want 404", status)
+	}
+	addr := s.logged("pprof listening", "addr")
+	if addr == "" {
+		t.Fatalf("no \"pprof listening\" log line with the address; logs:\n%s", s.logs.String())
+	}
+	if status, body := get(t, "http://"+addr+"/debug/pprof/goroutine?debug=1"); status != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("GET /debug/pprof/goroutine on %s = %d, want 200 with a goroutine profile", addr, status)
+	}
+	if status, _ := get(t, "http://"+addr+"/v1/orders"); status != http.StatusNotFound {
+		t.Errorf("GET /v1/orders on the pprof listener = %d, want 404", status)
+	}
+}
+
 // openStream opens an order's event stream and returns the response.
 func (s *stack) openStream(tok, orderID string) *http.Response {
 	s.t.Helper()

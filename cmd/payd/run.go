@@ -162,11 +162,11 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(cfg, a.metrics, log)
+	stopAdmin, err := serveAdmin(cfg, a.metrics, log)
 	if err != nil {
-		return fmt.Errorf("PAYD_METRICS_ADDR: %w", err)
+		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
 	}
-	defer stopMetrics()
+	defer stopAdmin()
 	jobsCtx, stopJobs := context.WithCancel(ctx)
 	defer stopJobs()
 	for _, j := range a.jobs {
@@ -293,8 +293,9 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		Settlements: provider.ParseSettlement,
 	}
 	e := handler.New(handler.Deps{
-		Log:         log,
-		Customers:   &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL},
+		Log: log,
+		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
+			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
 		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
 		Checkout:    checkout,
 		Webhooks:    webhooks,
