@@ -26,7 +26,7 @@ func keyedOf(c echo.Context) service.Keyed {
 // replay tells the truth instead of a stale 202.
 type PayRecords struct {
 	service.NopObserver
-	Engine *idempotency.Idempotency
+	Engine *idempotency.Engine
 }
 
 // PaymentSettled completes the record of the pay request a.RequestID. It

@@ -28,7 +28,7 @@ type Deps struct {
 	Webhooks    *Webhooks
 	Admin       *Admin
 	EventPoll   time.Duration // how often event streams look for changes by other processes
-	Idempotency *idempotency.Idempotency
+	Idempotency *idempotency.Engine
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
 	Metrics     *Metrics                        // nil: a fresh registry (request latency only)

@@ -41,7 +41,7 @@ const (
 // key benchKey has a stored answer in records.
 func replayServer(b *testing.B, records idempotency.RecordStore) *echo.Echo {
 	b.Helper()
-	engine := &idempotency.Idempotency{Records: records, Lease: testLease, InflightWait: 50 * time.Millisecond, TTL: testTTL, Now: time.Now}
+	engine := &idempotency.Engine{Records: records, Lease: testLease, InflightWait: 50 * time.Millisecond, TTL: testTTL, Now: time.Now}
 	e := echo.New()
 	m := &idempotency.Middleware{Engine: engine, Log: slog.New(slog.DiscardHandler), Body: readBody,
 		Scope: func(echo.Context) string { return domain.CustomerScope("c1") }}

@@ -81,10 +81,10 @@ type Observer interface {
 	KeyDecided(outcome string)
 }
 
-// Idempotency is the engine every mutating request goes through (SPEC §3).
+// Engine is the idempotency engine every mutating request goes through (SPEC §3).
 // Inserting the record is the lock; its lease says how long the holder may
 // take before another request with the same key may take over and recover.
-type Idempotency struct {
+type Engine struct {
 	Records      RecordStore
 	Sealer       *Sealer
 	Lease        time.Duration // PAYD_LEASE
@@ -101,7 +101,7 @@ type Idempotency struct {
 // answered. It returns domain.ErrKeyReused when the key was used for a
 // different request and an *InUseError when the original is still running
 // after the in-flight wait.
-func (s *Idempotency) Begin(ctx context.Context, c Call) (Start, error) {
+func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	fp := c.Fingerprint()
 	deadline := s.Now().Add(s.InflightWait)
 	waited := false
@@ -168,7 +168,7 @@ func (s *Idempotency) Begin(ctx context.Context, c Call) (Start, error) {
 	}
 }
 
-func (s *Idempotency) newRecord(c Call, fp string) domain.Record {
+func (s *Engine) newRecord(c Call, fp string) domain.Record {
 	now := s.Now()
 	return domain.Record{
 		Scope: c.Scope, Key: c.Key, Method: c.Method, Path: c.Path, Fingerprint: fp,
@@ -177,7 +177,7 @@ func (s *Idempotency) newRecord(c Call, fp string) domain.Record {
 	}
 }
 
-func (s *Idempotency) replay(rec domain.Record) (Start, error) {
+func (s *Engine) replay(rec domain.Record) (Start, error) {
 	body := rec.ResponseBody
 	if rec.Sealed {
 		var err error
@@ -198,7 +198,7 @@ func (s *Idempotency) replay(rec domain.Record) (Start, error) {
 //     422): not recorded, the key is free again;
 //   - a business failure (402, 409) or an internal error: stored as failed,
 //     so the same key may run again as a new attempt.
-func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
+func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
 	switch {
 	case r.Status == http.StatusAccepted:
 		s.hold(c, s.Now().Add(s.Lease))
@@ -218,7 +218,7 @@ func (s *Idempotency) Finish(ctx context.Context, c Call, r Response) error {
 // then on, a decline included; one that is not final (nothing happened, the
 // customer may simply try again) leaves the key free to run again.
 // Only the record of a pay call for orderID is completed.
-func (s *Idempotency) Complete(ctx context.Context, scope, key, orderID string, r Response, final bool) error {
+func (s *Engine) Complete(ctx context.Context, scope, key, orderID string, r Response, final bool) error {
 	status := domain.RecordSucceeded
 	if r.Status >= 300 {
 		status = domain.RecordFailed
@@ -233,7 +233,7 @@ func (s *Idempotency) Complete(ctx context.Context, scope, key, orderID string, 
 	return nil
 }
 
-func (s *Idempotency) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) error {
+func (s *Engine) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) error {
 	body, sealed := r.Body, false
 	if c.Seal {
 		var err error
@@ -253,7 +253,7 @@ func (s *Idempotency) complete(ctx context.Context, c Call, status domain.Record
 // moment it expires, whether or not the purge job has deleted it yet, so
 // Begin inserts a new one (Insert replaces the gone row) and the lookups
 // answer 404.
-func (s *Idempotency) find(ctx context.Context, scope, key string) (domain.Record, error) {
+func (s *Engine) find(ctx context.Context, scope, key string) (domain.Record, error) {
 	rec, err := s.Records.Find(ctx, scope, key)
 	if err == nil && rec.Gone(s.Now()) {
 		return domain.Record{}, fmt.Errorf("idempotency record %s expired at %s: %w", key, rec.ExpiresAt.Format(time.RFC3339), domain.ErrRecordNotFound)
@@ -264,7 +264,7 @@ func (s *Idempotency) find(ctx context.Context, scope, key string) (domain.Recor
 // Lookup returns the record for (scope, key), for GET /v1/requests/{key}
 // and the admin inspection; an expired record is not found. A sealed response stays sealed: it holds a
 // secret that only a replay of the original request may see.
-func (s *Idempotency) Lookup(ctx context.Context, scope, key string) (domain.Record, error) {
+func (s *Engine) Lookup(ctx context.Context, scope, key string) (domain.Record, error) {
 	rec, err := s.find(ctx, scope, key)
 	if err != nil {
 		return domain.Record{}, err
@@ -285,7 +285,7 @@ func notExecuted(status int) bool {
 	return false
 }
 
-func (s *Idempotency) observe(outcome string) {
+func (s *Engine) observe(outcome string) {
 	if s.Observer != nil {
 		s.Observer.KeyDecided(outcome)
 	}
@@ -304,7 +304,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // hold remembers a key this process left processing under its lease, so
 // shutdown can release it; leases already over are forgotten on the way.
-func (s *Idempotency) hold(c Call, until time.Time) {
+func (s *Engine) hold(c Call, until time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held == nil {
@@ -323,7 +323,7 @@ func (s *Idempotency) hold(c Call, until time.Time) {
 // after a graceful shutdown a retry with their keys takes over (and
 // recovers the payment from the provider) at once instead of waiting for
 // the lease to run out. It returns how many leases it released.
-func (s *Idempotency) ReleaseHeld(ctx context.Context) (int, error) {
+func (s *Engine) ReleaseHeld(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	held := s.held
 	s.held = nil

@@ -33,20 +33,20 @@ func (c *clock) Now() time.Time {
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // newEngine is an engine on a fresh store of dialect d.
-func newEngine(t *testing.T, d migrations.Dialect) (*idempotency.Idempotency, *repository.RecordStore, *clock) {
+func newEngine(t *testing.T, d migrations.Dialect) (*idempotency.Engine, *repository.RecordStore, *clock) {
 	t.Helper()
 	records := repository.NewRecordStore(dbtest.Open(t, d))
 	return engineOn(t, records, testSecret), records, &clock{}
 }
 
 // engineOn is an engine on records whose responses are sealed with secret.
-func engineOn(t *testing.T, records idempotency.RecordStore, secret string) *idempotency.Idempotency {
+func engineOn(t *testing.T, records idempotency.RecordStore, secret string) *idempotency.Engine {
 	t.Helper()
 	sealer, err := idempotency.NewSealer(secret)
 	if err != nil {
 		t.Fatalf("NewSealer = %v", err)
 	}
-	return &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: testLease, InflightWait: 50 * time.Millisecond,
+	return &idempotency.Engine{Records: records, Sealer: sealer, Lease: testLease, InflightWait: 50 * time.Millisecond,
 		TTL: testTTL, Now: time.Now}
 }
 
@@ -57,7 +57,7 @@ func payCall(key string) idempotency.Call {
 }
 
 // begin takes the key for c and fails the test unless the engine says execute.
-func begin(t *testing.T, e *idempotency.Idempotency, c idempotency.Call) idempotency.Start {
+func begin(t *testing.T, e *idempotency.Engine, c idempotency.Call) idempotency.Start {
 	t.Helper()
 	st, err := e.Begin(t.Context(), c)
 	if err != nil || st.Replay != nil {
@@ -66,7 +66,7 @@ func begin(t *testing.T, e *idempotency.Idempotency, c idempotency.Call) idempot
 	return st
 }
 
-func finish(t *testing.T, e *idempotency.Idempotency, c idempotency.Call, status int, body string) {
+func finish(t *testing.T, e *idempotency.Engine, c idempotency.Call, status int, body string) {
 	t.Helper()
 	if err := e.Finish(t.Context(), c, idempotency.Response{Status: status, Body: []byte(body)}); err != nil {
 		t.Fatalf("Finish(%s, %d) = %v", c.Key, status, err)
@@ -74,7 +74,7 @@ func finish(t *testing.T, e *idempotency.Idempotency, c idempotency.Call, status
 }
 
 // wantReplay checks that Begin(c) replays exactly status and body.
-func wantReplay(t *testing.T, e *idempotency.Idempotency, c idempotency.Call, status int, body string) {
+func wantReplay(t *testing.T, e *idempotency.Engine, c idempotency.Call, status int, body string) {
 	t.Helper()
 	st, err := e.Begin(t.Context(), c)
 	if err != nil || st.Replay == nil || st.Replay.Status != status || !bytes.Equal(st.Replay.Body, []byte(body)) {

@@ -41,7 +41,7 @@ var (
 // (SPEC §3): it reads and fingerprints the request, takes the key or replays
 // the stored answer, runs the handler, and stores what it answered.
 type Middleware struct {
-	Engine *Idempotency
+	Engine *Engine
 	Log    *slog.Logger
 	// Scope is the caller's identity, the key's scope: keys never cross callers.
 	Scope func(c echo.Context) string

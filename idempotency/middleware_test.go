@@ -31,7 +31,7 @@ import (
 // names the execution, so a replay is told from a second execution.
 type server struct {
 	e       *echo.Echo
-	engine  *idempotency.Idempotency
+	engine  *idempotency.Engine
 	records *repository.RecordStore
 	clock   *clock
 	runs    atomic.Int64

@@ -59,7 +59,7 @@ type world struct {
 	webhooks   *service.Webhooks
 	recoverer  *service.Recoverer
 	reconciler *service.Reconciler
-	idem       *idempotency.Idempotency
+	idem       *idempotency.Engine
 	expire     func(context.Context) (int64, error)
 
 	records       *repository.RecordStore
@@ -123,7 +123,7 @@ func (w *world) build(db *repository.DB) {
 		changes       = &service.Changes{}
 	)
 	w.records, w.discrepancies = records, discrepancies
-	w.idem = &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
+	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
 	observer := service.Observers{changes, &observer{w: w}}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer}

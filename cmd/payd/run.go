@@ -226,7 +226,7 @@ func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger)
 
 // app is payd wired together.
 type app struct {
-	idem *idempotency.Idempotency
+	idem *idempotency.Engine
 	echo *echo.Echo
 	jobs []service.Job
 
@@ -263,7 +263,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
-	idem := &idempotency.Idempotency{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
+	idem := &idempotency.Engine{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
 		Observer: metrics}
 	// What the use cases do reaches this process's event streams, the
 	// metrics and, for payments settled outside their request, the pay
