@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,7 +22,12 @@ const mariaDBWait = 60 * time.Second
 
 // mariaDB controls the local MariaDB server (root over the Unix socket, as
 // .ci/run does).
-type mariaDB struct{}
+type mariaDB struct {
+	// pidFile is the server's own pid file (@@pid_file): other mariadbd
+	// processes on the machine (a test cluster on other ports) run the same
+	// binary, so the binary alone does not say which server is ours.
+	pidFile string
+}
 
 // localMariaDB checks that the server can be controlled from here and is up,
 // and makes sure it is running again when the test ends, whatever happened.
@@ -38,6 +44,10 @@ func localMariaDB(t *testing.T) *mariaDB {
 	m := &mariaDB{}
 	if !m.answers() {
 		t.Fatal("MariaDB does not answer mysqladmin ping before the test")
+	}
+	out, err := exec.Command("mysql", "-uroot", "-N", "-e", "SELECT @@pid_file").Output()
+	if m.pidFile = strings.TrimSpace(string(out)); err != nil || m.pidFile == "" {
+		t.Fatalf("MariaDB's pid file: %q, %v", out, err)
 	}
 	m.restoreOnCleanup(t)
 	return m
@@ -66,7 +76,7 @@ func (m *mariaDB) answers() bool {
 // running reports whether a mariadbd process still exists; until it has
 // gone, start-stop-daemon --start would take it for the running server.
 func (m *mariaDB) running() bool {
-	return exec.Command("start-stop-daemon", "--status", "--exec", mariadbd).Run() == nil
+	return exec.Command("start-stop-daemon", "--status", "--pidfile", m.pidFile, "--exec", mariadbd).Run() == nil
 }
 
 // stop shuts the server down and waits until it is gone. It reports
@@ -84,7 +94,7 @@ func (m *mariaDB) stop() error {
 
 // start starts the server and waits until it answers.
 func (m *mariaDB) start() error {
-	cmd := exec.Command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", mariadbd)
+	cmd := exec.Command("start-stop-daemon", "--start", "--oknodo", "--background", "--pidfile", m.pidFile, "--exec", mariadbd)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("start-stop-daemon --start: %v\n%s", err, out)
 	}
