@@ -38,7 +38,8 @@ func TestGrowth(t *testing.T) {
 	}{
 		{"back to before", before, false},
 		{"idle connections the pool keeps, one goroutine each", paydState{Goroutines: 18, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, false},
-		{"goroutines beyond the connections", paydState{Goroutines: 19, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, true},
+		{"and the pool's connection cleaner", paydState{Goroutines: 19, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, false},
+		{"goroutines beyond the connections and the cleaner", paydState{Goroutines: 20, Pools: map[string]pool{"payd": {Open: 4, Idle: 4}}}, true},
 		{"a connection still in use", paydState{Goroutines: 15, Pools: map[string]pool{"payd": {Open: 1, InUse: 1}}}, true},
 	}
 	for _, tt := range tests {
