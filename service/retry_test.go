@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -114,6 +115,29 @@ func TestClaimRerunLoses(t *testing.T) {
 		}
 		if as := w.attempts(t, cust, o.ID); len(as) != 0 {
 			t.Errorf("attempts = %d, want none (the loser's was rolled back)", len(as))
+		}
+	})
+}
+
+// TestReconcileRerun: a reconciliation whose transaction runs twice
+// reports and stores its findings once.
+func TestReconcileRerun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		tx := w.rerunAll()
+		cust := w.customer(t)
+		o := w.order(t, cust, "9.00")
+		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
+		from, to := w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)
+
+		run, err := w.reconcile(from, to)
+		if err != nil || run.Found != 1 || run.New != 1 || len(run.Discrepancies) != 1 {
+			t.Fatalf("reconcile = found %d new %d, %d discrepancies, %v; want 1, 1, 1", run.Found, run.New, len(run.Discrepancies), err)
+		}
+		if ds := w.discrepanciesOf(t, o.ID); len(ds) != 1 {
+			t.Errorf("discrepancies stored = %d, want 1", len(ds))
+		}
+		if tx.reruns.Load() < 1 {
+			t.Error("the run's transaction was not run again")
 		}
 	})
 }
