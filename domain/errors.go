@@ -29,6 +29,13 @@ var (
 	ErrKeyInvalid = errors.New("idempotency key invalid")
 	ErrKeyInUse   = errors.New("idempotency key in use")
 	ErrKeyReused  = errors.New("idempotency key reused with another request")
+
+	// ErrUnavailable says the database cannot serve this request right
+	// now: it is unreachable, shutting down or not part of its cluster, or
+	// a write kept conflicting with concurrent ones after every retry. The
+	// caller answers 503 with Retry-After: sending the same request again
+	// (same idempotency key) is safe.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // ValidationError says which input field is wrong and why. Its text is safe

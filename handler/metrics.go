@@ -35,6 +35,7 @@ type Metrics struct {
 	payments      *prometheus.CounterVec
 	discrepancies *prometheus.CounterVec
 	jobs          *prometheus.CounterVec
+	dbRetries     *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -68,11 +69,19 @@ func NewMetrics() *Metrics {
 			Name: "payd_job_rows_total",
 			Help: "Rows handled by background jobs (purged records, expired orders, recovered payments).",
 		}, []string{"job"}),
+		dbRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_db_retries_total",
+			Help: "Database transactions and statements run again after a conflict: deadlock (incl. Galera certification), lock_wait_timeout, sqlite_busy.",
+		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs,
+	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// DBRetried counts one retry of a database transaction or statement, by
+// reason (repository.DB.OnRetry). The reasons are a fixed set.
+func (m *Metrics) DBRetried(reason string) { m.dbRetries.WithLabelValues(reason).Inc() }
 
 // Register adds collectors to payd's registry, e.g. the database pools'
 // statistics (collectors.NewDBStatsCollector).

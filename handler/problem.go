@@ -294,9 +294,12 @@ func occurrence(c echo.Context, p *Problem) *Problem {
 }
 
 // unreachable reports whether err says a connection could not be made or
-// was lost (the database restarting), as opposed to a fault in payd.
+// was lost (the database restarting), as opposed to a fault in payd: the
+// repository marks what it knows of as domain.ErrUnavailable (a lost or
+// refused connection, a server shutting down, a Galera node out of its
+// cluster, a write still conflicting after every retry).
 func unreachable(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
+	return errors.Is(err, domain.ErrUnavailable) || errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET)
 }

@@ -31,6 +31,12 @@ func TestToProblem(t *testing.T) {
 		{&domain.ValidationError{Field: "amount", Reason: "bad"}, http.StatusBadRequest, "validation_failed", true},
 		{fmt.Errorf("find order: %w", refused), http.StatusServiceUnavailable, "service_unavailable", false},
 		{fmt.Errorf("find order: %w", driver.ErrBadConn), http.StatusServiceUnavailable, "service_unavailable", false},
+		// The repository's word: a write still conflicting after every retry,
+		// a Galera node out of its cluster.
+		{fmt.Errorf("claim order o1: %w", fmt.Errorf("%w: gave up after 5 attempts: %w", domain.ErrUnavailable, errors.New("Error 1213"))),
+			http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("find order: %w", fmt.Errorf("%w: %w", domain.ErrUnavailable, errors.New("Error 1047: WSREP has not yet prepared node for application use"))),
+			http.StatusServiceUnavailable, "service_unavailable", false},
 		{errors.New("boom"), http.StatusInternalServerError, "internal_error", false},
 	}
 	for _, tt := range tests {
@@ -39,8 +45,10 @@ func TestToProblem(t *testing.T) {
 			t.Errorf("toProblem(%v) = %d %s (known %v), want %d %s (known %v)", tt.err, p.Status, p.Code, known, tt.status, tt.code, tt.known)
 		}
 	}
-	if p, _ := toProblem(refused); p.retryAfter < 1 {
-		t.Errorf("503 Retry-After = %d, want at least 1", p.retryAfter)
+	for _, err := range []error{refused, domain.ErrUnavailable} {
+		if p, _ := toProblem(err); p.retryAfter < 1 {
+			t.Errorf("toProblem(%v) Retry-After = %d, want at least 1", err, p.retryAfter)
+		}
 	}
 }
 

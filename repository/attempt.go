@@ -87,9 +87,9 @@ func NewAttemptStore(db *DB) *AttemptStore { return &AttemptStore{db: db} }
 func (s *AttemptStore) Create(ctx context.Context, a domain.Attempt) error {
 	row, err := attemptFromDomain(a)
 	if err == nil {
-		err = s.db.conn(ctx).Exec(insertAttempt, row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
+		_, err = s.db.exec(ctx, insertAttempt, row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
 			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
-			row.LeasedUntil, row.InFlightUntil).Error
+			row.LeasedUntil, row.InFlightUntil)
 	}
 	if err != nil {
 		return fmt.Errorf("create attempt %s: %w", a.ID, err)

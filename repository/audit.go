@@ -49,7 +49,7 @@ func NewAuditStore(db *DB) *AuditStore { return &AuditStore{db: db} }
 // the entry exists exactly when the action does.
 func (s *AuditStore) Append(ctx context.Context, e domain.AuditEntry) error {
 	row := auditFromDomain(e)
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+	if err := s.db.create(ctx, &row); err != nil {
 		return fmt.Errorf("append audit entry %s: %w", e.ID, err)
 	}
 	return nil

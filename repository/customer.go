@@ -42,7 +42,7 @@ func NewCustomerStore(db *DB) *CustomerStore { return &CustomerStore{db: db} }
 // registrations of one address: the loser gets domain.ErrEmailTaken.
 func (s *CustomerStore) Create(ctx context.Context, c domain.Customer) error {
 	row := customerFromDomain(c)
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+	if err := s.db.create(ctx, &row); err != nil {
 		if violatesIndex(err, "customers", "email") {
 			return domain.ErrEmailTaken
 		}

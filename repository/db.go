@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -59,6 +60,11 @@ type DB struct {
 	sql     *sql.DB // every write; on SQLite, one connection
 	read    *sql.DB // SQLite: the reader pool; nil when sql serves reads too
 	dialect migrations.Dialect
+	galera  bool // a MariaDB Galera node (wsrep_on): reads wait for the cluster (wsrep_sync_wait)
+
+	retry   retryPolicy
+	onRetry atomic.Pointer[RetryFunc]
+	fault   atomic.Pointer[func(point string) error] // tests only (export_test.go)
 }
 
 // Open connects to the database named by a payd database URL,
@@ -175,13 +181,58 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	galera, err := wsrepOn(ctx, sqlDB)
+	if err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	if _, set := cfg.Params["wsrep_sync_wait"]; galera && !set {
+		// Reconnect with the cluster-wide read wait in every session.
+		sqlDB.Close()
+		cfg.Params["wsrep_sync_wait"] = "1"
+		if sqlDB, err = connectMySQL(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	sqlDB.SetMaxOpenConns(32)
 	sqlDB.SetMaxIdleConns(32)
 	sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	// Below any sensible server wait_timeout, so the pool drops idle
 	// connections before the server does.
 	sqlDB.SetConnMaxIdleTime(time.Minute)
-	return finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
+	db, err := finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
+	if err != nil {
+		return nil, err
+	}
+	db.galera = galera
+	return db, nil
+}
+
+// wsrepOn reports whether the server is a Galera cluster node with
+// replication on. Plain MariaDB answers OFF; MySQL does not know the
+// variable.
+//
+// On a Galera node payd sets wsrep_sync_wait=1 in every session (unless the
+// URL sets it): a read, and the BEGIN of each transaction, first waits
+// until this node has applied every write the cluster committed before
+// it. Without that wait a replay, GET /v1/requests/{key} or an order read
+// on one node could miss a payment another node's payd just committed —
+// a node applies other nodes' writes asynchronously after certifying
+// them. The wait costs each read about one cluster round trip (on
+// loopback, well under a millisecond; across data centres, the network's
+// round trip). Writes need no wait: a conflict with another node's write
+// fails certification (1213) and is retried (retrying).
+func wsrepOn(ctx context.Context, sqlDB *sql.DB) (bool, error) {
+	var on sql.NullString
+	err := sqlDB.QueryRowContext(ctx, "SELECT @@wsrep_on").Scan(&on)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errUnknownVariable {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("open mysql database: read wsrep_on: %w", err)
+	}
+	return on.String == "1" || strings.EqualFold(on.String, "ON"), nil
 }
 
 // isolationVars name the session's isolation level on the servers payd
@@ -292,7 +343,11 @@ func finishOpen(ctx context.Context, sqlDB *sql.DB, d gorm.Dialector, dialect mi
 		sqlDB.Close()
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect}
+	if err := classifyCallbacks(g); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, retry: defaultRetry}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -302,6 +357,11 @@ func finishOpen(ctx context.Context, sqlDB *sql.DB, d gorm.Dialector, dialect mi
 
 // Dialect says which SQL dialect the database speaks.
 func (db *DB) Dialect() migrations.Dialect { return db.dialect }
+
+// Galera reports whether the database is a MariaDB Galera cluster node
+// with replication on; its sessions then run with wsrep_sync_wait (see
+// wsrepOn).
+func (db *DB) Galera() bool { return db.galera }
 
 // Gorm returns the underlying GORM handle, for tests and statement counting.
 func (db *DB) Gorm() *gorm.DB { return db.gorm }

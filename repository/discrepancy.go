@@ -101,7 +101,7 @@ func NewDiscrepancyStore(db *DB) *DiscrepancyStore { return &DiscrepancyStore{db
 func (s *DiscrepancyStore) Record(ctx context.Context, d domain.Discrepancy) (domain.Discrepancy, bool, error) {
 	row, err := discrepancyFromDomain(d)
 	if err == nil {
-		err = s.db.conn(ctx).Create(&row).Error
+		err = s.db.create(ctx, &row)
 	}
 	if err == nil {
 		return row.toDomain(), true, nil

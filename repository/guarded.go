@@ -12,13 +12,15 @@ import (
 // reports false. RowsAffected counts matched rows on both databases
 // (clientFoundRows on MySQL), so "affected 1" means "the guard held" even
 // when the new values equal the old. what names the statement in an error,
-// as in "claim order o_1".
+// as in "claim order o_1". Outside a transaction a conflict runs the
+// statement again (retrying): it then matches nothing if the winner's
+// write changed the row, as on one server.
 func (db *DB) guarded(ctx context.Context, what, query string, args ...any) (bool, error) {
-	res := db.conn(ctx).Exec(query, args...)
-	if res.Error != nil {
-		return false, fmt.Errorf("%s: %w", what, res.Error)
+	n, err := db.exec(ctx, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	return res.RowsAffected == 1, nil
+	return n == 1, nil
 }
 
 // names turns statuses into the strings a status IN ? guard binds.

@@ -63,7 +63,7 @@ func NewInboxStore(db *DB) *InboxStore { return &InboxStore{db: db} }
 // (and MySQL names it PRIMARY, not after the table).
 func (s *InboxStore) Receive(ctx context.Context, e domain.WebhookEvent) (domain.WebhookEvent, bool, error) {
 	row := webhookFromDomain(e)
-	err := s.db.conn(ctx).Create(&row).Error
+	err := s.db.create(ctx, &row)
 	if err == nil {
 		return row.toDomain(), true, nil
 	}
@@ -83,8 +83,8 @@ func (s *InboxStore) Receive(ctx context.Context, e domain.WebhookEvent) (domain
 // truth and the second ("no change") must not overwrite it. Marking an
 // event that is already marked, or unknown, changes nothing and is no error.
 func (s *InboxStore) MarkProcessed(ctx context.Context, id, outcome string, now time.Time) error {
-	err := s.db.conn(ctx).Exec(`UPDATE webhook_events SET outcome = ?, processed_at = ?
-		WHERE id = ? AND processed_at IS NULL`, nullString(outcome), ts(now), id).Error
+	_, err := s.db.exec(ctx, `UPDATE webhook_events SET outcome = ?, processed_at = ?
+		WHERE id = ? AND processed_at IS NULL`, nullString(outcome), ts(now), id)
 	if err != nil {
 		return fmt.Errorf("mark webhook event %s processed: %w", id, err)
 	}

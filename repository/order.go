@@ -123,7 +123,7 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 		return fmt.Errorf("create order %s: %w", o.ID, err)
 	}
 	err = s.db.inTx(ctx, func(ctx context.Context) error {
-		if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+		if err := s.db.create(ctx, &row); err != nil {
 			if violatesIndex(err, "orders", "create_request_id") {
 				return domain.ErrOrderExists
 			}
@@ -132,7 +132,7 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 		if len(items) == 0 {
 			return nil
 		}
-		return s.db.conn(ctx).Create(&items).Error
+		return s.db.create(ctx, &items)
 	})
 	if err != nil {
 		return fmt.Errorf("create order %s: %w", o.ID, err)

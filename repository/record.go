@@ -96,8 +96,8 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 	row := recordFromDomain(r)
 	row.Status = string(domain.RecordProcessing)
-	err := s.db.conn(ctx).Exec(`INSERT INTO idempotency_records (`+recordColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row.values()...).Error
+	_, err := s.db.exec(ctx, `INSERT INTO idempotency_records (`+recordColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row.values()...)
 	if err == nil {
 		return nil
 	}

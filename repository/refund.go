@@ -74,7 +74,7 @@ func (s *RefundStore) Create(ctx context.Context, r domain.Refund) error {
 	row, err := refundFromDomain(r)
 	if err == nil {
 		row.Status = string(domain.RefundPending)
-		err = s.db.conn(ctx).Create(&row).Error
+		err = s.db.create(ctx, &row)
 	}
 	if err != nil {
 		if violatesIndex(err, "refunds", "provider_key") {

@@ -61,7 +61,7 @@ func NewRunStore(db *DB) *RunStore { return &RunStore{db: db} }
 // Create stores a new run (its discrepancies are added with AddFinding).
 func (s *RunStore) Create(ctx context.Context, r domain.ReconciliationRun) error {
 	row := runFromDomain(r)
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil {
+	if err := s.db.create(ctx, &row); err != nil {
 		return fmt.Errorf("create reconciliation run %s: %w", r.ID, err)
 	}
 	return nil
@@ -75,15 +75,15 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 	if r.FinishedAt == nil {
 		return errors.New("finish reconciliation run " + r.ID + ": no finish time")
 	}
-	res := s.db.conn(ctx).Exec(`UPDATE reconciliation_runs
+	n, err := s.db.exec(ctx, `UPDATE reconciliation_runs
 		SET matched = ?, found = ?, new_found = ?, finished_at = ?
 		WHERE id = ?`,
 		r.Matched, r.Found, r.New, ts(*r.FinishedAt), r.ID)
-	if res.Error != nil {
-		return fmt.Errorf("finish reconciliation run %s: %w", r.ID, res.Error)
+	if err != nil {
+		return fmt.Errorf("finish reconciliation run %s: %w", r.ID, err)
 	}
 	// RowsAffected counts matched rows on both databases, so 0 means no such run.
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return fmt.Errorf("finish reconciliation run %s: %w", r.ID, domain.ErrRunNotFound)
 	}
 	return nil
@@ -94,7 +94,7 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 // listed twice, a retried step) has still found it once.
 func (s *RunStore) AddFinding(ctx context.Context, runID, discrepancyID string) error {
 	row := findingRow{RunID: runID, DiscrepancyID: discrepancyID}
-	if err := s.db.conn(ctx).Create(&row).Error; err != nil && !isUniqueViolation(err) {
+	if err := s.db.create(ctx, &row); err != nil && !isUniqueViolation(err) {
 		return fmt.Errorf("add finding %s to reconciliation run %s: %w", discrepancyID, runID, err)
 	}
 	return nil

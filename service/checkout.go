@@ -150,6 +150,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	}
 	var claimed bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		claimed = false // InTx may run fn again after a conflict: start clean
 		var err error
 		if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
 			return err
@@ -305,6 +306,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		ours, paid = false, false // InTx may run fn again after a conflict: start clean
 		finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
 		if err != nil {
 			return err
@@ -423,6 +425,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		released = false // InTx may run fn again after a conflict: start clean
 		finished, err := s.Attempts.Fail(ctx, a.ID, chargeID, code, now)
 		if err != nil || !finished {
 			return err

@@ -36,6 +36,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	now := s.Now().UTC()
 	var held, isNew bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		held, isNew = false, false // InTx may run fn again after a conflict: start clean
 		var err error
 		if held, err = s.Attempts.Hold(ctx, a.ID, ch.ID, now); err != nil {
 			return err
@@ -109,6 +110,7 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 		return false, false, err
 	}
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		paid = false // InTx may run fn again after a conflict: start clean
 		if cur.Status == domain.AttemptFailed {
 			claimed, err := s.Orders.Claim(ctx, o.ID, cur.RequestID, now)
 			if err != nil || !claimed {
@@ -228,6 +230,7 @@ func (s *Checkout) ReleaseHeld(ctx context.Context, a domain.Attempt) error {
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		released = false // InTx may run fn again after a conflict: start clean
 		finished, err := s.Attempts.Reject(ctx, a.ID, now)
 		if err != nil || !finished {
 			return err

@@ -68,8 +68,13 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	// refused) leaves no run with finished_at NULL and no finding behind;
 	// the operator sees an error and runs it again.
 	var fresh []domain.DiscrepancyType
+	done := run
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		// InTx may run fn again after a conflict: each run starts from the
+		// run as it was before the transaction, never from a rolled-back one.
 		r := run
+		r.Discrepancies = append([]domain.Discrepancy(nil), run.Discrepancies...)
+		fresh = nil
 		if err := s.Runs.Create(ctx, r); err != nil {
 			return err
 		}
@@ -80,12 +85,13 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		if err := s.Runs.Finish(ctx, r); err != nil {
 			return err
 		}
-		run = r
+		done = r
 		return nil
 	})
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
+	run = done
 	for _, t := range fresh {
 		observing(s.Observer).DiscrepancyRecorded(t) // told once committed: a rolled-back run recorded nothing
 	}

@@ -137,6 +137,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	log.Info("database opened", "dialect", db.Dialect(), "galera", db.Galera())
 	if err := repository.Migrate(ctx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -260,6 +261,10 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))
 	}
+	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
+		metrics.DBRetried(reason)
+		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
+	})
 	limits := domain.DefaultLimits
 	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
 
