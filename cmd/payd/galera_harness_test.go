@@ -36,6 +36,7 @@ type galeraSet struct {
 	db      *repository.DB // node 1, for the test's own reads
 	sandbox *sandbox.Server
 	hooks   [galeratest.Nodes]atomic.Int64 // webhooks the front handed to each replica
+	hold    atomic.Bool                    // the front refuses webhooks (503): the sandbox retries them later
 }
 
 // startGalera boots the sandbox and three replicas on a fresh database of
@@ -64,7 +65,7 @@ func startGalera(t *testing.T, extra env) *galeraSet {
 	sb, err := sandbox.New(sandbox.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: front + "/v1/webhooks/provider",
 		WebhookSecret: testWebhookSecret, AsyncDelay: 100 * time.Millisecond, RetryBase: 50 * time.Millisecond,
-		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		RetryMax: time.Second, PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,13 @@ func (g *galeraSet) startFront() string {
 		u, _ := url.Parse(g.reps[i].base)
 		r.SetURL(u)
 	}}
-	srv := &http.Server{Handler: proxy}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.hold.Load() {
+			http.Error(w, "held", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})}
 	go srv.Serve(ln)
 	g.t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()

@@ -170,12 +170,15 @@ func (g *galeraSet) checkCompetingKeys(tally *galeraTally, i int, id string, key
 
 // settleLostReplies pays n orders with pm_timeout, whose replies the
 // sandbox loses (202, outcome unknown), and waits for the recoverer on the
-// three replicas to settle each once: paid at version 3, one charge, one
+// three replicas to settle each once (the sandbox's webhooks are held back
+// meanwhile, and arrive after): paid at version 3, one charge, one
 // recovery over all replicas' logs, and a replay anywhere tells the truth.
 func (g *galeraSet) settleLostReplies(token string, n int) {
 	t := g.t
 	type payment struct{ order, key string }
 	ps := make([]payment, n)
+	g.hold.Store(true)
+	defer g.hold.Store(false)
 	for i := range ps {
 		ps[i] = payment{order: g.at(i).order(token, "3.00"), key: uuid.NewString()}
 		r, err := g.at(i+1).tryPay(token, ps[i].order, ps[i].key, "pm_timeout")
@@ -184,14 +187,20 @@ func (g *galeraSet) settleLostReplies(token string, n int) {
 		}
 	}
 	before := g.jobRows("recover_payments")
-	eventually(t, time.Minute, "the replicas' recoverers did not settle every lost reply", func() bool {
+	settled := func() bool {
 		for _, p := range ps {
 			if readOrder(t, g.db, p.order).Status != "paid" {
 				return false
 			}
 		}
 		return g.jobRows("recover_payments")-before >= int64(n)
-	})
+	}
+	if !within(time.Minute, settled) {
+		for _, p := range ps {
+			t.Logf("order %s = %+v", p.order, readOrder(t, g.db, p.order))
+		}
+		t.Fatalf("after 1m the replicas' recoverers settled %d of %d lost replies", g.jobRows("recover_payments")-before, n)
+	}
 	for i, p := range ps {
 		if o := readOrder(t, g.db, p.order); o.Version != 3 {
 			t.Errorf("order %s = %+v, want paid at version 3 (settled once)", p.order, o)
