@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,19 +80,24 @@ func startGalera(t *testing.T, extra env) *galeraSet {
 	return g
 }
 
-// logErrors shows, when the test failed, the last errors each replica logged.
+// logErrors shows, when the test failed, the errors each replica logged,
+// counted by message with IDs blanked.
 func (g *galeraSet) logErrors() {
 	if !g.t.Failed() {
 		return
 	}
+	ids := regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|evt_[0-9a-zA-Z_-]+`)
 	for _, r := range g.reps {
-		var errs []string
+		counts := map[string]int{}
 		for line := range strings.SplitSeq(r.logs.String(), "\n") {
-			if strings.Contains(line, `"level":"ERROR"`) {
-				errs = append(errs, line)
+			var l struct{ Level, Msg, Err string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Level == "ERROR" {
+				counts[ids.ReplaceAllString(l.Msg+": "+l.Err, "ID")]++
 			}
 		}
-		g.t.Logf("%s logged %d errors; the last:\n%s", r.name, len(errs), strings.Join(errs[max(0, len(errs)-5):], "\n"))
+		for msg, n := range counts {
+			g.t.Logf("%s logged %d× %s", r.name, n, msg)
+		}
 	}
 }
 

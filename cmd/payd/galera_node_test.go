@@ -15,7 +15,7 @@ import (
 // nodeOp is one create-and-pay of the node-death load.
 type nodeOp struct {
 	replica       int
-	phase         string // "before", "down" or "rejoined": where node 3 stood when it began
+	phase         string // "before", "down" or "rejoined": where node 3 stood when it was answered
 	order, key    string
 	create, pay   reply
 	createE, payE error
@@ -29,7 +29,7 @@ type nodeOp struct {
 // answers: nothing is charged twice, nothing is lost.
 func TestGaleraNodeDeath(t *testing.T) {
 	const victim = 2 // node 3, and the replica on it
-	g := startGalera(t, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"})
+	g := startGalera(t, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s"})
 	_, token := g.reps[0].register(newEmail())
 
 	var phase atomic.Value
@@ -46,7 +46,8 @@ func TestGaleraNodeDeath(t *testing.T) {
 					return
 				default:
 				}
-				op := g.createAndPay(w, token, phase.Load().(string))
+				op := g.createAndPay(w, token)
+				op.phase = phase.Load().(string) // where node 3 stood when the answer came
 				mu.Lock()
 				ops = append(ops, op)
 				mu.Unlock()
@@ -102,9 +103,9 @@ func TestGaleraNodeDeath(t *testing.T) {
 }
 
 // createAndPay creates an order on replica w and pays it there with a new key.
-func (g *galeraSet) createAndPay(w int, token, phase string) nodeOp {
+func (g *galeraSet) createAndPay(w int, token string) nodeOp {
 	r := g.reps[w]
-	op := nodeOp{replica: w, phase: phase, key: uuid.NewString()}
+	op := nodeOp{replica: w, key: uuid.NewString()}
 	op.create, op.createE = r.send(request{method: http.MethodPost, path: "/v1/orders", token: token, body: map[string]any{
 		"currency": "USD", "items": []map[string]any{{"sku": "sku-1", "name": "Thing", "quantity": 1, "unit_price": "4.00"}},
 	}})
@@ -189,7 +190,7 @@ func (g *galeraSet) checkNodeDeath(token string, ops []nodeOp, victim int) {
 			t.Errorf("order %s (%s on %s): provider charges = %d, want 1", op.order, op.phase, g.reps[op.replica].name, n)
 		}
 		if o := readOrder(t, g.db, op.order); o.Status != "paid" || o.Version != 3 {
-			t.Errorf("order %s (%s on %s) = %+v, want paid at version 3", op.order, op.phase, g.reps[op.replica].name, o)
+			t.Errorf("order %s (%s on %s) = %+v, want paid at version 3; its timeline: %+v", op.order, op.phase, g.reps[op.replica].name, o, g.reps[0].timeline(op.order).Timeline)
 		}
 	}
 	if len(all) != paid {
