@@ -41,8 +41,8 @@ type galeraSet struct {
 }
 
 // startGalera boots the sandbox and three replicas on a fresh database of
-// the cluster. The first replica migrates the database alone; the others
-// start on the migrated schema.
+// the cluster. The first replica migrates the database; the others start
+// on the migrated schema.
 func startGalera(t *testing.T, extra env) *galeraSet {
 	t.Helper()
 	c := galeratest.Require(t)
@@ -53,12 +53,10 @@ func startGalera(t *testing.T, extra env) *galeraSet {
 	}
 	front := g.startFront()
 	providerURL := "http://" + sbL.Addr().String()
-	g.reps[0] = startInproc(t, nil, paydEnv(g.urls[0], providerURL, extra))
-	var wg sync.WaitGroup
-	for i := 1; i < len(g.reps); i++ {
-		wg.Go(func() { g.reps[i] = startInproc(t, nil, paydEnv(g.urls[i], providerURL, extra)) })
+	// One after the other: run sets the MySQL driver's process-wide logger.
+	for i := range g.reps {
+		g.reps[i] = startInproc(t, nil, paydEnv(g.urls[i], providerURL, extra))
 	}
-	wg.Wait()
 	for i, r := range g.reps {
 		r.name = "payd-node" + strconv.Itoa(i+1)
 	}

@@ -79,8 +79,8 @@ func TestGaleraNodeDeath(t *testing.T) {
 		return a > 5 && b > 5
 	})
 	killed := time.Now()
-	g.cluster.Kill(t, victim+1)
 	phase.Store("down")
+	g.cluster.Kill(t, victim+1)
 	eventually(t, time.Minute, "the replicas did not serve on two nodes and refuse on the third", func() bool {
 		a, _ := served(0, "down")
 		b, _ := served(1, "down")

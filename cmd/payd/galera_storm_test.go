@@ -30,7 +30,9 @@ type galeraTally struct {
 // by the recoverer running on all three, each exactly once.
 func TestGaleraStorm(t *testing.T) {
 	const orders, perOrder, lost = 20, 30, 6
-	g := startGalera(t, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"})
+	// A provider call may take long on a busy machine (-race): a lease of
+	// 10s lets the recoverer take over lost replies soon, not live pays.
+	g := startGalera(t, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "4s"})
 	_, token := g.reps[0].register(newEmail())
 	ids := make([]string, orders)
 	for i := range ids {
