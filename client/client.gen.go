@@ -1301,8 +1301,9 @@ type ClientInterface interface {
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
 	// `payd_payments_total{result}` (paid, declined, unknown),
-	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`;
-	// plus the Go runtime's `go_*` and the process's `process_*`.
+	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
+	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
+	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -1596,8 +1597,9 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
 // `payd_payments_total{result}` (paid, declined, unknown),
-// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`;
-// plus the Go runtime's `go_*` and the process's `process_*`.
+// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
+// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
+// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -3275,8 +3277,9 @@ type ClientWithResponsesInterface interface {
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
 	// `payd_payments_total{result}` (paid, declined, unknown),
-	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`;
-	// plus the Go runtime's `go_*` and the process's `process_*`.
+	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
+	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
+	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -5802,8 +5805,9 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
 // `payd_payments_total{result}` (paid, declined, unknown),
-// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`;
-// plus the Go runtime's `go_*` and the process's `process_*`.
+// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
+// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
+// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //

@@ -77,6 +77,7 @@ func TestMetricsHooks(t *testing.T) {
 	m.PaymentResult("declined")
 	m.DiscrepancyRecorded(domain.DuplicateCharge)
 	m.JobDone("expire_orders", 7)
+	m.DBRetried("deadlock")
 
 	out := scrape(t, e)
 	for _, want := range []string{
@@ -86,6 +87,7 @@ func TestMetricsHooks(t *testing.T) {
 		`payd_payments_total{result="declined"} 1`,
 		`payd_discrepancies_total{type="duplicate_charge"} 1`,
 		`payd_job_rows_total{job="expire_orders"} 7`,
+		`payd_db_retries_total{reason="deadlock"} 1`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("GET /metrics lacks %s\n%s", want, grep(out, "payd_"))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -357,4 +358,68 @@ func TestGalera(t *testing.T) {
 			t.Errorf("Galera() = true on a single %s server", d)
 		}
 	})
+}
+
+// TestServerGoneIsUnavailable: payd's connections go through a proxy that
+// then dies, as a database node does: a store call fails with
+// domain.ErrUnavailable (503), not an unknown error (500).
+func TestServerGoneIsUnavailable(t *testing.T) {
+	server := dbtest.NewURL(t, migrations.MySQL) // fresh database on the test server
+	target := strings.TrimPrefix(server, "mysql://root:@")
+	target = target[:strings.Index(target, "/")]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	db, err := repository.Open(t.Context(), strings.Replace(server, target, ln.Addr().String(), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := repository.Migrate(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	orders := repository.NewOrderStore(db)
+	if _, err := orders.FindByID(t.Context(), "o1"); !errors.Is(err, domain.ErrOrderNotFound) {
+		t.Fatalf("FindByID() through the proxy = %v, want %v", err, domain.ErrOrderNotFound)
+	}
+
+	ln.Close() // the node dies: no new connection, and the open ones drop
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	_, err = orders.FindByID(t.Context(), "o1")
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("FindByID() with the server gone = %v, want %v", err, domain.ErrUnavailable)
+	}
+	_, err = orders.Claim(t.Context(), "o1", "req-1", t0)
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("Claim() with the server gone = %v, want %v", err, domain.ErrUnavailable)
+	}
+	err = repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error { return nil })
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("InTx() with the server gone = %v, want %v", err, domain.ErrUnavailable)
+	}
 }
