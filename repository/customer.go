@@ -73,7 +73,7 @@ func (s *CustomerStore) findBy(ctx context.Context, column, value string) (domai
 		FROM customers WHERE `+column+` = ?`, value).
 		Row().Scan(&r.ID, &r.Email, &r.Name, &r.TokenHash, &r.RequestID, &r.RequestFP, &r.CreatedAt)
 	if err != nil {
-		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(err, domain.ErrCustomerNotFound))
+		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(classify(err), domain.ErrCustomerNotFound))
 	}
 	return r.toDomain(), nil
 }

@@ -164,7 +164,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
 	 WHERE o.id = ? ORDER BY i.position`, id).Rows()
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 	}
 	defer rows.Close()
 	var o orderRow
@@ -173,7 +173,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 		var pos, qty, price sql.NullInt64
 		var sku, name sql.NullString
 		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price)...); err != nil {
-			return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+			return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 		}
 		found = true
 		if pos.Valid {
@@ -182,7 +182,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 	}
 	if !found {
 		return domain.Order{}, fmt.Errorf("find order %s: %w", id, domain.ErrOrderNotFound)

@@ -83,7 +83,7 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 	err := s.db.conn(ctx).Raw(`SELECT `+recordColumns+` FROM idempotency_records WHERE scope = ? AND idem_key = ?`, scope, key).
 		Row().Scan(row.fields()...)
 	if err != nil {
-		return domain.Record{}, fmt.Errorf("find idempotency record %s: %w", key, notFound(err, domain.ErrRecordNotFound))
+		return domain.Record{}, fmt.Errorf("find idempotency record %s: %w", key, notFound(classify(err), domain.ErrRecordNotFound))
 	}
 	return row.toDomain(), nil
 }

@@ -26,9 +26,12 @@ type retryPolicy struct {
 	base, max time.Duration
 }
 
-// defaultRetry: five runs, waits of at most 5, 10, 20 and 40 ms (100 ms
-// cap): about 75 ms of waiting at worst, well inside a request's budget.
-var defaultRetry = retryPolicy{attempts: 5, base: 5 * time.Millisecond, max: 100 * time.Millisecond}
+// defaultRetry: eight runs, waits of at most 5, 10, 20, 40, 80, 160 and
+// 320 ms (400 ms cap): about 0.6 s of waiting at worst. A Galera cluster
+// that loses or regains a node certifies conflicts for a few hundred
+// milliseconds; a shorter budget turned those into 503s on the nodes that
+// stayed up. It is still well inside a request's budget.
+var defaultRetry = retryPolicy{attempts: 8, base: 5 * time.Millisecond, max: 400 * time.Millisecond}
 
 // wait is the pause before run attempt+1 (attempt counts from 1).
 func (p retryPolicy) wait(attempt int) time.Duration {

@@ -201,8 +201,8 @@ func TestRetriesExhausted(t *testing.T) {
 		if _, err := orders.Claim(t.Context(), o.ID, "req-1", t0); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, errDeadlock) {
 			t.Errorf("Claim() under endless conflicts = %v, want %v wrapping %v", err, domain.ErrUnavailable, errDeadlock)
 		}
-		if stmts.Load() != 5 {
-			t.Errorf("Claim() ran %d times, want 5", stmts.Load())
+		if stmts.Load() != 8 {
+			t.Errorf("Claim() ran %d times, want 8", stmts.Load())
 		}
 
 		hook, commits := failFirst("commit", 1000, errDeadlock)
@@ -214,8 +214,8 @@ func TestRetriesExhausted(t *testing.T) {
 		if !errors.Is(err, domain.ErrUnavailable) {
 			t.Errorf("InTx() under endless conflicts = %v, want %v", err, domain.ErrUnavailable)
 		}
-		if commits.Load() != 5 {
-			t.Errorf("InTx() tried to commit %d times, want 5", commits.Load())
+		if commits.Load() != 8 {
+			t.Errorf("InTx() tried to commit %d times, want 8", commits.Load())
 		}
 		db.FailAt(nil)
 		if got := findOrder(t, db, o.ID); got.Status != domain.StatusPending || got.Version != o.Version {
