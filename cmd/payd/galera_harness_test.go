@@ -26,9 +26,12 @@ import (
 
 // The Galera harness: three payd replicas through run, each on its own
 // node of the cluster of scripts/galera.sh, one sandbox they all charge,
-// whose webhooks a round-robin front hands to any replica.
+// whose webhooks a round-robin front hands to any replica. The same three
+// replicas run on one database too (startTrio with one URL thrice), so
+// that a storm proven on the cluster is proven on one MariaDB and SQLite.
 
-// galeraSet is the three replicas, the cluster and the shared sandbox.
+// galeraSet is the three replicas, the cluster (nil on one database) and
+// the shared sandbox.
 type galeraSet struct {
 	t       *testing.T
 	cluster *galeratest.Cluster
@@ -46,7 +49,16 @@ type galeraSet struct {
 func startGalera(t *testing.T, extra env) *galeraSet {
 	t.Helper()
 	c := galeratest.Require(t)
-	g := &galeraSet{t: t, cluster: c, urls: c.NewDatabase(t)}
+	g := startTrio(t, c.NewDatabase(t), extra)
+	g.cluster = c
+	return g
+}
+
+// startTrio boots the sandbox and three replicas, replica i on urls[i]:
+// three nodes of a cluster, or one database named three times.
+func startTrio(t *testing.T, urls [galeratest.Nodes]string, extra env) *galeraSet {
+	t.Helper()
+	g := &galeraSet{t: t, urls: urls}
 	sbL, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/galeratest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
+
+// Jobs exactly once, by hand. Three payd replicas are wired as run wires
+// them (wire), each on its own database handle: its own Galera node, or
+// one database named three times. Their background jobs do not tick: the
+// test seeds many due rows, then starts the same job on all three replicas
+// at the same instant and lets each run passes until one finds nothing.
+// What each pass returned is the number of rows that replica acted on, so
+// "exactly once" is arithmetic: the three sums add up to the rows that were
+// due, and the rows show one change each.
+//
+// Why by hand and not through the job loops: the loops tick on fixed
+// intervals (purge every minute), so a test of them waits and reads counts
+// back from logs; the property under test is the guarded statement each
+// pass runs per row, which the loop only repeats. Job.Loop itself is
+// covered by TestReplicaJobsOnce (three payd processes, real ticks).
+//
+// A job is found by the name run gives it (app.jobs), so a new schedule
+// (reconciliation, say) is one more jobCase: its name, how to make rows
+// due, and what "done once" means for them.
+
+// jobCase is one background job under test.
+type jobCase struct {
+	job string // the name wire gives the job
+	// seed makes rows due for the job through replica 0's API and returns
+	// how long until they are due. want, called once they are, is how
+	// many rows the job must act on; check, after the run, holds the rows.
+	seed func(h *jobTrio) (due time.Duration, want func() int64, check func())
+}
+
+// jobCases are the jobs of run, in the order they run: the recoverer first
+// (its payments would otherwise expire or lose their records), the purge
+// last (every record of the earlier cases is gone by then).
+var jobCases = []jobCase{
+	{job: "recover_payments", seed: (*jobTrio).seedUnknown},
+	{job: "expire_orders", seed: (*jobTrio).seedDue},
+	{job: "purge_idempotency", seed: (*jobTrio).seedRecords},
+}
+
+// jobsEnv keeps every deadline short: a lost reply is the recoverer's after
+// 1s, a record is gone after 4s, an order expires after 10s (long enough
+// to pay a released order again on a busy machine).
+var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s"}
+
+// TestGaleraJobsOnce runs each background job on three replicas on three
+// Galera nodes at once: a row two nodes both act on is a certification
+// conflict at COMMIT for one of them, which must retry and then find the
+// row done, not count it twice.
+func TestGaleraJobsOnce(t *testing.T) {
+	c := galeratest.Require(t)
+	startJobTrio(t, c.NewDatabase(t)).runCases(jobCases)
+}
+
+// TestReplicaJobsAtOnce is TestGaleraJobsOnce on one database: SQLite, and
+// MariaDB when PAYD_TEST_MYSQL_DSN is set.
+func TestReplicaJobsAtOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel() // mostly waiting for rows to fall due
+		u := dbtest.NewURL(t, migrations.Dialect(dialect))
+		startJobTrio(t, [galeratest.Nodes]string{u, u, u}).runCases(jobCases)
+	})
+}
+
+// jobTrio is three wired payd apps whose jobs the test runs by hand, each
+// with an HTTP front (the test seeds through replica 0's), and the provider
+// they share (it records webhooks but delivers none: the jobs resolve by
+// asking), behind a front that can lose charge requests.
+type jobTrio struct {
+	t     *testing.T
+	apps  [galeratest.Nodes]*app
+	apis  [galeratest.Nodes]*driver
+	api   *driver // apis[0]
+	token string
+	db    *repository.DB
+	prov  *procProvider
+	drop  sync.Map // order IDs whose charge requests the front drops unsent
+}
+
+func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
+	t.Helper()
+	h := &jobTrio{t: t, prov: startProcProvider(t, "")}
+	provURL := h.startDropFront()
+	log := slog.New(slog.DiscardHandler)
+	for i, u := range urls {
+		cfg, err := loadConfig("serve", nil, paydEnv(u, provURL, jobsEnv).get, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := openDB(t, u)
+		if i == 0 {
+			if err := repository.Migrate(t.Context(), db); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.apps[i], err = wire(cfg, db, provider.NewClient(provURL, provider.WithTimeout(cfg.ProviderTimeout)), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h.apps[i].echo)
+		t.Cleanup(srv.Close)
+		h.apis[i] = newDriver(t, fmt.Sprintf("payd-%d", i+1), srv.URL)
+	}
+	h.api = h.apis[0]
+	_, h.token = h.api.register(newEmail())
+	h.db = openDB(t, urls[0])
+	return h
+}
+
+// startDropFront puts a front before the provider that drops, unsent and
+// unanswered, the charge requests of the orders in h.drop: to payd that is
+// a lost reply like any other (the outcome is unknown), but the provider
+// never saw the attempt.
+func (h *jobTrio) startDropFront() string {
+	target, err := url.Parse(h.prov.url)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hangUp := func(w http.ResponseWriter) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The sandbox hung up (pm_timeout): so does the front.
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { hangUp(w) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			body, _ := io.ReadAll(r.Body)
+			var in struct {
+				OrderID string `json:"order_id"`
+			}
+			_ = json.Unmarshal(body, &in)
+			if _, drop := h.drop.Load(in.OrderID); drop {
+				hangUp(w)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	h.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// runCases seeds and runs each case in turn.
+func (h *jobTrio) runCases(cases []jobCase) {
+	for _, c := range cases {
+		due, want, check := c.seed(h)
+		time.Sleep(due)
+		w := want()
+		counts := h.runAtOnce(c.job)
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		h.t.Logf("%s: %d rows due, acted on per replica %v", c.job, w, counts)
+		if total != w {
+			h.t.Errorf("%s acted on %d rows over the replicas (%v), want the %d due, each once", c.job, total, counts, w)
+		}
+		check()
+	}
+}
+
+// runAtOnce starts the named job on every replica at the same instant;
+// each runs passes until one acts on nothing. It returns how many rows
+// each replica's passes reported.
+func (h *jobTrio) runAtOnce(name string) [galeratest.Nodes]int64 {
+	t := h.t
+	var counts [galeratest.Nodes]int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range h.apps {
+		k := slices.IndexFunc(a.jobs, func(j service.Job) bool { return j.Name == name })
+		if k < 0 {
+			t.Fatalf("run wires no job %q", name)
+		}
+		job := a.jobs[k]
+		wg.Go(func() {
+			<-start
+			for pass := 0; pass < 10; pass++ {
+				n, err := job.Run(context.Background())
+				counts[i] += n
+				if err != nil {
+					t.Errorf("%s pass %d on replica %d: %v", name, pass, i+1, err)
+				}
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}
+
+// seedUnknown pays orders with pm_timeout: the provider charges each and
+// loses the reply, so each attempt is unknown until the recoverer asks.
+// Every fourth charge request is dropped before the provider: the
+// recoverer must release that order as never charged, and the customer's
+// retry with the same key, on another replica, then claims it again and
+// pays it — one charge in all (ADR 0017).
+func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
+	const n = 40
+	t := h.t
+	ids, keys, methods := make([]string, n), make([]string, n), make([]string, n)
+	forEach(8, n, func(i int) {
+		ids[i], keys[i], methods[i] = h.api.order(h.token, "3.00"), uuid.NewString(), "pm_timeout"
+		if i%4 == 0 {
+			h.drop.Store(ids[i], true)
+			methods[i] = "pm_ok" // never reaches the provider this time
+		}
+		if r, err := h.api.tryPay(h.token, ids[i], keys[i], methods[i]); err != nil || r.Status != http.StatusAccepted {
+			t.Errorf("Pay pm_timeout = %d %s (err %v), want 202", r.Status, r.Body, err)
+		}
+	})
+	// What payd asked of the provider at pay time; from here on only one
+	// GET per attempt may come, from the replica that leased it.
+	var attempts []struct{ ID, OrderID string }
+	scanRows(t, h.db, &attempts, "SELECT id, order_id FROM payment_attempts WHERE status = 'unknown'")
+	if len(attempts) != n {
+		t.Fatalf("unknown attempts = %d, want %d", len(attempts), n)
+	}
+	sent := map[string]int{}
+	for _, a := range attempts {
+		sent[a.ID] = len(h.prov.callsFor(a.ID))
+	}
+	// Unknown attempts are the recoverer's once the lease has passed since
+	// the charge request, and once no such request can still be in flight.
+	return 1500 * time.Millisecond, func() int64 { return n }, func() {
+		released := map[string]bool{}
+		for _, a := range attempts {
+			// Paid, charged once; or, when the charge request never
+			// reached the provider (dropped, or cut short by payd's own
+			// timeout), released as never charged (pending again, no
+			// charge): either way one step past the claim.
+			o := readOrder(t, h.db, a.OrderID)
+			charges := len(chargesAt(t, h.prov.sb, a.OrderID, "succeeded"))
+			_, dropped := h.drop.Load(a.OrderID)
+			if o.Version != 3 || !(o.Status == "paid" && charges == 1 && !dropped || o.Status == "pending" && charges == 0) {
+				t.Errorf("order %s (charge request dropped: %v) = %+v with %d provider charges, want paid at version 3 charged once, or released pending at version 3 never charged",
+					a.OrderID, dropped, o, charges)
+			}
+			released[a.OrderID] = o.Status == "pending"
+			calls := h.prov.callsFor(a.ID)
+			if asked := calls[sent[a.ID]:]; !slices.Equal(asked, []string{"GET"}) || slices.Contains(calls[:sent[a.ID]], "GET") {
+				t.Errorf("provider calls for attempt %s = %v (%d at pay time), want one GET added: asked once, by one replica", a.ID, calls, sent[a.ID])
+			}
+		}
+		// The same key again, on the next replica: a released order is
+		// claimed again and paid, charged once; a paid one is a replay.
+		// (A pm_timeout charge request cut short by payd's own timeout
+		// before the provider recorded it is released too; sent again, its
+		// reply is lost again: 202, charged once, left to the recoverer.)
+		again, retried := make([]reply, n), 0
+		forEach(4, n, func(i int) {
+			h.drop.Delete(ids[i])
+			r, err := h.apis[(i+1)%len(h.apis)].tryPay(h.token, ids[i], keys[i], methods[i])
+			again[i] = r
+			lost := released[ids[i]] && methods[i] == "pm_timeout" && r.Status == http.StatusAccepted
+			// Not released, it is a replay, or (when completing the record
+			// after the recovery was lost, as PayRecords allows) the order
+			// read back as paid; either way no new attempt (below).
+			if !lost && (err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) ||
+				released[ids[i]] && r.Header.Get("Idempotent-Replayed") == "true") {
+				t.Errorf("Pay(%q) again on payd-%d (released: %v) = %d %s (err %v), want 200 paid, executed anew if released",
+					keys[i], (i+1)%len(h.apis)+1, released[ids[i]], r.Status, r.Body, err)
+			}
+		})
+		for i, id := range ids {
+			if released[id] {
+				retried++
+			}
+			o := readOrder(t, h.db, id)
+			won := countRows(t, h.db, "payment_attempts WHERE order_id = ? AND status = 'succeeded'", id)
+			c := len(chargesAt(t, h.prov.sb, id, "succeeded"))
+			if again[i].Status == http.StatusAccepted {
+				won, o.Status = 1, "paid" // the recoverer's to settle: charged once is what counts here
+			}
+			tries := countRows(t, h.db, "payment_attempts WHERE order_id = ?", id)
+			if c != 1 || o.Status != "paid" || won != 1 || tries != map[bool]int64{false: 1, true: 2}[released[id]] {
+				t.Errorf("order %d (%s, released: %v) = %+v with %d attempts, %d succeeded, %d provider charges; want paid by one attempt (a second only after a release), charged once",
+					i, id, released[id], o, tries, won, c)
+			}
+		}
+		if retried < n/4 {
+			t.Errorf("released orders = %d, want at least the %d whose charge requests were dropped", retried, n/4)
+		}
+		t.Logf("recover_payments: %d of %d lost replies were never charged and released, then paid again by the same key, charged once", retried, n)
+	}
+}
+
+// seedDue creates orders nobody pays: due for expiry after the order TTL.
+func (h *jobTrio) seedDue() (time.Duration, func() int64, func()) {
+	const n = 150
+	t := h.t
+	ids := make([]string, n)
+	forEach(8, n, func(i int) { ids[i] = h.api.order(h.token, "1.00") })
+	// Due: these, and any order of an earlier case released unpaid.
+	return 10500 * time.Millisecond, func() int64 { return countRows(t, h.db, "orders WHERE status = 'pending'") }, func() {
+		for _, id := range ids {
+			if o := readOrder(t, h.db, id); o.Status != "expired" || o.Version != 2 {
+				t.Errorf("order %s = %+v, want expired at version 2 (one transition)", id, o)
+			}
+		}
+		if n := countRows(t, h.db, "orders WHERE status = 'pending'"); n != 0 {
+			t.Errorf("pending orders left = %d, want 0", n)
+		}
+	}
+}
+
+// seedRecords registers customers, each under its own idempotency key:
+// their records, and every record of the earlier cases, are gone after
+// the record TTL.
+func (h *jobTrio) seedRecords() (time.Duration, func() int64, func()) {
+	const n = 120
+	t := h.t
+	forEach(8, n, func(int) { h.api.register(newEmail()) })
+	// Every record was written more than the TTL ago: the purge has all of
+	// them to delete, these and the earlier cases'.
+	return 4500 * time.Millisecond, func() int64 {
+			all := countRows(t, h.db, "idempotency_records")
+			if all < n {
+				t.Errorf("idempotency records = %d before the purge, want at least the %d registrations'", all, n)
+			}
+			return all
+		}, func() {
+			if left := countRows(t, h.db, "idempotency_records"); left != 0 {
+				t.Errorf("idempotency records left after the purge = %d, want 0", left)
+			}
+		}
+}
