@@ -28,7 +28,7 @@ func galeraURL(tb testing.TB) string { return galeraURLs(tb)[0] }
 
 // galeraDatabase creates a migrated database on the cluster and returns
 // its URL on every node; a cleanup drops it.
-func galeraDatabase(t *testing.T, servers []string) []string {
+func galeraDatabase(t testing.TB, servers []string) []string {
 	t.Helper()
 	ctx := context.Background()
 	name := "payd_g_" + strings.ReplaceAll(newID(), "-", "")[:16]
@@ -66,9 +66,9 @@ func galeraDatabase(t *testing.T, servers []string) []string {
 	return out
 }
 
-func openGalera(t *testing.T, u string) *repository.DB {
+func openGalera(t testing.TB, u string) *repository.DB {
 	t.Helper()
-	db, err := repository.Open(t.Context(), u)
+	db, err := repository.Open(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,23 +156,62 @@ func TestGaleraSessions(t *testing.T) {
 	}
 }
 
-// BenchmarkGaleraRead measures what wsrep_sync_wait costs a read: one
-// primary-key-sized read per op, with the wait (payd's setting) and without.
+// BenchmarkGaleraRead measures what wsrep_sync_wait=1 (payd's setting on
+// a Galera node) costs a read, against 0:
+//
+//   - read: a primary-key read on node 2 while nothing is written: the
+//     wait is one round trip to the cluster to learn there is nothing to
+//     apply;
+//   - read_after_write: node 1 commits an UPDATE of the row, then node 2
+//     reads it — the read the setting is for (a replay, GET
+//     /v1/requests/{key}, an order read after a pay on another replica).
+//     Its ns/op includes the write. stale/op is the share of reads that
+//     missed the write just committed: 0 with the wait, by construction.
+//
+// Compare with benchstat, columns by setting (README, "Running on a
+// Galera cluster", has the interleaved command):
+//
+//	benchstat -col /wsrep_sync_wait galera-read.txt
 func BenchmarkGaleraRead(b *testing.B) {
-	url := galeraURL(b)
+	servers := galeraURLs(b)
+	if len(servers) < 2 {
+		b.Skip("PAYD_TEST_GALERA_URLS names one node: the benchmark reads on a second one")
+	}
+	urls := galeraDatabase(b, servers[:2])
+	writer := openGalera(b, urls[0])
+	if err := writer.Gorm().Exec("CREATE TABLE bench_read (id INT PRIMARY KEY, n BIGINT NOT NULL)").Error; err != nil {
+		b.Fatal(err)
+	}
+	if err := writer.Gorm().Exec("INSERT INTO bench_read VALUES (1, 0)").Error; err != nil {
+		b.Fatal(err)
+	}
+	var written int64
 	for _, wait := range []string{"1", "0"} {
-		b.Run("wsrep_sync_wait="+wait, func(b *testing.B) {
-			db, err := repository.Open(b.Context(), withParam(url, "wsrep_sync_wait="+wait))
-			if err != nil {
+		reader := openGalera(b, withParam(urls[1], "wsrep_sync_wait="+wait))
+		read := func() int64 {
+			var n int64
+			if err := reader.Gorm().Raw("SELECT n FROM bench_read WHERE id = 1").Scan(&n).Error; err != nil {
 				b.Fatal(err)
 			}
-			defer db.Close()
-			var n int
+			return n
+		}
+		b.Run("read/wsrep_sync_wait="+wait, func(b *testing.B) {
 			for b.Loop() {
-				if err := db.Gorm().WithContext(b.Context()).Raw("SELECT 1").Scan(&n).Error; err != nil {
+				read()
+			}
+		})
+		b.Run("read_after_write/wsrep_sync_wait="+wait, func(b *testing.B) {
+			stale := 0
+			for b.Loop() {
+				written++
+				if err := writer.Gorm().Exec("UPDATE bench_read SET n = ? WHERE id = 1", written).Error; err != nil {
 					b.Fatal(err)
 				}
+				if read() != written {
+					stale++
+				}
 			}
+			b.ReportMetric(float64(stale)/float64(b.N), "stale/op")
 		})
 	}
 }
