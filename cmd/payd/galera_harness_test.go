@@ -41,6 +41,7 @@ type galeraSet struct {
 	sandbox *sandbox.Server
 	hooks   [galeratest.Nodes]atomic.Int64 // webhooks the front handed to each replica
 	hold    atomic.Bool                    // the front refuses webhooks (503): the sandbox retries them later
+	payLat  latencies                      // how long createAndPay's pay requests took
 }
 
 // startGalera boots the sandbox and three replicas on a fresh database of

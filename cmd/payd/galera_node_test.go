@@ -113,7 +113,9 @@ func (g *galeraSet) createAndPay(w int, token string) nodeOp {
 		return op
 	}
 	op.order, _ = op.create.json(g.t)["id"].(string)
+	began := time.Now()
 	op.pay, op.payE = r.tryPay(token, op.order, op.key, "pm_ok")
+	g.payLat.add(time.Since(began))
 	return op
 }
 
@@ -206,5 +208,7 @@ func (g *galeraSet) checkNodeDeath(token string, ops []nodeOp, victim int) {
 	if len(all) != paid {
 		t.Errorf("provider charges = %d, want one per order created (%d)", len(all), paid)
 	}
-	t.Logf("%d orders created and paid, %d pays retried after a 503 (%d of them claimed again), %d charges", paid, retried, reclaimed, len(all))
+	retries, _ := g.retries()
+	t.Logf("%d orders created and paid, %d pays retried after a 503 (%d of them claimed again), %d charges; first pays p50 %v p99 %v; database retries %.0f",
+		paid, retried, reclaimed, len(all), g.payLat.quantile(0.5).Round(time.Millisecond), g.payLat.quantile(0.99).Round(time.Millisecond), retries)
 }
