@@ -1273,6 +1273,22 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ConsolePage The operators' console (HTML)
+	//
+	// A plain page for operators: it signs in with an operator token
+	// (kept in the tab's sessionStorage, sent as a bearer token to
+	// /v1/admin/...), searches orders, draws an order's timeline,
+	// resolves discrepancies and runs reconciliations, one idempotency
+	// key per operator intent. The page itself needs no token.
+	//
+	// Corresponds with GET /admin (the `ConsolePage` operationId).
+	ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConsoleAsset A file of the operators' console (script, style sheet)
+	//
+	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+	ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CheckoutPage The checkout page (HTML)
 	//
 	// A plain page that registers, creates an order and pays it through
@@ -1537,6 +1553,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
 	ProviderWebhook(ctx context.Context, params *ProviderWebhookParams, body ProviderWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ConsolePage The operators' console (HTML)
+//
+// A plain page for operators: it signs in with an operator token
+// (kept in the tab's sessionStorage, sent as a bearer token to
+// /v1/admin/...), searches orders, draws an order's timeline,
+// resolves discrepancies and runs reconciliations, one idempotency
+// key per operator intent. The page itself needs no token.
+//
+// Corresponds with GET /admin (the `ConsolePage` operationId).
+func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsolePageRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsoleAsset A file of the operators' console (script, style sheet)
+//
+// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+func (c *Client) ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsoleAssetRequest(c.Server, asset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // CheckoutPage The checkout page (HTML)
@@ -2112,6 +2164,67 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewConsolePageRequest constructs an http.Request for the ConsolePage method
+func NewConsolePageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConsoleAssetRequest constructs an http.Request for the ConsoleAsset method
+func NewConsoleAssetRequest(server string, asset string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset", asset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewCheckoutPageRequest constructs an http.Request for the CheckoutPage method
@@ -3243,6 +3356,26 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ConsolePageWithResponse The operators' console (HTML)
+	//
+	// A plain page for operators: it signs in with an operator token
+	// (kept in the tab's sessionStorage, sent as a bearer token to
+	// /v1/admin/...), searches orders, draws an order's timeline,
+	// resolves discrepancies and runs reconciliations, one idempotency
+	// key per operator intent. The page itself needs no token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin (the `ConsolePage` operationId).
+	ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error)
+
+	// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+	ConsoleAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetResponse, error)
+
 	// CheckoutPageWithResponse The checkout page (HTML)
 	//
 	// A plain page that registers, creates an order and pays it through
@@ -3537,6 +3670,74 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
 	ProviderWebhookWithResponse(ctx context.Context, params *ProviderWebhookParams, body ProviderWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ProviderWebhookResponse, error)
+}
+
+type ConsolePageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsolePageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsolePageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsolePageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsolePageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConsoleAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsoleAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsoleAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsoleAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsoleAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type CheckoutPageResponse struct {
@@ -5753,6 +5954,38 @@ func (r ProviderWebhookResponse) ContentType() string {
 	return ""
 }
 
+// ConsolePageWithResponse The operators' console (HTML)
+//
+// A plain page for operators: it signs in with an operator token
+// (kept in the tab's sessionStorage, sent as a bearer token to
+// /v1/admin/...), searches orders, draws an order's timeline,
+// resolves discrepancies and runs reconciliations, one idempotency
+// key per operator intent. The page itself needs no token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin (the `ConsolePage` operationId).
+func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error) {
+	rsp, err := c.ConsolePage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsolePageResponse(rsp)
+}
+
+// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+func (c *ClientWithResponses) ConsoleAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetResponse, error) {
+	rsp, err := c.ConsoleAsset(ctx, asset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsoleAssetResponse(rsp)
+}
+
 // CheckoutPageWithResponse The checkout page (HTML)
 //
 // A plain page that registers, creates an order and pays it through
@@ -6232,6 +6465,38 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 		return nil, err
 	}
 	return ParseProviderWebhookResponse(rsp)
+}
+
+// ParseConsolePageResponse parses an HTTP response from a ConsolePageWithResponse call
+func ParseConsolePageResponse(rsp *http.Response) (*ConsolePageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsolePageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseConsoleAssetResponse parses an HTTP response from a ConsoleAssetWithResponse call
+func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
 }
 
 // ParseCheckoutPageResponse parses an HTTP response from a CheckoutPageWithResponse call

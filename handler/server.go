@@ -69,6 +69,9 @@ func routes(e *echo.Echo, d Deps) {
 	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
+	console := echo.WrapHandler(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
+	e.GET(web.ConsolePrefix, console)
+	e.GET(web.ConsolePrefix+"/*", console)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", d.Metrics.handler())
 	}
