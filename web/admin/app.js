@@ -48,13 +48,13 @@ async function verify() {
 async function signIn(token) {
   saveToken(token);
   const problem = await verify();
+  $('token').value = ''; // never left in the page, right or wrong
   if (problem) {
     forgetToken();
     $('sign-in-error').textContent = problem;
     setState('signed-out');
     return;
   }
-  $('token').value = '';
   $('sign-in-error').textContent = '';
   setState('ready');
   await Promise.all([loadDiscrepancies(), loadRuns(), searchOrders()]);
@@ -164,7 +164,7 @@ const cardOpts = {
   openOrder: (id) => openOrder(id),
   say,
   onResolved: async () => {
-    await Promise.all([loadDiscrepancies(), shownOrder ? openOrder(shownOrder) : null, refreshRun()]);
+    await Promise.all([loadDiscrepancies(), shownOrder ? openOrder(shownOrder) : null, refreshRun(), searchOrders()]);
   },
 };
 
