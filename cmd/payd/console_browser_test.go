@@ -92,7 +92,6 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 			t.Errorf("order %s is not paid after apply", order)
 		}
 
-
 		// A dry run over the provider's settlement file, uploaded through the page.
 		file := filepath.Join(t.TempDir(), "settlement.csv")
 		if err := os.WriteFile(file, []byte(s.settlementCSV()), 0o600); err != nil {
