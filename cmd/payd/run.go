@@ -63,6 +63,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runSandbox(ctx, cfg, stdout, stderr)
 	case "demo":
 		return demo(ctx, args, stdout)
+	case "admin": // operators' CLI against a running payd (admin_cli.go)
+		return adminCommand(ctx, args, getenv, stdout)
 	case "version":
 		if err := parseFlags(flag.NewFlagSet("payd version", flag.ContinueOnError), sub, args, stdout); err != nil {
 			return err
