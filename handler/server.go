@@ -97,7 +97,10 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/orders/:id", a.order, admin, validIDs(orderID))
 	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.POST("/admin/reconciliations", a.reconcile, admin, idempotency.AcceptMultipart, a.audited("reconcile"), idem.Wrap(idempotency.KeyRequired))
+	v1.GET("/admin/reconciliations", a.runs, admin)
 	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
+	v1.GET("/admin/discrepancies", a.discrepancies, admin)
+	v1.GET("/admin/customers", a.customers, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
 }

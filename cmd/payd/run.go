@@ -257,6 +257,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		refundStore   = repository.NewRefundStore(db)
 		audit         = repository.NewAuditStore(db)
 		inbox         = repository.NewInboxStore(db)
+		runs          = repository.NewRunStore(db)
 		changes       = &service.Changes{}
 	)
 	metrics := handler.NewMetrics()
@@ -290,9 +291,10 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	}
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
 	admin := &handler.Admin{
-		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
+		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
+			RunList: runs, CustomerList: custs, Now: now},
 		Refunds: refunds,
-		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
+		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 			Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer},
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
