@@ -63,6 +63,8 @@ func TestAdminCLI(t *testing.T) {
 		if err := json.Unmarshal([]byte(s.mustCLI("orders", "search", "-status", "paid", "-json")), &page); err != nil || len(page.Data) != 1 || page.Data[0].ID != paid {
 			t.Errorf("orders search -status paid -json = %+v, %v; want the paid order only", page, err)
 		}
+		out = s.mustCLI("orders", "search", "-customer", "cli@example.com")
+		wantLines(t, "orders search by email", out, paid+`\s+paid`, lost+`\s+pending`)
 		out = s.mustCLI("orders", "search", "-limit", "1", "-customer", cust)
 		wantLines(t, "orders search -limit 1", out, `^more: -cursor \S+`)
 
@@ -86,6 +88,16 @@ func TestAdminCLI(t *testing.T) {
 		out = s.mustCLI("reconcile", "show", run.ID)
 		wantLines(t, "reconcile show", out, `^run\s+`+run.ID, `^source\s+provider`, did+`\s+missing_local_payment\s+open`)
 
+		out = s.mustCLI("discrepancies", "list")
+		wantLines(t, "discrepancies list", out, `^DISCREPANCY\s+TYPE\s+STATUS`, did+`\s+missing_local_payment\s+open\s+`+lost+`\s+`+charge+`\s+7.00\s+7.00\s+`+run.ID)
+		wantLines(t, "discrepancies list -type amount_mismatch", s.mustCLI("discrepancies", "list", "-type", "amount_mismatch"), `^no discrepancy$`)
+		var listed struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal([]byte(s.mustCLI("discrepancies", "list", "-order", lost, "-json")), &listed); err != nil || len(listed.Data) != 1 || listed.Data[0].ID != did {
+			t.Errorf("discrepancies list -order -json = %+v, %v; want %s", listed, err, did)
+		}
+		out = s.mustCLI("reconcile", "list")
+		wantLines(t, "reconcile list", out, `^RUN\s+SOURCE`, `^`+run.ID+`\s+provider\s+.*\s+1\s+1\s+1\s+`)
+
 		csv := filepath.Join(t.TempDir(), "settlement.csv")
 		if err := os.WriteFile(csv, []byte(s.settlementCSV()), 0o600); err != nil {
 			t.Fatal(err)
@@ -94,13 +106,15 @@ func TestAdminCLI(t *testing.T) {
 		wantLines(t, "reconcile run -file", out, `^source\s+csv`, `^found\s+1 \(0 new\)`)
 
 		key := uuid.NewString()
-		out = s.mustCLI("discrepancies", "resolve", did, "-run", run.ID, "-action", "apply", "-note", "seen at the provider", "-key", key)
+		out = s.mustCLI("discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key) // the run is looked up
 		wantLines(t, "discrepancies resolve", out, `^discrepancy `+did+` \(missing_local_payment \S+\) resolved: apply$`)
 		out = s.mustCLI("discrepancies", "resolve", did, "-run", run.ID, "-action", "apply", "-note", "seen at the provider", "-key", key)
 		wantLines(t, "discrepancies resolve, same key", out, `resolved: apply \(payd replayed its earlier answer to this key\)$`)
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND note = ?", did, "seen at the provider"); n != 1 {
 			t.Errorf("discrepancy %s is not resolved with the note", did)
 		}
+		wantLines(t, "discrepancies list after resolving", s.mustCLI("discrepancies", "list"), `^no discrepancy$`)
+		wantLines(t, "discrepancies list -status resolved", s.mustCLI("discrepancies", "list", "-status", "resolved"), did+`\s+missing_local_payment\s+resolved: apply`)
 		out = s.mustCLI("orders", "show", lost)
 		wantLines(t, "orders show after apply", out, `^status\s+paid`, `attempt\s+succeeded`, `discrepancy\s+resolved: apply`,
 			`audit\s+200\s+admin resolve_discrepancy`)
@@ -122,6 +136,9 @@ func TestAdminCLI(t *testing.T) {
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "delete"}, "payd answered 400 validation_failed"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "refund"}, "409 discrepancy_already_resolved"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID}, "-action is required"},
+			{testAdminToken, []string{"discrepancies", "resolve", uuid.NewString(), "-action", "ignore"}, "payd lists no discrepancy"},
+			{testAdminToken, []string{"discrepancies", "list", "-status", "closed"}, "payd answered 400 validation_failed"},
+			{testAdminToken, []string{"reconcile", "list", "-limit", "0"}, "payd answered 400 validation_failed"},
 			{testAdminToken, []string{"reconcile", "run"}, "-from is required"},
 			{testAdminToken, []string{"reconcile", "run", "-from", "yesterday"}, `-from "yesterday": want an RFC 3339 time`},
 			{testAdminToken, []string{"reconcile", "run", "-from", "1h", "-file", "/no/such.csv"}, "-file: open /no/such.csv"},

@@ -122,7 +122,7 @@ func printRun(w io.Writer, r client.Run) {
 	}
 }
 
-func printRuns(w io.Writer, page runPage) {
+func printRuns(w io.Writer, page client.RunPage) {
 	if len(page.Data) == 0 {
 		fmt.Fprintln(w, "no run yet")
 		return

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/payd/payd/client"
@@ -43,7 +41,7 @@ func ordersSearch() adminVerb {
 		usage: "[-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&status, "status", "", "only orders in this status (pending, processing, paid, refunded, cancelled, expired)")
-			fs.StringVar(&customer, "customer", "", "a customer ID, or an email (looked up first)")
+			fs.StringVar(&customer, "customer", "", "a customer ID or email")
 			fs.StringVar(&from, "from", "", "created at or after (RFC 3339, or a duration before now)")
 			fs.StringVar(&to, "to", "", "created before (RFC 3339, or a duration before now)")
 			fs.IntVar(&limit, "limit", 20, "orders per page")
@@ -67,11 +65,7 @@ func ordersSearch() adminVerb {
 				p.Cursor = &cursor
 			}
 			if customer != "" {
-				id, err := a.customerID(ctx, customer)
-				if err != nil {
-					return err
-				}
-				p.Customer = &id
+				p.Customer = &customer // payd takes an ID or an email
 			}
 			var page client.OrderPage
 			res, err := a.api.SearchOrders(ctx, &p)
@@ -206,12 +200,6 @@ func reconcileShow() adminVerb {
 	}
 }
 
-// runPage is a page of GET /v1/admin/reconciliations.
-type runPage struct {
-	Data       []client.Run `json:"data"`
-	NextCursor *string      `json:"next_cursor"`
-}
-
 func reconcileList() adminVerb {
 	var limit int
 	var cursor string
@@ -222,24 +210,19 @@ func reconcileList() adminVerb {
 			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
-			q := url.Values{"limit": {fmt.Sprint(limit)}}
+			p := client.ListRunsParams{Limit: &limit}
 			if cursor != "" {
-				q.Set("cursor", cursor)
+				p.Cursor = &cursor
 			}
-			var page runPage
-			if err := a.getPath(ctx, "/v1/admin/reconciliations", q, &page); err != nil || a.json {
+			var page client.RunPage
+			res, err := a.api.ListRuns(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
 				return err
 			}
 			printRuns(a.out, page)
 			return nil
 		},
 	}
-}
-
-// discrepancyPage is a page of GET /v1/admin/discrepancies.
-type discrepancyPage struct {
-	Data       []client.Discrepancy `json:"data"`
-	NextCursor *string              `json:"next_cursor"`
 }
 
 func discrepanciesList() adminVerb {
@@ -255,14 +238,21 @@ func discrepanciesList() adminVerb {
 			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
-			q := url.Values{"status": {status}, "limit": {fmt.Sprint(limit)}}
-			for k, v := range map[string]string{"type": typ, "order": order, "cursor": cursor} {
-				if v != "" {
-					q.Set(k, v)
-				}
+			st := client.ListDiscrepanciesParamsStatus(status)
+			p := client.ListDiscrepanciesParams{Status: &st, Limit: &limit}
+			if typ != "" {
+				t := client.DiscrepancyType(typ)
+				p.Type = &t
 			}
-			var page discrepancyPage
-			if err := a.getPath(ctx, "/v1/admin/discrepancies", q, &page); err != nil || a.json {
+			if order != "" {
+				p.Order = &order
+			}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			var page client.DiscrepancyPage
+			res, err := a.api.ListDiscrepancies(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
 				return err
 			}
 			printDiscrepancies(a.out, page.Data)
@@ -314,77 +304,49 @@ func discrepanciesResolve() adminVerb {
 	}
 }
 
-// getPath reads an admin route the generated client may not name (lists
-// added after it was generated) with the same bearer token.
-func (a *adminConn) getPath(ctx context.Context, path string, q url.Values, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.api.Server+path[1:]+"?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	for _, edit := range a.api.RequestEditors {
-		if err := edit(ctx, req); err != nil {
-			return err
-		}
-	}
-	res, err := a.api.Client.Do(req)
-	return a.get(res, err, v)
-}
-
-// customerID turns -customer into an ID: an email is looked up with
-// GET /v1/admin/customers?email=.
-func (a *adminConn) customerID(ctx context.Context, v string) (string, error) {
-	if !strings.Contains(v, "@") {
-		return v, nil
-	}
-	var found struct {
-		Data []client.Customer `json:"data"`
-	}
-	quiet := *a
-	quiet.json = false // the lookup is not the answer the operator asked for
-	if err := quiet.getPath(ctx, "/v1/admin/customers", url.Values{"email": {v}}, &found); err != nil {
-		return "", err
-	}
-	if len(found.Data) == 0 {
-		return "", fmt.Errorf("no customer has the email %s", v)
-	}
-	return found.Data[0].Id, nil
-}
-
 // runOf finds the run whose path resolves discrepancy did: the run that
 // found it, else (found outside any run) the newest run.
 func (a *adminConn) runOf(ctx context.Context, did string) (string, error) {
 	quiet := *a
-	quiet.json = false
-	for _, status := range []string{"open", "resolving", "resolved"} {
-		q := url.Values{"status": {status}, "limit": {"100"}}
+	quiet.json = false // the lookups are not the answer the operator asked for
+	limit := 100
+	for _, status := range []client.ListDiscrepanciesParamsStatus{"open", "resolving", "resolved"} {
+		p := client.ListDiscrepanciesParams{Status: &status, Limit: &limit}
 		for {
-			var page discrepancyPage
-			if err := quiet.getPath(ctx, "/v1/admin/discrepancies", q, &page); err != nil {
+			var page client.DiscrepancyPage
+			res, err := a.api.ListDiscrepancies(ctx, &p)
+			if err := quiet.get(res, err, &page); err != nil {
 				return "", fmt.Errorf("find the run of discrepancy %s (or pass -run): %w", did, err)
 			}
 			for _, d := range page.Data {
-				if d.Id != did {
-					continue
+				if d.Id == did {
+					return quiet.runNaming(ctx, d)
 				}
-				if d.RunId != nil {
-					return *d.RunId, nil
-				}
-				var runs runPage
-				if err := quiet.getPath(ctx, "/v1/admin/reconciliations", url.Values{"limit": {"1"}}, &runs); err != nil {
-					return "", err
-				}
-				if len(runs.Data) == 0 {
-					return "", fmt.Errorf("discrepancy %s was found outside any run and there is no run to name it: run `payd admin reconcile run` first", did)
-				}
-				return runs.Data[0].Id, nil
 			}
 			if page.NextCursor == nil {
 				break
 			}
-			q.Set("cursor", *page.NextCursor)
+			p.Cursor = page.NextCursor
 		}
 	}
 	return "", fmt.Errorf("payd lists no discrepancy %s", did)
+}
+
+// runNaming is the run whose path can name d: its own, else the newest.
+func (a *adminConn) runNaming(ctx context.Context, d client.Discrepancy) (string, error) {
+	if d.RunId != nil {
+		return *d.RunId, nil
+	}
+	one := 1
+	var runs client.RunPage
+	res, err := a.api.ListRuns(ctx, &client.ListRunsParams{Limit: &one})
+	if err := a.get(res, err, &runs); err != nil {
+		return "", err
+	}
+	if len(runs.Data) == 0 {
+		return "", fmt.Errorf("discrepancy %s was found outside any run and no run can name it yet: run `payd admin reconcile run` first", d.Id)
+	}
+	return runs.Data[0].Id, nil
 }
 
 func deref[T ~string](p *T) string {

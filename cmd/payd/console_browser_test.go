@@ -16,8 +16,8 @@ import (
 // /admin in headless Chromium against payd booted through run. A payment
 // whose outcome payd misread (the provider charged, payd's books say
 // declined) is staged; the operator signs in (a wrong token is refused),
-// reconciles through the console, finds the discrepancy in the run's result,
-// opens its order, double-clicks "apply" and sees the timeline change: the
+// reconciles through the console, finds the discrepancy in the run's result
+// and in the list of open ones, opens its order, double-clicks "apply" and sees the timeline change: the
 // discrepancy resolved, the operator action answered 200, the order paid.
 // The double click resolves once (one request, one audit row), and the
 // token never travels in a URL nor reaches payd's logs. A dry run over the
@@ -52,7 +52,9 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		}
 		b.screenshot("console-reconcile")
 
-		b.do("open its order", chromedp.Click(sel+" .open-order"))
+		listed := fmt.Sprintf(`#disc-list li[data-id="%s"][data-status="open"]`, did)
+		b.waitFor("the discrepancy in the open list", func() bool { return b.count(listed) == 1 })
+		b.do("open its order", chromedp.Click(listed+" .open-order"))
 		entry := fmt.Sprintf(`#timeline li[data-kind="discrepancy"][data-id="%s"]`, did)
 		b.waitFor("the order's timeline", func() bool { return b.attr(entry, "outcome") == "open" })
 		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "failed" {
@@ -90,6 +92,14 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		}
 		if n := s.count("orders WHERE id = ? AND status = 'paid'", order); n != 1 {
 			t.Errorf("order %s is not paid after apply", order)
+		}
+		b.waitFor("the open list to drop it", func() bool { return b.count(listed) == 0 })
+		b.do("list the resolved", chromedp.SetValue("#d-status", "resolved"), chromedp.Click("#disc-refresh"))
+		b.waitFor("the resolved list", func() bool {
+			return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"][data-status="resolved"]`, did)) == 1
+		})
+		if n := b.count(`#runs-rows tr`); n != 1 {
+			t.Errorf("recent runs listed = %d, want 1", n)
 		}
 
 		// A dry run over the provider's settlement file, uploaded through the page.

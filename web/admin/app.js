@@ -89,26 +89,12 @@ const localValue = (d) => d.toISOString().slice(0, 19);
 
 // --- orders ---------------------------------------------------------------
 
-async function customerQuery(text) {
-  if (!text.includes('@')) return text;
-  const r = checked(await call('GET', `/v1/admin/customers?email=${encodeURIComponent(text)}`));
-  if (r.status !== 200) throw new Error(describe(r));
-  const found = Array.isArray(r.data?.data) ? r.data.data : [r.data].filter(Boolean);
-  if (found.length === 0) throw new Error(`No customer has the email ${text}.`);
-  return found[0].id;
-}
-
 async function searchOrders(more = false) {
   const q = new URLSearchParams();
   const status = $('q-status').value;
   if (status) q.set('status', status);
-  try {
-    const customer = $('q-customer').value.trim();
-    if (customer) q.set('customer', await customerQuery(customer));
-  } catch (err) {
-    say(err.message, 'bad');
-    return;
-  }
+  const customer = $('q-customer').value.trim();
+  if (customer) q.set('customer', customer); // an ID or an email: payd tells them apart
   if ($('q-from').value) q.set('from', rfc3339($('q-from').value));
   if ($('q-to').value) q.set('to', rfc3339($('q-to').value));
   if (more && orderCursor) q.set('cursor', orderCursor);
@@ -171,6 +157,7 @@ const cardOpts = {
 async function loadDiscrepancies(more = false) {
   const q = new URLSearchParams({ status: $('d-status').value });
   if ($('d-type').value) q.set('type', $('d-type').value);
+  if ($('d-order').value.trim()) q.set('order', $('d-order').value.trim());
   if (more && discCursor) q.set('cursor', discCursor);
   const r = checked(await call('GET', `/v1/admin/discrepancies?${q}`));
   const list = $('disc-list');
