@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,4 +195,42 @@ func TestAdminCLIExitCodes(t *testing.T) {
 			t.Errorf("%s printed the operator token", name)
 		}
 	}
+}
+
+// TestAdminCLIResolvesOutsideRun: a discrepancy payd found outside any run
+// (a pay reply reporting another amount) is listed with no run; resolving
+// it before any run exists says what to do; once a run exists, resolve
+// names it through the newest run, unasked.
+func TestAdminCLIResolvesOutsideRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, tok := s.register("outside@example.com")
+		order := s.order(tok, "500.00")
+		h.set(order, hostileRule{Amount: "0.01"})
+		if r := s.pay(tok, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusBadGateway {
+			t.Fatalf("pay with another amount = %d %s, want 502", r.Status, r.Body)
+		}
+		var page struct {
+			Data []struct {
+				ID    string  `json:"id"`
+				RunID *string `json:"run_id"`
+			}
+		}
+		if err := json.Unmarshal([]byte(s.mustCLI("discrepancies", "list", "-order", order, "-type", "amount_mismatch", "-json")), &page); err != nil ||
+			len(page.Data) != 1 || page.Data[0].RunID != nil {
+			t.Fatalf("discrepancies list -json = %+v, %v; want one amount_mismatch found outside a run", page, err)
+		}
+		did := page.Data[0].ID
+		wantLines(t, "discrepancies list", s.mustCLI("discrepancies", "list"), did+`\s+amount_mismatch\s+open\s+`+order+`\s+.*-$`)
+
+		if _, err := s.adminCLI(testAdminToken, "discrepancies", "resolve", did, "-action", "ignore"); err == nil || !strings.Contains(err.Error(), "run `payd admin reconcile run` first") {
+			t.Errorf("resolve before any run = %v, want: run a reconciliation first", err)
+		}
+		s.mustCLI("reconcile", "run", "-from", "1h")
+		out := s.mustCLI("discrepancies", "resolve", did, "-action", "ignore", "-note", "customer refunded by hand")
+		wantLines(t, "resolve through the newest run", out, `^discrepancy `+did+` \(amount_mismatch \S+\) resolved: ignore$`)
+		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore'", did); n != 1 {
+			t.Errorf("discrepancy %s is not resolved by ignore", did)
+		}
+	})
 }
