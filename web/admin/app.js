@@ -231,7 +231,8 @@ function showRun(run) {
   $('run-result').hidden = false;
   $('run-result').dataset.id = run.dry_run ? '' : run.id;
   $('run-result-id').textContent = run.dry_run ? 'dry run (not recorded)' : run.id;
-  $('run-summary').textContent = `${run.source === 'csv' ? 'Settlement file' : "Provider's charge list"}, ${when(run.from)} to ${when(run.to)}: ` +
+  const source = { csv: 'Settlement file', provider: "Provider's charge list", schedule: "Scheduled, provider's charge list" }[run.source] || run.source;
+  $('run-summary').textContent = `${source}, ${when(run.from)} to ${when(run.to)}: ` +
     `${run.matched} matched, ${run.found} discrepancies found, ${run.new} new.`;
   $('run-discrepancies').replaceChildren(...run.discrepancies.map((d) => card(d, cardOpts)));
 }

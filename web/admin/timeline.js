@@ -7,9 +7,16 @@
 
 import { h, when, badge } from './dom.js';
 
-/** outcomeOf finds what became of the record a timeline entry names. */
+/**
+ * outcomeOf finds what became of the record a timeline entry names, from
+ * the record itself; an entry's own outcome, where payd sends one, stands
+ * in for a record the answer does not carry.
+ */
 export function outcomeOf(doc, entry) {
-  if (entry.outcome) return entry.outcome; // payd says it itself
+  return recordOutcome(doc, entry) || entry.outcome || '';
+}
+
+function recordOutcome(doc, entry) {
   const find = (list) => (list || []).find((r) => r.id === entry.id) || {};
   switch (entry.kind) {
     case 'order':
@@ -18,8 +25,10 @@ export function outcomeOf(doc, entry) {
       const a = find(doc.attempts);
       return a.status;
     }
-    case 'webhook':
-      return find(doc.webhook_events).outcome || 'not processed';
+    case 'webhook': {
+      const e = find(doc.webhook_events);
+      return e.id ? e.outcome || 'not processed' : '';
+    }
     case 'refund':
       return find(doc.refunds).status;
     case 'discrepancy': {
