@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 )
 
 // TestConsoleResolvesStagedDiscrepancy drives the operators' console at
@@ -164,4 +165,61 @@ func (b *shopper) doubleClick(sel string) {
 	}
 	b.do("double-click "+sel, chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(1)), chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(2)))
 	time.Sleep(100 * time.Millisecond) // let a second request, if the page sent one, reach the tap
+}
+
+// TestConsoleLostResolveReplyRetriesSameKey: payd resolves, the reply is
+// cut on its way to the browser, the console asks again with the same key
+// and gets payd's stored answer: one resolution, and the timeline shows it.
+// The orders are found by the customer's email in the search form.
+func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		p := newTap(t, s.base)
+		p.cutWhich = func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") }
+		p.cuts.Store(1)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("lost-resolve@example.com")
+		order := s.order(tok, "7.00")
+		s.loseOutcome(tok, order)
+		r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]any{
+			"from": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339), "to": time.Now().UTC().Add(time.Minute).Format(time.RFC3339)})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("reconcile = %d %s, want 201", r.Status, r.Body)
+		}
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
+		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
+		b.waitFor("the order in the search result", func() bool { return b.count(row) == 1 && b.count(`#orders-rows tr`) == 1 })
+		b.do("open it", chromedp.Click(row+" .open-order"))
+		card := `#order-open li[data-type="missing_local_payment"]`
+		b.waitFor("its open discrepancy", func() bool { return b.count(card) == 1 })
+		did := b.attr(card, "id")
+		b.do("apply", chromedp.Click(card+" button.apply"))
+		entry := fmt.Sprintf(`#timeline li[data-kind="discrepancy"][data-id="%s"]`, did)
+		b.waitFor("the timeline to show the resolution", func() bool { return b.attr(entry, "outcome") == "resolved: apply" })
+
+		resolves := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		if len(resolves) != 2 {
+			t.Fatalf("resolve requests = %d, want 2 (the cut one and the console's retry)\n%s", len(resolves), b.describe())
+		}
+		if !resolves[0].Cut || resolves[0].Status != http.StatusOK || resolves[1].Key != resolves[0].Key || resolves[1].Key == "" {
+			t.Errorf("resolves = %+v, want the first answered 200 and cut, the second with the same key", resolves)
+		}
+		if resolves[1].Status != http.StatusOK || !resolves[1].Replayed {
+			t.Errorf("retry = %d replayed=%v, want 200 replayed from the idempotency record", resolves[1].Status, resolves[1].Replayed)
+		}
+		if n := s.count("audit_log WHERE action = 'resolve_discrepancy' AND detail LIKE ?", `%"replayed":false%`); n != 1 {
+			t.Errorf("resolutions carried out = %d, want 1", n)
+		}
+		if n := s.count("orders WHERE id = ? AND status = 'paid'", order); n != 1 {
+			t.Errorf("order %s is not paid after apply", order)
+		}
+	})
 }
