@@ -47,7 +47,7 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 			if key == "" {
 				key = c.Request().Header.Get("Idempotency-Key")
 			}
-			e := domain.AuditEntry{Actor: "admin", Action: action, RequestID: key, Result: c.Response().Status, Detail: auditDetail(c)}
+			e := domain.AuditEntry{Actor: firstNonEmpty(operatorOf(c), SharedOperator), Action: action, RequestID: key, Result: c.Response().Status, Detail: auditDetail(c)}
 			e.OrderID, _ = c.Get(ctxAuditOrder).(string)
 			e.Target, _ = c.Get(ctxAuditTarget).(string)
 			if action == "refund" {
