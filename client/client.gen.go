@@ -68,6 +68,30 @@ func (e AttemptStatus) Valid() bool {
 	}
 }
 
+// Defines values for AuditEntryOutcome.
+const (
+	AuditEntryOutcomeFailed    AuditEntryOutcome = "failed"
+	AuditEntryOutcomeRefused   AuditEntryOutcome = "refused"
+	AuditEntryOutcomeSucceeded AuditEntryOutcome = "succeeded"
+	AuditEntryOutcomeUnknown   AuditEntryOutcome = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryOutcome enum.
+func (e AuditEntryOutcome) Valid() bool {
+	switch e {
+	case AuditEntryOutcomeFailed:
+		return true
+	case AuditEntryOutcomeRefused:
+		return true
+	case AuditEntryOutcomeSucceeded:
+		return true
+	case AuditEntryOutcomeUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscrepancyResolution.
 const (
 	DiscrepancyResolutionApply        DiscrepancyResolution = "apply"
@@ -588,21 +612,35 @@ type AttemptStatus string
 type AuditEntry struct {
 	// Action Example: refund
 	Action string `json:"action"`
-	Actor  string `json:"actor"`
+
+	// Actor The operator: a name from `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`.
+	Actor string `json:"actor"`
+
+	// Code The problem `code` of a refusal or failure (e.g. `refund_too_large`); null on success.
+	Code *string `json:"code"`
 
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
 	// Detail e.g. whether the answer was a replay.
-	Detail    *map[string]interface{} `json:"detail,omitempty"`
-	Id        string                  `json:"id"`
-	OrderId   *string                 `json:"order_id"`
-	RequestId *string                 `json:"request_id"`
+	Detail  *map[string]interface{} `json:"detail,omitempty"`
+	Id      string                  `json:"id"`
+	OrderId *string                 `json:"order_id"`
+
+	// Outcome What `result` meant: `succeeded` (2xx), `refused` (4xx: nothing was done), `failed` (5xx).
+	Outcome AuditEntryOutcome `json:"outcome"`
+
+	// Replayed The answer was the stored one of an earlier request with the same key.
+	Replayed  bool    `json:"replayed"`
+	RequestId *string `json:"request_id"`
 
 	// Result The HTTP status the action answered.
 	Result int     `json:"result"`
 	Target *string `json:"target"`
 }
+
+// AuditEntryOutcome What `result` meant: `succeeded` (2xx), `refused` (4xx: nothing was done), `failed` (5xx).
+type AuditEntryOutcome string
 
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
