@@ -68,6 +68,30 @@ func (e AttemptStatus) Valid() bool {
 	}
 }
 
+// Defines values for AuditEntryOutcome.
+const (
+	AuditEntryOutcomeFailed    AuditEntryOutcome = "failed"
+	AuditEntryOutcomeRefused   AuditEntryOutcome = "refused"
+	AuditEntryOutcomeSucceeded AuditEntryOutcome = "succeeded"
+	AuditEntryOutcomeUnknown   AuditEntryOutcome = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the AuditEntryOutcome enum.
+func (e AuditEntryOutcome) Valid() bool {
+	switch e {
+	case AuditEntryOutcomeFailed:
+		return true
+	case AuditEntryOutcomeRefused:
+		return true
+	case AuditEntryOutcomeSucceeded:
+		return true
+	case AuditEntryOutcomeUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscrepancyResolution.
 const (
 	DiscrepancyResolutionApply        DiscrepancyResolution = "apply"
@@ -97,16 +121,19 @@ func (e DiscrepancyResolution) Valid() bool {
 
 // Defines values for DiscrepancyStatus.
 const (
-	Open     DiscrepancyStatus = "open"
-	Resolved DiscrepancyStatus = "resolved"
+	DiscrepancyStatusOpen      DiscrepancyStatus = "open"
+	DiscrepancyStatusResolved  DiscrepancyStatus = "resolved"
+	DiscrepancyStatusResolving DiscrepancyStatus = "resolving"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyStatus enum.
 func (e DiscrepancyStatus) Valid() bool {
 	switch e {
-	case Open:
+	case DiscrepancyStatusOpen:
 		return true
-	case Resolved:
+	case DiscrepancyStatusResolved:
+		return true
+	case DiscrepancyStatusResolving:
 		return true
 	default:
 		return false
@@ -400,16 +427,40 @@ func (e ResolveRequestAction) Valid() bool {
 
 // Defines values for RunSource.
 const (
-	Csv      RunSource = "csv"
-	Provider RunSource = "provider"
+	RunSourceCsv      RunSource = "csv"
+	RunSourceProvider RunSource = "provider"
+	RunSourceSchedule RunSource = "schedule"
 )
 
 // Valid indicates whether the value is a known member of the RunSource enum.
 func (e RunSource) Valid() bool {
 	switch e {
-	case Csv:
+	case RunSourceCsv:
 		return true
-	case Provider:
+	case RunSourceProvider:
+		return true
+	case RunSourceSchedule:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunSummarySource.
+const (
+	RunSummarySourceCsv      RunSummarySource = "csv"
+	RunSummarySourceProvider RunSummarySource = "provider"
+	RunSummarySourceSchedule RunSummarySource = "schedule"
+)
+
+// Valid indicates whether the value is a known member of the RunSummarySource enum.
+func (e RunSummarySource) Valid() bool {
+	switch e {
+	case RunSummarySourceCsv:
+		return true
+	case RunSummarySourceProvider:
+		return true
+	case RunSummarySourceSchedule:
 		return true
 	default:
 		return false
@@ -488,6 +539,27 @@ func (e WebhookAckOutcome) Valid() bool {
 	}
 }
 
+// Defines values for ListDiscrepanciesParamsStatus.
+const (
+	ListDiscrepanciesParamsStatusOpen      ListDiscrepanciesParamsStatus = "open"
+	ListDiscrepanciesParamsStatusResolved  ListDiscrepanciesParamsStatus = "resolved"
+	ListDiscrepanciesParamsStatusResolving ListDiscrepanciesParamsStatus = "resolving"
+)
+
+// Valid indicates whether the value is a known member of the ListDiscrepanciesParamsStatus enum.
+func (e ListDiscrepanciesParamsStatus) Valid() bool {
+	switch e {
+	case ListDiscrepanciesParamsStatusOpen:
+		return true
+	case ListDiscrepanciesParamsStatusResolved:
+		return true
+	case ListDiscrepanciesParamsStatusResolving:
+		return true
+	default:
+		return false
+	}
+}
+
 // AdminRecord defines model for AdminRecord.
 type AdminRecord struct {
 	// CreatedAt RFC 3339 UTC.
@@ -540,21 +612,35 @@ type AttemptStatus string
 type AuditEntry struct {
 	// Action Example: refund
 	Action string `json:"action"`
-	Actor  string `json:"actor"`
+
+	// Actor The operator: a name from `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`.
+	Actor string `json:"actor"`
+
+	// Code The problem `code` of a refusal or failure (e.g. `refund_too_large`); null on success.
+	Code *string `json:"code"`
 
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
 	// Detail e.g. whether the answer was a replay.
-	Detail    *map[string]interface{} `json:"detail,omitempty"`
-	Id        string                  `json:"id"`
-	OrderId   *string                 `json:"order_id"`
-	RequestId *string                 `json:"request_id"`
+	Detail  *map[string]interface{} `json:"detail,omitempty"`
+	Id      string                  `json:"id"`
+	OrderId *string                 `json:"order_id"`
+
+	// Outcome What `result` meant: `succeeded` (2xx), `refused` (4xx: nothing was done), `failed` (5xx).
+	Outcome AuditEntryOutcome `json:"outcome"`
+
+	// Replayed The answer was the stored one of an earlier request with the same key.
+	Replayed  bool    `json:"replayed"`
+	RequestId *string `json:"request_id"`
 
 	// Result The HTTP status the action answered.
 	Result int     `json:"result"`
 	Target *string `json:"target"`
 }
+
+// AuditEntryOutcome What `result` meant: `succeeded` (2xx), `refused` (4xx: nothing was done), `failed` (5xx).
+type AuditEntryOutcome string
 
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
@@ -580,6 +666,14 @@ type Customer struct {
 	Name      string    `json:"name"`
 }
 
+// CustomerPage defines model for CustomerPage.
+type CustomerPage struct {
+	Data []Customer `json:"data"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
 // Discrepancy defines model for Discrepancy.
 type Discrepancy struct {
 	AttemptId *string `json:"attempt_id"`
@@ -602,7 +696,9 @@ type Discrepancy struct {
 	ResolvedAt *time.Time             `json:"resolved_at"`
 
 	// RunId The run that first found it; null when a webhook or an automatic refund did.
-	RunId  *string           `json:"run_id"`
+	RunId *string `json:"run_id"`
+
+	// Status `resolving`: an operator's action is being carried out.
 	Status DiscrepancyStatus `json:"status"`
 	Type   DiscrepancyType   `json:"type"`
 }
@@ -610,8 +706,16 @@ type Discrepancy struct {
 // DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted.
 type DiscrepancyResolution string
 
-// DiscrepancyStatus defines model for Discrepancy.Status.
+// DiscrepancyStatus `resolving`: an operator's action is being carried out.
 type DiscrepancyStatus string
+
+// DiscrepancyPage defines model for DiscrepancyPage.
+type DiscrepancyPage struct {
+	Data []Discrepancy `json:"data"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
 
 // DiscrepancyType defines model for DiscrepancyType.
 type DiscrepancyType string
@@ -956,15 +1060,47 @@ type Run struct {
 	// New Of those, how many no earlier run had recorded.
 	New int `json:"new"`
 
-	// Source Where the provider's records came from: its charge list or an uploaded settlement file.
+	// Source Where the provider's records came from: its charge list (`provider`; `schedule` when `PAYD_RECONCILE_EVERY` started the run) or an uploaded settlement file (`csv`).
 	Source RunSource `json:"source"`
 
 	// To RFC 3339 UTC.
 	To Timestamp `json:"to"`
 }
 
-// RunSource Where the provider's records came from: its charge list or an uploaded settlement file.
+// RunSource Where the provider's records came from: its charge list (`provider`; `schedule` when `PAYD_RECONCILE_EVERY` started the run) or an uploaded settlement file (`csv`).
 type RunSource string
+
+// RunPage defines model for RunPage.
+type RunPage struct {
+	Data []RunSummary `json:"data"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// RunSummary defines model for RunSummary.
+type RunSummary struct {
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt  Timestamp  `json:"created_at"`
+	DryRun     bool       `json:"dry_run"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Found      int        `json:"found"`
+
+	// From RFC 3339 UTC.
+	From    Timestamp `json:"from"`
+	Id      string    `json:"id"`
+	Matched int       `json:"matched"`
+	New     int       `json:"new"`
+
+	// Source `schedule`: started by `PAYD_RECONCILE_EVERY`, against the provider's charge list.
+	Source RunSummarySource `json:"source"`
+
+	// To RFC 3339 UTC.
+	To Timestamp `json:"to"`
+}
+
+// RunSummarySource `schedule`: started by `PAYD_RECONCILE_EVERY`, against the provider's charge list.
+type RunSummarySource string
 
 // Status defines model for Status.
 type Status struct {
@@ -1047,6 +1183,9 @@ type IdempotencyKeyRequired = IdempotencyKey
 // Limit defines model for Limit.
 type Limit = int
 
+// ListCursor defines model for ListCursor.
+type ListCursor = string
+
 // OrderID defines model for OrderID.
 type OrderID = string
 
@@ -1083,12 +1222,46 @@ type Unauthorized = Problem
 // UnsupportedMediaType RFC 9457 problem details with payd's stable machine code.
 type UnsupportedMediaType = Problem
 
+// ListCustomersParams defines parameters for ListCustomers.
+type ListCustomersParams struct {
+	// Email Only the customer registered with this address, compared as
+	// registration stores it (trimmed, lower-cased). Not an address:
+	// 400 `validation_failed`.
+	Email *string `form:"email,omitempty" json:"email,omitempty"`
+	Limit *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page (an ID); anything else is 400 `validation_failed`.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListDiscrepanciesParams defines parameters for ListDiscrepancies.
+type ListDiscrepanciesParams struct {
+	// Status Only discrepancies in this status.
+	Status *ListDiscrepanciesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Type Only discrepancies of this type.
+	Type *DiscrepancyType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Order Only discrepancies about this order (its ID).
+	Order *string `form:"order,omitempty" json:"order,omitempty"`
+	Limit *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page (an ID); anything else is 400 `validation_failed`.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListDiscrepanciesParamsStatus defines parameters for ListDiscrepancies.
+type ListDiscrepanciesParamsStatus string
+
 // SearchOrdersParams defines parameters for SearchOrders.
 type SearchOrdersParams struct {
 	// Status Only orders in this status.
 	Status *StatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
-	// Customer A customer ID.
+	// Customer A customer ID, or the email address they registered with
+	// (compared trimmed and lower-cased). An email nobody registered
+	// matches no order (an empty page); text that is neither an ID nor
+	// an email is 400 `validation_failed`.
 	Customer *string `form:"customer,omitempty" json:"customer,omitempty"`
 
 	// From Created at or after (RFC 3339).
@@ -1107,6 +1280,14 @@ type RefundOrderParams struct {
 	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
 	// the body field `request_id`; one of the two is required.
 	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+}
+
+// ListRunsParams defines parameters for ListRuns.
+type ListRunsParams struct {
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page (an ID); anything else is 400 `validation_failed`.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ReconcileParams defines parameters for Reconcile.
@@ -1273,6 +1454,22 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ConsolePage The operators' console (HTML)
+	//
+	// A plain page for operators: it signs in with an operator token
+	// (kept in the tab's sessionStorage, sent as a bearer token to
+	// /v1/admin/...), searches orders, draws an order's timeline,
+	// resolves discrepancies and runs reconciliations, one idempotency
+	// key per operator intent. The page itself needs no token.
+	//
+	// Corresponds with GET /admin (the `ConsolePage` operationId).
+	ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConsoleAsset A file of the operators' console (script, style sheet)
+	//
+	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+	ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CheckoutPage The checkout page (HTML)
 	//
 	// A plain page that registers, creates an order and pays it through
@@ -1327,6 +1524,22 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListCustomers List customers, newest first, or find one by email
+	//
+	// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
+	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDiscrepancies List discrepancies of every source, newest first
+	//
+	// Every discrepancy payd recorded, whoever found it: a webhook, a pay
+	// reply, the recoverer, an automatic refund or a reconciliation run
+	// (`run_id` is null for all but the last). To resolve one, post to
+	// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
+	// one found outside a run may be named under any run.
+	//
+	// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
+	ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// InspectRecord Inspect any caller's idempotency record
 	//
 	// A sealed response (registration, it carries a token) stays sealed.
@@ -1361,6 +1574,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/orders/{id}/refund (the `RefundOrder` operationId).
 	RefundOrder(ctx context.Context, id OrderID, params *RefundOrderParams, body RefundOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRuns List reconciliation runs, newest first
+	//
+	// Every run, started by an operator or by the schedule
+	// (`PAYD_RECONCILE_EVERY`), with its counts; a run's discrepancies
+	// are at `GET /v1/admin/reconciliations/{id}`. Cursor-paginated like
+	// every list: pass `next_cursor` as `cursor`.
+	//
+	// Corresponds with GET /v1/admin/reconciliations (the `ListRuns` operationId).
+	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReconcileWithBody Reconcile a time window against the provider's records
 	//
@@ -1539,6 +1762,42 @@ type ClientInterface interface {
 	ProviderWebhook(ctx context.Context, params *ProviderWebhookParams, body ProviderWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// ConsolePage The operators' console (HTML)
+//
+// A plain page for operators: it signs in with an operator token
+// (kept in the tab's sessionStorage, sent as a bearer token to
+// /v1/admin/...), searches orders, draws an order's timeline,
+// resolves discrepancies and runs reconciliations, one idempotency
+// key per operator intent. The page itself needs no token.
+//
+// Corresponds with GET /admin (the `ConsolePage` operationId).
+func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsolePageRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsoleAsset A file of the operators' console (script, style sheet)
+//
+// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+func (c *Client) ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsoleAssetRequest(c.Server, asset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CheckoutPage The checkout page (HTML)
 //
 // A plain page that registers, creates an order and pays it through
@@ -1663,6 +1922,42 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// ListCustomers List customers, newest first, or find one by email
+//
+// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
+func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCustomersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDiscrepancies List discrepancies of every source, newest first
+//
+// Every discrepancy payd recorded, whoever found it: a webhook, a pay
+// reply, the recoverer, an automatic refund or a reconciliation run
+// (`run_id` is null for all but the last). To resolve one, post to
+// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
+// one found outside a run may be named under any run.
+//
+// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
+func (c *Client) ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDiscrepanciesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // InspectRecord Inspect any caller's idempotency record
 //
 // A sealed response (registration, it carries a token) stays sealed.
@@ -1738,6 +2033,26 @@ func (c *Client) RefundOrderWithBody(ctx context.Context, id OrderID, params *Re
 // Corresponds with POST /v1/admin/orders/{id}/refund (the `RefundOrder` operationId).
 func (c *Client) RefundOrder(ctx context.Context, id OrderID, params *RefundOrderParams, body RefundOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRefundOrderRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRuns List reconciliation runs, newest first
+//
+// Every run, started by an operator or by the schedule
+// (`PAYD_RECONCILE_EVERY`), with its counts; a run's discrepancies
+// are at `GET /v1/admin/reconciliations/{id}`. Cursor-paginated like
+// every list: pass `next_cursor` as `cursor`.
+//
+// Corresponds with GET /v1/admin/reconciliations (the `ListRuns` operationId).
+func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2114,6 +2429,67 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 	return c.Client.Do(req)
 }
 
+// NewConsolePageRequest constructs an http.Request for the ConsolePage method
+func NewConsolePageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewConsoleAssetRequest constructs an http.Request for the ConsoleAsset method
+func NewConsoleAssetRequest(server string, asset string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset", asset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCheckoutPageRequest constructs an http.Request for the CheckoutPage method
 func NewCheckoutPageRequest(server string) (*http.Request, error) {
 	var err error
@@ -2307,6 +2683,186 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListCustomersRequest constructs an http.Request for the ListCustomers method
+func NewListCustomersRequest(server string, params *ListCustomersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Email != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "email", *params.Email, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListDiscrepanciesRequest constructs an http.Request for the ListDiscrepancies method
+func NewListDiscrepanciesRequest(server string, params *ListDiscrepanciesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/discrepancies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2561,6 +3117,72 @@ func NewRefundOrderRequestWithBody(server string, id OrderID, params *RefundOrde
 
 		req.Header.Set("Idempotency-Key", headerParam0)
 
+	}
+
+	return req, nil
+}
+
+// NewListRunsRequest constructs an http.Request for the ListRuns method
+func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/reconciliations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -3243,6 +3865,26 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ConsolePageWithResponse The operators' console (HTML)
+	//
+	// A plain page for operators: it signs in with an operator token
+	// (kept in the tab's sessionStorage, sent as a bearer token to
+	// /v1/admin/...), searches orders, draws an order's timeline,
+	// resolves discrepancies and runs reconciliations, one idempotency
+	// key per operator intent. The page itself needs no token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin (the `ConsolePage` operationId).
+	ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error)
+
+	// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+	ConsoleAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetResponse, error)
+
 	// CheckoutPageWithResponse The checkout page (HTML)
 	//
 	// A plain page that registers, creates an order and pays it through
@@ -3311,6 +3953,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// ListCustomersWithResponse List customers, newest first, or find one by email
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
+	ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error)
+
+	// ListDiscrepanciesWithResponse List discrepancies of every source, newest first
+	//
+	// Every discrepancy payd recorded, whoever found it: a webhook, a pay
+	// reply, the recoverer, an automatic refund or a reconciliation run
+	// (`run_id` is null for all but the last). To resolve one, post to
+	// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
+	// one found outside a run may be named under any run.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
+	ListDiscrepanciesWithResponse(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*ListDiscrepanciesResponse, error)
+
 	// InspectRecordWithResponse Inspect any caller's idempotency record
 	//
 	// A sealed response (registration, it carries a token) stays sealed.
@@ -3351,6 +4013,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/orders/{id}/refund (the `RefundOrder` operationId).
 	RefundOrderWithResponse(ctx context.Context, id OrderID, params *RefundOrderParams, body RefundOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundOrderResponse, error)
+
+	// ListRunsWithResponse List reconciliation runs, newest first
+	//
+	// Every run, started by an operator or by the schedule
+	// (`PAYD_RECONCILE_EVERY`), with its counts; a run's discrepancies
+	// are at `GET /v1/admin/reconciliations/{id}`. Cursor-paginated like
+	// every list: pass `next_cursor` as `cursor`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/reconciliations (the `ListRuns` operationId).
+	ListRunsWithResponse(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*ListRunsResponse, error)
 
 	// ReconcileWithBodyWithResponse Reconcile a time window against the provider's records
 	//
@@ -3537,6 +4211,74 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
 	ProviderWebhookWithResponse(ctx context.Context, params *ProviderWebhookParams, body ProviderWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ProviderWebhookResponse, error)
+}
+
+type ConsolePageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsolePageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsolePageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsolePageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsolePageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ConsoleAssetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsoleAssetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsoleAssetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsoleAssetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsoleAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type CheckoutPageResponse struct {
@@ -3823,6 +4565,200 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCustomersResponse401Headers the declared response headers of an HTTP 401 response for ListCustomers
+type ListCustomersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListCustomersResponse403Headers the declared response headers of an HTTP 403 response for ListCustomers
+type ListCustomersResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListCustomersResponse503Headers the declared response headers of an HTTP 503 response for ListCustomers
+type ListCustomersResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCustomersResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListCustomersResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCustomersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCustomersResponse) GetJSON200() *CustomerPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCustomersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDiscrepanciesResponse401Headers the declared response headers of an HTTP 401 response for ListDiscrepancies
+type ListDiscrepanciesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDiscrepanciesResponse403Headers the declared response headers of an HTTP 403 response for ListDiscrepancies
+type ListDiscrepanciesResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDiscrepanciesResponse503Headers the declared response headers of an HTTP 503 response for ListDiscrepancies
+type ListDiscrepanciesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListDiscrepanciesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DiscrepancyPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDiscrepanciesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListDiscrepanciesResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDiscrepanciesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDiscrepanciesResponse) GetJSON200() *DiscrepancyPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDiscrepanciesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDiscrepanciesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDiscrepanciesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDiscrepanciesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4274,6 +5210,103 @@ func (r RefundOrderResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RefundOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRunsResponse401Headers the declared response headers of an HTTP 401 response for ListRuns
+type ListRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListRunsResponse403Headers the declared response headers of an HTTP 403 response for ListRuns
+type ListRunsResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListRunsResponse503Headers the declared response headers of an HTTP 503 response for ListRuns
+type ListRunsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunPage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListRunsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListRunsResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRunsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunsResponse) GetJSON200() *RunPage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5753,6 +6786,38 @@ func (r ProviderWebhookResponse) ContentType() string {
 	return ""
 }
 
+// ConsolePageWithResponse The operators' console (HTML)
+//
+// A plain page for operators: it signs in with an operator token
+// (kept in the tab's sessionStorage, sent as a bearer token to
+// /v1/admin/...), searches orders, draws an order's timeline,
+// resolves discrepancies and runs reconciliations, one idempotency
+// key per operator intent. The page itself needs no token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin (the `ConsolePage` operationId).
+func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error) {
+	rsp, err := c.ConsolePage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsolePageResponse(rsp)
+}
+
+// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
+func (c *ClientWithResponses) ConsoleAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetResponse, error) {
+	rsp, err := c.ConsoleAsset(ctx, asset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsoleAssetResponse(rsp)
+}
+
 // CheckoutPageWithResponse The checkout page (HTML)
 //
 // A plain page that registers, creates an order and pays it through
@@ -5863,6 +6928,38 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// ListCustomersWithResponse List customers, newest first, or find one by email
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
+func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*ListCustomersResponse, error) {
+	rsp, err := c.ListCustomers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCustomersResponse(rsp)
+}
+
+// ListDiscrepanciesWithResponse List discrepancies of every source, newest first
+//
+// Every discrepancy payd recorded, whoever found it: a webhook, a pay
+// reply, the recoverer, an automatic refund or a reconciliation run
+// (`run_id` is null for all but the last). To resolve one, post to
+// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
+// one found outside a run may be named under any run.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
+func (c *ClientWithResponses) ListDiscrepanciesWithResponse(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*ListDiscrepanciesResponse, error) {
+	rsp, err := c.ListDiscrepancies(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDiscrepanciesResponse(rsp)
+}
+
 // InspectRecordWithResponse Inspect any caller's idempotency record
 //
 // A sealed response (registration, it carries a token) stays sealed.
@@ -5932,6 +7029,24 @@ func (c *ClientWithResponses) RefundOrderWithResponse(ctx context.Context, id Or
 		return nil, err
 	}
 	return ParseRefundOrderResponse(rsp)
+}
+
+// ListRunsWithResponse List reconciliation runs, newest first
+//
+// Every run, started by an operator or by the schedule
+// (`PAYD_RECONCILE_EVERY`), with its counts; a run's discrepancies
+// are at `GET /v1/admin/reconciliations/{id}`. Cursor-paginated like
+// every list: pass `next_cursor` as `cursor`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/reconciliations (the `ListRuns` operationId).
+func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*ListRunsResponse, error) {
+	rsp, err := c.ListRuns(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunsResponse(rsp)
 }
 
 // ReconcileWithBodyWithResponse Reconcile a time window against the provider's records
@@ -6234,6 +7349,38 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 	return ParseProviderWebhookResponse(rsp)
 }
 
+// ParseConsolePageResponse parses an HTTP response from a ConsolePageWithResponse call
+func ParseConsolePageResponse(rsp *http.Response) (*ConsolePageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsolePageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseConsoleAssetResponse parses an HTTP response from a ConsoleAssetWithResponse call
+func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
 // ParseCheckoutPageResponse parses an HTTP response from a CheckoutPageWithResponse call
 func ParseCheckoutPageResponse(rsp *http.Response) (*CheckoutPageResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6403,6 +7550,194 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListCustomersResponse parses an HTTP response from a ListCustomersWithResponse call
+func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCustomersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListCustomersResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCustomersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDiscrepanciesResponse parses an HTTP response from a ListDiscrepanciesWithResponse call
+func ParseListDiscrepanciesResponse(rsp *http.Response) (*ListDiscrepanciesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDiscrepanciesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DiscrepancyPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDiscrepanciesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListDiscrepanciesResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDiscrepanciesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -6840,6 +8175,100 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRunsResponse parses an HTTP response from a ListRunsWithResponse call
+func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListRunsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -30,3 +30,15 @@ type ReconciliationRun struct {
 	FinishedAt    *time.Time
 	Discrepancies []Discrepancy
 }
+
+// ReconcileWindow is one window of scheduled reconciliation
+// (PAYD_RECONCILE_EVERY): [From, To), claimed by one replica at a time,
+// finished once by the run RunID.
+type ReconcileWindow struct {
+	From, To    time.Time
+	ClaimedBy   string // the claim's owner, a fresh ID per claim
+	LockedUntil time.Time
+	Claims      int // how many times it was claimed (more than 1: taken over)
+	RunID       string
+	FinishedAt  *time.Time
+}

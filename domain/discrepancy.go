@@ -58,3 +58,8 @@ type Discrepancy struct {
 	DetectedAt     time.Time
 	ResolvedAt     *time.Time
 }
+
+// ValidDiscrepancyStatus reports whether s is a discrepancy status.
+func ValidDiscrepancyStatus(s string) bool {
+	return s == DiscrepancyOpen || s == DiscrepancyResolving || s == DiscrepancyResolved
+}

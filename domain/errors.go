@@ -125,6 +125,7 @@ func (e *DeclineError) Is(target error) bool { return target == ErrPaymentDeclin
 var (
 	ErrDiscrepancyNotFound = errors.New("discrepancy not found")
 	ErrRunNotFound         = errors.New("reconciliation run not found")
+	ErrWindowNotFound      = errors.New("reconcile window not found")
 	ErrRefundNotFound      = errors.New("refund not found")
 	ErrRefundExists        = errors.New("refund already exists")
 	ErrRefundTooLarge      = errors.New("refund exceeds what remains refundable")

@@ -21,3 +21,48 @@ type OrderPage struct {
 	Orders     []Order
 	NextCursor string
 }
+
+// RunFilter selects reconciliation runs for a list, newest first by ID;
+// Cursor is the ID of the last run of the previous page.
+type RunFilter struct {
+	Cursor string
+	Limit  int
+}
+
+// RunPage is one page of reconciliation runs (without their findings).
+// NextCursor is empty on the last page.
+type RunPage struct {
+	Runs       []ReconciliationRun
+	NextCursor string
+}
+
+// DiscrepancyFilter selects discrepancies for a list, whoever found them
+// (a webhook, a pay reply, the recoverer, a reconciliation run), newest
+// first by ID. Zero fields do not filter.
+type DiscrepancyFilter struct {
+	Status  string // open, resolving or resolved
+	Type    DiscrepancyType
+	OrderID string
+	Cursor  string
+	Limit   int
+}
+
+// DiscrepancyPage is one page of discrepancies.
+type DiscrepancyPage struct {
+	Discrepancies []Discrepancy
+	NextCursor    string
+}
+
+// CustomerFilter selects customers for an operator's list, newest first by
+// ID. Email, when set, is matched exactly after NormalizeEmail.
+type CustomerFilter struct {
+	Email  string
+	Cursor string
+	Limit  int
+}
+
+// CustomerPage is one page of customers.
+type CustomerPage struct {
+	Customers  []Customer
+	NextCursor string
+}

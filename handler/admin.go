@@ -22,6 +22,7 @@ type AdminService interface {
 	Timeline(ctx context.Context, id string) (service.Timeline, error)
 	Record(ctx context.Context, e domain.AuditEntry) error
 	Discrepancy(ctx context.Context, id string) (domain.Discrepancy, error)
+	AdminLists
 }
 
 // Refunder refunds paid orders.

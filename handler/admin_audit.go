@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
+	"net/http"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,6 +22,7 @@ const (
 	ctxAuditOrder  = "payd.audit.order"
 	ctxAuditTarget = "payd.audit.target"
 	ctxAuditInputs = "payd.audit.inputs"
+	ctxAuditCode   = "payd.audit.code"
 )
 
 // auditInputs records what the operator asked for (never a secret: amounts,
@@ -40,14 +44,22 @@ func auditAbout(c echo.Context, orderID, target string) {
 func (h *Admin) audited(action string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			// The answer's problem code is read from what was written, so a
+			// refusal and a replayed refusal are recorded alike.
+			tap := &problemTap{ResponseWriter: c.Response().Writer}
+			c.Response().Writer = tap
 			if err := next(c); err != nil {
 				c.Error(err)
+			}
+			c.Response().Writer = tap.ResponseWriter
+			if code := tap.code(c.Response().Header().Get(echo.HeaderContentType)); code != "" {
+				c.Set(ctxAuditCode, code)
 			}
 			key := requestKeyOf(c)
 			if key == "" {
 				key = c.Request().Header.Get("Idempotency-Key")
 			}
-			e := domain.AuditEntry{Actor: "admin", Action: action, RequestID: key, Result: c.Response().Status, Detail: auditDetail(c)}
+			e := domain.AuditEntry{Actor: firstNonEmpty(operatorOf(c), SharedOperator), Action: action, RequestID: key, Result: c.Response().Status, Detail: auditDetail(c)}
 			e.OrderID, _ = c.Get(ctxAuditOrder).(string)
 			e.Target, _ = c.Get(ctxAuditTarget).(string)
 			if action == "refund" {
@@ -75,6 +87,9 @@ func auditDetail(c echo.Context) string {
 		maps.Copy(detail, in)
 	}
 	detail["replayed"] = c.Response().Header().Get("Idempotent-Replayed") == "true"
+	if code, ok := c.Get(ctxAuditCode).(string); ok {
+		detail["code"] = code // why it was refused or failed: the problem's code
+	}
 	b, err := json.Marshal(detail)
 	if err != nil {
 		return `{"replayed":false}`
@@ -125,3 +140,55 @@ func safeAuditEntry(c echo.Context, e *domain.AuditEntry) {
 
 // maxAuditPath bounds how much of a malformed path an audit entry keeps.
 const maxAuditPath = 200
+
+// problemTap keeps the start of an operator action's answer, enough to
+// read a problem's code: the audit records why an action was refused.
+type problemTap struct {
+	http.ResponseWriter
+	head []byte
+}
+
+// maxProblemHead bounds what the tap keeps; a problem's code comes early.
+const maxProblemHead = 4096
+
+func (t *problemTap) Write(b []byte) (int, error) {
+	if room := maxProblemHead - len(t.head); room > 0 {
+		t.head = append(t.head, b[:min(room, len(b))]...)
+	}
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (t *problemTap) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// code is the problem code of a problem+json answer ("" otherwise). Only
+// a code payd could have written is kept: snake_case, at most 64 bytes.
+func (t *problemTap) code(contentType string) string {
+	if !strings.HasPrefix(contentType, "application/problem+json") {
+		return ""
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(t.head, &p) != nil || !problemCodeShape.MatchString(p.Code) {
+		return ""
+	}
+	return p.Code
+}
+
+var problemCodeShape = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// auditOutcome names what an action's answer meant: succeeded (2xx),
+// refused (4xx: nothing was done) or failed (5xx: payd or the provider
+// could not do it).
+func auditOutcome(status int) string {
+	switch {
+	case status >= 200 && status < 300:
+		return "succeeded"
+	case status >= 400 && status < 500:
+		return "refused"
+	case status >= 500:
+		return "failed"
+	}
+	return "unknown"
+}

@@ -3,6 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -51,17 +52,41 @@ type auditJSON struct {
 	Target    *string         `json:"target"`
 	RequestID *string         `json:"request_id"`
 	Result    int             `json:"result"`
+	Outcome   string          `json:"outcome"` // succeeded, refused or failed, from result
+	Code      *string         `json:"code"`    // the problem code of a refusal or failure
+	Replayed  bool            `json:"replayed"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 	CreatedAt string          `json:"created_at"`
 }
 
 func toAuditJSON(e domain.AuditEntry) auditJSON {
 	j := auditJSON{ID: e.ID, Actor: e.Actor, Action: e.Action, OrderID: strPtr(e.OrderID), Target: strPtr(e.Target),
-		RequestID: strPtr(e.RequestID), Result: e.Result, CreatedAt: stamp(e.CreatedAt)}
+		RequestID: strPtr(e.RequestID), Result: e.Result, Outcome: auditOutcome(e.Result), CreatedAt: stamp(e.CreatedAt)}
 	if json.Valid([]byte(e.Detail)) {
 		j.Detail = json.RawMessage(e.Detail)
+		var d struct {
+			Code     string `json:"code"`
+			Replayed bool   `json:"replayed"`
+		}
+		if json.Unmarshal(j.Detail, &d) == nil {
+			j.Code, j.Replayed = strPtr(d.Code), d.Replayed
+		}
 	}
 	return j
+}
+
+// auditSummary is an audit entry's line on the timeline: who did what and
+// how it ended, e.g. "alice refund: 409 refund_too_large (refused)".
+func auditSummary(j auditJSON) string {
+	s := j.Actor + " " + j.Action + ": " + strconv.Itoa(j.Result)
+	if j.Code != nil {
+		s += " " + *j.Code
+	}
+	s += " (" + j.Outcome
+	if j.Replayed {
+		s += ", replayed"
+	}
+	return s + ")"
 }
 
 type discrepancyJSON struct {
@@ -173,8 +198,9 @@ func toTimelineJSON(t service.Timeline) timelineJSON {
 		add(d.DetectedAt, "discrepancy", d.ID, string(d.Type)+" "+d.Status)
 	}
 	for _, e := range t.Audit {
-		out.Audit = append(out.Audit, toAuditJSON(e))
-		add(e.CreatedAt, "audit", e.ID, e.Actor+" "+e.Action)
+		j := toAuditJSON(e)
+		out.Audit = append(out.Audit, j)
+		add(e.CreatedAt, "audit", e.ID, auditSummary(j))
 	}
 	sort.SliceStable(out.Timeline, func(i, j int) bool { return out.Timeline[i].at.Before(out.Timeline[j].at) })
 	return out

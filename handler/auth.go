@@ -33,7 +33,12 @@ func bearer(c echo.Context) string {
 // RequireCustomer admits requests with a valid customer token. The admin
 // token is a known caller of the wrong kind: 403, not 401.
 func RequireCustomer(auth Authenticator, adminToken string) echo.MiddlewareFunc {
-	isAdmin := adminTokenMatcher(adminToken)
+	return requireCustomer(auth, adminTokenMatcher(adminToken))
+}
+
+// requireCustomer is RequireCustomer with isAdmin telling admin tokens,
+// the shared one and the named operators' alike.
+func requireCustomer(auth Authenticator, isAdmin func(string) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			tok := bearer(c)
@@ -58,14 +63,21 @@ func RequireCustomer(auth Authenticator, adminToken string) echo.MiddlewareFunc 
 // customer token is a known caller of the wrong kind: 403; anything else
 // is 401.
 func RequireAdmin(adminToken string, auth Authenticator) echo.MiddlewareFunc {
-	isAdmin := adminTokenMatcher(adminToken)
+	return requireOperator(newOperators(adminToken, nil), auth)
+}
+
+// requireOperator admits requests carrying the shared admin token or a
+// named operator's, and notes the operator's name for the audit trail.
+func requireOperator(ops *operators, auth Authenticator) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			tok := bearer(c)
-			if !isAdmin(tok) {
+			name := ops.match(tok)
+			if name == "" {
 				return wrongKind(c, auth, tok)
 			}
 			c.Set(ctxAdmin, true)
+			c.Set(ctxOperator, name)
 			return next(c)
 		}
 	}

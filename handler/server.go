@@ -36,6 +36,10 @@ type Deps struct {
 	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
 	MetricsElsewhere bool
 	MaxStreams       int // open event streams per customer; 0: no cap
+
+	// Operators are named admin tokens (PAYD_ADMIN_TOKENS) beside
+	// AdminToken; the audit's actor is the operator's name. (o15a)
+	Operators []Operator
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -58,7 +62,8 @@ func New(d Deps) *echo.Echo {
 // routes lists every route payd serves, in one place.
 func routes(e *echo.Echo, d Deps) {
 	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: body}
-	customer := RequireCustomer(d.Customers, d.AdminToken)
+	ops := newOperators(d.AdminToken, d.Operators)
+	customer := requireCustomer(d.Customers, func(tok string) bool { return ops.match(tok) != "" })
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
@@ -69,6 +74,9 @@ func routes(e *echo.Echo, d Deps) {
 	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
+	console := echo.WrapHandler(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
+	e.GET(web.ConsolePrefix, console)
+	e.GET(web.ConsolePrefix+"/*", console)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", d.Metrics.handler())
 	}
@@ -86,7 +94,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
 
-	admin, a := RequireAdmin(d.AdminToken, d.Customers), d.Admin
+	admin, a := requireOperator(ops, d.Customers), d.Admin
 	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}
@@ -94,7 +102,10 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/orders/:id", a.order, admin, validIDs(orderID))
 	v1.POST("/admin/orders/:id/refund", a.refund, admin, a.audited("refund"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.POST("/admin/reconciliations", a.reconcile, admin, idempotency.AcceptMultipart, a.audited("reconcile"), idem.Wrap(idempotency.KeyRequired))
+	v1.GET("/admin/reconciliations", a.runs, admin)
 	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
+	v1.GET("/admin/discrepancies", a.discrepancies, admin)
+	v1.GET("/admin/customers", a.customers, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
 }

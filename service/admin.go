@@ -16,6 +16,8 @@ type Admin struct {
 	Audit         AuditStore
 	Refunds       RefundStore
 	Discrepancies DiscrepancyStore
+	RunList       RunLister      // reconciliation runs, for ListRuns
+	CustomerList  CustomerLister // customers, for ListCustomers and a search by email
 	Now           func() time.Time
 }
 
@@ -29,13 +31,24 @@ type Timeline struct {
 	Audit         []domain.AuditEntry
 }
 
-// Search lists orders of any customer.
+// Search lists orders of any customer. f.CustomerID may be a customer's
+// ID or the email they registered with (see customerRef).
 func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: "unknown order status"}
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "to", Reason: "must be after from"}
+	}
+	if s.CustomerList != nil {
+		id, known, err := s.customerRef(ctx, f.CustomerID)
+		if err != nil {
+			return domain.OrderPage{}, err
+		}
+		if !known {
+			return domain.OrderPage{Orders: []domain.Order{}}, nil
+		}
+		f.CustomerID = id
 	}
 	return s.Orders.List(ctx, f)
 }

@@ -162,6 +162,8 @@ type DiscrepancyStore interface {
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Discrepancy, error)
 	// ListOpen returns open discrepancies of a type (all types when empty), oldest first, at most limit.
 	ListOpen(ctx context.Context, t domain.DiscrepancyType, limit int) ([]domain.Discrepancy, error)
+	// List returns one page of discrepancies of every source, newest first.
+	List(ctx context.Context, f domain.DiscrepancyFilter) (domain.DiscrepancyPage, error)
 }
 
 // RefundStore keeps refunds.

@@ -37,6 +37,13 @@ type ReconcileRequest struct {
 	From, To time.Time
 	DryRun   bool
 	Charges  []domain.Charge // from a settlement CSV; nil: ask the provider
+	// Source, when set, names who started the run instead of where its
+	// records came from ("schedule": PAYD_RECONCILE_EVERY).
+	Source string
+	// Guard, when set, runs inside the run's transaction once the run is
+	// stored: an error rolls the whole run back. The schedule finishes its
+	// window claim there, so a run is recorded exactly when its window is.
+	Guard func(ctx context.Context, run domain.ReconciliationRun) error
 }
 
 // Run reconciles one window.
@@ -49,6 +56,9 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	if charges != nil {
 		run.Source = "csv"
 	} else {
+		if req.Source != "" {
+			run.Source = req.Source
+		}
 		var err error
 		if charges, err = s.Provider.ListCharges(ctx, run.From, run.To); err != nil {
 			return domain.ReconciliationRun{}, fmt.Errorf("list provider charges: %w", err)
@@ -84,6 +94,11 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		}
 		if err := s.Runs.Finish(ctx, r); err != nil {
 			return err
+		}
+		if req.Guard != nil {
+			if err := req.Guard(ctx, r); err != nil {
+				return err
+			}
 		}
 		done = r
 		return nil

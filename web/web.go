@@ -1,9 +1,12 @@
-// Package web is payd's checkout page: plain HTML, CSS and JavaScript,
-// embedded in the binary and served at /checkout. It shows how a frontend
-// holds up its end of payd's idempotency promise: one idempotency key per
-// payment intent, kept across retries and reloads, and outcomes recovered
-// from the server rather than guessed. It imports nothing of payd, so any
-// router can mount Handler.
+// Package web is payd's pages: plain HTML, CSS and JavaScript, embedded in
+// the binary with no build step. The checkout page (/checkout) shows how a
+// frontend holds up its end of payd's idempotency promise: one idempotency
+// key per payment intent, kept across retries and reloads, and outcomes
+// recovered from the server rather than guessed. The operators' console
+// (/admin) searches orders, draws an order's timeline, resolves
+// discrepancies and runs reconciliations through the admin API, with the
+// same promise: one key per resolve or run intent. It imports nothing of
+// payd, so any router can mount Handler and Console.
 package web
 
 import (
@@ -19,11 +22,17 @@ import (
 	"time"
 )
 
-//go:embed checkout
+//go:embed checkout admin
 var files embed.FS
 
-// Prefix is the path the page is served at; its assets live below it.
+// Prefix is the path the checkout page is served at; its assets live below it.
 const Prefix = "/checkout"
+
+// ConsolePrefix is the path the operators' console is served at; its
+// assets live below it. The console holds no secret of its own: it works
+// only with an operator token typed into it, sent to /v1/admin/... as a
+// bearer token.
+const ConsolePrefix = "/admin"
 
 // policy lets the page load only its own files and talk only to its own
 // origin: no inline script, no third party, no framing. A token held by the
@@ -39,15 +48,22 @@ type asset struct {
 
 // Handler serves GET and HEAD of /checkout (the page) and /checkout/{file}
 // (its assets). Anything else under the prefix is 404; other methods 405.
-func Handler() http.Handler {
-	assets := load()
+func Handler() http.Handler { return site("checkout", Prefix) }
+
+// Console serves the operators' console the same way: /admin (the page)
+// and /admin/{file} (its assets), with the same headers.
+func Console() http.Handler { return site("admin", ConsolePrefix) }
+
+// site serves the files of the embedded folder dir at prefix.
+func site(dir, prefix string) http.Handler {
+	assets := load(dir)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		a, ok := assets[assetName(r.URL.Path)]
+		a, ok := assets[assetName(prefix, r.URL.Path)]
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -67,9 +83,9 @@ func Handler() http.Handler {
 }
 
 // assetName maps a request path to an embedded file name: the page itself
-// for /checkout and /checkout/, else the file name below the prefix.
-func assetName(p string) string {
-	rest, ok := strings.CutPrefix(p, Prefix)
+// for the prefix and the prefix with a slash, else the file name below it.
+func assetName(prefix, p string) string {
+	rest, ok := strings.CutPrefix(p, prefix)
 	if !ok {
 		return ""
 	}
@@ -79,19 +95,19 @@ func assetName(p string) string {
 	return strings.TrimPrefix(rest, "/")
 }
 
-// load reads every embedded file once. Only files directly in checkout/
+// load reads every embedded file of dir once. Only files directly in dir
 // are served: a lookup by exact name leaves no room for path tricks.
-func load() map[string]asset {
-	entries, err := fs.ReadDir(files, "checkout")
+func load(dir string) map[string]asset {
+	entries, err := fs.ReadDir(files, dir)
 	if err != nil {
-		panic("web: embedded checkout files missing: " + err.Error()) // a build defect, not a runtime condition
+		panic("web: embedded " + dir + " files missing: " + err.Error()) // a build defect, not a runtime condition
 	}
 	out := make(map[string]asset, len(entries))
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
 		}
-		body, err := files.ReadFile(path.Join("checkout", e.Name()))
+		body, err := files.ReadFile(path.Join(dir, e.Name()))
 		if err != nil {
 			panic("web: read embedded " + e.Name() + ": " + err.Error())
 		}

@@ -119,17 +119,23 @@ func TestScriptsKeepTokensOutOfURLs(t *testing.T) {
 	}
 }
 
-// scripts lists the URLs of every embedded script.
+// scripts lists the URLs of every embedded script of the checkout page.
 func scripts(t *testing.T) []string {
 	t.Helper()
-	entries, err := fs.ReadDir(files, "checkout")
+	return scriptsOf(t, "checkout", Prefix)
+}
+
+// scriptsOf lists the URLs of every script embedded in dir, served at prefix.
+func scriptsOf(t *testing.T, dir, prefix string) []string {
+	t.Helper()
+	entries, err := fs.ReadDir(files, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".js") {
-			out = append(out, Prefix+"/"+e.Name())
+			out = append(out, prefix+"/"+e.Name())
 		}
 	}
 	if len(out) == 0 {

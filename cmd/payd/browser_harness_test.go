@@ -102,7 +102,7 @@ type exchange struct {
 	Status           int
 	Replayed         bool   // Idempotent-Replayed: true
 	RetryAfter       string // the Retry-After header
-	Body             []byte // kept for pay answers only
+	Body             []byte // kept for pay answers and cut ones only
 	Cut              bool   // payd answered, the browser never got the whole reply
 }
 
@@ -119,6 +119,10 @@ type tap struct {
 	cuts  atomic.Int32 // pay replies still to cut
 	mu    sync.Mutex
 	log   []exchange
+
+	// cutWhich picks the requests whose replies cuts counts down on; nil
+	// is the pay requests.
+	cutWhich func(exchange) bool
 }
 
 type exchangeIndex struct{}
@@ -142,12 +146,19 @@ func newTap(t *testing.T, target string) *tap {
 
 func (p *tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := exchange{Method: r.Method, URI: r.URL.RequestURI(), Key: r.Header.Get("Idempotency-Key")}
-	x.Cut = x.isPay() && p.cuts.Add(-1) >= 0
+	x.Cut = p.cuttable(x) && p.cuts.Add(-1) >= 0
 	p.mu.Lock()
 	i := len(p.log)
 	p.log = append(p.log, x)
 	p.mu.Unlock()
 	p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeIndex{}, i)))
+}
+
+func (p *tap) cuttable(x exchange) bool {
+	if p.cutWhich != nil {
+		return p.cutWhich(x)
+	}
+	return x.isPay()
 }
 
 // answered records payd's answer (whole, for pay requests) and marks it
@@ -159,7 +170,7 @@ func (p *tap) answered(res *http.Response) error {
 	x := &p.log[i]
 	x.Status, x.Replayed = res.StatusCode, res.Header.Get("Idempotent-Replayed") == "true"
 	x.RetryAfter = res.Header.Get("Retry-After")
-	if !x.isPay() {
+	if !x.isPay() && !x.Cut {
 		return nil
 	}
 	body, err := io.ReadAll(res.Body) // payd has finished with the request

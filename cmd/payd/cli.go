@@ -28,6 +28,8 @@ var commands = []command{
 	{"demo", "[flags]", "walk a running payd through register, order, pay, replay and /v1/requests/{key}",
 		"Drives a running payd (start it first with `payd serve`) through the README's walkthrough\n" +
 			"and prints each exchange: method, path, status and body. Tokens are shortened in the output."},
+	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
+	{"admin", "orders|reconcile|discrepancies VERB [flags]", "search orders, reconcile, resolve discrepancies on a running payd", adminAbout},
 	{"version", "", "print payd's module version and VCS revision", "Prints the build information Go recorded in the binary."},
 	{"help", "[command]", "describe payd, or one command and its flags", "payd help COMMAND describes COMMAND and lists its flags only."},
 }
@@ -78,7 +80,7 @@ func help(args []string, w io.Writer) error {
 	case "demo":
 		fs, _ := demoFlags(nil)
 		printCommandUsage(w, name, fs)
-	case "version", "help":
+	case "version", "help", "admin":
 		printCommandUsage(w, name, nil)
 	default:
 		return fmt.Errorf("unknown command %q: run 'payd help' for the list", name)

@@ -690,6 +690,9 @@ type (
 		Target    *string         `json:"target"`
 		RequestID *string         `json:"request_id"`
 		Result    int             `json:"result"`
+		Outcome   string          `json:"outcome"`
+		Code      *string         `json:"code"`
+		Replayed  bool            `json:"replayed"`
 		Detail    json.RawMessage `json:"detail"`
 		CreatedAt string          `json:"created_at"`
 	}
@@ -720,9 +723,10 @@ type (
 		Discrepancies []discrepancyDoc `json:"discrepancies"`
 		Audit         []auditDoc       `json:"audit"`
 		Timeline      []struct {
-			At   string `json:"at"`
-			Kind string `json:"kind"`
-			ID   string `json:"id"`
+			At      string `json:"at"`
+			Kind    string `json:"kind"`
+			ID      string `json:"id"`
+			Summary string `json:"summary"`
 		} `json:"timeline"`
 	}
 	runDoc struct {

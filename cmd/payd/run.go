@@ -63,6 +63,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runSandbox(ctx, cfg, stdout, stderr)
 	case "demo":
 		return demo(ctx, args, stdout)
+	case "admin": // operators' CLI against a running payd (admin_cli.go)
+		return adminCommand(ctx, args, getenv, stdout)
 	case "version":
 		if err := parseFlags(flag.NewFlagSet("payd version", flag.ContinueOnError), sub, args, stdout); err != nil {
 			return err
@@ -255,6 +257,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		refundStore   = repository.NewRefundStore(db)
 		audit         = repository.NewAuditStore(db)
 		inbox         = repository.NewInboxStore(db)
+		runs          = repository.NewRunStore(db)
 		changes       = &service.Changes{}
 	)
 	metrics := handler.NewMetrics()
@@ -287,11 +290,13 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
+	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
+		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
 	admin := &handler.Admin{
-		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies, Now: now},
-		Refunds: refunds,
-		Reconcile: &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: repository.NewRunStore(db),
-			Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer},
+		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
+			RunList: runs, CustomerList: custs, Now: now},
+		Refunds:   refunds,
+		Reconcile: reconciler,
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
 		Records:     idem,
@@ -308,6 +313,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		EventPoll:   time.Second,
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
+		Operators:   cfg.operators, // o15a
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
 		Metrics:     metrics,
 
@@ -319,6 +325,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, observer), Log: log, Observer: observer},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observer: observer},
 	}
+	jobs = append(jobs, reconcileJobs(cfg, db, reconciler, log, observer)...) // o15a: PAYD_RECONCILE_EVERY
 	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
 }
 

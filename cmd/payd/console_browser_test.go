@@ -1,0 +1,225 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+)
+
+// TestConsoleResolvesStagedDiscrepancy drives the operators' console at
+// /admin in headless Chromium against payd booted through run. A payment
+// whose outcome payd misread (the provider charged, payd's books say
+// declined) is staged; the operator signs in (a wrong token is refused),
+// reconciles through the console, finds the discrepancy in the run's result
+// and in the list of open ones, opens its order, double-clicks "apply" and sees the timeline change: the
+// discrepancy resolved, the operator action answered 200, the order paid.
+// The double click resolves once (one request, one audit row), and the
+// token never travels in a URL nor reaches payd's logs. A dry run over the
+// settlement file, uploaded through the page, finds nothing new.
+//
+// PAYD_TEST_SCREENSHOT_DIR=docs keeps the screenshots the README shows.
+func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox) // only reconciliation finds it
+		p := newTap(t, s.base)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("console@example.com")
+		order := s.order(tok, "7.00")
+		_, charge := s.loseOutcome(tok, order)
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in with a wrong token", chromedp.SendKeys("#token", "adm_wrong_token_0123456789abcdef"), chromedp.Click("#sign-in-button"))
+		b.waitFor("the wrong token refused", func() bool { return strings.Contains(b.text("#sign-in-error"), "401") })
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+
+		b.do("reconcile", chromedp.Click("#run"))
+		sel := `#run-discrepancies li[data-type="missing_local_payment"]`
+		b.waitFor("the run's discrepancy", func() bool { return b.count(sel) == 1 })
+		did := b.attr(sel, "id")
+		if !strings.Contains(b.text("#run-discrepancies"), charge) {
+			t.Errorf("the run shows %q, want the charge %s", b.text("#run-discrepancies"), charge)
+		}
+		b.screenshot("console-reconcile")
+
+		listed := fmt.Sprintf(`#disc-list li[data-id="%s"][data-status="open"]`, did)
+		b.waitFor("the discrepancy in the open list", func() bool { return b.count(listed) == 1 })
+		b.do("open its order", chromedp.Click(listed+" .open-order"))
+		entry := fmt.Sprintf(`#timeline li[data-kind="discrepancy"][data-id="%s"]`, did)
+		b.waitFor("the order's timeline", func() bool { return b.attr(entry, "outcome") == "open" })
+		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "failed" {
+			t.Errorf("the attempt's outcome on the timeline = %q, want failed (as payd's books have it)", got)
+		}
+		b.screenshot("console-timeline-open")
+
+		card := fmt.Sprintf(`#order-open li[data-id="%s"]`, did)
+		b.do("write a note", chromedp.SendKeys(card+" .note", "charge confirmed at the provider"))
+		b.doubleClick(card + " button.apply")
+		b.waitFor("the timeline to show the resolution", func() bool { return b.attr(entry, "outcome") == "resolved: apply" })
+		b.waitFor("the operator action on the timeline", func() bool {
+			return b.count(`#timeline li[data-kind="audit"][data-outcome="200"]`) == 1
+		})
+		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "succeeded" {
+			t.Errorf("the attempt's outcome after apply = %q, want succeeded", got)
+		}
+		if got := b.text("#order-summary"); !strings.Contains(got, "paid") {
+			t.Errorf("order summary after apply = %q, want paid", got)
+		}
+		if b.count(card) != 0 {
+			t.Error("the resolved discrepancy still has resolve buttons on its order")
+		}
+		b.screenshot("console-timeline-resolved")
+
+		resolves := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		if len(resolves) != 1 || resolves[0].Status != http.StatusOK || resolves[0].Key == "" {
+			t.Errorf("resolve requests after a double click = %+v, want one with a key, answered 200\n%s", resolves, b.describe())
+		}
+		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'apply' AND note = ?", did, "charge confirmed at the provider"); n != 1 {
+			t.Errorf("discrepancy %s is not resolved by apply with the operator's note", did)
+		}
+		if n := s.count("audit_log WHERE action = 'resolve_discrepancy'"); n != 1 {
+			t.Errorf("resolve audit rows = %d, want 1", n)
+		}
+		if n := s.count("orders WHERE id = ? AND status = 'paid'", order); n != 1 {
+			t.Errorf("order %s is not paid after apply", order)
+		}
+		b.waitFor("the open list to drop it", func() bool { return b.count(listed) == 0 })
+		b.do("list the resolved", chromedp.SetValue("#d-status", "resolved"), chromedp.Click("#disc-refresh"))
+		b.waitFor("the resolved list", func() bool {
+			return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"][data-status="resolved"]`, did)) == 1
+		})
+		if n := b.count(`#runs-rows tr`); n != 1 {
+			t.Errorf("recent runs listed = %d, want 1", n)
+		}
+
+		// A dry run over the provider's settlement file, uploaded through the page.
+		file := filepath.Join(t.TempDir(), "settlement.csv")
+		if err := os.WriteFile(file, []byte(s.settlementCSV()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b.do("upload a settlement file for a dry run",
+			chromedp.SetUploadFiles("#r-file", []string{file}), chromedp.Click("#r-dry"), chromedp.Click("#run"))
+		b.waitFor("the dry run's result", func() bool {
+			return strings.Contains(b.text("#run-summary"), "Settlement file") && strings.Contains(b.text("#run-result-id"), "dry run")
+		})
+		if got := b.text("#run-summary"); !strings.Contains(got, "0 new") {
+			t.Errorf("dry run over the settlement = %q, want 0 new", got)
+		}
+		if n := s.count("reconciliation_runs"); n != 1 {
+			t.Errorf("recorded runs = %d, want 1 (a dry run records nothing)", n)
+		}
+
+		for _, x := range p.exchanges(nil) {
+			if strings.Contains(x.URI, testAdminToken) {
+				t.Errorf("request %s %s carries the operator token in its URL", x.Method, x.URI)
+			}
+		}
+		if strings.Contains(s.logs.String(), testAdminToken) {
+			t.Error("payd's logs contain the operator token")
+		}
+	})
+}
+
+// count is how many elements match a CSS selector.
+func (b *shopper) count(sel string) int {
+	n, err := eval[int](b, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// attr is data-NAME of the first element matching sel ("" if none).
+func (b *shopper) attr(sel, name string) string {
+	v, err := eval[string](b, fmt.Sprintf(`document.querySelector(%q)?.dataset[%q] ?? ''`, sel, name))
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// doubleClick presses the mouse twice on an element, as a person's double
+// click does. Only the first press is checked to land: the page may answer
+// and redraw before the second.
+func (b *shopper) doubleClick(sel string) {
+	b.t.Helper()
+	b.do("scroll to "+sel, chromedp.ScrollIntoView(sel))
+	xy, err := eval[[]float64](b, fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect();
+		return [r.x + r.width / 2, r.y + r.height / 2]; })()`, sel))
+	if err != nil || len(xy) != 2 {
+		b.t.Fatalf("locate %s: %v %v", sel, xy, err)
+	}
+	if hit, err := eval[bool](b, fmt.Sprintf(`document.querySelector(%q).contains(document.elementFromPoint(%f, %f))`, sel, xy[0], xy[1])); err != nil || !hit {
+		b.t.Fatalf("before clicking, %s is not under the mouse (%v)", sel, err)
+	}
+	b.do("double-click "+sel, chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(1)), chromedp.MouseClickXY(xy[0], xy[1], chromedp.ClickCount(2)))
+	time.Sleep(100 * time.Millisecond) // let a second request, if the page sent one, reach the tap
+}
+
+// TestConsoleLostResolveReplyRetriesSameKey: payd resolves, the reply is
+// cut on its way to the browser, the console asks again with the same key
+// and gets payd's stored answer: one resolution, and the timeline shows it.
+// The orders are found by the customer's email in the search form.
+func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		p := newTap(t, s.base)
+		p.cutWhich = func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") }
+		p.cuts.Store(1)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("lost-resolve@example.com")
+		order := s.order(tok, "7.00")
+		s.loseOutcome(tok, order)
+		r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]any{
+			"from": time.Now().UTC().Add(-time.Hour).Format(time.RFC3339), "to": time.Now().UTC().Add(time.Minute).Format(time.RFC3339)})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("reconcile = %d %s, want 201", r.Status, r.Body)
+		}
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
+		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
+		b.waitFor("the order in the search result", func() bool { return b.count(row) == 1 && b.count(`#orders-rows tr`) == 1 })
+		b.do("open it", chromedp.Click(row+" .open-order"))
+		card := `#order-open li[data-type="missing_local_payment"]`
+		b.waitFor("its open discrepancy", func() bool { return b.count(card) == 1 })
+		did := b.attr(card, "id")
+		b.do("apply", chromedp.Click(card+" button.apply"))
+		entry := fmt.Sprintf(`#timeline li[data-kind="discrepancy"][data-id="%s"]`, did)
+		b.waitFor("the timeline to show the resolution", func() bool { return b.attr(entry, "outcome") == "resolved: apply" })
+
+		resolves := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		if len(resolves) != 2 {
+			t.Fatalf("resolve requests = %d, want 2 (the cut one and the console's retry)\n%s", len(resolves), b.describe())
+		}
+		if !resolves[0].Cut || resolves[0].Status != http.StatusOK || resolves[1].Key != resolves[0].Key || resolves[1].Key == "" {
+			t.Errorf("resolves = %+v, want the first answered 200 and cut, the second with the same key", resolves)
+		}
+		if resolves[1].Status != http.StatusOK || !resolves[1].Replayed {
+			t.Errorf("retry = %d replayed=%v, want 200 replayed from the idempotency record", resolves[1].Status, resolves[1].Replayed)
+		}
+		if n := s.count("audit_log WHERE action = 'resolve_discrepancy' AND detail LIKE ?", `%"replayed":false%`); n != 1 {
+			t.Errorf("resolutions carried out = %d, want 1", n)
+		}
+		if n := s.count("orders WHERE id = ? AND status = 'paid'", order); n != 1 {
+			t.Errorf("order %s is not paid after apply", order)
+		}
+	})
+}

@@ -1,0 +1,305 @@
+// app.js: the operators' console. It signs in with an operator token, then
+// works only through payd's admin API (/v1/admin/...): it searches orders,
+// draws an order's timeline, lists discrepancies with resolve buttons and
+// runs reconciliations. Every change it asks for carries an idempotency key
+// made once per operator intent (see discrepancies.js and runReconcile).
+
+import { call, send, describe, newKey, savedToken, saveToken, forgetToken, NetworkError } from './api.js';
+import { h, $, when, badge } from './dom.js';
+import { renderTimeline } from './timeline.js';
+import { card } from './discrepancies.js';
+
+const app = $('app');
+let shownOrder = ''; // the order whose timeline is on screen
+let latestRun = ''; // the newest run this console knows of: it can name a discrepancy found outside runs
+let orderCursor = null;
+let discCursor = null;
+
+/** say reports in the status bar: ok, bad or wait. */
+function say(text, tone = 'wait') {
+  const s = $('status');
+  s.hidden = false;
+  s.className = `status ${tone}`;
+  s.textContent = text;
+}
+
+function setState(state) {
+  app.dataset.state = state;
+  $('sign-in').hidden = state !== 'signed-out';
+  $('console').hidden = state !== 'ready';
+  $('signed-in').hidden = state !== 'ready';
+}
+
+// --- signing in -----------------------------------------------------------
+
+/** verify asks payd whether the saved token is an operator's: the cheapest admin read. */
+async function verify() {
+  let r;
+  try {
+    r = await call('GET', '/v1/admin/orders?limit=1');
+  } catch {
+    return 'payd did not answer. Is it running?';
+  }
+  if (r.status === 200) return '';
+  if (r.status === 403) return 'This token is not an operator token (403).';
+  return describe(r);
+}
+
+async function signIn(token) {
+  saveToken(token);
+  const problem = await verify();
+  $('token').value = ''; // never left in the page, right or wrong
+  if (problem) {
+    forgetToken();
+    $('sign-in-error').textContent = problem;
+    setState('signed-out');
+    return;
+  }
+  $('sign-in-error').textContent = '';
+  setState('ready');
+  await Promise.all([loadDiscrepancies(), loadRuns(), searchOrders()]);
+}
+
+function signOut() {
+  forgetToken();
+  shownOrder = latestRun = '';
+  $('order').hidden = true;
+  $('status').hidden = true;
+  setState('signed-out');
+}
+
+/** checked handles an answer that says the token stopped working. */
+function checked(r) {
+  if (r.status === 401) {
+    signOut();
+    $('sign-in-error').textContent = describe(r);
+  }
+  return r;
+}
+
+// --- times ----------------------------------------------------------------
+
+/** rfc3339 reads a datetime-local input as UTC. */
+function rfc3339(value) {
+  if (!value) return '';
+  return (value.length === 16 ? `${value}:00` : value) + 'Z';
+}
+
+const localValue = (d) => d.toISOString().slice(0, 19);
+
+// --- orders ---------------------------------------------------------------
+
+async function searchOrders(more = false) {
+  const q = new URLSearchParams();
+  const status = $('q-status').value;
+  if (status) q.set('status', status);
+  const customer = $('q-customer').value.trim();
+  if (customer) q.set('customer', customer); // an ID or an email: payd tells them apart
+  if ($('q-from').value) q.set('from', rfc3339($('q-from').value));
+  if ($('q-to').value) q.set('to', rfc3339($('q-to').value));
+  if (more && orderCursor) q.set('cursor', orderCursor);
+  q.set('limit', '20');
+  const r = checked(await call('GET', `/v1/admin/orders?${q}`));
+  if (r.status !== 200) {
+    say(describe(r), 'bad');
+    return;
+  }
+  const rows = $('orders-rows');
+  if (!more) rows.replaceChildren();
+  for (const o of r.data.data) {
+    rows.append(h('tr', { dataset: { id: o.id } },
+      h('td', {}, h('button', { type: 'button', class: 'link open-order', onclick: () => openOrder(o.id) }, o.id)),
+      h('td', {}, badge(o.status)),
+      h('td', { class: 'num' }, `${o.amount} ${o.currency}`),
+      h('td', {}, when(o.created_at))));
+  }
+  orderCursor = r.data.next_cursor;
+  $('more').hidden = !orderCursor;
+  $('orders-table').hidden = rows.children.length === 0;
+  $('orders-empty').hidden = rows.children.length !== 0;
+}
+
+/** openOrder draws an order's timeline and its open discrepancies. */
+async function openOrder(id) {
+  const r = checked(await call('GET', `/v1/admin/orders/${encodeURIComponent(id)}`));
+  if (r.status !== 200) {
+    say(describe(r), 'bad');
+    return;
+  }
+  shownOrder = id;
+  const doc = r.data;
+  const o = doc.order;
+  $('order').hidden = false;
+  $('order-id').textContent = o.id;
+  $('order-summary').replaceChildren(badge(o.status), ` ${o.amount} ${o.currency}`,
+    o.refunded_amount && o.refunded_amount !== '0.00' ? `, ${o.refunded_amount} refunded` : '',
+    ` · customer ${o.customer_id} · created ${when(o.created_at)}`);
+  renderTimeline($('timeline'), doc);
+  const open = (doc.discrepancies || []).filter((d) => d.status === 'open');
+  document.getElementById('order-open')?.remove();
+  if (open.length) {
+    $('timeline').after(h('ul', { id: 'order-open', class: 'cards' }, open.map((d) => card(d, cardOpts))));
+  }
+  $('order').dataset.loaded = `${o.id} ${doc.timeline.length}`;
+}
+
+// --- discrepancies --------------------------------------------------------
+
+const cardOpts = {
+  runFor: (d) => d.run_id || latestRun,
+  openOrder: (id) => openOrder(id),
+  say,
+  onResolved: async () => {
+    await Promise.all([loadDiscrepancies(), shownOrder ? openOrder(shownOrder) : null, refreshRun(), searchOrders()]);
+  },
+};
+
+async function loadDiscrepancies(more = false) {
+  const q = new URLSearchParams({ status: $('d-status').value });
+  if ($('d-type').value) q.set('type', $('d-type').value);
+  if ($('d-order').value.trim()) q.set('order', $('d-order').value.trim());
+  if (more && discCursor) q.set('cursor', discCursor);
+  const r = checked(await call('GET', `/v1/admin/discrepancies?${q}`));
+  const list = $('disc-list');
+  if (r.status !== 200) {
+    list.replaceChildren();
+    $('disc-empty').hidden = false;
+    $('disc-empty').textContent = r.status === 404 || r.status === 405
+      ? 'This payd lists discrepancies only on their order and run.' : describe(r);
+    return;
+  }
+  if (!more) list.replaceChildren();
+  for (const d of r.data.data) list.append(card(d, cardOpts));
+  discCursor = r.data.next_cursor;
+  $('disc-more').hidden = !discCursor;
+  $('disc-empty').hidden = list.children.length !== 0;
+  $('disc-empty').textContent = 'None.';
+  list.dataset.loaded = String(list.children.length);
+}
+
+// --- reconciliation -------------------------------------------------------
+
+let runIntent = null; // {what, key} of a run whose answer has not come back
+
+async function runReconcile() {
+  const from = rfc3339($('r-from').value);
+  const to = rfc3339($('r-to').value);
+  const dry = $('r-dry').checked;
+  const file = $('r-file').files[0];
+  const what = JSON.stringify([from, to, dry, file ? [file.name, file.size, file.lastModified] : null]);
+  if (!runIntent || runIntent.what !== what) runIntent = { what, key: newKey() };
+  let opts;
+  if (file) {
+    const form = new FormData();
+    form.set('from', from);
+    form.set('to', to);
+    form.set('dry_run', String(dry));
+    form.set('file', file);
+    opts = { key: runIntent.key, form };
+  } else {
+    opts = { key: runIntent.key, body: { from, to, dry_run: dry } };
+  }
+  $('run').disabled = true; // before any await: a double click is one run
+  say(dry ? 'Dry run…' : 'Reconciling…');
+  try {
+    const r = checked(await send('POST', '/v1/admin/reconciliations', opts));
+    runIntent = null;
+    if (r.status === 200 || r.status === 201) {
+      showRun(r.data);
+      say(`${r.data.dry_run ? 'Dry run' : 'Run'} finished: ${r.data.found} found, ${r.data.new} new, ${r.data.matched} matched.`, 'ok');
+      if (!r.data.dry_run) await Promise.all([loadRuns(), loadDiscrepancies()]);
+    } else {
+      say(describe(r), 'bad');
+    }
+  } catch (err) {
+    say(err instanceof NetworkError ? 'payd did not answer. Run again: the same request is repeated, never a second run.' : String(err), 'bad');
+  } finally {
+    $('run').disabled = false;
+  }
+}
+
+/** knowRun keeps latestRun the newest recorded run seen. */
+function knowRun(run) {
+  if (run.dry_run) return;
+  runCreated[run.id] = run.created_at;
+  if (!latestRun || run.created_at >= runCreated[latestRun]) latestRun = run.id;
+}
+const runCreated = {};
+
+function showRun(run) {
+  knowRun(run);
+  $('run-result').hidden = false;
+  $('run-result').dataset.id = run.dry_run ? '' : run.id;
+  $('run-result-id').textContent = run.dry_run ? 'dry run (not recorded)' : run.id;
+  const source = { csv: 'Settlement file', provider: "Provider's charge list", schedule: "Scheduled, provider's charge list" }[run.source] || run.source;
+  $('run-summary').textContent = `${source}, ${when(run.from)} to ${when(run.to)}: ` +
+    `${run.matched} matched, ${run.found} discrepancies found, ${run.new} new.`;
+  $('run-discrepancies').replaceChildren(...run.discrepancies.map((d) => card(d, cardOpts)));
+}
+
+async function openRun(id) {
+  const r = checked(await call('GET', `/v1/admin/reconciliations/${encodeURIComponent(id)}`));
+  if (r.status !== 200) {
+    say(describe(r), 'bad');
+    return;
+  }
+  showRun(r.data);
+}
+
+/** refreshRun redraws the run on screen after a resolution changed its findings. */
+async function refreshRun() {
+  const id = $('run-result').dataset.id;
+  if (id && !$('run-result').hidden) await openRun(id);
+}
+
+async function loadRuns() {
+  const r = checked(await call('GET', '/v1/admin/reconciliations?limit=10'));
+  if (r.status !== 200) {
+    $('runs-empty').textContent = r.status === 404 || r.status === 405
+      ? 'This payd does not list runs: open one by its ID.' : describe(r);
+    return;
+  }
+  const rows = $('runs-rows');
+  rows.replaceChildren();
+  for (const run of r.data.data) {
+    knowRun(run);
+    rows.append(h('tr', { dataset: { id: run.id } },
+      h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => openRun(run.id) }, run.id)),
+      h('td', {}, run.source),
+      h('td', {}, `${when(run.from)} – ${when(run.to)}`),
+      h('td', { class: 'num' }, String(run.found)),
+      h('td', { class: 'num' }, String(run.new))));
+  }
+  $('runs-table').hidden = rows.children.length === 0;
+  $('runs-empty').textContent = rows.children.length === 0 ? 'No run yet.' : '';
+}
+
+// --- wiring ---------------------------------------------------------------
+
+function on(id, event, fn) {
+  $(id).addEventListener(event, (e) => {
+    e.preventDefault();
+    fn(e);
+  });
+}
+
+on('token-form', 'submit', () => signIn($('token').value.trim()));
+on('sign-out', 'click', signOut);
+on('search-form', 'submit', () => searchOrders());
+on('more', 'click', () => searchOrders(true));
+on('open-form', 'submit', () => { const id = $('open-id').value.trim(); if (id) openOrder(id); });
+on('reload-order', 'click', () => shownOrder && openOrder(shownOrder));
+on('disc-form', 'submit', () => loadDiscrepancies());
+on('disc-more', 'click', () => loadDiscrepancies(true));
+on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
+on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
+
+const now = new Date();
+$('r-from').value = localValue(new Date(now.getTime() - 24 * 3600 * 1000));
+$('r-to').value = localValue(new Date(now.getTime() + 60 * 1000));
+
+if (savedToken()) {
+  signIn(savedToken());
+} else {
+  setState('signed-out');
+}

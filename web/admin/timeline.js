@@ -1,0 +1,90 @@
+// timeline.js: an order's story drawn as a vertical timeline. payd merges
+// every record about the order in time order (GET /v1/admin/orders/{id},
+// `timeline`); each entry is drawn with its outcome, looked up in the
+// record it names: an attempt's status, a webhook's outcome, a refund's
+// status, a discrepancy's status and resolution, an operator action's HTTP
+// result (so a refund answered 409 never looks like one answered 200).
+
+import { h, when, badge } from './dom.js';
+
+/**
+ * outcomeOf finds what became of the record a timeline entry names, from
+ * the record itself; an entry's own outcome, where payd sends one, stands
+ * in for a record the answer does not carry.
+ */
+export function outcomeOf(doc, entry) {
+  return recordOutcome(doc, entry) || entry.outcome || '';
+}
+
+function recordOutcome(doc, entry) {
+  const find = (list) => (list || []).find((r) => r.id === entry.id) || {};
+  switch (entry.kind) {
+    case 'order':
+      return 'created';
+    case 'attempt': {
+      const a = find(doc.attempts);
+      return a.status;
+    }
+    case 'webhook': {
+      const e = find(doc.webhook_events);
+      return e.id ? e.outcome || 'not processed' : '';
+    }
+    case 'refund':
+      return find(doc.refunds).status;
+    case 'discrepancy': {
+      const d = find(doc.discrepancies);
+      return d.resolution ? `${d.status}: ${d.resolution}` : d.status;
+    }
+    case 'audit': {
+      const a = find(doc.audit);
+      const replayed = a.detail && a.detail.replayed ? ' replayed' : '';
+      return a.result ? `${a.result}${replayed}` : '';
+    }
+  }
+  return '';
+}
+
+/** detailOf is a second line for entries whose summary leaves out what an operator needs. */
+function detailOf(doc, entry) {
+  const find = (list) => (list || []).find((r) => r.id === entry.id);
+  if (entry.kind === 'audit') {
+    const a = find(doc.audit);
+    if (!a) return null;
+    const parts = [a.target ? `about ${a.target}` : '', a.request_id ? `key ${a.request_id}` : ''];
+    if (a.detail && typeof a.detail === 'object') {
+      const shown = Object.entries(a.detail).filter(([k, v]) => k !== 'replayed' && v !== '' && v !== null && typeof v !== 'object');
+      parts.push(shown.map(([k, v]) => `${k}=${v}`).join(' '));
+    }
+    return parts.filter(Boolean).join(' · ');
+  }
+  if (entry.kind === 'discrepancy') {
+    const d = find(doc.discrepancies);
+    if (!d) return null;
+    const amounts = d.provider_amount || d.local_amount ? `provider ${d.provider_amount ?? '—'} / payd ${d.local_amount ?? '—'} ${d.currency ?? ''}` : '';
+    return [`reference ${d.reference}`, amounts, d.note ? `note: ${d.note}` : ''].filter(Boolean).join(' · ');
+  }
+  if (entry.kind === 'attempt') {
+    const a = find(doc.attempts);
+    return a ? [`key ${a.request_id}`, a.provider_charge_id ? `charge ${a.provider_charge_id}` : ''].filter(Boolean).join(' · ') : null;
+  }
+  return null;
+}
+
+/** renderTimeline draws doc.timeline into the list element ol. */
+export function renderTimeline(ol, doc) {
+  ol.replaceChildren();
+  for (const entry of doc.timeline || []) {
+    const outcome = outcomeOf(doc, entry);
+    const detail = detailOf(doc, entry);
+    ol.append(
+      h('li', { class: `event kind-${entry.kind}`, dataset: { kind: entry.kind, id: entry.id, outcome: outcome || '' } },
+        h('span', { class: 'dot', 'aria-hidden': 'true' }),
+        h('div', { class: 'what' },
+          h('span', { class: 'kind' }, entry.kind), ' ',
+          h('span', { class: 'summary' }, entry.summary), ' ',
+          badge(outcome)),
+        detail ? h('div', { class: 'detail' }, detail) : null,
+        h('time', { datetime: entry.at }, when(entry.at))),
+    );
+  }
+}
