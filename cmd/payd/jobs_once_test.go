@@ -42,8 +42,9 @@ import (
 // covered by TestReplicaJobsOnce (three payd processes, real ticks).
 //
 // A job is found by the name run gives it (app.jobs), so a new schedule
-// (reconciliation, say) is one more jobCase: its name, how to make rows
-// due, and what "done once" means for them.
+// (reconciliation, say) is one more jobCase — its name, how to make rows
+// due, and what "done once" means for them — plus, when the schedule is
+// off by default, its setting (PAYD_RECONCILE_EVERY) in jobsEnv.
 
 // jobCase is one background job under test.
 type jobCase struct {
