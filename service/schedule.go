@@ -38,7 +38,7 @@ type ReconcileSchedule struct {
 	// Windows must be on the same database handle as the Reconciler's
 	// transactor: finishing a window joins the run's transaction.
 	Windows WindowStore
-	Every      time.Duration
+	Every   time.Duration
 	// Lease is how long a claim keeps other replicas off a window; a run
 	// is cut off (Timeout) well before it lapses.
 	Lease   time.Duration
