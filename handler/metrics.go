@@ -38,6 +38,7 @@ type Metrics struct {
 	jobs          *prometheus.CounterVec
 	dbRetries     *prometheus.CounterVec
 	provider      *prometheus.HistogramVec
+	rejected      *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -75,11 +76,11 @@ func NewMetrics() *Metrics {
 			Name: "payd_db_retries_total",
 			Help: "Database transactions and statements run again after a conflict: deadlock (incl. Galera certification), lock_wait_timeout, sqlite_busy.",
 		}, []string{"reason"}),
-		provider: newProviderHistogram(),
+		provider: newProviderHistogram(), rejected: newWebhookRejections(),
 	}
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(m.provider, buildInfo()) // signals.go (ADR 0022)
+	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // signals.go (ADR 0022)
 	return m
 }
 

@@ -51,6 +51,21 @@ func oneOf(set []string, s string) bool {
 	return false
 }
 
+func newWebhookRejections() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "payd_webhook_rejected_total",
+		Help: "Provider webhook deliveries refused before being stored, by reason: invalid_signature, malformed.",
+	}, []string{"reason"})
+}
+
+// WebhookRejected counts one refused webhook delivery (Webhooks.Rejected).
+func (m *Metrics) WebhookRejected(reason string) {
+	if reason != "invalid_signature" {
+		reason = "malformed"
+	}
+	m.rejected.WithLabelValues(reason).Inc()
+}
+
 // buildInfo is payd_build_info: always 1, its labels say which payd this is.
 func buildInfo() prometheus.Collector {
 	version, revision := "(devel)", "unknown"
