@@ -27,7 +27,7 @@ func (l OutcomeLog) PaymentResult(ctx context.Context, a domain.Attempt, result 
 		level = slog.LevelWarn
 	}
 	l.Log.Log(ctx, level, "payment outcome", "result", result, "order_id", a.OrderID, "attempt_id", a.ID,
-		"amount", a.Amount.String(), "currency", string(a.Currency))
+		"amount", domain.FormatAmount(a.Amount, a.Currency), "currency", string(a.Currency))
 }
 
 // DiscrepancyRecorded logs a newly recorded discrepancy as a warning.
@@ -39,5 +39,5 @@ func (l OutcomeLog) DiscrepancyRecorded(ctx context.Context, d domain.Discrepanc
 // RefundedAutomatically logs a charge payd gave back on its own.
 func (l OutcomeLog) RefundedAutomatically(ctx context.Context, r domain.Refund) {
 	l.Log.WarnContext(ctx, "automatic refund", "refund_id", r.ID, "order_id", r.OrderID, "charge_id", r.ChargeID,
-		"amount", r.Amount.String(), "currency", string(r.Currency), "status", string(r.Status), "reason", r.Reason)
+		"amount", domain.FormatAmount(r.Amount, r.Currency), "currency", string(r.Currency), "status", string(r.Status), "reason", r.Reason)
 }

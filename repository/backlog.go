@@ -27,14 +27,16 @@ const backlogQuery = `SELECT
 	(SELECT MIN(created_at) FROM payment_attempts WHERE status = ?),
 	(SELECT COUNT(*) FROM webhook_events WHERE processed_at IS NULL)`
 
+var backlogArgs = []any{string(domain.StatusProcessing), domain.DiscrepancyOpen, domain.DiscrepancyResolving,
+	string(domain.AttemptUnknown)}
+
 // ReadBacklog reads the backlog (the metrics' gauges, ADR 0022).
 func ReadBacklog(ctx context.Context, db *DB) (Backlog, error) {
 	var (
 		b      Backlog
 		oldest *utcTime
 	)
-	row := db.conn(ctx).Raw(backlogQuery, string(domain.StatusProcessing),
-		domain.DiscrepancyOpen, domain.DiscrepancyResolving, string(domain.AttemptUnknown)).Row()
+	row := db.conn(ctx).Raw(backlogQuery, backlogArgs...).Row()
 	if err := row.Scan(&b.OrdersProcessing, &b.DiscrepanciesOpen, &oldest, &b.WebhookEventsPending); err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}
