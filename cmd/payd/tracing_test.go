@@ -1,12 +1,16 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +20,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
@@ -112,8 +118,9 @@ func TestTracingPay(t *testing.T) {
 		t.Fatalf("spans = %v, want a server span POST /v1/orders/:id/pay and a client span provider POST /v1/charges", names)
 	}
 	traceID := server.SpanContext().TraceID()
-	if client.SpanContext().TraceID() != traceID {
-		t.Errorf("charge span trace %s, want the pay request's %s", client.SpanContext().TraceID(), traceID)
+	if client.SpanContext().TraceID() != traceID || client.Parent().SpanID() != server.SpanContext().SpanID() {
+		t.Errorf("charge span in trace %s under span %s, want in the pay request's trace %s under its server span %s",
+			client.SpanContext().TraceID(), client.Parent().SpanID(), traceID, server.SpanContext().SpanID())
 	}
 	want := "00-" + traceID.String() + "-" + client.SpanContext().SpanID().String() + "-01"
 	found := false
@@ -150,5 +157,69 @@ func TestTracingOff(t *testing.T) {
 	}
 	if strings.Contains(p.logs.String(), `"trace_id"`) {
 		t.Errorf("trace_id logged with tracing off")
+	}
+}
+
+// collector is a stand-in OTLP/HTTP collector: it keeps the names of the
+// spans payd exports to /v1/traces, and their service.name.
+type collector struct {
+	mu       sync.Mutex
+	spans    []string
+	services []string
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	raw, err := io.ReadAll(body)
+	var req coltracepb.ExportTraceServiceRequest
+	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(raw, &req) != nil {
+		http.Error(w, "bad export", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				c.services = append(c.services, kv.GetValue().GetStringValue())
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				c.spans = append(c.spans, s.GetName())
+			}
+		}
+	}
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// TestTracingExportsOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT set, `payd
+// serve` exports its spans over OTLP/HTTP, at the latest when it stops.
+func TestTracingExportsOTLP(t *testing.T) {
+	col := &collector{}
+	srv := httptest.NewServer(col)
+	defer srv.Close()
+	s := startStack(t, "sqlite", env{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	_, tok := s.register(newEmail())
+	s.paidOrder(tok, "2.50")
+	s.stop() // flushes the batch
+
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if !slices.Contains(col.spans, "POST /v1/orders/:id/pay") || !slices.Contains(col.spans, "provider POST /v1/charges") {
+		t.Errorf("exported spans = %q, want the pay route's and the charge's", col.spans)
+	}
+	if len(col.services) == 0 || col.services[0] != "payd" {
+		t.Errorf("exported service.name = %q, want payd", col.services)
 	}
 }
