@@ -62,7 +62,18 @@ func (t tracing) server(e *echo.Echo) http.Handler {
 		return e
 	}
 	e.Use(routeSpan)
-	return otelhttp.NewHandler(e, "payd", otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(propagator))
+	return otelhttp.NewHandler(e, "payd", otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(propagator),
+		otelhttp.WithFilter(traced))
+}
+
+// traced leaves probes and scrapes out of the traces: a span every few
+// seconds per replica for /healthz, /readyz and /metrics tells nothing.
+func traced(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/healthz", "/readyz", "/metrics":
+		return false
+	}
+	return true
 }
 
 // routeSpan names the server span "METHOD /route/:pattern": a name from a

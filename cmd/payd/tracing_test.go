@@ -95,6 +95,9 @@ func startTraced(t *testing.T, tp trace.TracerProvider) (*inproc, *traceparents)
 func TestTracingPay(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	p, seen := startTraced(t, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	if status, _ := get(t, p.base+"/healthz"); status != http.StatusOK {
+		t.Fatalf("GET /healthz = %d", status)
+	}
 	_, tok := p.register(newEmail())
 	order := p.order(tok, "4.00")
 	if r := p.pay(tok, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {
@@ -108,6 +111,8 @@ func TestTracingPay(t *testing.T) {
 			server = s
 		case s.SpanKind() == trace.SpanKindClient && s.Name() == "provider POST /v1/charges":
 			client = s
+		case strings.Contains(s.Name(), "/healthz"):
+			t.Errorf("span %q: probes are not traced", s.Name())
 		}
 	}
 	if server == nil || client == nil {
