@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ type Metrics struct {
 	discrepancies *prometheus.CounterVec
 	jobs          *prometheus.CounterVec
 	dbRetries     *prometheus.CounterVec
+	provider      *prometheus.HistogramVec
+	rejected      *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -73,9 +76,11 @@ func NewMetrics() *Metrics {
 			Name: "payd_db_retries_total",
 			Help: "Database transactions and statements run again after a conflict: deadlock (incl. Galera certification), lock_wait_timeout, sqlite_busy.",
 		}, []string{"reason"}),
+		provider: newProviderHistogram(), rejected: newWebhookRejections(),
 	}
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // signals.go (ADR 0022)
 	return m
 }
 
@@ -101,11 +106,13 @@ func (m *Metrics) WebhookApplied(eventType, outcome string) {
 }
 
 // PaymentResult counts one payment result.
-func (m *Metrics) PaymentResult(result string) { m.payments.WithLabelValues(result).Inc() }
+func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
+	m.payments.WithLabelValues(result).Inc()
+}
 
 // DiscrepancyRecorded counts one newly recorded discrepancy.
-func (m *Metrics) DiscrepancyRecorded(t domain.DiscrepancyType) {
-	m.discrepancies.WithLabelValues(string(t)).Inc()
+func (m *Metrics) DiscrepancyRecorded(_ context.Context, d domain.Discrepancy) {
+	m.discrepancies.WithLabelValues(string(d.Type)).Inc()
 }
 
 // JobDone counts the rows a background job handled (service.Observer).

@@ -74,8 +74,8 @@ func TestMetricsHooks(t *testing.T) {
 	m.KeyDecided("replayed")
 	m.WebhookApplied(string(domain.EventPaymentSucceeded), "applied")
 	m.WebhookApplied("account.hacked<script>", "ignored")
-	m.PaymentResult("declined")
-	m.DiscrepancyRecorded(domain.DuplicateCharge)
+	m.PaymentResult(context.Background(), domain.Attempt{}, "declined")
+	m.DiscrepancyRecorded(context.Background(), domain.Discrepancy{Type: domain.DuplicateCharge})
 	m.JobDone("expire_orders", 7)
 	m.DBRetried("deadlock")
 

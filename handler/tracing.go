@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // requestIDKey carries the tracing ID in a request's context.
@@ -64,11 +65,17 @@ func TraceLogs(h slog.Handler) slog.Handler {
 
 type traceHandler struct{ slog.Handler }
 
-// Handle adds request_id unless the record already has one.
+// Handle adds request_id unless the record already has one, and the
+// OpenTelemetry trace_id and span_id when ctx is in a sampled span (ADR
+// 0022), so a log line leads to its trace.
 func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if id := RequestIDFrom(ctx); id != "" && !hasAttr(r, "request_id") {
 		r = r.Clone()
 		r.AddAttrs(slog.String("request_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !hasAttr(r, "trace_id") {
+		r = r.Clone()
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
 }

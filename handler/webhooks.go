@@ -28,6 +28,9 @@ type EventParser func(body []byte) (domain.ProviderEvent, error)
 type Webhooks struct {
 	Receiver EventReceiver
 	Parse    EventParser
+	// Rejected, optional, is told of each delivery refused before it was
+	// stored, by reason: invalid_signature or malformed (ADR 0022).
+	Rejected func(reason string)
 	verifier []*standardwebhooks.Webhook
 }
 
@@ -61,10 +64,12 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return err
 	}
 	if !h.verified(raw, c.Request().Header) {
+		h.rejected("invalid_signature")
 		return errInvalidSignature
 	}
 	ev, err := h.Parse(raw)
 	if err != nil {
+		h.rejected("malformed")
 		if ve := (*domain.ValidationError)(nil); errors.As(err, &ve) {
 			return ve
 		}
@@ -84,6 +89,12 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": outcome})
+}
+
+func (h *Webhooks) rejected(reason string) {
+	if h.Rejected != nil {
+		h.Rejected(reason)
+	}
 }
 
 func (h *Webhooks) verified(raw []byte, headers http.Header) bool {

@@ -44,3 +44,7 @@ var (
 	RetryReason = retryReason
 	Classify    = classify
 )
+
+// BacklogQuery is ReadBacklog's statement and its arguments, for the
+// query-plan test.
+var BacklogQuery, BacklogArgs = backlogQuery, backlogArgs

@@ -281,7 +281,7 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 		// Best effort: a lease not given up just runs out.
 		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
-	s.observe("unknown")
+	s.observe(ctx, a, "unknown")
 	return o, nil
 }
 
@@ -342,11 +342,11 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			return domain.Order{}, err
 		}
 		s.changed(o.ID)
-		s.observe("paid")
+		s.observe(ctx, a, "paid")
 	case paid:
 		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
 		s.changed(o.ID)
-		s.observe("paid")
+		s.observe(ctx, a, "paid")
 	default:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
@@ -439,7 +439,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 	if released {
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusPending, "", now, o.Version+1
 		s.changed(o.ID)
-		s.observe("declined")
+		s.observe(ctx, a, "declined")
 	}
 	return o, released, nil
 }
@@ -473,4 +473,6 @@ func (s *Checkout) obs() Observer { return observing(s.Observer) }
 
 func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
-func (s *Checkout) observe(result string) { s.obs().PaymentResult(result) }
+func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result string) {
+	s.obs().PaymentResult(ctx, a, result)
+}

@@ -150,7 +150,9 @@ type observer struct {
 	w *world
 }
 
-func (o *observer) PaymentResult(result string) { o.w.observe(result) }
+func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
+	o.w.observe(result)
+}
 
 func (o *observer) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) {
 	_ = o.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)

@@ -23,10 +23,14 @@ type Observer interface {
 	// says whether a retry with the key must be told this outcome rather
 	// than run again.
 	PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool)
-	// PaymentResult: one payment attempt ended as paid, declined, unknown or held.
-	PaymentResult(result string)
-	// DiscrepancyRecorded: a discrepancy of type t was newly recorded.
-	DiscrepancyRecorded(t domain.DiscrepancyType)
+	// PaymentResult: payment attempt a ended as paid, declined, unknown or
+	// held. ctx is the one the outcome was learnt in (its trace).
+	PaymentResult(ctx context.Context, a domain.Attempt, result string)
+	// DiscrepancyRecorded: discrepancy d was newly recorded (committed).
+	DiscrepancyRecorded(ctx context.Context, d domain.Discrepancy)
+	// RefundedAutomatically: payd gave back a charge an order could not
+	// take (refund r, as the provider answered it).
+	RefundedAutomatically(ctx context.Context, r domain.Refund)
 	// WebhookApplied: a provider event of eventType was handled with outcome
 	// (applied, duplicate, ignored, discrepancy).
 	WebhookApplied(eventType, outcome string)
@@ -44,10 +48,13 @@ func (NopObserver) OrderChanged(string) {}
 func (NopObserver) PaymentSettled(context.Context, domain.Order, domain.Attempt, error, bool) {}
 
 // PaymentResult does nothing.
-func (NopObserver) PaymentResult(string) {}
+func (NopObserver) PaymentResult(context.Context, domain.Attempt, string) {}
 
 // DiscrepancyRecorded does nothing.
-func (NopObserver) DiscrepancyRecorded(domain.DiscrepancyType) {}
+func (NopObserver) DiscrepancyRecorded(context.Context, domain.Discrepancy) {}
+
+// RefundedAutomatically does nothing.
+func (NopObserver) RefundedAutomatically(context.Context, domain.Refund) {}
 
 // WebhookApplied does nothing.
 func (NopObserver) WebhookApplied(string, string) {}
@@ -73,16 +80,23 @@ func (all Observers) PaymentSettled(ctx context.Context, o domain.Order, a domai
 }
 
 // PaymentResult tells every observer.
-func (all Observers) PaymentResult(result string) {
+func (all Observers) PaymentResult(ctx context.Context, a domain.Attempt, result string) {
 	for _, o := range all {
-		o.PaymentResult(result)
+		o.PaymentResult(ctx, a, result)
 	}
 }
 
 // DiscrepancyRecorded tells every observer.
-func (all Observers) DiscrepancyRecorded(t domain.DiscrepancyType) {
+func (all Observers) DiscrepancyRecorded(ctx context.Context, d domain.Discrepancy) {
 	for _, o := range all {
-		o.DiscrepancyRecorded(t)
+		o.DiscrepancyRecorded(ctx, d)
+	}
+}
+
+// RefundedAutomatically tells every observer.
+func (all Observers) RefundedAutomatically(ctx context.Context, r domain.Refund) {
+	for _, o := range all {
+		o.RefundedAutomatically(ctx, r)
 	}
 }
 

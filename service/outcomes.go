@@ -48,7 +48,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 		return domain.Order{}, fmt.Errorf("hold attempt %s: %w", a.ID, err)
 	}
 	if isNew {
-		s.obs().DiscrepancyRecorded(domain.AmountMismatch)
+		s.obs().DiscrepancyRecorded(ctx, domain.Discrepancy{Type: domain.AmountMismatch, OrderID: o.ID, AttemptID: a.ID, ChargeID: ch.ID})
 	}
 	if !held {
 		// Another report settled the attempt first. A success for the right
@@ -66,7 +66,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 			return o, mismatchError(a)
 		}
 	}
-	s.observe("held")
+	s.observe(ctx, a, "held")
 	merr := mismatchError(a)
 	if !inRequest && held {
 		s.publishSettled(ctx, o, a, merr)
@@ -218,7 +218,7 @@ func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) er
 	}
 	if paid {
 		s.changed(o.ID)
-		s.observe("paid")
+		s.observe(ctx, a, "paid")
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	// read: a run that fails midway (the database goes away, a row is
 	// refused) leaves no run with finished_at NULL and no finding behind;
 	// the operator sees an error and runs it again.
-	var fresh []domain.DiscrepancyType
+	var fresh []domain.Discrepancy
 	done := run
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 		// InTx may run fn again after a conflict: each run starts from the
@@ -107,23 +107,23 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return domain.ReconciliationRun{}, err
 	}
 	run = done
-	for _, t := range fresh {
-		observing(s.Observer).DiscrepancyRecorded(t) // told once committed: a rolled-back run recorded nothing
+	for _, d := range fresh {
+		observing(s.Observer).DiscrepancyRecorded(ctx, d) // told once committed: a rolled-back run recorded nothing
 	}
 	return run, nil
 }
 
 // keepAll keeps every finding of run, stamps it finished and returns the
-// types of the discrepancies nobody had recorded before.
-func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun, found []domain.Discrepancy) ([]domain.DiscrepancyType, error) {
-	var fresh []domain.DiscrepancyType
+// discrepancies nobody had recorded before.
+func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun, found []domain.Discrepancy) ([]domain.Discrepancy, error) {
+	var fresh []domain.Discrepancy
 	for _, d := range found {
 		isNew, err := s.keep(ctx, run, d)
 		if err != nil {
 			return nil, err
 		}
 		if isNew {
-			fresh = append(fresh, d.Type)
+			fresh = append(fresh, d)
 		}
 	}
 	now := s.Now().UTC()

@@ -61,7 +61,7 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 		}, s.Now)
 		_, isNew, err := s.Discrepancies.Record(ctx, d)
 		if isNew {
-			observing(s.Observer).DiscrepancyRecorded(d.Type)
+			observing(s.Observer).DiscrepancyRecorded(ctx, d)
 		}
 		return err
 	}
@@ -69,6 +69,7 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 	if err != nil {
 		return err
 	}
+	observing(s.Observer).RefundedAutomatically(ctx, r)
 	d := newDiscrepancy(domain.Discrepancy{
 		Type: kind, Reference: chargeID, OrderID: o.ID, AttemptID: a.ID, ChargeID: chargeID,
 		ProviderAmount: a.Amount, LocalAmount: o.Amount, Currency: a.Currency,
@@ -80,7 +81,7 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 	}
 	_, isNew, err := s.Discrepancies.Record(ctx, d)
 	if isNew {
-		observing(s.Observer).DiscrepancyRecorded(kind)
+		observing(s.Observer).DiscrepancyRecorded(ctx, d)
 	}
 	return err
 }
@@ -188,7 +189,7 @@ func (s *Refunds) refundMismatch(ctx context.Context, r domain.Refund, providerR
 			return err
 		}
 		if isNew {
-			observing(s.Observer).DiscrepancyRecorded(domain.AmountMismatch)
+			observing(s.Observer).DiscrepancyRecorded(ctx, d)
 		}
 	}
 	if r.Kind != domain.RefundManual {

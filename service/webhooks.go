@@ -202,7 +202,7 @@ func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (string,
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)
 	}
 	if isNew {
-		observing(s.Observer).DiscrepancyRecorded(disc.Type)
+		observing(s.Observer).DiscrepancyRecorded(ctx, disc)
 	}
 	return OutcomeDiscrepancy, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payd/payd/service"
 )
@@ -47,6 +48,9 @@ type config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
+	OTLPEndpoint       string // empty: no tracing (ADR 0022)
+
+	tracerProvider trace.TracerProvider // test-only: spans go here instead of OTLP
 
 	operatorConfig // o15a: PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 
@@ -93,6 +97,8 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
+		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
 	}, append(testSettings(c), c.operatorSettings()...)...) // o15a: operatorSettings
 }
 

@@ -78,6 +78,7 @@ func (c *config) checkSettings() error {
 	for _, u := range []struct{ name, val string }{
 		{"PAYD_PROVIDER_URL", c.ProviderURL},
 		{"PAYD_SANDBOX_WEBHOOK_URL", c.SandboxWebhookURL},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", c.OTLPEndpoint},
 	} {
 		if u.val == "" {
 			continue

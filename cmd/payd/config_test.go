@@ -109,6 +109,7 @@ func TestConfigRefusesWeakSettings(t *testing.T) {
 		{"few-character secret key", strong, map[string]string{"PAYD_SECRET_KEY": "aaaabbbbccccaaaabbbbccccaaaabbbb"}, "PAYD_SECRET_KEY"},
 		{"ftp provider", strong, map[string]string{"PAYD_PROVIDER_URL": "ftp://x"}, "PAYD_PROVIDER_URL"},
 		{"ftp provider in development", dev, map[string]string{"PAYD_PROVIDER_URL": "ftp://x"}, "PAYD_PROVIDER_URL"},
+		{"OTLP endpoint without a scheme", dev, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{"provider without host", dev, map[string]string{"PAYD_PROVIDER_URL": "http://"}, "PAYD_PROVIDER_URL"},
 		{"provider without scheme", dev, map[string]string{"PAYD_PROVIDER_URL": "provider.example.com"}, "PAYD_PROVIDER_URL"},
 		{"https provider", strong, map[string]string{"PAYD_PROVIDER_URL": "https://api.provider.example/v1"}, ""},

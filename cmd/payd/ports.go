@@ -31,4 +31,10 @@ var (
 	_ service.PaymentProvider  = (*provider.Client)(nil)
 	_ service.RefundProvider   = (*provider.Client)(nil)
 	_ service.ChargeLister     = (*provider.Client)(nil)
+
+	// Signals (ADR 22): the timed provider port and the outcome log.
+	_ service.PaymentProvider = observedProvider{}
+	_ service.RefundProvider  = observedProvider{}
+	_ service.ChargeLister    = observedProvider{}
+	_ service.Observer        = handler.OutcomeLog{}
 )

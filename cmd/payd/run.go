@@ -155,7 +155,21 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 
-	prov, stopSandbox, err := providerFor(ctx, cfg, base, log)
+	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
+	// still buffered are flushed when payd stops.
+	tr, err := startTracing(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(flushCtx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}()
+
+	prov, stopSandbox, err := providerFor(ctx, cfg, base, log, tr.providerOptions(cfg)...)
 	if err != nil {
 		return err
 	}
@@ -182,7 +196,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	// Timeouts cut slow and idle clients, so a few of them cannot hold
 	// every connection. Event streams lift the write deadline for
 	// themselves (handler.Events).
-	srv := &http.Server{Handler: a.echo, ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+	srv := &http.Server{Handler: tr.server(a.echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -215,9 +229,9 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // providerFor returns the provider client: against PAYD_PROVIDER_URL, or
 // against a sandbox started here on loopback that delivers its webhooks to
 // this very payd.
-func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (*provider.Client, func(), error) {
+func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger, opts ...provider.Option) (*provider.Client, func(), error) {
 	if cfg.ProviderURL != "" {
-		return provider.NewClient(cfg.ProviderURL, provider.WithTimeout(cfg.ProviderTimeout)), func() {}, nil
+		return provider.NewClient(cfg.ProviderURL, opts...), func() {}, nil
 	}
 	hook := cfg.SandboxWebhookURL
 	if hook == "" {
@@ -227,7 +241,7 @@ func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sandbox: %w", err)
 	}
-	return provider.NewClient("http://"+addr, provider.WithTimeout(cfg.ProviderTimeout)), stop, nil
+	return provider.NewClient("http://"+addr, opts...), stop, nil
 }
 
 // app is payd wired together.
@@ -240,7 +254,7 @@ type app struct {
 }
 
 // wire builds stores → services → handlers.
-func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger) (*app, error) {
+func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logger) (*app, error) {
 	sealer, err := idempotency.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
@@ -267,6 +281,10 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))
 	}
+	// Signals (ADR 0022): every provider call timed, the backlog read on
+	// scrape, outcomes logged.
+	prov := observedProvider{next: client, observe: metrics.ProviderCalled}
+	metrics.WatchBacklog(readBacklog(db), backlogTTL, backlogTimeout)
 	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
 		metrics.DBRetried(reason)
 		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
@@ -279,7 +297,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	// What the use cases do reaches this process's event streams, the
 	// metrics and, for payments settled outside their request, the pay
 	// request's idempotency record.
-	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}}
+	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}, handler.OutcomeLog{Log: log}}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
@@ -292,6 +310,7 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
+	webhooks.Rejected = metrics.WebhookRejected
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}

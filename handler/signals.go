@@ -1,0 +1,171 @@
+package handler
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ProviderOutcomes are the values of the outcome label of
+// payd_provider_request_duration_seconds: a fixed set, whatever the provider
+// answers (ADR 0022).
+var ProviderOutcomes = []string{"ok", "declined", "not_found", "refused", "timeout", "unavailable", "canceled", "error"}
+
+// ProviderOperations are the values of its operation label.
+var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges"}
+
+// providerBuckets run from a fast sandbox reply to past the longest
+// provider timeout one would configure.
+var providerBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+func newProviderHistogram() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "payd_provider_request_duration_seconds",
+		Help:    "Latency of calls to the payment provider by operation (charge, lookup, refund, list_charges) and outcome (ok, declined, not_found, refused, timeout, unavailable, canceled, error).",
+		Buckets: providerBuckets,
+	}, []string{"operation", "outcome"})
+}
+
+// ProviderCalled times one call to the provider. Labels outside the fixed
+// sets are counted as "error"/"other", so no caller grows the series.
+func (m *Metrics) ProviderCalled(operation, outcome string, d time.Duration) {
+	if !oneOf(ProviderOperations, operation) {
+		operation = "other"
+	}
+	if !oneOf(ProviderOutcomes, outcome) {
+		outcome = "error"
+	}
+	m.provider.WithLabelValues(operation, outcome).Observe(d.Seconds())
+}
+
+func oneOf(set []string, s string) bool {
+	for _, v := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newWebhookRejections() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "payd_webhook_rejected_total",
+		Help: "Provider webhook deliveries refused before being stored, by reason: invalid_signature, malformed.",
+	}, []string{"reason"})
+}
+
+// WebhookRejected counts one refused webhook delivery (Webhooks.Rejected).
+func (m *Metrics) WebhookRejected(reason string) {
+	if reason != "invalid_signature" {
+		reason = "malformed"
+	}
+	m.rejected.WithLabelValues(reason).Inc()
+}
+
+// buildInfo is payd_build_info: always 1, its labels say which payd this is.
+func buildInfo() prometheus.Collector {
+	version, revision := "(devel)", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "payd_build_info",
+		Help:        "Which payd runs: version, VCS revision and Go version as labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// Backlog is what payd has left to settle, across every replica: it is
+// read from the database, not counted in this process.
+type Backlog struct {
+	OrdersProcessing     int64
+	DiscrepanciesOpen    int64
+	OldestUnknownAttempt time.Time // zero: no attempt with an unknown outcome
+	WebhookEventsPending int64     // stored but not yet applied (a delivery died half-way)
+}
+
+// backlogDescs are the gauges a backlog collector exports.
+var (
+	descOrdersProcessing = prometheus.NewDesc("payd_orders_processing",
+		"Orders claimed by a payment that has not ended yet (whole database).", nil, nil)
+	descDiscrepanciesOpen = prometheus.NewDesc("payd_discrepancies_open",
+		"Discrepancies waiting for an operator: status open or resolving (whole database).", nil, nil)
+	descOldestUnknown = prometheus.NewDesc("payd_oldest_unknown_attempt_age_seconds",
+		"Age of the oldest payment attempt whose outcome is unknown; 0 when there is none.", nil, nil)
+	descWebhooksPending = prometheus.NewDesc("payd_webhook_events_pending",
+		"Provider webhook events stored but not yet applied (whole database).", nil, nil)
+	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
+		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
+)
+
+// backlogCollector reads the backlog when scraped, at most once per ttl
+// (ADR 0022): scrapes within ttl of the last read, by any number of
+// scrapers, are answered from the cache, so each replica costs the database
+// a handful of indexed counts per ttl however often it is scraped. A read
+// is bounded by timeout; a failed read exports only
+// payd_backlog_scrape_success 0, never stale numbers as if fresh.
+type backlogCollector struct {
+	read         func(context.Context) (Backlog, error)
+	ttl, timeout time.Duration
+	now          func() time.Time
+
+	mu     sync.Mutex
+	at     time.Time
+	cached Backlog
+	err    error
+}
+
+// WatchBacklog exports the backlog gauges, read by read on scrape and
+// cached for ttl.
+func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl, timeout time.Duration) {
+	m.reg.MustRegister(&backlogCollector{read: read, ttl: ttl, timeout: timeout, now: time.Now})
+}
+
+// Describe sends the gauges' descriptions.
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descBacklogUp} {
+		ch <- d
+	}
+}
+
+// Collect sends the gauges, reading the database when the cache is stale.
+// The lock makes concurrent scrapes wait for one read instead of each
+// starting its own.
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	now := c.now()
+	if c.at.IsZero() || now.Sub(c.at) >= c.ttl {
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		c.cached, c.err = c.read(ctx)
+		cancel()
+		c.at = now
+	}
+	b, err := c.cached, c.err
+	c.mu.Unlock()
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(descBacklogUp, prometheus.GaugeValue, 0)
+		return
+	}
+	age := 0.0
+	if !b.OldestUnknownAttempt.IsZero() {
+		age = max(now.Sub(b.OldestUnknownAttempt).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(descBacklogUp, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(descOrdersProcessing, prometheus.GaugeValue, float64(b.OrdersProcessing))
+	ch <- prometheus.MustNewConstMetric(descDiscrepanciesOpen, prometheus.GaugeValue, float64(b.DiscrepanciesOpen))
+	ch <- prometheus.MustNewConstMetric(descOldestUnknown, prometheus.GaugeValue, age)
+	ch <- prometheus.MustNewConstMetric(descWebhooksPending, prometheus.GaugeValue, float64(b.WebhookEventsPending))
+}

@@ -1,0 +1,96 @@
+package repository_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+// TestReadBacklog: the backlog counts processing orders, open and resolving
+// (not resolved) discrepancies and unapplied webhook events, and finds the
+// oldest attempt whose outcome is unknown, on both databases.
+func TestReadBacklog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		ctx := t.Context()
+		if b, err := repository.ReadBacklog(ctx, db); err != nil || b != (repository.Backlog{}) {
+			t.Fatalf("ReadBacklog(empty) = %+v, %v, want zeros", b, err)
+		}
+		orders, attempts := repository.NewOrderStore(db), repository.NewAttemptStore(db)
+		var unknownAt []time.Time
+		for i := range 3 {
+			o := newOrder(t, db)
+			if ok, err := orders.Claim(ctx, o.ID, newID(), t0); err != nil || !ok {
+				t.Fatalf("Claim = %v, %v", ok, err)
+			}
+			created := t0.Add(time.Duration(i) * time.Minute)
+			a := newAttempt(t, attempts, o, newID(), created)
+			if i < 2 { // two unknown, one still started
+				if ok, err := attempts.MarkUnknown(ctx, a.ID, "", created); err != nil || !ok {
+					t.Fatalf("MarkUnknown = %v, %v", ok, err)
+				}
+				unknownAt = append(unknownAt, created)
+			}
+		}
+		newOrder(t, db) // pending: not counted
+		discs := repository.NewDiscrepancyStore(db)
+		record(t, discs, newDiscrepancy("ch_open", newID(), t0))
+		resolved := newDiscrepancy("ch_resolved", newID(), t0)
+		at := t0
+		resolved.Status, resolved.Resolution, resolved.ResolvedAt = domain.DiscrepancyResolved, "ignore", &at
+		record(t, discs, resolved)
+		inbox := repository.NewInboxStore(db)
+		for _, id := range []string{"msg_1", "msg_2"} {
+			if _, _, err := inbox.Receive(ctx, domain.WebhookEvent{ID: id, Type: "payment.succeeded", Payload: []byte(`{}`), ReceivedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := inbox.MarkProcessed(ctx, "msg_1", "applied", t0); err != nil {
+			t.Fatal(err)
+		}
+
+		want := repository.Backlog{OrdersProcessing: 3, DiscrepanciesOpen: 1, OldestUnknownAttempt: unknownAt[0], WebhookEventsPending: 1}
+		if b, err := repository.ReadBacklog(ctx, db); err != nil || b != want {
+			t.Errorf("ReadBacklog = %+v, %v, want %+v", b, err, want)
+		}
+	})
+}
+
+// TestBacklogUsesIndexes: the backlog is read on every scrape of every
+// replica (at most once per cache TTL), so none of its four reads may scan
+// a whole table: the plan names an index for each.
+func TestBacklogUsesIndexes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		var plan []map[string]any
+		q := "EXPLAIN QUERY PLAN " + repository.BacklogQuery
+		if d == migrations.MySQL {
+			q = "EXPLAIN " + repository.BacklogQuery
+		}
+		if err := db.Gorm().Raw(q, repository.BacklogArgs...).Scan(&plan).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range plan {
+			s := fmt.Sprint(row)
+			full := false
+			if d == migrations.MySQL {
+				full = fmt.Sprint(row["type"]) == "ALL" || (row["table"] != nil && row["key"] == nil)
+			} else {
+				detail := fmt.Sprint(row["detail"])
+				full = strings.HasPrefix(detail, "SCAN ") && !strings.Contains(detail, "INDEX") && detail != "SCAN CONSTANT ROW"
+			}
+			if full {
+				t.Errorf("backlog plan reads a whole table: %s\nplan: %v", s, plan)
+			}
+		}
+		if len(plan) < 4 {
+			t.Errorf("backlog plan = %v, want a step per read", plan)
+		}
+	})
+}
