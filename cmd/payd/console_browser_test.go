@@ -19,7 +19,8 @@ import (
 // declined) is staged; the operator signs in (a wrong token is refused),
 // reconciles through the console, finds the discrepancy in the run's result
 // and in the list of open ones, opens its order, double-clicks "apply" and sees the timeline change: the
-// discrepancy resolved, the operator action answered 200, the order paid.
+// discrepancy resolved, the operator action answered 200 and done by the
+// named operator who signed in (PAYD_ADMIN_TOKENS), the order paid.
 // The double click resolves once (one request, one audit row), and the
 // token never travels in a URL nor reaches payd's logs. A dry run over the
 // settlement file, uploaded through the page, finds nothing new.
@@ -28,7 +29,8 @@ import (
 func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox) // only reconciliation finds it
+		const alice = "op-Pl9Ok8Ij7Uh6Yg5Tf4Rd3Es2Wa1Qz0Xc"
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}, silentSandbox) // only reconciliation finds it
 		p := newTap(t, s.base)
 		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
 		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
@@ -41,7 +43,7 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		b.waitState("signed-out")
 		b.do("sign in with a wrong token", chromedp.SendKeys("#token", "adm_wrong_token_0123456789abcdef"), chromedp.Click("#sign-in-button"))
 		b.waitFor("the wrong token refused", func() bool { return strings.Contains(b.text("#sign-in-error"), "401") })
-		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.do("sign in as alice", chromedp.SendKeys("#token", alice), chromedp.Click("#sign-in-button"))
 		b.waitState("ready")
 
 		b.do("reconcile", chromedp.Click("#run"))
@@ -70,6 +72,9 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		b.waitFor("the operator action on the timeline", func() bool {
 			return b.count(`#timeline li[data-kind="audit"][data-outcome="200"]`) == 1
 		})
+		if got := b.text(`#timeline li[data-kind="audit"] .summary`); !strings.HasPrefix(got, "alice resolve_discrepancy") {
+			t.Errorf("the operator action on the timeline reads %q, want it done by alice", got)
+		}
 		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "succeeded" {
 			t.Errorf("the attempt's outcome after apply = %q, want succeeded", got)
 		}
@@ -121,12 +126,15 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		}
 
 		for _, x := range p.exchanges(nil) {
-			if strings.Contains(x.URI, testAdminToken) {
+			if strings.Contains(x.URI, alice) {
 				t.Errorf("request %s %s carries the operator token in its URL", x.Method, x.URI)
 			}
 		}
-		if strings.Contains(s.logs.String(), testAdminToken) {
+		if strings.Contains(s.logs.String(), alice) {
 			t.Error("payd's logs contain the operator token")
+		}
+		if n := s.count("audit_log WHERE actor = 'alice'"); n != 3 {
+			t.Errorf("audit rows by alice = %d, want 3 (the run, the resolution, the dry run)", n)
 		}
 	})
 }
@@ -196,7 +204,9 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		b.waitState("ready")
 		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
 		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
-		b.waitFor("the order in the search result", func() bool { return b.count(row) == 1 && b.count(`#orders-rows tr`) == 1 })
+		b.waitFor("the order in the search result", func() bool {
+			return strings.Contains(b.attr("#orders-rows", "query"), "customer=lost-resolve%40example.com") && b.count(row) == 1 && b.count(`#orders-rows tr`) == 1
+		})
 		b.do("open it", chromedp.Click(row+" .open-order"))
 		card := `#order-open li[data-type="missing_local_payment"]`
 		b.waitFor("its open discrepancy", func() bool { return b.count(card) == 1 })
