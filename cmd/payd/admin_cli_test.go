@@ -136,6 +136,7 @@ func TestAdminCLI(t *testing.T) {
 		}{
 			{"adm_wrong_0123456789abcdef012345", []string{"orders", "search"}, "refused the operator token (401"},
 			{"", []string{"orders", "search"}, "no operator token: set PAYD_ADMIN_TOKEN"},
+			{tok, []string{"orders", "search"}, "payd answered 403 forbidden"}, // a customer's token
 			{testAdminToken, []string{"orders", "show", uuid.NewString()}, "payd answered 404 order_not_found"},
 			{testAdminToken, []string{"orders", "show", "not-an-id"}, "payd answered 4"},
 			{testAdminToken, []string{"reconcile", "show", uuid.NewString()}, "payd answered 404 reconciliation_not_found"},
