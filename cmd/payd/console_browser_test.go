@@ -233,3 +233,57 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		}
 	})
 }
+
+// TestConsoleResolvesOutsideRun: a discrepancy payd found outside any run
+// (a pay reply reporting another amount) is listed as such; before any run
+// exists the console says to reconcile first and sends nothing; once a run
+// from the page exists, the same button resolves it through that run.
+func TestConsoleResolvesOutsideRun(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		p := newTap(t, s.base)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("outside-console@example.com")
+		order := s.order(tok, "500.00")
+		h.set(order, hostileRule{Amount: "0.01"})
+		if r := s.pay(tok, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusBadGateway {
+			t.Fatalf("pay with another amount = %d %s, want 502", r.Status, r.Body)
+		}
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+		card := `#disc-list li[data-type="amount_mismatch"][data-status="open"]`
+		b.waitFor("the discrepancy in the open list", func() bool { return b.count(card) == 1 })
+		if got := b.text(card); !strings.Contains(got, "found outside a run") || !strings.Contains(got, order) {
+			t.Errorf("the card reads %q, want it found outside a run, about order %s", got, order)
+		}
+		did := b.attr(card, "id")
+		b.do("ignore before any run", chromedp.Click(card+" button.ignore"))
+		b.waitFor("the advice to reconcile first", func() bool { return strings.Contains(b.text(card+" .result"), "run a reconciliation first") })
+		resolves := func() []exchange {
+			return p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		}
+		if n := len(resolves()); n != 0 {
+			t.Errorf("resolve requests with no run = %d, want 0", n)
+		}
+
+		b.do("reconcile", chromedp.Click("#run"))
+		b.waitFor("the run in the recent runs", func() bool { return b.count(`#runs-rows tr`) == 1 })
+		runID := b.attr(`#runs-rows tr`, "id")
+		b.waitFor("the discrepancy listed again", func() bool { return b.count(card) == 1 })
+		b.do("ignore", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
+		b.waitFor("the open list to drop it", func() bool { return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"]`, did)) == 0 })
+		rs := resolves()
+		if len(rs) != 1 || rs[0].Status != http.StatusOK || !strings.Contains(rs[0].URI, "/reconciliations/"+runID+"/") {
+			t.Errorf("resolve requests = %+v, want one through run %s, answered 200", rs, runID)
+		}
+		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore' AND note = ?", did, "refunded by hand"); n != 1 {
+			t.Errorf("discrepancy %s is not resolved by ignore with the note", did)
+		}
+	})
+}
