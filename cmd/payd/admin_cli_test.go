@@ -49,10 +49,12 @@ func wantLines(t *testing.T, what, out string, wants ...string) {
 // orders, shows a timeline, reconciles (charge list and settlement file),
 // finds the staged discrepancy and resolves it, in tables and in -json;
 // a repeated -key replays; and each refusal (401, 404, 400, bad flags)
-// is a clear error (a non-zero exit, see TestAdminCLIExitCodes).
+// is a clear error (a non-zero exit, see TestAdminCLIExitCodes). A named
+// operator's token (PAYD_ADMIN_TOKENS) acts under their name.
 func TestAdminCLI(t *testing.T) {
+	const alice = "op-Xc4Vb8Nm2Lk6Jh0Gf3Ds7Aq1Wz5Er9Ty"
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}, silentSandbox)
 		cust, tok := s.register("cli@example.com")
 		paid := s.paidOrder(tok, "10.00")
 		lost := s.order(tok, "7.00")
@@ -107,7 +109,10 @@ func TestAdminCLI(t *testing.T) {
 		wantLines(t, "reconcile run -file", out, `^source\s+csv`, `^found\s+1 \(0 new\)`)
 
 		key := uuid.NewString()
-		out = s.mustCLI("discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key) // the run is looked up
+		out, err := s.adminCLI(alice, "discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key) // the run is looked up
+		if err != nil {
+			t.Fatalf("resolve as alice = %v\n%s", err, out)
+		}
 		wantLines(t, "discrepancies resolve", out, `^discrepancy `+did+` \(missing_local_payment \S+\) resolved: apply$`)
 		out = s.mustCLI("discrepancies", "resolve", did, "-run", run.ID, "-action", "apply", "-note", "seen at the provider", "-key", key)
 		wantLines(t, "discrepancies resolve, same key", out, `resolved: apply \(payd replayed its earlier answer to this key\)$`)
@@ -118,7 +123,7 @@ func TestAdminCLI(t *testing.T) {
 		wantLines(t, "discrepancies list -status resolved", s.mustCLI("discrepancies", "list", "-status", "resolved"), did+`\s+missing_local_payment\s+resolved: apply`)
 		out = s.mustCLI("orders", "show", lost)
 		wantLines(t, "orders show after apply", out, `^status\s+paid`, `attempt\s+succeeded`, `discrepancy\s+resolved: apply`,
-			`audit\s+200\s+admin resolve_discrepancy`)
+			`audit\s+200\s+alice resolve_discrepancy: 200 \(succeeded\)`)
 		if n := s.count("audit_log WHERE action = 'resolve_discrepancy' AND request_id = ? AND result = 200", key); n != 2 {
 			t.Errorf("audit rows for the resolution and its replay = %d, want 2", n)
 		}
@@ -131,6 +136,7 @@ func TestAdminCLI(t *testing.T) {
 		}{
 			{"adm_wrong_0123456789abcdef012345", []string{"orders", "search"}, "refused the operator token (401"},
 			{"", []string{"orders", "search"}, "no operator token: set PAYD_ADMIN_TOKEN"},
+			{tok, []string{"orders", "search"}, "payd answered 403 forbidden"}, // a customer's token
 			{testAdminToken, []string{"orders", "show", uuid.NewString()}, "payd answered 404 order_not_found"},
 			{testAdminToken, []string{"orders", "show", "not-an-id"}, "payd answered 4"},
 			{testAdminToken, []string{"reconcile", "show", uuid.NewString()}, "payd answered 404 reconciliation_not_found"},

@@ -99,7 +99,10 @@ func outcomeOf(t client.Timeline, e client.TimelineEntry) string {
 		for _, a := range t.Audit {
 			if a.Id == e.Id {
 				out := fmt.Sprint(a.Result)
-				if a.Detail != nil && (*a.Detail)["replayed"] == true {
+				if a.Code != nil {
+					out += " " + *a.Code
+				}
+				if a.Replayed {
 					out += " replayed"
 				}
 				return out

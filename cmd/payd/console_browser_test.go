@@ -19,7 +19,8 @@ import (
 // declined) is staged; the operator signs in (a wrong token is refused),
 // reconciles through the console, finds the discrepancy in the run's result
 // and in the list of open ones, opens its order, double-clicks "apply" and sees the timeline change: the
-// discrepancy resolved, the operator action answered 200, the order paid.
+// discrepancy resolved, the operator action answered 200 and done by the
+// named operator who signed in (PAYD_ADMIN_TOKENS), the order paid.
 // The double click resolves once (one request, one audit row), and the
 // token never travels in a URL nor reaches payd's logs. A dry run over the
 // settlement file, uploaded through the page, finds nothing new.
@@ -28,7 +29,8 @@ import (
 func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox) // only reconciliation finds it
+		const alice = "op-Pl9Ok8Ij7Uh6Yg5Tf4Rd3Es2Wa1Qz0Xc"
+		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}, silentSandbox) // only reconciliation finds it
 		p := newTap(t, s.base)
 		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
 		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
@@ -41,7 +43,7 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		b.waitState("signed-out")
 		b.do("sign in with a wrong token", chromedp.SendKeys("#token", "adm_wrong_token_0123456789abcdef"), chromedp.Click("#sign-in-button"))
 		b.waitFor("the wrong token refused", func() bool { return strings.Contains(b.text("#sign-in-error"), "401") })
-		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.do("sign in as alice", chromedp.SendKeys("#token", alice), chromedp.Click("#sign-in-button"))
 		b.waitState("ready")
 
 		b.do("reconcile", chromedp.Click("#run"))
@@ -70,6 +72,9 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		b.waitFor("the operator action on the timeline", func() bool {
 			return b.count(`#timeline li[data-kind="audit"][data-outcome="200"]`) == 1
 		})
+		if got := b.text(`#timeline li[data-kind="audit"] .summary`); !strings.HasPrefix(got, "alice resolve_discrepancy") {
+			t.Errorf("the operator action on the timeline reads %q, want it done by alice", got)
+		}
 		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "succeeded" {
 			t.Errorf("the attempt's outcome after apply = %q, want succeeded", got)
 		}
@@ -121,12 +126,15 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		}
 
 		for _, x := range p.exchanges(nil) {
-			if strings.Contains(x.URI, testAdminToken) {
+			if strings.Contains(x.URI, alice) {
 				t.Errorf("request %s %s carries the operator token in its URL", x.Method, x.URI)
 			}
 		}
-		if strings.Contains(s.logs.String(), testAdminToken) {
+		if strings.Contains(s.logs.String(), alice) {
 			t.Error("payd's logs contain the operator token")
+		}
+		if n := s.count("audit_log WHERE actor = 'alice'"); n != 3 {
+			t.Errorf("audit rows by alice = %d, want 3 (the run, the resolution, the dry run)", n)
 		}
 	})
 }
@@ -196,7 +204,9 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		b.waitState("ready")
 		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
 		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
-		b.waitFor("the order in the search result", func() bool { return b.count(row) == 1 && b.count(`#orders-rows tr`) == 1 })
+		b.waitFor("the order in the search result", func() bool {
+			return strings.Contains(b.attr("#orders-rows", "query"), "customer=lost-resolve%40example.com") && b.count(row) == 1 && b.count(`#orders-rows tr`) == 1
+		})
 		b.do("open it", chromedp.Click(row+" .open-order"))
 		card := `#order-open li[data-type="missing_local_payment"]`
 		b.waitFor("its open discrepancy", func() bool { return b.count(card) == 1 })
@@ -220,6 +230,60 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		}
 		if n := s.count("orders WHERE id = ? AND status = 'paid'", order); n != 1 {
 			t.Errorf("order %s is not paid after apply", order)
+		}
+	})
+}
+
+// TestConsoleResolvesOutsideRun: a discrepancy payd found outside any run
+// (a pay reply reporting another amount) is listed as such; before any run
+// exists the console says to reconcile first and sends nothing; once a run
+// from the page exists, the same button resolves it through that run.
+func TestConsoleResolvesOutsideRun(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		p := newTap(t, s.base)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("outside-console@example.com")
+		order := s.order(tok, "500.00")
+		h.set(order, hostileRule{Amount: "0.01"})
+		if r := s.pay(tok, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusBadGateway {
+			t.Fatalf("pay with another amount = %d %s, want 502", r.Status, r.Body)
+		}
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+		card := `#disc-list li[data-type="amount_mismatch"][data-status="open"]`
+		b.waitFor("the discrepancy in the open list", func() bool { return b.count(card) == 1 })
+		if got := b.text(card); !strings.Contains(got, "found outside a run") || !strings.Contains(got, order) {
+			t.Errorf("the card reads %q, want it found outside a run, about order %s", got, order)
+		}
+		did := b.attr(card, "id")
+		b.do("ignore before any run", chromedp.Click(card+" button.ignore"))
+		b.waitFor("the advice to reconcile first", func() bool { return strings.Contains(b.text(card+" .result"), "run a reconciliation first") })
+		resolves := func() []exchange {
+			return p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		}
+		if n := len(resolves()); n != 0 {
+			t.Errorf("resolve requests with no run = %d, want 0", n)
+		}
+
+		b.do("reconcile", chromedp.Click("#run"))
+		b.waitFor("the run in the recent runs", func() bool { return b.count(`#runs-rows tr`) == 1 })
+		runID := b.attr(`#runs-rows tr`, "id")
+		b.waitFor("the discrepancy listed again", func() bool { return b.count(card) == 1 })
+		b.do("ignore", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
+		b.waitFor("the open list to drop it", func() bool { return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"]`, did)) == 0 })
+		rs := resolves()
+		if len(rs) != 1 || rs[0].Status != http.StatusOK || !strings.Contains(rs[0].URI, "/reconciliations/"+runID+"/") {
+			t.Errorf("resolve requests = %+v, want one through run %s, answered 200", rs, runID)
+		}
+		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore' AND note = ?", did, "refunded by hand"); n != 1 {
+			t.Errorf("discrepancy %s is not resolved by ignore with the note", did)
 		}
 	})
 }

@@ -15,6 +15,14 @@ let latestRun = ''; // the newest run this console knows of: it can name a discr
 let orderCursor = null;
 let discCursor = null;
 
+// Each list may be asked for again before its last answer is in (a search
+// while the first load runs): only the newest request's answer is drawn.
+const asked = {};
+function ticket(what) {
+  const n = (asked[what] = (asked[what] || 0) + 1);
+  return () => asked[what] === n;
+}
+
 /** say reports in the status bar: ok, bad or wait. */
 function say(text, tone = 'wait') {
   const s = $('status');
@@ -99,7 +107,9 @@ async function searchOrders(more = false) {
   if ($('q-to').value) q.set('to', rfc3339($('q-to').value));
   if (more && orderCursor) q.set('cursor', orderCursor);
   q.set('limit', '20');
+  const newest = ticket('orders');
   const r = checked(await call('GET', `/v1/admin/orders?${q}`));
+  if (!newest()) return;
   if (r.status !== 200) {
     say(describe(r), 'bad');
     return;
@@ -113,6 +123,7 @@ async function searchOrders(more = false) {
       h('td', { class: 'num' }, `${o.amount} ${o.currency}`),
       h('td', {}, when(o.created_at))));
   }
+  rows.dataset.query = q.toString(); // what the rows answer, for a reader (or a test) to tell searches apart
   orderCursor = r.data.next_cursor;
   $('more').hidden = !orderCursor;
   $('orders-table').hidden = rows.children.length === 0;
@@ -121,7 +132,9 @@ async function searchOrders(more = false) {
 
 /** openOrder draws an order's timeline and its open discrepancies. */
 async function openOrder(id) {
+  const newest = ticket('order');
   const r = checked(await call('GET', `/v1/admin/orders/${encodeURIComponent(id)}`));
+  if (!newest()) return;
   if (r.status !== 200) {
     say(describe(r), 'bad');
     return;
@@ -159,7 +172,9 @@ async function loadDiscrepancies(more = false) {
   if ($('d-type').value) q.set('type', $('d-type').value);
   if ($('d-order').value.trim()) q.set('order', $('d-order').value.trim());
   if (more && discCursor) q.set('cursor', discCursor);
+  const newest = ticket('discrepancies');
   const r = checked(await call('GET', `/v1/admin/discrepancies?${q}`));
+  if (!newest()) return;
   const list = $('disc-list');
   if (r.status !== 200) {
     list.replaceChildren();
@@ -205,6 +220,7 @@ async function runReconcile() {
     const r = checked(await send('POST', '/v1/admin/reconciliations', opts));
     runIntent = null;
     if (r.status === 200 || r.status === 201) {
+      ticket('run'); // a run opened before this one answered must not cover it
       showRun(r.data);
       say(`${r.data.dry_run ? 'Dry run' : 'Run'} finished: ${r.data.found} found, ${r.data.new} new, ${r.data.matched} matched.`, 'ok');
       if (!r.data.dry_run) await Promise.all([loadRuns(), loadDiscrepancies()]);
@@ -238,7 +254,9 @@ function showRun(run) {
 }
 
 async function openRun(id) {
+  const newest = ticket('run');
   const r = checked(await call('GET', `/v1/admin/reconciliations/${encodeURIComponent(id)}`));
+  if (!newest()) return;
   if (r.status !== 200) {
     say(describe(r), 'bad');
     return;
@@ -253,7 +271,9 @@ async function refreshRun() {
 }
 
 async function loadRuns() {
+  const newest = ticket('runs');
   const r = checked(await call('GET', '/v1/admin/reconciliations?limit=10'));
+  if (!newest()) return;
   if (r.status !== 200) {
     $('runs-empty').textContent = r.status === 404 || r.status === 405
       ? 'This payd does not list runs: open one by its ID.' : describe(r);

@@ -47,7 +47,7 @@ export function card(d, { runFor, onResolved, openOrder, say }) {
 
   const note = h('input', { class: 'note', 'aria-label': `Note for ${d.type} ${d.reference}`, placeholder: 'Note (why)', maxlength: 1000 });
   const buttons = ['apply', 'refund', 'ignore'].map((action) =>
-    h('button', { type: 'button', class: `resolve ${action}`, dataset: { action } }, action));
+    h('button', { type: 'button', class: `resolve ${action}`, dataset: { action }, 'aria-label': `${action} ${d.type} ${d.reference}` }, action));
   const out = h('p', { class: 'result', role: 'status' });
   const setBusy = (busy) => buttons.forEach((b) => { b.disabled = busy; });
   for (const b of buttons) {

@@ -37,8 +37,9 @@ function recordOutcome(doc, entry) {
     }
     case 'audit': {
       const a = find(doc.audit);
-      const replayed = a.detail && a.detail.replayed ? ' replayed' : '';
-      return a.result ? `${a.result}${replayed}` : '';
+      if (!a.result) return '';
+      const replayed = a.replayed || (a.detail && a.detail.replayed) ? ' replayed' : '';
+      return `${a.result}${a.code ? ` ${a.code}` : ''}${replayed}`;
     }
   }
   return '';
