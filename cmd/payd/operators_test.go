@@ -38,6 +38,8 @@ func TestNamedOperators(t *testing.T) {
 			{"admin", testAdminToken, aliceKey, map[string]string{"amount": "5.00", "reason": "damaged"}, 200, "", "succeeded", true},
 			// A refusal is not kept for replay: asked again, it is refused again.
 			{"bob", bob, bobKey, map[string]string{"amount": "100.00", "reason": "too much"}, 409, "refund_too_large", "refused", false},
+			// The idempotency layer's own refusals are recorded with their code too.
+			{"bob", bob, aliceKey, map[string]string{"amount": "6.00", "reason": "damaged"}, 422, "idempotency_key_reused", "refused", false},
 		}
 		for _, st := range steps {
 			if r := refund(st.token, st.key, st.body); r.Status != st.status || r.problemCode() != st.code {
@@ -74,7 +76,7 @@ func TestNamedOperators(t *testing.T) {
 		}
 		want := []string{"alice refund: 200 (succeeded)", "bob refund: 409 refund_too_large (refused)",
 			"bob refund: 400 validation_failed (refused)", "admin refund: 200 (succeeded, replayed)",
-			"bob refund: 409 refund_too_large (refused)"}
+			"bob refund: 409 refund_too_large (refused)", "bob refund: 422 idempotency_key_reused (refused)"}
 		if !slices.Equal(summaries, want) {
 			t.Errorf("the timeline's audit lines = %q, want %q", summaries, want)
 		}
