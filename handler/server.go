@@ -38,7 +38,7 @@ type Deps struct {
 	MaxStreams       int // open event streams per customer; 0: no cap
 
 	// Operators are named admin tokens (PAYD_ADMIN_TOKENS) beside
-	// AdminToken; the audit's actor is the operator's name. (o15a)
+	// AdminToken; the audit's actor is the operator's name.
 	Operators []Operator
 }
 

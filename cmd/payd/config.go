@@ -52,7 +52,7 @@ type config struct {
 
 	tracerProvider trace.TracerProvider // test-only: spans go here instead of OTLP
 
-	operatorConfig // o15a: PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
+	operatorConfig // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -99,7 +99,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
-	}, append(testSettings(c), c.operatorSettings()...)...) // o15a: operatorSettings
+	}, append(testSettings(c), c.operatorSettings()...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -213,7 +213,7 @@ func (c *config) check(sub string) error {
 			return errors.New("PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets separated by spaces")
 		}
 	}
-	if err := c.checkOperators(sub); err != nil { // o15a
+	if err := c.checkOperators(sub); err != nil {
 		return err
 	}
 	return c.checkSettings()

@@ -9,7 +9,7 @@ import (
 	"github.com/payd/payd/handler"
 )
 
-// operatorConfig is the operators' settings (issue 15, ADR 0021): named
+// operatorConfig is the operators' settings (ADR 0021): named
 // admin tokens beside PAYD_ADMIN_TOKEN, and scheduled reconciliation.
 type operatorConfig struct {
 	AdminTokens    string        // PAYD_ADMIN_TOKENS: name:token,name:token

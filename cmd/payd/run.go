@@ -175,7 +175,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	defer stopSandbox()
 	if cfg.ProviderURL == "" {
-		cfg.sandboxURL = prov.BaseURL() // o15a: printed in the banner
+		cfg.sandboxURL = prov.BaseURL() // printed in the banner
 	}
 
 	a, err := wire(cfg, db, prov, log)
@@ -335,7 +335,7 @@ func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logg
 		EventPoll:   time.Second,
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
-		Operators:   cfg.operators, // o15a
+		Operators:   cfg.operators,
 		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
 		Metrics:     metrics,
 
@@ -347,7 +347,7 @@ func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logg
 		{Name: "expire_orders", Every: 10 * time.Second, Run: service.ExpireOrders(orders, now, observer), Log: log, Observer: observer},
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observer: observer},
 	}
-	jobs = append(jobs, reconcileJobs(cfg, db, reconciler, log, observer)...) // o15a: PAYD_RECONCILE_EVERY
+	jobs = append(jobs, reconcileJobs(cfg, db, reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
 	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
 }
 
