@@ -116,6 +116,7 @@ func (e DiscrepancyStatus) Valid() bool {
 // Defines values for DiscrepancyType.
 const (
 	AmountMismatch        DiscrepancyType = "amount_mismatch"
+	Disputed              DiscrepancyType = "disputed"
 	DuplicateCharge       DiscrepancyType = "duplicate_charge"
 	MissingLocalPayment   DiscrepancyType = "missing_local_payment"
 	MissingProviderCharge DiscrepancyType = "missing_provider_charge"
@@ -127,6 +128,8 @@ const (
 func (e DiscrepancyType) Valid() bool {
 	switch e {
 	case AmountMismatch:
+		return true
+	case Disputed:
 		return true
 	case DuplicateCharge:
 		return true
