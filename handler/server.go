@@ -24,14 +24,16 @@ type Deps struct {
 		OrderService
 		OrderWatcher
 	}
-	Checkout    Payer
-	Webhooks    *Webhooks
-	Admin       *Admin
-	EventPoll   time.Duration // how often event streams look for changes by other processes
-	Idempotency *idempotency.Engine
-	AdminToken  string
-	Ready       func(ctx context.Context) error // database reachable, migrations applied
-	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
+	Checkout Payer
+	Webhooks *Webhooks
+	// StripeWebhooks, set when PAYD_PROVIDER=stripe, serves /v1/webhooks/stripe.
+	StripeWebhooks *StripeWebhooks
+	Admin          *Admin
+	EventPoll      time.Duration // how often event streams look for changes by other processes
+	Idempotency    *idempotency.Engine
+	AdminToken     string
+	Ready          func(ctx context.Context) error // database reachable, migrations applied
+	Metrics        *Metrics                        // nil: a fresh registry (request latency only)
 	// MetricsElsewhere leaves /metrics off this server: it has its own
 	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
 	MetricsElsewhere bool
@@ -85,6 +87,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
+	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive) // 404 unless PAYD_PROVIDER=stripe
 
 	admin, a := RequireAdmin(d.AdminToken, d.Customers), d.Admin
 	if a != nil && a.Log == nil {

@@ -47,6 +47,7 @@ type config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
+	Stripe             stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -91,7 +92,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
-	}, testSettings(c)...)
+	}, append(testSettings(c), stripeSettings(c)...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -204,6 +205,9 @@ func (c *config) check(sub string) error {
 		if !strings.HasPrefix(s, "whsec_") {
 			return errors.New("PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets separated by spaces")
 		}
+	}
+	if err := c.checkStripe(sub); err != nil {
+		return err
 	}
 	return c.checkSettings()
 }

@@ -153,7 +153,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 
-	prov, stopSandbox, err := providerFor(ctx, cfg, base, log)
+	prov, stopSandbox, err := providerFor(ctx, cfg, base, db, log)
 	if err != nil {
 		return err
 	}
@@ -207,10 +207,22 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// providerFor returns the provider client: against PAYD_PROVIDER_URL, or
-// against a sandbox started here on loopback that delivers its webhooks to
-// this very payd.
-func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger) (*provider.Client, func(), error) {
+// paymentProvider is every port payd's use cases need from the provider:
+// the sandbox's client (provider.Client) or Stripe's (stripeprovider.Client).
+type paymentProvider interface {
+	service.PaymentProvider
+	service.RefundProvider
+	service.ChargeLister
+}
+
+// providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
+// the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on loopback
+// that delivers its webhooks to this very payd.
+func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger) (paymentProvider, func(), error) {
+	if cfg.Stripe.Provider == "stripe" {
+		sp, err := newStripe(cfg, db)
+		return sp, func() {}, err
+	}
 	if cfg.ProviderURL != "" {
 		return provider.NewClient(cfg.ProviderURL, provider.WithTimeout(cfg.ProviderTimeout)), func() {}, nil
 	}
@@ -235,7 +247,7 @@ type app struct {
 }
 
 // wire builds stores → services → handlers.
-func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger) (*app, error) {
+func wire(cfg config, db *repository.DB, prov paymentProvider, log *slog.Logger) (*app, error) {
 	sealer, err := idempotency.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
@@ -280,11 +292,16 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
-	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
+	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
-		Observer: observer}, provider.ParseEvent, cfg.WebhookSecret)
+		Observer: observer}
+	webhooks, err := handler.NewWebhooks(receiver, provider.ParseEvent, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
+	}
+	stripeHooks, err := stripeWebhooks(cfg, prov, receiver) // nil unless PAYD_PROVIDER=stripe
+	if err != nil {
+		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
 	}
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
 	admin := &handler.Admin{
@@ -301,15 +318,17 @@ func wire(cfg config, db *repository.DB, prov *provider.Client, log *slog.Logger
 		Log: log,
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
-		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
-		Checkout:    checkout,
-		Webhooks:    webhooks,
-		Admin:       admin,
-		EventPoll:   time.Second,
-		Idempotency: idem,
-		AdminToken:  cfg.AdminToken,
-		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
-		Metrics:     metrics,
+		Orders:   &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
+		Checkout: checkout,
+		Webhooks: webhooks,
+		// StripeWebhooks: /v1/webhooks/stripe in Stripe mode (stripe.go).
+		StripeWebhooks: stripeHooks,
+		Admin:          admin,
+		EventPoll:      time.Second,
+		Idempotency:    idem,
+		AdminToken:     cfg.AdminToken,
+		Ready:          func(ctx context.Context) error { return ready(ctx, db) },
+		Metrics:        metrics,
 
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		MaxStreams:       cfg.MaxStreams,
