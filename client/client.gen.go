@@ -669,6 +669,20 @@ type KeyOnlyRequest struct {
 // Example: 19.90
 type Money = string
 
+// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
+// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
+// page completes it with the provider's script (Stripe.js
+// `handleNextAction({clientSecret})`), and the provider's webhook then
+// settles the order. Poll the order or its event stream for the outcome.
+type NextAction struct {
+	// ClientSecret For the customer's browser only.
+	ClientSecret string  `json:"client_secret"`
+	RedirectUrl  *string `json:"redirect_url"`
+
+	// Type The provider's name for the step, e.g. use_stripe_sdk or redirect_to_url.
+	Type string `json:"type"`
+}
+
 // Order defines model for Order.
 type Order struct {
 	// Amount A decimal string with the currency's full scale.
@@ -682,11 +696,18 @@ type Order struct {
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency   Currency   `json:"currency"`
-	CustomerId string     `json:"customer_id"`
-	Id         string     `json:"id"`
-	Items      []Item     `json:"items"`
-	PaidAt     *time.Time `json:"paid_at"`
+	Currency   Currency `json:"currency"`
+	CustomerId string   `json:"customer_id"`
+	Id         string   `json:"id"`
+	Items      []Item   `json:"items"`
+
+	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
+	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
+	// page completes it with the provider's script (Stripe.js
+	// `handleNextAction({clientSecret})`), and the provider's webhook then
+	// settles the order. Poll the order or its event stream for the outcome.
+	NextAction *NextAction `json:"next_action,omitempty"`
+	PaidAt     *time.Time  `json:"paid_at"`
 
 	// PayRequestId The idempotency key of the pay request that claimed the order.
 	PayRequestId *string `json:"pay_request_id"`
@@ -726,11 +747,18 @@ type OrderWithAttempts struct {
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency   Currency   `json:"currency"`
-	CustomerId string     `json:"customer_id"`
-	Id         string     `json:"id"`
-	Items      []Item     `json:"items"`
-	PaidAt     *time.Time `json:"paid_at"`
+	Currency   Currency `json:"currency"`
+	CustomerId string   `json:"customer_id"`
+	Id         string   `json:"id"`
+	Items      []Item   `json:"items"`
+
+	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
+	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
+	// page completes it with the provider's script (Stripe.js
+	// `handleNextAction({clientSecret})`), and the provider's webhook then
+	// settles the order. Poll the order or its event stream for the outcome.
+	NextAction *NextAction `json:"next_action,omitempty"`
+	PaidAt     *time.Time  `json:"paid_at"`
 
 	// PayRequestId The idempotency key of the pay request that claimed the order.
 	PayRequestId *string `json:"pay_request_id"`

@@ -74,10 +74,15 @@ func TestStripePayments(t *testing.T) {
 		t.Run("3-D Secure completed, webhooks reordered and duplicated", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			key := uuid.NewString()
-			if r := s.pay(token, id, key, stripefake.PM3DS); r.Status != http.StatusAccepted {
+			r := s.pay(token, id, key, stripefake.PM3DS)
+			if r.Status != http.StatusAccepted {
 				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
 			}
 			pi := s.fake.PaymentIntentOf(id)
+			na, _ := r.json(t)["next_action"].(map[string]any)
+			if na == nil || na["type"] != "use_stripe_sdk" || na["client_secret"] != pi+"_secret_fake" {
+				t.Fatalf("pay(3DS) = %s, want next_action with the PaymentIntent's client_secret", r.Body)
+			}
 			s.fake.Authenticate(pi, true)
 			evs := s.eventsOf(pi) // requires_action, succeeded
 			rev := slices.Clone(evs)

@@ -68,7 +68,16 @@ func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 		// After a confirm, requires_payment_method means the attempt
 		// failed (a decline, or 3-D Secure not passed): nothing was charged.
 		ch.Status, ch.FailureCode = domain.ChargeFailed, failureCode(pi.LastPaymentError, "card_declined")
-	default: // processing, requires_action, requires_confirmation, requires_capture
+	case stripe.PaymentIntentStatusRequiresAction:
+		ch.Status = domain.ChargePending
+		ch.Action = &domain.CustomerAction{ClientSecret: pi.ClientSecret, Type: "use_stripe_sdk"}
+		if na := pi.NextAction; na != nil {
+			ch.Action.Type = string(na.Type)
+			if na.RedirectToURL != nil {
+				ch.Action.RedirectURL = na.RedirectToURL.URL
+			}
+		}
+	default: // processing, requires_confirmation, requires_capture
 		ch.Status = domain.ChargePending
 	}
 	return ch, nil
