@@ -49,6 +49,7 @@ type Fake struct {
 	keys     map[string]idemReply
 	events   []Event
 	calls    []string
+	keyed    []keyedCall
 	// dropReplies: the next n requests are carried out but their replies
 	// are lost (the connection is cut).
 	dropReplies int
@@ -62,6 +63,9 @@ type Event struct {
 	ID, Type string
 	Body     []byte
 }
+
+// keyedCall is one request about a PaymentIntent, with the attempt it is for.
+type keyedCall struct{ method, attempt string }
 
 type idemReply struct {
 	params string
@@ -98,6 +102,47 @@ func (f *Fake) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
+}
+
+// CallsFor lists, in order, "POST" for each create sent under the attempt's
+// Idempotency-Key and "GET" for each retrieve of its PaymentIntent: how
+// payd asked about the attempt and charged it.
+func (f *Fake) CallsFor(attemptID string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.keyed {
+		if c.attempt == attemptID {
+			out = append(out, c.method)
+		}
+	}
+	return out
+}
+
+// Count is how many requests "METHOD path" the fake received.
+func (f *Fake) Count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// Intents returns the id and status of every PaymentIntent of an order, oldest first.
+func (f *Fake) Intents(orderID string) [][2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][2]string
+	for _, id := range f.order {
+		if meta(f.pis[id])["payd_order"] == orderID {
+			out = append(out, [2]string{id, f.pis[id]["status"].(string)})
+		}
+	}
+	return out
 }
 
 // Succeeded counts the PaymentIntents of an order (metadata payd_order)

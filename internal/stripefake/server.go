@@ -20,6 +20,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
+	f.noteKeyed(r)
 	if f.down {
 		f.mu.Unlock()
 		writeReply(w, reply{500, errBody("api_error", "", "", "fake is down")})
@@ -58,6 +59,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Request-Id", "req_fake")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// noteKeyed records a create or retrieve of a PaymentIntent by attempt; the
+// caller holds mu.
+func (f *Fake) noteKeyed(r *http.Request) {
+	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/payment_intents/"); {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/payment_intents":
+		f.keyed = append(f.keyed, keyedCall{"POST", r.Header.Get("Idempotency-Key")})
+	case r.Method == http.MethodGet && ok && f.pis[id] != nil:
+		f.keyed = append(f.keyed, keyedCall{"GET", meta(f.pis[id])["payd_attempt"]})
+	}
 }
 
 func writeReply(w http.ResponseWriter, rep reply) {
