@@ -229,6 +229,22 @@ func (f *Fake) Dispute(piID string) string {
 	return d["id"].(string)
 }
 
+// ContradictingFailure returns, without recording it, a signed-ready
+// payment_intent.payment_failed for a PaymentIntent as it is now but
+// declined: the kind of stale or forged event payd must check with Stripe
+// before believing.
+func (f *Fake) ContradictingFailure(piID string) Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["status"] = "requires_payment_method"
+	pi["last_payment_error"] = map[string]any{"type": "card_error", "code": "card_declined", "decline_code": "generic_decline"}
+	ev := map[string]any{"id": f.id("evt"), "object": "event", "api_version": stripe.APIVersion, "created": f.now().Unix(),
+		"type": "payment_intent.payment_failed", "livemode": false, "data": map[string]any{"object": pi}}
+	b, _ := json.Marshal(ev)
+	return Event{ID: ev["id"].(string), Type: "payment_intent.payment_failed", Body: b}
+}
+
 // Sign signs body as Stripe would, at time t.
 func (f *Fake) Sign(body []byte, t time.Time) string {
 	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: f.Secret, Timestamp: t}).Header
