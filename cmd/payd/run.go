@@ -312,7 +312,7 @@ func wire(cfg config, db *repository.DB, prov paymentProvider, log *slog.Logger)
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
 		Records:     idem,
-		Settlements: provider.ParseSettlement,
+		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}
 	e := handler.New(handler.Deps{
 		Log: log,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/payd/payd/handler"
+	"github.com/payd/payd/provider"
 	"github.com/payd/payd/provider/stripeprovider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
@@ -75,6 +76,15 @@ func (c *config) checkStripe(sub string) error {
 func newStripe(cfg config, db *repository.DB) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
 		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now})
+}
+
+// settlementsFor is the reader of the settlement files operators upload for
+// reconciliation: the sandbox's CSV, or Stripe's balance-transactions export.
+func settlementsFor(cfg config) handler.SettlementParser {
+	if cfg.Stripe.Provider == "stripe" {
+		return stripeprovider.ParseBalanceCSV
+	}
+	return provider.ParseSettlement
 }
 
 // stripeWebhooks is the /v1/webhooks/stripe handler when prov is Stripe, else nil.
