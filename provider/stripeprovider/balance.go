@@ -130,7 +130,9 @@ func balanceHeader(head []string) (map[string]int, error) {
 
 // balanceRow reads one charge or refund row.
 func balanceRow(line int, get func(string) string) (domain.Charge, error) {
-	bad := func(field, reason string) error { return &domain.SettlementError{Line: line, Field: field, Reason: reason} }
+	bad := func(field, reason string) error {
+		return &domain.SettlementError{Line: line, Field: field, Reason: reason}
+	}
 	id := get("payment_intent")
 	if id == "" {
 		id = get("charge")
