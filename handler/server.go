@@ -26,6 +26,8 @@ type Deps struct {
 	}
 	Checkout Payer
 	Webhooks *Webhooks
+	// CheckoutPage tells the checkout page which provider it pays with.
+	CheckoutPage web.Config
 	// StripeWebhooks, set when PAYD_PROVIDER=stripe, serves /v1/webhooks/stripe.
 	StripeWebhooks *StripeWebhooks
 	Admin          *Admin
@@ -68,7 +70,7 @@ func routes(e *echo.Echo, d Deps) {
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
-	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
+	checkout := echo.WrapHandler(web.HandlerFor(d.CheckoutPage)) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
 	if !d.MetricsElsewhere {

@@ -323,6 +323,7 @@ func wire(cfg config, db *repository.DB, prov paymentProvider, log *slog.Logger)
 		Webhooks: webhooks,
 		// StripeWebhooks: /v1/webhooks/stripe in Stripe mode (stripe.go).
 		StripeWebhooks: stripeHooks,
+		CheckoutPage:   checkoutPage(cfg),
 		Admin:          admin,
 		EventPoll:      time.Second,
 		Idempotency:    idem,

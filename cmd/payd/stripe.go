@@ -10,6 +10,7 @@ import (
 	"github.com/payd/payd/provider/stripeprovider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/web"
 )
 
 // stripeConfig selects the provider and configures Stripe (ADR 0019). The
@@ -19,6 +20,9 @@ type stripeConfig struct {
 	SecretKey     string // STRIPE_SECRET_KEY: sk_test_… / sk_live_… (or a restricted rk_…)
 	WebhookSecret string // STRIPE_WEBHOOK_SECRET: whsec_… from the Dashboard or `stripe listen`
 	APIBase       string // STRIPE_API_BASE: empty is Stripe; stripe-mock or a fake in tests
+	// PublishableKey (STRIPE_PUBLISHABLE_KEY, pk_…) lets the checkout page
+	// collect a card with Stripe.js Elements; it is public by design.
+	PublishableKey string
 }
 
 func stripeSettings(c *config) []setting {
@@ -27,6 +31,7 @@ func stripeSettings(c *config) []setting {
 		{"STRIPE_SECRET_KEY", "stripe-secret-key", "", "Stripe API key sk_... (PAYD_PROVIDER=stripe)", &c.Stripe.SecretKey, nil},
 		{"STRIPE_WEBHOOK_SECRET", "stripe-webhook-secret", "", "Stripe webhook signing secret whsec_..., several separated by spaces (PAYD_PROVIDER=stripe)", &c.Stripe.WebhookSecret, nil},
 		{"STRIPE_API_BASE", "stripe-api-base", "", "Stripe API base URL; empty is Stripe (stripe-mock or a fake in tests)", &c.Stripe.APIBase, nil},
+		{"STRIPE_PUBLISHABLE_KEY", "stripe-publishable-key", "", "Stripe publishable key pk_...: the checkout page collects cards with Stripe.js Elements", &c.Stripe.PublishableKey, nil},
 	}
 }
 
@@ -52,6 +57,9 @@ func (c *config) checkStripe(sub string) error {
 	k := c.Stripe.SecretKey
 	if !strings.HasPrefix(k, "sk_") && !strings.HasPrefix(k, "rk_") {
 		return errors.New("STRIPE_SECRET_KEY must be set to a Stripe secret key (sk_...) when PAYD_PROVIDER=stripe")
+	}
+	if pk := c.Stripe.PublishableKey; pk != "" && !strings.HasPrefix(pk, "pk_") {
+		return errors.New("STRIPE_PUBLISHABLE_KEY must be a publishable key (pk_...), never the secret key")
 	}
 	secrets := webhookSecrets(c.Stripe.WebhookSecret)
 	if len(secrets) == 0 {
@@ -85,6 +93,14 @@ func settlementsFor(cfg config) handler.SettlementParser {
 		return stripeprovider.ParseBalanceCSV
 	}
 	return provider.ParseSettlement
+}
+
+// checkoutPage tells the checkout page which provider it pays with.
+func checkoutPage(cfg config) web.Config {
+	if cfg.Stripe.Provider != "stripe" {
+		return web.Config{Provider: "sandbox"}
+	}
+	return web.Config{Provider: "stripe", StripePublishableKey: cfg.Stripe.PublishableKey}
 }
 
 // stripeWebhooks is the /v1/webhooks/stripe handler when prov is Stripe, else nil.
