@@ -114,8 +114,9 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 // GetCharge asks Stripe about the attempt whose ID is idempotencyKey: by
 // its PaymentIntent ID when payd stored one; otherwise by repeating the
 // attempt's very create under the same key, which Stripe answers with the
-// first result (or carries out, once, if it never arrived); past
-// ReplayWindow by a metadata search, which is eventually consistent
+// first result (or carries out, once, if it never arrived) — for an
+// attempt still started or unknown only; otherwise, and past ReplayWindow,
+// by a metadata search, which is eventually consistent
 // (ADR 0020). domain.ErrChargeNotFound means Stripe has no PaymentIntent
 // for the attempt.
 func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
@@ -138,7 +139,9 @@ func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.C
 			return domain.Charge{}, wrap(err, "get charge "+idempotencyKey)
 		}
 		return toCharge(pi)
-	case c.now().Sub(a.CreatedAt) < ReplayWindow:
+	case a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow:
+		// Only an attempt payd is still settling is replayed: one payd
+		// settled (a refusal, a release) must never be charged by asking.
 		return c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
 			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod})
 	}

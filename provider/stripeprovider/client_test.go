@@ -160,6 +160,21 @@ func TestPastReplayWindowSearches(t *testing.T) {
 	}
 }
 
+// A settled attempt is never replayed: asking about one payd failed
+// without a PaymentIntent id searches, and creates nothing.
+func TestSettledAttemptNotReplayed(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.attempt("att-failed", stripefake.PMVisa)
+	a.Status = domain.AttemptFailed
+	e.store.put(a)
+	if _, err := e.c.GetCharge(context.Background(), a.ID); !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(failed, never sent) = %v, want ErrChargeNotFound", err)
+	}
+	if n := e.fake.Created(a.OrderID); n != 0 {
+		t.Fatalf("PaymentIntents created by asking about a settled attempt = %d, want 0", n)
+	}
+}
+
 func TestUnavailable(t *testing.T) {
 	e := newEnv(t)
 	_, req := e.attempt("att-down", stripefake.PMVisa)
