@@ -15,7 +15,9 @@ import (
 // Webhooks.Parse): the event ID it returns is the inbox's dedupe key. A bad
 // signature is domain.ErrInvalidSignature; a field payd cannot take is a
 // *domain.ValidationError.
-type StripeEventParser func(ctx context.Context, body []byte, signature string) (string, domain.ProviderEvent, error)
+// The payload it returns is the body as payd stores it (secrets the event
+// carries redacted).
+type StripeEventParser func(ctx context.Context, body []byte, signature string) (id string, ev domain.ProviderEvent, payload []byte, err error)
 
 // StripeWebhooks receives Stripe's events when PAYD_PROVIDER=stripe: the
 // same inbox and the same transitions as the sandbox's, another signature
@@ -36,7 +38,7 @@ func (h *StripeWebhooks) receive(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	id, ev, err := h.Parse(ctx, raw, c.Request().Header.Get("Stripe-Signature"))
+	id, ev, payload, err := h.Parse(ctx, raw, c.Request().Header.Get("Stripe-Signature"))
 	switch ve := (*domain.ValidationError)(nil); {
 	case errors.Is(err, domain.ErrInvalidSignature):
 		return errInvalidSignature
@@ -45,7 +47,7 @@ func (h *StripeWebhooks) receive(c echo.Context) error {
 	case err != nil:
 		return err // Stripe unreachable while fetching the event fresh: a 5xx, and Stripe retries
 	}
-	outcome, err := h.Receiver.Receive(ctx, id, ev, raw)
+	outcome, err := h.Receiver.Receive(ctx, id, ev, payload)
 	if err != nil {
 		return err
 	}

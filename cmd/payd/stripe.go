@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/payd/payd/handler"
@@ -57,6 +58,11 @@ func (c *config) checkStripe(sub string) error {
 	k := c.Stripe.SecretKey
 	if !strings.HasPrefix(k, "sk_") && !strings.HasPrefix(k, "rk_") {
 		return errors.New("STRIPE_SECRET_KEY must be set to a Stripe secret key (sk_...) when PAYD_PROVIDER=stripe")
+	}
+	if b := c.Stripe.APIBase; b != "" {
+		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("STRIPE_API_BASE must be an http(s):// URL with a host")
+		}
 	}
 	if pk := c.Stripe.PublishableKey; pk != "" && !strings.HasPrefix(pk, "pk_") {
 		return errors.New("STRIPE_PUBLISHABLE_KEY must be a publishable key (pk_...), never the secret key")
@@ -113,5 +119,5 @@ func stripeWebhooks(cfg config, prov paymentProvider, receiver *service.Webhooks
 	if err != nil {
 		return nil, err
 	}
-	return &handler.StripeWebhooks{Receiver: receiver, Parse: w.Parse}, nil
+	return &handler.StripeWebhooks{Receiver: receiver, Parse: w.ParseStored}, nil
 }

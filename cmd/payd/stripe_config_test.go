@@ -26,6 +26,8 @@ func TestConfigStripe(t *testing.T) {
 		{"webhook secret without prefix", map[string]string{"STRIPE_WEBHOOK_SECRET": "0123456789abcdefABCDEFxyz"}, "STRIPE_WEBHOOK_SECRET"},
 		{"development, no webhook secret", map[string]string{"PAYD_ENV": "development", "STRIPE_WEBHOOK_SECRET": ""}, ""},
 		{"development, no key", map[string]string{"PAYD_ENV": "development", "STRIPE_SECRET_KEY": ""}, "STRIPE_SECRET_KEY"},
+		{"API base not a URL", map[string]string{"STRIPE_API_BASE": "localhost:12111"}, "STRIPE_API_BASE"},
+		{"publishable key that is not one", map[string]string{"STRIPE_PUBLISHABLE_KEY": "sk_live_oops"}, "STRIPE_PUBLISHABLE_KEY"},
 		{"unknown provider", map[string]string{"PAYD_PROVIDER": "paypal"}, "PAYD_PROVIDER"},
 		{"sandbox URL in Stripe mode", map[string]string{"PAYD_PROVIDER_URL": "http://127.0.0.1:8081"}, "STRIPE_API_BASE"},
 		{"sandbox needs no Stripe key", map[string]string{"PAYD_PROVIDER": "", "STRIPE_SECRET_KEY": "", "STRIPE_WEBHOOK_SECRET": ""}, ""},

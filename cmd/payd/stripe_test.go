@@ -85,6 +85,16 @@ func TestStripePayments(t *testing.T) {
 			}
 			s.fake.Authenticate(pi, true)
 			evs := s.eventsOf(pi) // requires_action, succeeded
+			defer func() {
+				// Stored for operators without the secret that completes the payment.
+				var rows []struct{ Payload []byte }
+				scanRows(t, s.db, &rows, "SELECT payload FROM webhook_events")
+				for _, r := range rows {
+					if bytesContains(r.Payload, pi+"_secret") {
+						t.Errorf("stored event carries the client_secret: %s", r.Payload)
+					}
+				}
+			}()
 			rev := slices.Clone(evs)
 			slices.Reverse(rev)
 			s.deliver(rev...)

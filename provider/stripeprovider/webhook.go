@@ -53,6 +53,55 @@ func (c *Client) Webhooks(secrets string) (*Webhooks, error) {
 // version than stripe-go's, or its object does not read, the object is
 // fetched fresh from the API rather than guessed at.
 func (w *Webhooks) Parse(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, error) {
+	id, pe, _, err := w.ParseStored(ctx, body, sigHeader)
+	return id, pe, err
+}
+
+// ParseStored is Parse that also returns the body as payd should store and
+// show it: a PaymentIntent's client_secret (which can complete the
+// payment) is replaced by "redacted"; everything else is as received.
+func (w *Webhooks) ParseStored(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, []byte, error) {
+	id, pe, err := w.parse(ctx, body, sigHeader)
+	if err != nil {
+		return "", domain.ProviderEvent{}, nil, err
+	}
+	return id, pe, redact(body), nil
+}
+
+// redact removes data.object.client_secret from an event body; a body it
+// cannot rewrite is returned as is.
+func redact(body []byte) []byte {
+	var ev map[string]json.RawMessage
+	if json.Unmarshal(body, &ev) != nil {
+		return body
+	}
+	var data map[string]json.RawMessage
+	if json.Unmarshal(ev["data"], &data) != nil {
+		return body
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data["object"], &obj) != nil {
+		return body
+	}
+	if _, ok := obj["client_secret"]; !ok {
+		return body
+	}
+	obj["client_secret"] = json.RawMessage(`"redacted"`)
+	var err error
+	if data["object"], err = json.Marshal(obj); err != nil {
+		return body
+	}
+	if ev["data"], err = json.Marshal(data); err != nil {
+		return body
+	}
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, error) {
 	ev, err := w.verify(body, sigHeader)
 	if err != nil {
 		return "", domain.ProviderEvent{}, err
