@@ -1588,7 +1588,7 @@ type ClientInterface interface {
 	// anything is stored. Each Stripe event id is applied once; a
 	// redelivery answers 200 with outcome `duplicate`. Applied:
 	// `payment_intent.succeeded`, `payment_intent.payment_failed`,
-	// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode (404 otherwise).
@@ -1605,7 +1605,7 @@ type ClientInterface interface {
 	// anything is stored. Each Stripe event id is applied once; a
 	// redelivery answers 200 with outcome `duplicate`. Applied:
 	// `payment_intent.succeeded`, `payment_intent.payment_failed`,
-	// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode (404 otherwise).
@@ -2198,7 +2198,7 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 // anything is stored. Each Stripe event id is applied once; a
 // redelivery answers 200 with outcome `duplicate`. Applied:
 // `payment_intent.succeeded`, `payment_intent.payment_failed`,
-// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode (404 otherwise).
@@ -2225,7 +2225,7 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 // anything is stored. Each Stripe event id is applied once; a
 // redelivery answers 200 with outcome `duplicate`. Applied:
 // `payment_intent.succeeded`, `payment_intent.payment_failed`,
-// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode (404 otherwise).
@@ -3729,7 +3729,7 @@ type ClientWithResponsesInterface interface {
 	// anything is stored. Each Stripe event id is applied once; a
 	// redelivery answers 200 with outcome `duplicate`. Applied:
 	// `payment_intent.succeeded`, `payment_intent.payment_failed`,
-	// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode (404 otherwise).
@@ -3746,7 +3746,7 @@ type ClientWithResponsesInterface interface {
 	// anything is stored. Each Stripe event id is applied once; a
 	// redelivery answers 200 with outcome `duplicate`. Applied:
 	// `payment_intent.succeeded`, `payment_intent.payment_failed`,
-	// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode (404 otherwise).
@@ -6549,7 +6549,7 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 // anything is stored. Each Stripe event id is applied once; a
 // redelivery answers 200 with outcome `duplicate`. Applied:
 // `payment_intent.succeeded`, `payment_intent.payment_failed`,
-// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode (404 otherwise).
@@ -6572,7 +6572,7 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // anything is stored. Each Stripe event id is applied once; a
 // redelivery answers 200 with outcome `duplicate`. Applied:
 // `payment_intent.succeeded`, `payment_intent.payment_failed`,
-// `charge.refunded`, `refund.updated`, `charge.dispute.created` (a
+// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode (404 otherwise).

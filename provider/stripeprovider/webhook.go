@@ -23,6 +23,7 @@ const (
 	typePIFailed        = "payment_intent.payment_failed"
 	typePIRequiresActon = "payment_intent.requires_action"
 	typeChargeRefunded  = "charge.refunded"
+	typeRefundCreated   = "refund.created"
 	typeRefundUpdated   = "refund.updated"
 	typeDisputeCreated  = "charge.dispute.created"
 )
@@ -116,7 +117,7 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 		err = w.paymentIntent(ctx, ev, fresh, &pe)
 	case typeChargeRefunded:
 		err = w.chargeRefunded(ctx, ev, &pe)
-	case typeRefundUpdated:
+	case typeRefundCreated, typeRefundUpdated:
 		err = w.refund(ctx, ev, fresh, &pe)
 	case typeDisputeCreated:
 		err = w.dispute(ctx, ev, fresh, &pe)

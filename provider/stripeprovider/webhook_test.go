@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,11 @@ func TestWebhookRefundAndDispute(t *testing.T) {
 	if _, pe, err := w.Parse(context.Background(), ev.Body, e.fake.Sign(ev.Body, time.Now())); err != nil ||
 		pe.Type != domain.EventRefundSucceeded || pe.IdempotencyKey != "rk-1" || pe.AmountText != "19.90" {
 		t.Fatalf("Parse(charge.refunded) = %+v, %v", pe, err)
+	}
+	ev = lastEvent(t, e.fake, "refund.created")
+	if _, pe, err := w.Parse(context.Background(), ev.Body, e.fake.Sign(ev.Body, time.Now())); err != nil ||
+		pe.Type != domain.EventRefundSucceeded || pe.IdempotencyKey != "rk-1" || pe.ChargeID != ch.ID || !strings.HasPrefix(pe.RefundID, "re_") {
+		t.Fatalf("Parse(refund.created) = %+v, %v", pe, err)
 	}
 	dp := e.fake.Dispute(ch.ID)
 	ev = lastEvent(t, e.fake, "charge.dispute.created")
