@@ -45,6 +45,21 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("concurrent pays, one charge", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			statuses := make([]int, 16)
+			forEach(16, len(statuses), func(i int) {
+				statuses[i] = s.pay(token, id, uuid.NewString(), stripefake.PMVisa).Status
+			})
+			if n := slices.Index(statuses, http.StatusOK); n < 0 || slices.Contains(statuses[n+1:], http.StatusOK) {
+				t.Fatalf("pay statuses = %v, want exactly one 200", statuses)
+			}
+			oneCharge(t, id)
+			if n := s.fake.Created(id); n != 1 {
+				t.Fatalf("PaymentIntents created = %d, want 1", n)
+			}
+		})
+
 		t.Run("decline then pay", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			r := s.pay(token, id, uuid.NewString(), stripefake.PMInsufficient)
