@@ -34,6 +34,12 @@ const (
 // the edge (ADR 0020).
 const ReplayWindow = 23 * time.Hour
 
+// SearchLag is how long payd allows Stripe's search index to catch up with
+// a write. A search miss sooner than this after the attempt's last possible
+// replay (ReplayWindow after its creation) proves nothing and is reported
+// as an unknown outcome, to be asked again (ADR 0020).
+const SearchLag = 10 * time.Minute
+
 // AttemptLookup returns what payd recorded for an attempt: its stored
 // PaymentIntent ID, and the request it sent, for a replay.
 type AttemptLookup func(ctx context.Context, id string) (domain.Attempt, error)
@@ -145,13 +151,14 @@ func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.C
 		return c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
 			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod})
 	}
-	return c.search(ctx, idempotencyKey)
+	return c.search(ctx, a)
 }
 
 // search finds an attempt's PaymentIntent by metadata. Stripe's search
 // index lags writes by up to about a minute; past ReplayWindow the create
 // is a day old, so a miss means there is none.
-func (c *Client) search(ctx context.Context, key string) (domain.Charge, error) {
+func (c *Client) search(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	key := a.ID
 	p := &stripe.PaymentIntentSearchParams{}
 	p.Query = fmt.Sprintf("metadata['%s']:'%s'", MetaAttempt, key)
 	for pi, err := range c.sc.V1PaymentIntents.Search(ctx, p) {
@@ -159,6 +166,11 @@ func (c *Client) search(ctx context.Context, key string) (domain.Charge, error) 
 			return domain.Charge{}, wrap(err, "search charge "+key)
 		}
 		return toCharge(pi)
+	}
+	if a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow+SearchLag {
+		// A replay sent just before the window closed may not be indexed
+		// yet. (A settled attempt was never replayed: its miss stands.)
+		return domain.Charge{}, fmt.Errorf("search charge %s: %w: not indexed yet, or none", key, domain.ErrProviderUnavailable)
 	}
 	return domain.Charge{}, fmt.Errorf("search charge %s: %w", key, domain.ErrChargeNotFound)
 }

@@ -149,6 +149,10 @@ func TestPastReplayWindowSearches(t *testing.T) {
 	}
 	e.attempt("att-old-never", stripefake.PMVisa)
 	e.now = e.now.Add(stripeprovider.ReplayWindow + time.Minute)
+	if _, err := e.c.GetCharge(context.Background(), "att-old-never"); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Fatalf("GetCharge(old, never sent) within the search lag = %v, want ErrProviderUnavailable", err)
+	}
+	e.now = e.now.Add(stripeprovider.SearchLag)
 	if ch, err := e.c.GetCharge(context.Background(), "att-old-charged"); err != nil || ch.Status != domain.ChargeSucceeded {
 		t.Fatalf("GetCharge(old, charged) = %+v, %v", ch, err)
 	}
