@@ -266,6 +266,9 @@ func (w *Webhooks) dispute(ctx context.Context, ev stripe.Event, fresh bool, pe 
 	var d stripe.Dispute
 	if fresh || !decode(ev, &d) || d.ID == "" {
 		id := objectID(ev)
+		if id == "" {
+			return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+		}
 		ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
 		defer cancel()
 		got, err := w.c.sc.V1Disputes.Retrieve(ctx, id, nil)

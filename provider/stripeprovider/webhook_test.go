@@ -112,6 +112,14 @@ func TestWebhookRefundAndDispute(t *testing.T) {
 		pe.Type != domain.EventDisputeCreated || pe.ID != dp || pe.IdempotencyKey != "att-r" || pe.OrderID != "ord-att-r" {
 		t.Fatalf("Parse(dispute) = %+v, %v", pe, err)
 	}
+	// A known type whose object names nothing is refused (400), not fetched.
+	for _, typ := range []string{"payment_intent.succeeded", "charge.refunded", "refund.updated", "charge.dispute.created"} {
+		body := []byte(`{"id":"evt_y","object":"event","api_version":"2019-01-01","type":"` + typ + `","data":{"object":{}}}`)
+		var ve *domain.ValidationError
+		if _, _, err := w.Parse(context.Background(), body, e.fake.Sign(body, time.Now())); !errors.As(err, &ve) {
+			t.Errorf("Parse(%s without an object id) = %v, want a ValidationError", typ, err)
+		}
+	}
 	// Unknown types parse, keep their type, and are for the inbox only.
 	body := []byte(`{"id":"evt_x","object":"event","api_version":"` + "2025-08-27.basil" + `","type":"customer.created","data":{"object":{"id":"cus_1"}}}`)
 	if id, pe, err := w.Parse(context.Background(), body, e.fake.Sign(body, time.Now())); err != nil || id != "evt_x" || pe.Type.Known() {
