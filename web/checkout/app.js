@@ -7,7 +7,7 @@
 import { Client, NetworkError, describe, send } from './api.js';
 import { cartItems, money, renderCart } from './cart.js';
 import { forgetIntent, intentFor, isOpen, pay, saveIntent, savedIntent, settle } from './payment.js';
-import { complete, loadConfig, methodFor, setUp } from './stripe.js';
+import { complete, loadConfig, methodFor, needsCard, setUp } from './stripe.js';
 
 const $ = (id) => document.getElementById(id);
 const SESSION = 'payd.checkout.session'; // sessionStorage: the token lives no longer than the tab
@@ -178,7 +178,10 @@ async function onPay() {
   const open = savedIntent();
   // An open intent keeps its method; a new one in Stripe mode may need the
   // card field turned into a PaymentMethod first.
-  const method = isOpen(open, order.id) ? open.method : await methodFor($('method').value);
+  // Nothing is awaited before the intent is stored unless the card field
+  // must become a PaymentMethod first: a second click finds the page busy.
+  const chosen = isOpen(open, order.id) ? open.method : $('method').value;
+  const method = needsCard(chosen) ? await methodFor(chosen) : chosen;
   if (!method) {
     busy = false;
     $('pay').disabled = false;

@@ -52,6 +52,9 @@ export async function setUp(cfg, select, cardBox, label) {
   show();
 }
 
+/** needsCard reports whether paying with value first needs Stripe.js (the card field). */
+export const needsCard = (value) => value === ELEMENTS;
+
 /**
  * methodFor is the payment method a click pays with: the chosen test id,
  * or a PaymentMethod Stripe.js makes from the card field (null when the
