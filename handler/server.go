@@ -24,22 +24,24 @@ type Deps struct {
 		OrderService
 		OrderWatcher
 	}
-	Checkout Payer
-	Webhooks *Webhooks
-	// CheckoutPage tells the checkout page which provider it pays with.
-	CheckoutPage web.Config
-	// StripeWebhooks, set when PAYD_PROVIDER=stripe, serves /v1/webhooks/stripe.
-	StripeWebhooks *StripeWebhooks
-	Admin          *Admin
-	EventPoll      time.Duration // how often event streams look for changes by other processes
-	Idempotency    *idempotency.Engine
-	AdminToken     string
-	Ready          func(ctx context.Context) error // database reachable, migrations applied
-	Metrics        *Metrics                        // nil: a fresh registry (request latency only)
+	Checkout    Payer
+	Webhooks    *Webhooks
+	Admin       *Admin
+	EventPoll   time.Duration // how often event streams look for changes by other processes
+	Idempotency *idempotency.Engine
+	AdminToken  string
+	Ready       func(ctx context.Context) error // database reachable, migrations applied
+	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
 	// MetricsElsewhere leaves /metrics off this server: it has its own
 	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
 	MetricsElsewhere bool
 	MaxStreams       int // open event streams per customer; 0: no cap
+
+	// The provider (issue 14). CheckoutPage tells the checkout page which
+	// provider it pays with; StripeWebhooks, set when PAYD_PROVIDER=stripe,
+	// serves /v1/webhooks/stripe.
+	CheckoutPage   web.Config
+	StripeWebhooks *StripeWebhooks
 }
 
 // New builds the Echo server with every route, middleware and the error handler.

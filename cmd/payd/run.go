@@ -318,21 +318,23 @@ func wire(cfg config, db *repository.DB, prov paymentProvider, log *slog.Logger)
 		Log: log,
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
-		Orders:   &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
-		Checkout: checkout,
-		Webhooks: webhooks,
-		// StripeWebhooks: /v1/webhooks/stripe in Stripe mode (stripe.go).
-		StripeWebhooks: stripeHooks,
-		CheckoutPage:   checkoutPage(cfg),
-		Admin:          admin,
-		EventPoll:      time.Second,
-		Idempotency:    idem,
-		AdminToken:     cfg.AdminToken,
-		Ready:          func(ctx context.Context) error { return ready(ctx, db) },
-		Metrics:        metrics,
+		Orders:      &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
+		Checkout:    checkout,
+		Webhooks:    webhooks,
+		Admin:       admin,
+		EventPoll:   time.Second,
+		Idempotency: idem,
+		AdminToken:  cfg.AdminToken,
+		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
+		Metrics:     metrics,
 
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		MaxStreams:       cfg.MaxStreams,
+
+		// The provider (issue 14, stripe.go): /v1/webhooks/stripe in Stripe
+		// mode, and what the checkout page pays with.
+		StripeWebhooks: stripeHooks,
+		CheckoutPage:   checkoutPage(cfg),
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
