@@ -42,6 +42,24 @@ type Charge struct {
 	FailureCode    string // card_declined, insufficient_funds, ... when Status is failed
 	RefundedAmount decimal.Decimal
 	CreatedAt      time.Time
+	// Action, on a pending charge, is what the customer must do before the
+	// provider can decide (3-D Secure); nil when nothing is asked of them.
+	Action *CustomerAction
+}
+
+// CustomerAction is a step the customer's browser must complete for a
+// pending payment, such as Stripe's 3-D Secure challenge (ADR 0019). It is
+// part of the pay answer only; the provider's webhook settles the payment.
+type CustomerAction struct {
+	// Type is the provider's name for the step (Stripe: use_stripe_sdk,
+	// redirect_to_url).
+	Type string
+	// ClientSecret lets the customer's browser complete the step with the
+	// provider's script (Stripe.js handleNextAction); it is meant for that
+	// browser and no one else.
+	ClientSecret string
+	// RedirectURL, when set, is where the browser completes the step.
+	RedirectURL string
 }
 
 // ProviderRefundRequest asks the provider to give back part or all of a

@@ -17,10 +17,11 @@ const (
 	DuplicateCharge       DiscrepancyType = "duplicate_charge"        // a second success for an order already paid
 	StuckProcessing       DiscrepancyType = "stuck_processing"        // unknown outcome older than the lease
 	PaidAfterClose        DiscrepancyType = "paid_after_close"        // success for a cancelled or expired order
+	Disputed              DiscrepancyType = "disputed"                // the customer disputed a payment with their bank (ADR 0019)
 )
 
 // DiscrepancyTypes lists every type.
-var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose}
+var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose, Disputed}
 
 // Valid reports whether t is a known type.
 func (t DiscrepancyType) Valid() bool {

@@ -119,6 +119,11 @@ type Order struct {
 	// kept): a repeated creation is answered with this order only if it is
 	// the same request.
 	CreateFingerprint string
+
+	// Action is set only on the answer to a pay request whose payment
+	// waits for the customer (3-D Secure): never stored, it travels with
+	// the 202 (and its idempotent replays). ADR 0019.
+	Action *CustomerAction
 }
 
 // Limits bounds what a single order may contain.

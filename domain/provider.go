@@ -50,12 +50,20 @@ const (
 	EventPaymentSucceeded ProviderEventType = "payment.succeeded"
 	EventPaymentFailed    ProviderEventType = "payment.failed"
 	EventRefundSucceeded  ProviderEventType = "refund.succeeded"
+	// EventDisputeCreated: the customer disputed a payment with their
+	// bank (Stripe's charge.dispute.created). payd moves no money on it:
+	// it is recorded as a discrepancy for an operator (ADR 0019).
+	EventDisputeCreated ProviderEventType = "dispute.created"
 )
+
+// ErrInvalidSignature means a webhook's signature is missing, wrong or too
+// old: nothing in it may be believed.
+var ErrInvalidSignature = errors.New("provider: invalid webhook signature")
 
 // Known reports whether payd applies events of type t. Unknown types are
 // still valid events: they are stored and ignored, not refused.
 func (t ProviderEventType) Known() bool {
-	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded
+	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded || t == EventDisputeCreated
 }
 
 // ProviderEvent is a provider webhook in payd's terms. ID is the payload's

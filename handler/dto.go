@@ -55,6 +55,23 @@ type orderJSON struct {
 	RefundedAmount string     `json:"refunded_amount"`
 	CreatedAt      string     `json:"created_at"`
 	UpdatedAt      string     `json:"updated_at"`
+	// NextAction: a 202 whose payment waits for the customer (3-D Secure).
+	NextAction *nextActionJSON `json:"next_action,omitempty"`
+}
+
+// nextActionJSON is what the checkout page needs to let the customer
+// complete a payment (ADR 0019).
+type nextActionJSON struct {
+	Type         string  `json:"type"`
+	ClientSecret string  `json:"client_secret"`
+	RedirectURL  *string `json:"redirect_url"`
+}
+
+func toNextAction(a *domain.CustomerAction) *nextActionJSON {
+	if a == nil {
+		return nil
+	}
+	return &nextActionJSON{Type: a.Type, ClientSecret: a.ClientSecret, RedirectURL: strPtr(a.RedirectURL)}
 }
 
 func toOrderJSON(o domain.Order) orderJSON {
@@ -68,6 +85,7 @@ func toOrderJSON(o domain.Order) orderJSON {
 		PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 		RefundedAmount: domain.FormatAmount(o.RefundedAmount, o.Currency),
 		CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
+		NextAction: toNextAction(o.Action),
 	}
 }
 

@@ -40,6 +40,12 @@ type Deps struct {
 	// Operators are named admin tokens (PAYD_ADMIN_TOKENS) beside
 	// AdminToken; the audit's actor is the operator's name.
 	Operators []Operator
+
+	// The provider. CheckoutPage tells the checkout page which
+	// provider it pays with; StripeWebhooks, set when PAYD_PROVIDER=stripe,
+	// serves /v1/webhooks/stripe.
+	CheckoutPage   web.Config
+	StripeWebhooks *StripeWebhooks
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -71,7 +77,7 @@ func routes(e *echo.Echo, d Deps) {
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
-	checkout := echo.WrapHandler(web.Handler()) // the checkout page and its assets
+	checkout := echo.WrapHandler(web.HandlerFor(d.CheckoutPage)) // the checkout page and its assets
 	e.GET(web.Prefix, checkout)
 	e.GET(web.Prefix+"/*", checkout)
 	console := echo.WrapHandler(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
@@ -93,6 +99,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	v1.POST("/webhooks/provider", d.Webhooks.receive)
+	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive) // 404 unless PAYD_PROVIDER=stripe
 
 	admin, a := requireOperator(ops, d.Customers), d.Admin
 	if a != nil && a.Log == nil {

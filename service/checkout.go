@@ -254,7 +254,11 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, inRequest bool) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == domain.ChargePending:
-		return s.unknown(ctx, o, a, ch.ID, inRequest)
+		o, err := s.unknown(ctx, o, a, ch.ID, inRequest)
+		if err == nil && inRequest {
+			o.Action = ch.Action // 3-D Secure: what the page must do (ADR 0019)
+		}
+		return o, err
 	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
 		return s.hold(ctx, o, a, ch, inRequest)
 	case ch.Status == domain.ChargeSucceeded:

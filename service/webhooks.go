@@ -76,6 +76,8 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 		// The amount as written: Confirmed applies the refund only when it
 		// reads as the refund's, and quotes it otherwise.
 		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
+	case domain.EventDisputeCreated:
+		return s.disputed(ctx, ev)
 	}
 	return OutcomeIgnored, nil
 }
@@ -183,6 +185,25 @@ func eventCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
 		ch.Status, ch.FailureCode = domain.ChargeFailed, ev.FailureCode
 	}
 	return ch
+}
+
+// disputed records a customer's dispute of a payment for an operator: the
+// bank has taken the money back provisionally, and only a person can
+// answer it (with evidence, at the provider) or accept it. payd moves no
+// order on it (ADR 0019). The dispute's ID is the reference, so a
+// redelivery records nothing new.
+func (s *Webhooks) disputed(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+	disc := domain.Discrepancy{Type: domain.Disputed, Reference: ev.ID, ChargeID: ev.ChargeID,
+		Note: "the customer disputed the payment (reason: " + ev.FailureCode + "); answer it at the provider"}
+	if disc.Reference == "" {
+		disc.Reference = ev.ChargeID
+	}
+	if a, err := s.Attempts.FindByID(ctx, ev.IdempotencyKey); err == nil {
+		disc.OrderID, disc.AttemptID, disc.LocalAmount, disc.Currency = a.OrderID, a.ID, a.Amount, a.Currency
+	} else if !errors.Is(err, domain.ErrAttemptNotFound) {
+		return "", err
+	}
+	return s.discrepancy(ctx, disc, ev)
 }
 
 // discrepancy records disc with the money ev reports, quoted as the

@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -40,6 +41,23 @@ const ConsolePrefix = "/admin"
 const policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 
+// stripePolicy is policy widened for Stripe.js Elements (Stripe mode with a
+// publishable key): its script, its frames (card fields, 3-D Secure) and
+// its API, and nothing else.
+const stripePolicy = "default-src 'none'; script-src 'self' https://js.stripe.com; style-src 'self'; img-src 'self' data: https://*.stripe.com; " +
+	"connect-src 'self' https://api.stripe.com; frame-src https://js.stripe.com https://hooks.stripe.com; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+// Config is what the page needs to know about the provider, served as
+// /checkout/config.json. The zero value is the sandbox.
+type Config struct {
+	// Provider is "sandbox" or "stripe".
+	Provider string `json:"provider"`
+	// StripePublishableKey (pk_…), in Stripe mode, lets the page collect a
+	// card with Stripe.js Elements; without it the page offers Stripe's
+	// test PaymentMethods only.
+	StripePublishableKey string `json:"stripe_publishable_key,omitempty"`
+}
+
 type asset struct {
 	body  []byte
 	ctype string
@@ -47,16 +65,33 @@ type asset struct {
 }
 
 // Handler serves GET and HEAD of /checkout (the page) and /checkout/{file}
-// (its assets). Anything else under the prefix is 404; other methods 405.
-func Handler() http.Handler { return site("checkout", Prefix) }
+// (its assets) for the sandbox. Anything else under the prefix is 404;
+// other methods 405.
+func Handler() http.Handler { return HandlerFor(Config{}) }
+
+// HandlerFor is Handler for the provider cfg describes: the page reads
+// cfg from /checkout/config.json.
+func HandlerFor(cfg Config) http.Handler {
+	if cfg.Provider == "" {
+		cfg.Provider = "sandbox"
+	}
+	assets := load("checkout")
+	body, _ := json.Marshal(cfg)
+	sum := sha256.Sum256(body)
+	assets["config.json"] = asset{body: body, ctype: "application/json", etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	csp := policy
+	if cfg.Provider == "stripe" && cfg.StripePublishableKey != "" {
+		csp = stripePolicy
+	}
+	return site(assets, Prefix, csp)
+}
 
 // Console serves the operators' console the same way: /admin (the page)
 // and /admin/{file} (its assets), with the same headers.
-func Console() http.Handler { return site("admin", ConsolePrefix) }
+func Console() http.Handler { return site(load("admin"), ConsolePrefix, policy) }
 
-// site serves the files of the embedded folder dir at prefix.
-func site(dir, prefix string) http.Handler {
-	assets := load(dir)
+// site serves assets at prefix under the Content-Security-Policy csp.
+func site(assets map[string]asset, prefix, csp string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -74,7 +109,7 @@ func site(dir, prefix string) http.Handler {
 		// Revalidate every time (cheap, thanks to the ETag) so a new payd
 		// release never runs against yesterday's script.
 		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Security-Policy", policy)
+		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")

@@ -52,7 +52,8 @@ type config struct {
 
 	tracerProvider trace.TracerProvider // test-only: spans go here instead of OTLP
 
-	operatorConfig // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
+	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
+	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -99,7 +100,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
-	}, append(testSettings(c), c.operatorSettings()...)...)
+	}, append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -214,6 +215,9 @@ func (c *config) check(sub string) error {
 		}
 	}
 	if err := c.checkOperators(sub); err != nil {
+		return err
+	}
+	if err := c.checkStripe(sub); err != nil {
 		return err
 	}
 	return c.checkSettings()

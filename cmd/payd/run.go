@@ -169,13 +169,13 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}()
 
-	prov, stopSandbox, err := providerFor(ctx, cfg, base, log, tr.providerOptions(cfg)...)
+	prov, stopSandbox, err := providerFor(ctx, cfg, base, db, log, tr.providerOptions(cfg)...)
 	if err != nil {
 		return err
 	}
 	defer stopSandbox()
-	if cfg.ProviderURL == "" {
-		cfg.sandboxURL = prov.BaseURL() // printed in the banner
+	if sandbox, ok := prov.(*provider.Client); ok && cfg.ProviderURL == "" {
+		cfg.sandboxURL = sandbox.BaseURL() // printed in the banner
 	}
 
 	a, err := wire(cfg, db, prov, log)
@@ -226,10 +226,22 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// providerFor returns the provider client: against PAYD_PROVIDER_URL, or
-// against a sandbox started here on loopback that delivers its webhooks to
-// this very payd.
-func providerFor(ctx context.Context, cfg config, base string, log *slog.Logger, opts ...provider.Option) (*provider.Client, func(), error) {
+// paymentProvider is every port payd's use cases need from the provider:
+// the sandbox's client (provider.Client) or Stripe's (stripeprovider.Client).
+type paymentProvider interface {
+	service.PaymentProvider
+	service.RefundProvider
+	service.ChargeLister
+}
+
+// providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
+// the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on loopback
+// that delivers its webhooks to this very payd.
+func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (paymentProvider, func(), error) {
+	if cfg.Stripe.Provider == "stripe" {
+		sp, err := newStripe(cfg, db)
+		return sp, func() {}, err
+	}
 	if cfg.ProviderURL != "" {
 		return provider.NewClient(cfg.ProviderURL, opts...), func() {}, nil
 	}
@@ -254,7 +266,7 @@ type app struct {
 }
 
 // wire builds stores → services → handlers.
-func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logger) (*app, error) {
+func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logger) (*app, error) {
 	sealer, err := idempotency.NewSealer(cfg.SecretKey)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
@@ -304,13 +316,18 @@ func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logg
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
-	webhooks, err := handler.NewWebhooks(&service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
+	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
-		Observer: observer}, provider.ParseEvent, cfg.WebhookSecret)
+		Observer: observer}
+	webhooks, err := handler.NewWebhooks(receiver, provider.ParseEvent, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
 	webhooks.Rejected = metrics.WebhookRejected
+	stripeHooks, err := stripeWebhooks(cfg, client, receiver) // nil unless PAYD_PROVIDER=stripe
+	if err != nil {
+		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
+	}
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
@@ -322,7 +339,7 @@ func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logg
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Now: now},
 		Records:     idem,
-		Settlements: provider.ParseSettlement,
+		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}
 	e := handler.New(handler.Deps{
 		Log: log,
@@ -341,6 +358,11 @@ func wire(cfg config, db *repository.DB, client *provider.Client, log *slog.Logg
 
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		MaxStreams:       cfg.MaxStreams,
+
+		// The provider (issue 14, stripe.go): /v1/webhooks/stripe in Stripe
+		// mode, and what the checkout page pays with.
+		StripeWebhooks: stripeHooks,
+		CheckoutPage:   checkoutPage(cfg),
 	})
 	jobs := []service.Job{
 		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},

@@ -154,6 +154,14 @@ func (s *stack) checkStorm(orders []stormOrder, events map[string]bool) {
 			charged[c.OrderID]++
 		}
 	}
+	s.checkStormEnd(orders, events, succeeded, charged)
+}
+
+// checkStormEnd is checkStorm once the provider's successes are counted
+// (succeeded in all, charged per order), whichever provider it is.
+func (s *stack) checkStormEnd(orders []stormOrder, events map[string]bool, succeeded int, charged map[string]int) {
+	t := s.t
+	t.Helper()
 	paid := 0
 	for _, o := range orders {
 		row := s.orderRow(o.id)

@@ -1,11 +1,13 @@
 // app.js: the checkout page's screens. The payment rules live in
 // payment.js; this file wires them to the page. main[data-state] names the
 // screen the customer sees (signed-out, cart, ready, paying, processing,
-// checking, recovering, paid, declined, error, offline, closed).
+// checking, recovering, authenticating (3-D Secure, Stripe mode), paid, declined,
+// error, offline, closed).
 
 import { Client, NetworkError, describe, send } from './api.js';
 import { cartItems, money, renderCart } from './cart.js';
 import { forgetIntent, intentFor, isOpen, pay, saveIntent, savedIntent, settle } from './payment.js';
+import { complete, loadConfig, methodFor, needsCard, setUp } from './stripe.js';
 
 const $ = (id) => document.getElementById(id);
 const SESSION = 'payd.checkout.session'; // sessionStorage: the token lives no longer than the tab
@@ -153,7 +155,13 @@ async function run(intent, firstStep) {
   $('new-order').hidden = true;
   lockMethod(intent);
   try {
-    finish(intent, await settle(client, intent, await firstStep(), progress));
+    let outcome = await firstStep();
+    if (outcome.kind === 'processing' && outcome.action) {
+      // 3-D Secure: the customer completes it at Stripe; the webhook settles it.
+      progress('Confirm the payment with your bank (3-D Secure)…', 'authenticating');
+      await complete(outcome.action);
+    }
+    finish(intent, await settle(client, intent, outcome, progress));
   } catch (err) {
     finish(intent, { kind: 'unreachable' }); // never leave the customer with a dead button
     throw err;
@@ -162,12 +170,24 @@ async function run(intent, firstStep) {
   }
 }
 
-function onPay() {
+async function onPay() {
   if (busy) return; // the button is disabled too; this covers clicks queued before it was
   busy = true;
   $('pay').disabled = true; // synchronously, before anything awaits
   const order = read(localStorage, ORDER);
-  const intent = intentFor(order.id, $('method').value);
+  const open = savedIntent();
+  // An open intent keeps its method; a new one in Stripe mode may need the
+  // card field turned into a PaymentMethod first.
+  // Nothing is awaited before the intent is stored unless the card field
+  // must become a PaymentMethod first: a second click finds the page busy.
+  const chosen = isOpen(open, order.id) ? open.method : $('method').value;
+  const method = needsCard(chosen) ? await methodFor(chosen) : chosen;
+  if (!method) {
+    busy = false;
+    $('pay').disabled = false;
+    return showStatus('bad', 'Check your card', 'The card details are incomplete.');
+  }
+  const intent = intentFor(order.id, method);
   hideStatus();
   progress('Sending your payment…', 'paying');
   return run(intent, () => pay(client, intent, progress));
@@ -304,6 +324,7 @@ function signOut() {
 }
 
 renderCart($('cart-items'), $('cart-total'));
+await setUp(await loadConfig(), $('method'), $('card-element'), document.querySelector('label[for="method"]'));
 $('register-form').addEventListener('submit', onRegister);
 $('token-form').addEventListener('submit', onToken);
 $('cart-form').addEventListener('submit', onPlaceOrder);

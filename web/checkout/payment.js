@@ -72,7 +72,7 @@ export async function pay(client, intent, progress) {
     }
     const code = r.data && r.data.code;
     if (r.status === 200) return { kind: 'paid', order: r.data };
-    if (r.status === 202) return { kind: 'processing' };
+    if (r.status === 202) return { kind: 'processing', action: r.data && r.data.next_action };
     if (r.status === 402) return { kind: 'declined', problem: describe(r) };
     if (r.status === 409 && code === 'idempotency_key_in_use') {
       // An earlier send of this very intent is still running. Never resend

@@ -1,0 +1,315 @@
+// Package stripefake is a stateful fake of the few Stripe endpoints payd
+// uses, for behaviour tests: PaymentIntents created and confirmed at once,
+// retrieved, listed and searched; refunds; disputes; idempotency keys
+// honoured as Stripe does (the first answer replayed; other parameters
+// under a used key refused); and events signed the way stripe-go's webhook
+// package verifies them. Test PaymentMethod ids choose the outcome, as in
+// Stripe's test mode. It is not Stripe: the contract is checked against
+// stripe-mock (provider/stripeprovider's contract test).
+package stripefake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+)
+
+// Test PaymentMethods and what they do.
+const (
+	PMVisa         = "pm_card_visa"           // succeeds
+	PMDeclined     = "pm_card_chargeDeclined" // declined: generic_decline
+	PMInsufficient = "pm_card_chargeDeclinedInsufficientFunds"
+	PM3DS          = "pm_card_threeDSecure2Required" // requires_action until Authenticate
+	PMProcessing   = "pm_card_processing"            // fake-only: processing until Finish
+)
+
+// Fake is the fake Stripe. Its zero value is not usable: call New.
+type Fake struct {
+	Secret string // the webhook signing secret (whsec_…)
+	srv    *httptest.Server
+
+	mu       sync.Mutex
+	seq      int
+	pis      map[string]map[string]any
+	order    []string // PaymentIntent ids, oldest first
+	refunds  map[string]map[string]any
+	disputes map[string]map[string]any
+	keys     map[string]idemReply
+	events   []Event
+	calls    []string
+	keyed    []keyedCall
+	// dropReplies: the next n requests are carried out but their replies
+	// are lost (the connection is cut).
+	dropReplies int
+	// down: requests fail with 500 and change nothing.
+	down bool
+	now  func() time.Time
+}
+
+// Event is one signed webhook the fake would send.
+type Event struct {
+	ID, Type string
+	Body     []byte
+}
+
+// keyedCall is one request about a PaymentIntent, with the attempt it is for.
+type keyedCall struct{ method, attempt string }
+
+type idemReply struct {
+	params string
+	status int
+	body   []byte
+}
+
+// New starts a fake on a loopback port, closed by t's cleanup if t is given.
+func New(cleanup func(func())) *Fake {
+	f := &Fake{Secret: "whsec_fake_" + strconv.FormatInt(time.Now().UnixNano(), 36), pis: map[string]map[string]any{},
+		refunds: map[string]map[string]any{}, disputes: map[string]map[string]any{}, keys: map[string]idemReply{},
+		now: time.Now}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	if cleanup != nil {
+		cleanup(f.srv.Close)
+	}
+	return f
+}
+
+// URL is the fake's API base (STRIPE_API_BASE).
+func (f *Fake) URL() string { return f.srv.URL }
+
+// Close stops the fake.
+func (f *Fake) Close() { f.srv.Close() }
+
+// DropReplies makes the next n requests take effect but lose their reply.
+func (f *Fake) DropReplies(n int) { f.mu.Lock(); f.dropReplies = n; f.mu.Unlock() }
+
+// SetDown makes every request fail with 500 without taking effect.
+func (f *Fake) SetDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
+
+// Calls lists "METHOD path" of every request received, in order.
+func (f *Fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// CallsFor lists, in order, "POST" for each create sent under the attempt's
+// Idempotency-Key and "GET" for each retrieve of its PaymentIntent: how
+// payd asked about the attempt and charged it.
+func (f *Fake) CallsFor(attemptID string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.keyed {
+		if c.attempt == attemptID {
+			out = append(out, c.method)
+		}
+	}
+	return out
+}
+
+// Count is how many requests "METHOD path" the fake received.
+func (f *Fake) Count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// Intents returns the id and status of every PaymentIntent of an order, oldest first.
+func (f *Fake) Intents(orderID string) [][2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][2]string
+	for _, id := range f.order {
+		if meta(f.pis[id])["payd_order"] == orderID {
+			out = append(out, [2]string{id, f.pis[id]["status"].(string)})
+		}
+	}
+	return out
+}
+
+// Succeeded counts the PaymentIntents of an order (metadata payd_order)
+// that took the customer's money.
+func (f *Fake) Succeeded(orderID string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, pi := range f.pis {
+		if meta(pi)["payd_order"] == orderID && pi["status"] == "succeeded" {
+			n++
+		}
+	}
+	return n
+}
+
+// Created counts the PaymentIntents made for an order, whatever their state.
+func (f *Fake) Created(orderID string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, pi := range f.pis {
+		if meta(pi)["payd_order"] == orderID {
+			n++
+		}
+	}
+	return n
+}
+
+// PaymentIntentOf returns the id of the newest PaymentIntent of an order.
+func (f *Fake) PaymentIntentOf(orderID string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.order) - 1; i >= 0; i-- {
+		if meta(f.pis[f.order[i]])["payd_order"] == orderID {
+			return f.order[i]
+		}
+	}
+	return ""
+}
+
+// Events returns every event emitted so far, oldest first.
+func (f *Fake) Events() []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Event(nil), f.events...)
+}
+
+// Authenticate finishes 3-D Secure for a PaymentIntent in requires_action:
+// ok → succeeded, else back to requires_payment_method with
+// payment_intent_authentication_failure. It emits the webhook.
+func (f *Fake) Authenticate(id string, ok bool) {
+	f.finish(id, ok, "payment_intent_authentication_failure")
+}
+
+// Finish settles a processing PaymentIntent and emits the webhook.
+func (f *Fake) Finish(id string, ok bool) { f.finish(id, ok, "card_declined") }
+
+func (f *Fake) finish(id string, ok bool, code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := f.pis[id]
+	pi["next_action"] = nil
+	if ok {
+		pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
+		f.emit("payment_intent.succeeded", pi)
+		return
+	}
+	pi["status"] = "requires_payment_method"
+	pi["last_payment_error"] = map[string]any{"type": "card_error", "code": code, "message": "failed"}
+	f.emit("payment_intent.payment_failed", pi)
+}
+
+// Dispute opens a dispute on a PaymentIntent and emits charge.dispute.created.
+func (f *Fake) Dispute(piID string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := f.pis[piID]
+	d := map[string]any{"id": f.id("dp"), "object": "dispute", "amount": pi["amount"], "currency": pi["currency"],
+		"charge": pi["latest_charge"], "payment_intent": piID, "reason": "fraudulent", "status": "needs_response",
+		"created": f.now().Unix(), "livemode": false, "metadata": map[string]any{}}
+	f.disputes[d["id"].(string)] = d
+	f.emit("charge.dispute.created", d)
+	return d["id"].(string)
+}
+
+// ContradictingFailure returns, without recording it, a signed-ready
+// payment_intent.payment_failed for a PaymentIntent as it is now but
+// declined: the kind of stale or forged event payd must check with Stripe
+// before believing.
+func (f *Fake) ContradictingFailure(piID string) Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["status"] = "requires_payment_method"
+	pi["last_payment_error"] = map[string]any{"type": "card_error", "code": "card_declined", "decline_code": "generic_decline"}
+	ev := map[string]any{"id": f.id("evt"), "object": "event", "api_version": stripe.APIVersion, "created": f.now().Unix(),
+		"type": "payment_intent.payment_failed", "livemode": false, "data": map[string]any{"object": pi}}
+	b, _ := json.Marshal(ev)
+	return Event{ID: ev["id"].(string), Type: "payment_intent.payment_failed", Body: b}
+}
+
+// Sign signs body as Stripe would, at time t.
+func (f *Fake) Sign(body []byte, t time.Time) string {
+	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: f.Secret, Timestamp: t}).Header
+}
+
+// Deliver posts event e, freshly signed, to url and returns the status.
+func (f *Fake) Deliver(ctx context.Context, url string, e Event) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(e.Body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", f.Sign(e.Body, time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// emit records an event for obj; the caller holds mu.
+func (f *Fake) emit(typ string, obj map[string]any) {
+	ev := map[string]any{"id": f.id("evt"), "object": "event", "api_version": stripe.APIVersion, "created": f.now().Unix(),
+		"type": typ, "livemode": false, "pending_webhooks": 1, "data": map[string]any{"object": clone(obj)}}
+	b, _ := json.Marshal(ev)
+	f.events = append(f.events, Event{ID: ev["id"].(string), Type: typ, Body: b})
+}
+
+func (f *Fake) id(prefix string) string {
+	f.seq++
+	return fmt.Sprintf("%s_fake%06d", prefix, f.seq)
+}
+
+func clone(m map[string]any) map[string]any {
+	b, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func meta(o map[string]any) map[string]string {
+	out := map[string]string{}
+	if m, ok := o["metadata"].(map[string]any); ok {
+		for k, v := range m {
+			out[k], _ = v.(string)
+		}
+	}
+	if m, ok := o["metadata"].(map[string]string); ok {
+		return m
+	}
+	return out
+}
+
+// canonical is the request's parameters in a stable order, to compare a
+// replay under a key with its first use.
+func canonical(v url.Values) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s&", k, strings.Join(v[k], ","))
+	}
+	return b.String()
+}

@@ -1,0 +1,298 @@
+package stripefake
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+type reply struct {
+	status int
+	body   any
+}
+
+func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeReply(w, reply{400, errBody("invalid_request_error", "parameter_invalid", "", "bad form")})
+		return
+	}
+	f.mu.Lock()
+	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
+	f.noteKeyed(r)
+	if f.down {
+		f.mu.Unlock()
+		writeReply(w, reply{500, errBody("api_error", "", "", "fake is down")})
+		return
+	}
+	drop := f.dropReplies > 0
+	if drop {
+		f.dropReplies--
+	}
+	key := r.Header.Get("Idempotency-Key")
+	var status int
+	var body []byte
+	if prev, ok := f.keys[r.URL.Path+" "+key]; ok && key != "" && r.Method == http.MethodPost {
+		if prev.params != canonical(r.PostForm) {
+			status, body = 400, mustJSON(errBody("idempotency_error", "", "", "Keys for idempotent requests can only be used with the same parameters they were first used with."))
+		} else {
+			status, body = prev.status, prev.body
+		}
+	} else {
+		rep := f.route(r)
+		status, body = rep.status, mustJSON(rep.body)
+		if key != "" && r.Method == http.MethodPost && status < 500 {
+			f.keys[r.URL.Path+" "+key] = idemReply{params: canonical(r.PostForm), status: status, body: body}
+		}
+	}
+	f.mu.Unlock()
+	if drop {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", "req_fake")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// noteKeyed records a create or retrieve of a PaymentIntent by attempt; the
+// caller holds mu.
+func (f *Fake) noteKeyed(r *http.Request) {
+	switch id, ok := strings.CutPrefix(r.URL.Path, "/v1/payment_intents/"); {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/payment_intents":
+		f.keyed = append(f.keyed, keyedCall{"POST", r.Header.Get("Idempotency-Key")})
+	case r.Method == http.MethodGet && ok && f.pis[id] != nil:
+		f.keyed = append(f.keyed, keyedCall{"GET", meta(f.pis[id])["payd_attempt"]})
+	}
+}
+
+func writeReply(w http.ResponseWriter, rep reply) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	_, _ = w.Write(mustJSON(rep.body))
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func errBody(typ, code, param, msg string) map[string]any {
+	e := map[string]any{"type": typ, "message": msg}
+	if code != "" {
+		e["code"] = code
+	}
+	if param != "" {
+		e["param"] = param
+	}
+	return map[string]any{"error": e}
+}
+
+var notFound = reply{404, errBody("invalid_request_error", "resource_missing", "id", "No such object")}
+
+// route carries the request out; the caller holds mu.
+func (f *Fake) route(r *http.Request) reply {
+	p := strings.TrimPrefix(r.URL.Path, "/v1/")
+	parts := strings.Split(p, "/")
+	switch {
+	case r.Method == http.MethodPost && p == "payment_intents":
+		return f.createPI(r.PostForm)
+	case r.Method == http.MethodGet && p == "payment_intents":
+		return f.listPIs(r.Form)
+	case r.Method == http.MethodGet && p == "payment_intents/search":
+		return f.searchPIs(r.Form.Get("query"))
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "payment_intents":
+		if pi, ok := f.pis[parts[1]]; ok {
+			return reply{200, pi}
+		}
+		return notFound
+	case r.Method == http.MethodPost && p == "refunds":
+		return f.createRefund(r.PostForm)
+	case r.Method == http.MethodGet && p == "refunds":
+		return f.listRefunds(r.Form.Get("charge"))
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "refunds":
+		if x, ok := f.refunds[parts[1]]; ok {
+			return reply{200, x}
+		}
+		return notFound
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "disputes":
+		if x, ok := f.disputes[parts[1]]; ok {
+			return reply{200, x}
+		}
+		return notFound
+	}
+	return reply{404, errBody("invalid_request_error", "", "", "Unrecognized request URL")}
+}
+
+func metadataOf(form url.Values) map[string]string {
+	m := map[string]string{}
+	for k, v := range form {
+		if strings.HasPrefix(k, "metadata[") && strings.HasSuffix(k, "]") {
+			m[strings.TrimSuffix(strings.TrimPrefix(k, "metadata["), "]")] = v[0]
+		}
+	}
+	return m
+}
+
+func (f *Fake) createPI(form url.Values) reply {
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	if err != nil || amount <= 0 {
+		return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount", "Invalid integer")}
+	}
+	if form.Get("currency") == "" {
+		return reply{400, errBody("invalid_request_error", "parameter_missing", "currency", "Missing currency")}
+	}
+	pm := form.Get("payment_method")
+	switch pm {
+	case PMVisa, PMDeclined, PMInsufficient, PM3DS, PMProcessing:
+	default:
+		return reply{400, errBody("invalid_request_error", "resource_missing", "payment_method", "No such PaymentMethod: '"+pm+"'")}
+	}
+	id := f.id("pi")
+	pi := map[string]any{"id": id, "object": "payment_intent", "amount": amount, "amount_received": 0,
+		"currency": form.Get("currency"), "status": "requires_payment_method", "client_secret": id + "_secret_fake",
+		"created": f.now().Unix(), "metadata": metadataOf(form), "payment_method": pm, "payment_method_types": []string{"card"},
+		"last_payment_error": nil, "next_action": nil, "latest_charge": nil, "livemode": false, "capture_method": "automatic",
+		"confirmation_method": "automatic"}
+	f.pis[id] = pi
+	f.order = append(f.order, id)
+	if form.Get("confirm") != "true" {
+		return reply{200, pi}
+	}
+	pi["latest_charge"] = f.id("ch")
+	switch pm {
+	case PMVisa:
+		pi["status"], pi["amount_received"] = "succeeded", amount
+		f.emit("payment_intent.succeeded", pi)
+	case PM3DS:
+		pi["status"] = "requires_action"
+		pi["next_action"] = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{"type": "three_d_secure_redirect"}}
+		f.emit("payment_intent.requires_action", pi)
+	case PMProcessing:
+		pi["status"] = "processing"
+		f.emit("payment_intent.processing", pi)
+	default:
+		decline := "generic_decline"
+		if pm == PMInsufficient {
+			decline = "insufficient_funds"
+		}
+		pi["last_payment_error"] = map[string]any{"type": "card_error", "code": "card_declined", "decline_code": decline, "message": "Your card was declined."}
+		f.emit("payment_intent.payment_failed", pi)
+		e := errBody("card_error", "card_declined", "", "Your card was declined.")
+		e["error"].(map[string]any)["decline_code"] = decline
+		e["error"].(map[string]any)["payment_intent"] = clone(pi)
+		return reply{402, e}
+	}
+	return reply{200, pi}
+}
+
+func (f *Fake) listPIs(q url.Values) reply {
+	gte, _ := strconv.ParseInt(q.Get("created[gte]"), 10, 64)
+	lt, err := strconv.ParseInt(q.Get("created[lt]"), 10, 64)
+	if err != nil {
+		lt = 1 << 62
+	}
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 || limit > 100 {
+		limit = 10
+	}
+	after := q.Get("starting_after")
+	var data []any
+	started := after == ""
+	more := false
+	for i := len(f.order) - 1; i >= 0; i-- { // newest first, as Stripe lists
+		pi := f.pis[f.order[i]]
+		if !started {
+			started = f.order[i] == after
+			continue
+		}
+		c := pi["created"].(int64)
+		if c < gte || c >= lt {
+			continue
+		}
+		if len(data) == limit {
+			more = true
+			break
+		}
+		data = append(data, pi)
+	}
+	return reply{200, map[string]any{"object": "list", "url": "/v1/payment_intents", "has_more": more, "data": orEmpty(data)}}
+}
+
+// searchPIs understands the one query payd sends: metadata['k']:'v'.
+func (f *Fake) searchPIs(query string) reply {
+	var k, v string
+	if i := strings.Index(query, "']:'"); strings.HasPrefix(query, "metadata['") && i > 0 {
+		k, v = query[len("metadata['"):i], strings.TrimSuffix(query[i+4:], "'")
+	}
+	var data []any
+	for _, id := range f.order {
+		if meta(f.pis[id])[k] == v && k != "" {
+			data = append(data, f.pis[id])
+		}
+	}
+	return reply{200, map[string]any{"object": "search_result", "url": "/v1/payment_intents/search", "has_more": false, "data": orEmpty(data)}}
+}
+
+func (f *Fake) createRefund(form url.Values) reply {
+	pi, ok := f.pis[form.Get("payment_intent")]
+	if !ok {
+		return reply{400, errBody("invalid_request_error", "resource_missing", "payment_intent", "No such payment_intent")}
+	}
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	if err != nil || amount <= 0 {
+		return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount", "Invalid integer")}
+	}
+	refunded := int64(0)
+	for _, r := range f.refunds {
+		if r["payment_intent"] == pi["id"] {
+			refunded += r["amount"].(int64)
+		}
+	}
+	if pi["status"] != "succeeded" || refunded+amount > pi["amount"].(int64) {
+		return reply{400, errBody("invalid_request_error", "charge_already_refunded", "amount", "Refund exceeds the charge")}
+	}
+	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": "succeeded",
+		"payment_intent": pi["id"], "charge": pi["latest_charge"], "metadata": metadataOf(form), "created": f.now().Unix()}
+	f.refunds[r["id"].(string)] = r
+	f.emit("refund.created", r)
+	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
+		"amount_refunded": refunded + amount, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded+amount == pi["amount"].(int64)})
+	return reply{200, r}
+}
+
+func (f *Fake) listRefunds(charge string) reply {
+	var data []any
+	ids := make([]string, 0, len(f.refunds))
+	for id := range f.refunds {
+		ids = append(ids, id)
+	}
+	sortDesc(ids)
+	for _, id := range ids {
+		if f.refunds[id]["charge"] == charge {
+			data = append(data, f.refunds[id])
+		}
+	}
+	return reply{200, map[string]any{"object": "list", "url": "/v1/refunds", "has_more": false, "data": orEmpty(data)}}
+}
+
+func sortDesc(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] > s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+func orEmpty(d []any) []any {
+	if d == nil {
+		return []any{}
+	}
+	return d
+}

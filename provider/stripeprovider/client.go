@@ -1,0 +1,247 @@
+// Package stripeprovider is payd's adapter to Stripe: the same ports the
+// sandbox's client serves (charge, ask, refund, list, webhook events),
+// spoken through stripe-go. A charge is a PaymentIntent created and
+// confirmed at once under the attempt's ID as Idempotency-Key (ADR 0019);
+// asking about an attempt retrieves its PaymentIntent by ID, or repeats the
+// same create under the same key when the ID was never learned (ADR 0020).
+// No stripe-go type escapes this package.
+package stripeprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/payd/payd/domain"
+)
+
+// Metadata keys payd writes on every PaymentIntent and Refund it creates.
+const (
+	MetaOrder   = "payd_order"
+	MetaAttempt = "payd_attempt"
+	MetaRefund  = "payd_refund"
+	MetaReason  = "payd_reason"
+)
+
+// ReplayWindow is how long after an attempt was created payd still repeats
+// its create under the same Idempotency-Key to learn the outcome. Stripe
+// keeps keys for at least 24 hours; an hour of margin keeps payd clear of
+// the edge (ADR 0020).
+const ReplayWindow = 23 * time.Hour
+
+// SearchLag is how long payd allows Stripe's search index to catch up with
+// a write. A search miss sooner than this after the attempt's last possible
+// replay (ReplayWindow after its creation) proves nothing and is reported
+// as an unknown outcome, to be asked again (ADR 0020).
+const SearchLag = 10 * time.Minute
+
+// AttemptLookup returns what payd recorded for an attempt: its stored
+// PaymentIntent ID, and the request it sent, for a replay.
+type AttemptLookup func(ctx context.Context, id string) (domain.Attempt, error)
+
+// Config configures a Client.
+type Config struct {
+	SecretKey string // sk_test_… or sk_live_…
+	// APIBase is Stripe's API root; empty means Stripe itself. Tests point
+	// it at stripe-mock or the fake.
+	APIBase string
+	Timeout time.Duration // one call; domain.DefaultProviderTimeout when zero
+	// HTTPClient, optional, carries the transport (the timeout still applies).
+	HTTPClient *http.Client
+	// Attempts looks up an attempt when payd asks about it (GetCharge).
+	Attempts AttemptLookup
+	Now      func() time.Time
+}
+
+// Client is the Stripe adapter. It never logs (stripe-go's logger is
+// silenced): every failure is returned, once, to the caller.
+type Client struct {
+	sc       *stripe.Client
+	timeout  time.Duration
+	attempts AttemptLookup
+	now      func() time.Time
+}
+
+// New returns a Stripe client. A missing key is an error: nothing could be sent.
+func New(cfg Config) (*Client, error) {
+	if cfg.SecretKey == "" {
+		return nil, errors.New("stripe: STRIPE_SECRET_KEY is required")
+	}
+	bc := &stripe.BackendConfig{
+		HTTPClient:        cfg.HTTPClient,
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+		MaxNetworkRetries: stripe.Int64(0), // payd asks before it sends again
+		EnableTelemetry:   stripe.Bool(false),
+	}
+	if bc.HTTPClient == nil {
+		bc.HTTPClient = &http.Client{}
+	}
+	if cfg.APIBase != "" {
+		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
+	}
+	c := &Client{
+		sc:       stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc))),
+		timeout:  cfg.Timeout,
+		attempts: cfg.Attempts,
+		now:      cfg.Now,
+	}
+	if c.timeout <= 0 {
+		c.timeout = domain.DefaultProviderTimeout
+	}
+	if c.now == nil {
+		c.now = func() time.Time { return time.Now().UTC() }
+	}
+	return c, nil
+}
+
+// Charge creates and confirms a PaymentIntent for req under
+// req.IdempotencyKey. A decline is a Charge with Status failed and a nil
+// error; a PaymentIntent that needs the customer (3-D Secure) or is still
+// processing is a Charge with Status pending whose ID is the PaymentIntent's.
+func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error) {
+	params, err := createParams(req)
+	if err != nil {
+		return domain.Charge{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	pi, err := c.sc.V1PaymentIntents.Create(ctx, params)
+	if err != nil {
+		return declineOr(err, "charge "+req.IdempotencyKey)
+	}
+	return toCharge(pi)
+}
+
+// GetCharge asks Stripe about the attempt whose ID is idempotencyKey: by
+// its PaymentIntent ID when payd stored one; otherwise by repeating the
+// attempt's very create under the same key, which Stripe answers with the
+// first result (or carries out, once, if it never arrived) — for an
+// attempt still started or unknown only; otherwise, and past ReplayWindow,
+// by a metadata search, which is eventually consistent
+// (ADR 0020). domain.ErrChargeNotFound means Stripe has no PaymentIntent
+// for the attempt.
+func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
+	if c.attempts == nil {
+		return domain.Charge{}, fmt.Errorf("get charge %s: stripe adapter has no attempt lookup", idempotencyKey)
+	}
+	a, err := c.attempts(ctx, idempotencyKey)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		return domain.Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, domain.ErrChargeNotFound)
+	}
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	switch {
+	case a.ProviderChargeID != "":
+		pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, a.ProviderChargeID, nil)
+		if err != nil {
+			return domain.Charge{}, wrap(err, "get charge "+idempotencyKey)
+		}
+		return toCharge(pi)
+	case a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow:
+		// Only an attempt payd is still settling is replayed: one payd
+		// settled (a refusal, a release) must never be charged by asking.
+		return c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
+			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod})
+	}
+	return c.search(ctx, a)
+}
+
+// search finds an attempt's PaymentIntent by metadata. Stripe's search
+// index lags writes by up to about a minute; past ReplayWindow the create
+// is a day old, so a miss means there is none.
+func (c *Client) search(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	key := a.ID
+	p := &stripe.PaymentIntentSearchParams{}
+	p.Query = fmt.Sprintf("metadata['%s']:'%s'", MetaAttempt, key)
+	for pi, err := range c.sc.V1PaymentIntents.Search(ctx, p) {
+		if err != nil {
+			return domain.Charge{}, wrap(err, "search charge "+key)
+		}
+		return toCharge(pi)
+	}
+	if a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow+SearchLag {
+		// A replay sent just before the window closed may not be indexed
+		// yet. (A settled attempt was never replayed: its miss stands.)
+		return domain.Charge{}, fmt.Errorf("search charge %s: %w: not indexed yet, or none", key, domain.ErrProviderUnavailable)
+	}
+	return domain.Charge{}, fmt.Errorf("search charge %s: %w", key, domain.ErrChargeNotFound)
+}
+
+// Refund refunds req.Amount of the PaymentIntent req.ChargeID through the
+// Refunds API, at most once per req.IdempotencyKey (its own key, never the
+// charge's).
+func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {
+	cur, err := domain.ParseCurrency(req.Currency)
+	if err != nil {
+		return domain.ProviderRefund{}, err
+	}
+	if !req.Amount.IsPositive() || !req.Amount.Equal(req.Amount.Round(cur.Scale())) {
+		return domain.ProviderRefund{}, &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", req.Amount, cur)}
+	}
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(req.ChargeID), Amount: stripe.Int64(domain.MinorUnits(req.Amount, cur))}
+	p.AddMetadata(MetaRefund, req.IdempotencyKey)
+	if req.Reason != "" {
+		p.AddMetadata(MetaReason, truncate(req.Reason, 500))
+	}
+	p.SetIdempotencyKey(req.IdempotencyKey)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	r, err := c.sc.V1Refunds.Create(ctx, p)
+	if err != nil {
+		return domain.ProviderRefund{}, wrap(err, "refund "+req.IdempotencyKey)
+	}
+	return toRefund(r, req.ChargeID)
+}
+
+// ListCharges returns every PaymentIntent created in [from, to), following
+// Stripe's pagination to the end. Stripe's created is in whole seconds.
+func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
+	p := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{
+		GreaterThanOrEqual: from.Unix(), LesserThan: ceilUnix(to)}}
+	p.Limit = stripe.Int64(100)
+	var out []domain.Charge
+	for pi, err := range c.sc.V1PaymentIntents.List(ctx, p) {
+		if err != nil {
+			return nil, wrap(err, "list charges")
+		}
+		ch, err := toCharge(pi)
+		if err != nil {
+			return nil, fmt.Errorf("list charges: %w", err)
+		}
+		if ch.CreatedAt.Before(from) || !ch.CreatedAt.Before(to) {
+			continue
+		}
+		out = append(out, ch)
+	}
+	reverse(out) // Stripe lists newest first; payd reads oldest first
+	return out, nil
+}
+
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.After(time.Unix(s, 0)) {
+		s++
+	}
+	return s
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

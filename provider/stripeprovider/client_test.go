@@ -1,0 +1,234 @@
+package stripeprovider_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/stripefake"
+	"github.com/payd/payd/provider/stripeprovider"
+)
+
+// attempts is a tiny attempt store standing in for payd's, for GetCharge.
+type attempts struct {
+	mu sync.Mutex
+	m  map[string]domain.Attempt
+}
+
+func (s *attempts) put(a domain.Attempt) { s.mu.Lock(); s.m[a.ID] = a; s.mu.Unlock() }
+func (s *attempts) get(_ context.Context, id string) (domain.Attempt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.m[id]
+	if !ok {
+		return domain.Attempt{}, domain.ErrAttemptNotFound
+	}
+	return a, nil
+}
+
+type env struct {
+	fake  *stripefake.Fake
+	c     *stripeprovider.Client
+	store *attempts
+	now   time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{fake: stripefake.New(t.Cleanup), store: &attempts{m: map[string]domain.Attempt{}}, now: time.Now().UTC()}
+	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_fake", APIBase: e.fake.URL(), Timeout: 2 * time.Second,
+		Attempts: e.store.get, Now: func() time.Time { return e.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.c = c
+	return e
+}
+
+func (e *env) attempt(id, pm string) (domain.Attempt, domain.ChargeRequest) {
+	a := domain.Attempt{ID: id, OrderID: "ord-" + id, PaymentMethod: pm, Amount: decimal.RequireFromString("19.90"),
+		Currency: "EUR", CreatedAt: e.now, Status: domain.AttemptStarted}
+	e.store.put(a)
+	return a, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount, Currency: "EUR", PaymentMethod: pm}
+}
+
+func TestChargeOutcomes(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		pm       string
+		status   domain.ChargeStatus
+		code     string
+		wantErr  string
+		intended bool
+	}{
+		{pm: stripefake.PMVisa, status: domain.ChargeSucceeded},
+		{pm: stripefake.PMDeclined, status: domain.ChargeFailed, code: "generic_decline"},
+		{pm: stripefake.PMInsufficient, status: domain.ChargeFailed, code: "insufficient_funds"},
+		{pm: stripefake.PM3DS, status: domain.ChargePending},
+		{pm: stripefake.PMProcessing, status: domain.ChargePending},
+		{pm: "pm_nope", wantErr: "unknown_payment_method"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.pm, func(t *testing.T) {
+			_, req := e.attempt("att-"+string(rune('a'+i)), tt.pm)
+			ch, err := e.c.Charge(context.Background(), req)
+			if tt.wantErr != "" {
+				if !domain.IsProviderRequestError(err, tt.wantErr) {
+					t.Fatalf("Charge(%s) = %v, want refusal %s", tt.pm, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Charge(%s) = %v", tt.pm, err)
+			}
+			if ch.Status != tt.status || ch.FailureCode != tt.code || !strings.HasPrefix(ch.ID, "pi_") {
+				t.Fatalf("Charge(%s) = %+v, want status %s code %q", tt.pm, ch, tt.status, tt.code)
+			}
+			if ch.IdempotencyKey != req.IdempotencyKey || ch.OrderID != req.OrderID || !ch.Amount.Equal(req.Amount) || ch.Currency != "EUR" {
+				t.Fatalf("Charge(%s) = %+v, want the attempt's key, order and money", tt.pm, ch)
+			}
+		})
+	}
+}
+
+// A reply lost after Stripe charged: asking (without a stored
+// PaymentIntent id) repeats the create under the same key and gets the
+// first result, never a second PaymentIntent.
+func TestLostReplyAskedByReplay(t *testing.T) {
+	e := newEnv(t)
+	_, req := e.attempt("att-lost", stripefake.PMVisa)
+	e.fake.DropReplies(1)
+	if _, err := e.c.Charge(context.Background(), req); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Fatalf("Charge with a lost reply = %v, want ErrProviderUnavailable", err)
+	}
+	ch, err := e.c.GetCharge(context.Background(), req.IdempotencyKey)
+	if err != nil || ch.Status != domain.ChargeSucceeded {
+		t.Fatalf("GetCharge = %+v, %v, want succeeded", ch, err)
+	}
+	if n := e.fake.Created(req.OrderID); n != 1 {
+		t.Fatalf("PaymentIntents for the order = %d, want 1", n)
+	}
+}
+
+// With a stored PaymentIntent id the adapter retrieves it: 3-D Secure then
+// completed reads as succeeded.
+func TestGetChargeByStoredID(t *testing.T) {
+	e := newEnv(t)
+	a, req := e.attempt("att-3ds", stripefake.PM3DS)
+	ch, err := e.c.Charge(context.Background(), req)
+	if err != nil || ch.Status != domain.ChargePending {
+		t.Fatalf("Charge(3DS) = %+v, %v", ch, err)
+	}
+	a.ProviderChargeID = ch.ID
+	e.store.put(a)
+	e.fake.Authenticate(ch.ID, true)
+	got, err := e.c.GetCharge(context.Background(), a.ID)
+	if err != nil || got.Status != domain.ChargeSucceeded || got.ID != ch.ID {
+		t.Fatalf("GetCharge after 3DS = %+v, %v, want %s succeeded", got, err, ch.ID)
+	}
+	calls := strings.Join(e.fake.Calls(), "\n")
+	if !strings.Contains(calls, "GET /v1/payment_intents/"+ch.ID) {
+		t.Fatalf("calls = %s, want a retrieve by id", calls)
+	}
+}
+
+// Past the replay window the adapter searches by metadata instead of
+// repeating a create Stripe may no longer recognise; none found is
+// ErrChargeNotFound, and nothing is created.
+func TestPastReplayWindowSearches(t *testing.T) {
+	e := newEnv(t)
+	_, req := e.attempt("att-old-charged", stripefake.PMVisa)
+	if _, err := e.c.Charge(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	e.attempt("att-old-never", stripefake.PMVisa)
+	e.now = e.now.Add(stripeprovider.ReplayWindow + time.Minute)
+	if _, err := e.c.GetCharge(context.Background(), "att-old-never"); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Fatalf("GetCharge(old, never sent) within the search lag = %v, want ErrProviderUnavailable", err)
+	}
+	e.now = e.now.Add(stripeprovider.SearchLag)
+	if ch, err := e.c.GetCharge(context.Background(), "att-old-charged"); err != nil || ch.Status != domain.ChargeSucceeded {
+		t.Fatalf("GetCharge(old, charged) = %+v, %v", ch, err)
+	}
+	if _, err := e.c.GetCharge(context.Background(), "att-old-never"); !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(old, never sent) = %v, want ErrChargeNotFound", err)
+	}
+	if n := e.fake.Created("ord-att-old-never"); n != 0 {
+		t.Fatalf("PaymentIntents created by asking = %d, want 0", n)
+	}
+}
+
+// A settled attempt is never replayed: asking about one payd failed
+// without a PaymentIntent id searches, and creates nothing.
+func TestSettledAttemptNotReplayed(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.attempt("att-failed", stripefake.PMVisa)
+	a.Status = domain.AttemptFailed
+	e.store.put(a)
+	if _, err := e.c.GetCharge(context.Background(), a.ID); !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(failed, never sent) = %v, want ErrChargeNotFound", err)
+	}
+	if n := e.fake.Created(a.OrderID); n != 0 {
+		t.Fatalf("PaymentIntents created by asking about a settled attempt = %d, want 0", n)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	e := newEnv(t)
+	_, req := e.attempt("att-down", stripefake.PMVisa)
+	e.fake.SetDown(true)
+	if _, err := e.c.Charge(context.Background(), req); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Fatalf("Charge while Stripe is down = %v, want ErrProviderUnavailable", err)
+	}
+}
+
+func TestRefundOwnKey(t *testing.T) {
+	e := newEnv(t)
+	_, req := e.attempt("att-refund", stripefake.PMVisa)
+	ch, err := e.c.Charge(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := domain.ProviderRefundRequest{IdempotencyKey: "refund-1", ChargeID: ch.ID, Amount: decimal.RequireFromString("5.00"), Currency: "EUR", Reason: "x"}
+	for range 2 { // the same key twice refunds once
+		r, err := e.c.Refund(context.Background(), rr)
+		if err != nil || r.Status != domain.ChargeSucceeded || r.ChargeID != ch.ID || r.IdempotencyKey != "refund-1" || !r.Amount.Equal(rr.Amount) {
+			t.Fatalf("Refund = %+v, %v", r, err)
+		}
+	}
+	rr.IdempotencyKey, rr.Amount = "refund-2", decimal.RequireFromString("15.00")
+	if _, err := e.c.Refund(context.Background(), rr); !domain.IsProviderRequestError(err, "") {
+		t.Fatalf("Refund beyond the charge = %v, want a refusal", err)
+	}
+}
+
+// ListCharges follows Stripe's pagination past one page of 100.
+func TestListChargesPaginates(t *testing.T) {
+	e := newEnv(t)
+	from := e.now.Add(-time.Second)
+	for i := range 105 {
+		_, req := e.attempt("att-list-"+strings.Repeat("x", i%3)+string(rune('A'+i%26))+string(rune('a'+i/26)), stripefake.PMVisa)
+		if _, err := e.c.Charge(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.c.ListCharges(context.Background(), from, e.now.Add(2*time.Second))
+	if err != nil || len(got) != 105 {
+		t.Fatalf("ListCharges = %d charges, %v, want 105", len(got), err)
+	}
+	pages := 0
+	for _, c := range e.fake.Calls() {
+		if c == "GET /v1/payment_intents" {
+			pages++
+		}
+	}
+	if pages != 2 {
+		t.Fatalf("list pages requested = %d, want 2", pages)
+	}
+}

@@ -1,0 +1,164 @@
+package stripeprovider
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/payd/payd/domain"
+)
+
+// createParams is the one PaymentIntent create payd sends for an attempt.
+// It is a pure function of the attempt, so a replay under the same
+// Idempotency-Key carries the same parameters, as Stripe requires.
+func createParams(r domain.ChargeRequest) (*stripe.PaymentIntentCreateParams, error) {
+	cur, err := domain.ParseCurrency(r.Currency)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Amount.IsPositive() || !r.Amount.Equal(r.Amount.Round(cur.Scale())) {
+		return nil, &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", r.Amount, cur)}
+	}
+	p := &stripe.PaymentIntentCreateParams{
+		Amount:             stripe.Int64(domain.MinorUnits(r.Amount, cur)),
+		Currency:           stripe.String(strings.ToLower(string(cur))),
+		PaymentMethod:      stripe.String(r.PaymentMethod),
+		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
+		Confirm:            stripe.Bool(true),
+	}
+	p.AddMetadata(MetaOrder, r.OrderID)
+	p.AddMetadata(MetaAttempt, r.IdempotencyKey)
+	p.SetIdempotencyKey(r.IdempotencyKey)
+	return p, nil
+}
+
+// toCharge reads a PaymentIntent in payd's terms (ADR 0019):
+// succeeded → succeeded; requires_payment_method or canceled → failed with
+// the decline code; processing, requires_action and anything else not yet
+// final → pending, for the webhook to settle.
+func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
+	if pi == nil || pi.ID == "" {
+		return domain.Charge{}, fmt.Errorf("%w: stripe answered without a PaymentIntent", domain.ErrProviderUnavailable)
+	}
+	cur, err := domain.ParseCurrency(strings.ToUpper(string(pi.Currency)))
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("%w: payment intent %s: %w", domain.ErrProviderUnavailable, pi.ID, err)
+	}
+	ch := domain.Charge{
+		ID: pi.ID, IdempotencyKey: pi.Metadata[MetaAttempt], OrderID: pi.Metadata[MetaOrder],
+		Amount: domain.FromMinorUnits(pi.Amount, cur), Currency: string(cur),
+		RefundedAmount: domain.FromMinorUnits(0, cur), CreatedAt: time.Unix(pi.Created, 0).UTC(),
+	}
+	if pi.PaymentMethod != nil {
+		ch.PaymentMethod = pi.PaymentMethod.ID
+	}
+	if pi.LatestCharge != nil && pi.LatestCharge.AmountRefunded > 0 {
+		ch.RefundedAmount = domain.FromMinorUnits(pi.LatestCharge.AmountRefunded, cur)
+	}
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		ch.Status = domain.ChargeSucceeded
+	case stripe.PaymentIntentStatusCanceled:
+		ch.Status, ch.FailureCode = domain.ChargeFailed, failureCode(pi.LastPaymentError, "canceled")
+	case stripe.PaymentIntentStatusRequiresPaymentMethod:
+		// After a confirm, requires_payment_method means the attempt
+		// failed (a decline, or 3-D Secure not passed): nothing was charged.
+		ch.Status, ch.FailureCode = domain.ChargeFailed, failureCode(pi.LastPaymentError, "card_declined")
+	case stripe.PaymentIntentStatusRequiresAction:
+		ch.Status = domain.ChargePending
+		ch.Action = &domain.CustomerAction{ClientSecret: pi.ClientSecret, Type: "use_stripe_sdk"}
+		if na := pi.NextAction; na != nil {
+			ch.Action.Type = string(na.Type)
+			if na.RedirectToURL != nil {
+				ch.Action.RedirectURL = na.RedirectToURL.URL
+			}
+		}
+	default: // processing, requires_confirmation, requires_capture
+		ch.Status = domain.ChargePending
+	}
+	return ch, nil
+}
+
+// failureCode is the most specific reason Stripe gives: the issuer's
+// decline code, else the error code, else def.
+func failureCode(e *stripe.Error, def string) string {
+	switch {
+	case e == nil:
+		return def
+	case e.DeclineCode != "":
+		return string(e.DeclineCode)
+	case e.Code != "":
+		return string(e.Code)
+	}
+	return def
+}
+
+func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, error) {
+	cur, err := domain.ParseCurrency(strings.ToUpper(string(r.Currency)))
+	if err != nil {
+		return domain.ProviderRefund{}, fmt.Errorf("%w: refund %s: %w", domain.ErrProviderUnavailable, r.ID, err)
+	}
+	out := domain.ProviderRefund{ID: r.ID, IdempotencyKey: r.Metadata[MetaRefund], ChargeID: paymentIntent,
+		Amount: domain.FromMinorUnits(r.Amount, cur), Currency: string(cur), CreatedAt: time.Unix(r.Created, 0).UTC()}
+	if r.PaymentIntent != nil && r.PaymentIntent.ID != "" {
+		out.ChargeID = r.PaymentIntent.ID
+	}
+	switch r.Status {
+	case stripe.RefundStatusSucceeded:
+		out.Status = domain.ChargeSucceeded
+	case stripe.RefundStatusFailed, stripe.RefundStatusCanceled:
+		out.Status = domain.ChargeFailed
+	default: // pending, requires_action
+		out.Status = domain.ChargePending
+	}
+	return out, nil
+}
+
+// declineOr turns a card decline (Stripe's 402 carrying the
+// PaymentIntent) into a failed Charge, and any other error into payd's.
+func declineOr(err error, what string) (domain.Charge, error) {
+	var se *stripe.Error
+	if errors.As(err, &se) && se.HTTPStatusCode == http.StatusPaymentRequired && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
+		ch, cerr := toCharge(se.PaymentIntent)
+		if cerr == nil && ch.Status == domain.ChargeFailed {
+			if se.PaymentIntent.LastPaymentError == nil {
+				ch.FailureCode = failureCode(se, "card_declined")
+			}
+			return ch, nil
+		}
+	}
+	return domain.Charge{}, wrap(err, what)
+}
+
+// wrap translates a stripe-go error into payd's: anything that leaves the
+// outcome open (no reply, a 5xx, 429, a key still in use) wraps
+// domain.ErrProviderUnavailable; Stripe's "no such object" wraps
+// domain.ErrChargeNotFound; its other refusals are a
+// *domain.ProviderRequestError with Stripe's code. No card data is kept:
+// Stripe's message is safe, the request is not quoted.
+func wrap(err error, what string) error {
+	var se *stripe.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w: %w", what, domain.ErrProviderUnavailable, err)
+	}
+	st := se.HTTPStatusCode
+	switch {
+	case st == 0, st >= 500, st == http.StatusTooManyRequests, st == http.StatusConflict, st == http.StatusRequestTimeout:
+		return fmt.Errorf("%s: %w: stripe status %d %s", what, domain.ErrProviderUnavailable, st, se.Code)
+	case se.Type == stripe.ErrorTypeIdempotency:
+		return fmt.Errorf("%s: %w", what, &domain.ProviderRequestError{StatusCode: st, Code: "idempotency_key_reused", Message: se.Msg})
+	case se.Code == stripe.ErrorCodeResourceMissing && se.Param == "payment_method":
+		return fmt.Errorf("%s: %w", what, &domain.ProviderRequestError{StatusCode: st, Code: "unknown_payment_method", Message: se.Msg})
+	case st == http.StatusNotFound || se.Code == stripe.ErrorCodeResourceMissing:
+		return fmt.Errorf("%s: %w: %w", what, domain.ErrChargeNotFound, &domain.ProviderRequestError{StatusCode: st, Code: string(se.Code), Message: se.Msg})
+	}
+	code := string(se.Code)
+	if code == "" {
+		code = string(se.Type)
+	}
+	return fmt.Errorf("%s: %w", what, &domain.ProviderRequestError{StatusCode: st, Code: code, Message: se.Msg})
+}

@@ -1,0 +1,298 @@
+package stripeprovider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/payd/payd/domain"
+)
+
+// Tolerance is how old a Stripe-Signature timestamp may be: Stripe's
+// default, and the same five minutes payd grants its sandbox's webhooks.
+const Tolerance = webhook.DefaultTolerance
+
+// The Stripe event types payd applies; every other type is stored and ignored.
+const (
+	typePISucceeded     = "payment_intent.succeeded"
+	typePIFailed        = "payment_intent.payment_failed"
+	typePIRequiresActon = "payment_intent.requires_action"
+	typeChargeRefunded  = "charge.refunded"
+	typeRefundCreated   = "refund.created"
+	typeRefundUpdated   = "refund.updated"
+	typeDisputeCreated  = "charge.dispute.created"
+)
+
+// Webhooks verifies and reads Stripe's events.
+type Webhooks struct {
+	c       *Client
+	secrets []string
+	now     func() time.Time
+}
+
+// Webhooks returns the verifier of events signed with any of secrets
+// (whsec_…, separated by spaces or commas, so one can be rotated). No
+// secret is an error: an unverified event must never move money.
+func (c *Client) Webhooks(secrets string) (*Webhooks, error) {
+	w := &Webhooks{c: c, now: c.now, secrets: strings.FieldsFunc(secrets, func(r rune) bool { return r == ' ' || r == ',' })}
+	if len(w.secrets) == 0 {
+		return nil, errors.New("stripe: STRIPE_WEBHOOK_SECRET is required")
+	}
+	return w, nil
+}
+
+// Parse verifies body against the Stripe-Signature header with stripe-go
+// (HMAC, timestamp within Tolerance) and reads it into payd's terms. The
+// ID it returns is Stripe's event ID, the inbox's dedupe key: Stripe
+// resends one event under one ID. A bad signature is
+// domain.ErrInvalidSignature. When the event was rendered for another API
+// version than stripe-go's, or its object does not read, the object is
+// fetched fresh from the API rather than guessed at.
+func (w *Webhooks) Parse(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, error) {
+	id, pe, _, err := w.ParseStored(ctx, body, sigHeader)
+	return id, pe, err
+}
+
+// ParseStored is Parse that also returns the body as payd should store and
+// show it: a PaymentIntent's client_secret (which can complete the
+// payment) is replaced by "redacted"; everything else is as received.
+func (w *Webhooks) ParseStored(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, []byte, error) {
+	id, pe, err := w.parse(ctx, body, sigHeader)
+	if err != nil {
+		return "", domain.ProviderEvent{}, nil, err
+	}
+	return id, pe, redact(body), nil
+}
+
+// redact removes data.object.client_secret from an event body; a body it
+// cannot rewrite is returned as is.
+func redact(body []byte) []byte {
+	var ev map[string]json.RawMessage
+	if json.Unmarshal(body, &ev) != nil {
+		return body
+	}
+	var data map[string]json.RawMessage
+	if json.Unmarshal(ev["data"], &data) != nil {
+		return body
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data["object"], &obj) != nil {
+		return body
+	}
+	if _, ok := obj["client_secret"]; !ok {
+		return body
+	}
+	obj["client_secret"] = json.RawMessage(`"redacted"`)
+	var err error
+	if data["object"], err = json.Marshal(obj); err != nil {
+		return body
+	}
+	if ev["data"], err = json.Marshal(data); err != nil {
+		return body
+	}
+	out, err := json.Marshal(ev)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (string, domain.ProviderEvent, error) {
+	ev, err := w.verify(body, sigHeader)
+	if err != nil {
+		return "", domain.ProviderEvent{}, err
+	}
+	if len(ev.ID) > 255 || len(ev.Type) > 64 {
+		return "", domain.ProviderEvent{}, &domain.ValidationError{Field: "id", Reason: "event id or type too long"}
+	}
+	pe := domain.ProviderEvent{ID: ev.ID, Type: domain.ProviderEventType(ev.Type), CreatedAt: time.Unix(ev.Created, 0).UTC()}
+	fresh := ev.APIVersion != stripe.APIVersion
+	switch string(ev.Type) {
+	case typePISucceeded, typePIFailed, typePIRequiresActon:
+		err = w.paymentIntent(ctx, ev, fresh, &pe)
+	case typeChargeRefunded:
+		err = w.chargeRefunded(ctx, ev, &pe)
+	case typeRefundCreated, typeRefundUpdated:
+		err = w.refund(ctx, ev, fresh, &pe)
+	case typeDisputeCreated:
+		err = w.dispute(ctx, ev, fresh, &pe)
+	}
+	if err != nil {
+		return "", domain.ProviderEvent{}, err
+	}
+	return ev.ID, pe, nil
+}
+
+func (w *Webhooks) verify(body []byte, header string) (stripe.Event, error) {
+	opts := webhook.ConstructEventOptions{Tolerance: Tolerance, IgnoreAPIVersionMismatch: true}
+	for _, s := range w.secrets {
+		ev, err := webhook.ConstructEventWithOptions(body, header, s, opts)
+		if err == nil {
+			return ev, nil
+		}
+		if !errors.Is(err, webhook.ErrNoValidSignature) && !errors.Is(err, webhook.ErrNotSigned) &&
+			!errors.Is(err, webhook.ErrInvalidHeader) && !errors.Is(err, webhook.ErrTooOld) {
+			return stripe.Event{}, &domain.ValidationError{Field: "body", Reason: "is not a Stripe event"}
+		}
+	}
+	return stripe.Event{}, domain.ErrInvalidSignature
+}
+
+// objectID is the id of the event's object, readable whatever its version.
+func objectID(ev stripe.Event) string {
+	if ev.Data == nil {
+		return ""
+	}
+	id, _ := ev.Data.Object["id"].(string)
+	return id
+}
+
+// decode reads the event's object into v; false when it does not read.
+func decode(ev stripe.Event, v any) bool {
+	if ev.Data == nil || len(ev.Data.Raw) == 0 {
+		return false
+	}
+	return json.Unmarshal(ev.Data.Raw, v) == nil
+}
+
+func (w *Webhooks) paymentIntent(ctx context.Context, ev stripe.Event, fresh bool, pe *domain.ProviderEvent) error {
+	var pi stripe.PaymentIntent
+	if fresh || !decode(ev, &pi) || pi.ID == "" || pi.Currency == "" {
+		got, err := w.fetchPI(ctx, objectID(ev))
+		if err != nil {
+			return err
+		}
+		pi = *got
+	}
+	ch, err := toCharge(&pi)
+	if err != nil {
+		return err
+	}
+	pe.ChargeID, pe.IdempotencyKey, pe.OrderID = ch.ID, ch.IdempotencyKey, ch.OrderID
+	pe.Amount, pe.AmountText, pe.Currency = ch.Amount, domain.FormatAmount(ch.Amount, domain.Currency(ch.Currency)), ch.Currency
+	switch string(ev.Type) {
+	case typePISucceeded:
+		pe.Type, pe.Status = domain.EventPaymentSucceeded, domain.ChargeSucceeded
+	case typePIFailed:
+		pe.Type, pe.Status = domain.EventPaymentFailed, domain.ChargeFailed
+		pe.FailureCode = failureCode(pi.LastPaymentError, "card_declined")
+	}
+	// payment_intent.requires_action keeps its own type: the attempt is
+	// already unknown and the payment waits for the customer; it is stored
+	// and ignored, and the success or failure that follows settles it.
+	return nil
+}
+
+func (w *Webhooks) fetchPI(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
+	if id == "" {
+		return nil, &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
+	defer cancel()
+	pi, err := w.c.sc.V1PaymentIntents.Retrieve(ctx, id, nil)
+	if err != nil {
+		return nil, wrap(err, "fetch payment intent "+id)
+	}
+	return pi, nil
+}
+
+// chargeRefunded reads charge.refunded. Since API version 2022-11-15 the
+// charge no longer lists its refunds, so the charge's newest refund is
+// fetched; refund.updated names its refund exactly and is the better event
+// to subscribe to (README).
+func (w *Webhooks) chargeRefunded(ctx context.Context, ev stripe.Event, pe *domain.ProviderEvent) error {
+	chargeID := objectID(ev)
+	if chargeID == "" {
+		return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
+	defer cancel()
+	p := &stripe.RefundListParams{Charge: stripe.String(chargeID)}
+	p.Limit = stripe.Int64(1)
+	for r, err := range w.c.sc.V1Refunds.List(ctx, p) {
+		if err != nil {
+			return wrap(err, "list refunds of "+chargeID)
+		}
+		return w.refundInto(r, pe)
+	}
+	pe.ChargeID = chargeID // nothing to confirm: stored and ignored
+	pe.Type = domain.ProviderEventType(typeChargeRefunded)
+	return nil
+}
+
+func (w *Webhooks) refund(ctx context.Context, ev stripe.Event, fresh bool, pe *domain.ProviderEvent) error {
+	var r stripe.Refund
+	if fresh || !decode(ev, &r) || r.ID == "" || r.Currency == "" {
+		id := objectID(ev)
+		if id == "" {
+			return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+		}
+		ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
+		defer cancel()
+		got, err := w.c.sc.V1Refunds.Retrieve(ctx, id, nil)
+		if err != nil {
+			return wrap(err, "fetch refund "+id)
+		}
+		r = *got
+	}
+	return w.refundInto(&r, pe)
+}
+
+// refundInto makes a succeeded refund payd asked for a refund.succeeded;
+// any other (pending, failed, or made in the Dashboard) keeps its Stripe
+// type and is stored and ignored.
+func (w *Webhooks) refundInto(r *stripe.Refund, pe *domain.ProviderEvent) error {
+	pr, err := toRefund(r, "")
+	if err != nil {
+		return err
+	}
+	pe.RefundID, pe.ChargeID, pe.IdempotencyKey = pr.ID, pr.ChargeID, pr.IdempotencyKey
+	if pr.Status != domain.ChargeSucceeded || pr.IdempotencyKey == "" {
+		return nil
+	}
+	pe.Type, pe.Status = domain.EventRefundSucceeded, domain.ChargeSucceeded
+	pe.Amount, pe.AmountText, pe.Currency = pr.Amount, domain.FormatAmount(pr.Amount, domain.Currency(pr.Currency)), pr.Currency
+	return nil
+}
+
+// dispute reads charge.dispute.created: the payment it disputes is looked
+// up for the order and attempt payd wrote on it.
+func (w *Webhooks) dispute(ctx context.Context, ev stripe.Event, fresh bool, pe *domain.ProviderEvent) error {
+	var d stripe.Dispute
+	if fresh || !decode(ev, &d) || d.ID == "" {
+		id := objectID(ev)
+		if id == "" {
+			return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+		}
+		ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
+		defer cancel()
+		got, err := w.c.sc.V1Disputes.Retrieve(ctx, id, nil)
+		if err != nil {
+			return wrap(err, "fetch dispute "+id)
+		}
+		d = *got
+	}
+	pe.Type, pe.RefundID = domain.EventDisputeCreated, ""
+	if d.PaymentIntent != nil && d.PaymentIntent.ID != "" {
+		pi, err := w.fetchPI(ctx, d.PaymentIntent.ID)
+		if err != nil {
+			return err
+		}
+		pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pi.ID, pi.Metadata[MetaAttempt], pi.Metadata[MetaOrder]
+	}
+	if cur, err := domain.ParseCurrency(strings.ToUpper(string(d.Currency))); err == nil {
+		pe.Amount, pe.Currency = domain.FromMinorUnits(d.Amount, cur), string(cur)
+		pe.AmountText = domain.FormatAmount(pe.Amount, cur)
+	}
+	pe.FailureCode = string(d.Reason)
+	pe.ID = d.ID // the dispute: the discrepancy's reference
+	if pe.ChargeID == "" && d.Charge != nil {
+		pe.ChargeID = d.Charge.ID
+	}
+	return nil
+}
