@@ -202,6 +202,17 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		b.waitState("signed-out")
 		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
 		b.waitState("ready")
+		// A field payd refuses is named with payd's reason, not "undefined".
+		b.do("search by half an email", chromedp.SendKeys("#q-customer", "ben@"), chromedp.Click("#search"))
+		b.waitFor("the refused field in the status line", func() bool {
+			return strings.Contains(b.text("#status"), "customer: must be a customer ID (a UUID) or an email address")
+		})
+		if got := b.text("#status"); strings.Contains(got, "undefined") {
+			t.Errorf("status line = %q, want no undefined", got)
+		}
+		if _, err := eval[string](b, `document.getElementById('q-customer').value = ''`); err != nil {
+			t.Fatalf("clear the search field: %v", err)
+		}
 		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
 		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
 		b.waitFor("the order in the search result", func() bool {
