@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -181,5 +182,26 @@ func (s *stack) checkResolved(st staged) {
 	}
 	if n := s.count("discrepancies WHERE status = 'resolved'"); n != int64(len(st.want)) {
 		s.t.Errorf("resolved discrepancies = %d, want %d", n, len(st.want))
+	}
+}
+
+// loggedFindings checks that each discrepancy run found new is logged as
+// stored: "discrepancy recorded" with its id, its status and the run.
+func (s *stack) loggedFindings(run runDoc) {
+	s.t.Helper()
+	logged := map[string]bool{}
+	for line := range strings.SplitSeq(s.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "discrepancy recorded" {
+			continue
+		}
+		if id, _ := m["discrepancy_id"].(string); id != "" && m["run_id"] == run.ID && m["status"] == "open" {
+			logged[id] = true
+		}
+	}
+	for _, d := range run.Discrepancies {
+		if !logged[d.ID] {
+			s.t.Errorf("no \"discrepancy recorded\" line with discrepancy_id %s, run_id %s and status open", d.ID, run.ID)
+		}
 	}
 }
