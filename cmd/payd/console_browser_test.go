@@ -246,9 +246,8 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 }
 
 // TestConsoleResolvesOutsideRun: a discrepancy payd found outside any run
-// (a pay reply reporting another amount) is listed as such; before any run
-// exists the console says to reconcile first and sends nothing; once a run
-// from the page exists, the same button resolves it through that run.
+// (a pay reply reporting another amount) is listed as such and, with no
+// run at all, resolved by its ID alone.
 func TestConsoleResolvesOutsideRun(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
@@ -274,24 +273,14 @@ func TestConsoleResolvesOutsideRun(t *testing.T) {
 			t.Errorf("the card reads %q, want it found outside a run, about order %s", got, order)
 		}
 		did := b.attr(card, "id")
-		b.do("ignore before any run", chromedp.Click(card+" button.ignore"))
-		b.waitFor("the advice to reconcile first", func() bool { return strings.Contains(b.text(card+" .result"), "run a reconciliation first") })
-		resolves := func() []exchange {
-			return p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
-		}
-		if n := len(resolves()); n != 0 {
-			t.Errorf("resolve requests with no run = %d, want 0", n)
-		}
-
-		b.do("reconcile", chromedp.Click("#run"))
-		b.waitFor("the run in the recent runs", func() bool { return b.count(`#runs-rows tr`) == 1 })
-		runID := b.attr(`#runs-rows tr`, "id")
-		b.waitFor("the discrepancy listed again", func() bool { return b.count(card) == 1 })
-		b.do("ignore", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
+		b.do("ignore with no run", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
 		b.waitFor("the open list to drop it", func() bool { return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"]`, did)) == 0 })
-		rs := resolves()
-		if len(rs) != 1 || rs[0].Status != http.StatusOK || !strings.Contains(rs[0].URI, "/reconciliations/"+runID+"/") {
-			t.Errorf("resolve requests = %+v, want one through run %s, answered 200", rs, runID)
+		rs := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		if len(rs) != 1 || rs[0].Status != http.StatusOK || rs[0].URI != "/v1/admin/discrepancies/"+did+"/resolve" {
+			t.Errorf("resolve requests = %+v, want one to /v1/admin/discrepancies/%s/resolve, answered 200", rs, did)
+		}
+		if n := s.count("reconciliation_runs"); n != 0 {
+			t.Errorf("runs = %d, want none: the discrepancy needs no run", n)
 		}
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore' AND note = ?", did, "refunded by hand"); n != 1 {
 			t.Errorf("discrepancy %s is not resolved by ignore with the note", did)
