@@ -1531,7 +1531,7 @@ type ClientInterface interface {
 	// e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
-	// `payd_payments_total{result}` (paid, declined, unknown),
+	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -1917,7 +1917,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
-// `payd_payments_total{result}` (paid, declined, unknown),
+// `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 // sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -4132,7 +4132,7 @@ type ClientWithResponsesInterface interface {
 	// e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
-	// `payd_payments_total{result}` (paid, declined, unknown),
+	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -7363,7 +7363,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
-// `payd_payments_total{result}` (paid, declined, unknown),
+// `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 // sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
