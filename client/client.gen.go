@@ -770,6 +770,12 @@ type KeyOnlyRequest struct {
 // Example: 19.90
 type Money = string
 
+// Operator defines model for Operator.
+type Operator struct {
+	// Operator The operator's name, as the audit trail records it (`admin` for PAYD_ADMIN_TOKEN).
+	Operator string `json:"operator"`
+}
+
 // Order defines model for Order.
 type Order struct {
 	// Amount A decimal string with the currency's full scale.
@@ -1700,6 +1706,15 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// Whoami The operator the token names
+	//
+	// The name of the operator the bearer token belongs to (a name of
+	// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+	// the audit trail records for this token's actions.
+	//
+	// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RegisterCustomerWithBody Register a customer and receive its bearer token
 	//
 	// A replay with the same key answers the same customer and the same
@@ -2276,6 +2291,25 @@ func (c *Client) ResolveDiscrepancyWithBody(ctx context.Context, id string, did 
 // Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 func (c *Client) ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveDiscrepancyRequest(c.Server, id, did, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Whoami The operator the token names
+//
+// The name of the operator the bearer token belongs to (a name of
+// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+// the audit trail records for this token's actions.
+//
+// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3556,6 +3590,33 @@ func NewResolveDiscrepancyRequestWithBody(server string, id string, did string, 
 	return req, nil
 }
 
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewRegisterCustomerRequest calls the generic RegisterCustomer builder with application/json body
 func NewRegisterCustomerRequest(server string, params *RegisterCustomerParams, body RegisterCustomerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4324,6 +4385,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancyWithResponse(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyResponse, error)
+
+	// WhoamiWithResponse The operator the token names
+	//
+	// The name of the operator the bearer token belongs to (a name of
+	// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+	// the audit trail records for this token's actions.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 
 	// RegisterCustomerWithBodyWithResponse Register a customer and receive its bearer token
 	//
@@ -6203,6 +6275,96 @@ func (r ResolveDiscrepancyResponse) ContentType() string {
 	return ""
 }
 
+// WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
+type WhoamiResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhoamiResponse403Headers the declared response headers of an HTTP 403 response for Whoami
+type WhoamiResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
+type WhoamiResponse503Headers struct {
+	RetryAfter int
+}
+
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Operator
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhoamiResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *WhoamiResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WhoamiResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *Operator {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RegisterCustomerResponse201Headers the declared response headers of an HTTP 201 response for RegisterCustomer
 type RegisterCustomerResponse201Headers struct {
 	IdempotentReplayed *string
@@ -7674,6 +7836,23 @@ func (c *ClientWithResponses) ResolveDiscrepancyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseResolveDiscrepancyResponse(rsp)
+}
+
+// WhoamiWithResponse The operator the token names
+//
+// The name of the operator the bearer token belongs to (a name of
+// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+// the audit trail records for this token's actions.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
 }
 
 // RegisterCustomerWithBodyWithResponse Register a customer and receive its bearer token
@@ -9460,6 +9639,93 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Operator
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WhoamiResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers WhoamiResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers WhoamiResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -237,6 +237,12 @@ func (h *Admin) resolveDirect(c echo.Context) error {
 	return h.resolveWith(c, func(context.Context) error { return nil })
 }
 
+// whoami is GET /v1/admin/whoami: the operator the token names, as the
+// audit trail records it.
+func (h *Admin) whoami(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, map[string]string{"operator": firstNonEmpty(operatorOf(c), SharedOperator)})
+}
+
 // discrepancy is GET /v1/admin/discrepancies/{did}.
 func (h *Admin) discrepancy(c echo.Context) error {
 	d, err := h.Service.Discrepancy(c.Request().Context(), c.Param("did"))

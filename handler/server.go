@@ -104,6 +104,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/admin/reconciliations", a.reconcile, admin, idempotency.AcceptMultipart, a.audited("reconcile"), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/reconciliations", a.runs, admin)
 	v1.GET("/admin/reconciliations/:id", a.run, admin, validIDs(runID))
+	v1.GET("/admin/whoami", a.whoami, admin)
 	v1.GET("/admin/discrepancies", a.discrepancies, admin)
 	v1.GET("/admin/discrepancies/:did", a.discrepancy, admin, validIDs(discrepancyID))
 	v1.POST("/admin/discrepancies/:did/resolve", a.resolveDirect, admin, a.audited("resolve_discrepancy"), validIDs(discrepancyID), idem.Wrap(idempotency.KeyRequired))

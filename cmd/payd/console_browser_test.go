@@ -202,6 +202,9 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		b.waitState("signed-out")
 		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
 		b.waitState("ready")
+		if got := b.text("#who"); got != "Signed in as admin." {
+			t.Errorf("who = %q, want Signed in as admin.", got)
+		}
 		// A field payd refuses is named with payd's reason, not "undefined".
 		b.do("search by half an email", chromedp.SendKeys("#q-customer", "ben@"), chromedp.Click("#search"))
 		b.waitFor("the refused field in the status line", func() bool {

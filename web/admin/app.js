@@ -39,15 +39,18 @@ function setState(state) {
 
 // --- signing in -----------------------------------------------------------
 
-/** verify asks payd whether the saved token is an operator's: the cheapest admin read. */
+/** verify asks payd whether the saved token is an operator's, and whose. */
 async function verify() {
   let r;
   try {
-    r = await call('GET', '/v1/admin/orders?limit=1');
+    r = await call('GET', '/v1/admin/whoami');
   } catch {
     return 'payd did not answer. Is it running?';
   }
-  if (r.status === 200) return '';
+  if (r.status === 200) {
+    $('who').textContent = `Signed in as ${r.data.operator}.`;
+    return '';
+  }
   if (r.status === 403) return 'This token is not an operator token (403).';
   return describe(r);
 }
