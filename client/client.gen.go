@@ -787,6 +787,12 @@ type NextAction struct {
 	Type string `json:"type"`
 }
 
+// Operator defines model for Operator.
+type Operator struct {
+	// Operator The operator's name, as the audit trail records it (`admin` for PAYD_ADMIN_TOKEN).
+	Operator string `json:"operator"`
+}
+
 // Order defines model for Order.
 type Order struct {
 	// Amount A decimal string with the currency's full scale.
@@ -1308,6 +1314,13 @@ type ListDiscrepanciesParams struct {
 // ListDiscrepanciesParamsStatus defines parameters for ListDiscrepancies.
 type ListDiscrepanciesParamsStatus string
 
+// ResolveDiscrepancyByIDParams defines parameters for ResolveDiscrepancyByID.
+type ResolveDiscrepancyByIDParams struct {
+	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
+	// the body field `request_id`; one of the two is required.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+}
+
 // SearchOrdersParams defines parameters for SearchOrders.
 type SearchOrdersParams struct {
 	// Status Only orders in this status.
@@ -1416,6 +1429,9 @@ type StripeWebhookParams struct {
 	// StripeSignature `t=<unix seconds>,v1=<hex HMAC-SHA256 of t.body>`, as Stripe sends it.
 	StripeSignature string `json:"Stripe-Signature"`
 }
+
+// ResolveDiscrepancyByIDJSONRequestBody defines body for ResolveDiscrepancyByID for application/json ContentType.
+type ResolveDiscrepancyByIDJSONRequestBody = ResolveRequest
 
 // RefundOrderJSONRequestBody defines body for RefundOrder for application/json ContentType.
 type RefundOrderJSONRequestBody = RefundRequest
@@ -1564,7 +1580,7 @@ type ClientInterface interface {
 	// e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
-	// `payd_payments_total{result}` (paid, declined, unknown),
+	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -1601,11 +1617,39 @@ type ClientInterface interface {
 	// Every discrepancy payd recorded, whoever found it: a webhook, a pay
 	// reply, the recoverer, an automatic refund or a reconciliation run
 	// (`run_id` is null for all but the last). To resolve one, post to
-	// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
-	// one found outside a run may be named under any run.
+	// `/v1/admin/discrepancies/{id}/resolve`.
 	//
 	// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
 	ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDiscrepancy One discrepancy, whoever found it
+	//
+	// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
+	GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveDiscrepancyByIDWithBody Resolve a discrepancy by its ID
+	//
+	// The same resolution as
+	// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+	// by the discrepancy alone: one found outside any run (a webhook, a
+	// pay reply, an automatic refund) needs no run. Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+	ResolveDiscrepancyByIDWithBody(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveDiscrepancyByID Resolve a discrepancy by its ID
+	//
+	// The same resolution as
+	// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+	// by the discrepancy alone: one found outside any run (a webhook, a
+	// pay reply, an automatic refund) needs no run. Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+	ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InspectRecord Inspect any caller's idempotency record
 	//
@@ -1704,6 +1748,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Whoami The operator the token names
+	//
+	// The name of the operator the bearer token belongs to (a name of
+	// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+	// the audit trail records for this token's actions.
+	//
+	// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RegisterCustomerWithBody Register a customer and receive its bearer token
 	//
@@ -1956,7 +2009,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
-// `payd_payments_total{result}` (paid, declined, unknown),
+// `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 // sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -2043,12 +2096,70 @@ func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams,
 // Every discrepancy payd recorded, whoever found it: a webhook, a pay
 // reply, the recoverer, an automatic refund or a reconciliation run
 // (`run_id` is null for all but the last). To resolve one, post to
-// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
-// one found outside a run may be named under any run.
+// `/v1/admin/discrepancies/{id}/resolve`.
 //
 // Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
 func (c *Client) ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListDiscrepanciesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDiscrepancy One discrepancy, whoever found it
+//
+// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
+func (c *Client) GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDiscrepancyRequest(c.Server, did)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveDiscrepancyByIDWithBody Resolve a discrepancy by its ID
+//
+// The same resolution as
+// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+// by the discrepancy alone: one found outside any run (a webhook, a
+// pay reply, an automatic refund) needs no run. Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+func (c *Client) ResolveDiscrepancyByIDWithBody(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveDiscrepancyByIDRequestWithBody(c.Server, did, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveDiscrepancyByID Resolve a discrepancy by its ID
+//
+// The same resolution as
+// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+// by the discrepancy alone: one found outside any run (a webhook, a
+// pay reply, an automatic refund) needs no run. Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+func (c *Client) ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveDiscrepancyByIDRequest(c.Server, did, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2257,6 +2368,25 @@ func (c *Client) ResolveDiscrepancyWithBody(ctx context.Context, id string, did 
 // Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 func (c *Client) ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveDiscrepancyRequest(c.Server, id, did, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Whoami The operator the token names
+//
+// The name of the operator the bearer token belongs to (a name of
+// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+// the audit trail records for this token's actions.
+//
+// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3028,6 +3158,100 @@ func NewListDiscrepanciesRequest(server string, params *ListDiscrepanciesParams)
 	return req, nil
 }
 
+// NewGetDiscrepancyRequest constructs an http.Request for the GetDiscrepancy method
+func NewGetDiscrepancyRequest(server string, did string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "did", did, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/discrepancies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResolveDiscrepancyByIDRequest calls the generic ResolveDiscrepancyByID builder with application/json body
+func NewResolveDiscrepancyByIDRequest(server string, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResolveDiscrepancyByIDRequestWithBody(server, did, params, "application/json", bodyReader)
+}
+
+// NewResolveDiscrepancyByIDRequestWithBody constructs an http.Request for the ResolveDiscrepancyByID method, with any body, and a specified content type
+func NewResolveDiscrepancyByIDRequestWithBody(server string, did string, params *ResolveDiscrepancyByIDParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "did", did, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/discrepancies/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewInspectRecordRequest constructs an http.Request for the InspectRecord method
 func NewInspectRecordRequest(server string, scope string, key IdempotencyKey) (*http.Request, error) {
 	var err error
@@ -3492,6 +3716,33 @@ func NewResolveDiscrepancyRequestWithBody(server string, id string, did string, 
 
 		req.Header.Set("Idempotency-Key", headerParam0)
 
+	}
+
+	return req, nil
+}
+
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -4126,7 +4377,7 @@ type ClientWithResponsesInterface interface {
 	// e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 	// (executed, replayed, in_use, reused, took_over),
 	// `payd_webhook_events_total{type,outcome}`,
-	// `payd_payments_total{result}` (paid, declined, unknown),
+	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -4173,13 +4424,43 @@ type ClientWithResponsesInterface interface {
 	// Every discrepancy payd recorded, whoever found it: a webhook, a pay
 	// reply, the recoverer, an automatic refund or a reconciliation run
 	// (`run_id` is null for all but the last). To resolve one, post to
-	// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
-	// one found outside a run may be named under any run.
+	// `/v1/admin/discrepancies/{id}/resolve`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/discrepancies (the `ListDiscrepancies` operationId).
 	ListDiscrepanciesWithResponse(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*ListDiscrepanciesResponse, error)
+
+	// GetDiscrepancyWithResponse One discrepancy, whoever found it
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
+	GetDiscrepancyWithResponse(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*GetDiscrepancyResponse, error)
+
+	// ResolveDiscrepancyByIDWithBodyWithResponse Resolve a discrepancy by its ID
+	//
+	// The same resolution as
+	// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+	// by the discrepancy alone: one found outside any run (a webhook, a
+	// pay reply, an automatic refund) needs no run. Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+	ResolveDiscrepancyByIDWithBodyWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error)
+
+	// ResolveDiscrepancyByIDWithResponse Resolve a discrepancy by its ID
+	//
+	// The same resolution as
+	// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+	// by the discrepancy alone: one found outside any run (a webhook, a
+	// pay reply, an automatic refund) needs no run. Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+	ResolveDiscrepancyByIDWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error)
 
 	// InspectRecordWithResponse Inspect any caller's idempotency record
 	//
@@ -4288,6 +4569,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancyWithResponse(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyResponse, error)
+
+	// WhoamiWithResponse The operator the token names
+	//
+	// The name of the operator the bearer token belongs to (a name of
+	// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+	// the audit trail records for this token's actions.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 
 	// RegisterCustomerWithBodyWithResponse Register a customer and receive its bearer token
 	//
@@ -5001,6 +5293,256 @@ func (r ListDiscrepanciesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListDiscrepanciesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetDiscrepancyResponse401Headers the declared response headers of an HTTP 401 response for GetDiscrepancy
+type GetDiscrepancyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetDiscrepancyResponse403Headers the declared response headers of an HTTP 403 response for GetDiscrepancy
+type GetDiscrepancyResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for GetDiscrepancy
+type GetDiscrepancyResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetDiscrepancyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Discrepancy
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetDiscrepancyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetDiscrepancyResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetDiscrepancyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetDiscrepancyResponse) GetJSON200() *Discrepancy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDiscrepancyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDiscrepancyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDiscrepancyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDiscrepancyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResolveDiscrepancyByIDResponse200Headers the declared response headers of an HTTP 200 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// ResolveDiscrepancyByIDResponse401Headers the declared response headers of an HTTP 401 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResolveDiscrepancyByIDResponse403Headers the declared response headers of an HTTP 403 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResolveDiscrepancyByIDResponse409Headers the declared response headers of an HTTP 409 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse409Headers struct {
+	RetryAfter *int
+}
+
+// ResolveDiscrepancyByIDResponse503Headers the declared response headers of an HTTP 503 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse503Headers struct {
+	RetryAfter int
+}
+
+type ResolveDiscrepancyByIDResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Discrepancy
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResolveDiscrepancyByIDResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResolveDiscrepancyByIDResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResolveDiscrepancyByIDResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResolveDiscrepancyByIDResponse409Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveDiscrepancyByIDResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveDiscrepancyByIDResponse) GetJSON200() *Discrepancy {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveDiscrepancyByIDResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveDiscrepancyByIDResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveDiscrepancyByIDResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveDiscrepancyByIDResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5945,6 +6487,96 @@ func (r ResolveDiscrepancyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveDiscrepancyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
+type WhoamiResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhoamiResponse403Headers the declared response headers of an HTTP 403 response for Whoami
+type WhoamiResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
+type WhoamiResponse503Headers struct {
+	RetryAfter int
+}
+
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Operator
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhoamiResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *WhoamiResponse403Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WhoamiResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *Operator {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7201,7 +7833,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // e.g. `2xx`), `payd_idempotency_outcomes_total{outcome}`
 // (executed, replayed, in_use, reused, took_over),
 // `payd_webhook_events_total{type,outcome}`,
-// `payd_payments_total{result}` (paid, declined, unknown),
+// `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
 // sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
@@ -7278,8 +7910,7 @@ func (c *ClientWithResponses) ListCustomersWithResponse(ctx context.Context, par
 // Every discrepancy payd recorded, whoever found it: a webhook, a pay
 // reply, the recoverer, an automatic refund or a reconciliation run
 // (`run_id` is null for all but the last). To resolve one, post to
-// `/v1/admin/reconciliations/{run_id}/discrepancies/{id}/resolve`;
-// one found outside a run may be named under any run.
+// `/v1/admin/discrepancies/{id}/resolve`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7290,6 +7921,55 @@ func (c *ClientWithResponses) ListDiscrepanciesWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseListDiscrepanciesResponse(rsp)
+}
+
+// GetDiscrepancyWithResponse One discrepancy, whoever found it
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
+func (c *ClientWithResponses) GetDiscrepancyWithResponse(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*GetDiscrepancyResponse, error) {
+	rsp, err := c.GetDiscrepancy(ctx, did, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDiscrepancyResponse(rsp)
+}
+
+// ResolveDiscrepancyByIDWithBodyWithResponse Resolve a discrepancy by its ID
+//
+// The same resolution as
+// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+// by the discrepancy alone: one found outside any run (a webhook, a
+// pay reply, an automatic refund) needs no run. Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+func (c *ClientWithResponses) ResolveDiscrepancyByIDWithBodyWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error) {
+	rsp, err := c.ResolveDiscrepancyByIDWithBody(ctx, did, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveDiscrepancyByIDResponse(rsp)
+}
+
+// ResolveDiscrepancyByIDWithResponse Resolve a discrepancy by its ID
+//
+// The same resolution as
+// `/v1/admin/reconciliations/{id}/discrepancies/{did}/resolve`, named
+// by the discrepancy alone: one found outside any run (a webhook, a
+// pay reply, an automatic refund) needs no run. Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
+func (c *ClientWithResponses) ResolveDiscrepancyByIDWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error) {
+	rsp, err := c.ResolveDiscrepancyByID(ctx, did, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveDiscrepancyByIDResponse(rsp)
 }
 
 // InspectRecordWithResponse Inspect any caller's idempotency record
@@ -7464,6 +8144,23 @@ func (c *ClientWithResponses) ResolveDiscrepancyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseResolveDiscrepancyResponse(rsp)
+}
+
+// WhoamiWithResponse The operator the token names
+//
+// The name of the operator the bearer token belongs to (a name of
+// `PAYD_ADMIN_TOKENS`, or `admin` for `PAYD_ADMIN_TOKEN`): the actor
+// the audit trail records for this token's actions.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
 }
 
 // RegisterCustomerWithBodyWithResponse Register a customer and receive its bearer token
@@ -8108,6 +8805,256 @@ func ParseListDiscrepanciesResponse(rsp *http.Response) (*ListDiscrepanciesRespo
 		response.Headers403 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListDiscrepanciesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetDiscrepancyResponse parses an HTTP response from a GetDiscrepancyWithResponse call
+func ParseGetDiscrepancyResponse(rsp *http.Response) (*GetDiscrepancyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDiscrepancyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Discrepancy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetDiscrepancyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetDiscrepancyResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResolveDiscrepancyByIDResponse parses an HTTP response from a ResolveDiscrepancyByIDWithResponse call
+func ParseResolveDiscrepancyByIDResponse(rsp *http.Response) (*ResolveDiscrepancyByIDResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveDiscrepancyByIDResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Discrepancy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResolveDiscrepancyByIDResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResolveDiscrepancyByIDResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResolveDiscrepancyByIDResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResolveDiscrepancyByIDResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveDiscrepancyByIDResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -9046,6 +9993,93 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Operator
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WhoamiResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers WhoamiResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 503:
+		var headers WhoamiResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

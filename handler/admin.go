@@ -224,7 +224,37 @@ type resolveRequest struct {
 	Note   string `json:"note"`
 }
 
+// resolve is POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve:
+// the discrepancy as a run reported it (see resolvable).
 func (h *Admin) resolve(c echo.Context) error {
+	return h.resolveWith(c, func(ctx context.Context) error { return h.resolvable(ctx, c.Param("id"), c.Param("did")) })
+}
+
+// resolveDirect is POST /v1/admin/discrepancies/{did}/resolve: the same
+// resolution, named by the discrepancy alone, so one found outside any run
+// needs no run.
+func (h *Admin) resolveDirect(c echo.Context) error {
+	return h.resolveWith(c, func(context.Context) error { return nil })
+}
+
+// whoami is GET /v1/admin/whoami: the operator the token names, as the
+// audit trail records it.
+func (h *Admin) whoami(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, map[string]string{"operator": firstNonEmpty(operatorOf(c), SharedOperator)})
+}
+
+// discrepancy is GET /v1/admin/discrepancies/{did}.
+func (h *Admin) discrepancy(c echo.Context) error {
+	d, err := h.Service.Discrepancy(c.Request().Context(), c.Param("did"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toDiscrepancyJSON(d))
+}
+
+// resolveWith validates a resolution, checks the path with check, then
+// resolves the discrepancy the path names.
+func (h *Admin) resolveWith(c echo.Context, check func(context.Context) error) error {
 	var req resolveRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -242,7 +272,7 @@ func (h *Admin) resolve(c echo.Context) error {
 	auditInputs(c, map[string]any{"action": req.Action, "note": req.Note})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
 	defer cancel()
-	if err := h.resolvable(ctx, c.Param("id"), c.Param("did")); err != nil {
+	if err := check(ctx); err != nil {
 		return err
 	}
 	d, err := h.Resolver.Resolve(ctx, c.Param("did"), req.Action, req.Note)

@@ -68,6 +68,16 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 				e.OrderID = c.Param("id") // the path names the order even when the refund was refused
 			}
 			e.Target = firstNonEmpty(e.Target, c.Param("did"))
+			if action == "resolve_discrepancy" && e.OrderID == "" && domain.ValidID(e.Target) {
+				// A refusal or a replay never reached auditAbout; the
+				// discrepancy names its order, so the attempt is on that
+				// order's timeline too.
+				lctx, lcancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+				if d, err := h.Service.Discrepancy(lctx, e.Target); err == nil {
+					e.OrderID = d.OrderID
+				}
+				lcancel()
+			}
 			safeAuditEntry(c, &e)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 			defer cancel()

@@ -62,7 +62,7 @@ func NewMetrics() *Metrics {
 		}, []string{"type", "outcome"}),
 		payments: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payd_payments_total",
-			Help: "Payment attempts by result: paid, declined, unknown.",
+			Help: "Payment attempts by result: paid, declined, unknown, held.",
 		}, []string{"result"}),
 		discrepancies: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payd_discrepancies_total",

@@ -30,10 +30,15 @@ func (l OutcomeLog) PaymentResult(ctx context.Context, a domain.Attempt, result 
 		"amount", domain.FormatAmount(a.Amount, a.Currency), "currency", string(a.Currency))
 }
 
-// DiscrepancyRecorded logs a newly recorded discrepancy as a warning.
+// DiscrepancyRecorded logs a newly recorded discrepancy as a warning: its
+// id and status, what it is about and, when a run found it, the run.
 func (l OutcomeLog) DiscrepancyRecorded(ctx context.Context, d domain.Discrepancy) {
-	l.Log.WarnContext(ctx, "discrepancy recorded", "type", string(d.Type), "order_id", d.OrderID,
-		"attempt_id", d.AttemptID, "charge_id", d.ChargeID, "status", string(d.Status))
+	attrs := []any{"discrepancy_id", d.ID, "type", string(d.Type), "status", string(d.Status), "order_id", d.OrderID,
+		"attempt_id", d.AttemptID, "charge_id", d.ChargeID}
+	if d.RunID != "" {
+		attrs = append(attrs, "run_id", d.RunID)
+	}
+	l.Log.WarnContext(ctx, "discrepancy recorded", attrs...)
 }
 
 // RefundedAutomatically logs a charge payd gave back on its own.

@@ -95,14 +95,16 @@ func TestOutcomeLog(t *testing.T) {
 	ctx := context.Background()
 	l.PaymentResult(ctx, domain.Attempt{ID: "att-1", OrderID: "ord-1", Amount: decimal.RequireFromString("9.50"), Currency: "EUR"}, "paid")
 	l.PaymentResult(ctx, domain.Attempt{ID: "att-2", OrderID: "ord-2"}, "unknown")
-	l.DiscrepancyRecorded(ctx, domain.Discrepancy{Type: domain.DuplicateCharge, OrderID: "ord-1", ChargeID: "ch_9", Status: domain.DiscrepancyResolved})
+	l.DiscrepancyRecorded(ctx, domain.Discrepancy{ID: "dis-1", Type: domain.DuplicateCharge, OrderID: "ord-1", ChargeID: "ch_9", Status: domain.DiscrepancyResolved})
+	l.DiscrepancyRecorded(ctx, domain.Discrepancy{ID: "dis-2", RunID: "run-1", Type: domain.MissingProviderCharge, OrderID: "ord-2", Status: domain.DiscrepancyOpen})
 	l.RefundedAutomatically(ctx, domain.Refund{ID: "ref-1", OrderID: "ord-1", ChargeID: "ch_9", Amount: decimal.RequireFromString("9.50"),
 		Currency: "EUR", Status: domain.RefundSucceeded, Reason: string(domain.DuplicateCharge)})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	for i, want := range []string{
 		`level=INFO msg="payment outcome" result=paid order_id=ord-1 attempt_id=att-1 amount=9.50 currency=EUR`,
 		`level=WARN msg="payment outcome" result=unknown order_id=ord-2 attempt_id=att-2`,
-		`level=WARN msg="discrepancy recorded" type=duplicate_charge order_id=ord-1 attempt_id="" charge_id=ch_9 status=resolved`,
+		`level=WARN msg="discrepancy recorded" discrepancy_id=dis-1 type=duplicate_charge status=resolved order_id=ord-1 attempt_id="" charge_id=ch_9`,
+		`level=WARN msg="discrepancy recorded" discrepancy_id=dis-2 type=missing_provider_charge status=open order_id=ord-2 attempt_id="" charge_id="" run_id=run-1`,
 		`level=WARN msg="automatic refund" refund_id=ref-1 order_id=ord-1 charge_id=ch_9 amount=9.50 currency=EUR status=succeeded reason=duplicate_charge`,
 	} {
 		if i >= len(lines) || !strings.Contains(lines[i], want) {

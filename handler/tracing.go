@@ -66,8 +66,9 @@ func TraceLogs(h slog.Handler) slog.Handler {
 type traceHandler struct{ slog.Handler }
 
 // Handle adds request_id unless the record already has one, and the
-// OpenTelemetry trace_id and span_id when ctx is in a sampled span (ADR
-// 0022), so a log line leads to its trace.
+// OpenTelemetry trace_id and span_id when ctx carries a valid span context
+// (ADR 0022), sampled or not, so a log line leads to its trace and the
+// lines of one traced request share an id even when it was not exported.
 func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if id := RequestIDFrom(ctx); id != "" && !hasAttr(r, "request_id") {
 		r = r.Clone()

@@ -20,7 +20,7 @@ type Backlog struct {
 // backlogQuery is four indexed reads in one round trip: orders by
 // orders_status_id, discrepancies by discrepancies_status, unknown attempts
 // by payment_attempts_status (a range of the few unknown rows), unapplied
-// events by webhook_events_pending (migration 00009). None scans a table.
+// events by webhook_events_pending (migration 00013). None scans a table.
 const backlogQuery = `SELECT
 	(SELECT COUNT(*) FROM orders WHERE status = ?),
 	(SELECT COUNT(*) FROM discrepancies WHERE status IN (?, ?)),

@@ -2,6 +2,9 @@ package repository_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,4 +96,28 @@ func TestBacklogUsesIndexes(t *testing.T) {
 			t.Errorf("backlog plan = %v, want a step per read", plan)
 		}
 	})
+}
+
+// TestBacklogIndexNamedRight: ADR 0022 and the backlog query name the
+// migration that indexes the webhook inbox by its number as merged.
+func TestBacklogIndexNamedRight(t *testing.T) {
+	files, err := filepath.Glob("../migrations/sqlite/*_webhook_pending_index.sql")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("webhook pending index migrations = %v (%v), want one", files, err)
+	}
+	num := strings.SplitN(filepath.Base(files[0]), "_", 2)[0]
+	for _, doc := range []string{"../docs/adr/0022-signals.md", "backlog.go"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?i)migration (\d{5})`).FindAllStringSubmatch(string(b), -1) {
+			if m[1] != num {
+				t.Errorf("%s names migration %s, want %s (%s)", doc, m[1], num, filepath.Base(files[0]))
+			}
+		}
+		if !strings.Contains(strings.ToLower(string(b)), "migration "+num) {
+			t.Errorf("%s does not name migration %s", doc, num)
+		}
+	}
 }

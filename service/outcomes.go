@@ -35,20 +35,21 @@ func mismatchError(a domain.Attempt) error {
 func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
 	var held, isNew bool
+	var disc domain.Discrepancy
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		held, isNew = false, false // InTx may run fn again after a conflict: start clean
+		held, isNew, disc = false, false, domain.Discrepancy{} // InTx may run fn again after a conflict: start clean
 		var err error
 		if held, err = s.Attempts.Hold(ctx, a.ID, ch.ID, now); err != nil {
 			return err
 		}
-		isNew, err = s.recordMismatch(ctx, a, ch)
+		disc, isNew, err = s.recordMismatch(ctx, a, ch)
 		return err
 	})
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("hold attempt %s: %w", a.ID, err)
 	}
 	if isNew {
-		s.obs().DiscrepancyRecorded(ctx, domain.Discrepancy{Type: domain.AmountMismatch, OrderID: o.ID, AttemptID: a.ID, ChargeID: ch.ID})
+		s.obs().DiscrepancyRecorded(ctx, disc) // as stored: its id and status
 	}
 	if !held {
 		// Another report settled the attempt first. A success for the right
@@ -77,9 +78,9 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 // recordMismatch records what the provider reported about attempt a's
 // charge, once per charge (the reconciliation finds the same one under the
 // same reference).
-func (s *Checkout) recordMismatch(ctx context.Context, a domain.Attempt, ch domain.Charge) (bool, error) {
+func (s *Checkout) recordMismatch(ctx context.Context, a domain.Attempt, ch domain.Charge) (domain.Discrepancy, bool, error) {
 	if s.Discrepancies == nil {
-		return false, nil
+		return domain.Discrepancy{}, false, nil
 	}
 	ref := ch.ID
 	if ref == "" {
@@ -90,8 +91,7 @@ func (s *Checkout) recordMismatch(ctx context.Context, a domain.Attempt, ch doma
 		LocalAmount: a.Amount, Currency: a.Currency,
 		Note: "the provider reported the charge for another amount or currency than the attempt; not applied, held for an operator (refund or apply)",
 	}, ch.Amount.String(), ch.Currency)
-	_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
-	return isNew, err
+	return s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
 }
 
 // errAdoptLost rolls back an adoption that lost its race.

@@ -118,12 +118,12 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun, found []domain.Discrepancy) ([]domain.Discrepancy, error) {
 	var fresh []domain.Discrepancy
 	for _, d := range found {
-		isNew, err := s.keep(ctx, run, d)
+		stored, isNew, err := s.keep(ctx, run, d)
 		if err != nil {
 			return nil, err
 		}
 		if isNew {
-			fresh = append(fresh, d)
+			fresh = append(fresh, stored)
 		}
 	}
 	now := s.Now().UTC()
@@ -131,25 +131,25 @@ func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun,
 	return fresh, nil
 }
 
-// keep records one finding (unless dry), links it to the run and reports
-// whether it was new.
-func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) (bool, error) {
+// keep records one finding (unless dry), links it to the run and returns
+// it as stored, reporting whether it was new.
+func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) (domain.Discrepancy, bool, error) {
 	run.Found++
 	d = newDiscrepancy(d, s.Now)
 	d.RunID = run.ID
 	if run.DryRun {
 		run.Discrepancies = append(run.Discrepancies, d)
-		return false, nil
+		return d, false, nil
 	}
 	stored, isNew, err := s.Discrepancies.Record(ctx, d)
 	if err != nil {
-		return false, err
+		return domain.Discrepancy{}, false, err
 	}
 	if isNew {
 		run.New++
 	}
 	run.Discrepancies = append(run.Discrepancies, stored)
-	return isNew, s.Runs.AddFinding(ctx, run.ID, stored.ID)
+	return stored, isNew, s.Runs.AddFinding(ctx, run.ID, stored.ID)
 }
 
 // compare walks the provider's successful charges, then payd's paid orders

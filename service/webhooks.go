@@ -218,12 +218,12 @@ func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev 
 
 // record stores a discrepancy an event revealed, once.
 func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (string, error) {
-	_, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now))
+	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now))
 	if err != nil {
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)
 	}
 	if isNew {
-		observing(s.Observer).DiscrepancyRecorded(ctx, disc)
+		observing(s.Observer).DiscrepancyRecorded(ctx, stored) // as stored: its id and status
 	}
 	return OutcomeDiscrepancy, nil
 }

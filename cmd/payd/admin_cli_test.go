@@ -109,12 +109,12 @@ func TestAdminCLI(t *testing.T) {
 		wantLines(t, "reconcile run -file", out, `^source\s+csv`, `^found\s+1 \(0 new\)`)
 
 		key := uuid.NewString()
-		out, err := s.adminCLI(alice, "discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key) // the run is looked up
+		out, err := s.adminCLI(alice, "discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key) // by its ID alone
 		if err != nil {
 			t.Fatalf("resolve as alice = %v\n%s", err, out)
 		}
 		wantLines(t, "discrepancies resolve", out, `^discrepancy `+did+` \(missing_local_payment \S+\) resolved: apply$`)
-		out = s.mustCLI("discrepancies", "resolve", did, "-run", run.ID, "-action", "apply", "-note", "seen at the provider", "-key", key)
+		out = s.mustCLI("discrepancies", "resolve", did, "-action", "apply", "-note", "seen at the provider", "-key", key)
 		wantLines(t, "discrepancies resolve, same key", out, `resolved: apply \(payd replayed its earlier answer to this key\)$`)
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND note = ?", did, "seen at the provider"); n != 1 {
 			t.Errorf("discrepancy %s is not resolved with the note", did)
@@ -143,7 +143,8 @@ func TestAdminCLI(t *testing.T) {
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "delete"}, "payd answered 400 validation_failed"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "refund"}, "409 discrepancy_already_resolved"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID}, "-action is required"},
-			{testAdminToken, []string{"discrepancies", "resolve", uuid.NewString(), "-action", "ignore"}, "payd lists no discrepancy"},
+			{testAdminToken, []string{"discrepancies", "resolve", uuid.NewString(), "-action", "ignore"}, "payd answered 404 discrepancy_not_found"},
+			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", uuid.NewString(), "-action", "apply"}, "payd answered 404 reconciliation_not_found"},
 			{testAdminToken, []string{"discrepancies", "list", "-status", "closed"}, "payd answered 400 validation_failed"},
 			{testAdminToken, []string{"reconcile", "list", "-limit", "0"}, "payd answered 400 validation_failed"},
 			{testAdminToken, []string{"reconcile", "run"}, "-from is required"},
@@ -204,9 +205,8 @@ func TestAdminCLIExitCodes(t *testing.T) {
 }
 
 // TestAdminCLIResolvesOutsideRun: a discrepancy payd found outside any run
-// (a pay reply reporting another amount) is listed with no run; resolving
-// it before any run exists says what to do; once a run exists, resolve
-// names it through the newest run, unasked.
+// (a pay reply reporting another amount) is listed with no run and
+// resolved by its ID while no run exists.
 func TestAdminCLIResolvesOutsideRun(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
@@ -229,12 +229,11 @@ func TestAdminCLIResolvesOutsideRun(t *testing.T) {
 		did := page.Data[0].ID
 		wantLines(t, "discrepancies list", s.mustCLI("discrepancies", "list"), did+`\s+amount_mismatch\s+open\s+`+order+`\s+.*-$`)
 
-		if _, err := s.adminCLI(testAdminToken, "discrepancies", "resolve", did, "-action", "ignore"); err == nil || !strings.Contains(err.Error(), "run `payd admin reconcile run` first") {
-			t.Errorf("resolve before any run = %v, want: run a reconciliation first", err)
-		}
-		s.mustCLI("reconcile", "run", "-from", "1h")
 		out := s.mustCLI("discrepancies", "resolve", did, "-action", "ignore", "-note", "customer refunded by hand")
-		wantLines(t, "resolve through the newest run", out, `^discrepancy `+did+` \(amount_mismatch \S+\) resolved: ignore$`)
+		wantLines(t, "resolve with no run", out, `^discrepancy `+did+` \(amount_mismatch \S+\) resolved: ignore$`)
+		if n := s.count("reconciliation_runs"); n != 0 {
+			t.Errorf("runs = %d, want none: the discrepancy needs no run", n)
+		}
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore'", did); n != 1 {
 			t.Errorf("discrepancy %s is not resolved by ignore", did)
 		}

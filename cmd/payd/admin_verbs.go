@@ -270,23 +270,21 @@ func discrepanciesResolve() adminVerb {
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&action, "action", "", "apply, refund or ignore; required")
 			fs.StringVar(&note, "note", "", "why (kept with the resolution and on the audit trail)")
-			fs.StringVar(&run, "run", "", "the run that found it (default: looked up; any run for one found outside a run)")
+			fs.StringVar(&run, "run", "", "resolve it as reported by this run (default: by its ID alone, whoever found it)")
 			fs.StringVar(&key, "key", "", "idempotency key of this resolution (default: a new one); reuse it to repeat one whose answer was lost")
 		},
 		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			if action == "" {
 				return fmt.Errorf("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
 			}
-			did := pos[0]
-			if run == "" {
-				var err error
-				if run, err = a.runOf(ctx, did); err != nil {
-					return err
-				}
-			}
-			params := &client.ResolveDiscrepancyParams{IdempotencyKey: newIntentKey(key)}
+			did, idemKey := pos[0], newIntentKey(key)
 			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}
-			out, res, err := a.change(ctx, func() (*http.Response, error) { return a.api.ResolveDiscrepancy(ctx, run, did, params, body) })
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				if run != "" {
+					return a.api.ResolveDiscrepancy(ctx, run, did, &client.ResolveDiscrepancyParams{IdempotencyKey: idemKey}, body)
+				}
+				return a.api.ResolveDiscrepancyByID(ctx, did, &client.ResolveDiscrepancyByIDParams{IdempotencyKey: idemKey}, body)
+			})
 			if err != nil {
 				return err
 			}
@@ -302,51 +300,6 @@ func discrepanciesResolve() adminVerb {
 			return nil
 		},
 	}
-}
-
-// runOf finds the run whose path resolves discrepancy did: the run that
-// found it, else (found outside any run) the newest run.
-func (a *adminConn) runOf(ctx context.Context, did string) (string, error) {
-	quiet := *a
-	quiet.json = false // the lookups are not the answer the operator asked for
-	limit := 100
-	for _, status := range []client.ListDiscrepanciesParamsStatus{"open", "resolving", "resolved"} {
-		p := client.ListDiscrepanciesParams{Status: &status, Limit: &limit}
-		for {
-			var page client.DiscrepancyPage
-			res, err := a.api.ListDiscrepancies(ctx, &p)
-			if err := quiet.get(res, err, &page); err != nil {
-				return "", fmt.Errorf("find the run of discrepancy %s (or pass -run): %w", did, err)
-			}
-			for _, d := range page.Data {
-				if d.Id == did {
-					return quiet.runNaming(ctx, d)
-				}
-			}
-			if page.NextCursor == nil {
-				break
-			}
-			p.Cursor = page.NextCursor
-		}
-	}
-	return "", fmt.Errorf("payd lists no discrepancy %s", did)
-}
-
-// runNaming is the run whose path can name d: its own, else the newest.
-func (a *adminConn) runNaming(ctx context.Context, d client.Discrepancy) (string, error) {
-	if d.RunId != nil {
-		return *d.RunId, nil
-	}
-	one := 1
-	var runs client.RunPage
-	res, err := a.api.ListRuns(ctx, &client.ListRunsParams{Limit: &one})
-	if err := a.get(res, err, &runs); err != nil {
-		return "", err
-	}
-	if len(runs.Data) == 0 {
-		return "", fmt.Errorf("discrepancy %s was found outside any run and no run can name it yet: run `payd admin reconcile run` first", d.Id)
-	}
-	return runs.Data[0].Id, nil
 }
 
 func deref[T ~string](p *T) string {

@@ -22,6 +22,38 @@ func runArgs(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
+// TestHelpShowsNoSecret: with every secret setting in the environment,
+// the help of serve and sandbox says a secret is set and never shows it;
+// the secret still reaches the config, and a flag still overrides it.
+func TestHelpShowsNoSecret(t *testing.T) {
+	env := map[string]string{}
+	for name := range secretSettings {
+		env[name] = "s3cr3t-" + strings.ToLower(name)
+	}
+	getenv := func(k string) string { return env[k] }
+	for _, args := range [][]string{{"serve", "-h"}, {"serve", "--help"}, {"help", "serve"}, {"sandbox", "-h"}, {"help", "sandbox"}} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, getenv, &out, &errOut); err != nil {
+			t.Fatalf("payd %s = %v", strings.Join(args, " "), err)
+		}
+		if strings.Contains(out.String()+errOut.String(), "s3cr3t") {
+			t.Errorf("payd %s printed a secret:\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+		}
+		if args[0] != "help" && !strings.Contains(out.String(), "(set)") {
+			t.Errorf("payd %s does not say a secret is set:\n%s", strings.Join(args, " "), out.String())
+		}
+	}
+	var c config
+	fs, _ := c.flagSet("serve", getenv)
+	if err := fs.Parse([]string{"-secret-key", "from-the-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.AdminToken != env["PAYD_ADMIN_TOKEN"] || c.AdminTokens != env["PAYD_ADMIN_TOKENS"] || c.WebhookSecret != env["PAYD_WEBHOOK_SECRET"] || c.SecretKey != "from-the-flag" {
+		t.Errorf("config = admin %q, tokens %q, webhook %q, key %q; want the environment's, the key from the flag",
+			c.AdminToken, c.AdminTokens, c.WebhookSecret, c.SecretKey)
+	}
+}
+
 // TestHelpDescribesEachSubcommand: -h, --help, help and help SUBCOMMAND
 // succeed and describe that subcommand with its own flags only; the
 // test-only fault switch is in no help of a build without the paydfault tag.

@@ -270,6 +270,14 @@ func TestComposeConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("payd config with real secrets = %v, want it to load", err)
 	}
+	for _, name := range []string{"PAYD_ADMIN_TOKENS", "PAYD_RECONCILE_EVERY", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if _, ok := example[name]; !ok {
+			t.Errorf(".env.example does not document %s", name)
+		}
+		if v := serviceEnv(c.Services["payd"], map[string]string{name: "passed-through"})(name); v != "passed-through" {
+			t.Errorf("docker-compose.yml hands payd %s = %q, want .env's value passed through", name, v)
+		}
+	}
 	if cfg.Env != "production" || cfg.ProviderURL == "" || !strings.HasPrefix(cfg.DatabaseURL, "mysql://payd:"+secrets["MYSQL_PASSWORD"]+"@") {
 		t.Errorf("payd config = env %q, provider %q, want production against the sandbox service and MySQL", cfg.Env, cfg.ProviderURL)
 	}

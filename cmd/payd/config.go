@@ -66,6 +66,36 @@ type setting struct {
 	dur                   *time.Duration
 }
 
+// secretSettings are the settings whose values are secrets. This is the
+// one place a setting is marked secret: its flag's help shows "(set)"
+// instead of the value taken from the environment, so `payd serve -h` on a
+// configured host prints no secret.
+var secretSettings = map[string]bool{
+	"PAYD_ADMIN_TOKEN":      true,
+	"PAYD_ADMIN_TOKENS":     true,
+	"PAYD_WEBHOOK_SECRET":   true,
+	"PAYD_SECRET_KEY":       true,
+	"STRIPE_SECRET_KEY":     true,
+	"STRIPE_WEBHOOK_SECRET": true,
+}
+
+// secretFlag is the flag of a secret setting: it writes the value given on
+// the command line into dst, which already holds the environment's, and
+// shows only whether a value is there.
+type secretFlag struct{ dst *string }
+
+func (f *secretFlag) String() string {
+	if f == nil || f.dst == nil || *f.dst == "" {
+		return ""
+	}
+	return "(set)"
+}
+
+func (f *secretFlag) Set(v string) error {
+	*f.dst = v
+	return nil
+}
+
 func (c *config) settings(sub string) []setting {
 	sandboxAddr := "127.0.0.1:0"
 	if sub == "sandbox" {
@@ -132,6 +162,11 @@ func (c *config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet,
 			continue
 		}
 		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
+		if s.str != nil && secretSettings[s.env] {
+			*s.str = val
+			fs.Var(&secretFlag{dst: s.str}, s.flag, usage)
+			continue
+		}
 		if s.str != nil {
 			fs.StringVar(s.str, s.flag, val, usage)
 			continue

@@ -202,6 +202,20 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 		b.waitState("signed-out")
 		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
 		b.waitState("ready")
+		if got := b.text("#who"); got != "Signed in as admin." {
+			t.Errorf("who = %q, want Signed in as admin.", got)
+		}
+		// A field payd refuses is named with payd's reason, not "undefined".
+		b.do("search by half an email", chromedp.SendKeys("#q-customer", "ben@"), chromedp.Click("#search"))
+		b.waitFor("the refused field in the status line", func() bool {
+			return strings.Contains(b.text("#status"), "customer: must be a customer ID (a UUID) or an email address")
+		})
+		if got := b.text("#status"); strings.Contains(got, "undefined") {
+			t.Errorf("status line = %q, want no undefined", got)
+		}
+		if _, err := eval[string](b, `document.getElementById('q-customer').value = ''`); err != nil {
+			t.Fatalf("clear the search field: %v", err)
+		}
 		b.do("search by email", chromedp.SendKeys("#q-customer", "lost-resolve@example.com"), chromedp.Click("#search"))
 		row := fmt.Sprintf(`#orders-rows tr[data-id="%s"]`, order)
 		b.waitFor("the order in the search result", func() bool {
@@ -235,9 +249,8 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 }
 
 // TestConsoleResolvesOutsideRun: a discrepancy payd found outside any run
-// (a pay reply reporting another amount) is listed as such; before any run
-// exists the console says to reconcile first and sends nothing; once a run
-// from the page exists, the same button resolves it through that run.
+// (a pay reply reporting another amount) is listed as such and, with no
+// run at all, resolved by its ID alone.
 func TestConsoleResolvesOutsideRun(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
@@ -263,24 +276,14 @@ func TestConsoleResolvesOutsideRun(t *testing.T) {
 			t.Errorf("the card reads %q, want it found outside a run, about order %s", got, order)
 		}
 		did := b.attr(card, "id")
-		b.do("ignore before any run", chromedp.Click(card+" button.ignore"))
-		b.waitFor("the advice to reconcile first", func() bool { return strings.Contains(b.text(card+" .result"), "run a reconciliation first") })
-		resolves := func() []exchange {
-			return p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
-		}
-		if n := len(resolves()); n != 0 {
-			t.Errorf("resolve requests with no run = %d, want 0", n)
-		}
-
-		b.do("reconcile", chromedp.Click("#run"))
-		b.waitFor("the run in the recent runs", func() bool { return b.count(`#runs-rows tr`) == 1 })
-		runID := b.attr(`#runs-rows tr`, "id")
-		b.waitFor("the discrepancy listed again", func() bool { return b.count(card) == 1 })
-		b.do("ignore", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
+		b.do("ignore with no run", chromedp.SendKeys(card+" .note", "refunded by hand"), chromedp.Click(card+" button.ignore"))
 		b.waitFor("the open list to drop it", func() bool { return b.count(fmt.Sprintf(`#disc-list li[data-id="%s"]`, did)) == 0 })
-		rs := resolves()
-		if len(rs) != 1 || rs[0].Status != http.StatusOK || !strings.Contains(rs[0].URI, "/reconciliations/"+runID+"/") {
-			t.Errorf("resolve requests = %+v, want one through run %s, answered 200", rs, runID)
+		rs := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") })
+		if len(rs) != 1 || rs[0].Status != http.StatusOK || rs[0].URI != "/v1/admin/discrepancies/"+did+"/resolve" {
+			t.Errorf("resolve requests = %+v, want one to /v1/admin/discrepancies/%s/resolve, answered 200", rs, did)
+		}
+		if n := s.count("reconciliation_runs"); n != 0 {
+			t.Errorf("runs = %d, want none: the discrepancy needs no run", n)
 		}
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore' AND note = ?", did, "refunded by hand"); n != 1 {
 			t.Errorf("discrepancy %s is not resolved by ignore with the note", did)

@@ -714,6 +714,7 @@ type (
 		LocalAmount    *string `json:"local_amount"`
 		Status         string  `json:"status"`
 		Resolution     *string `json:"resolution"`
+		Note           string  `json:"note"`
 	}
 	timelineDoc struct {
 		Order         orderDoc         `json:"order"`

@@ -49,6 +49,15 @@ func TestNamedOperators(t *testing.T) {
 		if r := refund("op-nobody-0123456789abcdefghij", uuid.NewString(), steps[0].body); r.Status != http.StatusUnauthorized {
 			t.Errorf("refund with an unknown token = %d, want 401", r.Status)
 		}
+		for token, want := range map[string]string{alice: "alice", bob: "bob", testAdminToken: "admin"} {
+			r := s.do(request{method: "GET", path: "/v1/admin/whoami", token: token})
+			if got := decode[struct{ Operator string }](t, r); r.Status != http.StatusOK || got.Operator != want {
+				t.Errorf("whoami as %s = %d %s, want 200 %s", want, r.Status, r.Body, want)
+			}
+		}
+		if r := s.do(request{method: "GET", path: "/v1/admin/whoami", token: tok}); r.Status != http.StatusForbidden {
+			t.Errorf("whoami with a customer's token = %d, want 403", r.Status)
+		}
 		if r := s.do(request{method: "GET", path: "/v1/orders", token: bob}); r.Status != http.StatusForbidden {
 			t.Errorf("an operator's token on a customer route = %d, want 403", r.Status)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -61,8 +62,22 @@ func (s *stack) refuseMisfits(run runDoc, found map[string]discrepancyDoc, st st
 	if n := s.count("refunds"); n != 0 {
 		s.t.Errorf("refunds after the misfits = %d, want 0", n)
 	}
-	if n := s.auditRows("resolve_discrepancy", misfitKey, http.StatusConflict); n != 1 {
-		s.t.Errorf("audit rows for the refused resolution = %d, want 1", n)
+	// Asked again under the same key, the refusal is answered again; both
+	// attempts are on the order's timeline with their outcome.
+	if r := s.admin("POST", resolvePath(run.ID, stranger.ID), misfitKey, action("apply")); r.Status != http.StatusConflict || r.code(s.t) != "resolution_not_applicable" {
+		s.t.Errorf("the refused resolution asked again = %d %s, want 409 resolution_not_applicable", r.Status, r.Body)
+	}
+	if n := s.auditRows("resolve_discrepancy", misfitKey, http.StatusConflict); n != 2 {
+		s.t.Errorf("audit rows for the refused resolution = %d, want 2", n)
+	}
+	got := s.onTimeline(st.stranger, "resolve_discrepancy", misfitKey, stranger.ID)
+	if len(got) != 2 {
+		s.t.Errorf("the refused resolution on order %s's audit trail = %+v, want both attempts", st.stranger, got)
+	}
+	for _, a := range got {
+		if a.Result != http.StatusConflict || a.Code == nil || *a.Code != "resolution_not_applicable" {
+			s.t.Errorf("refused resolution on the timeline = %+v, want 409 resolution_not_applicable", a)
+		}
 	}
 }
 
@@ -107,22 +122,24 @@ func (s *stack) resolveAll(run runDoc, found map[string]discrepancyDoc, want map
 				s.t.Errorf("audit rows for resolving %s (replayed %s) = %d, want 1", k, replayed, n)
 			}
 		}
-		if !s.onTimeline(*d.OrderID, "resolve_discrepancy", key, d.ID) {
-			s.t.Errorf("resolving %s (key %s) is not on order %s's audit trail", k, key, *d.OrderID)
+		// The answer and its replay are both on the order's timeline.
+		if got := s.onTimeline(*d.OrderID, "resolve_discrepancy", key, d.ID); len(got) != 2 || got[0].Result != 200 || got[1].Result != 200 || got[0].Replayed == got[1].Replayed {
+			s.t.Errorf("resolving %s (key %s) on order %s's audit trail = %+v, want the answer and its replay", k, key, *d.OrderID, got)
 		}
 	}
 }
 
-// onTimeline reports whether an order's audit trail shows the action made
-// under key about target.
-func (s *stack) onTimeline(orderID, action, key, target string) bool {
+// onTimeline returns the entries of an order's audit trail that show the
+// action made under key about target.
+func (s *stack) onTimeline(orderID, action, key, target string) []auditDoc {
 	s.t.Helper()
+	var out []auditDoc
 	for _, a := range s.timeline(orderID).Audit {
 		if a.Action == action && a.RequestID != nil && *a.RequestID == key && a.Target != nil && *a.Target == target && a.Actor == "admin" {
-			return true
+			out = append(out, a)
 		}
 	}
-	return false
+	return out
 }
 
 // checkResolved checks the books after every resolution: what was applied
@@ -165,5 +182,26 @@ func (s *stack) checkResolved(st staged) {
 	}
 	if n := s.count("discrepancies WHERE status = 'resolved'"); n != int64(len(st.want)) {
 		s.t.Errorf("resolved discrepancies = %d, want %d", n, len(st.want))
+	}
+}
+
+// loggedFindings checks that each discrepancy run found new is logged as
+// stored: "discrepancy recorded" with its id, its status and the run.
+func (s *stack) loggedFindings(run runDoc) {
+	s.t.Helper()
+	logged := map[string]bool{}
+	for line := range strings.SplitSeq(s.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "discrepancy recorded" {
+			continue
+		}
+		if id, _ := m["discrepancy_id"].(string); id != "" && m["run_id"] == run.ID && m["status"] == "open" {
+			logged[id] = true
+		}
+	}
+	for _, d := range run.Discrepancies {
+		if !logged[d.ID] {
+			s.t.Errorf("no \"discrepancy recorded\" line with discrepancy_id %s, run_id %s and status open", d.ID, run.ID)
+		}
 	}
 }

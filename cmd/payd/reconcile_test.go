@@ -63,6 +63,7 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 		t.Fatalf("run = %d %s, want 201 from %s finding %d, all new, %d matched", r.Status, r.Body, source, len(st.want), st.matched)
 	}
 	found := s.checkFound(run.Discrepancies, st.want)
+	s.loggedFindings(run)
 	for _, d := range run.Discrepancies {
 		if d.Status != "open" || d.RunID == nil || *d.RunID != run.ID {
 			t.Errorf("discrepancy %+v, want open, found by run %s", d, run.ID)

@@ -170,7 +170,10 @@ func TestOutcomeLogLines(t *testing.T) {
 			}
 			results[m["result"].(string)] = true
 		case "discrepancy recorded":
-			discrepancy = discrepancy || m["type"] == "missing_local_payment" && m["order_id"] != ""
+			id, _ := m["discrepancy_id"].(string)
+			// The line names the stored discrepancy: its id and status.
+			discrepancy = discrepancy || m["type"] == "missing_local_payment" && m["order_id"] != "" && m["status"] == "open" &&
+				id != "" && s.count("discrepancies WHERE id = ? AND type = 'missing_local_payment'", id) == 1
 		case "automatic refund":
 			refund = m["status"] == "succeeded" && m["amount"] == "6.00" && m["charge_id"] != "" && m["reason"] == "paid_after_close"
 		}

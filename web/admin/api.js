@@ -68,7 +68,7 @@ export function describe(reply) {
   const p = reply.data && typeof reply.data === 'object' ? reply.data : {};
   if (reply.status === 401) return 'payd did not accept this operator token (401). Sign in again.';
   if (p.title) {
-    const fields = (p.errors || []).map((e) => `${e.field}: ${e.reason}`).join('; ');
+    const fields = (p.errors || []).map((e) => `${e.param}: ${e.detail}`).join('; ');
     return [`${p.title} (${reply.status} ${p.code || ''})`.replace(' )', ')'), p.detail, fields].filter(Boolean).join(' — ');
   }
   return `payd answered ${reply.status}.`;

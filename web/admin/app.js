@@ -11,7 +11,6 @@ import { card } from './discrepancies.js';
 
 const app = $('app');
 let shownOrder = ''; // the order whose timeline is on screen
-let latestRun = ''; // the newest run this console knows of: it can name a discrepancy found outside runs
 let orderCursor = null;
 let discCursor = null;
 
@@ -40,15 +39,18 @@ function setState(state) {
 
 // --- signing in -----------------------------------------------------------
 
-/** verify asks payd whether the saved token is an operator's: the cheapest admin read. */
+/** verify asks payd whether the saved token is an operator's, and whose. */
 async function verify() {
   let r;
   try {
-    r = await call('GET', '/v1/admin/orders?limit=1');
+    r = await call('GET', '/v1/admin/whoami');
   } catch {
     return 'payd did not answer. Is it running?';
   }
-  if (r.status === 200) return '';
+  if (r.status === 200) {
+    $('who').textContent = `Signed in as ${r.data.operator}.`;
+    return '';
+  }
   if (r.status === 403) return 'This token is not an operator token (403).';
   return describe(r);
 }
@@ -70,7 +72,7 @@ async function signIn(token) {
 
 function signOut() {
   forgetToken();
-  shownOrder = latestRun = '';
+  shownOrder = '';
   $('order').hidden = true;
   $('status').hidden = true;
   setState('signed-out');
@@ -159,7 +161,6 @@ async function openOrder(id) {
 // --- discrepancies --------------------------------------------------------
 
 const cardOpts = {
-  runFor: (d) => d.run_id || latestRun,
   openOrder: (id) => openOrder(id),
   say,
   onResolved: async () => {
@@ -234,16 +235,7 @@ async function runReconcile() {
   }
 }
 
-/** knowRun keeps latestRun the newest recorded run seen. */
-function knowRun(run) {
-  if (run.dry_run) return;
-  runCreated[run.id] = run.created_at;
-  if (!latestRun || run.created_at >= runCreated[latestRun]) latestRun = run.id;
-}
-const runCreated = {};
-
 function showRun(run) {
-  knowRun(run);
   $('run-result').hidden = false;
   $('run-result').dataset.id = run.dry_run ? '' : run.id;
   $('run-result-id').textContent = run.dry_run ? 'dry run (not recorded)' : run.id;
@@ -282,7 +274,6 @@ async function loadRuns() {
   const rows = $('runs-rows');
   rows.replaceChildren();
   for (const run of r.data.data) {
-    knowRun(run);
     rows.append(h('tr', { dataset: { id: run.id } },
       h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => openRun(run.id) }, run.id)),
       h('td', {}, run.source),

@@ -21,11 +21,10 @@ function intentKey(id, action, note) {
 }
 
 /**
- * card draws discrepancy d. runFor(d) names the run whose path resolves it
- * (its own, or any run for one payd found outside a run); onResolved(d)
- * runs with payd's answer; say(text, tone) reports.
+ * card draws discrepancy d, resolved by its ID alone (whoever found it);
+ * onResolved(d) runs with payd's answer; say(text, tone) reports.
  */
-export function card(d, { runFor, onResolved, openOrder, say }) {
+export function card(d, { onResolved, openOrder, say }) {
   const open = d.status === 'open';
   const amounts = d.provider_amount || d.local_amount
     ? `provider ${d.provider_amount ?? '—'} · payd ${d.local_amount ?? '—'} ${d.currency ?? ''}` : '';
@@ -53,17 +52,12 @@ export function card(d, { runFor, onResolved, openOrder, say }) {
   for (const b of buttons) {
     b.addEventListener('click', async () => {
       if (b.disabled) return;
-      const run = runFor(d);
-      if (!run) {
-        out.textContent = 'payd found this outside any run: run a reconciliation first, then resolve it from there.';
-        return;
-      }
       setBusy(true); // before any await: a double click is one request
       const action = b.dataset.action;
       const key = intentKey(d.id, action, note.value);
       out.textContent = `Resolving with ${action}…`;
       try {
-        const r = await send('POST', `/v1/admin/reconciliations/${encodeURIComponent(run)}/discrepancies/${encodeURIComponent(d.id)}/resolve`,
+        const r = await send('POST', `/v1/admin/discrepancies/${encodeURIComponent(d.id)}/resolve`,
           { key, body: { action, note: note.value } });
         intents.delete(d.id); // payd answered: the intent is settled either way
         if (r.status === 200) {
