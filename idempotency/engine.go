@@ -30,7 +30,8 @@ type Call struct {
 	OrderID string // the order a pay call is about, if any
 	Seal    bool   // store the response encrypted (it carries a secret)
 
-	fingerprint string // Fingerprint, once the middleware has computed it
+	fingerprint string    // Fingerprint, once the middleware has computed it
+	expiresAt   time.Time // the record's expiry as Begin saw it (Start.expiresAt), for Replays
 }
 
 // Fingerprint is the hex SHA-256 over the method, the concrete path and the
@@ -58,6 +59,8 @@ type Start struct {
 	// TookOver is true when the key was in flight under an expired lease and
 	// this call now owns it: the use case must recover before doing anything new.
 	TookOver bool
+
+	expiresAt time.Time // of the record this call now holds, when it executes
 }
 
 // ErrStoredResponseUnreadable: the answer stored under a key was sealed
@@ -92,6 +95,8 @@ type Engine struct {
 	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
 	Now          func() time.Time
 	Observer     Observer // optional: told of each decision (metrics)
+	Gate         Gate     // optional: fast lock and notifications in front of Records (Redis)
+	Replays      Replays  // optional: fast copies of succeeded records (Redis)
 
 	mu   sync.Mutex
 	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
@@ -105,12 +110,30 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	fp := c.Fingerprint()
 	deadline := s.Now().Add(s.InflightWait)
 	waited := false
+	// Watching before the first look: a finish between a look and the
+	// wait that follows it still wakes the wait.
+	done, unwatch := s.watch(c)
+	defer unwatch()
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
+		if rec, ok := s.cached(ctx, c); ok && rec.Fingerprint == fp && rec.Method == c.Method && rec.Path == c.Path {
+			return s.replay(rec)
+		}
 		rec, err := s.find(ctx, c.Scope, c.Key)
 		if errors.Is(err, domain.ErrRecordNotFound) {
-			if err := s.Records.Insert(ctx, s.newRecord(c, fp)); err == nil {
+			// Redis first (ADR 0018): a duplicate that finds the key taken
+			// there waits for the holder's notification instead of racing
+			// it to the database; past the wait it goes on as without Redis.
+			if s.Now().Before(deadline) && !s.acquire(ctx, c) {
+				waited = true
+				if err := s.wait(ctx, done, pause, deadline); err != nil {
+					return Start{}, err
+				}
+				continue
+			}
+			r := s.newRecord(c, fp)
+			if err := s.Records.Insert(ctx, r); err == nil {
 				s.observe("executed")
-				return Start{}, nil
+				return Start{expiresAt: r.ExpiresAt}, nil
 			} else if !errors.Is(err, domain.ErrKeyInUse) {
 				return Start{}, fmt.Errorf("insert idempotency record: %w", err)
 			}
@@ -126,6 +149,9 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 		now := s.Now()
 		switch rec.Status {
 		case domain.RecordSucceeded:
+			if s.Replays != nil {
+				s.Replays.Put(ctx, rec) // the next replay comes from the copy
+			}
 			return s.replay(rec)
 		case domain.RecordFailed:
 			if waited || rec.CompletedBy == domain.CompletedInBackground {
@@ -142,7 +168,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 			}
 			if won {
 				s.observe("executed")
-				return Start{}, nil
+				return Start{expiresAt: rec.ExpiresAt}, nil
 			}
 		case domain.RecordProcessing:
 			if rec.LockedUntil.Before(now) {
@@ -152,7 +178,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 				}
 				if won {
 					s.observe("took_over")
-					return Start{TookOver: true}, nil
+					return Start{TookOver: true, expiresAt: rec.ExpiresAt}, nil
 				}
 				continue
 			}
@@ -161,7 +187,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 				return Start{}, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
 			}
 			waited = true
-			if err := sleep(ctx, min(pause, deadline.Sub(now))); err != nil {
+			if err := s.wait(ctx, done, pause, deadline); err != nil {
 				return Start{}, err
 			}
 		}
@@ -199,6 +225,7 @@ func (s *Engine) replay(rec domain.Record) (Start, error) {
 //   - a business failure (402, 409) or an internal error: stored as failed,
 //     so the same key may run again as a new attempt.
 func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
+	defer s.released(ctx, c)
 	switch {
 	case r.Status == http.StatusAccepted:
 		s.hold(c, s.Now().Add(s.Lease))
@@ -227,8 +254,12 @@ func (s *Engine) Complete(ctx context.Context, scope, key, orderID string, r Res
 	if !final {
 		by = domain.CompletedByRequest // the key stays free to run again
 	}
-	if _, err := s.Records.CompleteInBackground(ctx, scope, key, orderID, status, r.Status, r.Body, by, s.Now()); err != nil {
+	done, err := s.Records.CompleteInBackground(ctx, scope, key, orderID, status, r.Status, r.Body, by, s.Now())
+	if err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	if done && s.Gate != nil {
+		s.Gate.Release(ctx, scope, key) // wake duplicates waiting on the key
 	}
 	return nil
 }
@@ -242,8 +273,12 @@ func (s *Engine) complete(ctx context.Context, c Call, status domain.RecordStatu
 		}
 		sealed = true
 	}
-	if _, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now()); err != nil {
+	done, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now())
+	if err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	if done && status == domain.RecordSucceeded {
+		s.keep(ctx, c, r.Status, body, sealed)
 	}
 	return nil
 }
@@ -288,17 +323,6 @@ func notExecuted(status int) bool {
 func (s *Engine) observe(outcome string) {
 	if s.Observer != nil {
 		s.Observer.KeyDecided(outcome)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
