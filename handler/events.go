@@ -23,6 +23,10 @@ type OrderWatcher interface {
 type Events struct {
 	Orders OrderWatcher
 	Poll   time.Duration // how often to look for changes made by other payd processes
+	// Live, optional, reports whether changes made by other payd processes
+	// arrive as notifications now (Redis pub/sub, ADR 0018); while it does,
+	// the poll only rests, and resumes the moment it does not.
+	Live func() bool
 	// MaxPerCustomer caps the streams one customer holds open on this
 	// process at once (0: no cap). Each stream polls the database, so
 	// without it one customer could load the database at will.
@@ -90,6 +94,9 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		case <-changed:
 		case <-poll.C:
+			if h.Live != nil && h.Live() {
+				continue
+			}
 		}
 		next, err := h.Orders.Get(ctx, cust.ID, o.ID)
 		if err != nil {

@@ -49,3 +49,19 @@ func (c *Changes) OrderChanged(orderID string) {
 		}
 	}
 }
+
+// Resync signals every subscriber of every order: changes made elsewhere
+// may have gone unheard (the notifications from other processes were
+// down), so each stream looks at its order once.
+func (c *Changes) Resync() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, subs := range c.subs {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

@@ -47,6 +47,7 @@ type config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
+	RedisURL           string // empty: no Redis (ADR 0018)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -91,6 +92,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
+		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
 	}, testSettings(c)...)
 }
 
