@@ -106,6 +106,12 @@ type Engine struct {
 // answered. It returns domain.ErrKeyReused when the key was used for a
 // different request and an *InUseError when the original is still running
 // after the in-flight wait.
+//
+// With a Gate (Redis, ADR 0018) the key's fast lock comes first: a request
+// that finds it taken waits for the holder's notification without touching
+// the database, and one that holds it looks at the record alone. Past the
+// in-flight wait, or while the gate cannot tell, the record decides alone,
+// as without a gate.
 func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	fp := c.Fingerprint()
 	deadline := s.Now().Add(s.InflightWait)
@@ -118,80 +124,109 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 		if rec, ok := s.cached(ctx, c); ok && rec.Fingerprint == fp && rec.Method == c.Method && rec.Path == c.Path {
 			return s.replay(rec)
 		}
-		rec, err := s.find(ctx, c.Scope, c.Key)
-		if errors.Is(err, domain.ErrRecordNotFound) {
-			// Redis first (ADR 0018): a duplicate that finds the key taken
-			// there waits for the holder's notification instead of racing
-			// it to the database; past the wait it goes on as without Redis.
-			if s.Now().Before(deadline) && !s.acquire(ctx, c) {
+		locked := false
+		if s.Gate != nil && s.Now().Before(deadline) {
+			held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.Lease)
+			if err == nil && !held { // a duplicate stopped before the database
 				waited = true
 				if err := s.wait(ctx, done, pause, deadline); err != nil {
 					return Start{}, err
 				}
 				continue
 			}
-			r := s.newRecord(c, fp)
-			if err := s.Records.Insert(ctx, r); err == nil {
-				s.observe("executed")
-				return Start{expiresAt: r.ExpiresAt}, nil
-			} else if !errors.Is(err, domain.ErrKeyInUse) {
-				return Start{}, fmt.Errorf("insert idempotency record: %w", err)
-			}
-			continue // another request inserted it first: read what it is
+			locked = held
 		}
-		if err != nil {
-			return Start{}, fmt.Errorf("find idempotency record: %w", err)
+		start, next, err := s.decide(ctx, c, fp, waited, deadline)
+		if locked && (err != nil || next != executing) {
+			s.Gate.Unlock(ctx, c.Scope, c.Key) // this request runs nothing: the lock is not its to keep
 		}
-		if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
-			s.observe("reused")
-			return Start{}, domain.ErrKeyReused
-		}
-		now := s.Now()
-		switch rec.Status {
-		case domain.RecordSucceeded:
-			if s.Replays != nil {
-				s.Replays.Put(ctx, rec) // the next replay comes from the copy
-			}
-			return s.replay(rec)
-		case domain.RecordFailed:
-			if waited || rec.CompletedBy == domain.CompletedInBackground {
-				// We were a concurrent duplicate of the attempt that just
-				// failed, or the original answered 202 and learned of the
-				// decline only later: either way this caller has not seen
-				// the decline yet, so it gets it (SPEC §5), not a second
-				// attempt. Paying again takes a new key.
-				return s.replay(rec)
-			}
-			won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
-			if err != nil {
-				return Start{}, fmt.Errorf("retry idempotency record: %w", err)
-			}
-			if won {
-				s.observe("executed")
-				return Start{expiresAt: rec.ExpiresAt}, nil
-			}
-		case domain.RecordProcessing:
-			if rec.LockedUntil.Before(now) {
-				won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
-				if err != nil {
-					return Start{}, fmt.Errorf("take over idempotency record: %w", err)
-				}
-				if won {
-					s.observe("took_over")
-					return Start{TookOver: true, expiresAt: rec.ExpiresAt}, nil
-				}
-				continue
-			}
-			if !now.Before(deadline) {
-				s.observe("in_use")
-				return Start{}, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
-			}
+		switch {
+		case err != nil || next == answered || next == executing:
+			return start, err
+		case next == waiting:
 			waited = true
 			if err := s.wait(ctx, done, pause, deadline); err != nil {
 				return Start{}, err
 			}
 		}
 	}
+}
+
+// step is what one look at the record decided.
+type step int
+
+const (
+	answered  step = iota // a replay, or an error
+	executing             // the key is this request's: run it
+	again                 // the record changed under us: look again
+	waiting               // the original is in flight: wait, then look again
+)
+
+// decide looks at the record once and decides what this request does.
+func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, deadline time.Time) (Start, step, error) {
+	rec, err := s.find(ctx, c.Scope, c.Key)
+	if errors.Is(err, domain.ErrRecordNotFound) {
+		r := s.newRecord(c, fp)
+		if err := s.Records.Insert(ctx, r); err == nil {
+			s.observe("executed")
+			return Start{expiresAt: r.ExpiresAt}, executing, nil
+		} else if !errors.Is(err, domain.ErrKeyInUse) {
+			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
+		}
+		return Start{}, again, nil // another request inserted it first: read what it is
+	}
+	if err != nil {
+		return Start{}, answered, fmt.Errorf("find idempotency record: %w", err)
+	}
+	if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
+		s.observe("reused")
+		return Start{}, answered, domain.ErrKeyReused
+	}
+	now := s.Now()
+	switch rec.Status {
+	case domain.RecordSucceeded:
+		if s.Replays != nil {
+			s.Replays.Put(ctx, rec) // the next replay comes from the copy
+		}
+		start, err := s.replay(rec)
+		return start, answered, err
+	case domain.RecordFailed:
+		if waited || rec.CompletedBy == domain.CompletedInBackground {
+			// We were a concurrent duplicate of the attempt that just
+			// failed, or the original answered 202 and learned of the
+			// decline only later: either way this caller has not seen
+			// the decline yet, so it gets it (SPEC §5), not a second
+			// attempt. Paying again takes a new key.
+			start, err := s.replay(rec)
+			return start, answered, err
+		}
+		won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+		if err != nil {
+			return Start{}, answered, fmt.Errorf("retry idempotency record: %w", err)
+		}
+		if won {
+			s.observe("executed")
+			return Start{expiresAt: rec.ExpiresAt}, executing, nil
+		}
+	case domain.RecordProcessing:
+		if rec.LockedUntil.Before(now) {
+			won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+			if err != nil {
+				return Start{}, answered, fmt.Errorf("take over idempotency record: %w", err)
+			}
+			if won {
+				s.observe("took_over")
+				return Start{TookOver: true, expiresAt: rec.ExpiresAt}, executing, nil
+			}
+			return Start{}, again, nil
+		}
+		if !now.Before(deadline) {
+			s.observe("in_use")
+			return Start{}, answered, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
+		}
+		return Start{}, waiting, nil
+	}
+	return Start{}, again, nil
 }
 
 func (s *Engine) newRecord(c Call, fp string) domain.Record {

@@ -25,6 +25,10 @@ type Gate interface {
 	// Release frees the key's fast lock if this process holds it and tells
 	// every watcher of the key that the request finished with it.
 	Release(ctx context.Context, scope, key string)
+	// Unlock frees the key's fast lock, taken by a request that then ran
+	// nothing (it replayed, or found the original in flight), and tells no
+	// one: nothing finished.
+	Unlock(ctx context.Context, scope, key string)
 	// Live reports whether notifications are flowing now; while they are
 	// not, a waiting duplicate falls back to polling the records.
 	Live() bool
@@ -47,16 +51,6 @@ func (s *Engine) watch(c Call) (<-chan struct{}, func()) {
 		return nil, func() {}
 	}
 	return s.Gate.Watch(c.Scope, c.Key)
-}
-
-// acquire reports whether this request may go on to insert the record: it
-// took the gate, or there is no gate, or the gate cannot tell.
-func (s *Engine) acquire(ctx context.Context, c Call) bool {
-	if s.Gate == nil {
-		return true
-	}
-	held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.Lease)
-	return err != nil || held
 }
 
 // wait pauses a duplicate until the key's holder finishes (a notification),

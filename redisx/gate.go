@@ -2,6 +2,8 @@ package redisx
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -20,7 +22,9 @@ var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then ret
 // database. An error: Redis cannot tell, go to the database.
 func (r *Redis) Acquire(ctx context.Context, scope, key string, lease time.Duration) (bool, error) {
 	k := lockKey(scope, key)
-	token := r.id + ":" + key
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	token := r.id + ":" + hex.EncodeToString(b) // this request's: no other may free the lock
 	var ok bool
 	if !r.do(ctx, func(ctx context.Context) (err error) {
 		ok, err = r.client.SetNX(ctx, k, token, lease).Result()
@@ -77,6 +81,19 @@ func (r *Redis) Release(ctx context.Context, scope, key string) {
 		}
 		return r.client.Publish(ctx, doneChannel, name).Err()
 	})
+}
+
+// Unlock frees the key's lock if this process holds it, announcing
+// nothing (idempotency.Gate).
+func (r *Redis) Unlock(ctx context.Context, scope, key string) {
+	k := lockKey(scope, key)
+	r.mu.Lock()
+	token, held := r.tokens[k]
+	delete(r.tokens, k)
+	r.mu.Unlock()
+	if held {
+		r.do(ctx, func(ctx context.Context) error { return release.Run(ctx, r.client, []string{k}, token).Err() })
+	}
 }
 
 // Live reports whether notifications are flowing (idempotency.Gate).

@@ -25,7 +25,7 @@ func newMetrics() *Metrics {
 			Name: "payd_redis_skipped_total", Help: "Redis commands not sent because Redis was down (served from the database).",
 		}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "payd_redis_duplicates_stopped_total", Help: "Concurrent duplicates that found the key locked in Redis and waited instead of going to the database.",
+			Name: "payd_redis_duplicates_stopped_total", Help: "Concurrent duplicates kept from the database: lock attempts that found the key held in Redis (a duplicate that waits through several notifications counts once per attempt).",
 		}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payd_redis_up", Help: "1 while payd uses Redis, 0 while it serves from the database alone.",
