@@ -77,6 +77,7 @@ func (h *Events) stream(c echo.Context) error {
 	}
 	poll := time.NewTicker(h.Poll)
 	defer poll.Stop()
+	rested := 0 // poll ticks skipped in a row while Live
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
 	for {
@@ -94,9 +95,12 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		case <-changed:
 		case <-poll.C:
-			if h.Live != nil && h.Live() {
+			// While notifications flow, only every tenth tick looks: a
+			// safety net should one replica's announcement be lost.
+			if rested++; h.Live != nil && h.Live() && rested < 10 {
 				continue
 			}
+			rested = 0
 		}
 		next, err := h.Orders.Get(ctx, cust.ID, o.ID)
 		if err != nil {

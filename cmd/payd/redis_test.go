@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,24 +145,31 @@ func TestRedisKilledMidLoad(t *testing.T) {
 		srv := redistest.Start(t)
 		rs := startReplicas(t, dialect, 3, true, env{"PAYD_REDIS_URL": srv.URL()})
 		_, token := rs.procs[0].register(newEmail())
-		const orders, dups = 30, 6
+		const orders, dups = 40, 6
 		ids := make([]string, orders)
 		for i := range ids {
 			ids[i] = rs.at(i).order(token, "4.00")
 		}
 		var mu sync.Mutex
 		statuses := map[int]int{}
-		for i, id := range ids {
-			switch i {
-			case orders / 3:
-				srv.Kill()
-				t.Log("redis killed")
-			case 2 * orders / 3:
-				srv.Restart()
-				t.Log("redis restarted, empty")
+		var finished atomic.Int32
+		outage := make(chan struct{})
+		go func() { // kills and restarts Redis while the payments run
+			defer close(outage)
+			for finished.Load() < orders/4 {
+				time.Sleep(time.Millisecond)
 			}
+			srv.Kill()
+			t.Logf("redis killed after %d orders", finished.Load())
+			for finished.Load() < orders/2 {
+				time.Sleep(time.Millisecond)
+			}
+			srv.Restart()
+			t.Logf("redis restarted, empty, after %d orders", finished.Load())
+		}()
+		forEach(4, orders, func(i int) {
 			key := uuid.NewString()
-			for j, r := range rs.payAll(token, id, slices.Repeat([]string{key}, dups)) {
+			for j, r := range rs.payAll(token, ids[i], slices.Repeat([]string{key}, dups)) {
 				mu.Lock()
 				statuses[r.Status]++
 				mu.Unlock()
@@ -169,7 +177,9 @@ func TestRedisKilledMidLoad(t *testing.T) {
 					t.Errorf("order %d: Pay on %s = %d %s, want 200 or 409 in use", i, rs.at(j).name, r.Status, r.Body)
 				}
 			}
-		}
+			finished.Add(1)
+		})
+		<-outage
 		t.Logf("replies by status: %v", statuses)
 		for i, id := range ids {
 			if n := rs.succeededCharges(id); n != 1 {
@@ -208,13 +218,25 @@ func TestRedisEventsAcrossReplicas(t *testing.T) {
 			// before the reply (it is published when the order changes).
 			sent := time.Now()
 			seen := make(chan time.Time, 1)
-			go func() { st.until("paid", first); seen <- time.Now() }()
+			go func() {
+				for ev := range st.events {
+					if ev.Version > first.Version && ev.Status == "paid" {
+						seen <- time.Now()
+						return
+					}
+				}
+			}()
 			r := b.pay(token, id, uuid.NewString(), "pm_ok")
 			if r.Status != http.StatusOK {
 				t.Fatalf("Pay on %s = %d %s", b.name, r.Status, r.Body)
 			}
 			answered := time.Now()
-			at := <-seen
+			var at time.Time
+			select {
+			case at = <-seen:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the paid order never reached the stream on %s", a.name)
+			}
 			lat = append(lat, max(0, at.Sub(answered)))
 			t.Logf("pay on %s answered after %v; event on %s after %v", b.name, answered.Sub(sent), a.name, at.Sub(sent))
 		}
