@@ -126,15 +126,20 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 		}
 		locked := false
 		if s.Gate != nil && s.Now().Before(deadline) {
-			held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.Lease)
+			held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.lockFor())
 			if err == nil && !held { // a duplicate stopped before the database
 				waited = true
-				if err := s.wait(ctx, done, pause, deadline); err != nil {
+				notified, err := s.wait(ctx, done, s.heldOff(pause), deadline)
+				if err != nil {
 					return Start{}, err
 				}
-				continue
+				if notified {
+					continue
+				}
+				// No word from the holder for a while: look at the record
+				// after all, in case its release was lost.
 			}
-			locked = held
+			locked = err == nil && held
 		}
 		start, next, err := s.decide(ctx, c, fp, waited, deadline)
 		if locked && (err != nil || next != executing) {
@@ -145,7 +150,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 			return start, err
 		case next == waiting:
 			waited = true
-			if err := s.wait(ctx, done, pause, deadline); err != nil {
+			if _, err := s.wait(ctx, done, pause, deadline); err != nil {
 				return Start{}, err
 			}
 		}

@@ -56,7 +56,8 @@ func (s *Engine) watch(c Call) (<-chan struct{}, func()) {
 // wait pauses a duplicate until the key's holder finishes (a notification),
 // pause passes, or until comes; with live notifications, pause is only a
 // safety net and is longer.
-func (s *Engine) wait(ctx context.Context, done <-chan struct{}, pause time.Duration, until time.Time) error {
+// It reports whether a notification ended the wait.
+func (s *Engine) wait(ctx context.Context, done <-chan struct{}, pause time.Duration, until time.Time) (bool, error) {
 	if s.Gate != nil && s.Gate.Live() {
 		pause = max(pause, 250*time.Millisecond)
 	}
@@ -64,11 +65,31 @@ func (s *Engine) wait(ctx context.Context, done <-chan struct{}, pause time.Dura
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-done:
+		return true, nil
 	case <-t.C:
+		return false, nil
 	}
-	return nil
+}
+
+// heldOff is how long a duplicate stopped by the gate waits for the
+// holder's notification before it looks at the record after all: long,
+// while notifications flow (the notification is what it waits for), the
+// usual pause while they do not.
+func (s *Engine) heldOff(pause time.Duration) time.Duration {
+	if s.Gate.Live() {
+		return max(pause, 500*time.Millisecond)
+	}
+	return pause
+}
+
+// lockFor is how long the gate's lock lasts: long enough to cover the
+// in-flight wait of the duplicates it holds off, short enough that a lock
+// whose release was lost (Redis slow at that moment) strands no one for
+// long. A holder that runs longer is still protected by its record.
+func (s *Engine) lockFor() time.Duration {
+	return min(s.Lease, max(s.InflightWait, time.Second))
 }
 
 // released tells the gate the request with c's key is over.

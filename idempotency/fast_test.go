@@ -74,7 +74,7 @@ func TestGateKeepsDuplicatesFromTheRecords(t *testing.T) {
 				replays[i] = start.Replay
 			})
 		}
-		time.Sleep(300 * time.Millisecond) // the original runs; the duplicates wait
+		time.Sleep(200 * time.Millisecond) // the original runs; the duplicates wait (their safety-net look comes at 500ms)
 		during := store.finds.Load() - before
 		if err := engines[0].Finish(ctx, call, answer); err != nil {
 			t.Fatal(err)

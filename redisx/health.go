@@ -15,16 +15,20 @@ import (
 // first waiting for a timeout each.
 const cooldown = 500 * time.Millisecond
 
-// health is a small circuit breaker around Redis: the first failure logs
-// once and opens it, requests then skip Redis until cooldown has passed,
+// openAfter is how many failures in a row open the breaker.
+const openAfter = 3
+
+// health is a small circuit breaker around Redis: a few failures in a row
+// log once and open it, requests then skip Redis until cooldown has passed,
 // and the first success after that closes it (logged once too).
 type health struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	mu      sync.Mutex
-	down    bool
-	retryAt time.Time
+	mu       sync.Mutex
+	down     bool
+	failures int // in a row
+	retryAt  time.Time
 }
 
 // allow reports whether a command may go to Redis now.
@@ -43,7 +47,7 @@ func (h *health) result(err error) {
 	if err == nil || errors.Is(err, redis.Nil) {
 		h.mu.Lock()
 		wasDown := h.down
-		h.down = false
+		h.down, h.failures = false, 0
 		h.mu.Unlock()
 		if wasDown {
 			h.metrics.up.Set(1)
@@ -54,9 +58,15 @@ func (h *health) result(err error) {
 	h.metrics.errors.Inc()
 	h.mu.Lock()
 	wasDown := h.down
-	h.down, h.retryAt = true, time.Now().Add(cooldown)
+	h.failures++
+	// One slow answer on a busy machine is not an outage: the breaker
+	// opens on a few failures in a row, or at once when it was half open.
+	if wasDown || h.failures >= openAfter {
+		h.down, h.retryAt = true, time.Now().Add(cooldown)
+	}
+	down := h.down
 	h.mu.Unlock()
-	if !wasDown {
+	if !wasDown && down {
 		h.metrics.up.Set(0)
 		h.log.Warn("redis unavailable: serving from the database until it returns", "err", err)
 	}
