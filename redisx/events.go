@@ -2,6 +2,7 @@ package redisx
 
 import (
 	"context"
+
 	"github.com/payd/payd/service"
 )
 

@@ -72,15 +72,16 @@ func (h *health) result(err error) {
 	}
 }
 
-// isUp reports whether the last command succeeded.
+// isUp reports whether the breaker is closed (payd is using Redis).
 func (h *health) isUp() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.down
 }
 
-// bounded returns a context that ends after Timeout, detached from the
-// caller's cancellation only in that it keeps its values.
+// bounded returns a context that keeps ctx's values but not its
+// cancellation (a client hanging up must not leave a lock behind) and
+// ends after Timeout.
 func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), Timeout)
 }
