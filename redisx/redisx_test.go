@@ -312,3 +312,32 @@ func flushAll(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 }
+
+// A Redis that stops answering (paused) costs a few 50 ms timeouts, then
+// nothing: the breaker skips it, and it is used again once it answers.
+func TestSlowRedisCostsLittle(t *testing.T) {
+	srv := redistest.Start(t)
+	r, _ := replica(t, srv.URL(), slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	srv.Pause()
+	start := time.Now()
+	for i := range 100 {
+		r.Get(ctx, "s", "k"+strconv.Itoa(i))
+	}
+	took := time.Since(start)
+	t.Logf("100 lookups with Redis paused took %v", took)
+	if took > time.Second {
+		t.Errorf("100 lookups with Redis paused took %v, want well under a second (breaker)", took)
+	}
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ok, err := r.Acquire(ctx, "s", "after-pause", time.Second); ok && err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Redis not used again after it resumed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,10 +84,17 @@ func (s *Server) Kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Process.Kill() // SIGKILL ends a paused process too
 	_ = s.cmd.Wait()
 	s.cmd = nil
 }
+
+// Pause stops the server's process (SIGSTOP): it keeps its connections
+// but answers nothing, as a Redis stuck or overloaded. Resume ends it.
+func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Restart starts the server again on the same port, empty (nothing is
 // saved): as a Redis that lost everything.
