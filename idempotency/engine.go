@@ -142,8 +142,16 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 			locked = err == nil && held
 		}
 		start, next, err := s.decide(ctx, c, fp, waited, deadline)
-		if locked && (err != nil || next != executing) {
-			s.Gate.Unlock(ctx, c.Scope, c.Key) // this request runs nothing: the lock is not its to keep
+		switch {
+		case !locked || next == executing && err == nil:
+		case next == answered && err == nil:
+			// A replay: the copy is in Redis now, and duplicates held off
+			// meanwhile may take it at once.
+			s.Gate.Release(ctx, c.Scope, c.Key)
+		default:
+			// Nothing ran and nothing is new (the original is in flight):
+			// free the lock without waking anyone.
+			s.Gate.Unlock(ctx, c.Scope, c.Key)
 		}
 		switch {
 		case err != nil || next == answered || next == executing:

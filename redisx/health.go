@@ -18,17 +18,26 @@ const cooldown = 500 * time.Millisecond
 // openAfter is how many failures in a row open the breaker.
 const openAfter = 3
 
-// health is a small circuit breaker around Redis: a few failures in a row
-// log once and open it, requests then skip Redis until cooldown has passed,
-// and the first success after that closes it (logged once too).
+// calm is how long Redis must answer without a failure before an outage
+// counts as over (and is logged as such).
+const calm = time.Second
+
+// health watches Redis for payd. It logs an outage once: its first failure
+// starts it ("redis unavailable"), a second of answers without a failure
+// ends it ("redis is back"), whatever the number of requests in between;
+// this holds for a whole Redis down and for one cluster node down alike.
+// It is also a small circuit breaker: a few failures in a row open it,
+// and requests skip Redis until cooldown has passed and one probe succeeds.
 type health struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	mu       sync.Mutex
-	down     bool
-	failures int // in a row
-	retryAt  time.Time
+	mu          sync.Mutex
+	down        bool // breaker open
+	failures    int  // in a row
+	retryAt     time.Time
+	outage      bool // logged as unavailable, not yet as back
+	lastFailure time.Time
 }
 
 // allow reports whether a command may go to Redis now.
@@ -44,12 +53,16 @@ func (h *health) allow() bool {
 
 // result records how a command went: err == nil or redis.Nil is a success.
 func (h *health) result(err error) {
+	now := time.Now()
 	if err == nil || errors.Is(err, redis.Nil) {
 		h.mu.Lock()
-		wasDown := h.down
 		h.down, h.failures = false, 0
+		over := h.outage && now.Sub(h.lastFailure) >= calm
+		if over {
+			h.outage = false
+		}
 		h.mu.Unlock()
-		if wasDown {
+		if over {
 			h.metrics.up.Set(1)
 			h.log.Info("redis is back: using it again")
 		}
@@ -57,16 +70,16 @@ func (h *health) result(err error) {
 	}
 	h.metrics.errors.Inc()
 	h.mu.Lock()
-	wasDown := h.down
-	h.failures++
-	// One slow answer on a busy machine is not an outage: the breaker
-	// opens on a few failures in a row, or at once when it was half open.
-	if wasDown || h.failures >= openAfter {
-		h.down, h.retryAt = true, time.Now().Add(cooldown)
+	h.lastFailure = now
+	// One slow answer on a busy machine is not reason to stop asking: the
+	// breaker opens on a few failures in a row, or at once when half open.
+	if h.failures++; h.down || h.failures >= openAfter {
+		h.down, h.retryAt = true, now.Add(cooldown)
 	}
-	down := h.down
+	began := !h.outage
+	h.outage = true
 	h.mu.Unlock()
-	if !wasDown && down {
+	if began {
 		h.metrics.up.Set(0)
 		h.log.Warn("redis unavailable: serving from the database until it returns", "err", err)
 	}

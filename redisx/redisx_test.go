@@ -267,12 +267,17 @@ func TestOutageLoggedOnceAndRecovered(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	for !strings.Contains(logged(&mu, &logs), "redis is back") { // after a second without failures
+		if time.Now().After(deadline) {
+			t.Fatal("recovery never logged")
+		}
+		r.Get(ctx, "s", "k")
+		time.Sleep(50 * time.Millisecond)
+	}
 	if heard.resyncs.Load() <= resyncs {
 		t.Error("event streams not resynced after the subscription came back")
 	}
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
+	out := logged(&mu, &logs)
 	if n := strings.Count(out, "redis unavailable"); n != 1 {
 		t.Errorf("outage logged %d times, want once:\n%s", n, out)
 	}
@@ -340,4 +345,10 @@ func TestSlowRedisCostsLittle(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func logged(mu *sync.Mutex, b *bytes.Buffer) string {
+	mu.Lock()
+	defer mu.Unlock()
+	return b.String()
 }
