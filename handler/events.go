@@ -23,6 +23,10 @@ type OrderWatcher interface {
 type Events struct {
 	Orders OrderWatcher
 	Poll   time.Duration // how often to look for changes made by other payd processes
+	// Live, optional, reports whether changes made by other payd processes
+	// arrive as notifications now (Redis pub/sub, ADR 0018); while it does,
+	// the poll only rests, and resumes the moment it does not.
+	Live func() bool
 	// MaxPerCustomer caps the streams one customer holds open on this
 	// process at once (0: no cap). Each stream polls the database, so
 	// without it one customer could load the database at will.
@@ -73,6 +77,7 @@ func (h *Events) stream(c echo.Context) error {
 	}
 	poll := time.NewTicker(h.Poll)
 	defer poll.Stop()
+	rested := 0 // poll ticks skipped in a row while Live
 	heartbeat := time.NewTicker(15 * time.Second)
 	defer heartbeat.Stop()
 	for {
@@ -90,6 +95,12 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		case <-changed:
 		case <-poll.C:
+			// While notifications flow, only every tenth tick looks: a
+			// safety net should one replica's announcement be lost.
+			if rested++; h.Live != nil && h.Live() && rested < 10 {
+				continue
+			}
+			rested = 0
 		}
 		next, err := h.Orders.Get(ctx, cust.ID, o.ID)
 		if err != nil {

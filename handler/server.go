@@ -28,6 +28,7 @@ type Deps struct {
 	Webhooks    *Webhooks
 	Admin       *Admin
 	EventPoll   time.Duration // how often event streams look for changes by other processes
+	EventsLive  func() bool   // optional: true while other processes' changes arrive by notification (Redis), so the poll rests
 	Idempotency *idempotency.Engine
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
@@ -73,7 +74,7 @@ func routes(e *echo.Echo, d Deps) {
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
-	events := &Events{Orders: d.Orders, Poll: d.EventPoll, MaxPerCustomer: d.MaxStreams}
+	events := &Events{Orders: d.Orders, Poll: d.EventPoll, Live: d.EventsLive, MaxPerCustomer: d.MaxStreams}
 
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))

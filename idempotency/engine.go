@@ -30,7 +30,8 @@ type Call struct {
 	OrderID string // the order a pay call is about, if any
 	Seal    bool   // store the response encrypted (it carries a secret)
 
-	fingerprint string // Fingerprint, once the middleware has computed it
+	fingerprint string    // Fingerprint, once the middleware has computed it
+	expiresAt   time.Time // the record's expiry as Begin saw it (Start.expiresAt), for Replays
 }
 
 // Fingerprint is the hex SHA-256 over the method, the concrete path and the
@@ -58,6 +59,8 @@ type Start struct {
 	// TookOver is true when the key was in flight under an expired lease and
 	// this call now owns it: the use case must recover before doing anything new.
 	TookOver bool
+
+	expiresAt time.Time // of the record this call now holds, when it executes
 }
 
 // ErrStoredResponseUnreadable: the answer stored under a key was sealed
@@ -92,6 +95,8 @@ type Engine struct {
 	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
 	Now          func() time.Time
 	Observer     Observer // optional: told of each decision (metrics)
+	Gate         Gate     // optional: fast lock and notifications in front of Records (Redis)
+	Replays      Replays  // optional: fast copies of succeeded records (Redis)
 
 	mu   sync.Mutex
 	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
@@ -101,71 +106,140 @@ type Engine struct {
 // answered. It returns domain.ErrKeyReused when the key was used for a
 // different request and an *InUseError when the original is still running
 // after the in-flight wait.
+//
+// With a Gate (Redis, ADR 0018) the key's fast lock comes first: a request
+// that finds it taken waits for the holder's notification without touching
+// the database, and one that holds it looks at the record alone. Past the
+// in-flight wait, or while the gate cannot tell, the record decides alone,
+// as without a gate.
 func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	fp := c.Fingerprint()
 	deadline := s.Now().Add(s.InflightWait)
 	waited := false
+	// Watching before the first look: a finish between a look and the
+	// wait that follows it still wakes the wait.
+	done, unwatch := s.watch(c)
+	defer unwatch()
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
-		rec, err := s.find(ctx, c.Scope, c.Key)
-		if errors.Is(err, domain.ErrRecordNotFound) {
-			if err := s.Records.Insert(ctx, s.newRecord(c, fp)); err == nil {
-				s.observe("executed")
-				return Start{}, nil
-			} else if !errors.Is(err, domain.ErrKeyInUse) {
-				return Start{}, fmt.Errorf("insert idempotency record: %w", err)
-			}
-			continue // another request inserted it first: read what it is
-		}
-		if err != nil {
-			return Start{}, fmt.Errorf("find idempotency record: %w", err)
-		}
-		if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
-			s.observe("reused")
-			return Start{}, domain.ErrKeyReused
-		}
-		now := s.Now()
-		switch rec.Status {
-		case domain.RecordSucceeded:
+		if rec, ok := s.cached(ctx, c); ok && rec.Fingerprint == fp && rec.Method == c.Method && rec.Path == c.Path {
 			return s.replay(rec)
-		case domain.RecordFailed:
-			if waited || rec.CompletedBy == domain.CompletedInBackground {
-				// We were a concurrent duplicate of the attempt that just
-				// failed, or the original answered 202 and learned of the
-				// decline only later: either way this caller has not seen
-				// the decline yet, so it gets it (SPEC §5), not a second
-				// attempt. Paying again takes a new key.
-				return s.replay(rec)
-			}
-			won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
-			if err != nil {
-				return Start{}, fmt.Errorf("retry idempotency record: %w", err)
-			}
-			if won {
-				s.observe("executed")
-				return Start{}, nil
-			}
-		case domain.RecordProcessing:
-			if rec.LockedUntil.Before(now) {
-				won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+		}
+		locked := false
+		if s.Gate != nil && s.Now().Before(deadline) {
+			held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.lockFor())
+			if err == nil && !held { // a duplicate stopped before the database
+				waited = true
+				notified, err := s.wait(ctx, done, s.heldOff(pause), deadline)
 				if err != nil {
-					return Start{}, fmt.Errorf("take over idempotency record: %w", err)
+					return Start{}, err
 				}
-				if won {
-					s.observe("took_over")
-					return Start{TookOver: true}, nil
+				if notified {
+					continue
 				}
-				continue
+				// No word from the holder for a while: look at the record
+				// after all, in case its release was lost.
 			}
-			if !now.Before(deadline) {
-				s.observe("in_use")
-				return Start{}, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
-			}
+			locked = err == nil && held
+		}
+		start, next, err := s.decide(ctx, c, fp, waited, deadline)
+		switch {
+		case !locked || next == executing && err == nil:
+		case next == answered && err == nil:
+			// A replay: the copy is in Redis now, and duplicates held off
+			// meanwhile may take it at once.
+			s.Gate.Release(ctx, c.Scope, c.Key)
+		default:
+			// Nothing ran and nothing is new (the original is in flight):
+			// free the lock without waking anyone.
+			s.Gate.Unlock(ctx, c.Scope, c.Key)
+		}
+		switch {
+		case err != nil || next == answered || next == executing:
+			return start, err
+		case next == waiting:
 			waited = true
-			if err := sleep(ctx, min(pause, deadline.Sub(now))); err != nil {
+			if _, err := s.wait(ctx, done, pause, deadline); err != nil {
 				return Start{}, err
 			}
 		}
 	}
+}
+
+// step is what one look at the record decided.
+type step int
+
+const (
+	answered  step = iota // a replay, or an error
+	executing             // the key is this request's: run it
+	again                 // the record changed under us: look again
+	waiting               // the original is in flight: wait, then look again
+)
+
+// decide looks at the record once and decides what this request does.
+func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, deadline time.Time) (Start, step, error) {
+	rec, err := s.find(ctx, c.Scope, c.Key)
+	if errors.Is(err, domain.ErrRecordNotFound) {
+		r := s.newRecord(c, fp)
+		if err := s.Records.Insert(ctx, r); err == nil {
+			s.observe("executed")
+			return Start{expiresAt: r.ExpiresAt}, executing, nil
+		} else if !errors.Is(err, domain.ErrKeyInUse) {
+			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
+		}
+		return Start{}, again, nil // another request inserted it first: read what it is
+	}
+	if err != nil {
+		return Start{}, answered, fmt.Errorf("find idempotency record: %w", err)
+	}
+	if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
+		s.observe("reused")
+		return Start{}, answered, domain.ErrKeyReused
+	}
+	now := s.Now()
+	switch rec.Status {
+	case domain.RecordSucceeded:
+		if s.Replays != nil {
+			s.Replays.Put(ctx, rec) // the next replay comes from the copy
+		}
+		start, err := s.replay(rec)
+		return start, answered, err
+	case domain.RecordFailed:
+		if waited || rec.CompletedBy == domain.CompletedInBackground {
+			// We were a concurrent duplicate of the attempt that just
+			// failed, or the original answered 202 and learned of the
+			// decline only later: either way this caller has not seen
+			// the decline yet, so it gets it (SPEC §5), not a second
+			// attempt. Paying again takes a new key.
+			start, err := s.replay(rec)
+			return start, answered, err
+		}
+		won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+		if err != nil {
+			return Start{}, answered, fmt.Errorf("retry idempotency record: %w", err)
+		}
+		if won {
+			s.observe("executed")
+			return Start{expiresAt: rec.ExpiresAt}, executing, nil
+		}
+	case domain.RecordProcessing:
+		if rec.LockedUntil.Before(now) {
+			won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+			if err != nil {
+				return Start{}, answered, fmt.Errorf("take over idempotency record: %w", err)
+			}
+			if won {
+				s.observe("took_over")
+				return Start{TookOver: true, expiresAt: rec.ExpiresAt}, executing, nil
+			}
+			return Start{}, again, nil
+		}
+		if !now.Before(deadline) {
+			s.observe("in_use")
+			return Start{}, answered, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
+		}
+		return Start{}, waiting, nil
+	}
+	return Start{}, again, nil
 }
 
 func (s *Engine) newRecord(c Call, fp string) domain.Record {
@@ -199,6 +273,7 @@ func (s *Engine) replay(rec domain.Record) (Start, error) {
 //   - a business failure (402, 409) or an internal error: stored as failed,
 //     so the same key may run again as a new attempt.
 func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
+	defer s.released(ctx, c)
 	switch {
 	case r.Status == http.StatusAccepted:
 		s.hold(c, s.Now().Add(s.Lease))
@@ -227,8 +302,12 @@ func (s *Engine) Complete(ctx context.Context, scope, key, orderID string, r Res
 	if !final {
 		by = domain.CompletedByRequest // the key stays free to run again
 	}
-	if _, err := s.Records.CompleteInBackground(ctx, scope, key, orderID, status, r.Status, r.Body, by, s.Now()); err != nil {
+	done, err := s.Records.CompleteInBackground(ctx, scope, key, orderID, status, r.Status, r.Body, by, s.Now())
+	if err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	if done && s.Gate != nil {
+		s.Gate.Release(ctx, scope, key) // wake duplicates waiting on the key
 	}
 	return nil
 }
@@ -242,8 +321,12 @@ func (s *Engine) complete(ctx context.Context, c Call, status domain.RecordStatu
 		}
 		sealed = true
 	}
-	if _, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now()); err != nil {
+	done, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now())
+	if err != nil {
 		return fmt.Errorf("complete idempotency record: %w", err)
+	}
+	if done && status == domain.RecordSucceeded {
+		s.keep(ctx, c, r.Status, body, sealed)
 	}
 	return nil
 }
@@ -288,17 +371,6 @@ func notExecuted(status int) bool {
 func (s *Engine) observe(outcome string) {
 	if s.Observer != nil {
 		s.Observer.KeyDecided(outcome)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -4,7 +4,8 @@ import "sync"
 
 // Changes tells this process's order-event streams that an order changed,
 // so a subscriber hears about it at once. Changes made by other payd
-// processes reach subscribers through polling (see handler's event stream):
+// processes reach subscribers through polling (see handler's event stream)
+// or, with Redis, through redisx's notifications:
 // this is a shortcut, not the source of truth. It is an Observer (of order
 // changes only) and the OrderFeed of Orders.
 type Changes struct {
@@ -46,6 +47,22 @@ func (c *Changes) OrderChanged(orderID string) {
 		select {
 		case ch <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// Resync signals every subscriber of every order: changes made elsewhere
+// may have gone unheard (the notifications from other processes were
+// down), so each stream looks at its order once.
+func (c *Changes) Resync() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, subs := range c.subs {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

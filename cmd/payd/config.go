@@ -54,6 +54,7 @@ type config struct {
 
 	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
+	RedisURL       string       // empty: no Redis (ADR 0018)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -77,6 +78,10 @@ var secretSettings = map[string]bool{
 	"PAYD_SECRET_KEY":       true,
 	"STRIPE_SECRET_KEY":     true,
 	"STRIPE_WEBHOOK_SECRET": true,
+	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…).
+	"PAYD_DATABASE_URL":         true,
+	"PAYD_SANDBOX_DATABASE_URL": true,
+	"PAYD_REDIS_URL":            true,
 }
 
 // secretFlag is the flag of a secret setting: it writes the value given on
@@ -130,6 +135,7 @@ func (c *config) settings(sub string) []setting {
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
+		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
 	}, append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...)...)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/provider"
+	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
 )
@@ -182,6 +183,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer a.closeRedis()
 	stopAdmin, err := serveAdmin(cfg, a.metrics, log)
 	if err != nil {
 		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
@@ -191,6 +193,9 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer stopJobs()
 	for _, j := range a.jobs {
 		go j.Loop(jobsCtx)
+	}
+	if a.redis != nil {
+		go a.redis.Listen(jobsCtx)
 	}
 
 	// Timeouts cut slow and idle clients, so a few of them cannot hold
@@ -263,6 +268,13 @@ type app struct {
 	jobs []service.Job
 
 	metrics *handler.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
+	redis   *redisx.Redis    // nil without PAYD_REDIS_URL
+}
+
+func (a *app) closeRedis() {
+	if a.redis != nil {
+		_ = a.redis.Close()
+	}
 }
 
 // wire builds stores → services → handlers.
@@ -310,6 +322,13 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	// metrics and, for payments settled outside their request, the pay
 	// request's idempotency record.
 	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}, handler.OutcomeLog{Log: log}}
+	rds, eventsLive, err := wireRedis(cfg, idem, changes, metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	if rds != nil {
+		observer = append(observer, redisx.Events{Redis: rds})
+	}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
@@ -350,6 +369,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		Webhooks:    webhooks,
 		Admin:       admin,
 		EventPoll:   time.Second,
+		EventsLive:  eventsLive,
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
 		Operators:   cfg.operators,
@@ -370,7 +390,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: recoverer.Run, Log: log, Observer: observer},
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
-	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs}, nil
+	return &app{metrics: metrics, idem: idem, echo: e, jobs: jobs, redis: rds}, nil
 }
 
 func ready(ctx context.Context, db *repository.DB) error {

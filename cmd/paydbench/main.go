@@ -6,7 +6,7 @@
 // and prints throughput, latency, the payd/floor ratios, payd's CPU per
 // request, statements per request and payd's peak RSS.
 //
-//	go run ./cmd/paydbench [-db mysql://root:@127.0.0.1:3306/test] [-c 16] [-n 2000] [-json]
+//	go run ./cmd/paydbench [-db mysql://root:@127.0.0.1:3306/test] [-c 16] [-n 2000] [-redis redis://127.0.0.1:6380/0] [-json]
 package main
 
 import (
@@ -37,6 +37,7 @@ type options struct {
 	requests int
 	json     bool
 	pprof    string
+	redis    string // empty: payd without Redis; else its PAYD_REDIS_URL
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -47,6 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.clients, "c", 16, "concurrent clients")
 	fs.IntVar(&o.requests, "n", 2000, "requests per phase (new pays, replays)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
+	fs.StringVar(&o.redis, "redis", "", "PAYD_REDIS_URL for payd (redis://host:port/db or a cluster URL); empty: payd without Redis")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -101,6 +103,9 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 	defer stub.Close()
 	rep := newReport(o, db.Dialect)
 	extra := pprofArgs(ctx, bin, o.pprof, rep)
+	if o.redis != "" {
+		extra = append(extra, "-redis-url", o.redis)
+	}
 	p, err := startPayd(ctx, bin, dir, db.URL, stub.URL, extra)
 	if err != nil {
 		return nil, err

@@ -75,3 +75,14 @@ func hasProc() bool {
 	_, err := os.Stat("/proc/self/stat")
 	return err == nil
 }
+
+// TestRedisOption: -redis reaches payd as -redis-url and marks the report.
+func TestRedisOption(t *testing.T) {
+	o, err := parseOptions([]string{"-redis", "redis://127.0.0.1:1/0"}, new(bytes.Buffer))
+	if err != nil || o.redis != "redis://127.0.0.1:1/0" {
+		t.Fatalf("parseOptions(-redis) = %+v, %v; want redis set", o, err)
+	}
+	if rep := newReport(o, "mysql"); !rep.Redis {
+		t.Error("report of a run with -redis: Redis = false")
+	}
+}

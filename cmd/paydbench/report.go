@@ -12,6 +12,7 @@ import (
 // report is everything one run measured; -json prints it as it is.
 type report struct {
 	Database string  `json:"database"` // sqlite or mysql
+	Redis    bool    `json:"redis"`    // payd ran with PAYD_REDIS_URL
 	Clients  int     `json:"clients"`
 	Requests int     `json:"requests"`
 	CPUs     int     `json:"cpus"`
@@ -56,7 +57,7 @@ type phase struct {
 }
 
 func newReport(o options, dialect string) *report {
-	return &report{Database: dialect, Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	return &report{Database: dialect, Redis: o.redis != "", Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
 }
 
 func newPhase(target, name string, n int, r result, before, after sample) phase {
@@ -119,8 +120,12 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
+	db := r.Database
+	if r.Redis {
+		db += " with Redis"
+	}
 	fmt.Fprintf(w, "paydbench: %s, %d clients, %d requests per phase, %d CPUs, %s\n\n",
-		r.Database, r.Clients, r.Requests, r.CPUs, runtime.Version())
+		db, r.Clients, r.Requests, r.CPUs, runtime.Version())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\tphase\treq/s\tp50 ms\tp99 ms\tpayd CPU ms/req\tstmts/req\tSET/req\tBEGIN/req\t")
 	for _, p := range r.Phases {

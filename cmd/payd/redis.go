@@ -1,0 +1,34 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/payd/payd/handler"
+	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/redisx"
+	"github.com/payd/payd/service"
+)
+
+// wireRedis puts Redis in front of the database when PAYD_REDIS_URL names
+// one (ADR 0018): the idempotency engine's fast lock, notifications and
+// copies of succeeded answers, and order events across replicas. It returns
+// nil without it, and payd runs exactly as it would without this file.
+// eventsLive tells the event streams when they may rest their poll.
+func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, metrics *handler.Metrics,
+	log *slog.Logger) (rds *redisx.Redis, eventsLive func() bool, err error) {
+	if cfg.RedisURL == "" {
+		return nil, nil, nil
+	}
+	client, err := redisx.Open(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	rds = redisx.New(client, log, changes)
+	metrics.Register(rds.Metrics().Collectors()...)
+	idem.Gate, idem.Replays = rds, rds
+	_, cluster := client.(*redis.ClusterClient)
+	log.Info("redis in front of the database", "cluster", cluster) // never the URL: it may hold a password
+	return rds, rds.Live, nil
+}

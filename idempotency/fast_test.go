@@ -1,0 +1,98 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/redistest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/redisx"
+	"github.com/payd/payd/repository"
+)
+
+// countingStore counts the reads of the records (Find).
+type countingStore struct {
+	idempotency.RecordStore
+	finds atomic.Int64
+}
+
+func (s *countingStore) Find(ctx context.Context, scope, key string) (domain.Record, error) {
+	s.finds.Add(1)
+	return s.RecordStore.Find(ctx, scope, key)
+}
+
+// TestGateKeepsDuplicatesFromTheRecords: two engines (two replicas) on one
+// database and one Redis. While the original of a key runs, 20 concurrent
+// duplicates wait for its notification instead of reading the record; all
+// replay its answer, byte for byte, and a later replay comes from Redis.
+func TestGateKeepsDuplicatesFromTheRecords(t *testing.T) {
+	srv := redistest.Start(t)
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		store := &countingStore{RecordStore: repository.NewRecordStore(dbtest.Open(t, d))}
+		engines := make([]*idempotency.Engine, 2)
+		for i := range engines {
+			client, err := redisx.Open(srv.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := redisx.New(client, slog.New(slog.DiscardHandler), nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { r.Listen(ctx); close(done) }()
+			t.Cleanup(func() { cancel(); <-done; r.Close() })
+			for !r.Live() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			e := engineOn(t, store, testSecret)
+			e.InflightWait, e.Gate, e.Replays = 5*time.Second, r, r
+			engines[i] = e
+		}
+		ctx := context.Background()
+		call := payCall("gate-" + string(d))
+		if start, err := engines[0].Begin(ctx, call); err != nil || start.Replay != nil {
+			t.Fatalf("Begin(original) = %+v, %v; want to execute", start, err)
+		}
+		before := store.finds.Load()
+		answer := idempotency.Response{Status: 200, Body: []byte(`{"id":"o1","status":"paid"}`)}
+		var wg sync.WaitGroup
+		replays := make([]*idempotency.Response, 20)
+		for i := range replays {
+			wg.Go(func() {
+				start, err := engines[i%2].Begin(ctx, call)
+				if err != nil {
+					t.Errorf("Begin(duplicate) = %v", err)
+					return
+				}
+				replays[i] = start.Replay
+			})
+		}
+		time.Sleep(200 * time.Millisecond) // the original runs; the duplicates wait (their safety-net look comes at 500ms)
+		during := store.finds.Load() - before
+		if err := engines[0].Finish(ctx, call, answer); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		for i, r := range replays {
+			if r == nil || r.Status != 200 || !bytes.Equal(r.Body, answer.Body) {
+				t.Fatalf("duplicate %d = %+v, want the original's answer replayed", i, r)
+			}
+		}
+		after := store.finds.Load() - before
+		t.Logf("record reads while the original ran: %d; in all: %d (20 duplicates)", during, after)
+		// Called without the middleware, Finish does not know the record's
+		// expiry and keeps no copy: the first duplicate woken reads the row
+		// and copies it, and the others replay the copy (a few may read
+		// the row on a slow machine, never each of them).
+		if during != 0 || after > 5 {
+			t.Errorf("duplicates read the record %d times while waiting, %d in all; want 0 and at most 5 (Redis held them off, then replayed the copy)", during, after)
+		}
+	})
+}

@@ -1,0 +1,49 @@
+// Package redisx is payd's optional Redis layer (ADR 0018): a fast lock and
+// notifications in front of the idempotency records, fast copies of
+// succeeded answers, and order events shared across replicas. The database
+// stays the truth; Redis only saves work and latency, and payd serves from
+// the database whenever Redis is down, slow or has forgotten.
+package redisx
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Timeout bounds one Redis command: Redis must never add more than tens of
+// milliseconds to a request, so a slow Redis counts as a down one.
+const Timeout = 50 * time.Millisecond
+
+// Open returns a client for PAYD_REDIS_URL: redis://host:port/db for one
+// server, or a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (go-redis's
+// cluster URL form), which gets a cluster client. Nothing is dialled yet.
+func Open(rawURL string) (redis.UniversalClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return nil, fmt.Errorf("PAYD_REDIS_URL: want redis://host:port/db or redis://h1:p1?addr=h2:p2&addr=h3:p3")
+	}
+	if len(u.Query()["addr"]) > 0 {
+		opts, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("PAYD_REDIS_URL: %w", err)
+		}
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*Timeout, Timeout, Timeout, Timeout
+		opts.MaxRetries = -1 // one try: on failure the database answers
+		return redis.NewClusterClient(opts), nil
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_REDIS_URL: %w", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*Timeout, Timeout, Timeout, Timeout
+	opts.MaxRetries = -1
+	return redis.NewClient(opts), nil
+}
+
+// lockKey and recordKey name a key's Redis entries. The scope is the hash
+// tag, so every entry of one scope lands in one cluster slot.
+func lockKey(scope, key string) string   { return "payd:{" + scope + "}:lock:" + key }
+func recordKey(scope, key string) string { return "payd:{" + scope + "}:rec:" + key }

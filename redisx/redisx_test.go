@@ -1,0 +1,354 @@
+package redisx_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/redistest"
+	"github.com/payd/payd/redisx"
+)
+
+// changes counts the order changes a replica heard of.
+type changes struct {
+	mu      sync.Mutex
+	seen    map[string]time.Time
+	resyncs atomic.Int32
+}
+
+func (c *changes) OrderChanged(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]time.Time{}
+	}
+	if _, ok := c.seen[id]; !ok {
+		c.seen[id] = time.Now()
+	}
+}
+func (c *changes) Resync() { c.resyncs.Add(1) }
+func (c *changes) at(id string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.seen[id]
+	return t, ok
+}
+
+// replica is one payd process's Redis layer, listening.
+func replica(t *testing.T, url string, log *slog.Logger) (*redisx.Redis, *changes) {
+	t.Helper()
+	client, err := redisx.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &changes{}
+	r := redisx.New(client, log, ch)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Listen(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; r.Close() })
+	waitLive(t, r)
+	return r, ch
+}
+
+func waitLive(t *testing.T, r *redisx.Redis) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Live() {
+		if time.Now().After(deadline) {
+			t.Fatal("redis layer never became live")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func each(t *testing.T, f func(t *testing.T, url string)) {
+	t.Run("server", func(t *testing.T) { f(t, redistest.Start(t).URL()) })
+	t.Run("cluster", func(t *testing.T) { f(t, redistest.StartCluster(t).URL()) })
+}
+
+func TestOpenPicksClusterClient(t *testing.T) {
+	c, err := redisx.Open("redis://127.0.0.1:1?addr=127.0.0.1:2&addr=127.0.0.1:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		t.Errorf("Open(three addresses) = %T, want *redis.ClusterClient", c)
+	}
+	c, err = redisx.Open("redis://127.0.0.1:1/2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(*redis.Client); !ok {
+		t.Errorf("Open(one address) = %T, want *redis.Client", c)
+	}
+	for _, bad := range []string{"http://x:1", "redis://", "127.0.0.1:6379", "redis://h:1/notadb"} {
+		if _, err := redisx.Open(bad); err == nil {
+			t.Errorf("Open(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+// The lock lets one request of many on two replicas through; Release
+// wakes the watcher on the other replica and frees the key.
+func TestGateAcrossReplicas(t *testing.T) {
+	each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		a, _ := replica(t, url, slog.New(slog.DiscardHandler))
+		b, _ := replica(t, url, slog.New(slog.DiscardHandler))
+		var won atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				r := a
+				if i%2 == 1 {
+					r = b
+				}
+				ok, err := r.Acquire(ctx, "customer:1", "k1", time.Minute)
+				if err != nil {
+					t.Errorf("Acquire: %v", err)
+				}
+				if ok {
+					won.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Fatalf("Acquire won by %d requests, want 1", won.Load())
+		}
+		if got := testutil.ToFloat64(a.Metrics().Collectors()[3]) + testutil.ToFloat64(b.Metrics().Collectors()[3]); got != 19 {
+			t.Errorf("duplicates stopped = %v, want 19", got)
+		}
+		done, stop := b.Watch("customer:1", "k1")
+		defer stop()
+		start := time.Now()
+		a.Release(ctx, "customer:1", "k1") // frees the lock only if a holds it; wakes b's watcher through Redis
+		select {
+		case <-done:
+			t.Logf("release reached the other replica in %v", time.Since(start))
+		case <-time.After(time.Second):
+			t.Fatal("watcher on the other replica not woken")
+		}
+		b.Release(ctx, "customer:1", "k1")
+		if ok, err := a.Acquire(ctx, "customer:1", "k1", time.Minute); !ok || err != nil {
+			t.Errorf("Acquire after release = %v, %v; want true", ok, err)
+		}
+	})
+}
+
+// A succeeded record put on one replica is read back byte for byte on
+// another; FLUSHALL makes it a miss (the engine then reads the row).
+func TestReplaysRoundTrip(t *testing.T) {
+	each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		a, _ := replica(t, url, slog.New(slog.DiscardHandler))
+		b, _ := replica(t, url, slog.New(slog.DiscardHandler))
+		exp := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		body := []byte("{\"id\":\"o1\",\"status\":\"paid\"}\n\x00\xff")
+		want := domain.Record{Scope: "customer:7", Key: "k", Method: "POST", Path: "/v1/orders/o1/pay", Fingerprint: "ab",
+			Status: domain.RecordSucceeded, ResponseStatus: 200, ResponseBody: body, Sealed: true, OrderID: "o1", ExpiresAt: exp}
+		a.Put(ctx, want)
+		got, ok := b.Get(ctx, "customer:7", "k")
+		if !ok {
+			t.Fatal("Get after Put: miss")
+		}
+		if !bytes.Equal(got.ResponseBody, body) || got.ResponseStatus != 200 || !got.Sealed || got.Fingerprint != "ab" ||
+			got.Method != "POST" || got.Path != want.Path || !got.ExpiresAt.Equal(exp) {
+			t.Errorf("Get = %+v, want %+v", got, want)
+		}
+		if _, ok := b.Get(ctx, "customer:8", "k"); ok {
+			t.Error("Get of another scope's key: hit")
+		}
+		want.Status = domain.RecordFailed
+		a.Put(ctx, domain.Record{Scope: "customer:7", Key: "f", Status: domain.RecordFailed, ExpiresAt: exp})
+		if _, ok := b.Get(ctx, "customer:7", "f"); ok {
+			t.Error("a failed record was kept")
+		}
+		flushAll(t, url)
+		if _, ok := b.Get(ctx, "customer:7", "k"); ok {
+			t.Error("Get after FLUSHALL: hit")
+		}
+	})
+}
+
+// Every key of one scope lands in one cluster slot.
+func TestKeysOfAScopeShareASlot(t *testing.T) {
+	c := redistest.StartCluster(t)
+	rc := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr()})
+	defer rc.Close()
+	ctx := context.Background()
+	slot := func(k string) int64 { return rc.ClusterKeySlot(ctx, k).Val() }
+	scope := "customer:0197a0e4-7d4b-7c3e-9b1a-2f7f6c1d9e01"
+	want := slot(redisx.LockKey(scope, "a"))
+	for _, k := range []string{redisx.LockKey(scope, "zzz"), redisx.RecordKey(scope, "a"), redisx.RecordKey(scope, "another-key")} {
+		if got := slot(k); got != want {
+			t.Errorf("slot(%s) = %d, want %d", k, got, want)
+		}
+	}
+	if slot(redisx.LockKey("customer:other", "a")) == want && slot(redisx.LockKey("admin", "a")) == want {
+		t.Error("every scope lands in one slot: the hash tag is not the scope")
+	}
+}
+
+// An order change announced on one replica reaches another's event
+// streams well within 100 ms.
+func TestEventsAcrossReplicas(t *testing.T) {
+	each(t, func(t *testing.T, url string) {
+		a, _ := replica(t, url, slog.New(slog.DiscardHandler))
+		_, heard := replica(t, url, slog.New(slog.DiscardHandler))
+		var worst time.Duration
+		for i := range 20 {
+			id := "order-" + strconv.Itoa(i)
+			start := time.Now()
+			redisx.Events{Redis: a}.OrderChanged(id)
+			for {
+				if at, ok := heard.at(id); ok {
+					worst = max(worst, at.Sub(start))
+					break
+				}
+				if time.Since(start) > time.Second {
+					t.Fatalf("change of %s never reached the other replica", id)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		t.Logf("cross-replica event latency: worst of 20 = %v", worst)
+		if worst > 100*time.Millisecond {
+			t.Errorf("worst cross-replica latency %v, want under 100ms", worst)
+		}
+	})
+}
+
+// Redis killed: commands fail fast, the outage is logged once however
+// many calls meet it, counted, and payd uses Redis again once it is back
+// (the event listener resubscribes and resyncs its streams).
+func TestOutageLoggedOnceAndRecovered(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	r, heard := replica(t, srv.URL(), log)
+	ctx := context.Background()
+	srv.Kill()
+	start := time.Now()
+	for i := range 200 {
+		if _, err := r.Acquire(ctx, "s", "k"+strconv.Itoa(i), time.Second); err == nil {
+			t.Fatal("Acquire with Redis down: no error")
+		}
+		r.Get(ctx, "s", "k")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("400 calls with Redis down took %v: the breaker should skip it", d)
+	}
+	if r.Live() {
+		t.Error("Live with Redis down")
+	}
+	resyncs := heard.resyncs.Load()
+	srv.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := r.Acquire(ctx, "s", "after", time.Second)
+		if ok && err == nil && r.Live() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis not used again after restart: %v %v live=%v", ok, err, r.Live())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for !strings.Contains(logged(&mu, &logs), "redis is back") { // after a second without failures
+		if time.Now().After(deadline) {
+			t.Fatal("recovery never logged")
+		}
+		r.Get(ctx, "s", "k")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if heard.resyncs.Load() <= resyncs {
+		t.Error("event streams not resynced after the subscription came back")
+	}
+	out := logged(&mu, &logs)
+	if n := strings.Count(out, "redis unavailable"); n != 1 {
+		t.Errorf("outage logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "redis is back"); n != 1 {
+		t.Errorf("recovery logged %d times, want once:\n%s", n, out)
+	}
+	if errs := testutil.ToFloat64(r.Metrics().Collectors()[1]) + testutil.ToFloat64(r.Metrics().Collectors()[2]); errs < 400 {
+		t.Errorf("errors+skipped = %v, want at least 400", errs)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func flushAll(t *testing.T, url string) {
+	t.Helper()
+	c, err := redisx.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+	} else {
+		err = c.FlushAll(ctx).Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Redis that stops answering (paused) costs a few 50 ms timeouts, then
+// nothing: the breaker skips it, and it is used again once it answers.
+func TestSlowRedisCostsLittle(t *testing.T) {
+	srv := redistest.Start(t)
+	r, _ := replica(t, srv.URL(), slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	srv.Pause()
+	start := time.Now()
+	for i := range 100 {
+		r.Get(ctx, "s", "k"+strconv.Itoa(i))
+	}
+	took := time.Since(start)
+	t.Logf("100 lookups with Redis paused took %v", took)
+	if took > time.Second {
+		t.Errorf("100 lookups with Redis paused took %v, want well under a second (breaker)", took)
+	}
+	srv.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ok, err := r.Acquire(ctx, "s", "after-pause", time.Second); ok && err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Redis not used again after it resumed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func logged(mu *sync.Mutex, b *bytes.Buffer) string {
+	mu.Lock()
+	defer mu.Unlock()
+	return b.String()
+}
