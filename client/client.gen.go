@@ -938,7 +938,31 @@ type ReconcileRequest struct {
 type ReconcileUpload struct {
 	DryRun *ReconcileUploadDryRun `json:"dry_run,omitempty"`
 
-	// File The provider's settlement CSV.
+	// File The provider's settlement CSV (what `payd sandbox` serves at
+	// `GET /v1/settlements/YYYY-MM-DD.csv`): UTF-8, RFC 4180 quoting,
+	// a leading byte order mark ignored, at most 200,000 rows, and
+	// exactly this header:
+	//
+	//     charge_id,idempotency_key,order_id,type,status,amount,currency,created_at
+	//
+	// One line per charge or refund:
+	//
+	// | column | rule |
+	// |---|---|
+	// | `charge_id` | 1–64 of `A-Z a-z 0-9 . _ : -`; on a refund line, the charge refunded |
+	// | `idempotency_key` | empty, or 1–255 of `A-Z a-z 0-9 . _ : -` (on a charge line, payd's attempt id) |
+	// | `order_id` | empty, or 1–64 of `A-Z a-z 0-9 . _ : -` |
+	// | `type` | `charge` or `refund` |
+	// | `status` | `succeeded`, `failed` or `pending` |
+	// | `amount` | a positive plain decimal (no sign, exponent or spaces, at most 15 integer digits) with at most the currency's decimal places |
+	// | `currency` | an upper-case ISO 4217 code payd supports |
+	// | `created_at` | RFC 3339, e.g. `2026-01-31T12:00:00Z` |
+	//
+	// Each charge appears once; its succeeded refunds (same currency,
+	// not more than the charge) are added up. Only succeeded charges
+	// are reconciled. Any bad line refuses the whole file: 400
+	// `validation_failed` naming the line and the column, nothing
+	// recorded, the key still free for the corrected file.
 	File openapi_types.File `json:"file"`
 
 	// From RFC 3339 UTC.

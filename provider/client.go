@@ -72,6 +72,9 @@ func NewClient(baseURL string, opts ...Option) *Client {
 // can refuse to start rather than fail its first payment.
 func (c *Client) Err() error { return c.err }
 
+// BaseURL is the provider API the client calls.
+func (c *Client) BaseURL() string { return c.base }
+
 // Charge asks for a charge under req.IdempotencyKey. A decline is a Charge
 // with Status failed and a nil error.
 func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error) {

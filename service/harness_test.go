@@ -64,6 +64,7 @@ type world struct {
 
 	records       *repository.RecordStore
 	discrepancies *repository.DiscrepancyStore
+	db            *repository.DB // this replica's connections
 
 	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
 }
@@ -122,7 +123,7 @@ func (w *world) build(db *repository.DB) {
 		inbox         = repository.NewInboxStore(db)
 		changes       = &service.Changes{}
 	)
-	w.records, w.discrepancies = records, discrepancies
+	w.records, w.discrepancies, w.db = records, discrepancies, db
 	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
 	observer := service.Observers{changes, &observer{w: w}}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,

@@ -35,8 +35,10 @@ var errWindowTaken = errors.New("reconcile window taken over by another replica"
 // "done" are committed together, so each window is reconciled exactly once.
 type ReconcileSchedule struct {
 	Reconciler *Reconciler
-	Windows    WindowStore
-	Every      time.Duration
+	// Windows must be on the same database handle as the Reconciler's
+	// transactor: finishing a window joins the run's transaction.
+	Windows WindowStore
+	Every   time.Duration
 	// Lease is how long a claim keeps other replicas off a window; a run
 	// is cut off (Timeout) well before it lapses.
 	Lease   time.Duration

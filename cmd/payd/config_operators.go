@@ -16,6 +16,9 @@ type operatorConfig struct {
 	ReconcileEvery time.Duration // PAYD_RECONCILE_EVERY: 0 = never
 
 	operators []handler.Operator // AdminTokens, parsed by checkOperators
+	// sandboxURL is where the in-process sandbox listens, once started:
+	// the banner prints it (empty with PAYD_PROVIDER_URL).
+	sandboxURL string
 }
 
 func (c *config) operatorSettings() []setting {

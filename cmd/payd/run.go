@@ -160,6 +160,9 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopSandbox()
+	if cfg.ProviderURL == "" {
+		cfg.sandboxURL = prov.BaseURL() // o15a: printed in the banner
+	}
 
 	a, err := wire(cfg, db, prov, log)
 	if err != nil {

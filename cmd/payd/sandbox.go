@@ -56,6 +56,7 @@ func startSandbox(ctx context.Context, cfg config, webhookURL string, log *slog.
 		<-done
 		sb.Close()
 	}
+	log.Info("sandbox listening", "addr", ln.Addr().String())
 	return stop, ln.Addr().String(), nil
 }
 
