@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/galeratest"
 	"github.com/payd/payd/migrations"
@@ -41,10 +43,11 @@ import (
 // pass runs per row, which the loop only repeats. Job.Loop itself is
 // covered by TestReplicaJobsOnce (three payd processes, real ticks).
 //
-// A job is found by the name run gives it (app.jobs), so a new schedule
-// (reconciliation, say) is one more jobCase — its name, how to make rows
-// due, and what "done once" means for them — plus, when the schedule is
-// off by default, its setting (PAYD_RECONCILE_EVERY) in jobsEnv.
+// A job is found by the name run gives it (app.jobs), so a new job is one
+// more jobCase — its name, how to make rows due, and what "done once" means
+// for them — plus, when it is off by default, its setting in jobsEnv. The
+// reconciliation schedule (PAYD_RECONCILE_EVERY, ADR 0021) is such a case:
+// its "row" is a window, and a replica's count is the windows it ran.
 
 // jobCase is one background job under test.
 type jobCase struct {
@@ -61,13 +64,21 @@ type jobCase struct {
 var jobCases = []jobCase{
 	{job: "recover_payments", seed: (*jobTrio).seedUnknown},
 	{job: "expire_orders", seed: (*jobTrio).seedDue},
+	{job: "reconcile_schedule", seed: (*jobTrio).seedWindow},
 	{job: "purge_idempotency", seed: (*jobTrio).seedRecords},
 }
 
 // jobsEnv keeps every deadline short: a lost reply is the recoverer's after
 // 1s, a record is gone after 4s, an order expires after 10s (long enough
-// to pay a released order again on a busy machine).
-var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s"}
+// to pay a released order again on a busy machine), and a reconciliation
+// window closes every 5s (off by default, so it is set here).
+var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s",
+	"PAYD_RECONCILE_EVERY": jobsReconcileEvery.String()}
+
+// jobsReconcileEvery is the schedule's period in jobsEnv: short, so the
+// test waits little for a window to close, and long enough that the one
+// window under test is reconciled well before the next one closes.
+const jobsReconcileEvery = 5 * time.Second
 
 // TestGaleraJobsOnce runs each background job on three replicas on three
 // Galera nodes at once: a row two nodes both act on is a certification
@@ -356,4 +367,74 @@ func (h *jobTrio) seedRecords() (time.Duration, func() int64, func()) {
 				t.Errorf("idempotency records left after the purge = %d, want 0", left)
 			}
 		}
+}
+
+// seedWindow charges orders behind payd's back at the provider, each
+// under a key payd never used, so the window they fall in has that many
+// discrepancies to find (missing_local_payment), and waits until the
+// window closes. Done once means: one claim of that window (the other
+// replicas lose the claim, on another Galera node a certification
+// conflict, and reconcile nothing), one scheduled run, which is the
+// window's, each discrepancy recorded once and linked once to that run,
+// and the run's counts agreeing with what it linked.
+func (h *jobTrio) seedWindow() (time.Duration, func() int64, func()) {
+	const n = 12
+	t := h.t
+	every := jobsReconcileEvery
+	orders, charges := make([]string, n), make([]string, n)
+	prov := provider.NewClient(h.prov.url)
+	forEach(4, n, func(i int) {
+		orders[i] = h.api.order(h.token, "4.00")
+		ch, err := prov.Charge(t.Context(), domain.ChargeRequest{IdempotencyKey: uuid.NewString(), OrderID: orders[i],
+			Amount: decimal.RequireFromString("4.00"), Currency: "USD", PaymentMethod: "pm_ok"})
+		if err != nil || ch.Status != domain.ChargeSucceeded {
+			t.Errorf("Charge behind payd's back = %+v, %v; want succeeded", ch, err)
+		}
+		charges[i] = ch.ID
+	})
+	// The window ending at the next multiple of the period covers the two
+	// periods before it, so every charge above (seeding takes far less
+	// than a period); it is the schedule's from then until the period after.
+	to := time.Now().UTC().Truncate(every).Add(every)
+	from := to.Add(-2 * every)
+	for i, c := range charges {
+		if c == "" {
+			t.Fatalf("charge %d was not made", i)
+		}
+	}
+	return time.Until(to) + 300*time.Millisecond, func() int64 { return 1 }, func() {
+		var windows []struct {
+			To        string
+			ClaimedBy string
+			Claims    int
+			RunID     *string
+		}
+		scanRows(t, h.db, &windows, "SELECT window_to AS `to`, claimed_by, claims, run_id FROM reconcile_windows")
+		if len(windows) != 1 || !dbTime(t, windows[0].To).Equal(to) || windows[0].Claims != 1 || windows[0].RunID == nil {
+			t.Fatalf("reconcile windows = %+v, want the one ending %v, claimed once and finished", windows, to)
+		}
+		var runs []struct {
+			ID, Source, From, To string
+			Found, NewFound      int64
+		}
+		scanRows(t, h.db, &runs, "SELECT id, source, window_from AS `from`, window_to AS `to`, found, new_found FROM reconciliation_runs")
+		if len(runs) != 1 || runs[0].ID != *windows[0].RunID || runs[0].Source != "schedule" ||
+			!dbTime(t, runs[0].From).Equal(from) || !dbTime(t, runs[0].To).Equal(to) {
+			t.Fatalf("reconciliation runs = %+v, want one, the schedule's run %s of [%v, %v)", runs, *windows[0].RunID, from, to)
+		}
+		run := runs[0]
+		for i, c := range charges {
+			if got := countRows(t, h.db, "discrepancies WHERE type = 'missing_local_payment' AND reference = ? AND order_id = ?", c, orders[i]); got != 1 {
+				t.Errorf("missing_local_payment discrepancies for charge %s = %d, want 1", c, got)
+			}
+		}
+		linked := countRows(t, h.db, "reconciliation_findings WHERE run_id = ?", run.ID)
+		recorded := countRows(t, h.db, "discrepancies WHERE run_id = ?", run.ID)
+		all := countRows(t, h.db, "discrepancies")
+		if run.Found != n || run.NewFound != n || linked != n || recorded != n || all != n {
+			t.Errorf("run found %d (%d new), linked %d findings, recorded %d discrepancies (%d in all); want each %d: the charges behind payd's back, once",
+				run.Found, run.NewFound, linked, recorded, all, n)
+		}
+		t.Logf("reconcile_schedule: window [%v, %v) reconciled once by run %s: %d found, %d new, %d linked", from, to, run.ID, run.Found, run.NewFound, linked)
+	}
 }
