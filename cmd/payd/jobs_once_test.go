@@ -290,21 +290,57 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 		// (A pm_timeout charge request cut short by payd's own timeout
 		// before the provider recorded it is released too; sent again, its
 		// reply is lost again: 202, charged once, left to the recoverer.)
+		//
+		// A paid order's retry is a replay of the answer the recoverer
+		// stored on the key's record (PayRecords), as long as that record
+		// lives: the record TTL here is 4s, and on a busy machine (SQLite
+		// above all, one writer) the seeding and the recovery can outlast
+		// it. A record past its TTL is absent (SPEC §3), so the retry then
+		// runs anew and resolves through the order's pay_request_id to the
+		// same 200 paid, without Idempotent-Replayed: by design, not a lost
+		// update of the record. Only a retry whose record outlived it must
+		// be a replay.
+		var recs []struct{ IdemKey, ExpiresAt, Status string }
+		scanRows(t, h.db, &recs, "SELECT idem_key, expires_at, status FROM idempotency_records")
+		expires, recStatus := map[string]time.Time{}, map[string]string{}
+		for _, r := range recs {
+			expires[r.IdemKey], recStatus[r.IdemKey] = dbTime(t, r.ExpiresAt), r.Status
+		}
 		again, retried := make([]reply, n), 0
+		var replayed, expired sync.Map
 		forEach(4, n, func(i int) {
 			h.drop.Delete(ids[i])
 			r, err := h.apis[(i+1)%len(h.apis)].tryPay(h.token, ids[i], keys[i], methods[i])
+			live := expires[keys[i]].After(time.Now()) // so it was when payd read it
 			again[i] = r
 			lost := released[ids[i]] && methods[i] == "pm_timeout" && r.Status == http.StatusAccepted
-			// Not released, it is a replay, or (when completing the record
-			// after the recovery was lost, as PayRecords allows) the order
-			// read back as paid; either way no new attempt (below).
+			// Not released, it is a replay while its record lives, or once
+			// the record expired the order read back as paid; either way no
+			// new attempt (below).
 			if !lost && (err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) ||
 				released[ids[i]] && r.Header.Get("Idempotent-Replayed") == "true") {
 				t.Errorf("Pay(%q) again on payd-%d (released: %v) = %d %s (err %v), want 200 paid, executed anew if released",
 					keys[i], (i+1)%len(h.apis)+1, released[ids[i]], r.Status, r.Body, err)
 			}
+			if released[ids[i]] {
+				return
+			}
+			if !live {
+				expired.Store(i, true)
+				return
+			}
+			replayed.Store(i, true)
+			if recStatus[keys[i]] != "succeeded" || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("Pay(%q) again on payd-%d, its record live (%s until %v) = %d (Idempotent-Replayed %q), want the recoverer's stored 200 replayed",
+					keys[i], (i+1)%len(h.apis)+1, recStatus[keys[i]], expires[keys[i]], r.Status, r.Header.Get("Idempotent-Replayed"))
+			}
 		})
+		count := func(m *sync.Map) (k int) {
+			m.Range(func(any, any) bool { k++; return true })
+			return k
+		}
+		t.Logf("recover_payments: paid orders' retries by the same key: %d replayed from the record the recoverer completed, %d after the record expired (order read back as paid)",
+			count(&replayed), count(&expired))
 		for i, id := range ids {
 			if released[id] {
 				retried++
