@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,7 +88,44 @@ const jobsReconcileEvery = 5 * time.Second
 // row done, not count it twice.
 func TestGaleraJobsOnce(t *testing.T) {
 	c := galeratest.Require(t)
-	startJobTrio(t, c.NewDatabase(t)).runCases(jobCases)
+	nodes := c.NewDatabase(t)
+	h := startJobTrio(t, nodes)
+	h.conflicts = galeraConflicts(t, nodes)
+	h.runCases(jobCases)
+}
+
+// galeraConflicts sums, over the nodes, the transactions Galera failed in
+// certification or aborted for a replicated write (wsrep_local_cert_failures,
+// wsrep_local_bf_aborts): the conflicts between nodes, including those
+// Galera settled itself by retrying an autocommit statement, which payd
+// never sees as errors. The counters are the node's, so the test is
+// alone on the cluster when it reads them.
+func galeraConflicts(t *testing.T, urls [galeratest.Nodes]string) func() int64 {
+	var pools []*sql.DB
+	for _, u := range urls {
+		pools = append(pools, openDB(t, u).Pools()["payd"])
+	}
+	return func() int64 {
+		var sum int64
+		for _, p := range pools {
+			rows, err := p.QueryContext(t.Context(), "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var name string
+				var v int64
+				if err := rows.Scan(&name, &v); err != nil {
+					t.Fatal(err)
+				}
+				sum += v
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sum
+	}
 }
 
 // TestReplicaJobsAtOnce is TestGaleraJobsOnce on one database: SQLite, and
@@ -112,6 +151,9 @@ type jobTrio struct {
 	db    *repository.DB
 	prov  *procProvider
 	drop  sync.Map // order IDs whose charge requests the front drops unsent
+	// conflicts, on Galera, counts the cluster's conflicts so far
+	// (galeraConflicts); nil on one database.
+	conflicts func() int64
 }
 
 func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
@@ -186,17 +228,47 @@ func (h *jobTrio) runCases(cases []jobCase) {
 		due, want, check := c.seed(h)
 		time.Sleep(due)
 		w := want()
+		retries, conflicts := h.retries(), h.conflictCount()
 		counts := h.runAtOnce(c.job)
 		var total int64
 		for _, n := range counts {
 			total += n
 		}
-		h.t.Logf("%s: %d rows due, acted on per replica %v", c.job, w, counts)
+		h.t.Logf("%s: %d rows due, acted on per replica %v; payd retried %v statements or transactions%s",
+			c.job, w, counts, h.retries()-retries, h.conflictsSince(conflicts))
 		if total != w {
 			h.t.Errorf("%s acted on %d rows over the replicas (%v), want the %d due, each once", c.job, total, counts, w)
 		}
 		check()
 	}
+}
+
+// conflictCount is h.conflicts(), 0 without it.
+func (h *jobTrio) conflictCount() int64 {
+	if h.conflicts == nil {
+		return 0
+	}
+	return h.conflicts()
+}
+
+// conflictsSince says how many Galera conflicts there were since before.
+func (h *jobTrio) conflictsSince(before int64) string {
+	if h.conflicts == nil {
+		return ""
+	}
+	return fmt.Sprintf(", Galera conflicts (certification failures, brute-force aborts) %d", h.conflicts()-before)
+}
+
+// retries sums payd_db_retries_total over the replicas: the conflicts
+// (a certification failure at COMMIT on Galera, SQLITE_BUSY, a deadlock)
+// they ran a statement or transaction again for.
+func (h *jobTrio) retries() float64 {
+	var sum float64
+	for _, d := range h.apis {
+		v, _ := scrapeSum(h.t, d.base+"/metrics", "payd_db_retries_total")
+		sum += v
+	}
+	return sum
 }
 
 // runAtOnce starts the named job on every replica at the same instant;
