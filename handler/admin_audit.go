@@ -45,7 +45,9 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			// The answer's problem code is read from what was written, so a
-			// refusal and a replayed refusal are recorded alike.
+			// problem written by the handler and one written by the
+			// idempotency layer (a key in use, a key reused, a replay) are
+			// recorded alike.
 			tap := &problemTap{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = tap
 			if err := next(c); err != nil {

@@ -285,3 +285,29 @@ func TestAdminCustomers(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminDiscrepancyListRecoverer: a discrepancy the recoverer found (the
+// lost reply's charge described with another amount when it asked) is on
+// the operators' list too, open and found by no run.
+func TestAdminDiscrepancyListRecoverer(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"}, silentSandbox)
+		_, token := s.register(newEmail())
+		id, key := s.order(token, "500.00"), uuid.NewString()
+		h.set(id, hostileRule{Drop: true, Amount: "0.01"})
+		if r := s.pay(token, id, key, "pm_ok"); r.Status != http.StatusAccepted {
+			t.Fatalf("pay with the reply dropped = %d %s, want 202", r.Status, r.Body)
+		}
+		var listed []discrepancyDoc
+		eventually(t, 20*time.Second, "the recoverer's discrepancy never showed on the list", func() bool {
+			r := s.admin("GET", "/v1/admin/discrepancies?status=open&type=amount_mismatch&order="+id, "", nil)
+			listed = decode[struct {
+				Data []discrepancyDoc `json:"data"`
+			}](t, r).Data
+			return len(listed) > 0
+		})
+		if len(listed) != 1 || listed[0].RunID != nil || listed[0].OrderID == nil || *listed[0].OrderID != id {
+			t.Errorf("listed = %+v, want one open amount_mismatch about %s found by no run", listed, id)
+		}
+	})
+}

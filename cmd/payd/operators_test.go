@@ -13,7 +13,8 @@ import (
 // the admin API beside the shared PAYD_ADMIN_TOKEN; the audit's actor is
 // the operator's name, and the order's timeline shows each action's
 // outcome — a refund answered 200, 409 and 400 alike, and a replay by
-// another operator under the same key — while no token reaches the log.
+// another operator under the same key, and a refusal asked again — while
+// no token reaches the log.
 func TestNamedOperators(t *testing.T) {
 	const alice, bob = "op-7Hq2xWv9Lr4Kp8Zt3Ny6Bc1Md5Fg0Js", "op-Qe3Rt7Yu1Io5Pa9Sd2Fg6Hj0Kl4Zx8Cv"
 	eachDialect(t, func(t *testing.T, dialect string) {
@@ -23,7 +24,7 @@ func TestNamedOperators(t *testing.T) {
 		refund := func(token, key string, body map[string]string) reply {
 			return s.do(request{method: "POST", path: "/v1/admin/orders/" + id + "/refund", token: token, key: key, body: body})
 		}
-		aliceKey := uuid.NewString()
+		aliceKey, bobKey := uuid.NewString(), uuid.NewString()
 		steps := []struct {
 			who, token, key string
 			body            map[string]string
@@ -32,9 +33,13 @@ func TestNamedOperators(t *testing.T) {
 			replayed        bool
 		}{
 			{"alice", alice, aliceKey, map[string]string{"amount": "5.00", "reason": "damaged"}, 200, "", "succeeded", false},
-			{"bob", bob, uuid.NewString(), map[string]string{"amount": "100.00", "reason": "too much"}, 409, "refund_too_large", "refused", false},
+			{"bob", bob, bobKey, map[string]string{"amount": "100.00", "reason": "too much"}, 409, "refund_too_large", "refused", false},
 			{"bob", bob, uuid.NewString(), map[string]string{"amount": "1.00", "reason": ""}, 400, "validation_failed", "refused", false},
 			{"admin", testAdminToken, aliceKey, map[string]string{"amount": "5.00", "reason": "damaged"}, 200, "", "succeeded", true},
+			// A refusal is not kept for replay: asked again, it is refused again.
+			{"bob", bob, bobKey, map[string]string{"amount": "100.00", "reason": "too much"}, 409, "refund_too_large", "refused", false},
+			// The idempotency layer's own refusals are recorded with their code too.
+			{"bob", bob, aliceKey, map[string]string{"amount": "6.00", "reason": "damaged"}, 422, "idempotency_key_reused", "refused", false},
 		}
 		for _, st := range steps {
 			if r := refund(st.token, st.key, st.body); r.Status != st.status || r.problemCode() != st.code {
@@ -70,7 +75,8 @@ func TestNamedOperators(t *testing.T) {
 			}
 		}
 		want := []string{"alice refund: 200 (succeeded)", "bob refund: 409 refund_too_large (refused)",
-			"bob refund: 400 validation_failed (refused)", "admin refund: 200 (succeeded, replayed)"}
+			"bob refund: 400 validation_failed (refused)", "admin refund: 200 (succeeded, replayed)",
+			"bob refund: 409 refund_too_large (refused)", "bob refund: 422 idempotency_key_reused (refused)"}
 		if !slices.Equal(summaries, want) {
 			t.Errorf("the timeline's audit lines = %q, want %q", summaries, want)
 		}
