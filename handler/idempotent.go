@@ -32,7 +32,9 @@ type PayRecords struct {
 // PaymentSettled completes the record of the pay request a.RequestID. It
 // is best effort: a lost write leaves the record processing, and the next
 // request with the key takes over after the lease and recovers the same
-// outcome from the order.
+// outcome from the order. A record already past its TTL is completed
+// too, but a retry no longer sees it (gone, ADR 0011): that retry gets the
+// same outcome from the order, not a replay, by design.
 func (p PayRecords) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
 	_ = p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, RenderPay(o, outcome), final)
 }

@@ -39,7 +39,12 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 	var n int64
 	var errs []error
 	for _, a := range stale {
-		won, err := r.Attempts.Lease(ctx, a.ID, now, now.Add(r.Lease))
+		// The lease runs from now, not from when the pass began: the
+		// attempts before this one may have taken longer than a lease
+		// (slow lookups), and a lease already over when taken would let
+		// another replica take the attempt too and ask about it again.
+		at := r.Now().UTC()
+		won, err := r.Attempts.Lease(ctx, a.ID, at, at.Add(r.Lease))
 		if err != nil || !won {
 			errs = append(errs, err)
 			continue // another replica has it

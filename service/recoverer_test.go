@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 )
@@ -117,4 +118,68 @@ func TestRecovererReleasesNeverReceived(t *testing.T) {
 			t.Fatalf("Pay again = %v, %v, want paid", got.Status, err)
 		}
 	})
+}
+
+// TestRecovererLeasesFromWhenItTakes: a recoverer pass goes through its
+// batch one attempt at a time, and a slow provider lookup can take longer
+// than the lease. Each attempt's lease must run from when the pass takes
+// it, not from when the pass began: otherwise the pass takes its second
+// attempt under a lease already over, another replica's pass takes the
+// same attempt too, and both ask the provider and settle it (seen in the
+// jobs-once harness under -race: 41 attempts settled of 40, two lookups
+// for one attempt).
+func TestRecovererLeasesFromWhenItTakes(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		var ids []string
+		for range 2 {
+			o := w.order(t, cust, "7.00")
+			if got, err := w.pay(cust, o.ID, newKey(), "pm_timeout"); err != nil || got.Status != domain.StatusProcessing {
+				t.Fatalf("Pay with the reply lost = %v, %v, want processing", got.Status, err)
+			}
+			ids = append(ids, w.attempts(t, cust, o.ID)[0].ID)
+		}
+		w.calls()
+		w.clock.Advance(lease + inFlightWindow)
+
+		other := w.replica()
+		otherN := int64(-1)
+		lookups := 0
+		slow := &slowLookups{spyProvider: w.prov, before: func() {
+			lookups++
+			switch lookups {
+			case 1: // the first lookup outlasts a lease
+				w.clock.Advance(lease + time.Second)
+			case 2: // meanwhile, another replica's pass begins
+				var err error
+				if otherN, err = other.recoverer.Run(context.Background()); err != nil {
+					t.Errorf("Run on the other replica = %v", err)
+				}
+			}
+		}}
+		r := *w.recoverer
+		r.Provider = slow
+		n, err := r.Run(context.Background())
+		if err != nil || n != 2 || otherN != 0 {
+			t.Errorf("Run = %d, %v and, during it, the other replica's Run = %d; want 2 and 0: each attempt settled once, by the pass that leased it", n, err, otherN)
+		}
+		calls := w.calls()
+		slices.Sort(calls)
+		want := []string{"get " + ids[0], "get " + ids[1]}
+		slices.Sort(want)
+		if !slices.Equal(calls, want) {
+			t.Errorf("provider calls = %v, want one lookup per attempt: %v", calls, want)
+		}
+	})
+}
+
+// slowLookups is the test's provider with a hook before every lookup.
+type slowLookups struct {
+	*spyProvider
+	before func()
+}
+
+func (p *slowLookups) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
+	p.before()
+	return p.spyProvider.GetCharge(ctx, key)
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +19,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/galeratest"
 	"github.com/payd/payd/migrations"
@@ -41,10 +45,11 @@ import (
 // pass runs per row, which the loop only repeats. Job.Loop itself is
 // covered by TestReplicaJobsOnce (three payd processes, real ticks).
 //
-// A job is found by the name run gives it (app.jobs), so a new schedule
-// (reconciliation, say) is one more jobCase — its name, how to make rows
-// due, and what "done once" means for them — plus, when the schedule is
-// off by default, its setting (PAYD_RECONCILE_EVERY) in jobsEnv.
+// A job is found by the name run gives it (app.jobs), so a new job is one
+// more jobCase — its name, how to make rows due, and what "done once" means
+// for them — plus, when it is off by default, its setting in jobsEnv. The
+// reconciliation schedule (PAYD_RECONCILE_EVERY, ADR 0021) is such a case:
+// its "row" is a window, and a replica's count is the windows it ran.
 
 // jobCase is one background job under test.
 type jobCase struct {
@@ -61,13 +66,21 @@ type jobCase struct {
 var jobCases = []jobCase{
 	{job: "recover_payments", seed: (*jobTrio).seedUnknown},
 	{job: "expire_orders", seed: (*jobTrio).seedDue},
+	{job: "reconcile_schedule", seed: (*jobTrio).seedWindow},
 	{job: "purge_idempotency", seed: (*jobTrio).seedRecords},
 }
 
 // jobsEnv keeps every deadline short: a lost reply is the recoverer's after
 // 1s, a record is gone after 4s, an order expires after 10s (long enough
-// to pay a released order again on a busy machine).
-var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s"}
+// to pay a released order again on a busy machine), and a reconciliation
+// window closes every 5s (off by default, so it is set here).
+var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s",
+	"PAYD_RECONCILE_EVERY": jobsReconcileEvery.String()}
+
+// jobsReconcileEvery is the schedule's period in jobsEnv: short, so the
+// test waits little for a window to close, and long enough that the one
+// window under test is reconciled well before the next one closes.
+const jobsReconcileEvery = 5 * time.Second
 
 // TestGaleraJobsOnce runs each background job on three replicas on three
 // Galera nodes at once: a row two nodes both act on is a certification
@@ -75,7 +88,44 @@ var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_OR
 // row done, not count it twice.
 func TestGaleraJobsOnce(t *testing.T) {
 	c := galeratest.Require(t)
-	startJobTrio(t, c.NewDatabase(t)).runCases(jobCases)
+	nodes := c.NewDatabase(t)
+	h := startJobTrio(t, nodes)
+	h.conflicts = galeraConflicts(t, nodes)
+	h.runCases(jobCases)
+}
+
+// galeraConflicts sums, over the nodes, the transactions Galera failed in
+// certification or aborted for a replicated write (wsrep_local_cert_failures,
+// wsrep_local_bf_aborts): the conflicts between nodes, including those
+// Galera settled itself by retrying an autocommit statement, which payd
+// never sees as errors. The counters are the node's, so the test is
+// alone on the cluster when it reads them.
+func galeraConflicts(t *testing.T, urls [galeratest.Nodes]string) func() int64 {
+	var pools []*sql.DB
+	for _, u := range urls {
+		pools = append(pools, openDB(t, u).Pools()["payd"])
+	}
+	return func() int64 {
+		var sum int64
+		for _, p := range pools {
+			rows, err := p.QueryContext(t.Context(), "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var name string
+				var v int64
+				if err := rows.Scan(&name, &v); err != nil {
+					t.Fatal(err)
+				}
+				sum += v
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sum
+	}
 }
 
 // TestReplicaJobsAtOnce is TestGaleraJobsOnce on one database: SQLite, and
@@ -101,6 +151,9 @@ type jobTrio struct {
 	db    *repository.DB
 	prov  *procProvider
 	drop  sync.Map // order IDs whose charge requests the front drops unsent
+	// conflicts, on Galera, counts the cluster's conflicts so far
+	// (galeraConflicts); nil on one database.
+	conflicts func() int64
 }
 
 func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
@@ -175,17 +228,47 @@ func (h *jobTrio) runCases(cases []jobCase) {
 		due, want, check := c.seed(h)
 		time.Sleep(due)
 		w := want()
+		retries, conflicts := h.retries(), h.conflictCount()
 		counts := h.runAtOnce(c.job)
 		var total int64
 		for _, n := range counts {
 			total += n
 		}
-		h.t.Logf("%s: %d rows due, acted on per replica %v", c.job, w, counts)
+		h.t.Logf("%s: %d rows due, acted on per replica %v; payd retried %v statements or transactions%s",
+			c.job, w, counts, h.retries()-retries, h.conflictsSince(conflicts))
 		if total != w {
 			h.t.Errorf("%s acted on %d rows over the replicas (%v), want the %d due, each once", c.job, total, counts, w)
 		}
 		check()
 	}
+}
+
+// conflictCount is h.conflicts(), 0 without it.
+func (h *jobTrio) conflictCount() int64 {
+	if h.conflicts == nil {
+		return 0
+	}
+	return h.conflicts()
+}
+
+// conflictsSince says how many Galera conflicts there were since before.
+func (h *jobTrio) conflictsSince(before int64) string {
+	if h.conflicts == nil {
+		return ""
+	}
+	return fmt.Sprintf(", Galera conflicts (certification failures, brute-force aborts) %d", h.conflicts()-before)
+}
+
+// retries sums payd_db_retries_total over the replicas: the conflicts
+// (a certification failure at COMMIT on Galera, SQLITE_BUSY, a deadlock)
+// they ran a statement or transaction again for.
+func (h *jobTrio) retries() float64 {
+	var sum float64
+	for _, d := range h.apis {
+		v, _ := scrapeSum(h.t, d.base+"/metrics", "payd_db_retries_total")
+		sum += v
+	}
+	return sum
 }
 
 // runAtOnce starts the named job on every replica at the same instant;
@@ -279,21 +362,59 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 		// (A pm_timeout charge request cut short by payd's own timeout
 		// before the provider recorded it is released too; sent again, its
 		// reply is lost again: 202, charged once, left to the recoverer.)
+		//
+		// A paid order's retry is a replay of the answer the recoverer
+		// stored on the key's record (PayRecords), as long as that record
+		// lives: the record TTL here is 4s, and on a busy machine (SQLite
+		// above all, one writer) the seeding and the recovery can outlast
+		// it. A record past its TTL is absent (SPEC §3), so the retry then
+		// runs anew and resolves through the order's pay_request_id to the
+		// same 200 paid, without Idempotent-Replayed: by design, not a lost
+		// update of the record. Only a retry whose record outlived it must
+		// be a replay.
+		var recs []struct{ IdemKey, ExpiresAt, Status string }
+		scanRows(t, h.db, &recs, "SELECT idem_key, expires_at, status FROM idempotency_records")
+		expires, recStatus := map[string]time.Time{}, map[string]string{}
+		for _, r := range recs {
+			expires[r.IdemKey], recStatus[r.IdemKey] = dbTime(t, r.ExpiresAt), r.Status
+		}
 		again, retried := make([]reply, n), 0
+		var replayed, expired sync.Map
 		forEach(4, n, func(i int) {
 			h.drop.Delete(ids[i])
 			r, err := h.apis[(i+1)%len(h.apis)].tryPay(h.token, ids[i], keys[i], methods[i])
+			live := expires[keys[i]].After(time.Now()) // so it was when payd read it
 			again[i] = r
-			lost := released[ids[i]] && methods[i] == "pm_timeout" && r.Status == http.StatusAccepted
-			// Not released, it is a replay, or (when completing the record
-			// after the recovery was lost, as PayRecords allows) the order
-			// read back as paid; either way no new attempt (below).
+			// (On a slow run, -race above all, payd's own 500ms deadline
+			// can cut a pm_ok request short too: 202 as well.)
+			lost := released[ids[i]] && r.Status == http.StatusAccepted
+			// Not released, it is a replay while its record lives, or once
+			// the record expired the order read back as paid; either way no
+			// new attempt (below).
 			if !lost && (err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) ||
 				released[ids[i]] && r.Header.Get("Idempotent-Replayed") == "true") {
 				t.Errorf("Pay(%q) again on payd-%d (released: %v) = %d %s (err %v), want 200 paid, executed anew if released",
 					keys[i], (i+1)%len(h.apis)+1, released[ids[i]], r.Status, r.Body, err)
 			}
+			if released[ids[i]] {
+				return
+			}
+			if !live {
+				expired.Store(i, true)
+				return
+			}
+			replayed.Store(i, true)
+			if recStatus[keys[i]] != "succeeded" || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("Pay(%q) again on payd-%d, its record live (%s until %v) = %d (Idempotent-Replayed %q), want the recoverer's stored 200 replayed",
+					keys[i], (i+1)%len(h.apis)+1, recStatus[keys[i]], expires[keys[i]], r.Status, r.Header.Get("Idempotent-Replayed"))
+			}
 		})
+		count := func(m *sync.Map) (k int) {
+			m.Range(func(any, any) bool { k++; return true })
+			return k
+		}
+		t.Logf("recover_payments: paid orders' retries by the same key: %d replayed from the record the recoverer completed, %d after the record expired (order read back as paid)",
+			count(&replayed), count(&expired))
 		for i, id := range ids {
 			if released[id] {
 				retried++
@@ -302,7 +423,10 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 			won := countRows(t, h.db, "payment_attempts WHERE order_id = ? AND status = 'succeeded'", id)
 			c := len(chargesAt(t, h.prov.sb, id, "succeeded"))
 			if again[i].Status == http.StatusAccepted {
-				won, o.Status = 1, "paid" // the recoverer's to settle: charged once is what counts here
+				// The recoverer's to settle: charged at most once is what
+				// counts here (a request cut short before it was sent
+				// charged nothing yet).
+				won, o.Status, c = 1, "paid", max(c, 1)
 			}
 			tries := countRows(t, h.db, "payment_attempts WHERE order_id = ?", id)
 			if c != 1 || o.Status != "paid" || won != 1 || tries != map[bool]int64{false: 1, true: 2}[released[id]] {
@@ -356,4 +480,79 @@ func (h *jobTrio) seedRecords() (time.Duration, func() int64, func()) {
 				t.Errorf("idempotency records left after the purge = %d, want 0", left)
 			}
 		}
+}
+
+// seedWindow charges orders behind payd's back at the provider, each
+// under a key payd never used, so the window they fall in has that many
+// discrepancies to find (missing_local_payment), and waits until the
+// window closes. Done once means: one claim of that window (the other
+// replicas lose the claim, on another Galera node a certification
+// conflict, and reconcile nothing), one scheduled run, which is the
+// window's, each discrepancy recorded once and linked once to that run,
+// and the run's counts agreeing with what it linked.
+func (h *jobTrio) seedWindow() (time.Duration, func() int64, func()) {
+	const n = 12
+	t := h.t
+	every := jobsReconcileEvery
+	orders, charges := make([]string, n), make([]string, n)
+	prov := provider.NewClient(h.prov.url)
+	forEach(4, n, func(i int) {
+		orders[i] = h.api.order(h.token, "4.00")
+		ch, err := prov.Charge(t.Context(), domain.ChargeRequest{IdempotencyKey: uuid.NewString(), OrderID: orders[i],
+			Amount: decimal.RequireFromString("4.00"), Currency: "USD", PaymentMethod: "pm_ok"})
+		if err != nil || ch.Status != domain.ChargeSucceeded {
+			t.Errorf("Charge behind payd's back = %+v, %v; want succeeded", ch, err)
+		}
+		charges[i] = ch.ID
+	})
+	// The window ending at the next multiple of the period covers the two
+	// periods before it, so every charge above (seeding takes far less
+	// than a period); it is the schedule's from then until the period after.
+	to := time.Now().UTC().Truncate(every).Add(every)
+	from := to.Add(-2 * every)
+	for i, c := range charges {
+		if c == "" {
+			t.Fatalf("charge %d was not made", i)
+		}
+	}
+	return time.Until(to) + 300*time.Millisecond, func() int64 { return 1 }, func() {
+		var windows []struct {
+			To        string
+			ClaimedBy string
+			Claims    int
+			RunID     *string
+		}
+		scanRows(t, h.db, &windows, "SELECT window_to AS `to`, claimed_by, claims, run_id FROM reconcile_windows")
+		if len(windows) != 1 || !dbTime(t, windows[0].To).Equal(to) || windows[0].Claims != 1 || windows[0].RunID == nil {
+			t.Fatalf("reconcile windows = %+v, want the one ending %v, claimed once and finished", windows, to)
+		}
+		var runs []struct {
+			ID, Source, From, To string
+			Found, NewFound      int64
+		}
+		scanRows(t, h.db, &runs, "SELECT id, source, window_from AS `from`, window_to AS `to`, found, new_found FROM reconciliation_runs")
+		if len(runs) != 1 || runs[0].ID != *windows[0].RunID || runs[0].Source != "schedule" ||
+			!dbTime(t, runs[0].From).Equal(from) || !dbTime(t, runs[0].To).Equal(to) {
+			t.Fatalf("reconciliation runs = %+v, want one, the schedule's run %s of [%v, %v)", runs, *windows[0].RunID, from, to)
+		}
+		run := runs[0]
+		for i, c := range charges {
+			if got := countRows(t, h.db, "discrepancies WHERE type = 'missing_local_payment' AND reference = ? AND order_id = ?", c, orders[i]); got != 1 {
+				t.Errorf("missing_local_payment discrepancies for charge %s = %d, want 1", c, got)
+			}
+		}
+		// Besides the charges, the run may find payments still unsettled
+		// from the first case (a slow run's 202, stuck_processing): every
+		// finding is new (no run came before), recorded once and linked
+		// once.
+		linked := countRows(t, h.db, "reconciliation_findings WHERE run_id = ?", run.ID)
+		recorded := countRows(t, h.db, "discrepancies WHERE run_id = ?", run.ID)
+		all := countRows(t, h.db, "discrepancies")
+		missing := countRows(t, h.db, "discrepancies WHERE type = 'missing_local_payment'")
+		if run.Found < n || run.NewFound != run.Found || linked != run.Found || recorded != run.Found || all != run.Found || missing != n {
+			t.Errorf("run found %d (%d new), linked %d findings, recorded %d discrepancies (%d in all, %d missing_local_payment); want all the same, at least %d, the %d charges behind payd's back among them, once each",
+				run.Found, run.NewFound, linked, recorded, all, missing, n, n)
+		}
+		t.Logf("reconcile_schedule: window [%v, %v) reconciled once by run %s: %d found, %d new, %d linked", from, to, run.ID, run.Found, run.NewFound, linked)
+	}
 }
