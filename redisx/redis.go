@@ -169,3 +169,16 @@ func signal(ch chan struct{}) {
 }
 
 func watchName(scope, key string) string { return scope + "\n" + key }
+
+// Warm dials Redis before the first request needs it: a ping to the server,
+// or to every master of a cluster, which also loads the cluster's slot map.
+// Without it the first commands of a new process pay for the dial and the
+// slot map inside their 50 ms budget, and under load they fail and send the
+// first requests to the database. ctx bounds the whole warm-up.
+func (r *Redis) Warm(ctx context.Context) error {
+	ping := func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, ping) // loads the slot map first
+	}
+	return r.client.Ping(ctx).Err()
+}

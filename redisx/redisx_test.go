@@ -58,6 +58,11 @@ func replica(t *testing.T, url string, log *slog.Logger) (*redisx.Redis, *change
 	go func() { r.Listen(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; r.Close() })
 	waitLive(t, r)
+	warm, stopWarm := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopWarm()
+	if err := r.Warm(warm); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
 	return r, ch
 }
 

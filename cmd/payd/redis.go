@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,6 +30,11 @@ func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, m
 	rds = redisx.New(client, log, changes)
 	metrics.Register(rds.Metrics().Collectors()...)
 	idem.Gate, idem.Replays = rds, rds
+	warm, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stop()
+	if err := rds.Warm(warm); err != nil { // not fatal: payd serves from the database until Redis answers
+		log.Warn("redis not answering at start; serving from the database until it does", "err", err)
+	}
 	_, cluster := client.(*redis.ClusterClient)
 	log.Info("redis in front of the database", "cluster", cluster) // never the URL: it may hold a password
 	return rds, rds.Live, nil
