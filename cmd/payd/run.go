@@ -379,7 +379,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		MetricsElsewhere: cfg.MetricsAddr != "",
 		MaxStreams:       cfg.MaxStreams,
 
-		// The provider (issue 14, stripe.go): /v1/webhooks/stripe in Stripe
+		// The provider (stripe.go): /v1/webhooks/stripe in Stripe
 		// mode, and what the checkout page pays with.
 		StripeWebhooks: stripeHooks,
 		CheckoutPage:   checkoutPage(cfg),
