@@ -183,10 +183,11 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	if err != nil {
 		return domain.ProviderRefund{}, err
 	}
-	if !req.Amount.IsPositive() || !req.Amount.Equal(req.Amount.Round(cur.Scale())) {
-		return domain.ProviderRefund{}, &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", req.Amount, cur)}
+	amount, err := toStripeAmount(req.Amount, cur)
+	if err != nil {
+		return domain.ProviderRefund{}, err
 	}
-	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(req.ChargeID), Amount: stripe.Int64(domain.MinorUnits(req.Amount, cur))}
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(req.ChargeID), Amount: stripe.Int64(amount)}
 	p.AddMetadata(MetaRefund, req.IdempotencyKey)
 	if req.Reason != "" {
 		p.AddMetadata(MetaReason, truncate(req.Reason, 500))

@@ -286,7 +286,7 @@ func (w *Webhooks) dispute(ctx context.Context, ev stripe.Event, fresh bool, pe 
 		pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pi.ID, pi.Metadata[MetaAttempt], pi.Metadata[MetaOrder]
 	}
 	if cur, err := domain.ParseCurrency(strings.ToUpper(string(d.Currency))); err == nil {
-		pe.Amount, pe.Currency = domain.FromMinorUnits(d.Amount, cur), string(cur)
+		pe.Amount, pe.Currency = fromStripeAmount(d.Amount, cur), string(cur)
 		pe.AmountText = domain.FormatAmount(pe.Amount, cur)
 	}
 	pe.FailureCode = string(d.Reason)
