@@ -142,7 +142,15 @@ func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.C
 	case a.ProviderChargeID != "":
 		pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, a.ProviderChargeID, nil)
 		if err != nil {
-			return domain.Charge{}, wrap(err, "get charge "+idempotencyKey)
+			if err = wrap(err, "get charge "+idempotencyKey); errors.Is(err, domain.ErrChargeNotFound) {
+				// Stripe gave payd this id: a 404 for it (another key's
+				// account, a wiped test account) does not mean it never
+				// charged. The attempt stays unknown for an operator
+				// (stuck_processing), never released to be paid again.
+				return domain.Charge{}, fmt.Errorf("get charge %s: %w: stripe does not know stored payment intent %s",
+					idempotencyKey, domain.ErrProviderUnavailable, a.ProviderChargeID)
+			}
+			return domain.Charge{}, err
 		}
 		return toCharge(pi)
 	case a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow:

@@ -232,3 +232,22 @@ func TestListChargesPaginates(t *testing.T) {
 		t.Fatalf("list pages requested = %d, want 2", pages)
 	}
 }
+
+// A PaymentIntent payd stored the id of existed: Stripe answering 404 for
+// it (another account's key, a restored test-mode account, Stripe's own
+// fault) proves nothing about whether it charged, so it is an unknown
+// outcome for an operator, never "never charged" (which would release the
+// order and let it be paid twice).
+func TestStoredIDNotFoundIsUnknown(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.attempt("att-gone", stripefake.PMVisa)
+	a.ProviderChargeID, a.Status = "pi_not_on_this_account", domain.AttemptUnknown
+	e.store.put(a)
+	_, err := e.c.GetCharge(context.Background(), a.ID)
+	if !errors.Is(err, domain.ErrProviderUnavailable) || errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(stored id Stripe does not know) = %v, want ErrProviderUnavailable only", err)
+	}
+	if n := e.fake.Created(a.OrderID); n != 0 {
+		t.Fatalf("PaymentIntents created = %d, want 0", n)
+	}
+}
