@@ -126,3 +126,38 @@ func TestStripeAmounts(t *testing.T) {
 		}
 	}
 }
+
+// An error that carries a PaymentIntent is read as that PaymentIntent's
+// state: a 402 whose PaymentIntent is processing (or succeeded, or awaits
+// 3-D Secure) is not a refusal that would release the order.
+func TestErrorCarryingPaymentIntentIsItsState(t *testing.T) {
+	for _, tt := range []struct {
+		status string
+		want   domain.ChargeStatus
+	}{
+		{"processing", domain.ChargePending},
+		{"succeeded", domain.ChargeSucceeded},
+		{"requires_action", domain.ChargePending},
+		{"requires_payment_method", domain.ChargeFailed},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusPaymentRequired)
+				fmt.Fprintf(w, `{"error":{"type":"card_error","code":"card_declined","message":"x","payment_intent":`+
+					`{"id":"pi_402","object":"payment_intent","amount":1990,"currency":"eur","status":%q,"created":%d}}}`,
+					tt.status, time.Now().Unix())
+			}))
+			t.Cleanup(srv.Close)
+			c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_x", APIBase: srv.URL, Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch, err := c.Charge(context.Background(), domain.ChargeRequest{IdempotencyKey: "att", OrderID: "ord",
+				Amount: decimal.RequireFromString("19.90"), Currency: "EUR", PaymentMethod: "pm_card_visa"})
+			if err != nil || ch.Status != tt.want || ch.ID != "pi_402" {
+				t.Fatalf("Charge answered 402 with a %s PaymentIntent = %+v, %v; want %s pi_402", tt.status, ch, err, tt.want)
+			}
+		})
+	}
+}

@@ -121,14 +121,17 @@ func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, er
 	return out, nil
 }
 
-// declineOr turns a card decline (Stripe's 402 carrying the
-// PaymentIntent) into a failed Charge, and any other error into payd's.
+// declineOr reads an error that carries the PaymentIntent (Stripe's 402
+// for a decline, and any other) as that PaymentIntent's state: a decline is
+// a failed Charge, but a PaymentIntent that succeeded, is processing or
+// awaits 3-D Secure is reported as such, never as a refusal that would
+// release the order. Any other error becomes payd's.
 func declineOr(err error, what string) (domain.Charge, error) {
 	var se *stripe.Error
-	if errors.As(err, &se) && se.HTTPStatusCode == http.StatusPaymentRequired && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
+	if errors.As(err, &se) && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
 		ch, cerr := toCharge(se.PaymentIntent)
-		if cerr == nil && ch.Status == domain.ChargeFailed {
-			if se.PaymentIntent.LastPaymentError == nil {
+		if cerr == nil {
+			if ch.Status == domain.ChargeFailed && se.PaymentIntent.LastPaymentError == nil {
 				ch.FailureCode = failureCode(se, "card_declined")
 			}
 			return ch, nil
