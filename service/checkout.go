@@ -276,9 +276,17 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // not the lease, keeps a charge that may be in flight from being taken for
 // one that never happened.
 func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
-	if a.Status == domain.AttemptStarted {
+	switch {
+	case a.Status == domain.AttemptStarted:
 		if _, err := s.Attempts.MarkUnknown(ctx, a.ID, chargeID, s.Now().UTC()); err != nil {
 			return domain.Order{}, fmt.Errorf("mark attempt %s unknown: %w", a.ID, err)
+		}
+	case chargeID != "" && a.ProviderChargeID == "":
+		// Already unknown, but the provider's charge ID is learned only now
+		// (a replayed create answered after the first reply was lost):
+		// stored, so the next ask retrieves it by ID (ADR 0020).
+		if _, err := s.Attempts.RecordChargeID(ctx, a.ID, chargeID); err != nil {
+			return domain.Order{}, fmt.Errorf("record charge id of attempt %s: %w", a.ID, err)
 		}
 	}
 	if inRequest && !a.LeasedUntil.IsZero() {

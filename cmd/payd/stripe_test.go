@@ -171,6 +171,41 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("lost reply, processing: the PaymentIntent id learned later is stored", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			key := uuid.NewString()
+			s.fake.DropReplies(2)
+			if r := s.pay(token, id, key, stripefake.PMProcessing); r.Status != http.StatusAccepted {
+				t.Fatalf("pay with the reply lost = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			// The retry (or the recoverer) replays the create and learns
+			// the PaymentIntent, still processing: its id must be kept.
+			var got string
+			if !within(20*time.Second, func() bool {
+				s.pay(token, id, key, stripefake.PMProcessing)
+				tl := s.timeline(id)
+				if len(tl.Attempts) == 1 && tl.Attempts[0].ProviderChargeID != nil {
+					got = *tl.Attempts[0].ProviderChargeID
+				}
+				return got != ""
+			}) {
+				t.Fatalf("attempts never recorded the PaymentIntent %s; calls %v", pi, s.fake.Calls())
+			}
+			if got != pi {
+				t.Fatalf("attempt recorded %s, want %s", got, pi)
+			}
+			// From now on payd asks by id.
+			s.fake.Finish(pi, true)
+			if !within(20*time.Second, func() bool { return s.status(token, id) == "paid" }) {
+				t.Fatalf("order never paid; calls %v", s.fake.Calls())
+			}
+			if !slices.Contains(s.fake.Calls(), "GET /v1/payment_intents/"+pi) {
+				t.Fatalf("calls = %v, want a retrieve of %s by id", s.fake.Calls(), pi)
+			}
+			oneCharge(t, id)
+		})
+
 		t.Run("dispute is a discrepancy", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
