@@ -183,6 +183,9 @@ type RefundStore interface {
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Refund, error)
 	// ListPending returns pending refunds last updated before olderThan, at most limit.
 	ListPending(ctx context.Context, olderThan time.Time, limit int) ([]domain.Refund, error)
+	// RecordProviderID stores the provider's ID on a pending refund that
+	// has none; false when it has one or is settled.
+	RecordProviderID(ctx context.Context, id, providerRefundID string) (bool, error)
 }
 
 // AuditStore keeps the audit trail of operator actions.

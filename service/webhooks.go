@@ -76,6 +76,8 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 		// The amount as written: Confirmed applies the refund only when it
 		// reads as the refund's, and quotes it otherwise.
 		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
+	case domain.EventRefundFailed:
+		return s.Refunds.Failed(ctx, ev.IdempotencyKey, ev.RefundID)
 	case domain.EventDisputeCreated:
 		return s.disputed(ctx, ev)
 	}

@@ -331,6 +331,9 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
+	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
+		refunds.Getter = g
+	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).

@@ -252,6 +252,57 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("pending refund: its webhook settles it, a failure gives it back", func(t *testing.T) {
+			s.fake.PendRefunds(true)
+			t.Cleanup(func() { s.fake.PendRefunds(false) })
+			refundOf := func(id, amount string) (string, refundDoc) {
+				t.Helper()
+				if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
+					t.Fatalf("pay = %d %s", r.Status, r.Body)
+				}
+				if r := s.refund(id, uuid.NewString(), amount); r.Status != http.StatusOK && r.Status != http.StatusCreated {
+					t.Fatalf("refund = %d %s", r.Status, r.Body)
+				}
+				rs := s.fake.Refunds()
+				re := rs[len(rs)-1][0]
+				tl := s.timeline(id)
+				if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "pending" || tl.Refunds[0].ProviderRefundID == nil ||
+					*tl.Refunds[0].ProviderRefundID != re {
+					t.Fatalf("refunds = %+v, want one pending carrying %s (Stripe answered pending)", tl.Refunds, re)
+				}
+				return re, tl.Refunds[0]
+			}
+
+			// Pending, then succeeded: refunded once.
+			paid := s.order(token, "19.90")
+			re, _ := refundOf(paid, "19.90")
+			// Asking again goes by the refund's id, never a replayed create.
+			if !within(20*time.Second, func() bool { return slices.Contains(s.fake.Calls(), "GET /v1/refunds/"+re) }) {
+				t.Fatalf("calls = %v, want GET /v1/refunds/%s from the retry of a pending refund", s.fake.Calls(), re)
+			}
+			if tl := s.timeline(paid); tl.Refunds[0].Status != "pending" {
+				t.Fatalf("refund = %+v after asking Stripe, want still pending", tl.Refunds[0])
+			}
+			s.fake.FinishRefund(re, true)
+			s.deliver(s.eventsOf(re)...)
+			s.deliver(s.eventsOf(re)...)
+			tl := s.timeline(paid)
+			if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "succeeded" || tl.Order.RefundedAmount != "19.90" || tl.Order.Status != "refunded" {
+				t.Fatalf("refunds = %+v, order %+v; want one succeeded, order refunded 19.90", tl.Refunds, tl.Order)
+			}
+
+			// Pending, then failed: not refunded, the reservation given back.
+			other := s.order(token, "19.90")
+			re, _ = refundOf(other, "5.00")
+			s.fake.FinishRefund(re, false)
+			s.deliver(s.eventsOf(re)...)
+			s.deliver(s.eventsOf(re)...)
+			tl = s.timeline(other)
+			if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "failed" || tl.Order.RefundedAmount != "0.00" || tl.Order.Status != "paid" {
+				t.Fatalf("refunds = %+v, order %+v; want one failed, order paid with nothing refunded", tl.Refunds, tl.Order)
+			}
+		})
+
 		t.Run("bad signature", func(t *testing.T) {
 			e := s.fake.Events()[0]
 			h := http.Header{"Stripe-Signature": {"t=1,v1=deadbeef"}}

@@ -55,7 +55,9 @@ type Fake struct {
 	dropReplies int
 	// down: requests fail with 500 and change nothing.
 	down bool
-	now  func() time.Time
+	// pendRefunds: new refunds stay pending until FinishRefund.
+	pendRefunds bool
+	now         func() time.Time
 }
 
 // Event is one signed webhook the fake would send.
@@ -214,6 +216,45 @@ func (f *Fake) finish(id string, ok bool, code string) {
 	pi["status"] = "requires_payment_method"
 	pi["last_payment_error"] = map[string]any{"type": "card_error", "code": code, "message": "failed"}
 	f.emit("payment_intent.payment_failed", pi)
+}
+
+// PendRefunds makes the refunds created from now on stay pending (as a
+// bank transfer's or some cards' do on Stripe) until FinishRefund.
+func (f *Fake) PendRefunds(on bool) { f.mu.Lock(); f.pendRefunds = on; f.mu.Unlock() }
+
+// FinishRefund settles refund id: ok → succeeded (refund.updated, then
+// charge.refunded); else failed (refund.updated, then refund.failed), its
+// amount no longer counted as refunded. A refund already succeeded may
+// fail too, as Stripe's can.
+func (f *Fake) FinishRefund(id string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.refunds[id]
+	if ok {
+		r["status"] = "succeeded"
+		f.emit("refund.updated", r)
+		f.emitChargeRefunded(f.pis[r["payment_intent"].(string)])
+		return
+	}
+	r["status"], r["failure_reason"] = "failed", "expired_or_canceled_card"
+	f.emit("refund.updated", r)
+	f.emit("refund.failed", r)
+}
+
+// Refunds lists the fake's refunds as [id, status], oldest first.
+func (f *Fake) Refunds() [][2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.refunds))
+	for id := range f.refunds {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([][2]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, [2]string{id, f.refunds[id]["status"].(string)})
+	}
+	return out
 }
 
 // Dispute opens a dispute on a PaymentIntent and emits charge.dispute.created.

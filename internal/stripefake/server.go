@@ -249,22 +249,40 @@ func (f *Fake) createRefund(form url.Values) reply {
 	if err != nil || amount <= 0 {
 		return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount", "Invalid integer")}
 	}
-	refunded := int64(0)
-	for _, r := range f.refunds {
-		if r["payment_intent"] == pi["id"] {
-			refunded += r["amount"].(int64)
-		}
-	}
-	if pi["status"] != "succeeded" || refunded+amount > pi["amount"].(int64) {
+	if pi["status"] != "succeeded" || f.refunded(pi["id"])+amount > pi["amount"].(int64) {
 		return reply{400, errBody("invalid_request_error", "charge_already_refunded", "amount", "Refund exceeds the charge")}
 	}
-	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": "succeeded",
+	status := "succeeded"
+	if f.pendRefunds {
+		status = "pending"
+	}
+	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": status,
 		"payment_intent": pi["id"], "charge": pi["latest_charge"], "metadata": metadataOf(form), "created": f.now().Unix()}
 	f.refunds[r["id"].(string)] = r
 	f.emit("refund.created", r)
-	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
-		"amount_refunded": refunded + amount, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded+amount == pi["amount"].(int64)})
+	if status == "succeeded" {
+		f.emitChargeRefunded(pi)
+	}
 	return reply{200, r}
+}
+
+// refunded is how much of PaymentIntent pi its refunds (pending or
+// succeeded, not failed) give back; the caller holds mu.
+func (f *Fake) refunded(pi any) int64 {
+	n := int64(0)
+	for _, r := range f.refunds {
+		if r["payment_intent"] == pi && r["status"] != "failed" {
+			n += r["amount"].(int64)
+		}
+	}
+	return n
+}
+
+// emitChargeRefunded emits charge.refunded for pi as it stands; the caller holds mu.
+func (f *Fake) emitChargeRefunded(pi map[string]any) {
+	refunded := f.refunded(pi["id"])
+	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
+		"amount_refunded": refunded, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded == pi["amount"].(int64)})
 }
 
 func (f *Fake) listRefunds(charge string) reply {

@@ -210,6 +210,22 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return toRefund(r, req.ChargeID)
 }
 
+// GetRefund asks Stripe about a refund it answered before (pending), by
+// its ID. A 404 for an ID Stripe gave payd proves nothing: an unknown
+// outcome, asked again later.
+func (c *Client) GetRefund(ctx context.Context, providerRefundID string) (domain.ProviderRefund, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	r, err := c.sc.V1Refunds.Retrieve(ctx, providerRefundID, nil)
+	if err != nil {
+		if err = wrap(err, "get refund "+providerRefundID); errors.Is(err, domain.ErrChargeNotFound) {
+			return domain.ProviderRefund{}, fmt.Errorf("get refund %s: %w: stripe does not know it", providerRefundID, domain.ErrProviderUnavailable)
+		}
+		return domain.ProviderRefund{}, err
+	}
+	return toRefund(r, "")
+}
+
 // ListCharges returns every PaymentIntent created in [from, to), following
 // Stripe's pagination to the end. Stripe's created is in whole seconds.
 func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {

@@ -25,6 +25,7 @@ const (
 	typeChargeRefunded  = "charge.refunded"
 	typeRefundCreated   = "refund.created"
 	typeRefundUpdated   = "refund.updated"
+	typeRefundFailed    = "refund.failed"
 	typeDisputeCreated  = "charge.dispute.created"
 )
 
@@ -117,7 +118,7 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 		err = w.paymentIntent(ctx, ev, fresh, &pe)
 	case typeChargeRefunded:
 		err = w.chargeRefunded(ctx, ev, &pe)
-	case typeRefundCreated, typeRefundUpdated:
+	case typeRefundCreated, typeRefundUpdated, typeRefundFailed:
 		err = w.refund(ctx, ev, fresh, &pe)
 	case typeDisputeCreated:
 		err = w.dispute(ctx, ev, fresh, &pe)
@@ -243,16 +244,27 @@ func (w *Webhooks) refund(ctx context.Context, ev stripe.Event, fresh bool, pe *
 	return w.refundInto(&r, pe)
 }
 
-// refundInto makes a succeeded refund payd asked for a refund.succeeded;
-// any other (pending, failed, or made in the Dashboard) keeps its Stripe
-// type and is stored and ignored.
+// refundInto makes a succeeded refund payd asked for a refund.succeeded
+// and a failed or cancelled one a refund.failed (its reservation given
+// back); any other (pending, or made in the Dashboard) is stored and
+// ignored.
 func (w *Webhooks) refundInto(r *stripe.Refund, pe *domain.ProviderEvent) error {
 	pr, err := toRefund(r, "")
 	if err != nil {
 		return err
 	}
 	pe.RefundID, pe.ChargeID, pe.IdempotencyKey = pr.ID, pr.ChargeID, pr.IdempotencyKey
+	if pr.IdempotencyKey != "" && pr.Status == domain.ChargeFailed {
+		pe.Type, pe.Status = domain.EventRefundFailed, domain.ChargeFailed
+		return nil
+	}
 	if pr.Status != domain.ChargeSucceeded || pr.IdempotencyKey == "" {
+		if pe.Type == domain.EventRefundFailed {
+			// Stripe's refund.failed shares payd's name: one payd will not
+			// apply (not its refund, or no longer failed) is renamed so it
+			// is stored and ignored.
+			pe.Type = domain.ProviderEventType("stripe." + typeRefundFailed)
+		}
 		return nil
 	}
 	pe.Type, pe.Status = domain.EventRefundSucceeded, domain.ChargeSucceeded
