@@ -338,6 +338,9 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
+	if c, ok := client.(service.ChargeCanceller); ok { // Stripe: a failed PaymentIntent is cancelled before release
+		checkout.Canceller = c
+	}
 	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
 		Observer: observer}
@@ -350,7 +353,8 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
 	}
-	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
+	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
+		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
 	admin := &handler.Admin{

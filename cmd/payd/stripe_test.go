@@ -69,6 +69,12 @@ func TestStripePayments(t *testing.T) {
 			if fc := s.timeline(id).Attempts[0]; fc.Status != "failed" {
 				t.Fatalf("attempt = %+v, want failed", fc)
 			}
+			// Cancelled before the order was released: a browser still
+			// holding its client_secret cannot complete it any more.
+			declined := s.fake.PaymentIntentOf(id)
+			if err := s.fake.Confirm(declined, stripefake.PMVisa); err == nil || s.fake.Status(declined) != "canceled" {
+				t.Fatalf("the declined PaymentIntent is %s and could be confirmed again (%v)", s.fake.Status(declined), err)
+			}
 			s.deliver(s.eventsOf(s.fake.PaymentIntentOf(id))...) // payment_failed: already known
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
 				t.Fatalf("pay again = %d %s, want 200", r.Status, r.Body)
@@ -130,6 +136,9 @@ func TestStripePayments(t *testing.T) {
 			s.deliver(s.eventsOf(pi)...)
 			if st := s.status(token, id); st != "pending" {
 				t.Fatalf("order after failed 3DS = %s, want pending (payable again)", st)
+			}
+			if err := s.fake.Confirm(pi, stripefake.PMVisa); err == nil || s.fake.Status(pi) != "canceled" {
+				t.Fatalf("the PaymentIntent that failed 3DS is %s and could be confirmed again (%v)", s.fake.Status(pi), err)
 			}
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
 				t.Fatalf("pay again = %d %s, want 200", r.Status, r.Body)
@@ -311,5 +320,32 @@ func TestStripePayments(t *testing.T) {
 				t.Fatalf("webhook with a bad signature = %d %s, want 401 invalid_signature", r.Status, r.Body)
 			}
 		})
+	})
+}
+
+// A 3-D Secure payment the customer abandons is cancelled by the recoverer
+// once PAYD_ORDER_TTL has passed, and only then is the order released: the
+// PaymentIntent can no longer be completed behind payd's back.
+func TestStripeAbandonedActionCancelled(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStripeStack(t, dialect, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})
+		_, token := s.register(newEmail())
+		id := s.order(token, "19.90")
+		if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+			t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+		}
+		pi := s.fake.PaymentIntentOf(id)
+		if !within(20*time.Second, func() bool { return s.fake.Status(pi) == "canceled" }) {
+			t.Fatalf("PaymentIntent %s = %s, want canceled by the recoverer; calls %v", pi, s.fake.Status(pi), s.fake.Calls())
+		}
+		if !within(10*time.Second, func() bool { return s.timeline(id).Attempts[0].Status == "failed" }) {
+			t.Fatalf("attempt = %+v, want failed once cancelled", s.timeline(id).Attempts[0])
+		}
+		if err := s.fake.Confirm(pi, stripefake.PMVisa); err == nil {
+			t.Fatal("the abandoned PaymentIntent was confirmed after payd released the order")
+		}
+		if n := s.fake.Succeeded(id); n != 0 {
+			t.Fatalf("succeeded PaymentIntents = %d, want 0", n)
+		}
 	})
 }

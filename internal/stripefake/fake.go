@@ -218,6 +218,37 @@ func (f *Fake) finish(id string, ok bool, code string) {
 	f.emit("payment_intent.payment_failed", pi)
 }
 
+// Confirm confirms PaymentIntent id again with pm, as a browser holding its
+// client_secret could after a decline: pm_card_visa charges it. It is
+// refused (an error, nothing charged) once the PaymentIntent is canceled
+// or already succeeded, as Stripe refuses.
+func (f *Fake) Confirm(id, pm string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi, ok := f.pis[id]
+	if !ok {
+		return fmt.Errorf("no such payment intent %s", id)
+	}
+	if st := pi["status"]; st != "requires_payment_method" && st != "requires_action" && st != "requires_confirmation" {
+		return fmt.Errorf("payment intent %s is %s: it cannot be confirmed", id, st)
+	}
+	if pm != PMVisa {
+		return fmt.Errorf("fake: Confirm supports %s only", PMVisa)
+	}
+	pi["payment_method"], pi["last_payment_error"], pi["next_action"] = pm, nil, nil
+	pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
+	f.emit("payment_intent.succeeded", pi)
+	return nil
+}
+
+// Status is PaymentIntent id's status.
+func (f *Fake) Status(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, _ := f.pis[id]["status"].(string)
+	return s
+}
+
 // PendRefunds makes the refunds created from now on stay pending (as a
 // bank transfer's or some cards' do on Stripe) until FinishRefund.
 func (f *Fake) PendRefunds(on bool) { f.mu.Lock(); f.pendRefunds = on; f.mu.Unlock() }

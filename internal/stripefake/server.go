@@ -2,6 +2,7 @@ package stripefake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -107,6 +108,8 @@ func (f *Fake) route(r *http.Request) reply {
 		return f.listPIs(r.Form)
 	case r.Method == http.MethodGet && p == "payment_intents/search":
 		return f.searchPIs(r.Form.Get("query"))
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "payment_intents" && parts[2] == "cancel":
+		return f.cancelPI(parts[1])
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "payment_intents":
 		if pi, ok := f.pis[parts[1]]; ok {
 			return reply{200, pi}
@@ -190,6 +193,27 @@ func (f *Fake) createPI(form url.Values) reply {
 		return reply{402, e}
 	}
 	return reply{200, pi}
+}
+
+// cancelPI cancels a PaymentIntent not yet final, as Stripe does: one that
+// succeeded, is processing or is already canceled is refused with a 400
+// carrying the PaymentIntent.
+func (f *Fake) cancelPI(id string) reply {
+	pi, ok := f.pis[id]
+	if !ok {
+		return notFound
+	}
+	switch pi["status"] {
+	case "requires_payment_method", "requires_action", "requires_confirmation", "requires_capture":
+		pi["status"], pi["next_action"], pi["cancellation_reason"] = "canceled", nil, "requested_by_customer"
+		pi["canceled_at"] = f.now().Unix()
+		f.emit("payment_intent.canceled", pi)
+		return reply{200, pi}
+	}
+	e := errBody("invalid_request_error", "payment_intent_unexpected_state", "",
+		fmt.Sprintf("You cannot cancel this PaymentIntent because it has a status of %s.", pi["status"]))
+	e["error"].(map[string]any)["payment_intent"] = clone(pi)
+	return reply{400, e}
 }
 
 func (f *Fake) listPIs(q url.Values) reply {

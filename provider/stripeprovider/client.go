@@ -210,6 +210,30 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return toRefund(r, req.ChargeID)
 }
 
+// CancelCharge cancels the PaymentIntent chargeID of attempt a, under its
+// own Idempotency-Key ("<attempt>:cancel"), so that a browser still
+// holding its client_secret can no longer confirm it (ADR 0019). The
+// answer is the PaymentIntent's state: failed once cancelled; a
+// PaymentIntent Stripe will not cancel because it succeeded (or is
+// processing) is reported as such, for payd to settle by it.
+func (c *Client) CancelCharge(ctx context.Context, a domain.Attempt, chargeID string) (domain.Charge, error) {
+	p := &stripe.PaymentIntentCancelParams{}
+	p.SetIdempotencyKey(a.ID + ":cancel")
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	pi, err := c.sc.V1PaymentIntents.Cancel(ctx, chargeID, p)
+	if err != nil {
+		// Stripe's refusal to cancel carries the PaymentIntent: its state
+		// (already canceled, succeeded, processing) is the answer.
+		ch, err := declineOr(err, "cancel charge "+a.ID)
+		if errors.Is(err, domain.ErrChargeNotFound) {
+			return domain.Charge{}, fmt.Errorf("cancel charge %s: %w: stripe does not know %s", a.ID, domain.ErrProviderUnavailable, chargeID)
+		}
+		return ch, err
+	}
+	return toCharge(pi)
+}
+
 // GetRefund asks Stripe about a refund it answered before (pending), by
 // its ID. A 404 for an ID Stripe gave payd proves nothing: an unknown
 // outcome, asked again later.
