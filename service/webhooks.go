@@ -103,6 +103,18 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 	if err != nil {
 		return "", err
 	}
+	if a.ProviderChargeID != "" && ev.ChargeID != "" && ev.ChargeID != a.ProviderChargeID {
+		// The event names another charge than the one this attempt's
+		// request learned (another PaymentIntent carrying its metadata):
+		// not this attempt's outcome. A success is money payd did not ask
+		// for under this attempt, for an operator; a failure moves nothing.
+		if ev.Type == domain.EventPaymentFailed {
+			return OutcomeIgnored, nil
+		}
+		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: a.OrderID,
+			AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency,
+			Note: "payment.succeeded names charge " + truncate(ev.ChargeID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64) + "; not applied"}, ev)
+	}
 	ch := eventCharge(a, ev)
 	if s.contradicts(a, ev.Type) {
 		truth, done, err := s.askProvider(ctx, a)

@@ -126,6 +126,32 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("an event for another PaymentIntent is a discrepancy, not the attempt's outcome", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			twin, ev := s.fake.Twin(pi)
+			s.deliver(ev, ev)
+			tl := s.timeline(id)
+			if tl.Order.Status != "processing" || *tl.Attempts[0].ProviderChargeID != pi {
+				t.Fatalf("order %s, attempt %+v after another PaymentIntent's success; want processing, still %s", tl.Order.Status, tl.Attempts[0], pi)
+			}
+			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "missing_local_payment" || tl.Discrepancies[0].Reference != twin {
+				t.Fatalf("discrepancies = %+v, want one missing_local_payment for %s", tl.Discrepancies, twin)
+			}
+			s.fake.Authenticate(pi, true)
+			evs := s.eventsOf(pi)
+			s.deliver(evs[len(evs)-1])
+			if st := s.status(token, id); st != "paid" {
+				t.Fatalf("order = %s after its own PaymentIntent succeeded, want paid", st)
+			}
+			if tl := s.timeline(id); *tl.Attempts[0].ProviderChargeID != pi {
+				t.Fatalf("attempt = %+v, want paid by %s", tl.Attempts[0], pi)
+			}
+		})
+
 		t.Run("3-D Secure failed", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {

@@ -241,6 +241,22 @@ func (f *Fake) Confirm(id, pm string) error {
 	return nil
 }
 
+// Twin creates another PaymentIntent, succeeded, with piID's amount,
+// currency and metadata (as a second integration on the account might),
+// and returns its id and its payment_intent.succeeded event.
+func (f *Fake) Twin(piID string) (string, Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["id"], pi["latest_charge"], pi["status"], pi["next_action"] = f.id("pi"), f.id("ch"), "succeeded", nil
+	pi["amount_received"] = pi["amount"]
+	id := pi["id"].(string)
+	f.pis[id] = pi
+	f.order = append(f.order, id)
+	f.emit("payment_intent.succeeded", pi)
+	return id, f.events[len(f.events)-1]
+}
+
 // Status is PaymentIntent id's status.
 func (f *Fake) Status(id string) string {
 	f.mu.Lock()
