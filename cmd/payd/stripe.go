@@ -59,9 +59,17 @@ func (c *config) checkStripe(sub string) error {
 	if !strings.HasPrefix(k, "sk_") && !strings.HasPrefix(k, "rk_") {
 		return errors.New("STRIPE_SECRET_KEY must be set to a Stripe secret key (sk_...) when PAYD_PROVIDER=stripe")
 	}
+	if c.Env == "production" && (strings.HasPrefix(k, "sk_test_") || strings.HasPrefix(k, "rk_test_")) {
+		// A test-mode key in production takes no real money while payd
+		// reports orders paid.
+		return errors.New("STRIPE_SECRET_KEY is a test-mode key (sk_test_...); PAYD_ENV=production needs a live key (sk_live_...)")
+	}
 	if b := c.Stripe.APIBase; b != "" {
 		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errors.New("STRIPE_API_BASE must be an http(s):// URL with a host")
+		} else if c.Env == "production" && u.Scheme != "https" {
+			// The secret key travels in every request's Authorization header.
+			return errors.New("STRIPE_API_BASE must be an https:// URL when PAYD_ENV=production: the secret key is sent with every request")
 		}
 	}
 	if pk := c.Stripe.PublishableKey; pk != "" && !strings.HasPrefix(pk, "pk_") {
