@@ -123,10 +123,32 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 	case typeDisputeCreated:
 		err = w.dispute(ctx, ev, fresh, &pe)
 	}
+	if unreadable(err) {
+		// Stripe has no such object on this account, or it is in a
+		// currency payd does not take: no delivery will ever read better,
+		// so the event is stored and ignored (200), not refused forever.
+		return ev.ID, domain.ProviderEvent{ID: ev.ID, Type: notApplied(string(ev.Type)), CreatedAt: pe.CreatedAt}, nil
+	}
 	if err != nil {
 		return "", domain.ProviderEvent{}, err
 	}
 	return ev.ID, pe, nil
+}
+
+// unreadable reports whether err means an event's object can never be
+// read: Stripe answered 404 for it, or its currency is not one payd takes.
+func unreadable(err error) bool {
+	var ve *domain.ValidationError
+	return errors.Is(err, domain.ErrChargeNotFound) || (errors.As(err, &ve) && ve.Field == "currency")
+}
+
+// notApplied is Stripe's event type as stored when payd does not apply the
+// event: never one of payd's own names.
+func notApplied(typ string) domain.ProviderEventType {
+	if domain.ProviderEventType(typ).Known() {
+		return domain.ProviderEventType("stripe." + typ)
+	}
+	return domain.ProviderEventType(typ)
 }
 
 func (w *Webhooks) verify(body []byte, header string) (stripe.Event, error) {
