@@ -244,7 +244,7 @@ type paymentProvider interface {
 // that delivers its webhooks to this very payd.
 func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (paymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, db)
+		sp, err := newStripe(cfg, db, log)
 		return sp, func() {}, err
 	}
 	if cfg.ProviderURL != "" {

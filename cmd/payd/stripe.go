@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -95,9 +96,12 @@ func (c *config) checkStripe(sub string) error {
 
 // newStripe builds the Stripe adapter; it asks payd's own attempt store
 // what it recorded before it asks Stripe (ADR 0020).
-func newStripe(cfg config, db *repository.DB) (*stripeprovider.Client, error) {
+func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
-		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now})
+		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now,
+		Skipped: func(id, reason string) {
+			log.Warn("reconciliation skipped a Stripe PaymentIntent payd cannot read", "payment_intent", id, "reason", reason)
+		}})
 }
 
 // settlementsFor is the reader of the settlement files operators upload for

@@ -161,3 +161,29 @@ func TestErrorCarryingPaymentIntentIsItsState(t *testing.T) {
 		})
 	}
 }
+
+// ListCharges leaves out (and reports) a PaymentIntent in a currency payd
+// does not take instead of failing the whole reconciliation run.
+func TestListChargesSkipsUnreadableCurrency(t *testing.T) {
+	now := time.Now().UTC()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"object":"list","url":"/v1/payment_intents","has_more":false,"data":[`+
+			`{"id":"pi_huf","object":"payment_intent","amount":100000,"currency":"huf","status":"succeeded","created":%[1]d},`+
+			`{"id":"pi_eur","object":"payment_intent","amount":1990,"currency":"eur","status":"succeeded","created":%[1]d}]}`, now.Unix())
+	}))
+	t.Cleanup(srv.Close)
+	var skipped []string
+	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_x", APIBase: srv.URL, Timeout: 2 * time.Second,
+		Skipped: func(id, _ string) { skipped = append(skipped, id) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ListCharges(context.Background(), now.Add(-time.Hour), now.Add(time.Hour))
+	if err != nil || len(got) != 1 || got[0].ID != "pi_eur" {
+		t.Fatalf("ListCharges = %+v, %v; want pi_eur only", got, err)
+	}
+	if len(skipped) != 1 || skipped[0] != "pi_huf" {
+		t.Fatalf("skipped = %v, want [pi_huf]", skipped)
+	}
+}

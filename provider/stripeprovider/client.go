@@ -56,6 +56,9 @@ type Config struct {
 	// Attempts looks up an attempt when payd asks about it (GetCharge).
 	Attempts AttemptLookup
 	Now      func() time.Time
+	// Skipped, optional, is told of each PaymentIntent ListCharges leaves
+	// out because payd cannot read it (a currency payd does not take).
+	Skipped func(id, reason string)
 }
 
 // Client is the Stripe adapter. It never logs (stripe-go's logger is
@@ -65,6 +68,7 @@ type Client struct {
 	timeout  time.Duration
 	attempts AttemptLookup
 	now      func() time.Time
+	skipped  func(id, reason string)
 }
 
 // New returns a Stripe client. A missing key is an error: nothing could be sent.
@@ -89,6 +93,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:  cfg.Timeout,
 		attempts: cfg.Attempts,
 		now:      cfg.Now,
+		skipped:  cfg.Skipped,
 	}
 	if c.timeout <= 0 {
 		c.timeout = domain.DefaultProviderTimeout
@@ -262,6 +267,15 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.
 			return nil, wrap(err, "list charges")
 		}
 		ch, err := toCharge(pi)
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) && ve.Field == "currency" {
+			// Not payd's money (another integration on the account): one
+			// such PaymentIntent must not abort the whole run.
+			if c.skipped != nil {
+				c.skipped(pi.ID, fmt.Sprintf("currency %q is not one payd takes", pi.Currency))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list charges: %w", err)
 		}
