@@ -152,6 +152,24 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("a success for other money is held, not applied", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			ev := s.fake.OtherMoney(pi, 199) // 1.99, not 19.90
+			s.deliver(ev, ev)
+			tl := s.timeline(id)
+			if tl.Order.Status == "paid" || tl.Attempts[0].Status != "held" {
+				t.Fatalf("order %s, attempt %+v after a success for other money; want not paid, attempt held", tl.Order.Status, tl.Attempts[0])
+			}
+			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "amount_mismatch" || tl.Discrepancies[0].ProviderAmount == nil ||
+				*tl.Discrepancies[0].ProviderAmount != "1.99" {
+				t.Fatalf("discrepancies = %+v, want one amount_mismatch quoting 1.99", tl.Discrepancies)
+			}
+		})
+
 		t.Run("3-D Secure failed", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {

@@ -257,6 +257,20 @@ func (f *Fake) Twin(piID string) (string, Event) {
 	return id, f.events[len(f.events)-1]
 }
 
+// OtherMoney returns, without recording it, a payment_intent.succeeded for
+// PaymentIntent piID as it is but for amount (Stripe's integer amount):
+// an event reporting other money than payd asked for.
+func (f *Fake) OtherMoney(piID string, amount int64) Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["status"], pi["amount"], pi["amount_received"], pi["next_action"] = "succeeded", amount, amount, nil
+	ev := map[string]any{"id": f.id("evt"), "object": "event", "api_version": stripe.APIVersion, "created": f.now().Unix(),
+		"type": "payment_intent.succeeded", "livemode": false, "data": map[string]any{"object": pi}}
+	b, _ := json.Marshal(ev)
+	return Event{ID: ev["id"].(string), Type: "payment_intent.succeeded", Body: b}
+}
+
 // Status is PaymentIntent id's status.
 func (f *Fake) Status(id string) string {
 	f.mu.Lock()
