@@ -30,6 +30,12 @@ type Webhooks struct {
 	// contradicts payd's books (ADR 0010). Without it, such events are
 	// applied as before: through the guarded transitions only.
 	Provider PaymentProvider
+	// SameCharge: a payment event must name the charge the attempt
+	// stored, if it stored one; another is a discrepancy, never the
+	// attempt's outcome. On for Stripe, where any integration on the
+	// account can create a PaymentIntent carrying payd's metadata; the
+	// sandbox's events keep their behaviour (its money check reports them).
+	SameCharge bool
 }
 
 // Webhook outcomes, stored on the inbox row and reported to the provider.
@@ -103,7 +109,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 	if err != nil {
 		return "", err
 	}
-	if a.ProviderChargeID != "" && ev.ChargeID != "" && ev.ChargeID != a.ProviderChargeID {
+	if s.SameCharge && a.ProviderChargeID != "" && ev.ChargeID != "" && ev.ChargeID != a.ProviderChargeID {
 		// The event names another charge than the one this attempt's
 		// request learned (another PaymentIntent carrying its metadata):
 		// not this attempt's outcome. A success is money payd did not ask

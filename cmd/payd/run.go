@@ -349,6 +349,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
 	webhooks.Rejected = metrics.WebhookRejected
+	receiver.SameCharge = cfg.Stripe.Provider == "stripe"     // a Stripe event for another PaymentIntent is a discrepancy
 	stripeHooks, err := stripeWebhooks(cfg, client, receiver) // nil unless PAYD_PROVIDER=stripe
 	if err != nil {
 		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
