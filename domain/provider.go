@@ -50,6 +50,10 @@ const (
 	EventPaymentSucceeded ProviderEventType = "payment.succeeded"
 	EventPaymentFailed    ProviderEventType = "payment.failed"
 	EventRefundSucceeded  ProviderEventType = "refund.succeeded"
+	// EventRefundFailed: a refund payd asked for failed or was cancelled
+	// after the provider first answered it pending (Stripe's refund.failed,
+	// or refund.updated with status failed or canceled).
+	EventRefundFailed ProviderEventType = "refund.failed"
 	// EventDisputeCreated: the customer disputed a payment with their
 	// bank (Stripe's charge.dispute.created). payd moves no money on it:
 	// it is recorded as a discrepancy for an operator (ADR 0019).
@@ -63,7 +67,8 @@ var ErrInvalidSignature = errors.New("provider: invalid webhook signature")
 // Known reports whether payd applies events of type t. Unknown types are
 // still valid events: they are stored and ignored, not refused.
 func (t ProviderEventType) Known() bool {
-	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded || t == EventDisputeCreated
+	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded || t == EventRefundFailed ||
+		t == EventDisputeCreated
 }
 
 // ProviderEvent is a provider webhook in payd's terms. ID is the payload's

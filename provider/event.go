@@ -118,8 +118,9 @@ func (d eventDataDTO) into(e *domain.ProviderEvent) {
 }
 
 // sandboxApplies reports whether the sandbox's wire defines the data of
-// events of type t. Its wire has no disputes: a dispute.created in its
-// format is stored and ignored like any type payd does not apply.
+// events of type t. Its wire has no disputes and no refund failures (its
+// refunds never wait): a dispute.created or refund.failed in its format is
+// stored and ignored like any type payd does not apply.
 func sandboxApplies(t domain.ProviderEventType) bool {
-	return t.Known() && t != domain.EventDisputeCreated
+	return t.Known() && t != domain.EventDisputeCreated && t != domain.EventRefundFailed
 }

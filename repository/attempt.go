@@ -142,6 +142,21 @@ func (s *AttemptStore) MarkUnknown(ctx context.Context, id, chargeID string, now
 	return s.settle(ctx, domain.AttemptReplyLost, "mark unknown", id, chargeID, "", now)
 }
 
+// RecordChargeID stores the provider's charge ID of an attempt still
+// started or unknown that has none yet: the ID learned after the reply was
+// lost (a replayed create, a webhook), so the next ask retrieves by ID.
+// An ID once stored is never replaced, and a settled attempt is not
+// touched. updated_at is left alone: it orders the recoverer's work.
+func (s *AttemptStore) RecordChargeID(ctx context.Context, id, chargeID string) (bool, error) {
+	if chargeID == "" {
+		return false, nil
+	}
+	return s.db.guarded(ctx, "record charge id of attempt "+id, `UPDATE payment_attempts
+		SET provider_charge_id = ?
+		WHERE id = ? AND provider_charge_id IS NULL AND status IN ?`,
+		chargeID, id, unsettled)
+}
+
 // Succeed moves a started or unknown attempt to succeeded: the provider
 // charged the attempt's money.
 func (s *AttemptStore) Succeed(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {

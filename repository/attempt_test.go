@@ -283,3 +283,31 @@ func TestAttemptResendAndUnlease(t *testing.T) {
 		}
 	})
 }
+
+// TestAttemptRecordChargeID: a charge ID learned after the reply was lost
+// is stored on a started or unknown attempt that has none, never over a
+// stored one nor on a settled attempt.
+func TestAttemptRecordChargeID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewAttemptStore(db)
+		for _, st := range domain.AttemptStatuses {
+			a := attemptIn(t, db, s, st)
+			ok, err := s.RecordChargeID(t.Context(), a.ID, "pi_learned")
+			want := st == domain.AttemptStarted || st == domain.AttemptUnknown
+			if err != nil || ok != want {
+				t.Errorf("RecordChargeID(%s, none stored) = %v, %v, want %v", st, ok, err, want)
+			}
+			got := findAttempt(t, s, a.ID)
+			if (got.ProviderChargeID == "pi_learned") != want || got.Status != st || !got.UpdatedAt.Equal(a.UpdatedAt) {
+				t.Errorf("after RecordChargeID(%s): %+v", st, got)
+			}
+			if ok, err := s.RecordChargeID(t.Context(), a.ID, "pi_other"); ok || err != nil {
+				t.Errorf("RecordChargeID(%s) again = %v, %v, want false", st, ok, err)
+			}
+			if got := findAttempt(t, s, a.ID); got.ProviderChargeID == "pi_other" {
+				t.Errorf("RecordChargeID replaced a stored id on %s", st)
+			}
+		}
+	})
+}

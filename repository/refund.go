@@ -110,6 +110,19 @@ func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundSta
 		string(to), nullString(providerRefundID), ts(now), id)
 }
 
+// RecordProviderID stores the provider's ID of a refund it answered
+// pending, so the next ask is by that ID. Only a pending refund without
+// one is changed; updated_at is left alone (it orders the retries).
+func (s *RefundStore) RecordProviderID(ctx context.Context, id, providerRefundID string) (bool, error) {
+	if providerRefundID == "" {
+		return false, nil
+	}
+	return s.db.guarded(ctx, "record provider id of refund "+id, `UPDATE refunds
+		SET provider_refund_id = ?
+		WHERE id = ? AND status = 'pending' AND provider_refund_id IS NULL`,
+		providerRefundID, id)
+}
+
 // ListByOrder returns an order's refunds, oldest first.
 func (s *RefundStore) ListByOrder(ctx context.Context, orderID string) ([]domain.Refund, error) {
 	var rows []refundRow

@@ -43,6 +43,19 @@ type Checkout struct {
 	// Discrepancies records a charge reported for another amount or
 	// currency than the attempt's (ADR 0010).
 	Discrepancies DiscrepancyStore
+	// Canceller, optional (nil for the sandbox, whose failed charges are
+	// final), cancels a provider charge payd takes as failed before the
+	// attempt is released, so it can never be completed later (ADR 0019).
+	Canceller ChargeCanceller
+}
+
+// ChargeCanceller is what a provider whose failed charge may still be
+// completed (Stripe's PaymentIntent in requires_payment_method, confirmable
+// again with its client_secret) offers: cancelling it for good. The answer
+// is the charge's state after: failed once cancelled, or what it turned
+// out to be (succeeded, pending) when it could not be cancelled.
+type ChargeCanceller interface {
+	CancelCharge(ctx context.Context, a domain.Attempt, chargeID string) (domain.Charge, error)
 }
 
 // PayRequest is one pay call: which customer pays which order, under which
@@ -263,9 +276,20 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 		return s.hold(ctx, o, a, ch, inRequest)
 	case ch.Status == domain.ChargeSucceeded:
 		return s.succeed(ctx, o, a, ch.ID, inRequest)
-	default:
-		return s.fail(ctx, o, a, ch.ID, ch.FailureCode, inRequest)
+	case s.Canceller != nil && ch.ID != "" && a.Status.Unsettled():
+		// Cancelled first, released after: a released order whose failed
+		// charge could still be completed might be paid twice (ADR 0019).
+		got, err := s.Canceller.CancelCharge(ctx, a, ch.ID)
+		switch {
+		case err != nil || got.Status == domain.ChargePending:
+			// Not cancelled yet: the attempt stays unknown, the order
+			// processing; the recoverer asks again and cancels then.
+			return s.unknown(ctx, o, a, ch.ID, inRequest)
+		case got.Status == domain.ChargeSucceeded:
+			return s.settle(ctx, o, a, got, nil, inRequest) // completed after all: the money check applies
+		}
 	}
+	return s.fail(ctx, o, a, ch.ID, ch.FailureCode, inRequest)
 }
 
 // unknown records that the outcome is not known yet: the order stays
@@ -276,9 +300,17 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // not the lease, keeps a charge that may be in flight from being taken for
 // one that never happened.
 func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
-	if a.Status == domain.AttemptStarted {
+	switch {
+	case a.Status == domain.AttemptStarted:
 		if _, err := s.Attempts.MarkUnknown(ctx, a.ID, chargeID, s.Now().UTC()); err != nil {
 			return domain.Order{}, fmt.Errorf("mark attempt %s unknown: %w", a.ID, err)
+		}
+	case chargeID != "" && a.ProviderChargeID == "":
+		// Already unknown, but the provider's charge ID is learned only now
+		// (a replayed create answered after the first reply was lost):
+		// stored, so the next ask retrieves it by ID (ADR 0020).
+		if _, err := s.Attempts.RecordChargeID(ctx, a.ID, chargeID); err != nil {
+			return domain.Order{}, fmt.Errorf("record charge id of attempt %s: %w", a.ID, err)
 		}
 	}
 	if inRequest && !a.LeasedUntil.IsZero() {

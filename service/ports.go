@@ -91,6 +91,10 @@ type AttemptStore interface {
 
 	// MarkUnknown: started → unknown; the provider's reply was lost.
 	MarkUnknown(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
+	// RecordChargeID stores chargeID on a started or unknown attempt that
+	// has none yet (learned after its reply was lost); false when the
+	// attempt has one, or is settled.
+	RecordChargeID(ctx context.Context, id, chargeID string) (bool, error)
 	// Succeed: started|unknown → succeeded; the provider charged the attempt's money.
 	Succeed(ctx context.Context, id, chargeID string, now time.Time) (bool, error)
 	// Fail: started|unknown → failed with failureCode; the provider charged nothing.
@@ -179,6 +183,9 @@ type RefundStore interface {
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Refund, error)
 	// ListPending returns pending refunds last updated before olderThan, at most limit.
 	ListPending(ctx context.Context, olderThan time.Time, limit int) ([]domain.Refund, error)
+	// RecordProviderID stores the provider's ID on a pending refund that
+	// has none; false when it has one or is settled.
+	RecordProviderID(ctx context.Context, id, providerRefundID string) (bool, error)
 }
 
 // AuditStore keeps the audit trail of operator actions.

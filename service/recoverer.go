@@ -26,6 +26,10 @@ type Recoverer struct {
 	Refunds  *Refunds
 	Lease    time.Duration
 	Now      func() time.Time
+	// ActionTTL (PAYD_ORDER_TTL) is how long a charge may wait for the
+	// customer (3-D Secure) before the recoverer cancels it and, once the
+	// cancel is confirmed, releases the order. Zero never cancels.
+	ActionTTL time.Duration
 }
 
 // Run handles one batch and returns how many attempts it brought to a final
@@ -104,7 +108,16 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 		return false, err // still unknown; the next lease tries again
 	}
 	if ch.Status == domain.ChargePending {
-		return false, nil
+		if ch.Action == nil || ch.ID == "" || r.Checkout.Canceller == nil || r.ActionTTL <= 0 ||
+			r.Now().UTC().Sub(a.CreatedAt) < r.ActionTTL {
+			return false, nil
+		}
+		// The customer never completed 3-D Secure. The charge is cancelled
+		// first, so it cannot be completed later, and only a confirmed
+		// cancel releases the order; one that finds it succeeded settles it.
+		if ch, err = r.Checkout.Canceller.CancelCharge(ctx, a, ch.ID); err != nil || ch.Status == domain.ChargePending {
+			return false, err
+		}
 	}
 	_, err = r.Checkout.Settle(ctx, o, a, ch)
 	if errors.Is(err, domain.ErrPaymentDeclined) || errors.Is(err, domain.ErrAmountMismatch) {

@@ -16,6 +16,14 @@ type RefundProvider interface {
 	Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error)
 }
 
+// RefundGetter is what a provider whose refunds may wait (Stripe's
+// pending) offers besides: its refund asked by the ID it gave. Refunds
+// asks by ID once it has one, rather than replaying a create whose first
+// (pending) answer would be repeated forever.
+type RefundGetter interface {
+	GetRefund(ctx context.Context, providerRefundID string) (domain.ProviderRefund, error)
+}
+
 // Refunds gives money back: part or all of a paid order at an operator's
 // request, and automatically any charge an order cannot take. Every refund
 // is first recorded (and, for an order's own payment, reserved on the order
@@ -28,7 +36,10 @@ type Refunds struct {
 	Store         RefundStore
 	Discrepancies DiscrepancyStore
 	Provider      RefundProvider
-	Now           func() time.Time
+	// Getter, optional (nil for the sandbox, whose refunds never wait),
+	// asks about a refund the provider answered pending, by its ID.
+	Getter RefundGetter
+	Now    func() time.Time
 	// Observer, optional, is told of each order a refund changes and each
 	// discrepancy a refund newly records.
 	Observer Observer
@@ -112,40 +123,55 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 
 // ask sends a recorded refund to the provider and records the answer. An
 // unknown outcome leaves it pending for the recoverer, which asks again
-// under the same key.
+// under the same key. A refund the provider answered pending stays
+// pending with the provider's ID, and is asked about by that ID (Getter)
+// from then on; its webhook (Confirmed, Failed) or that ask settles it.
 func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, error) {
-	pr, err := s.Provider.Refund(ctx, domain.ProviderRefundRequest{
-		IdempotencyKey: r.ProviderKey, ChargeID: r.ChargeID, Amount: r.Amount, Currency: string(r.Currency), Reason: r.Reason,
-	})
+	var pr domain.ProviderRefund
+	var err error
+	if r.ProviderRefundID != "" && s.Getter != nil {
+		pr, err = s.Getter.GetRefund(ctx, r.ProviderRefundID)
+	} else {
+		pr, err = s.Provider.Refund(ctx, domain.ProviderRefundRequest{
+			IdempotencyKey: r.ProviderKey, ChargeID: r.ChargeID, Amount: r.Amount, Currency: string(r.Currency), Reason: r.Reason,
+		})
+	}
 	switch {
 	case errors.Is(err, domain.ErrProviderUnavailable):
 		return r, nil
 	case err != nil:
-		return r, s.refused(ctx, r, err)
+		return r, s.refused(ctx, r, "", err)
 	}
-	status := domain.RefundSucceeded
-	if pr.Status == domain.ChargeFailed {
-		status = domain.RefundFailed
+	switch pr.Status {
+	case domain.ChargePending:
+		// Not given back yet (Stripe's pending, requires_action): nothing
+		// is settled. The provider's ID is kept for the next ask.
+		if r.ProviderRefundID == "" && pr.ID != "" {
+			if _, err := s.Store.RecordProviderID(ctx, r.ID, pr.ID); err != nil {
+				return r, err
+			}
+			r.ProviderRefundID = pr.ID
+		}
+		return r, nil
+	case domain.ChargeFailed:
+		return r, s.refused(ctx, r, pr.ID, errors.New("provider refused the refund"))
 	}
-	if status == domain.RefundSucceeded && !sameRefund(r, pr.Amount.String(), pr.Currency) {
+	if !sameRefund(r, pr.Amount.String(), pr.Currency) {
 		return r, s.refundMismatch(ctx, r, pr.ID, pr.Amount.String(), pr.Currency)
 	}
-	if _, err := s.Store.Finish(ctx, r.ID, status, pr.ID, s.Now().UTC()); err != nil {
+	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, pr.ID, s.Now().UTC()); err != nil {
 		return r, err
 	}
-	if status == domain.RefundFailed && r.Kind == domain.RefundManual {
-		return r, s.refused(ctx, r, errors.New("provider refused the refund"))
-	}
-	r.Status, r.ProviderRefundID = status, pr.ID
+	r.Status, r.ProviderRefundID = domain.RefundSucceeded, pr.ID
 	return r, nil
 }
 
 // refused marks a refund the provider definitively refused as failed and,
 // for an order's own payment, gives the reservation back to the order.
-func (s *Refunds) refused(ctx context.Context, r domain.Refund, cause error) error {
+func (s *Refunds) refused(ctx context.Context, r domain.Refund, providerRefundID string, cause error) error {
 	now := s.Now().UTC()
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		finished, err := s.Store.Finish(ctx, r.ID, domain.RefundFailed, "", now)
+		finished, err := s.Store.Finish(ctx, r.ID, domain.RefundFailed, providerRefundID, now)
 		if err != nil || !finished || r.Kind != domain.RefundManual {
 			return err
 		}
@@ -221,6 +247,29 @@ func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, 
 	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, s.Now().UTC()); err != nil {
 		return "", err
 	}
+	return OutcomeApplied, nil
+}
+
+// Failed applies a refund-failed webhook: a refund payd asked for that the
+// provider first answered pending has failed (or was cancelled). A pending
+// one takes the refused path — marked failed, its reservation given back
+// to the order — once; anything else changes nothing.
+func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID string) (string, error) {
+	r, err := s.Store.FindByProviderKey(ctx, providerKey)
+	if errors.Is(err, domain.ErrRefundNotFound) {
+		return OutcomeIgnored, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if r.Status != domain.RefundPending {
+		return OutcomeIgnored, nil
+	}
+	err = s.refused(ctx, r, providerRefundID, errors.New("the provider reports the refund failed"))
+	if err != nil && !errors.Is(err, domain.ErrRefundRefused) {
+		return "", err
+	}
+	observing(s.Observer).OrderChanged(r.OrderID)
 	return OutcomeApplied, nil
 }
 

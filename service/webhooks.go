@@ -30,6 +30,12 @@ type Webhooks struct {
 	// contradicts payd's books (ADR 0010). Without it, such events are
 	// applied as before: through the guarded transitions only.
 	Provider PaymentProvider
+	// SameCharge: a payment event must name the charge the attempt
+	// stored, if it stored one; another is a discrepancy, never the
+	// attempt's outcome. On for Stripe, where any integration on the
+	// account can create a PaymentIntent carrying payd's metadata; the
+	// sandbox's events keep their behaviour (its money check reports them).
+	SameCharge bool
 }
 
 // Webhook outcomes, stored on the inbox row and reported to the provider.
@@ -76,6 +82,8 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 		// The amount as written: Confirmed applies the refund only when it
 		// reads as the refund's, and quotes it otherwise.
 		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
+	case domain.EventRefundFailed:
+		return s.Refunds.Failed(ctx, ev.IdempotencyKey, ev.RefundID)
 	case domain.EventDisputeCreated:
 		return s.disputed(ctx, ev)
 	}
@@ -100,6 +108,18 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 	}
 	if err != nil {
 		return "", err
+	}
+	if s.SameCharge && a.ProviderChargeID != "" && ev.ChargeID != "" && ev.ChargeID != a.ProviderChargeID {
+		// The event names another charge than the one this attempt's
+		// request learned (another PaymentIntent carrying its metadata):
+		// not this attempt's outcome. A success is money payd did not ask
+		// for under this attempt, for an operator; a failure moves nothing.
+		if ev.Type == domain.EventPaymentFailed {
+			return OutcomeIgnored, nil
+		}
+		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: a.OrderID,
+			AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency,
+			Note: "payment.succeeded names charge " + truncate(ev.ChargeID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64) + "; not applied"}, ev)
 	}
 	ch := eventCharge(a, ev)
 	if s.contradicts(a, ev.Type) {

@@ -244,7 +244,7 @@ type paymentProvider interface {
 // that delivers its webhooks to this very payd.
 func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (paymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, db)
+		sp, err := newStripe(cfg, db, log)
 		return sp, func() {}, err
 	}
 	if cfg.ProviderURL != "" {
@@ -331,10 +331,16 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
+	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
+		refunds.Getter = g
+	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
+	if c, ok := client.(service.ChargeCanceller); ok { // Stripe: a failed PaymentIntent is cancelled before release
+		checkout.Canceller = c
+	}
 	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
 		Observer: observer}
@@ -343,11 +349,13 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
 	}
 	webhooks.Rejected = metrics.WebhookRejected
+	receiver.SameCharge = cfg.Stripe.Provider == "stripe"     // a Stripe event for another PaymentIntent is a discrepancy
 	stripeHooks, err := stripeWebhooks(cfg, client, receiver) // nil unless PAYD_PROVIDER=stripe
 	if err != nil {
 		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
 	}
-	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now}
+	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
+		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
 	admin := &handler.Admin{

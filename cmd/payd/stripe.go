@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -59,9 +60,17 @@ func (c *config) checkStripe(sub string) error {
 	if !strings.HasPrefix(k, "sk_") && !strings.HasPrefix(k, "rk_") {
 		return errors.New("STRIPE_SECRET_KEY must be set to a Stripe secret key (sk_...) when PAYD_PROVIDER=stripe")
 	}
+	if c.Env == "production" && (strings.HasPrefix(k, "sk_test_") || strings.HasPrefix(k, "rk_test_")) {
+		// A test-mode key in production takes no real money while payd
+		// reports orders paid.
+		return errors.New("STRIPE_SECRET_KEY is a test-mode key (sk_test_...); PAYD_ENV=production needs a live key (sk_live_...)")
+	}
 	if b := c.Stripe.APIBase; b != "" {
 		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errors.New("STRIPE_API_BASE must be an http(s):// URL with a host")
+		} else if c.Env == "production" && u.Scheme != "https" {
+			// The secret key travels in every request's Authorization header.
+			return errors.New("STRIPE_API_BASE must be an https:// URL when PAYD_ENV=production: the secret key is sent with every request")
 		}
 	}
 	if pk := c.Stripe.PublishableKey; pk != "" && !strings.HasPrefix(pk, "pk_") {
@@ -87,9 +96,12 @@ func (c *config) checkStripe(sub string) error {
 
 // newStripe builds the Stripe adapter; it asks payd's own attempt store
 // what it recorded before it asks Stripe (ADR 0020).
-func newStripe(cfg config, db *repository.DB) (*stripeprovider.Client, error) {
+func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
-		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now})
+		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now,
+		Skipped: func(id, reason string) {
+			log.Warn("reconciliation skipped a Stripe PaymentIntent payd cannot read", "payment_intent", id, "reason", reason)
+		}})
 }
 
 // settlementsFor is the reader of the settlement files operators upload for

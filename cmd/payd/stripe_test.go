@@ -69,6 +69,12 @@ func TestStripePayments(t *testing.T) {
 			if fc := s.timeline(id).Attempts[0]; fc.Status != "failed" {
 				t.Fatalf("attempt = %+v, want failed", fc)
 			}
+			// Cancelled before the order was released: a browser still
+			// holding its client_secret cannot complete it any more.
+			declined := s.fake.PaymentIntentOf(id)
+			if err := s.fake.Confirm(declined, stripefake.PMVisa); err == nil || s.fake.Status(declined) != "canceled" {
+				t.Fatalf("the declined PaymentIntent is %s and could be confirmed again (%v)", s.fake.Status(declined), err)
+			}
 			s.deliver(s.eventsOf(s.fake.PaymentIntentOf(id))...) // payment_failed: already known
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
 				t.Fatalf("pay again = %d %s, want 200", r.Status, r.Body)
@@ -120,6 +126,50 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("an event for another PaymentIntent is a discrepancy, not the attempt's outcome", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			twin, ev := s.fake.Twin(pi)
+			s.deliver(ev, ev)
+			tl := s.timeline(id)
+			if tl.Order.Status != "processing" || *tl.Attempts[0].ProviderChargeID != pi {
+				t.Fatalf("order %s, attempt %+v after another PaymentIntent's success; want processing, still %s", tl.Order.Status, tl.Attempts[0], pi)
+			}
+			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "missing_local_payment" || tl.Discrepancies[0].Reference != twin {
+				t.Fatalf("discrepancies = %+v, want one missing_local_payment for %s", tl.Discrepancies, twin)
+			}
+			s.fake.Authenticate(pi, true)
+			evs := s.eventsOf(pi)
+			s.deliver(evs[len(evs)-1])
+			if st := s.status(token, id); st != "paid" {
+				t.Fatalf("order = %s after its own PaymentIntent succeeded, want paid", st)
+			}
+			if tl := s.timeline(id); *tl.Attempts[0].ProviderChargeID != pi {
+				t.Fatalf("attempt = %+v, want paid by %s", tl.Attempts[0], pi)
+			}
+		})
+
+		t.Run("a success for other money is held, not applied", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			ev := s.fake.OtherMoney(pi, 199) // 1.99, not 19.90
+			s.deliver(ev, ev)
+			tl := s.timeline(id)
+			if tl.Order.Status == "paid" || tl.Attempts[0].Status != "held" {
+				t.Fatalf("order %s, attempt %+v after a success for other money; want not paid, attempt held", tl.Order.Status, tl.Attempts[0])
+			}
+			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "amount_mismatch" || tl.Discrepancies[0].ProviderAmount == nil ||
+				*tl.Discrepancies[0].ProviderAmount != "1.99" {
+				t.Fatalf("discrepancies = %+v, want one amount_mismatch quoting 1.99", tl.Discrepancies)
+			}
+		})
+
 		t.Run("3-D Secure failed", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
@@ -130,6 +180,9 @@ func TestStripePayments(t *testing.T) {
 			s.deliver(s.eventsOf(pi)...)
 			if st := s.status(token, id); st != "pending" {
 				t.Fatalf("order after failed 3DS = %s, want pending (payable again)", st)
+			}
+			if err := s.fake.Confirm(pi, stripefake.PMVisa); err == nil || s.fake.Status(pi) != "canceled" {
+				t.Fatalf("the PaymentIntent that failed 3DS is %s and could be confirmed again (%v)", s.fake.Status(pi), err)
 			}
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
 				t.Fatalf("pay again = %d %s, want 200", r.Status, r.Body)
@@ -169,6 +222,41 @@ func TestStripePayments(t *testing.T) {
 			if n := s.fake.Created(id); n != 1 {
 				t.Fatalf("PaymentIntents created for the order = %d, want 1", n)
 			}
+		})
+
+		t.Run("lost reply, processing: the PaymentIntent id learned later is stored", func(t *testing.T) {
+			id := s.order(token, "19.90")
+			key := uuid.NewString()
+			s.fake.DropReplies(2)
+			if r := s.pay(token, id, key, stripefake.PMProcessing); r.Status != http.StatusAccepted {
+				t.Fatalf("pay with the reply lost = %d %s, want 202", r.Status, r.Body)
+			}
+			pi := s.fake.PaymentIntentOf(id)
+			// The retry (or the recoverer) replays the create and learns
+			// the PaymentIntent, still processing: its id must be kept.
+			var got string
+			if !within(20*time.Second, func() bool {
+				s.pay(token, id, key, stripefake.PMProcessing)
+				tl := s.timeline(id)
+				if len(tl.Attempts) == 1 && tl.Attempts[0].ProviderChargeID != nil {
+					got = *tl.Attempts[0].ProviderChargeID
+				}
+				return got != ""
+			}) {
+				t.Fatalf("attempts never recorded the PaymentIntent %s; calls %v", pi, s.fake.Calls())
+			}
+			if got != pi {
+				t.Fatalf("attempt recorded %s, want %s", got, pi)
+			}
+			// From now on payd asks by id.
+			s.fake.Finish(pi, true)
+			if !within(20*time.Second, func() bool { return s.status(token, id) == "paid" }) {
+				t.Fatalf("order never paid; calls %v", s.fake.Calls())
+			}
+			if !slices.Contains(s.fake.Calls(), "GET /v1/payment_intents/"+pi) {
+				t.Fatalf("calls = %v, want a retrieve of %s by id", s.fake.Calls(), pi)
+			}
+			oneCharge(t, id)
 		})
 
 		t.Run("dispute is a discrepancy", func(t *testing.T) {
@@ -217,6 +305,57 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
+		t.Run("pending refund: its webhook settles it, a failure gives it back", func(t *testing.T) {
+			s.fake.PendRefunds(true)
+			t.Cleanup(func() { s.fake.PendRefunds(false) })
+			refundOf := func(id, amount string) (string, refundDoc) {
+				t.Helper()
+				if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
+					t.Fatalf("pay = %d %s", r.Status, r.Body)
+				}
+				if r := s.refund(id, uuid.NewString(), amount); r.Status != http.StatusOK && r.Status != http.StatusCreated {
+					t.Fatalf("refund = %d %s", r.Status, r.Body)
+				}
+				rs := s.fake.Refunds()
+				re := rs[len(rs)-1][0]
+				tl := s.timeline(id)
+				if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "pending" || tl.Refunds[0].ProviderRefundID == nil ||
+					*tl.Refunds[0].ProviderRefundID != re {
+					t.Fatalf("refunds = %+v, want one pending carrying %s (Stripe answered pending)", tl.Refunds, re)
+				}
+				return re, tl.Refunds[0]
+			}
+
+			// Pending, then succeeded: refunded once.
+			paid := s.order(token, "19.90")
+			re, _ := refundOf(paid, "19.90")
+			// Asking again goes by the refund's id, never a replayed create.
+			if !within(20*time.Second, func() bool { return slices.Contains(s.fake.Calls(), "GET /v1/refunds/"+re) }) {
+				t.Fatalf("calls = %v, want GET /v1/refunds/%s from the retry of a pending refund", s.fake.Calls(), re)
+			}
+			if tl := s.timeline(paid); tl.Refunds[0].Status != "pending" {
+				t.Fatalf("refund = %+v after asking Stripe, want still pending", tl.Refunds[0])
+			}
+			s.fake.FinishRefund(re, true)
+			s.deliver(s.eventsOf(re)...)
+			s.deliver(s.eventsOf(re)...)
+			tl := s.timeline(paid)
+			if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "succeeded" || tl.Order.RefundedAmount != "19.90" || tl.Order.Status != "refunded" {
+				t.Fatalf("refunds = %+v, order %+v; want one succeeded, order refunded 19.90", tl.Refunds, tl.Order)
+			}
+
+			// Pending, then failed: not refunded, the reservation given back.
+			other := s.order(token, "19.90")
+			re, _ = refundOf(other, "5.00")
+			s.fake.FinishRefund(re, false)
+			s.deliver(s.eventsOf(re)...)
+			s.deliver(s.eventsOf(re)...)
+			tl = s.timeline(other)
+			if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "failed" || tl.Order.RefundedAmount != "0.00" || tl.Order.Status != "paid" {
+				t.Fatalf("refunds = %+v, order %+v; want one failed, order paid with nothing refunded", tl.Refunds, tl.Order)
+			}
+		})
+
 		t.Run("bad signature", func(t *testing.T) {
 			e := s.fake.Events()[0]
 			h := http.Header{"Stripe-Signature": {"t=1,v1=deadbeef"}}
@@ -225,5 +364,32 @@ func TestStripePayments(t *testing.T) {
 				t.Fatalf("webhook with a bad signature = %d %s, want 401 invalid_signature", r.Status, r.Body)
 			}
 		})
+	})
+}
+
+// A 3-D Secure payment the customer abandons is cancelled by the recoverer
+// once PAYD_ORDER_TTL has passed, and only then is the order released: the
+// PaymentIntent can no longer be completed behind payd's back.
+func TestStripeAbandonedActionCancelled(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStripeStack(t, dialect, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})
+		_, token := s.register(newEmail())
+		id := s.order(token, "19.90")
+		if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
+			t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
+		}
+		pi := s.fake.PaymentIntentOf(id)
+		if !within(20*time.Second, func() bool { return s.fake.Status(pi) == "canceled" }) {
+			t.Fatalf("PaymentIntent %s = %s, want canceled by the recoverer; calls %v", pi, s.fake.Status(pi), s.fake.Calls())
+		}
+		if !within(10*time.Second, func() bool { return s.timeline(id).Attempts[0].Status == "failed" }) {
+			t.Fatalf("attempt = %+v, want failed once cancelled", s.timeline(id).Attempts[0])
+		}
+		if err := s.fake.Confirm(pi, stripefake.PMVisa); err == nil {
+			t.Fatal("the abandoned PaymentIntent was confirmed after payd released the order")
+		}
+		if n := s.fake.Succeeded(id); n != 0 {
+			t.Fatalf("succeeded PaymentIntents = %d, want 0", n)
+		}
 	})
 }

@@ -55,7 +55,9 @@ type Fake struct {
 	dropReplies int
 	// down: requests fail with 500 and change nothing.
 	down bool
-	now  func() time.Time
+	// pendRefunds: new refunds stay pending until FinishRefund.
+	pendRefunds bool
+	now         func() time.Time
 }
 
 // Event is one signed webhook the fake would send.
@@ -214,6 +216,106 @@ func (f *Fake) finish(id string, ok bool, code string) {
 	pi["status"] = "requires_payment_method"
 	pi["last_payment_error"] = map[string]any{"type": "card_error", "code": code, "message": "failed"}
 	f.emit("payment_intent.payment_failed", pi)
+}
+
+// Confirm confirms PaymentIntent id again with pm, as a browser holding its
+// client_secret could after a decline: pm_card_visa charges it. It is
+// refused (an error, nothing charged) once the PaymentIntent is canceled
+// or already succeeded, as Stripe refuses.
+func (f *Fake) Confirm(id, pm string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi, ok := f.pis[id]
+	if !ok {
+		return fmt.Errorf("no such payment intent %s", id)
+	}
+	if st := pi["status"]; st != "requires_payment_method" && st != "requires_action" && st != "requires_confirmation" {
+		return fmt.Errorf("payment intent %s is %s: it cannot be confirmed", id, st)
+	}
+	if pm != PMVisa {
+		return fmt.Errorf("fake: Confirm supports %s only", PMVisa)
+	}
+	pi["payment_method"], pi["last_payment_error"], pi["next_action"] = pm, nil, nil
+	pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
+	f.emit("payment_intent.succeeded", pi)
+	return nil
+}
+
+// Twin creates another PaymentIntent, succeeded, with piID's amount,
+// currency and metadata (as a second integration on the account might),
+// and returns its id and its payment_intent.succeeded event.
+func (f *Fake) Twin(piID string) (string, Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["id"], pi["latest_charge"], pi["status"], pi["next_action"] = f.id("pi"), f.id("ch"), "succeeded", nil
+	pi["amount_received"] = pi["amount"]
+	id := pi["id"].(string)
+	f.pis[id] = pi
+	f.order = append(f.order, id)
+	f.emit("payment_intent.succeeded", pi)
+	return id, f.events[len(f.events)-1]
+}
+
+// OtherMoney returns, without recording it, a payment_intent.succeeded for
+// PaymentIntent piID as it is but for amount (Stripe's integer amount):
+// an event reporting other money than payd asked for.
+func (f *Fake) OtherMoney(piID string, amount int64) Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := clone(f.pis[piID])
+	pi["status"], pi["amount"], pi["amount_received"], pi["next_action"] = "succeeded", amount, amount, nil
+	ev := map[string]any{"id": f.id("evt"), "object": "event", "api_version": stripe.APIVersion, "created": f.now().Unix(),
+		"type": "payment_intent.succeeded", "livemode": false, "data": map[string]any{"object": pi}}
+	b, _ := json.Marshal(ev)
+	return Event{ID: ev["id"].(string), Type: "payment_intent.succeeded", Body: b}
+}
+
+// Status is PaymentIntent id's status.
+func (f *Fake) Status(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, _ := f.pis[id]["status"].(string)
+	return s
+}
+
+// PendRefunds makes the refunds created from now on stay pending (as a
+// bank transfer's or some cards' do on Stripe) until FinishRefund.
+func (f *Fake) PendRefunds(on bool) { f.mu.Lock(); f.pendRefunds = on; f.mu.Unlock() }
+
+// FinishRefund settles refund id: ok → succeeded (refund.updated, then
+// charge.refunded); else failed (refund.updated, then refund.failed), its
+// amount no longer counted as refunded. A refund already succeeded may
+// fail too, as Stripe's can.
+func (f *Fake) FinishRefund(id string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.refunds[id]
+	if ok {
+		r["status"] = "succeeded"
+		f.emit("refund.updated", r)
+		f.emitChargeRefunded(f.pis[r["payment_intent"].(string)])
+		return
+	}
+	r["status"], r["failure_reason"] = "failed", "expired_or_canceled_card"
+	f.emit("refund.updated", r)
+	f.emit("refund.failed", r)
+}
+
+// Refunds lists the fake's refunds as [id, status], oldest first.
+func (f *Fake) Refunds() [][2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.refunds))
+	for id := range f.refunds {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([][2]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, [2]string{id, f.refunds[id]["status"].(string)})
+	}
+	return out
 }
 
 // Dispute opens a dispute on a PaymentIntent and emits charge.dispute.created.

@@ -2,6 +2,7 @@ package stripefake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -107,6 +108,8 @@ func (f *Fake) route(r *http.Request) reply {
 		return f.listPIs(r.Form)
 	case r.Method == http.MethodGet && p == "payment_intents/search":
 		return f.searchPIs(r.Form.Get("query"))
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "payment_intents" && parts[2] == "cancel":
+		return f.cancelPI(parts[1])
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "payment_intents":
 		if pi, ok := f.pis[parts[1]]; ok {
 			return reply{200, pi}
@@ -192,6 +195,27 @@ func (f *Fake) createPI(form url.Values) reply {
 	return reply{200, pi}
 }
 
+// cancelPI cancels a PaymentIntent not yet final, as Stripe does: one that
+// succeeded, is processing or is already canceled is refused with a 400
+// carrying the PaymentIntent.
+func (f *Fake) cancelPI(id string) reply {
+	pi, ok := f.pis[id]
+	if !ok {
+		return notFound
+	}
+	switch pi["status"] {
+	case "requires_payment_method", "requires_action", "requires_confirmation", "requires_capture":
+		pi["status"], pi["next_action"], pi["cancellation_reason"] = "canceled", nil, "requested_by_customer"
+		pi["canceled_at"] = f.now().Unix()
+		f.emit("payment_intent.canceled", pi)
+		return reply{200, pi}
+	}
+	e := errBody("invalid_request_error", "payment_intent_unexpected_state", "",
+		fmt.Sprintf("You cannot cancel this PaymentIntent because it has a status of %s.", pi["status"]))
+	e["error"].(map[string]any)["payment_intent"] = clone(pi)
+	return reply{400, e}
+}
+
 func (f *Fake) listPIs(q url.Values) reply {
 	gte, _ := strconv.ParseInt(q.Get("created[gte]"), 10, 64)
 	lt, err := strconv.ParseInt(q.Get("created[lt]"), 10, 64)
@@ -249,22 +273,40 @@ func (f *Fake) createRefund(form url.Values) reply {
 	if err != nil || amount <= 0 {
 		return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount", "Invalid integer")}
 	}
-	refunded := int64(0)
-	for _, r := range f.refunds {
-		if r["payment_intent"] == pi["id"] {
-			refunded += r["amount"].(int64)
-		}
-	}
-	if pi["status"] != "succeeded" || refunded+amount > pi["amount"].(int64) {
+	if pi["status"] != "succeeded" || f.refunded(pi["id"])+amount > pi["amount"].(int64) {
 		return reply{400, errBody("invalid_request_error", "charge_already_refunded", "amount", "Refund exceeds the charge")}
 	}
-	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": "succeeded",
+	status := "succeeded"
+	if f.pendRefunds {
+		status = "pending"
+	}
+	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": status,
 		"payment_intent": pi["id"], "charge": pi["latest_charge"], "metadata": metadataOf(form), "created": f.now().Unix()}
 	f.refunds[r["id"].(string)] = r
 	f.emit("refund.created", r)
-	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
-		"amount_refunded": refunded + amount, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded+amount == pi["amount"].(int64)})
+	if status == "succeeded" {
+		f.emitChargeRefunded(pi)
+	}
 	return reply{200, r}
+}
+
+// refunded is how much of PaymentIntent pi its refunds (pending or
+// succeeded, not failed) give back; the caller holds mu.
+func (f *Fake) refunded(pi any) int64 {
+	n := int64(0)
+	for _, r := range f.refunds {
+		if r["payment_intent"] == pi && r["status"] != "failed" {
+			n += r["amount"].(int64)
+		}
+	}
+	return n
+}
+
+// emitChargeRefunded emits charge.refunded for pi as it stands; the caller holds mu.
+func (f *Fake) emitChargeRefunded(pi map[string]any) {
+	refunded := f.refunded(pi["id"])
+	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
+		"amount_refunded": refunded, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded == pi["amount"].(int64)})
 }
 
 func (f *Fake) listRefunds(charge string) reply {

@@ -56,6 +56,9 @@ type Config struct {
 	// Attempts looks up an attempt when payd asks about it (GetCharge).
 	Attempts AttemptLookup
 	Now      func() time.Time
+	// Skipped, optional, is told of each PaymentIntent ListCharges leaves
+	// out because payd cannot read it (a currency payd does not take).
+	Skipped func(id, reason string)
 }
 
 // Client is the Stripe adapter. It never logs (stripe-go's logger is
@@ -65,6 +68,7 @@ type Client struct {
 	timeout  time.Duration
 	attempts AttemptLookup
 	now      func() time.Time
+	skipped  func(id, reason string)
 }
 
 // New returns a Stripe client. A missing key is an error: nothing could be sent.
@@ -89,6 +93,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:  cfg.Timeout,
 		attempts: cfg.Attempts,
 		now:      cfg.Now,
+		skipped:  cfg.Skipped,
 	}
 	if c.timeout <= 0 {
 		c.timeout = domain.DefaultProviderTimeout
@@ -142,7 +147,15 @@ func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.C
 	case a.ProviderChargeID != "":
 		pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, a.ProviderChargeID, nil)
 		if err != nil {
-			return domain.Charge{}, wrap(err, "get charge "+idempotencyKey)
+			if err = wrap(err, "get charge "+idempotencyKey); errors.Is(err, domain.ErrChargeNotFound) {
+				// Stripe gave payd this id: a 404 for it (another key's
+				// account, a wiped test account) does not mean it never
+				// charged. The attempt stays unknown for an operator
+				// (stuck_processing), never released to be paid again.
+				return domain.Charge{}, fmt.Errorf("get charge %s: %w: stripe does not know stored payment intent %s",
+					idempotencyKey, domain.ErrProviderUnavailable, a.ProviderChargeID)
+			}
+			return domain.Charge{}, err
 		}
 		return toCharge(pi)
 	case a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow:
@@ -183,10 +196,11 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	if err != nil {
 		return domain.ProviderRefund{}, err
 	}
-	if !req.Amount.IsPositive() || !req.Amount.Equal(req.Amount.Round(cur.Scale())) {
-		return domain.ProviderRefund{}, &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", req.Amount, cur)}
+	amount, err := toStripeAmount(req.Amount, cur)
+	if err != nil {
+		return domain.ProviderRefund{}, err
 	}
-	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(req.ChargeID), Amount: stripe.Int64(domain.MinorUnits(req.Amount, cur))}
+	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(req.ChargeID), Amount: stripe.Int64(amount)}
 	p.AddMetadata(MetaRefund, req.IdempotencyKey)
 	if req.Reason != "" {
 		p.AddMetadata(MetaReason, truncate(req.Reason, 500))
@@ -201,6 +215,46 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return toRefund(r, req.ChargeID)
 }
 
+// CancelCharge cancels the PaymentIntent chargeID of attempt a, under its
+// own Idempotency-Key ("<attempt>:cancel"), so that a browser still
+// holding its client_secret can no longer confirm it (ADR 0019). The
+// answer is the PaymentIntent's state: failed once cancelled; a
+// PaymentIntent Stripe will not cancel because it succeeded (or is
+// processing) is reported as such, for payd to settle by it.
+func (c *Client) CancelCharge(ctx context.Context, a domain.Attempt, chargeID string) (domain.Charge, error) {
+	p := &stripe.PaymentIntentCancelParams{}
+	p.SetIdempotencyKey(a.ID + ":cancel")
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	pi, err := c.sc.V1PaymentIntents.Cancel(ctx, chargeID, p)
+	if err != nil {
+		// Stripe's refusal to cancel carries the PaymentIntent: its state
+		// (already canceled, succeeded, processing) is the answer.
+		ch, err := declineOr(err, "cancel charge "+a.ID)
+		if errors.Is(err, domain.ErrChargeNotFound) {
+			return domain.Charge{}, fmt.Errorf("cancel charge %s: %w: stripe does not know %s", a.ID, domain.ErrProviderUnavailable, chargeID)
+		}
+		return ch, err
+	}
+	return toCharge(pi)
+}
+
+// GetRefund asks Stripe about a refund it answered before (pending), by
+// its ID. A 404 for an ID Stripe gave payd proves nothing: an unknown
+// outcome, asked again later.
+func (c *Client) GetRefund(ctx context.Context, providerRefundID string) (domain.ProviderRefund, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	r, err := c.sc.V1Refunds.Retrieve(ctx, providerRefundID, nil)
+	if err != nil {
+		if err = wrap(err, "get refund "+providerRefundID); errors.Is(err, domain.ErrChargeNotFound) {
+			return domain.ProviderRefund{}, fmt.Errorf("get refund %s: %w: stripe does not know it", providerRefundID, domain.ErrProviderUnavailable)
+		}
+		return domain.ProviderRefund{}, err
+	}
+	return toRefund(r, "")
+}
+
 // ListCharges returns every PaymentIntent created in [from, to), following
 // Stripe's pagination to the end. Stripe's created is in whole seconds.
 func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
@@ -213,6 +267,15 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.
 			return nil, wrap(err, "list charges")
 		}
 		ch, err := toCharge(pi)
+		var ve *domain.ValidationError
+		if errors.As(err, &ve) && ve.Field == "currency" {
+			// Not payd's money (another integration on the account): one
+			// such PaymentIntent must not abort the whole run.
+			if c.skipped != nil {
+				c.skipped(pi.ID, fmt.Sprintf("currency %q is not one payd takes", pi.Currency))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list charges: %w", err)
 		}

@@ -3,6 +3,7 @@ package stripeprovider_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,5 +231,61 @@ func TestListChargesPaginates(t *testing.T) {
 	}
 	if pages != 2 {
 		t.Fatalf("list pages requested = %d, want 2", pages)
+	}
+}
+
+// A PaymentIntent payd stored the id of existed: Stripe answering 404 for
+// it (another account's key, a restored test-mode account, Stripe's own
+// fault) proves nothing about whether it charged, so it is an unknown
+// outcome for an operator, never "never charged" (which would release the
+// order and let it be paid twice).
+func TestStoredIDNotFoundIsUnknown(t *testing.T) {
+	e := newEnv(t)
+	a, _ := e.attempt("att-gone", stripefake.PMVisa)
+	a.ProviderChargeID, a.Status = "pi_not_on_this_account", domain.AttemptUnknown
+	e.store.put(a)
+	_, err := e.c.GetCharge(context.Background(), a.ID)
+	if !errors.Is(err, domain.ErrProviderUnavailable) || errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(stored id Stripe does not know) = %v, want ErrProviderUnavailable only", err)
+	}
+	if n := e.fake.Created(a.OrderID); n != 0 {
+		t.Fatalf("PaymentIntents created = %d, want 0", n)
+	}
+}
+
+// CancelCharge cancels a PaymentIntent not yet final under its own key, so
+// it can no longer be confirmed; one that succeeded is reported succeeded,
+// one already cancelled stays failed.
+func TestCancelCharge(t *testing.T) {
+	e := newEnv(t)
+	a, req := e.attempt("att-cancel-3ds", stripefake.PM3DS)
+	ch, err := e.c.Charge(context.Background(), req)
+	if err != nil || ch.Status != domain.ChargePending {
+		t.Fatalf("Charge(3DS) = %+v, %v", ch, err)
+	}
+	for range 2 {
+		got, err := e.c.CancelCharge(context.Background(), a, ch.ID)
+		if err != nil || got.Status != domain.ChargeFailed || got.ID != ch.ID {
+			t.Fatalf("CancelCharge(requires_action) = %+v, %v; want failed", got, err)
+		}
+	}
+	if st := e.fake.Status(ch.ID); st != "canceled" {
+		t.Fatalf("PaymentIntent = %s, want canceled", st)
+	}
+	if err := e.fake.Confirm(ch.ID, stripefake.PMVisa); err == nil {
+		t.Fatal("a cancelled PaymentIntent was confirmed again")
+	}
+
+	a, req = e.attempt("att-cancel-paid", stripefake.PMVisa)
+	ch, err = e.c.Charge(context.Background(), req)
+	if err != nil || ch.Status != domain.ChargeSucceeded {
+		t.Fatalf("Charge(visa) = %+v, %v", ch, err)
+	}
+	got, err := e.c.CancelCharge(context.Background(), a, ch.ID)
+	if err != nil || got.Status != domain.ChargeSucceeded {
+		t.Fatalf("CancelCharge(succeeded) = %+v, %v; want succeeded", got, err)
+	}
+	if !slices.Contains(e.fake.Calls(), "POST /v1/payment_intents/"+ch.ID+"/cancel") {
+		t.Fatalf("calls = %v, want a cancel", e.fake.Calls())
 	}
 }

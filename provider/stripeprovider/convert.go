@@ -20,11 +20,14 @@ func createParams(r domain.ChargeRequest) (*stripe.PaymentIntentCreateParams, er
 	if err != nil {
 		return nil, err
 	}
-	if !r.Amount.IsPositive() || !r.Amount.Equal(r.Amount.Round(cur.Scale())) {
-		return nil, &domain.ValidationError{Field: "amount", Reason: fmt.Sprintf("%s is not a positive amount of %s", r.Amount, cur)}
+	amount, err := toStripeAmount(r.Amount, cur)
+	if err != nil {
+		// A refusal, as Stripe's own 400 would be: nothing was sent, so the
+		// attempt fails and the order is released, never left unknown.
+		return nil, &domain.ProviderRequestError{StatusCode: http.StatusBadRequest, Code: "amount_not_chargeable", Message: err.Error()}
 	}
 	p := &stripe.PaymentIntentCreateParams{
-		Amount:             stripe.Int64(domain.MinorUnits(r.Amount, cur)),
+		Amount:             stripe.Int64(amount),
 		Currency:           stripe.String(strings.ToLower(string(cur))),
 		PaymentMethod:      stripe.String(r.PaymentMethod),
 		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
@@ -50,14 +53,14 @@ func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 	}
 	ch := domain.Charge{
 		ID: pi.ID, IdempotencyKey: pi.Metadata[MetaAttempt], OrderID: pi.Metadata[MetaOrder],
-		Amount: domain.FromMinorUnits(pi.Amount, cur), Currency: string(cur),
-		RefundedAmount: domain.FromMinorUnits(0, cur), CreatedAt: time.Unix(pi.Created, 0).UTC(),
+		Amount: fromStripeAmount(pi.Amount, cur), Currency: string(cur),
+		RefundedAmount: fromStripeAmount(0, cur), CreatedAt: time.Unix(pi.Created, 0).UTC(),
 	}
 	if pi.PaymentMethod != nil {
 		ch.PaymentMethod = pi.PaymentMethod.ID
 	}
 	if pi.LatestCharge != nil && pi.LatestCharge.AmountRefunded > 0 {
-		ch.RefundedAmount = domain.FromMinorUnits(pi.LatestCharge.AmountRefunded, cur)
+		ch.RefundedAmount = fromStripeAmount(pi.LatestCharge.AmountRefunded, cur)
 	}
 	switch pi.Status {
 	case stripe.PaymentIntentStatusSucceeded:
@@ -103,7 +106,7 @@ func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, er
 		return domain.ProviderRefund{}, fmt.Errorf("%w: refund %s: %w", domain.ErrProviderUnavailable, r.ID, err)
 	}
 	out := domain.ProviderRefund{ID: r.ID, IdempotencyKey: r.Metadata[MetaRefund], ChargeID: paymentIntent,
-		Amount: domain.FromMinorUnits(r.Amount, cur), Currency: string(cur), CreatedAt: time.Unix(r.Created, 0).UTC()}
+		Amount: fromStripeAmount(r.Amount, cur), Currency: string(cur), CreatedAt: time.Unix(r.Created, 0).UTC()}
 	if r.PaymentIntent != nil && r.PaymentIntent.ID != "" {
 		out.ChargeID = r.PaymentIntent.ID
 	}
@@ -118,14 +121,17 @@ func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, er
 	return out, nil
 }
 
-// declineOr turns a card decline (Stripe's 402 carrying the
-// PaymentIntent) into a failed Charge, and any other error into payd's.
+// declineOr reads an error that carries the PaymentIntent (Stripe's 402
+// for a decline, and any other) as that PaymentIntent's state: a decline is
+// a failed Charge, but a PaymentIntent that succeeded, is processing or
+// awaits 3-D Secure is reported as such, never as a refusal that would
+// release the order. Any other error becomes payd's.
 func declineOr(err error, what string) (domain.Charge, error) {
 	var se *stripe.Error
-	if errors.As(err, &se) && se.HTTPStatusCode == http.StatusPaymentRequired && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
+	if errors.As(err, &se) && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
 		ch, cerr := toCharge(se.PaymentIntent)
-		if cerr == nil && ch.Status == domain.ChargeFailed {
-			if se.PaymentIntent.LastPaymentError == nil {
+		if cerr == nil {
+			if ch.Status == domain.ChargeFailed && se.PaymentIntent.LastPaymentError == nil {
 				ch.FailureCode = failureCode(se, "card_declined")
 			}
 			return ch, nil

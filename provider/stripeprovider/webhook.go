@@ -25,6 +25,7 @@ const (
 	typeChargeRefunded  = "charge.refunded"
 	typeRefundCreated   = "refund.created"
 	typeRefundUpdated   = "refund.updated"
+	typeRefundFailed    = "refund.failed"
 	typeDisputeCreated  = "charge.dispute.created"
 )
 
@@ -117,15 +118,37 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 		err = w.paymentIntent(ctx, ev, fresh, &pe)
 	case typeChargeRefunded:
 		err = w.chargeRefunded(ctx, ev, &pe)
-	case typeRefundCreated, typeRefundUpdated:
+	case typeRefundCreated, typeRefundUpdated, typeRefundFailed:
 		err = w.refund(ctx, ev, fresh, &pe)
 	case typeDisputeCreated:
 		err = w.dispute(ctx, ev, fresh, &pe)
+	}
+	if unreadable(err) {
+		// Stripe has no such object on this account, or it is in a
+		// currency payd does not take: no delivery will ever read better,
+		// so the event is stored and ignored (200), not refused forever.
+		return ev.ID, domain.ProviderEvent{ID: ev.ID, Type: notApplied(string(ev.Type)), CreatedAt: pe.CreatedAt}, nil
 	}
 	if err != nil {
 		return "", domain.ProviderEvent{}, err
 	}
 	return ev.ID, pe, nil
+}
+
+// unreadable reports whether err means an event's object can never be
+// read: Stripe answered 404 for it, or its currency is not one payd takes.
+func unreadable(err error) bool {
+	var ve *domain.ValidationError
+	return errors.Is(err, domain.ErrChargeNotFound) || (errors.As(err, &ve) && ve.Field == "currency")
+}
+
+// notApplied is Stripe's event type as stored when payd does not apply the
+// event: never one of payd's own names.
+func notApplied(typ string) domain.ProviderEventType {
+	if domain.ProviderEventType(typ).Known() {
+		return domain.ProviderEventType("stripe." + typ)
+	}
+	return domain.ProviderEventType(typ)
 }
 
 func (w *Webhooks) verify(body []byte, header string) (stripe.Event, error) {
@@ -243,16 +266,27 @@ func (w *Webhooks) refund(ctx context.Context, ev stripe.Event, fresh bool, pe *
 	return w.refundInto(&r, pe)
 }
 
-// refundInto makes a succeeded refund payd asked for a refund.succeeded;
-// any other (pending, failed, or made in the Dashboard) keeps its Stripe
-// type and is stored and ignored.
+// refundInto makes a succeeded refund payd asked for a refund.succeeded
+// and a failed or cancelled one a refund.failed (its reservation given
+// back); any other (pending, or made in the Dashboard) is stored and
+// ignored.
 func (w *Webhooks) refundInto(r *stripe.Refund, pe *domain.ProviderEvent) error {
 	pr, err := toRefund(r, "")
 	if err != nil {
 		return err
 	}
 	pe.RefundID, pe.ChargeID, pe.IdempotencyKey = pr.ID, pr.ChargeID, pr.IdempotencyKey
+	if pr.IdempotencyKey != "" && pr.Status == domain.ChargeFailed {
+		pe.Type, pe.Status = domain.EventRefundFailed, domain.ChargeFailed
+		return nil
+	}
 	if pr.Status != domain.ChargeSucceeded || pr.IdempotencyKey == "" {
+		if pe.Type == domain.EventRefundFailed {
+			// Stripe's refund.failed shares payd's name: one payd will not
+			// apply (not its refund, or no longer failed) is renamed so it
+			// is stored and ignored.
+			pe.Type = domain.ProviderEventType("stripe." + typeRefundFailed)
+		}
 		return nil
 	}
 	pe.Type, pe.Status = domain.EventRefundSucceeded, domain.ChargeSucceeded
@@ -286,7 +320,7 @@ func (w *Webhooks) dispute(ctx context.Context, ev stripe.Event, fresh bool, pe 
 		pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pi.ID, pi.Metadata[MetaAttempt], pi.Metadata[MetaOrder]
 	}
 	if cur, err := domain.ParseCurrency(strings.ToUpper(string(d.Currency))); err == nil {
-		pe.Amount, pe.Currency = domain.FromMinorUnits(d.Amount, cur), string(cur)
+		pe.Amount, pe.Currency = fromStripeAmount(d.Amount, cur), string(cur)
 		pe.AmountText = domain.FormatAmount(pe.Amount, cur)
 	}
 	pe.FailureCode = string(d.Reason)

@@ -126,3 +126,45 @@ func TestWebhookRefundAndDispute(t *testing.T) {
 		t.Fatalf("Parse(unknown) = %q %+v, %v", id, pe, err)
 	}
 }
+
+// An event whose object Stripe answers 404 for, or whose money is in a
+// currency payd does not take, is stored and ignored (a type payd does
+// not apply, no error): refusing it would have Stripe retry it for days.
+func TestWebhookUnreadableObjectIgnored(t *testing.T) {
+	e := newEnv(t)
+	w, err := e.c.Webhooks(e.fake.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]map[string]any{
+		// Another API version: fetched fresh, and Stripe has no such object.
+		"object gone": {"id": "evt_gone", "object": "event", "api_version": "2019-01-01", "type": "payment_intent.succeeded",
+			"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "pi_gone"}}},
+		"refund gone": {"id": "evt_re_gone", "object": "event", "api_version": "2019-01-01", "type": "refund.failed",
+			"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "re_gone"}}},
+		"currency payd does not take": {"id": "evt_huf", "object": "event", "api_version": stripeAPIVersion(t, e), "type": "payment_intent.succeeded",
+			"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "pi_huf", "object": "payment_intent",
+				"amount": 100000, "currency": "huf", "status": "succeeded", "metadata": map[string]string{"payd_attempt": "a", "payd_order": "o"}}}},
+	}
+	for name, ev := range events {
+		body, _ := json.Marshal(ev)
+		id, pe, err := w.Parse(context.Background(), body, e.fake.Sign(body, time.Now()))
+		if err != nil || id != ev["id"] || pe.Type.Known() {
+			t.Errorf("Parse(%s) = %q, %+v, %v; want stored and ignored", name, id, pe, err)
+		}
+	}
+}
+
+// stripeAPIVersion is the API version the fake's events carry (stripe-go's).
+func stripeAPIVersion(t *testing.T, e *env) string {
+	t.Helper()
+	_, req := e.attempt("att-version", stripefake.PMVisa)
+	if _, err := e.c.Charge(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		APIVersion string `json:"api_version"`
+	}
+	_ = json.Unmarshal(lastEvent(t, e.fake, "payment_intent.succeeded").Body, &ev)
+	return ev.APIVersion
+}
