@@ -133,7 +133,13 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	done, unwatch := s.watch(c)
 	defer unwatch()
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
-		if rec, ok := s.cached(ctx, c); ok && rec.Fingerprint == fp && rec.Method == c.Method && rec.Path == c.Path {
+		if rec, ok := s.cached(ctx, c); ok {
+			if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
+				// A live copy of another request's success under this key
+				// proves the reuse as well as the row would.
+				s.observe("reused")
+				return Start{}, domain.ErrKeyReused
+			}
 			return s.replay(rec)
 		}
 		token := ""

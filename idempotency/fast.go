@@ -122,7 +122,7 @@ func (s *Engine) keep(ctx context.Context, c Call, code int, body []byte, sealed
 	if s.Replays == nil || c.expiresAt.IsZero() {
 		return
 	}
-	now := s.Now()
+	now := s.Now().Truncate(time.Microsecond) // as the row keeps it
 	s.Replays.Put(ctx, domain.Record{Scope: c.Scope, Key: c.Key, Method: c.Method, Path: c.Path, Fingerprint: c.Fingerprint(),
 		Status: domain.RecordSucceeded, ResponseStatus: code, ResponseBody: body, Sealed: sealed, OrderID: c.OrderID,
 		CompletedBy: domain.CompletedByRequest, UpdatedAt: now, ExpiresAt: c.expiresAt})

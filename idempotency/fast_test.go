@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -139,6 +140,49 @@ func TestLeftoverLockIsNoDuplicate(t *testing.T) {
 				got = retry.Replay.Status
 			}
 			t.Fatalf("sequential retry after a decline = replay %v, %v; want a new attempt", got, err)
+		}
+	})
+}
+
+// TestCopyProvesReuse: a live copy of a success under the key for another
+// request (another order) is the answer: 422 key reused, without the
+// database, as the row would say.
+func TestCopyProvesReuse(t *testing.T) {
+	srv := redistest.Start(t)
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		r := liveRedis(t, srv.URL())
+		store := &countingStore{RecordStore: repository.NewRecordStore(dbtest.Open(t, d))}
+		e := engineOn(t, store, testSecret)
+		e.InflightWait, e.Gate, e.Replays = 5*time.Second, r, r
+		ctx := context.Background()
+		call := payCall("copy-reused-" + string(d))
+		other := call
+		other.Path, other.OrderID = "/v1/orders/o2/pay", "o2"
+		now := time.Now()
+		// Only the copy: the row is not there to say it.
+		r.Put(ctx, domain.Record{Scope: other.Scope, Key: other.Key, Method: other.Method, Path: other.Path,
+			Fingerprint: other.Fingerprint(), Status: domain.RecordSucceeded, ResponseStatus: 200,
+			ResponseBody: []byte(`{"id":"o2"}`), OrderID: "o2", CompletedBy: domain.CompletedByRequest,
+			UpdatedAt: now, ExpiresAt: now.Add(time.Hour)})
+		for try := 0; ; try++ { // the first Put of a fresh client may miss its deadline
+			if _, ok := r.Get(ctx, other.Scope, other.Key); ok {
+				break
+			}
+			if try == 20 {
+				t.Fatal("the copy never landed")
+			}
+			time.Sleep(100 * time.Millisecond)
+			r.Put(ctx, domain.Record{Scope: other.Scope, Key: other.Key, Method: other.Method, Path: other.Path,
+				Fingerprint: other.Fingerprint(), Status: domain.RecordSucceeded, ResponseStatus: 200,
+				ResponseBody: []byte(`{"id":"o2"}`), OrderID: "o2", CompletedBy: domain.CompletedByRequest,
+				UpdatedAt: now, ExpiresAt: now.Add(time.Hour)})
+		}
+		st, err := e.Begin(ctx, call)
+		if !errors.Is(err, domain.ErrKeyReused) {
+			t.Fatalf("Begin with another request's copy under the key = %+v, %v; want ErrKeyReused", st, err)
+		}
+		if n := store.finds.Load(); n != 0 {
+			t.Errorf("read the record %d times; want 0 (the copy proves the reuse)", n)
 		}
 	})
 }
