@@ -49,12 +49,14 @@ func (h *Events) stream(c echo.Context) error {
 		return errTooManyStreams
 	}
 	defer release()
+	// Subscribing before the first read: a change made between the read
+	// and the subscription would otherwise wait for the next poll.
+	changed, stop := h.Orders.Subscribe(c.Param("id"))
+	defer stop()
 	o, err := h.Orders.Get(ctx, cust.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	changed, stop := h.Orders.Subscribe(o.ID)
-	defer stop()
 	// Before the first byte: a client that has seen the stream open may
 	// shut the server down at once, and must find the stream covered.
 	closing := h.closing(ctx)
@@ -95,9 +97,11 @@ func (h *Events) stream(c echo.Context) error {
 			continue
 		case <-changed:
 		case <-poll.C:
-			// While notifications flow, only every tenth tick looks: a
-			// safety net should one replica's announcement be lost.
-			if rested++; h.Live != nil && h.Live() && rested < 10 {
+			// While notifications flow, every other tick looks: a safety
+			// net should one replica's announcement be lost (Live tells
+			// that this process hears, not that every publish landed), so
+			// a lost one delays an event by at most two ticks.
+			if rested++; h.Live != nil && h.Live() && rested < restTicks {
 				continue
 			}
 			rested = 0
@@ -116,6 +120,10 @@ func (h *Events) stream(c echo.Context) error {
 		}
 	}
 }
+
+// restTicks: while notifications flow, a stream looks at the database on
+// one poll tick in restTicks.
+const restTicks = 2
 
 // streamWriteTimeout bounds one write to an event stream: a client that
 // has not taken an event or heartbeat in this long is gone.

@@ -32,6 +32,7 @@ type Call struct {
 
 	fingerprint string    // Fingerprint, once the middleware has computed it
 	expiresAt   time.Time // the record's expiry as Begin saw it (Start.expiresAt), for Replays
+	lock        string    // the token of the gate's lock Begin took for this call (Start.lock), for Finish
 }
 
 // Fingerprint is the hex SHA-256 over the method, the concrete path and the
@@ -61,6 +62,15 @@ type Start struct {
 	TookOver bool
 
 	expiresAt time.Time // of the record this call now holds, when it executes
+	lock      string    // the token of the gate's lock this call holds, when it executes
+}
+
+// For returns c as Finish needs it after this Start said execute: with the
+// record's expiry (for the fast copy) and the token of the gate's lock
+// Begin took for it, which only this call may free.
+func (st Start) For(c Call) Call {
+	c.expiresAt, c.lock = st.expiresAt, st.lock
+	return c
 }
 
 // ErrStoredResponseUnreadable: the answer stored under a key was sealed
@@ -114,44 +124,61 @@ type Engine struct {
 // as without a gate.
 func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	fp := c.Fingerprint()
-	deadline := s.Now().Add(s.InflightWait)
-	waited := false
+	began := s.Now()
+	deadline := began.Add(s.InflightWait)
+	waited := false       // saw the original in flight: a concurrent duplicate
+	var heldOff time.Time // stopped by the gate's lock: when this call began
 	// Watching before the first look: a finish between a look and the
 	// wait that follows it still wakes the wait.
 	done, unwatch := s.watch(c)
 	defer unwatch()
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
-		if rec, ok := s.cached(ctx, c); ok && rec.Fingerprint == fp && rec.Method == c.Method && rec.Path == c.Path {
+		if rec, ok := s.cached(ctx, c); ok {
+			if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
+				// A live copy of another request's success under this key
+				// proves the reuse as well as the row would.
+				s.observe("reused")
+				return Start{}, domain.ErrKeyReused
+			}
 			return s.replay(rec)
 		}
-		locked := false
+		token := ""
 		if s.Gate != nil && s.Now().Before(deadline) {
-			held, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.lockFor())
-			if err == nil && !held { // a duplicate stopped before the database
-				waited = true
+			t, err := s.Gate.Acquire(ctx, c.Scope, c.Key, s.lockFor())
+			if err == nil && t == "" { // a duplicate stopped before the database
 				notified, err := s.wait(ctx, done, s.heldOff(pause), deadline)
 				if err != nil {
 					return Start{}, err
 				}
+				// Held off by the gate: a concurrent duplicate if the
+				// holder finishes after this call began (decide checks
+				// the record's time). A lock left behind by a request that
+				// ended before this one (its release lost) proves nothing,
+				// and a notification may be a late echo of that request's.
+				heldOff = began
 				if notified {
 					continue
 				}
 				// No word from the holder for a while: look at the record
 				// after all, in case its release was lost.
 			}
-			locked = err == nil && held
+			if err == nil {
+				token = t
+			}
 		}
-		start, next, err := s.decide(ctx, c, fp, waited, deadline)
+		start, next, err := s.decide(ctx, c, fp, waited, heldOff, deadline)
 		switch {
-		case !locked || next == executing && err == nil:
+		case token == "":
+		case next == executing && err == nil:
+			start.lock = token // Finish frees it
 		case next == answered && err == nil:
 			// A replay: the copy is in Redis now, and duplicates held off
 			// meanwhile may take it at once.
-			s.Gate.Release(ctx, c.Scope, c.Key)
+			s.Gate.Release(ctx, c.Scope, c.Key, token)
 		default:
 			// Nothing ran and nothing is new (the original is in flight):
 			// free the lock without waking anyone.
-			s.Gate.Unlock(ctx, c.Scope, c.Key)
+			s.Gate.Unlock(ctx, c.Scope, c.Key, token)
 		}
 		switch {
 		case err != nil || next == answered || next == executing:
@@ -176,7 +203,9 @@ const (
 )
 
 // decide looks at the record once and decides what this request does.
-func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, deadline time.Time) (Start, step, error) {
+// waited: this call saw the record in flight; heldOff, if set: the gate's
+// lock stopped this call, which began then.
+func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, heldOff, deadline time.Time) (Start, step, error) {
 	rec, err := s.find(ctx, c.Scope, c.Key)
 	if errors.Is(err, domain.ErrRecordNotFound) {
 		r := s.newRecord(c, fp)
@@ -204,12 +233,14 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, dea
 		start, err := s.replay(rec)
 		return start, answered, err
 	case domain.RecordFailed:
-		if waited || rec.CompletedBy == domain.CompletedInBackground {
+		concurrent := waited || !heldOff.IsZero() && !rec.UpdatedAt.Before(heldOff)
+		if concurrent || rec.CompletedBy == domain.CompletedInBackground {
 			// We were a concurrent duplicate of the attempt that just
-			// failed, or the original answered 202 and learned of the
-			// decline only later: either way this caller has not seen
-			// the decline yet, so it gets it (SPEC §5), not a second
-			// attempt. Paying again takes a new key.
+			// failed (we saw it in flight, or the gate held us off and
+			// it failed after we began), or the original answered 202
+			// and learned of the decline only later: either way this
+			// caller has not seen the decline yet, so it gets it (SPEC
+			// §5), not a second attempt. Paying again takes a new key.
 			start, err := s.replay(rec)
 			return start, answered, err
 		}
@@ -307,7 +338,10 @@ func (s *Engine) Complete(ctx context.Context, scope, key, orderID string, r Res
 		return fmt.Errorf("complete idempotency record: %w", err)
 	}
 	if done && s.Gate != nil {
-		s.Gate.Release(ctx, scope, key) // wake duplicates waiting on the key
+		// Wake duplicates waiting on the key. Only tell: the lock, if any
+		// is left, is not this caller's (it belongs to whichever request
+		// holds it now) and expires by itself.
+		s.Gate.Release(ctx, scope, key, "")
 	}
 	return nil
 }

@@ -13,22 +13,25 @@ import (
 // of racing to the database and polling it. The record stays the lock that
 // counts: a gate that fails or forgets only costs work, never correctness.
 type Gate interface {
-	// Acquire takes the key's fast lock for lease; false means another
-	// request holds it. An error means the gate cannot tell: the caller goes
-	// to the database as if there were no gate.
-	Acquire(ctx context.Context, scope, key string, lease time.Duration) (bool, error)
+	// Acquire takes the key's fast lock for lease and returns its token,
+	// which only this caller has; "" means another request holds it. An
+	// error means the gate cannot tell: the caller goes to the database as
+	// if there were no gate.
+	Acquire(ctx context.Context, scope, key string, lease time.Duration) (string, error)
 	// Watch returns a channel signalled when a request finishes with the
 	// key (on any replica sharing the gate), and a function ending the
 	// watch. It is registered before the caller looks at the record, so a
 	// finish between the look and the wait is not missed.
 	Watch(scope, key string) (<-chan struct{}, func())
-	// Release frees the key's fast lock if this process holds it and tells
-	// every watcher of the key that the request finished with it.
-	Release(ctx context.Context, scope, key string)
-	// Unlock frees the key's fast lock, taken by a request that then ran
-	// nothing (it replayed, or found the original in flight), and tells no
-	// one: nothing finished.
-	Unlock(ctx context.Context, scope, key string)
+	// Release frees the key's fast lock if it still holds token (a lock
+	// that expired and was taken by another request is left alone) and
+	// tells every watcher of the key that a request finished with it.
+	// With token "" it only tells.
+	Release(ctx context.Context, scope, key, token string)
+	// Unlock frees the key's fast lock if it still holds token, for a
+	// request that then ran nothing (it replayed, or found the original in
+	// flight), and tells no one: nothing finished.
+	Unlock(ctx context.Context, scope, key, token string)
 	// Live reports whether notifications are flowing now; while they are
 	// not, a waiting duplicate falls back to polling the records.
 	Live() bool
@@ -92,10 +95,11 @@ func (s *Engine) lockFor() time.Duration {
 	return min(s.Lease, max(s.InflightWait, time.Second))
 }
 
-// released tells the gate the request with c's key is over.
+// released tells the gate the request with c's key is over, freeing the
+// lock Begin took for it (c.lock) if it still holds it.
 func (s *Engine) released(ctx context.Context, c Call) {
 	if s.Gate != nil {
-		s.Gate.Release(ctx, c.Scope, c.Key)
+		s.Gate.Release(ctx, c.Scope, c.Key, c.lock)
 	}
 }
 
@@ -118,7 +122,7 @@ func (s *Engine) keep(ctx context.Context, c Call, code int, body []byte, sealed
 	if s.Replays == nil || c.expiresAt.IsZero() {
 		return
 	}
-	now := s.Now()
+	now := s.Now().Truncate(time.Microsecond) // as the row keeps it
 	s.Replays.Put(ctx, domain.Record{Scope: c.Scope, Key: c.Key, Method: c.Method, Path: c.Path, Fingerprint: c.Fingerprint(),
 		Status: domain.RecordSucceeded, ResponseStatus: code, ResponseBody: body, Sealed: sealed, OrderID: c.OrderID,
 		CompletedBy: domain.CompletedByRequest, UpdatedAt: now, ExpiresAt: c.expiresAt})

@@ -89,8 +89,7 @@ func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 			if start.Replay != nil {
 				return replay(c, *start.Replay)
 			}
-			call.expiresAt = start.expiresAt
-			return m.execute(c, next, call)
+			return m.execute(c, next, start.For(call))
 		}
 	}
 }

@@ -13,14 +13,16 @@ import (
 // errSkipped: Redis is down, the caller goes to the database.
 var errSkipped = errors.New("redis skipped")
 
-// release deletes a lock only if it still holds this process's token: a
-// lock that expired and was taken by another request is not ours to free.
+// release deletes a lock only if it still holds the caller's token: a lock
+// that expired and was taken by another request (in this process or
+// another) is not the caller's to free.
 var release = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
-// Acquire takes the key's lock with SET NX PX lease (idempotency.Gate).
-// false: another request holds it — a duplicate stopped before the
-// database. An error: Redis cannot tell, go to the database.
-func (r *Redis) Acquire(ctx context.Context, scope, key string, lease time.Duration) (bool, error) {
+// Acquire takes the key's lock with SET NX PX lease (idempotency.Gate) and
+// returns the lock's token, which only its holder has and passes back to
+// Release or Unlock. "": another request holds it — a duplicate stopped
+// before the database. An error: Redis cannot tell, go to the database.
+func (r *Redis) Acquire(ctx context.Context, scope, key string, lease time.Duration) (string, error) {
 	k := lockKey(scope, key)
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -30,16 +32,13 @@ func (r *Redis) Acquire(ctx context.Context, scope, key string, lease time.Durat
 		ok, err = r.client.SetNX(ctx, k, token, lease).Result()
 		return err
 	}) {
-		return false, errSkipped
+		return "", errSkipped
 	}
 	if !ok {
 		r.metrics.duplicates.Inc()
-		return false, nil
+		return "", nil
 	}
-	r.mu.Lock()
-	r.tokens[k] = token
-	r.mu.Unlock()
-	return true, nil
+	return token, nil
 }
 
 // Watch registers a watcher of the key (idempotency.Gate).
@@ -62,19 +61,16 @@ func (r *Redis) Watch(scope, key string) (<-chan struct{}, func()) {
 	}
 }
 
-// Release frees the key's lock if this process holds it and announces that
-// the request finished with the key (idempotency.Gate). Watchers in this
-// process are woken at once, whether or not Redis answers.
-func (r *Redis) Release(ctx context.Context, scope, key string) {
+// Release frees the key's lock if it still holds token and announces that
+// the request finished with the key (idempotency.Gate); with token "" it
+// only announces. Watchers in this process are woken at once, whether or
+// not Redis answers.
+func (r *Redis) Release(ctx context.Context, scope, key, token string) {
 	k := lockKey(scope, key)
-	r.mu.Lock()
-	token, held := r.tokens[k]
-	delete(r.tokens, k)
-	r.mu.Unlock()
 	name := watchName(scope, key)
 	r.wake(name)
 	r.do(ctx, func(ctx context.Context) error {
-		if held {
+		if token != "" {
 			if err := release.Run(ctx, r.client, []string{k}, token).Err(); err != nil {
 				return err
 			}
@@ -83,15 +79,11 @@ func (r *Redis) Release(ctx context.Context, scope, key string) {
 	})
 }
 
-// Unlock frees the key's lock if this process holds it, announcing
+// Unlock frees the key's lock if it still holds token, announcing
 // nothing (idempotency.Gate).
-func (r *Redis) Unlock(ctx context.Context, scope, key string) {
+func (r *Redis) Unlock(ctx context.Context, scope, key, token string) {
 	k := lockKey(scope, key)
-	r.mu.Lock()
-	token, held := r.tokens[k]
-	delete(r.tokens, k)
-	r.mu.Unlock()
-	if held {
+	if token != "" {
 		r.do(ctx, func(ctx context.Context) error { return release.Run(ctx, r.client, []string{k}, token).Err() })
 	}
 }

@@ -27,7 +27,8 @@ const calm = time.Second
 // ends it ("redis is back"), whatever the number of requests in between;
 // this holds for a whole Redis down and for one cluster node down alike.
 // It is also a small circuit breaker: a few failures in a row open it,
-// and requests skip Redis until cooldown has passed and one probe succeeds.
+// and requests skip Redis until cooldown has passed and one probe (one
+// caller, the others still skip) succeeds.
 type health struct {
 	log     *slog.Logger
 	metrics *Metrics
@@ -44,10 +45,18 @@ type health struct {
 func (h *health) allow() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.down && time.Now().Before(h.retryAt) {
+	if !h.down {
+		return true
+	}
+	now := time.Now()
+	if now.Before(h.retryAt) {
 		h.metrics.skipped.Inc()
 		return false
 	}
+	// Half open: this caller is the one probe. The others keep skipping
+	// until it reports (a success closes the breaker, a failure starts a
+	// new cooldown), or for another cooldown should it never report.
+	h.retryAt = now.Add(cooldown)
 	return true
 }
 

@@ -44,7 +44,6 @@ type Redis struct {
 	listening atomic.Bool // subscribed to the channels right now
 
 	mu       sync.Mutex
-	tokens   map[string]string                     // lock key → our token, for the locks this process holds
 	watchers map[string]map[chan struct{}]struct{} // scope "\n" key → watchers
 }
 
@@ -55,8 +54,8 @@ func New(client redis.UniversalClient, log *slog.Logger, local Local) *Redis {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return &Redis{client: client, log: log, metrics: m, local: local, id: hex.EncodeToString(b),
-		health: &health{log: log, metrics: m},
-		tokens: make(map[string]string), watchers: make(map[string]map[chan struct{}]struct{})}
+		health:   &health{log: log, metrics: m},
+		watchers: make(map[string]map[chan struct{}]struct{})}
 }
 
 // Metrics returns the layer's metrics.
