@@ -33,4 +33,17 @@ func TestBannerPrintsSandboxAddress(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "charge_id,idempotency_key,order_id,type,status,amount,currency,created_at") {
 		t.Errorf("GET %s/v1/settlements/today.csv = %d %q, want 200 and the settlement header", m[1], resp.StatusCode, body)
 	}
+	// The operators' console is named too, and answers where it says.
+	c := regexp.MustCompile(`operators' console: (http://\S+/admin) `).FindStringSubmatch(banner)
+	if c == nil {
+		t.Fatalf("the banner does not name the operators' console:\n%s", banner)
+	}
+	page, err := http.Get(c[1])
+	if err != nil {
+		t.Fatalf("GET the console: %v", err)
+	}
+	page.Body.Close()
+	if page.StatusCode != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET %s = %d %s, want 200 text/html", c[1], page.StatusCode, page.Header.Get("Content-Type"))
+	}
 }
