@@ -32,6 +32,12 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 		}
 		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*Timeout, Timeout, Timeout, Timeout
 		opts.MaxRetries = -1 // one try: on failure the database answers
+		// go-redis re-reads the slot map on MOVED but not when a master is
+		// unreachable, and on its own only every 60 s: after a failover it
+		// would keep dialling the dead master for up to a minute. One
+		// CLUSTER SLOTS a second (only while commands are sent) finds the
+		// promoted replica within about a second.
+		opts.ClusterStateReloadInterval = time.Second
 		return redis.NewClusterClient(opts), nil
 	}
 	opts, err := redis.ParseURL(rawURL)

@@ -1,6 +1,7 @@
 // Package redistest starts private redis-server instances for tests: one
-// server, or a three-master Redis Cluster, on free loopback ports (never
-// the machine's own 6379), stopped when the test ends. Without
+// server, a three-master Redis Cluster, or a cluster of three masters
+// with a replica each (for a real failover), on free loopback ports
+// (never the machine's own 6379), stopped when the test ends. Without
 // redis-server the test is skipped, unless PAYD_TEST_REQUIRE_REDIS=1 (CI)
 // makes that a failure.
 package redistest
@@ -172,4 +173,175 @@ func free(port int) bool {
 	}
 	l.Close()
 	return true
+}
+
+// ReplicatedCluster is a Redis Cluster of three masters, each with one
+// replica, whose node timeout is short (1 s) so that a killed master's
+// replica takes over within a few seconds: a real failover.
+type ReplicatedCluster struct {
+	Nodes []*Server
+	cli   string
+}
+
+// URL is the cluster's PAYD_REDIS_URL, naming every node as a seed.
+func (c *ReplicatedCluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr() + "?"
+	for i, n := range c.Nodes[1:] {
+		if i > 0 {
+			u += "&"
+		}
+		u += "addr=" + n.Addr()
+	}
+	return u
+}
+
+// StartReplicatedCluster starts six cluster-enabled servers, joins them
+// with redis-cli --cluster create --cluster-replicas 1 and waits until the
+// cluster is ok and every master has a connected replica.
+func StartReplicatedCluster(t testing.TB) *ReplicatedCluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		binary(t)
+		t.Fatalf("redis-cli not found: %v", err)
+	}
+	c := &ReplicatedCluster{cli: cli}
+	args := []string{"--cluster", "create"}
+	for range 6 {
+		n := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		c.Nodes = append(c.Nodes, n)
+		args = append(args, n.Addr())
+	}
+	out, err := exec.Command(cli, append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --cluster create --cluster-replicas 1: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !c.healthy(c.Nodes) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replicated cluster not ok with a connected replica per master:\n%s", c.nodesText(c.Nodes[0]))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c
+}
+
+func (c *ReplicatedCluster) client(n *Server) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+}
+
+func (c *ReplicatedCluster) nodesText(n *Server) string {
+	rc := c.client(n)
+	defer rc.Close()
+	s, _ := rc.ClusterNodes(context.Background()).Result()
+	return s
+}
+
+// healthy: every node in alive says cluster_state:ok, and every master
+// (as the first node sees it) has a replica whose link to it is up.
+func (c *ReplicatedCluster) healthy(alive []*Server) bool {
+	ctx := context.Background()
+	for _, n := range alive {
+		rc := c.client(n)
+		info, _ := rc.ClusterInfo(ctx).Result()
+		rc.Close()
+		if !strings.Contains(info, "cluster_state:ok") {
+			return false
+		}
+	}
+	masters := 0
+	for _, n := range alive {
+		rc := c.client(n)
+		info, _ := rc.Info(ctx, "replication").Result()
+		rc.Close()
+		if strings.Contains(info, "role:master") {
+			masters++
+			if !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, "state=online") {
+				return false
+			}
+		}
+	}
+	return masters == 3
+}
+
+// MasterFor is the node serving key's slot now.
+func (c *ReplicatedCluster) MasterFor(t testing.TB, key string) *Server {
+	t.Helper()
+	var alive []*Server
+	for _, n := range c.Nodes {
+		if n.cmd != nil {
+			alive = append(alive, n)
+		}
+	}
+	m := c.masterForQuiet(key, alive)
+	if m == nil {
+		t.Fatalf("no master for key %q:\n%s", key, c.nodesText(alive[0]))
+	}
+	return m
+}
+
+// WaitFailover waits until, after the master of key was killed, every
+// surviving node says cluster_state:ok and a surviving node (its former
+// replica) serves key's slot. It returns how long that took since from.
+func (c *ReplicatedCluster) WaitFailover(t testing.TB, key string, killed *Server, from time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	var alive []*Server
+	for _, n := range c.Nodes {
+		if n != killed && n.cmd != nil {
+			alive = append(alive, n)
+		}
+	}
+	ctx := context.Background()
+	deadline := from.Add(timeout)
+	for {
+		ok := true
+		for _, n := range alive {
+			rc := c.client(n)
+			info, _ := rc.ClusterInfo(ctx).Result()
+			rc.Close()
+			if !strings.Contains(info, "cluster_state:ok") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			// The key's slot is served by a live master, answering as one.
+			if m := c.masterForQuiet(key, alive); m != nil && m != killed {
+				rc := c.client(m)
+				info, _ := rc.Info(ctx, "replication").Result()
+				rc.Close()
+				if strings.Contains(info, "role:master") {
+					return time.Since(from)
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover within %v:\n%s", timeout, c.nodesText(alive[0]))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *ReplicatedCluster) masterForQuiet(key string, alive []*Server) *Server {
+	ctx := context.Background()
+	rc := c.client(alive[0])
+	defer rc.Close()
+	slot, err := rc.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return nil
+	}
+	slots, err := rc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil
+	}
+	for _, r := range slots {
+		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
+			for _, s := range alive {
+				if s.Addr() == r.Nodes[0].Addr {
+					return s
+				}
+			}
+		}
+	}
+	return nil
 }
