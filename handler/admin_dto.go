@@ -125,28 +125,25 @@ func toDiscrepancyJSON(d domain.Discrepancy) discrepancyJSON {
 	}
 }
 
+// runJSON is a run with its findings: the list's summary and the
+// discrepancies it recorded.
 type runJSON struct {
-	ID            string            `json:"id"`
-	Source        string            `json:"source"`
-	From          string            `json:"from"`
-	To            string            `json:"to"`
-	DryRun        bool              `json:"dry_run"`
-	Matched       int               `json:"matched"`
-	Found         int               `json:"found"`
-	New           int               `json:"new"`
-	CreatedAt     string            `json:"created_at"`
-	FinishedAt    *string           `json:"finished_at"`
+	runSummaryJSON
 	Discrepancies []discrepancyJSON `json:"discrepancies"`
 }
 
 func toRunJSON(r domain.ReconciliationRun) runJSON {
-	out := runJSON{ID: r.ID, Source: r.Source, From: stamp(r.From), To: stamp(r.To), DryRun: r.DryRun, Matched: r.Matched,
-		Found: r.Found, New: r.New, CreatedAt: stamp(r.CreatedAt), FinishedAt: stampPtr(r.FinishedAt),
-		Discrepancies: make([]discrepancyJSON, len(r.Discrepancies))}
+	out := runJSON{runSummaryJSON: toRunSummaryJSON(r), Discrepancies: make([]discrepancyJSON, len(r.Discrepancies))}
 	for i, d := range r.Discrepancies {
 		out.Discrepancies[i] = toDiscrepancyJSON(d)
 	}
 	return out
+}
+
+// toRunSummaryJSON is a run's counts, as a list shows them.
+func toRunSummaryJSON(r domain.ReconciliationRun) runSummaryJSON {
+	return runSummaryJSON{ID: r.ID, Source: r.Source, From: stamp(r.From), To: stamp(r.To), DryRun: r.DryRun,
+		Matched: r.Matched, Found: r.Found, New: r.New, CreatedAt: stamp(r.CreatedAt), FinishedAt: stampPtr(r.FinishedAt)}
 }
 
 // timelineEntry is one line of an order's merged story.

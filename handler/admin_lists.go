@@ -66,8 +66,7 @@ func (h *Admin) runs(c echo.Context) error {
 	}
 	out := runPageJSON{Data: make([]runSummaryJSON, len(page.Runs)), NextCursor: strPtr(page.NextCursor)}
 	for i, r := range page.Runs {
-		out.Data[i] = runSummaryJSON{ID: r.ID, Source: r.Source, From: stamp(r.From), To: stamp(r.To), DryRun: r.DryRun,
-			Matched: r.Matched, Found: r.Found, New: r.New, CreatedAt: stamp(r.CreatedAt), FinishedAt: stampPtr(r.FinishedAt)}
+		out.Data[i] = toRunSummaryJSON(r)
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
