@@ -1,9 +1,11 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/payd/payd/domain"
 )
@@ -159,10 +161,14 @@ func (s *OrderStore) FindByCreateRequest(ctx context.Context, customerID, reques
 func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, error) {
 	// One statement, not two: the pay path reads the order once and a
 	// round trip saved there is saved on every payment. Scanned by hand, not
-	// by GORM's reflection, for the same reason.
+	// by GORM's reflection, for the same reason. No ORDER BY: sorting the
+	// joined table's rows made MariaDB build a temporary table and filesort
+	// it on every read (EXPLAIN: "Using temporary; Using filesort"), which
+	// cost it more CPU than the rest of the read; the few items are sorted
+	// here instead.
 	rows, err := s.db.conn(ctx).Raw(`SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
-	 WHERE o.id = ? ORDER BY i.position`, id).Rows()
+	 WHERE o.id = ?`, id).Rows()
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 	}
@@ -187,6 +193,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	if !found {
 		return domain.Order{}, fmt.Errorf("find order %s: %w", id, domain.ErrOrderNotFound)
 	}
+	slices.SortFunc(items, func(a, b itemRow) int { return cmp.Compare(a.Position, b.Position) })
 	return o.toDomain(items), nil
 }
 
