@@ -31,6 +31,26 @@ type Client struct {
 	err     error // a bad base URL, reported by every call
 }
 
+// MaxIdleConnsPerHost is how many idle connections to the provider a
+// Transport keeps for reuse. net/http's default is 2: with more pays than
+// that in flight, nearly every charge dialled a new connection (over TLS,
+// with a handshake), and closed it after.
+const MaxIdleConnsPerHost = 64
+
+// NewTransport returns the HTTP transport a Client uses unless given
+// another: net/http's default transport keeping MaxIdleConnsPerHost idle
+// connections per host. Wrap it (tracing) rather than
+// http.DefaultTransport.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
+}
+
+// defaultHTTPClient is shared by Clients made without WithHTTPClient, so
+// they share one pool of connections.
+var defaultHTTPClient = &http.Client{Transport: NewTransport()}
+
 // Option configures a Client.
 type Option func(*Client)
 
@@ -58,7 +78,7 @@ func WithHTTPClient(hc *http.Client) Option {
 // "http://127.0.0.1:8081". A malformed baseURL is reported by Err and by
 // every call (as a plain error: nothing was sent, so nothing is unknown).
 func NewClient(baseURL string, opts ...Option) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: http.DefaultClient, timeout: DefaultTimeout}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: defaultHTTPClient, timeout: DefaultTimeout}
 	if u, err := url.Parse(baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		c.err = fmt.Errorf("provider: base URL %q must be an absolute http(s) URL", baseURL)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -242,5 +243,45 @@ func TestClientWireFormat(t *testing.T) {
 	}
 	if _, err := bad.Charge(context.Background(), chargeReq("k", "pm_ok")); err == nil || errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Errorf("Charge on a bad base URL = %v, want a plain configuration error", err)
+	}
+}
+
+// TestClientReusesConnections: concurrent charges reuse the connections
+// of earlier ones instead of dialling a new one each time (net/http keeps
+// only 2 idle per host by default; with 16 in flight, nearly every charge
+// then paid for a new connection, and over TLS a handshake).
+func TestClientReusesConnections(t *testing.T) {
+	var dials atomic.Int64
+	const okCharge = `{"id":"ch_1","idempotency_key":"k","order_id":"o","amount":"12.30","currency":"USD","payment_method":"pm_ok","status":"succeeded","failure_code":"","refunded_amount":"0.00","created_at":"2024-05-01T10:00:00.5Z"}`
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(time.Millisecond) // the charges overlap
+		status(200, okCharge)(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := provider.NewClient(srv.URL)
+	const clients, rounds = 16, 20
+	for r := range rounds {
+		done := make(chan error, clients)
+		for i := range clients {
+			go func() {
+				_, err := c.Charge(context.Background(), chargeReq(fmt.Sprintf("k-%d-%d", r, i), "pm_ok"))
+				done <- err
+			}()
+		}
+		for range clients {
+			if err := <-done; err != nil {
+				t.Fatalf("Charge = %v", err)
+			}
+		}
+	}
+	if n := dials.Load(); n > 2*clients {
+		t.Errorf("%d charges, %d at a time, opened %d connections, want at most %d (reused)", clients*rounds, clients, n, 2*clients)
 	}
 }

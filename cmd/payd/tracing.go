@@ -97,7 +97,7 @@ func (t tracing) providerOptions(cfg config) []provider.Option {
 	if !t.on() {
 		return opts
 	}
-	hc := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
+	hc := &http.Client{Transport: otelhttp.NewTransport(provider.NewTransport(),
 		otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(propagator),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
 			return "provider " + r.Method + " " + providerRoute(r.URL.Path)

@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 )
 
 // Metadata keys payd writes on every PaymentIntent and Refund it creates.
@@ -83,7 +84,7 @@ func New(cfg Config) (*Client, error) {
 		EnableTelemetry:   stripe.Bool(false),
 	}
 	if bc.HTTPClient == nil {
-		bc.HTTPClient = &http.Client{}
+		bc.HTTPClient = &http.Client{Transport: provider.NewTransport()}
 	}
 	if cfg.APIBase != "" {
 		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
