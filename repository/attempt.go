@@ -213,11 +213,14 @@ func (s *AttemptStore) settle(ctx context.Context, ev domain.AttemptEvent, what,
 			return false, nil
 		}
 	}
-	return s.db.guarded(ctx, what+" attempt "+id, `UPDATE payment_attempts
-		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
-		WHERE id = ? AND status IN ?`,
+	return s.db.guarded(ctx, what+" attempt "+id, settleAttempt,
 		string(ev.To()), nullString(chargeID), nullString(failureCode), ts(now), id, names(from))
 }
+
+// settleAttempt is settle's statement (PayBatch.SucceedAndPay sends it too).
+const settleAttempt = `UPDATE payment_attempts
+		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+		WHERE id = ? AND status IN ?`
 
 // unsettled are the statuses of an attempt whose outcome the provider may
 // still settle: the recoverer's work, and what a lease may be taken on.

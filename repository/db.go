@@ -288,6 +288,10 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 //   - parseTime and loc=UTC: DATETIME columns scan as UTC time.Time;
 //   - interpolateParams: one round trip per statement instead of
 //     prepare/execute/close (safe: the connection charset is utf8mb4);
+//   - multiStatements: PayBatch sends a transaction's statements in one
+//     packet (ADR 0024). Every statement payd sends is a constant with
+//     placeholders and every value is escaped by interpolateParams, so no
+//     input can become a second statement;
 //   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut;
 //   - READ COMMITTED isolation, added by connectMySQL.
 func mysqlConfig(rawURL string) (*mysql.Config, error) {
@@ -309,7 +313,7 @@ func mysqlConfig(rawURL string) (*mysql.Config, error) {
 	}
 	cfg.User = u.User.Username()
 	cfg.Passwd, _ = u.User.Password()
-	cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams = true, true, true
+	cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams, cfg.MultiStatements = true, true, true, true
 	cfg.Loc = time.UTC
 	setDefault(&cfg.Timeout, 5*time.Second)
 	setDefault(&cfg.ReadTimeout, 30*time.Second)

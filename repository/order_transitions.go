@@ -24,21 +24,27 @@ import (
 // statement, so no read-then-write race can pay an order that just expired.
 func (s *OrderStore) Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
 	ev := domain.EventClaim
-	return s.db.guarded(ctx, "claim order "+id, `UPDATE orders
-		SET status = ?, pay_request_id = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND expires_at > ?`,
+	return s.db.guarded(ctx, "claim order "+id, claimOrder,
 		string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now))
 }
+
+// claimOrder is Claim's statement (PayBatch.Claim sends it too).
+const claimOrder = `UPDATE orders
+		SET status = ?, pay_request_id = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND expires_at > ?`
 
 // MarkPaid moves a processing order to paid, only for the request that
 // claimed it: a late success of another request never pays the order.
 func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
 	ev := domain.EventSucceed
-	return s.db.guarded(ctx, "mark paid order "+id, `UPDATE orders
-		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND pay_request_id = ?`,
+	return s.db.guarded(ctx, "mark paid order "+id, markPaid,
 		string(ev.To()), ts(now), ts(now), id, names(ev.From()), requestID)
 }
+
+// markPaid is MarkPaid's statement (PayBatch.SucceedAndPay sends it too).
+const markPaid = `UPDATE orders
+		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the

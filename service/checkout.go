@@ -43,10 +43,28 @@ type Checkout struct {
 	// Discrepancies records a charge reported for another amount or
 	// currency than the attempt's (ADR 0010).
 	Discrepancies DiscrepancyStore
+	// Batch, optional, runs the claim and a success's settlement in fewer
+	// round trips (repository.PayBatch, ADR 0024); without it they run
+	// statement by statement in Tx.
+	Batch PayBatch
 	// Canceller, optional (nil for the sandbox, whose failed charges are
 	// final), cancels a provider charge payd takes as failed before the
 	// attempt is released, so it can never be completed later (ADR 0019).
 	Canceller ChargeCanceller
+}
+
+// PayBatch runs the pay path's two hot transactions as single units: each
+// commits only if every guarded statement in it matched its row, and
+// otherwise changes nothing (false).
+type PayBatch interface {
+	// Claim moves a's order from pending to processing for a.RequestID and
+	// records a, in one transaction (OrderStore.Claim, AttemptStore.Create).
+	Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error)
+	// SucceedAndPay moves a (started or unknown) to succeeded with chargeID
+	// and its order from processing to paid for a.RequestID, in one
+	// transaction (AttemptStore.Succeed, OrderStore.MarkPaid);
+	// beforeCommit runs once both matched, before COMMIT.
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time, beforeCommit func()) (bool, error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -162,14 +180,19 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
 	}
 	var claimed bool
-	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		claimed = false // InTx may run fn again after a conflict: start clean
-		var err error
-		if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
-			return err
-		}
-		return s.Attempts.Create(ctx, a)
-	})
+	var err error
+	if s.Batch != nil {
+		claimed, err = s.Batch.Claim(ctx, a, now)
+	} else {
+		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+			claimed = false // InTx may run fn again after a conflict: start clean
+			var err error
+			if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
+				return err
+			}
+			return s.Attempts.Create(ctx, a)
+		})
+	}
 	if err != nil {
 		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
 	}
@@ -341,27 +364,42 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
-	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		ours, paid = false, false // InTx may run fn again after a conflict: start clean
-		finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
+	var err error
+	if s.Batch != nil && (a.Status == domain.AttemptStarted || a.Status == domain.AttemptUnknown) {
+		// The common case in two round trips: both guards hold, as the
+		// transaction below would find them. Otherwise nothing was
+		// written, and the transaction below finds out why.
+		settled := a
+		settled.OrderID = o.ID
+		ours, err = s.Batch.SucceedAndPay(ctx, settled, chargeID, now, func() { fault("before_settle_commit") })
 		if err != nil {
-			return err
+			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
-		if ours = finished || a.Status == domain.AttemptSucceeded; !ours {
-			// a may be stale: the pay request, a concurrent delivery of the
-			// same event or the recoverer may have settled this very charge
-			// since it was read. Refunding it then would refund the
-			// customer's one payment of a paid order.
-			if ours, err = s.settledAs(ctx, a.ID, chargeID); err != nil || !ours {
+		paid = ours
+	}
+	if !paid {
+		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+			ours, paid = false, false // InTx may run fn again after a conflict: start clean
+			finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
+			if err != nil {
 				return err
 			}
-		}
-		if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
-			return err
-		}
-		fault("before_settle_commit")
-		return nil
-	})
+			if ours = finished || a.Status == domain.AttemptSucceeded; !ours {
+				// a may be stale: the pay request, a concurrent delivery of the
+				// same event or the recoverer may have settled this very charge
+				// since it was read. Refunding it then would refund the
+				// customer's one payment of a paid order.
+				if ours, err = s.settledAs(ctx, a.ID, chargeID); err != nil || !ours {
+					return err
+				}
+			}
+			if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
+				return err
+			}
+			fault("before_settle_commit")
+			return nil
+		})
+	}
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 	}

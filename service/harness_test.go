@@ -130,7 +130,7 @@ func (w *world) build(db *repository.DB) {
 		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer}
 	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
 		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
-		Discrepancies: discrepancies}
+		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db)}
 	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
 		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer}
 	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +17,10 @@ type bench struct {
 	db  *database
 	rep *report
 	pid int // payd's process, while it runs; 0 after
-	api *client
+	// serverPID is the database server's process when it runs on this
+	// machine (MariaDB or MySQL, found in /proc); 0 otherwise.
+	serverPID int
+	api       *client
 
 	customers []customer
 	orders    []string // 2n: the first n paid through payd, the rest by the floor
@@ -29,7 +33,7 @@ type bench struct {
 func (b *bench) payd(ctx context.Context) error {
 	n := b.o.requests
 	b.customers = make([]customer, b.o.clients)
-	b.orders = make([]string, 2*n)
+	b.orders = make([]string, b.floorSets()*n+n)
 	b.keys = make([]string, n)
 	steps := []struct {
 		name string
@@ -37,7 +41,7 @@ func (b *bench) payd(ctx context.Context) error {
 		do   func(context.Context, int) error
 	}{
 		{"register", b.o.clients, b.register},
-		{"create order", 2 * n, b.createOrder},
+		{"create order", len(b.orders), b.createOrder},
 		{"new pay", n, b.pay},
 		{"replay", n, b.replay},
 	}
@@ -90,23 +94,49 @@ func (b *bench) floor(ctx context.Context) error {
 	if read != db {
 		defer read.Close()
 	}
-	pays, err := b.floorPays(ctx, read)
+	pays, err := b.floorPays(ctx, read, b.o.requests)
 	if err != nil {
 		return err
 	}
 	f := &floor{db: db, read: read, reply: b.reply}
-	do := func(op func(context.Context, floorPay) error) func(context.Context, int) error {
+	do := func(op func(context.Context, floorPay) error, pays []floorPay) func(context.Context, int) error {
 		return func(ctx context.Context, i int) error { return op(ctx, pays[i]) }
 	}
-	if err := b.phase(ctx, "floor", "new pay", len(pays), do(f.pay)); err != nil {
+	if err := b.phase(ctx, "floor", "new pay", len(pays), do(f.pay, pays)); err != nil {
 		return err
 	}
-	return b.phase(ctx, "floor", "replay", len(pays), do(f.replay))
+	if err := b.phase(ctx, "floor", "replay", len(pays), do(f.replay, pays)); err != nil {
+		return err
+	}
+	if b.floorSets() < 2 {
+		return nil
+	}
+	// The same statements sent as payd sends them on MySQL (PayBatch).
+	batched, err := b.db.openMySQL(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer batched.Close()
+	more, err := b.floorPays(ctx, read, 2*b.o.requests)
+	if err != nil {
+		return err
+	}
+	fb := &floor{db: batched, read: batched, reply: b.reply, batched: true}
+	return b.phase(ctx, "floor", "new pay, batched", len(more), do(fb.pay, more))
+}
+
+// floorSets is how many sets of -n orders the floor pays: on MySQL a
+// second set for the batched floor.
+func (b *bench) floorSets() int {
+	if b.db.Dialect == "mysql" {
+		return 2
+	}
+	return 1
 }
 
 // floorPays lists the floor's pays: the orders payd did not pay, each with
 // its customer's token hash as payd stored it, under a fresh key.
-func (b *bench) floorPays(ctx context.Context, db *sql.DB) ([]floorPay, error) {
+func (b *bench) floorPays(ctx context.Context, db *sql.DB, from int) ([]floorPay, error) {
 	hashes := map[string]string{}
 	rows, err := db.QueryContext(ctx, "SELECT id, token_hash FROM customers")
 	if err != nil {
@@ -126,8 +156,8 @@ func (b *bench) floorPays(ctx context.Context, db *sql.DB) ([]floorPay, error) {
 	n := b.o.requests
 	pays := make([]floorPay, n)
 	for i := range pays {
-		c := b.customerOf(n + i)
-		pays[i] = floorPay{orderID: b.orders[n+i], customerID: c.ID, tokenHash: hashes[c.ID], key: uuid.NewString()}
+		c := b.customerOf(from + i)
+		pays[i] = floorPay{orderID: b.orders[from+i], customerID: c.ID, tokenHash: hashes[c.ID], key: uuid.NewString()}
 	}
 	return pays, nil
 }
@@ -156,6 +186,10 @@ func (b *bench) phase(ctx context.Context, target, name string, n int, do func(c
 type sample struct {
 	cpu      time.Duration
 	hasCPU   bool
+	self     time.Duration // this process: the HTTP client, or the floor
+	hasSelf  bool
+	server   time.Duration // a database server on this machine
+	hasSrv   bool
 	counters map[string]int64
 }
 
@@ -164,6 +198,14 @@ func (b *bench) sample(ctx context.Context) (sample, error) {
 	if b.pid != 0 {
 		if cpu, err := cpuTime(b.pid); err == nil {
 			s.cpu, s.hasCPU = cpu, true
+		}
+	}
+	if cpu, err := cpuTime(os.Getpid()); err == nil {
+		s.self, s.hasSelf = cpu, true
+	}
+	if b.serverPID != 0 {
+		if cpu, err := cpuTime(b.serverPID); err == nil {
+			s.server, s.hasSrv = cpu, true
 		}
 	}
 	var err error

@@ -116,16 +116,19 @@ func (d *database) open(ctx context.Context) (write, read *sql.DB, err error) {
 		}
 		return write, read, nil
 	}
-	db, err := d.openMySQL(ctx)
+	db, err := d.openMySQL(ctx, false)
 	return db, db, err
 }
 
-func (d *database) openMySQL(ctx context.Context) (*sql.DB, error) {
+// openMySQL opens the floor's MySQL pool; multi allows several statements
+// in one packet, as payd's pool does.
+func (d *database) openMySQL(ctx context.Context, multi bool) (*sql.DB, error) {
 	var err error
 	// MariaDB (and MySQL before 8.0) name it tx_isolation; MySQL 8, transaction_isolation.
 	for _, v := range []string{"tx_isolation", "transaction_isolation"} {
 		cfg := d.mysql.Clone()
 		cfg.Params[v] = "'READ-COMMITTED'"
+		cfg.MultiStatements = multi
 		var db *sql.DB
 		if db, err = sql.Open("mysql", cfg.FormatDSN()); err != nil {
 			return nil, err

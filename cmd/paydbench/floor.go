@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 )
 
@@ -57,6 +60,11 @@ type floorPay struct {
 type floor struct {
 	db, read *sql.DB
 	reply    []byte // the answer stored in each record: one payd gave
+	// batched, on MySQL, sends each transaction as payd's PayBatch does:
+	// START TRANSACTION and its statements in one packet, then COMMIT
+	// (db must allow multiple statements). Every statement must match
+	// one row, as payd's guards require, or the run fails.
+	batched bool
 }
 
 // pay is a new pay: authenticate, take the key, claim, (the provider
@@ -73,10 +81,14 @@ func (f *floor) pay(ctx context.Context, p floorPay) error {
 		return fmt.Errorf("insert record: %w", err)
 	}
 	attemptID := uuid.Must(uuid.NewV7()).String()
-	if err := f.claim(ctx, p, attemptID, now); err != nil {
+	claim, settle := f.claim, f.settle
+	if f.batched {
+		claim, settle = f.claimBatched, f.settleBatched
+	}
+	if err := claim(ctx, p, attemptID, now); err != nil {
 		return err
 	}
-	if err := f.settle(ctx, p, attemptID, time.Now().UTC()); err != nil {
+	if err := settle(ctx, p, attemptID, time.Now().UTC()); err != nil {
 		return err
 	}
 	_, err := f.db.ExecContext(ctx, qCompleteRecord, "succeeded", 200, f.reply, false, "request", ts(time.Now()), scope, p.key)
@@ -118,6 +130,57 @@ func (f *floor) settle(ctx context.Context, p floorPay, attemptID string, now ti
 			return fmt.Errorf("mark paid: %w", err)
 		}
 		return nil
+	})
+}
+
+// claimBatched is claim in two round trips.
+func (f *floor) claimBatched(ctx context.Context, p floorPay, attemptID string, now time.Time) error {
+	inFlight := ts(now.Add(40 * time.Second))
+	return f.batch(ctx, "START TRANSACTION;"+qClaim+";"+qInsertAttempt,
+		p.key, ts(now), p.orderID, ts(now),
+		attemptID, p.orderID, p.key, "pm_ok", orderCurrency, orderMinor, ts(now), ts(now), inFlight, inFlight)
+}
+
+// settleBatched is settle in two round trips.
+func (f *floor) settleBatched(ctx context.Context, p floorPay, attemptID string, now time.Time) error {
+	return f.batch(ctx, "START TRANSACTION;"+qFinishAttempt+";"+qMarkPaid,
+		"succeeded", "ch_"+attemptID, nil, ts(now), attemptID, "started", "unknown",
+		ts(now), ts(now), p.orderID, p.key)
+}
+
+// batch sends query (START TRANSACTION and two statements) on one
+// connection, checks that both statements matched one row each, and
+// commits.
+func (f *floor) batch(ctx context.Context, query string, args ...any) error {
+	conn, err := f.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		ex := dc.(driver.ExecerContext)
+		named := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			v, err := driver.DefaultParameterConverter.ConvertValue(a)
+			if err != nil {
+				return err
+			}
+			named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+		}
+		res, err := ex.ExecContext(ctx, query, named)
+		if err == nil {
+			if n := res.(mysql.Result).AllRowsAffected(); len(n) != 3 || n[1] != 1 || n[2] != 1 {
+				err = fmt.Errorf("batch matched %v rows, want one per statement", n)
+			}
+		}
+		if err != nil {
+			if _, rerr := ex.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
+				return errors.Join(err, driver.ErrBadConn)
+			}
+			return err
+		}
+		_, err = ex.ExecContext(ctx, "COMMIT", nil)
+		return err
 	})
 }
 

@@ -38,6 +38,7 @@ type options struct {
 	json     bool
 	pprof    string
 	redis    string // empty: payd without Redis; else its PAYD_REDIS_URL
+	payd     string // a payd binary to measure; empty: build ./cmd/payd
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -49,6 +50,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.requests, "n", 2000, "requests per phase (new pays, replays)")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
 	fs.StringVar(&o.redis, "redis", "", "PAYD_REDIS_URL for payd (redis://host:port/db or a cluster URL); empty: payd without Redis")
+	fs.StringVar(&o.payd, "payd", "", "a payd binary to measure instead of building ./cmd/payd (to compare two builds)")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -74,9 +76,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := buildPayd(ctx, dir)
-	if err != nil {
-		return err
+	bin := o.payd
+	if bin == "" {
+		if bin, err = buildPayd(ctx, dir); err != nil {
+			return err
+		}
 	}
 	db, err := newDatabase(ctx, o.db, dir)
 	if err != nil {
@@ -111,6 +115,9 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 		return nil, err
 	}
 	b := &bench{o: o, db: db, rep: rep, pid: p.Pid, api: newClient(p.URL, o.clients)}
+	if db.Dialect == "mysql" {
+		b.serverPID = findProcess("/proc", "mariadbd", "mysqld")
+	}
 	err = b.paydAndDrain(ctx, newScraper(p.URL), stub)
 	if rss, rerr := peakRSS(p.Pid); rerr == nil {
 		rep.PeakRSSBytes = rss

@@ -39,8 +39,12 @@ func TestRun(t *testing.T) {
 
 func checkReport(t *testing.T, rep report, dialect string) {
 	t.Helper()
-	if rep.Database != dialect || len(rep.Phases) != 6 {
-		t.Fatalf("report = %s with %d phases, want %s with 6", rep.Database, len(rep.Phases), dialect)
+	want := 6 // register, create order, new pay and replay; the floor's new pay and replay
+	if dialect == "mysql" {
+		want = 7 // and the batched floor's new pay
+	}
+	if rep.Database != dialect || len(rep.Phases) != want {
+		t.Fatalf("report = %s with %d phases, want %s with %d", rep.Database, len(rep.Phases), dialect, want)
 	}
 	for _, p := range rep.Phases {
 		if p.PerSecond <= 0 || p.P99Ms < p.P50Ms {
@@ -49,12 +53,18 @@ func checkReport(t *testing.T, rep report, dialect string) {
 		if hasProc() && (p.Target == "payd") != (p.CPUMsPerRequest != nil) {
 			t.Errorf("%s %s: CPU per request %v, want it for payd's phases only", p.Target, p.Name, p.CPUMsPerRequest)
 		}
+		if hasProc() && p.BenchCPUMsPerRequest == nil {
+			t.Errorf("%s %s: no bench CPU per request", p.Target, p.Name)
+		}
 		if (dialect == "mysql") != (p.Statements != nil) {
 			t.Errorf("%s %s: statements %v, want them on MySQL only", p.Target, p.Name, p.Statements)
 		}
 	}
 	if rep.Ratios.NewPay <= 0 || rep.Ratios.Replay <= 0 {
 		t.Errorf("ratios = %+v, want both positive", rep.Ratios)
+	}
+	if (dialect == "mysql") != (rep.Ratios.NewPayBatched > 0) {
+		t.Errorf("ratio to the batched floor = %v, want one on MySQL only", rep.Ratios.NewPayBatched)
 	}
 	if hasProc() && rep.PeakRSSBytes <= 0 {
 		t.Errorf("peak RSS = %d, want > 0", rep.PeakRSSBytes)

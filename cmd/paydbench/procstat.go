@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,4 +94,28 @@ func loadAverage() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// findProcess returns the process ID of the first process under procDir
+// whose command name (/proc/<pid>/comm) is one of names, or 0. A database
+// server on another machine is not found: its CPU is not measured.
+func findProcess(procDir string, names ...string) int {
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join(procDir, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(names, strings.TrimSpace(string(comm))) {
+			return pid
+		}
+	}
+	return 0
 }

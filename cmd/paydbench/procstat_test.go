@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,23 @@ func TestOwnProcess(t *testing.T) {
 	}
 	if rss, err := peakRSS(os.Getpid()); err != nil || rss <= 0 {
 		t.Errorf("peakRSS(self) = %d, %v, want > 0", rss, err)
+	}
+}
+
+func TestFindProcess(t *testing.T) {
+	dir := t.TempDir()
+	for pid, comm := range map[string]string{"12": "bash\n", "345": "mariadbd\n", "self": "mysqld\n", "7": "mysqld-helper\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, pid, "comm"), []byte(comm), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := findProcess(dir, "mariadbd", "mysqld"); got != 345 {
+		t.Errorf("findProcess = %d, want 345 (mariadbd; \"self\" is not a process ID, mysqld-helper is another program)", got)
+	}
+	if got := findProcess(dir, "postgres"); got != 0 {
+		t.Errorf("findProcess(postgres) = %d, want 0", got)
 	}
 }

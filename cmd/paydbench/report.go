@@ -37,6 +37,8 @@ type report struct {
 type ratios struct {
 	NewPay float64 `json:"new_pay"`
 	Replay float64 `json:"replay"`
+	// NewPayBatched is payd's new pays over the batched floor's (MySQL).
+	NewPayBatched float64 `json:"new_pay_batched,omitempty"`
 }
 
 // phase is one measured phase.
@@ -51,6 +53,12 @@ type phase struct {
 	// CPUMsPerRequest is payd's CPU time (user+system) per request; nil
 	// for the floor and where /proc is missing.
 	CPUMsPerRequest *float64 `json:"payd_cpu_ms_per_request,omitempty"`
+	// BenchCPUMsPerRequest is this process's CPU time per request: the
+	// HTTP client in payd's phases, the floor itself in the floor's.
+	BenchCPUMsPerRequest *float64 `json:"bench_cpu_ms_per_request,omitempty"`
+	// DBCPUMsPerRequest is the database server's CPU time per request,
+	// when it runs on this machine (MariaDB/MySQL; SQLite is in-process).
+	DBCPUMsPerRequest *float64 `json:"db_cpu_ms_per_request,omitempty"`
 	// Statements are the server's counters per request (Questions is every
 	// statement); nil on SQLite, which keeps none.
 	Statements map[string]float64 `json:"statements_per_request,omitempty"`
@@ -69,6 +77,14 @@ func newPhase(target, name string, n int, r result, before, after sample) phase 
 	if before.hasCPU && after.hasCPU {
 		cpu := ms(after.cpu-before.cpu) / float64(n)
 		p.CPUMsPerRequest = &cpu
+	}
+	if before.hasSelf && after.hasSelf {
+		cpu := ms(after.self-before.self) / float64(n)
+		p.BenchCPUMsPerRequest = &cpu
+	}
+	if before.hasSrv && after.hasSrv {
+		cpu := ms(after.server-before.server) / float64(n)
+		p.DBCPUMsPerRequest = &cpu
 	}
 	if before.counters != nil && after.counters != nil {
 		p.Statements = perRequest(before.counters, after.counters, n)
@@ -103,15 +119,15 @@ func (r *report) find(target, name string) (phase, bool) {
 
 // ratios sets payd's throughput as a share of the floor's.
 func (r *report) ratios() {
-	ratio := func(name string) float64 {
+	ratio := func(name string, floorName ...string) float64 {
 		p, ok1 := r.find("payd", name)
-		f, ok2 := r.find("floor", name)
+		f, ok2 := r.find("floor", append(floorName, name)[0])
 		if !ok1 || !ok2 || f.PerSecond == 0 {
 			return 0
 		}
 		return p.PerSecond / f.PerSecond
 	}
-	r.Ratios = ratios{NewPay: ratio("new pay"), Replay: ratio("replay")}
+	r.Ratios = ratios{NewPay: ratio("new pay"), Replay: ratio("replay"), NewPayBatched: ratio("new pay", "new pay, batched")}
 }
 
 func (r *report) write(w io.Writer, asJSON bool) error {
@@ -127,15 +143,19 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(w, "paydbench: %s, %d clients, %d requests per phase, %d CPUs, %s\n\n",
 		db, r.Clients, r.Requests, r.CPUs, runtime.Version())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tphase\treq/s\tp50 ms\tp99 ms\tpayd CPU ms/req\tstmts/req\tSET/req\tBEGIN/req\t")
+	fmt.Fprintln(tw, "target\tphase\treq/s\tp50 ms\tp99 ms\tpayd CPU ms/req\tbench CPU\tdb CPU\tstmts/req\tSET/req\tBEGIN/req\t")
 	for _, p := range r.Phases {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", p.Target, p.Name, p.PerSecond, p.P50Ms, p.P99Ms,
-			optional(p.CPUMsPerRequest), counter(p, "Questions"), counter(p, "Com_set_option"), counter(p, "Com_begin"))
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Target, p.Name, p.PerSecond, p.P50Ms, p.P99Ms,
+			optional(p.CPUMsPerRequest), optional(p.BenchCPUMsPerRequest), optional(p.DBCPUMsPerRequest),
+			counter(p, "Questions"), counter(p, "Com_set_option"), counter(p, "Com_begin"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
+	if r.Ratios.NewPayBatched != 0 {
+		fmt.Fprintf(w, "payd/batched floor (each transaction in two round trips, as payd sends them on MySQL): new pay %.2f×\n", r.Ratios.NewPayBatched)
+	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {
 		r.Resources.write(w)
@@ -146,6 +166,7 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	if r.LoadBefore != "" {
 		fmt.Fprintf(w, "load average: %s at the start, %s at the end\n", r.LoadBefore, r.LoadAfter)
 	}
+	fmt.Fprintln(w, "bench CPU: paydbench's own (its HTTP client in payd's phases, the floor in the floor's); db CPU: the database server's, when it runs on this machine")
 	if r.Database == "sqlite" {
 		fmt.Fprintln(w, "statements per request: n/a on SQLite (no server counters)")
 	} else {

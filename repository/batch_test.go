@@ -1,0 +1,271 @@
+package repository_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+)
+
+// attemptFor builds a started attempt of request requestID on o.
+func attemptFor(o domain.Order, requestID string) domain.Attempt {
+	inFlight := t0.Add(40 * time.Second)
+	return domain.Attempt{ID: newID(), OrderID: o.ID, RequestID: requestID, Status: domain.AttemptStarted,
+		PaymentMethod: "pm_ok", Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0,
+		LeasedUntil: inFlight, InFlightUntil: inFlight}
+}
+
+func attemptsOf(t *testing.T, db *repository.DB, orderID string) []domain.Attempt {
+	t.Helper()
+	as, err := repository.NewAttemptStore(db).ListByOrder(t.Context(), orderID)
+	if err != nil {
+		t.Fatalf("ListByOrder = %v", err)
+	}
+	return as
+}
+
+func TestPayBatchClaim(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		b := repository.NewPayBatch(db)
+		ctx := t.Context()
+
+		o := newOrder(t, db)
+		first := attemptFor(o, "req-1")
+		if ok, err := b.Claim(ctx, first, t0); err != nil || !ok {
+			t.Fatalf("Claim(pending) = %v, %v, want true", ok, err)
+		}
+		got := findOrder(t, db, o.ID)
+		if got.Status != domain.StatusProcessing || got.PayRequestID != "req-1" || got.Version != o.Version+1 {
+			t.Errorf("after the claim: order %s, request %q, version %d", got.Status, got.PayRequestID, got.Version)
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 1 || as[0].ID != first.ID || as[0].Status != domain.AttemptStarted {
+			t.Errorf("after the claim: attempts %+v, want %s started", as, first.ID)
+		}
+
+		// A second claim matches no row: its attempt is rolled back with it.
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || ok {
+			t.Fatalf("Claim(processing) = %v, %v, want false", ok, err)
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 1 {
+			t.Errorf("an unclaimed order got %d attempts, want the first alone", len(as))
+		}
+		if again := findOrder(t, db, o.ID); again.Version != got.Version || again.PayRequestID != "req-1" {
+			t.Errorf("a refused claim changed the order: version %d, request %q", again.Version, again.PayRequestID)
+		}
+
+		// Past expires_at the guard refuses, and nothing is written.
+		late := newOrder(t, db)
+		if ok, err := b.Claim(ctx, attemptFor(late, "req-3"), late.ExpiresAt); err != nil || ok {
+			t.Fatalf("Claim(expired) = %v, %v, want false", ok, err)
+		}
+		if as := attemptsOf(t, db, late.ID); len(as) != 0 {
+			t.Errorf("an expired order got %d attempts", len(as))
+		}
+		if o := findOrder(t, db, late.ID); o.Status != domain.StatusPending {
+			t.Errorf("an expired claim left the order %s", o.Status)
+		}
+	})
+}
+
+// TestPayBatchClaimRace: many requests claim one order at once; one wins,
+// and the order has exactly one attempt.
+func TestPayBatchClaimRace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		b := repository.NewPayBatch(db)
+		for range 5 {
+			o := newOrder(t, db)
+			const n = 16
+			var wg sync.WaitGroup
+			won := make(chan string, n)
+			start := make(chan struct{})
+			for i := range n {
+				wg.Go(func() {
+					a := attemptFor(o, "req-"+string(rune('a'+i)))
+					<-start
+					ok, err := b.Claim(context.Background(), a, t0)
+					if err != nil {
+						t.Errorf("Claim = %v", err)
+					}
+					if ok {
+						won <- a.RequestID
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			close(won)
+			var winners []string
+			for r := range won {
+				winners = append(winners, r)
+			}
+			if len(winners) != 1 {
+				t.Fatalf("%d claims won, want 1: %v", len(winners), winners)
+			}
+			as := attemptsOf(t, db, o.ID)
+			if len(as) != 1 || as[0].RequestID != winners[0] {
+				t.Errorf("attempts %+v, want one of %s", as, winners[0])
+			}
+			if got := findOrder(t, db, o.ID); got.PayRequestID != winners[0] || got.Version != o.Version+1 {
+				t.Errorf("order claimed by %q at version %d, want %s at %d", got.PayRequestID, got.Version, winners[0], o.Version+1)
+			}
+		}
+	})
+}
+
+func TestPayBatchSucceedAndPay(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		b := repository.NewPayBatch(db)
+		ctx := t.Context()
+		later := t0.Add(time.Second)
+
+		o := newOrder(t, db)
+		a := attemptFor(o, "req-1")
+		if ok, err := b.Claim(ctx, a, t0); err != nil || !ok {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		committing := 0
+		if ok, err := b.SucceedAndPay(ctx, a, "ch_1", later, func() { committing++ }); err != nil || !ok {
+			t.Fatalf("SucceedAndPay = %v, %v, want true", ok, err)
+		}
+		if committing != 1 {
+			t.Errorf("beforeCommit ran %d times, want 1", committing)
+		}
+		got := findOrder(t, db, o.ID)
+		if got.Status != domain.StatusPaid || got.PaidAt == nil || !got.PaidAt.Equal(later) {
+			t.Errorf("order %s paid at %v, want paid at %v", got.Status, got.PaidAt, later)
+		}
+		if as := attemptsOf(t, db, o.ID); as[0].Status != domain.AttemptSucceeded || as[0].ProviderChargeID != "ch_1" {
+			t.Errorf("attempt %s charge %q, want succeeded ch_1", as[0].Status, as[0].ProviderChargeID)
+		}
+		// Settled already: the attempt's guard refuses, nothing changes.
+		if ok, err := b.SucceedAndPay(ctx, a, "ch_2", later.Add(time.Second), func() { committing++ }); err != nil || ok {
+			t.Fatalf("SucceedAndPay(settled) = %v, %v, want false", ok, err)
+		}
+		if committing != 1 || findOrder(t, db, o.ID).Version != got.Version {
+			t.Errorf("a refused settlement ran beforeCommit or changed the order")
+		}
+
+		// The attempt's guard holds but the order's does not (another
+		// request holds the claim): the attempt's UPDATE is rolled back too.
+		o2 := newOrder(t, db)
+		mine, theirs := attemptFor(o2, "req-mine"), attemptFor(o2, "req-theirs")
+		if ok, err := b.Claim(ctx, theirs, t0); err != nil || !ok {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.SucceedAndPay(ctx, mine, "ch_3", later, nil); err != nil || ok {
+			t.Fatalf("SucceedAndPay(order claimed by another) = %v, %v, want false", ok, err)
+		}
+		mineNow, err := repository.NewAttemptStore(db).FindByID(ctx, mine.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mineNow.Status != domain.AttemptStarted || mineNow.ProviderChargeID != "" {
+			t.Errorf("the attempt of a refused settlement is %s with charge %q: its UPDATE was not rolled back", mineNow.Status, mineNow.ProviderChargeID)
+		}
+		if got := findOrder(t, db, o2.ID); got.Status != domain.StatusProcessing || got.PayRequestID != "req-theirs" {
+			t.Errorf("order %s for %q, want processing for req-theirs", got.Status, got.PayRequestID)
+		}
+	})
+}
+
+// TestPayBatchFailedCommit: a COMMIT that fails leaves nothing written and
+// the connection usable, out of any transaction.
+func TestPayBatchFailedCommit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		b := repository.NewPayBatch(db)
+		ctx := t.Context()
+		if d == migrations.MySQL {
+			for _, p := range db.Pools() {
+				p.SetMaxOpenConns(1) // the next statement runs on the batch's connection
+			}
+		}
+		o := newOrder(t, db)
+		boom := errors.New("commit refused")
+		db.FailAt(func(point string) error {
+			if point == "commit" {
+				return boom
+			}
+			return nil
+		})
+		ok, err := b.Claim(ctx, attemptFor(o, "req-1"), t0)
+		db.FailAt(nil)
+		if !errors.Is(err, boom) || ok {
+			t.Fatalf("Claim with a failing commit = %v, %v, want %v", ok, err, boom)
+		}
+		if got := findOrder(t, db, o.ID); got.Status != domain.StatusPending || got.Version != o.Version {
+			t.Errorf("a claim whose commit failed left the order %s at version %d", got.Status, got.Version)
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 0 {
+			t.Errorf("a claim whose commit failed left %d attempts", len(as))
+		}
+		if d == migrations.MySQL {
+			var in int
+			if err := db.Gorm().Raw("SELECT @@in_transaction").Row().Scan(&in); err != nil {
+				t.Logf("@@in_transaction not known here (%v): not checked", err)
+			} else if in != 0 {
+				t.Errorf("the connection went back to the pool inside a transaction")
+			}
+		}
+		// And the pool works on: the claim goes through.
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || !ok {
+			t.Fatalf("Claim after the failed commit = %v, %v", ok, err)
+		}
+	})
+}
+
+// TestPayBatchRerunLoses: the claim's first run matched the order but was
+// undone at COMMIT (a deadlock's victim, a Galera node whose COMMIT lost
+// certification), and another request claimed the order before it ran
+// again. The rerun matches nothing: false, and no attempt is left.
+func TestPayBatchRerunLoses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		url := dbtest.NewURL(t, d)
+		db, other := dbtest.OpenURL(t, url), dbtest.OpenURL(t, url)
+		b := repository.NewPayBatch(db)
+		o := newOrder(t, db)
+		var commits, reruns int
+		db.FailAt(func(point string) error {
+			if point != "commit" {
+				return nil
+			}
+			if commits++; commits == 1 {
+				return &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
+			}
+			return nil
+		})
+		db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
+			reruns++
+			if won, err := repository.NewOrderStore(other).Claim(ctx, o.ID, "winner", t0); err != nil || !won {
+				t.Errorf("winner's Claim = %v, %v; want true", won, err)
+			}
+		})
+		ok, err := b.Claim(t.Context(), attemptFor(o, "loser"), t0)
+		if err != nil || ok {
+			t.Fatalf("Claim after losing the rerun = %v, %v, want false", ok, err)
+		}
+		if reruns != 1 {
+			t.Errorf("reruns = %d, want 1", reruns)
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 0 {
+			t.Errorf("attempts = %d, want none (the loser's was rolled back)", len(as))
+		}
+		if got := findOrder(t, db, o.ID); got.PayRequestID != "winner" {
+			t.Errorf("order claimed by %q, want winner", got.PayRequestID)
+		}
+	})
+}
