@@ -81,14 +81,18 @@ type statement struct {
 // errUnmatched rolls back a batch whose guard did not hold.
 var errUnmatched = errors.New("a guarded statement matched no row")
 
-// batch runs stmts in one transaction and commits it only if each matched
-// exactly one row; otherwise it rolls back and reports false. On MySQL,
-// outside a caller's transaction, it takes two round trips (batchMySQL);
-// elsewhere the statements run one by one in inTx: SQLite is in-process,
-// so a round trip costs a function call. A conflict the database undid is
-// retried from the start, as inTx does.
+// batch runs stmts in one transaction of their own and commits it only if
+// each matched exactly one row; otherwise it rolls back and reports false.
+// On MySQL it takes two round trips (batchMySQL); on SQLite the statements
+// run one by one in inTx: SQLite is in-process, so a round trip costs a
+// function call. A conflict the database undid is retried from the start,
+// as inTx does. It refuses to run inside a caller's transaction, where a
+// rollback would not be its own to make.
 func (db *DB) batch(ctx context.Context, beforeCommit func(), stmts ...statement) (bool, error) {
-	if db.dialect != migrations.MySQL || inTx(ctx, db) {
+	if inTx(ctx, db) {
+		return false, errors.New("a batch runs in a transaction of its own, not inside another")
+	}
+	if db.dialect != migrations.MySQL {
 		err := db.inTx(ctx, func(ctx context.Context) error {
 			for _, s := range stmts {
 				n, err := db.exec(ctx, s.query, s.args...)
@@ -183,12 +187,9 @@ func (db *DB) batchMySQL(ctx context.Context, beforeCommit func(), stmts []state
 		}
 		if _, err := ex.ExecContext(ctx, "COMMIT", nil); err != nil {
 			// A deadlock or Galera's certification failure at COMMIT
-			// rolled the transaction back; anything else leaves it in
-			// doubt on this connection, which is then discarded.
-			if retryReason(err) != "" {
-				return err
-			}
-			return errors.Join(err, driver.ErrBadConn)
+			// rolled the transaction back already; after any other
+			// failure the ROLLBACK ends it, or the connection goes.
+			return rollback(err)
 		}
 		committed = true
 		return nil

@@ -269,3 +269,22 @@ func TestPayBatchRerunLoses(t *testing.T) {
 		}
 	})
 }
+
+// TestPayBatchRefusesOuterTransaction: inside a caller's transaction a
+// batch could not roll back alone what it wrote; it refuses instead.
+func TestPayBatchRefusesOuterTransaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		o := newOrder(t, db)
+		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
+			_, err := repository.NewPayBatch(db).Claim(ctx, attemptFor(o, "req-1"), t0)
+			return err
+		})
+		if err == nil {
+			t.Fatal("Claim inside InTx = nil error, want a refusal")
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 0 || findOrder(t, db, o.ID).Status != domain.StatusPending {
+			t.Errorf("a refused batch wrote: %d attempts", len(as))
+		}
+	})
+}

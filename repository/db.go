@@ -307,6 +307,13 @@ func mysqlConfig(rawURL string) (*mysql.Config, error) {
 	if u.RawQuery != "" {
 		dsn += "?" + u.RawQuery
 	}
+	q := u.Query()
+	if cs := q.Get("charset"); cs != "" && cs != "utf8mb4" {
+		return nil, fmt.Errorf("database URL: charset=%s: payd talks utf8mb4 only (its escaping of values relies on it)", cs)
+	}
+	if co := q.Get("collation"); co != "" && !strings.HasPrefix(co, "utf8mb4_") {
+		return nil, fmt.Errorf("database URL: collation=%s: payd talks utf8mb4 only (its escaping of values relies on it)", co)
+	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, err

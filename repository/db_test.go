@@ -20,12 +20,21 @@ func TestOpenRejectsBadURLs(t *testing.T) {
 		"sqlite://",
 		"sqlite://payd.db?mode=ro",
 		"mysql://root:s3cret@%zz/payd",
+		// Escaping values in the driver is safe in utf8mb4, not in every
+		// multi-byte charset; payd refuses the others before connecting.
+		"mysql://root:s3cret@127.0.0.1:1/payd?charset=gbk",
+		"mysql://root:s3cret@127.0.0.1:1/payd?collation=sjis_japanese_ci",
 	} {
 		db, err := repository.Open(t.Context(), url)
 		if err == nil {
 			db.Close()
 			t.Errorf("Open(%q) = nil error, want an error", url)
 			continue
+		}
+		if strings.Contains(url, "charset") || strings.Contains(url, "collation") {
+			if !strings.Contains(err.Error(), "utf8mb4") {
+				t.Errorf("Open(%q) = %v, want a refusal of the charset (port 1 listens to nobody)", url, err)
+			}
 		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Open(%q) = %v: the error shows the password", url, err)

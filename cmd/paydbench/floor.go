@@ -173,13 +173,14 @@ func (f *floor) batch(ctx context.Context, query string, args ...any) error {
 				err = fmt.Errorf("batch matched %v rows, want one per statement", n)
 			}
 		}
+		if err == nil {
+			_, err = ex.ExecContext(ctx, "COMMIT", nil)
+		}
 		if err != nil {
-			if _, rerr := ex.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
+			if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "ROLLBACK", nil); rerr != nil {
 				return errors.Join(err, driver.ErrBadConn)
 			}
-			return err
 		}
-		_, err = ex.ExecContext(ctx, "COMMIT", nil)
 		return err
 	})
 }
