@@ -142,6 +142,7 @@ func (db *DB) batchMySQL(ctx context.Context, beforeCommit func(), stmts []state
 		sqlText.WriteString(q)
 		args = append(args, a...)
 	}
+	ctx = detached(ctx)
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return false, err
