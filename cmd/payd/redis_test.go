@@ -154,7 +154,15 @@ func TestRedisKilledMidLoad(t *testing.T) {
 		})
 		t.Run("cluster", func(t *testing.T) {
 			c := redistest.StartCluster(t)
-			killedMidLoad(t, dialect, c.URL(), func(string) { c.Nodes[1].Kill() }, c.Nodes[1].Restart)
+			// The node serving the load's keys (the customer's scope hash
+			// tag), so every replica's next lock finds it gone: another
+			// node's loss may go unseen by a replica while the load runs.
+			var node *redistest.Server
+			kill := func(scope string) {
+				node = c.MasterFor(t, "{"+scope+"}")
+				node.Kill()
+			}
+			killedMidLoad(t, dialect, c.URL(), kill, func() { node.Restart() })
 		})
 		t.Run("failover", func(t *testing.T) {
 			c := redistest.StartReplicatedCluster(t)

@@ -35,7 +35,7 @@ func BenchmarkWebhook(b *testing.B) {
 			for i := range b.N {
 				a.webhook(b, events[i], "applied")
 			}
-			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "stmts/op")
+			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "gorm-stmts/op")
 		})
 		b.Run(fmt.Sprintf("duplicate/%s", d), func(b *testing.B) {
 			a := newBenchApp(b, d)
@@ -46,7 +46,7 @@ func BenchmarkWebhook(b *testing.B) {
 			for range b.N {
 				a.webhook(b, ev, "duplicate")
 			}
-			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "stmts/op")
+			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "gorm-stmts/op")
 		})
 	}
 }

@@ -113,6 +113,16 @@ func (c *Cluster) URL() string {
 	return "redis://" + c.Nodes[0].Addr() + "?addr=" + c.Nodes[1].Addr() + "&addr=" + c.Nodes[2].Addr()
 }
 
+// MasterFor is the node serving key's slot (every node must be up).
+func (c *Cluster) MasterFor(t testing.TB, key string) *Server {
+	t.Helper()
+	m := (&ReplicatedCluster{Nodes: c.Nodes}).masterForQuiet(key, c.Nodes)
+	if m == nil {
+		t.Fatalf("no master for key %q", key)
+	}
+	return m
+}
+
 // StartCluster starts three cluster-enabled servers, joins them with
 // redis-cli --cluster create (no replicas) and waits for cluster_state:ok.
 func StartCluster(t testing.TB) *Cluster {
