@@ -15,16 +15,22 @@ import (
 )
 
 // PayBatch runs the pay path's two transactions — the claim and the
-// settlement of a successful charge — in two round trips each on MySQL
-// instead of four: BEGIN and the transaction's statements go in one
-// multi-statement packet, COMMIT (or ROLLBACK) in a second. See
-// docs/adr/0024-pay-transactions-in-two-round-trips.md.
+// settlement of a successful charge — in one round trip each on MySQL
+// instead of four: START TRANSACTION, the transaction's statements and
+// COMMIT go in one multi-statement packet. See
+// docs/adr/0026-pay-transactions-in-one-round-trip.md (which takes over
+// from ADR 0024's two).
 //
-// The statements are the stores' own, word for word, and every one is
-// guarded: the transaction commits only if each matched exactly one row,
-// and otherwise rolls back, having changed nothing. The caller then learns
-// why as it did before (a fresh read, or the one-statement-at-a-time path),
-// so no outcome differs from running the same statements in InTx.
+// The statements are the stores' own, and every one is guarded; each
+// statement after the first runs only if the one before it matched
+// exactly one row (on MySQL, the statement's own guard ROW_COUNT() = 1),
+// and the transaction commits what ran. So a claim either takes the order
+// and records its attempt, or changes nothing; a settlement either
+// settles the attempt and pays the order, settles the attempt alone (the
+// order was moved meanwhile, as InTx would have committed it), or changes
+// nothing. The caller then learns why as it did before (a fresh read, or
+// the one-statement-at-a-time path), so no outcome differs from running
+// the same statements in InTx.
 type PayBatch struct{ db *DB }
 
 // NewPayBatch returns a PayBatch on db.
@@ -40,7 +46,7 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, now time.Time) (
 		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
 	ev := domain.EventClaim
-	ok, err := b.db.batch(ctx, nil,
+	matched, err := b.db.batch(ctx,
 		statement{claimOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now)}},
 		statement{insertAttempt, []any{row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
 			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
@@ -49,26 +55,32 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, now time.Time) (
 	if err != nil {
 		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
-	return ok, nil
+	if matched == 1 {
+		// An INSERT that ran inserts its row or fails: never here.
+		return false, fmt.Errorf("claim order %s: the order was claimed but attempt %s not recorded", a.OrderID, a.ID)
+	}
+	return matched == 2, nil
 }
 
-// SucceedAndPay moves attempt a to succeeded with chargeID
-// (AttemptStore.Succeed) and its order from processing to paid for
-// a.RequestID (OrderStore.MarkPaid), in one transaction, if both guards
-// hold. False: one did not (the attempt or the order was settled or moved
-// meanwhile); nothing was written, and the caller settles step by step.
-// beforeCommit, if set, runs after both statements matched and before
-// COMMIT.
-func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time, beforeCommit func()) (bool, error) {
-	succeed, paid := domain.AttemptCharged, domain.EventSucceed
-	ok, err := b.db.batch(ctx, beforeCommit,
+// SucceedAndPay moves attempt a from started or unknown to succeeded with
+// chargeID (AttemptStore.Succeed) and, only if that matched, its order
+// from processing to paid for a.RequestID (OrderStore.MarkPaid), in one
+// transaction. settled: the attempt moved (it is this call's success);
+// paid: the order moved too. Not settled: nothing was written (the
+// attempt was settled or moved meanwhile), and the caller settles step by
+// step. Settled but not paid: the order was no longer processing for
+// a.RequestID, and the attempt's success is committed alone, as
+// Checkout.succeed's transaction commits it.
+func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time) (settled, paid bool, err error) {
+	succeed, pay := domain.AttemptCharged, domain.EventSucceed
+	matched, err := b.db.batch(ctx,
 		statement{settleAttempt, []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
-		statement{markPaid, []any{string(paid.To()), ts(now), ts(now), a.OrderID, names(paid.From()), a.RequestID}},
+		statement{markPaid, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
 	)
 	if err != nil {
-		return false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
+		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
-	return ok, nil
+	return matched >= 1, matched == 2, nil
 }
 
 // statement is one SQL statement and its arguments, as the stores pass
@@ -78,77 +90,124 @@ type statement struct {
 	args  []any
 }
 
-// errUnmatched rolls back a batch whose guard did not hold.
-var errUnmatched = errors.New("a guarded statement matched no row")
-
-// batch runs stmts in one transaction of their own and commits it only if
-// each matched exactly one row; otherwise it rolls back and reports false.
-// On MySQL it takes two round trips (batchMySQL); on SQLite the statements
+// batch runs stmts in one transaction of its own. Each statement after
+// the first runs only if the one before it matched exactly one row; the
+// transaction commits what ran. It reports how many statements, from the
+// first, matched one row each.
+//
+// On MySQL it takes one round trip (batchMySQL); on SQLite the statements
 // run one by one in inTx: SQLite is in-process, so a round trip costs a
 // function call. A conflict the database undid is retried from the start,
-// as inTx does. It refuses to run inside a caller's transaction, where a
-// rollback would not be its own to make.
-func (db *DB) batch(ctx context.Context, beforeCommit func(), stmts ...statement) (bool, error) {
+// as inTx does. It refuses to run inside a caller's transaction, whose
+// commit would not be its own to make.
+func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 	if inTx(ctx, db) {
-		return false, errors.New("a batch runs in a transaction of its own, not inside another")
+		return 0, errors.New("a batch runs in a transaction of its own, not inside another")
 	}
+	var matched int
 	if db.dialect != migrations.MySQL {
 		err := db.inTx(ctx, func(ctx context.Context) error {
+			matched = 0 // inTx may run this again after a conflict: start clean
 			for _, s := range stmts {
 				n, err := db.exec(ctx, s.query, s.args...)
 				if err != nil {
 					return err
 				}
 				if n != 1 {
-					return errUnmatched
+					return nil
 				}
-			}
-			if beforeCommit != nil {
-				beforeCommit()
+				matched++
 			}
 			return nil
 		})
-		if errors.Is(err, errUnmatched) {
-			return false, nil
+		if err != nil {
+			return 0, err
 		}
-		return err == nil, err
+		return matched, nil
 	}
-	var committed bool
 	err := db.retrying(ctx, func() error {
 		var err error
-		committed, err = db.batchMySQL(ctx, beforeCommit, stmts)
+		matched, err = db.batchMySQL(ctx, stmts)
 		return err
 	})
-	return committed, err
+	if err != nil {
+		return 0, err
+	}
+	return matched, nil
 }
 
-// batchMySQL sends START TRANSACTION and stmts as one multi-statement
-// packet on one connection, reads how many rows each matched
-// (clientFoundRows), and sends COMMIT if each matched one, else ROLLBACK.
-// A statement that fails stops the packet there; the transaction is then
-// rolled back (the server already did for a deadlock). A connection whose
-// ROLLBACK fails is discarded, never returned to the pool inside a
+// rowCountGuard is what batchMySQL adds to each statement after the first:
+// ROW_COUNT() is the number of rows the statement before it matched
+// (clientFoundRows), so the statement does nothing unless that was one.
+const rowCountGuard = "ROW_COUNT() = 1"
+
+// guardedByPrevious returns query so that it acts only if the statement
+// before it matched exactly one row: an UPDATE (whose query ends with its
+// WHERE clause: no ORDER BY, no LIMIT) gets "AND ROW_COUNT() = 1"; an INSERT ... VALUES (...)
+// becomes INSERT ... SELECT ... FROM DUAL WHERE ROW_COUNT() = 1, the same
+// columns and values.
+func guardedByPrevious(query string) (string, error) {
+	q := strings.TrimSpace(query)
+	switch {
+	case strings.HasPrefix(q, "UPDATE ") && strings.Contains(q, "WHERE ") &&
+		!strings.Contains(q, "ORDER BY") && !strings.Contains(q, "LIMIT"):
+		return q + " AND " + rowCountGuard, nil
+	case strings.HasPrefix(q, "INSERT INTO ") && strings.HasSuffix(q, ")"):
+		i := strings.LastIndex(q, "VALUES (")
+		if i < 0 {
+			break
+		}
+		return q[:i] + "SELECT " + q[i+len("VALUES ("):len(q)-1] + " FROM DUAL WHERE " + rowCountGuard, nil
+	}
+	return "", fmt.Errorf("batch: cannot guard %q by the statement before it", query)
+}
+
+// batchMySQL sends START TRANSACTION, stmts (each after the first guarded
+// by guardedByPrevious) and COMMIT as one multi-statement packet on one
+// connection, and reads how many rows each statement matched.
+//
+// A statement that fails stops the packet there, before COMMIT; the
+// transaction is then rolled back (the server already did for a
+// deadlock), as it is after a COMMIT that fails (Galera's certification
+// failure; a deadlock or Galera conflict undid it already). A connection
+// whose ROLLBACK fails is discarded, never returned to the pool inside a
 // transaction: closing it makes the server roll back.
-func (db *DB) batchMySQL(ctx context.Context, beforeCommit func(), stmts []statement) (bool, error) {
+func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 	var sqlText strings.Builder
 	sqlText.WriteString("START TRANSACTION")
 	var args []driver.NamedValue
-	for _, s := range stmts {
-		q, a, err := expandArgs(s.query, s.args, len(args))
+	for i, s := range stmts {
+		query := s.query
+		if i > 0 {
+			var err error
+			if query, err = guardedByPrevious(query); err != nil {
+				return 0, err
+			}
+		}
+		q, a, err := expandArgs(query, s.args, len(args))
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		sqlText.WriteString(";\n")
 		sqlText.WriteString(q)
 		args = append(args, a...)
 	}
+	if err := db.injected("statement"); err != nil {
+		return 0, err
+	}
+	// A test's stand-in for a failed COMMIT: the packet goes without it,
+	// and the failure is handled as a failed COMMIT's.
+	commitErr := db.injected("commit")
+	if commitErr == nil {
+		sqlText.WriteString(";\nCOMMIT")
+	}
 	ctx = detached(ctx)
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer conn.Close()
-	committed := false
+	matched := 0
 	err = conn.Raw(func(dc any) error {
 		ex, ok := dc.(driver.ExecerContext)
 		if !ok {
@@ -160,42 +219,37 @@ func (db *DB) batchMySQL(ctx context.Context, beforeCommit func(), stmts []state
 			}
 			return cause
 		}
-		if err := db.injected("statement"); err != nil {
-			return err
-		}
 		res, err := ex.ExecContext(ctx, sqlText.String(), args)
 		if err != nil {
 			return rollback(err)
 		}
+		if commitErr != nil {
+			return rollback(commitErr)
+		}
 		mr, ok := res.(mysql.Result)
 		if !ok {
-			return rollback(fmt.Errorf("mysql result %T has no per-statement counts", res))
+			// Committed, but how much matched is unknown: an error, and
+			// the caller's fresh read decides.
+			return fmt.Errorf("mysql result %T has no per-statement counts", res)
 		}
 		counts := mr.AllRowsAffected()
-		if len(counts) != len(stmts)+1 {
-			return rollback(fmt.Errorf("batch of %d statements answered %d results", len(stmts)+1, len(counts)))
+		if len(counts) != len(stmts)+2 {
+			return fmt.Errorf("batch of %d statements answered %d results", len(stmts)+2, len(counts))
 		}
-		for _, n := range counts[1:] {
+		for _, n := range counts[1 : len(stmts)+1] {
 			if n != 1 {
-				return rollback(nil)
+				break
+			}
+			matched++
+		}
+		for _, n := range counts[min(matched+2, len(stmts)+1) : len(stmts)+1] {
+			if n != 0 {
+				return fmt.Errorf("batch: a statement after one that matched no row changed %d rows", n)
 			}
 		}
-		if beforeCommit != nil {
-			beforeCommit()
-		}
-		if err := db.injected("commit"); err != nil {
-			return rollback(err)
-		}
-		if _, err := ex.ExecContext(ctx, "COMMIT", nil); err != nil {
-			// A deadlock or Galera's certification failure at COMMIT
-			// rolled the transaction back already; after any other
-			// failure the ROLLBACK ends it, or the connection goes.
-			return rollback(err)
-		}
-		committed = true
 		return nil
 	})
-	return committed, err
+	return matched, err
 }
 
 // expandArgs numbers query's arguments from offset for the driver and

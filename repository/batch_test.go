@@ -134,12 +134,8 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if ok, err := b.Claim(ctx, a, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
-		committing := 0
-		if ok, err := b.SucceedAndPay(ctx, a, "ch_1", later, func() { committing++ }); err != nil || !ok {
-			t.Fatalf("SucceedAndPay = %v, %v, want true", ok, err)
-		}
-		if committing != 1 {
-			t.Errorf("beforeCommit ran %d times, want 1", committing)
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", later); err != nil || !settled || !paid {
+			t.Fatalf("SucceedAndPay = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
 		got := findOrder(t, db, o.ID)
 		if got.Status != domain.StatusPaid || got.PaidAt == nil || !got.PaidAt.Equal(later) {
@@ -149,15 +145,41 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 			t.Errorf("attempt %s charge %q, want succeeded ch_1", as[0].Status, as[0].ProviderChargeID)
 		}
 		// Settled already: the attempt's guard refuses, nothing changes.
-		if ok, err := b.SucceedAndPay(ctx, a, "ch_2", later.Add(time.Second), func() { committing++ }); err != nil || ok {
-			t.Fatalf("SucceedAndPay(settled) = %v, %v, want false", ok, err)
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_2", later.Add(time.Second)); err != nil || settled || paid {
+			t.Fatalf("SucceedAndPay(settled) = %v, %v, %v, want neither", settled, paid, err)
 		}
-		if committing != 1 || findOrder(t, db, o.ID).Version != got.Version {
-			t.Errorf("a refused settlement ran beforeCommit or changed the order")
+		if findOrder(t, db, o.ID).Version != got.Version {
+			t.Errorf("a refused settlement changed the order")
+		}
+		if as := attemptsOf(t, db, o.ID); as[0].ProviderChargeID != "ch_1" {
+			t.Errorf("a refused settlement changed the attempt's charge to %q", as[0].ProviderChargeID)
+		}
+
+		// The order is settled already but the attempt is not (a webhook
+		// paid it; here, the order was moved by hand): the attempt's guard
+		// holds, the order's does not. The attempt's success is committed
+		// alone, as Checkout.succeed's transaction commits it.
+		o3 := newOrder(t, db)
+		a3 := attemptFor(o3, "req-3")
+		if ok, err := b.Claim(ctx, a3, t0); err != nil || !ok {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", t0); err != nil || !ok {
+			t.Fatalf("MarkPaid = %v, %v", ok, err)
+		}
+		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_3", later); err != nil || !settled || paid {
+			t.Fatalf("SucceedAndPay(order paid already) = %v, %v, %v, want settled, not paid", settled, paid, err)
+		}
+		if as := attemptsOf(t, db, o3.ID); as[0].Status != domain.AttemptSucceeded || as[0].ProviderChargeID != "ch_3" {
+			t.Errorf("attempt %s charge %q, want succeeded ch_3", as[0].Status, as[0].ProviderChargeID)
+		}
+		if got := findOrder(t, db, o3.ID); got.Version != o3.Version+2 {
+			t.Errorf("order version %d, want %d: the settlement moved it again", got.Version, o3.Version+2)
 		}
 
 		// The attempt's guard holds but the order's does not (another
-		// request holds the claim): the attempt's UPDATE is rolled back too.
+		// request holds the claim): the attempt's success is committed
+		// alone, and the order is left to the request that holds it.
 		o2 := newOrder(t, db)
 		mine, theirs := attemptFor(o2, "req-mine"), attemptFor(o2, "req-theirs")
 		if ok, err := b.Claim(ctx, theirs, t0); err != nil || !ok {
@@ -166,15 +188,15 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := b.SucceedAndPay(ctx, mine, "ch_3", later, nil); err != nil || ok {
-			t.Fatalf("SucceedAndPay(order claimed by another) = %v, %v, want false", ok, err)
+		if settled, paid, err := b.SucceedAndPay(ctx, mine, "ch_4", later); err != nil || !settled || paid {
+			t.Fatalf("SucceedAndPay(order claimed by another) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		mineNow, err := repository.NewAttemptStore(db).FindByID(ctx, mine.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mineNow.Status != domain.AttemptStarted || mineNow.ProviderChargeID != "" {
-			t.Errorf("the attempt of a refused settlement is %s with charge %q: its UPDATE was not rolled back", mineNow.Status, mineNow.ProviderChargeID)
+		if mineNow.Status != domain.AttemptSucceeded || mineNow.ProviderChargeID != "ch_4" {
+			t.Errorf("the attempt is %s with charge %q, want succeeded ch_4", mineNow.Status, mineNow.ProviderChargeID)
 		}
 		if got := findOrder(t, db, o2.ID); got.Status != domain.StatusProcessing || got.PayRequestID != "req-theirs" {
 			t.Errorf("order %s for %q, want processing for req-theirs", got.Status, got.PayRequestID)

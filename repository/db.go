@@ -288,8 +288,8 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 //   - parseTime and loc=UTC: DATETIME columns scan as UTC time.Time;
 //   - interpolateParams: one round trip per statement instead of
 //     prepare/execute/close (safe: the connection charset is utf8mb4);
-//   - multiStatements: PayBatch sends a transaction's statements in one
-//     packet (ADR 0024). Every statement payd sends is a constant with
+//   - multiStatements: PayBatch sends a transaction, COMMIT included, in
+//     one packet (ADRs 0024, 0026). Every statement payd sends is a constant with
 //     placeholders and every value is escaped by interpolateParams, so no
 //     input can become a second statement;
 //   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut;

@@ -53,18 +53,19 @@ type Checkout struct {
 	Canceller ChargeCanceller
 }
 
-// PayBatch runs the pay path's two hot transactions as single units: each
-// commits only if every guarded statement in it matched its row, and
-// otherwise changes nothing (false).
+// PayBatch runs the pay path's two hot transactions as single units, in
+// one round trip each on MySQL (repository.PayBatch, ADR 0026): each
+// guarded statement runs only if the one before it matched its row.
 type PayBatch interface {
 	// Claim moves a's order from pending to processing for a.RequestID and
 	// records a, in one transaction (OrderStore.Claim, AttemptStore.Create).
 	Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error)
-	// SucceedAndPay moves a (started or unknown) to succeeded with chargeID
-	// and its order from processing to paid for a.RequestID, in one
-	// transaction (AttemptStore.Succeed, OrderStore.MarkPaid);
-	// beforeCommit runs once both matched, before COMMIT.
-	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time, beforeCommit func()) (bool, error)
+	// SucceedAndPay moves a (started or unknown) to succeeded with
+	// chargeID and, only if it moved, its order from processing to paid
+	// for a.RequestID, in one transaction (AttemptStore.Succeed,
+	// OrderStore.MarkPaid). settled: a moved; paid: the order moved too.
+	// Not settled: nothing was written.
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time) (settled, paid bool, err error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -365,19 +366,22 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	var err error
+	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
 	if s.Batch != nil && (a.Status == domain.AttemptStarted || a.Status == domain.AttemptUnknown) {
-		// The common case in two round trips: both guards hold, as the
-		// transaction below would find them. Otherwise nothing was
-		// written, and the transaction below finds out why.
-		settled := a
-		settled.OrderID = o.ID
-		ours, err = s.Batch.SucceedAndPay(ctx, settled, chargeID, now, func() { fault("before_settle_commit") })
+		// The common case in one round trip. The attempt moves only if it
+		// is still unsettled, the order only if the attempt moved — what
+		// the transaction below would do. Nothing written: the
+		// transaction below finds out why.
+		fault("before_settle_commit")
+		mine := a
+		mine.OrderID = o.ID
+		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, now)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
-		paid = ours
+		ours = settled
 	}
-	if !paid {
+	if !settled {
 		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 			ours, paid = false, false // InTx may run fn again after a conflict: start clean
 			finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)

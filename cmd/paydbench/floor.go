@@ -61,9 +61,10 @@ type floor struct {
 	db, read *sql.DB
 	reply    []byte // the answer stored in each record: one payd gave
 	// batched, on MySQL, sends each transaction as payd's PayBatch does:
-	// START TRANSACTION and its statements in one packet, then COMMIT
-	// (db must allow multiple statements). Every statement must match
-	// one row, as payd's guards require, or the run fails.
+	// START TRANSACTION, its statements (the second guarded by
+	// ROW_COUNT() = 1) and COMMIT in one packet (db must allow multiple
+	// statements). Every statement must match one row, as payd's guards
+	// require, or the run fails.
 	batched bool
 }
 
@@ -133,24 +134,29 @@ func (f *floor) settle(ctx context.Context, p floorPay, attemptID string, now ti
 	})
 }
 
-// claimBatched is claim in two round trips.
+// claimBatched is claim in one round trip.
 func (f *floor) claimBatched(ctx context.Context, p floorPay, attemptID string, now time.Time) error {
 	inFlight := ts(now.Add(40 * time.Second))
-	return f.batch(ctx, "START TRANSACTION;"+qClaim+";"+qInsertAttempt,
+	return f.batch(ctx, "START TRANSACTION;"+qClaim+";"+qInsertAttemptIfClaimed+";COMMIT",
 		p.key, ts(now), p.orderID, ts(now),
 		attemptID, p.orderID, p.key, "pm_ok", orderCurrency, orderMinor, ts(now), ts(now), inFlight, inFlight)
 }
 
-// settleBatched is settle in two round trips.
+// settleBatched is settle in one round trip.
 func (f *floor) settleBatched(ctx context.Context, p floorPay, attemptID string, now time.Time) error {
-	return f.batch(ctx, "START TRANSACTION;"+qFinishAttempt+";"+qMarkPaid,
+	return f.batch(ctx, "START TRANSACTION;"+qFinishAttempt+";"+qMarkPaid+" AND ROW_COUNT() = 1;COMMIT",
 		"succeeded", "ch_"+attemptID, nil, ts(now), attemptID, "started", "unknown",
 		ts(now), ts(now), p.orderID, p.key)
 }
 
-// batch sends query (START TRANSACTION and two statements) on one
-// connection, checks that both statements matched one row each, and
-// commits.
+// qInsertAttemptIfClaimed is qInsertAttempt acting only if the statement
+// before it matched one row, as payd's batch sends it.
+const qInsertAttemptIfClaimed = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
+		provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
+		SELECT ?, ?, ?, 'started', ?, NULL, NULL, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+
+// batch sends query (START TRANSACTION, two statements, COMMIT) on one
+// connection and checks that both statements matched one row each.
 func (f *floor) batch(ctx context.Context, query string, args ...any) error {
 	conn, err := f.db.Conn(ctx)
 	if err != nil {
@@ -168,20 +174,16 @@ func (f *floor) batch(ctx context.Context, query string, args ...any) error {
 			named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 		}
 		res, err := ex.ExecContext(ctx, query, named)
-		if err == nil {
-			if n := res.(mysql.Result).AllRowsAffected(); len(n) != 3 || n[1] != 1 || n[2] != 1 {
-				err = fmt.Errorf("batch matched %v rows, want one per statement", n)
-			}
-		}
-		if err == nil {
-			_, err = ex.ExecContext(ctx, "COMMIT", nil)
-		}
 		if err != nil {
 			if _, rerr := ex.ExecContext(context.WithoutCancel(ctx), "ROLLBACK", nil); rerr != nil {
 				return errors.Join(err, driver.ErrBadConn)
 			}
+			return err
 		}
-		return err
+		if n := res.(mysql.Result).AllRowsAffected(); len(n) != 4 || n[1] != 1 || n[2] != 1 {
+			return fmt.Errorf("batch matched %v rows, want one per statement", n)
+		}
+		return nil
 	})
 }
 

@@ -154,7 +154,7 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
 	if r.Ratios.NewPayBatched != 0 {
-		fmt.Fprintf(w, "payd/batched floor (each transaction in two round trips, as payd sends them on MySQL): new pay %.2f×\n", r.Ratios.NewPayBatched)
+		fmt.Fprintf(w, "payd/batched floor (each transaction in one round trip, as payd sends it on MySQL): new pay %.2f×\n", r.Ratios.NewPayBatched)
 	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {
