@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -36,31 +37,55 @@ type PayBatch struct{ db *DB }
 // NewPayBatch returns a PayBatch on db.
 func NewPayBatch(db *DB) *PayBatch { return &PayBatch{db: db} }
 
-// Claim moves a's order from pending to processing for a.RequestID
-// (OrderStore.Claim) and records a (AttemptStore.Create), in one
-// transaction. False: the order was not pending or past its expires_at;
-// nothing was written.
-func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error) {
-	row, err := attemptFromDomain(a)
-	if err != nil {
-		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
-	}
+// ClaimOwn claims order a.OrderID for customerID and reads it, in one
+// round trip on MySQL: in one transaction, the order moves from pending to
+// processing for a.RequestID (OrderStore.Claim's statement, guarded by the
+// order's customer as well) and, only if it did, attempt a is recorded
+// with the order's own amount and currency (a.Amount and a.Currency are
+// not used); then the order is read back with its items (FindByID).
+//
+// claimed: this call claimed the order and recorded a. Otherwise nothing
+// was written, and o is the order as it is now — another customer's order
+// too, for the caller to refuse without telling the two apart. An order
+// that does not exist is domain.ErrOrderNotFound.
+func (b *PayBatch) ClaimOwn(ctx context.Context, customerID string, a domain.Attempt, now time.Time) (o domain.Order, claimed bool, err error) {
 	ev := domain.EventClaim
-	matched, err := b.db.batch(ctx,
-		statement{claimOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now)}},
-		statement{insertAttempt, []any{row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
-			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
-			row.LeasedUntil, row.InFlightUntil}},
-	)
+	lease, inFlight := tsPtr(nonZero(a.LeasedUntil)), tsPtr(nonZero(a.InFlightUntil))
+	err = b.db.batchRead(ctx,
+		[]statement{
+			{claimOwnOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now), customerID}},
+			{insertAttemptFromOrder, []any{a.ID, a.RequestID, string(domain.AttemptStarted), a.PaymentMethod,
+				ts(a.CreatedAt), ts(a.UpdatedAt), lease, inFlight, a.OrderID}},
+		},
+		statement{findOrderClaimedBy, []any{a.ID, a.OrderID}},
+		func(rows *sql.Rows) error {
+			var err error
+			o, err = scanOrder(rows, a.OrderID, &claimed)
+			return err
+		})
 	if err != nil {
-		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
+		return domain.Order{}, false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
-	if matched == 1 {
-		// An INSERT that ran inserts its row or fails: never here.
-		return false, fmt.Errorf("claim order %s: the order was claimed but attempt %s not recorded", a.OrderID, a.ID)
-	}
-	return matched == 2, nil
+	return o, claimed, nil
 }
+
+// claimOwnOrder is OrderStore.Claim's statement, for the order's own
+// customer only.
+const claimOwnOrder = claimOrder + ` AND customer_id = ?`
+
+// insertAttemptFromOrder is AttemptStore.Create's statement for a started
+// attempt, taking its amount and currency from its order's row.
+const insertAttemptFromOrder = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
+	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
+	SELECT ?, id, ?, ?, ?, NULL, NULL, currency, amount_minor, ?, ?, ?, ? FROM orders WHERE id = ?`
+
+// findOrderClaimedBy is findOrder with one more column: whether the
+// attempt whose ID is its first argument exists — whether the claim
+// before it recorded the attempt, and so took the order.
+const findOrderClaimedBy = `SELECT ` + orderColumns + `, i.position, i.sku, i.name, i.quantity, i.unit_price_minor,
+	EXISTS (SELECT 1 FROM payment_attempts WHERE id = ?)
+	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+	 WHERE o.id = ?`
 
 // SucceedAndPay moves attempt a from started or unknown to succeeded with
 // chargeID (AttemptStore.Succeed) and, only if that matched, its order
@@ -142,17 +167,20 @@ func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 const rowCountGuard = "ROW_COUNT() = 1"
 
 // guardedByPrevious returns query so that it acts only if the statement
-// before it matched exactly one row: an UPDATE (whose query ends with its
-// WHERE clause: no ORDER BY, no LIMIT) gets "AND ROW_COUNT() = 1"; an INSERT ... VALUES (...)
-// becomes INSERT ... SELECT ... FROM DUAL WHERE ROW_COUNT() = 1, the same
-// columns and values.
+// before it matched exactly one row. An UPDATE, or an INSERT ... SELECT,
+// whose query ends with its WHERE clause (no ORDER BY, no LIMIT) gets
+// "AND ROW_COUNT() = 1"; an INSERT ... VALUES (...) becomes INSERT ...
+// SELECT ... FROM DUAL WHERE ROW_COUNT() = 1, the same columns and values.
 func guardedByPrevious(query string) (string, error) {
 	q := strings.TrimSpace(query)
+	endsInWhere := strings.Contains(q, "WHERE ") &&
+		!strings.Contains(q, "ORDER BY") && !strings.Contains(q, "LIMIT") && !strings.Contains(q, "ON DUPLICATE")
+	insert := strings.HasPrefix(q, "INSERT INTO ")
 	switch {
-	case strings.HasPrefix(q, "UPDATE ") && strings.Contains(q, "WHERE ") &&
-		!strings.Contains(q, "ORDER BY") && !strings.Contains(q, "LIMIT"):
+	case strings.HasPrefix(q, "UPDATE ") && endsInWhere,
+		insert && !strings.Contains(q, "VALUES") && strings.Contains(q, "SELECT ") && endsInWhere:
 		return q + " AND " + rowCountGuard, nil
-	case strings.HasPrefix(q, "INSERT INTO ") && strings.HasSuffix(q, ")"):
+	case insert && strings.HasSuffix(q, ")") && !strings.Contains(q, "ON DUPLICATE"):
 		i := strings.LastIndex(q, "VALUES (")
 		if i < 0 {
 			break
@@ -173,33 +201,9 @@ func guardedByPrevious(query string) (string, error) {
 // whose ROLLBACK fails is discarded, never returned to the pool inside a
 // transaction: closing it makes the server roll back.
 func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
-	var sqlText strings.Builder
-	sqlText.WriteString("START TRANSACTION")
-	var args []driver.NamedValue
-	for i, s := range stmts {
-		query := s.query
-		if i > 0 {
-			var err error
-			if query, err = guardedByPrevious(query); err != nil {
-				return 0, err
-			}
-		}
-		q, a, err := expandArgs(query, s.args, len(args))
-		if err != nil {
-			return 0, err
-		}
-		sqlText.WriteString(";\n")
-		sqlText.WriteString(q)
-		args = append(args, a...)
-	}
-	if err := db.injected("statement"); err != nil {
+	sqlText, args, commitErr, err := db.packet(stmts)
+	if err != nil {
 		return 0, err
-	}
-	// A test's stand-in for a failed COMMIT: the packet goes without it,
-	// and the failure is handled as a failed COMMIT's.
-	commitErr := db.injected("commit")
-	if commitErr == nil {
-		sqlText.WriteString(";\nCOMMIT")
 	}
 	ctx = detached(ctx)
 	conn, err := db.sql.Conn(ctx)
@@ -219,7 +223,7 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 			}
 			return cause
 		}
-		res, err := ex.ExecContext(ctx, sqlText.String(), args)
+		res, err := ex.ExecContext(ctx, sqlText, args)
 		if err != nil {
 			return rollback(err)
 		}
@@ -250,6 +254,102 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 		return nil
 	})
 	return matched, err
+}
+
+// packet is the text and arguments of a batch's one packet on MySQL:
+// START TRANSACTION, stmts (each after the first guarded by
+// guardedByPrevious) and COMMIT. commitErr is a test's stand-in for a
+// failed COMMIT: the packet then goes without its COMMIT, and the caller
+// handles commitErr as a failed COMMIT's error.
+func (db *DB) packet(stmts []statement) (text string, args []driver.NamedValue, commitErr error, err error) {
+	var sqlText strings.Builder
+	sqlText.WriteString("START TRANSACTION")
+	for i, s := range stmts {
+		query := s.query
+		if i > 0 {
+			if query, err = guardedByPrevious(query); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		q, a, err := expandArgs(query, s.args, len(args))
+		if err != nil {
+			return "", nil, nil, err
+		}
+		sqlText.WriteString(";\n")
+		sqlText.WriteString(q)
+		args = append(args, a...)
+	}
+	if err := db.injected("statement"); err != nil {
+		return "", nil, nil, err
+	}
+	if commitErr = db.injected("commit"); commitErr == nil {
+		sqlText.WriteString(";\nCOMMIT")
+	}
+	return sqlText.String(), args, commitErr, nil
+}
+
+// batchRead runs stmts as batch does and then read, whose rows scan reads
+// (and closes). On MySQL it takes one round trip: read goes in the
+// batch's packet, after its COMMIT, on the same connection, so it sees
+// what the batch committed. It refuses to run inside a caller's
+// transaction, as batch does.
+func (db *DB) batchRead(ctx context.Context, stmts []statement, read statement, scan func(*sql.Rows) error) error {
+	if inTx(ctx, db) {
+		return errors.New("a batch runs in a transaction of its own, not inside another")
+	}
+	if db.dialect != migrations.MySQL {
+		if _, err := db.batch(ctx, stmts...); err != nil {
+			return err
+		}
+		rows, err := db.conn(ctx).Raw(read.query, read.args...).Rows()
+		if err != nil {
+			return classify(err)
+		}
+		return scan(rows)
+	}
+	return db.retrying(ctx, func() error { return db.batchReadMySQL(ctx, stmts, read, scan) })
+}
+
+// batchReadMySQL is batchRead's one packet. A statement that fails stops
+// the packet before COMMIT, and the transaction is rolled back on the
+// same connection; a connection whose ROLLBACK fails is discarded, as in
+// batchMySQL. A failure of read itself comes after the COMMIT: the batch
+// may have committed, and the caller's next read tells.
+func (db *DB) batchReadMySQL(ctx context.Context, stmts []statement, read statement, scan func(*sql.Rows) error) error {
+	text, named, commitErr, err := db.packet(stmts)
+	if err != nil {
+		return err
+	}
+	if commitErr == nil {
+		q, a, err := expandArgs(read.query, read.args, len(named))
+		if err != nil {
+			return err
+		}
+		text += ";\n" + q
+		named = append(named, a...)
+	}
+	args := make([]any, len(named))
+	for i, v := range named {
+		args[i] = v.Value
+	}
+	ctx = detached(ctx)
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, text, args...)
+	if err == nil && commitErr != nil {
+		err = errors.Join(rows.Close(), commitErr)
+	}
+	if err != nil {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // closed, never pooled inside a transaction
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	return scan(rows)
 }
 
 // expandArgs numbers query's arguments from offset for the driver and
