@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -51,6 +52,7 @@ func NewPayBatch(db *DB) *PayBatch { return &PayBatch{db: db} }
 func (b *PayBatch) ClaimOwn(ctx context.Context, customerID string, a domain.Attempt, now time.Time) (o domain.Order, claimed bool, err error) {
 	ev := domain.EventClaim
 	lease, inFlight := tsPtr(nonZero(a.LeasedUntil)), tsPtr(nonZero(a.InFlightUntil))
+	var holderHasAttempt bool
 	err = b.db.batchRead(ctx,
 		[]statement{
 			{claimOwnOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now), customerID}},
@@ -60,11 +62,21 @@ func (b *PayBatch) ClaimOwn(ctx context.Context, customerID string, a domain.Att
 		statement{findOrderClaimedBy, []any{a.ID, a.OrderID}},
 		func(rows *sql.Rows) error {
 			var err error
-			o, err = scanOrder(rows, a.OrderID, &claimed)
+			o, err = scanOrder(rows, a.OrderID, &claimed, &holderHasAttempt)
 			return err
 		})
 	if err != nil {
 		return domain.Order{}, false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
+	}
+	// The guards make these impossible; were one to fail, the request
+	// must not charge (an attempt without the claim) nor leave the order
+	// processing with no attempt to recover (a claim without one).
+	ours := o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID
+	switch {
+	case claimed && !ours:
+		return domain.Order{}, false, fmt.Errorf("claim order %s: attempt %s recorded, but the order is %s for %q", a.OrderID, a.ID, o.Status, o.PayRequestID)
+	case !claimed && ours && !holderHasAttempt:
+		return domain.Order{}, false, fmt.Errorf("claim order %s: processing for %q with no attempt", a.OrderID, a.RequestID)
 	}
 	return o, claimed, nil
 }
@@ -79,11 +91,13 @@ const insertAttemptFromOrder = `INSERT INTO payment_attempts (id, order_id, requ
 	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 	SELECT ?, id, ?, ?, ?, NULL, NULL, currency, amount_minor, ?, ?, ?, ? FROM orders WHERE id = ?`
 
-// findOrderClaimedBy is findOrder with one more column: whether the
+// findOrderClaimedBy is findOrder with two more columns: whether the
 // attempt whose ID is its first argument exists — whether the claim
-// before it recorded the attempt, and so took the order.
+// before it recorded the attempt, and so took the order — and whether the
+// request holding the order has an attempt at all.
 const findOrderClaimedBy = `SELECT ` + orderColumns + `, i.position, i.sku, i.name, i.quantity, i.unit_price_minor,
-	EXISTS (SELECT 1 FROM payment_attempts WHERE id = ?)
+	EXISTS (SELECT 1 FROM payment_attempts WHERE id = ?),
+	EXISTS (SELECT 1 FROM payment_attempts pa WHERE pa.order_id = o.id AND pa.request_id = o.pay_request_id)
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
 	 WHERE o.id = ?`
 
@@ -168,26 +182,41 @@ const rowCountGuard = "ROW_COUNT() = 1"
 
 // guardedByPrevious returns query so that it acts only if the statement
 // before it matched exactly one row. An UPDATE, or an INSERT ... SELECT,
-// whose query ends with its WHERE clause (no ORDER BY, no LIMIT) gets
-// "AND ROW_COUNT() = 1"; an INSERT ... VALUES (...) becomes INSERT ...
-// SELECT ... FROM DUAL WHERE ROW_COUNT() = 1, the same columns and values.
+// whose query ends with its one WHERE clause (no subquery, ORDER BY or
+// LIMIT) gets its condition bracketed and "AND ROW_COUNT() = 1" after it;
+// an INSERT ... VALUES (...) becomes INSERT ... SELECT ... FROM DUAL WHERE
+// ROW_COUNT() = 1, the same columns and values. Anything else is refused:
+// a guard that might not bind is worse than none.
 func guardedByPrevious(query string) (string, error) {
 	q := strings.TrimSpace(query)
-	endsInWhere := strings.Contains(q, "WHERE ") &&
-		!strings.Contains(q, "ORDER BY") && !strings.Contains(q, "LIMIT") && !strings.Contains(q, "ON DUPLICATE")
-	insert := strings.HasPrefix(q, "INSERT INTO ")
-	switch {
-	case strings.HasPrefix(q, "UPDATE ") && endsInWhere,
-		insert && !strings.Contains(q, "VALUES") && strings.Contains(q, "SELECT ") && endsInWhere:
-		return q + " AND " + rowCountGuard, nil
-	case insert && strings.HasSuffix(q, ")") && !strings.Contains(q, "ON DUPLICATE"):
-		i := strings.LastIndex(q, "VALUES (")
+	u := strings.ToUpper(q)
+	refuse := fmt.Errorf("batch: cannot guard %q by the statement before it", query)
+	if strings.Contains(u, "ON DUPLICATE") || strings.Contains(u, "ORDER BY") || strings.Contains(u, "LIMIT") {
+		return "", refuse
+	}
+	if strings.HasPrefix(u, "INSERT INTO ") && strings.HasSuffix(q, ")") && !strings.Contains(u, "SELECT") {
+		i := strings.LastIndex(u, "VALUES (")
 		if i < 0 {
-			break
+			return "", refuse
 		}
 		return q[:i] + "SELECT " + q[i+len("VALUES ("):len(q)-1] + " FROM DUAL WHERE " + rowCountGuard, nil
 	}
-	return "", fmt.Errorf("batch: cannot guard %q by the statement before it", query)
+	w := strings.LastIndex(u, "WHERE ")
+	if w <= 0 || !unicode.IsSpace(rune(q[w-1])) {
+		return "", refuse
+	}
+	head, cond := u[:w], strings.TrimSpace(q[w+len("WHERE "):])
+	selects := strings.Count(head, "SELECT")
+	switch {
+	case strings.HasPrefix(u, "UPDATE ") && selects == 0:
+	case strings.HasPrefix(u, "INSERT INTO ") && selects == 1 && !strings.Contains(head, "VALUES"):
+	default:
+		return "", refuse
+	}
+	if strings.Contains(strings.ToUpper(cond), "SELECT") || strings.Count(cond, "(") != strings.Count(cond, ")") {
+		return "", refuse
+	}
+	return q[:w] + "WHERE (" + cond + ") AND " + rowCountGuard, nil
 }
 
 // batchMySQL sends START TRANSACTION, stmts (each after the first guarded

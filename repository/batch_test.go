@@ -226,6 +226,26 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 			t.Errorf("order version %d, want %d: the settlement moved it again", got.Version, o3.Version+2)
 		}
 
+		// The attempt was settled otherwise meanwhile (held for other
+		// money) while the order is still processing for its request: the
+		// attempt's guard refuses, and the order's UPDATE, whose own guard
+		// would hold, must not run.
+		o4 := newOrder(t, db)
+		a4 := attemptFor(o4, "req-4")
+		if ok, err := claimOwn(ctx, b, o4.CustomerID, a4, t0); err != nil || !ok {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if ok, err := repository.NewAttemptStore(db).Hold(ctx, a4.ID, "ch_held", t0); err != nil || !ok {
+			t.Fatalf("Hold = %v, %v", ok, err)
+		}
+		before := findOrder(t, db, o4.ID)
+		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_held", later); err != nil || settled || paid {
+			t.Fatalf("SucceedAndPay(held attempt) = %v, %v, %v, want neither", settled, paid, err)
+		}
+		if got := findOrder(t, db, o4.ID); got.Status != domain.StatusProcessing || got.Version != before.Version {
+			t.Errorf("a held attempt's settlement paid the order: %s, version %d (was %d)", got.Status, got.Version, before.Version)
+		}
+
 		// The attempt's guard holds but the order's does not (another
 		// request holds the claim): the attempt's success is committed
 		// alone, and the order is left to the request that holds it.

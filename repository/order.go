@@ -185,17 +185,18 @@ func scanOrder(rows *sql.Rows, id string, extra ...any) (domain.Order, error) {
 	defer rows.Close()
 	var o orderRow
 	items, found := []itemRow{}, false
+	ignored := make([]any, len(extra))
+	for i := range ignored {
+		ignored[i] = new(any)
+	}
 	for rows.Next() {
 		var pos, qty, price sql.NullInt64
 		var sku, name sql.NullString
 		dest := append(o.fields(), &pos, &sku, &name, &qty, &price)
 		if !found {
 			dest = append(dest, extra...)
-		} else if len(extra) > 0 {
-			dest = append(dest, make([]any, len(extra))...)
-			for i := range extra {
-				dest[len(dest)-len(extra)+i] = new(any)
-			}
+		} else {
+			dest = append(dest, ignored...)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))

@@ -150,7 +150,9 @@ func (f *floor) settleBatched(ctx context.Context, p floorPay, attemptID string,
 }
 
 // qInsertAttemptIfClaimed is qInsertAttempt acting only if the statement
-// before it matched one row, as payd's batch sends it.
+// before it matched one row, guarded as payd's batch guards its insert
+// (payd's takes the amount and currency from the order's row; the floor's
+// are the values it knows).
 const qInsertAttemptIfClaimed = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
 		provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 		SELECT ?, ?, ?, 'started', ?, NULL, NULL, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
