@@ -2,7 +2,6 @@ package repository
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -38,68 +37,31 @@ type PayBatch struct{ db *DB }
 // NewPayBatch returns a PayBatch on db.
 func NewPayBatch(db *DB) *PayBatch { return &PayBatch{db: db} }
 
-// ClaimOwn claims order a.OrderID for customerID and reads it, in one
-// round trip on MySQL: in one transaction, the order moves from pending to
-// processing for a.RequestID (OrderStore.Claim's statement, guarded by the
-// order's customer as well) and, only if it did, attempt a is recorded
-// with the order's own amount and currency (a.Amount and a.Currency are
-// not used); then the order is read back with its items (FindByID).
-//
-// claimed: this call claimed the order and recorded a. Otherwise nothing
-// was written, and o is the order as it is now — another customer's order
-// too, for the caller to refuse without telling the two apart. An order
-// that does not exist is domain.ErrOrderNotFound.
-func (b *PayBatch) ClaimOwn(ctx context.Context, customerID string, a domain.Attempt, now time.Time) (o domain.Order, claimed bool, err error) {
-	ev := domain.EventClaim
-	lease, inFlight := tsPtr(nonZero(a.LeasedUntil)), tsPtr(nonZero(a.InFlightUntil))
-	var holderHasAttempt bool
-	err = b.db.batchRead(ctx,
-		[]statement{
-			{claimOwnOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now), customerID}},
-			{insertAttemptFromOrder, []any{a.ID, a.RequestID, string(domain.AttemptStarted), a.PaymentMethod,
-				ts(a.CreatedAt), ts(a.UpdatedAt), lease, inFlight, a.OrderID}},
-		},
-		statement{findOrderClaimedBy, []any{a.ID, a.OrderID}},
-		func(rows *sql.Rows) error {
-			var err error
-			o, err = scanOrder(rows, a.OrderID, &claimed, &holderHasAttempt)
-			return err
-		})
+// Claim moves a's order from pending to processing for a.RequestID
+// (OrderStore.Claim) and records a (AttemptStore.Create), in one
+// transaction. False: the order was not pending or past its expires_at;
+// nothing was written.
+func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error) {
+	row, err := attemptFromDomain(a)
 	if err != nil {
-		return domain.Order{}, false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
+		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
-	// The guards make these impossible; were one to fail, the request
-	// must not charge (an attempt without the claim) nor leave the order
-	// processing with no attempt to recover (a claim without one).
-	ours := o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID
-	switch {
-	case claimed && !ours:
-		return domain.Order{}, false, fmt.Errorf("claim order %s: attempt %s recorded, but the order is %s for %q", a.OrderID, a.ID, o.Status, o.PayRequestID)
-	case !claimed && ours && !holderHasAttempt:
-		return domain.Order{}, false, fmt.Errorf("claim order %s: processing for %q with no attempt", a.OrderID, a.RequestID)
+	ev := domain.EventClaim
+	matched, err := b.db.batch(ctx,
+		statement{claimOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now)}},
+		statement{insertAttempt, []any{row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
+			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
+			row.LeasedUntil, row.InFlightUntil}},
+	)
+	if err != nil {
+		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
-	return o, claimed, nil
+	if matched == 1 {
+		// An INSERT that ran inserts its row or fails: never here.
+		return false, fmt.Errorf("claim order %s: the order was claimed but attempt %s not recorded", a.OrderID, a.ID)
+	}
+	return matched == 2, nil
 }
-
-// claimOwnOrder is OrderStore.Claim's statement, for the order's own
-// customer only.
-const claimOwnOrder = claimOrder + ` AND customer_id = ?`
-
-// insertAttemptFromOrder is AttemptStore.Create's statement for a started
-// attempt, taking its amount and currency from its order's row.
-const insertAttemptFromOrder = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
-	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
-	SELECT ?, id, ?, ?, ?, NULL, NULL, currency, amount_minor, ?, ?, ?, ? FROM orders WHERE id = ?`
-
-// findOrderClaimedBy is findOrder with two more columns: whether the
-// attempt whose ID is its first argument exists — whether the claim
-// before it recorded the attempt, and so took the order — and whether the
-// request holding the order has an attempt at all.
-const findOrderClaimedBy = `SELECT ` + orderColumns + `, i.position, i.sku, i.name, i.quantity, i.unit_price_minor,
-	EXISTS (SELECT 1 FROM payment_attempts WHERE id = ?),
-	EXISTS (SELECT 1 FROM payment_attempts pa WHERE pa.order_id = o.id AND pa.request_id = o.pay_request_id)
-	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
-	 WHERE o.id = ?`
 
 // SucceedAndPay moves attempt a from started or unknown to succeeded with
 // chargeID (AttemptStore.Succeed) and, only if that matched, its order
@@ -230,9 +192,33 @@ func guardedByPrevious(query string) (string, error) {
 // whose ROLLBACK fails is discarded, never returned to the pool inside a
 // transaction: closing it makes the server roll back.
 func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
-	sqlText, args, commitErr, err := db.packet(stmts)
-	if err != nil {
+	var sqlText strings.Builder
+	sqlText.WriteString("START TRANSACTION")
+	var args []driver.NamedValue
+	for i, s := range stmts {
+		query := s.query
+		if i > 0 {
+			var err error
+			if query, err = guardedByPrevious(query); err != nil {
+				return 0, err
+			}
+		}
+		q, a, err := expandArgs(query, s.args, len(args))
+		if err != nil {
+			return 0, err
+		}
+		sqlText.WriteString(";\n")
+		sqlText.WriteString(q)
+		args = append(args, a...)
+	}
+	if err := db.injected("statement"); err != nil {
 		return 0, err
+	}
+	// A test's stand-in for a failed COMMIT: the packet goes without it,
+	// and the failure is handled as a failed COMMIT's.
+	commitErr := db.injected("commit")
+	if commitErr == nil {
+		sqlText.WriteString(";\nCOMMIT")
 	}
 	ctx = detached(ctx)
 	conn, err := db.sql.Conn(ctx)
@@ -252,7 +238,7 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 			}
 			return cause
 		}
-		res, err := ex.ExecContext(ctx, sqlText, args)
+		res, err := ex.ExecContext(ctx, sqlText.String(), args)
 		if err != nil {
 			return rollback(err)
 		}
@@ -283,102 +269,6 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 		return nil
 	})
 	return matched, err
-}
-
-// packet is the text and arguments of a batch's one packet on MySQL:
-// START TRANSACTION, stmts (each after the first guarded by
-// guardedByPrevious) and COMMIT. commitErr is a test's stand-in for a
-// failed COMMIT: the packet then goes without its COMMIT, and the caller
-// handles commitErr as a failed COMMIT's error.
-func (db *DB) packet(stmts []statement) (text string, args []driver.NamedValue, commitErr error, err error) {
-	var sqlText strings.Builder
-	sqlText.WriteString("START TRANSACTION")
-	for i, s := range stmts {
-		query := s.query
-		if i > 0 {
-			if query, err = guardedByPrevious(query); err != nil {
-				return "", nil, nil, err
-			}
-		}
-		q, a, err := expandArgs(query, s.args, len(args))
-		if err != nil {
-			return "", nil, nil, err
-		}
-		sqlText.WriteString(";\n")
-		sqlText.WriteString(q)
-		args = append(args, a...)
-	}
-	if err := db.injected("statement"); err != nil {
-		return "", nil, nil, err
-	}
-	if commitErr = db.injected("commit"); commitErr == nil {
-		sqlText.WriteString(";\nCOMMIT")
-	}
-	return sqlText.String(), args, commitErr, nil
-}
-
-// batchRead runs stmts as batch does and then read, whose rows scan reads
-// (and closes). On MySQL it takes one round trip: read goes in the
-// batch's packet, after its COMMIT, on the same connection, so it sees
-// what the batch committed. It refuses to run inside a caller's
-// transaction, as batch does.
-func (db *DB) batchRead(ctx context.Context, stmts []statement, read statement, scan func(*sql.Rows) error) error {
-	if inTx(ctx, db) {
-		return errors.New("a batch runs in a transaction of its own, not inside another")
-	}
-	if db.dialect != migrations.MySQL {
-		if _, err := db.batch(ctx, stmts...); err != nil {
-			return err
-		}
-		rows, err := db.conn(ctx).Raw(read.query, read.args...).Rows()
-		if err != nil {
-			return classify(err)
-		}
-		return scan(rows)
-	}
-	return db.retrying(ctx, func() error { return db.batchReadMySQL(ctx, stmts, read, scan) })
-}
-
-// batchReadMySQL is batchRead's one packet. A statement that fails stops
-// the packet before COMMIT, and the transaction is rolled back on the
-// same connection; a connection whose ROLLBACK fails is discarded, as in
-// batchMySQL. A failure of read itself comes after the COMMIT: the batch
-// may have committed, and the caller's next read tells.
-func (db *DB) batchReadMySQL(ctx context.Context, stmts []statement, read statement, scan func(*sql.Rows) error) error {
-	text, named, commitErr, err := db.packet(stmts)
-	if err != nil {
-		return err
-	}
-	if commitErr == nil {
-		q, a, err := expandArgs(read.query, read.args, len(named))
-		if err != nil {
-			return err
-		}
-		text += ";\n" + q
-		named = append(named, a...)
-	}
-	args := make([]any, len(named))
-	for i, v := range named {
-		args[i] = v.Value
-	}
-	ctx = detached(ctx)
-	conn, err := db.sql.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, text, args...)
-	if err == nil && commitErr != nil {
-		err = errors.Join(rows.Close(), commitErr)
-	}
-	if err != nil {
-		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // closed, never pooled inside a transaction
-			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
-		}
-		return err
-	}
-	return scan(rows)
 }
 
 // expandArgs numbers query's arguments from offset for the driver and

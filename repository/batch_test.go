@@ -3,13 +3,11 @@ package repository_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
@@ -23,23 +21,6 @@ func attemptFor(o domain.Order, requestID string) domain.Attempt {
 	return domain.Attempt{ID: newID(), OrderID: o.ID, RequestID: requestID, Status: domain.AttemptStarted,
 		PaymentMethod: "pm_ok", Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0,
 		LeasedUntil: inFlight, InFlightUntil: inFlight}
-}
-
-// claimOwn is PayBatch.ClaimOwn by customerID, checking that the order it
-// read back is a's and, when claimed, that a was recorded with the order's
-// amount and currency.
-func claimOwn(ctx context.Context, b *repository.PayBatch, customerID string, a domain.Attempt, now time.Time) (bool, error) {
-	o, ok, err := b.ClaimOwn(ctx, customerID, a, now)
-	if err != nil {
-		return ok, err
-	}
-	if o.ID != a.OrderID {
-		return ok, fmt.Errorf("ClaimOwn read order %q, want %q", o.ID, a.OrderID)
-	}
-	if ok && (o.Status != domain.StatusProcessing || o.PayRequestID != a.RequestID) {
-		return ok, fmt.Errorf("ClaimOwn claimed, but read order %s for %q", o.Status, o.PayRequestID)
-	}
-	return ok, nil
 }
 
 func attemptsOf(t *testing.T, db *repository.DB, orderID string) []domain.Attempt {
@@ -59,7 +40,7 @@ func TestPayBatchClaim(t *testing.T) {
 
 		o := newOrder(t, db)
 		first := attemptFor(o, "req-1")
-		if ok, err := claimOwn(ctx, b, o.CustomerID, first, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, first, t0); err != nil || !ok {
 			t.Fatalf("Claim(pending) = %v, %v, want true", ok, err)
 		}
 		got := findOrder(t, db, o.ID)
@@ -71,7 +52,7 @@ func TestPayBatchClaim(t *testing.T) {
 		}
 
 		// A second claim matches no row: its attempt is rolled back with it.
-		if ok, err := claimOwn(ctx, b, o.CustomerID, attemptFor(o, "req-2"), t0); err != nil || ok {
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || ok {
 			t.Fatalf("Claim(processing) = %v, %v, want false", ok, err)
 		}
 		if as := attemptsOf(t, db, o.ID); len(as) != 1 {
@@ -81,39 +62,9 @@ func TestPayBatchClaim(t *testing.T) {
 			t.Errorf("a refused claim changed the order: version %d, request %q", again.Version, again.PayRequestID)
 		}
 
-		// The attempt takes the order's amount and currency, whatever it
-		// says itself.
-		other := newOrder(t, db)
-		odd := attemptFor(other, "req-odd")
-		odd.Amount, odd.Currency = decimal.RequireFromString("1.00"), "EUR"
-		if ok, err := claimOwn(ctx, b, other.CustomerID, odd, t0); err != nil || !ok {
-			t.Fatalf("Claim(pending) = %v, %v, want true", ok, err)
-		}
-		if as := attemptsOf(t, db, other.ID); len(as) != 1 || !as[0].Amount.Equal(other.Amount) || as[0].Currency != other.Currency {
-			t.Errorf("attempts %+v, want one for %s %s", as, other.Amount, other.Currency)
-		}
-
-		// Another customer's order is not claimed; it is read back, for the
-		// caller to refuse.
-		theirs := newOrder(t, db)
-		got2, ok, err := b.ClaimOwn(ctx, o.CustomerID, attemptFor(theirs, "req-x"), t0)
-		if err != nil || ok || got2.ID != theirs.ID || got2.CustomerID != theirs.CustomerID {
-			t.Fatalf("ClaimOwn(another's order) = %s of %s, %v, %v; want it unclaimed", got2.ID, got2.CustomerID, ok, err)
-		}
-		if as := attemptsOf(t, db, theirs.ID); len(as) != 0 || findOrder(t, db, theirs.ID).Status != domain.StatusPending {
-			t.Errorf("another customer's order was claimed: %d attempts", len(as))
-		}
-
-		// An order that does not exist is not found, and nothing is written.
-		ghost := attemptFor(o, "req-ghost")
-		ghost.OrderID = newID()
-		if _, ok, err := b.ClaimOwn(ctx, o.CustomerID, ghost, t0); !errors.Is(err, domain.ErrOrderNotFound) || ok {
-			t.Fatalf("ClaimOwn(no such order) = %v, %v; want ErrOrderNotFound", ok, err)
-		}
-
 		// Past expires_at the guard refuses, and nothing is written.
 		late := newOrder(t, db)
-		if ok, err := claimOwn(ctx, b, late.CustomerID, attemptFor(late, "req-3"), late.ExpiresAt); err != nil || ok {
+		if ok, err := b.Claim(ctx, attemptFor(late, "req-3"), late.ExpiresAt); err != nil || ok {
 			t.Fatalf("Claim(expired) = %v, %v, want false", ok, err)
 		}
 		if as := attemptsOf(t, db, late.ID); len(as) != 0 {
@@ -141,7 +92,7 @@ func TestPayBatchClaimRace(t *testing.T) {
 				wg.Go(func() {
 					a := attemptFor(o, "req-"+string(rune('a'+i)))
 					<-start
-					ok, err := claimOwn(context.Background(), b, o.CustomerID, a, t0)
+					ok, err := b.Claim(context.Background(), a, t0)
 					if err != nil {
 						t.Errorf("Claim = %v", err)
 					}
@@ -180,7 +131,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 
 		o := newOrder(t, db)
 		a := attemptFor(o, "req-1")
-		if ok, err := claimOwn(ctx, b, o.CustomerID, a, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, a, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", later); err != nil || !settled || !paid {
@@ -210,7 +161,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// alone, as Checkout.succeed's transaction commits it.
 		o3 := newOrder(t, db)
 		a3 := attemptFor(o3, "req-3")
-		if ok, err := claimOwn(ctx, b, o3.CustomerID, a3, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, a3, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", t0); err != nil || !ok {
@@ -232,7 +183,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// would hold, must not run.
 		o4 := newOrder(t, db)
 		a4 := attemptFor(o4, "req-4")
-		if ok, err := claimOwn(ctx, b, o4.CustomerID, a4, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, a4, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if ok, err := repository.NewAttemptStore(db).Hold(ctx, a4.ID, "ch_held", t0); err != nil || !ok {
@@ -251,7 +202,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// alone, and the order is left to the request that holds it.
 		o2 := newOrder(t, db)
 		mine, theirs := attemptFor(o2, "req-mine"), attemptFor(o2, "req-theirs")
-		if ok, err := claimOwn(ctx, b, o2.CustomerID, theirs, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, theirs, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
@@ -293,7 +244,7 @@ func TestPayBatchFailedCommit(t *testing.T) {
 			}
 			return nil
 		})
-		ok, err := claimOwn(ctx, b, o.CustomerID, attemptFor(o, "req-1"), t0)
+		ok, err := b.Claim(ctx, attemptFor(o, "req-1"), t0)
 		db.FailAt(nil)
 		if !errors.Is(err, boom) || ok {
 			t.Fatalf("Claim with a failing commit = %v, %v, want %v", ok, err, boom)
@@ -313,7 +264,7 @@ func TestPayBatchFailedCommit(t *testing.T) {
 			}
 		}
 		// And the pool works on: the claim goes through.
-		if ok, err := claimOwn(ctx, b, o.CustomerID, attemptFor(o, "req-2"), t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || !ok {
 			t.Fatalf("Claim after the failed commit = %v, %v", ok, err)
 		}
 	})
@@ -345,7 +296,7 @@ func TestPayBatchRerunLoses(t *testing.T) {
 				t.Errorf("winner's Claim = %v, %v; want true", won, err)
 			}
 		})
-		ok, err := claimOwn(t.Context(), b, o.CustomerID, attemptFor(o, "loser"), t0)
+		ok, err := b.Claim(t.Context(), attemptFor(o, "loser"), t0)
 		if err != nil || ok {
 			t.Fatalf("Claim after losing the rerun = %v, %v, want false", ok, err)
 		}
@@ -368,7 +319,7 @@ func TestPayBatchRefusesOuterTransaction(t *testing.T) {
 		db := dbtest.Open(t, d)
 		o := newOrder(t, db)
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-			_, err := claimOwn(ctx, repository.NewPayBatch(db), o.CustomerID, attemptFor(o, "req-1"), t0)
+			_, err := repository.NewPayBatch(db).Claim(ctx, attemptFor(o, "req-1"), t0)
 			return err
 		})
 		if err == nil {

@@ -166,39 +166,19 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	// it on every read (EXPLAIN: "Using temporary; Using filesort"), which
 	// cost it more CPU than the rest of the read; the few items are sorted
 	// here instead.
-	rows, err := s.db.conn(ctx).Raw(findOrder, id).Rows()
+	rows, err := s.db.conn(ctx).Raw(`SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
+	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
+	 WHERE o.id = ?`, id).Rows()
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 	}
-	return scanOrder(rows, id)
-}
-
-// findOrder reads an order with its items: FindByID's statement.
-const findOrder = `SELECT ` + orderColumns + `, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
-	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
-	 WHERE o.id = ?`
-
-// scanOrder reads the order id from rows of findOrder (or of a statement
-// selecting the same columns and then extra's, scanned into extra from
-// the first row), and closes rows.
-func scanOrder(rows *sql.Rows, id string, extra ...any) (domain.Order, error) {
 	defer rows.Close()
 	var o orderRow
 	items, found := []itemRow{}, false
-	ignored := make([]any, len(extra))
-	for i := range ignored {
-		ignored[i] = new(any)
-	}
 	for rows.Next() {
 		var pos, qty, price sql.NullInt64
 		var sku, name sql.NullString
-		dest := append(o.fields(), &pos, &sku, &name, &qty, &price)
-		if !found {
-			dest = append(dest, extra...)
-		} else {
-			dest = append(dest, ignored...)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price)...); err != nil {
 			return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 		}
 		found = true

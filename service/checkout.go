@@ -57,12 +57,9 @@ type Checkout struct {
 // one round trip each on MySQL (repository.PayBatch, ADR 0026): each
 // guarded statement runs only if the one before it matched its row.
 type PayBatch interface {
-	// ClaimOwn moves a's order, if customerID's, from pending to
-	// processing for a.RequestID and records a with the order's amount
-	// and currency, in one transaction (OrderStore.Claim,
-	// AttemptStore.Create), and then reads the order (OrderStore.FindByID).
-	// claimed: this call took the order; otherwise nothing was written.
-	ClaimOwn(ctx context.Context, customerID string, a domain.Attempt, now time.Time) (o domain.Order, claimed bool, err error)
+	// Claim moves a's order from pending to processing for a.RequestID and
+	// records a, in one transaction (OrderStore.Claim, AttemptStore.Create).
+	Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error)
 	// SucceedAndPay moves a (started or unknown) to succeeded with
 	// chargeID and, only if it moved, its order from processing to paid
 	// for a.RequestID, in one transaction (AttemptStore.Succeed,
@@ -104,22 +101,23 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		return domain.Order{}, &domain.ValidationError{Field: "payment_method", Reason: "must be a payment method ID such as \"pm_ok\""}
 	}
 	for range 3 {
-		o, a, claimed, err := s.claim(ctx, r)
+		o, err := s.Orders.FindByID(ctx, r.OrderID)
 		if err != nil {
 			return domain.Order{}, err
 		}
 		if o.CustomerID != r.CustomerID {
 			return domain.Order{}, domain.ErrOrderNotFound
 		}
-		if claimed {
-			fault("after_claim")
-			return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
-		}
 		if o.Status == domain.StatusPending {
-			if !o.ExpiresAt.After(s.Now().UTC()) {
-				return domain.Order{}, domain.ErrOrderExpired // the claim's time guard refused it
+			a, claimed, err := s.claim(ctx, &o, r)
+			if err != nil {
+				return domain.Order{}, err
 			}
-			continue // someone changed the order between our claim and our read: decide from a fresh one
+			if claimed {
+				fault("after_claim")
+				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
+			}
+			continue // someone changed the order between our read and our claim: decide from a fresh read
 		}
 		if err := o.PayOutcome(r.RequestID); err != nil {
 			return domain.Order{}, err
@@ -174,55 +172,40 @@ func (s *Checkout) samePayment(ctx context.Context, o domain.Order, r PayRequest
 // The attempt is created leased to this request for as long as the charge
 // request it is about to send may be in flight, and says so: nobody else
 // asks the provider about it meanwhile (ADR 9). An order past its
-// expires_at is not claimed (the guard is in the UPDATE), nor another
-// customer's.
-//
-// It returns the order as it is after — claimed: processing for r, with a
-// recorded for its amount and currency; otherwise as someone else left it,
-// for Pay to decide from. With Batch, the claim and the read are one round
-// trip on MySQL (ADR 0026); without, the order is read first and claimed
-// if pending.
-func (s *Checkout) claim(ctx context.Context, r PayRequest) (domain.Order, domain.Attempt, bool, error) {
+// expires_at is not claimed (the guard is in the UPDATE): ErrOrderExpired.
+func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (domain.Attempt, bool, error) {
 	now := s.Now().UTC()
 	inFlight := s.inFlightUntil(now)
 	a := domain.Attempt{
-		ID: newID(), OrderID: r.OrderID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
-		CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
+		ID: newID(), OrderID: o.ID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
+		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
 	}
-	if s.Batch != nil {
-		o, claimed, err := s.Batch.ClaimOwn(ctx, r.CustomerID, a, now)
-		if err != nil {
-			return domain.Order{}, domain.Attempt{}, false, err
-		}
-		a.Amount, a.Currency = o.Amount, o.Currency
-		if claimed {
-			s.changed(o.ID)
-		}
-		return o, a, claimed, nil
-	}
-	o, err := s.Orders.FindByID(ctx, r.OrderID)
-	if err != nil || o.CustomerID != r.CustomerID || o.Status != domain.StatusPending {
-		return o, domain.Attempt{}, false, err
-	}
-	a.Amount, a.Currency = o.Amount, o.Currency
 	var claimed bool
-	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		claimed = false // InTx may run fn again after a conflict: start clean
-		var err error
-		if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
-			return err
-		}
-		return s.Attempts.Create(ctx, a)
-	})
+	var err error
+	if s.Batch != nil {
+		claimed, err = s.Batch.Claim(ctx, a, now)
+	} else {
+		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+			claimed = false // InTx may run fn again after a conflict: start clean
+			var err error
+			if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
+				return err
+			}
+			return s.Attempts.Create(ctx, a)
+		})
+	}
 	if err != nil {
-		return domain.Order{}, domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
+		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
+	}
+	if !claimed && !o.ExpiresAt.After(now) {
+		return domain.Attempt{}, false, domain.ErrOrderExpired // the UPDATE's time guard refused it
 	}
 	if claimed {
 		// The guarded UPDATE matched, so we know the row exactly: no re-read.
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusProcessing, r.RequestID, now, o.Version+1
 		s.changed(o.ID)
 	}
-	return o, a, claimed, nil
+	return a, claimed, nil
 }
 
 // charge asks the provider to charge attempt a, then settles on its answer.
