@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -142,6 +143,23 @@ func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 // (clientFoundRows), so the statement does nothing unless that was one.
 const rowCountGuard = "ROW_COUNT() = 1"
 
+// guarded holds guardedByPrevious's answers: the batches send a few
+// constant statements, and each is rewritten once.
+var guarded sync.Map // query → its guarded text
+
+// guardedOnce is guardedByPrevious, remembered.
+func guardedOnce(query string) (string, error) {
+	if g, ok := guarded.Load(query); ok {
+		return g.(string), nil
+	}
+	g, err := guardedByPrevious(query)
+	if err != nil {
+		return "", err
+	}
+	guarded.Store(query, g)
+	return g, nil
+}
+
 // guardedByPrevious returns query so that it acts only if the statement
 // before it matched exactly one row. An UPDATE, or an INSERT ... SELECT,
 // whose query ends with its one WHERE clause (no subquery, ORDER BY or
@@ -199,7 +217,7 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 		query := s.query
 		if i > 0 {
 			var err error
-			if query, err = guardedByPrevious(query); err != nil {
+			if query, err = guardedOnce(query); err != nil {
 				return 0, err
 			}
 		}
