@@ -23,6 +23,18 @@ func attemptFor(o domain.Order, requestID string) domain.Attempt {
 		LeasedUntil: inFlight, InFlightUntil: inFlight}
 }
 
+// claimedOrder is a new order claimed by requestID through b, and the
+// claim's attempt.
+func claimedOrder(t *testing.T, db *repository.DB, b *repository.PayBatch, requestID string) (domain.Order, domain.Attempt) {
+	t.Helper()
+	o := newOrder(t, db)
+	a := attemptFor(o, requestID)
+	if ok, err := b.Claim(t.Context(), a, t0); err != nil || !ok {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	return o, a
+}
+
 func attemptsOf(t *testing.T, db *repository.DB, orderID string) []domain.Attempt {
 	t.Helper()
 	as, err := repository.NewAttemptStore(db).ListByOrder(t.Context(), orderID)
@@ -129,11 +141,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		ctx := t.Context()
 		later := t0.Add(time.Second)
 
-		o := newOrder(t, db)
-		a := attemptFor(o, "req-1")
-		if ok, err := b.Claim(ctx, a, t0); err != nil || !ok {
-			t.Fatalf("Claim = %v, %v", ok, err)
-		}
+		o, a := claimedOrder(t, db, b, "req-1")
 		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", later); err != nil || !settled || !paid {
 			t.Fatalf("SucceedAndPay = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
@@ -159,11 +167,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// paid it; here, the order was moved by hand): the attempt's guard
 		// holds, the order's does not. The attempt's success is committed
 		// alone, as Checkout.succeed's transaction commits it.
-		o3 := newOrder(t, db)
-		a3 := attemptFor(o3, "req-3")
-		if ok, err := b.Claim(ctx, a3, t0); err != nil || !ok {
-			t.Fatalf("Claim = %v, %v", ok, err)
-		}
+		o3, a3 := claimedOrder(t, db, b, "req-3")
 		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", t0); err != nil || !ok {
 			t.Fatalf("MarkPaid = %v, %v", ok, err)
 		}
@@ -181,11 +185,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// money) while the order is still processing for its request: the
 		// attempt's guard refuses, and the order's UPDATE, whose own guard
 		// would hold, must not run.
-		o4 := newOrder(t, db)
-		a4 := attemptFor(o4, "req-4")
-		if ok, err := b.Claim(ctx, a4, t0); err != nil || !ok {
-			t.Fatalf("Claim = %v, %v", ok, err)
-		}
+		o4, a4 := claimedOrder(t, db, b, "req-4")
 		if ok, err := repository.NewAttemptStore(db).Hold(ctx, a4.ID, "ch_held", t0); err != nil || !ok {
 			t.Fatalf("Hold = %v, %v", ok, err)
 		}
