@@ -109,7 +109,7 @@ type Order struct {
 	CreateRequestID string // the idempotency key the order was created under, if any
 	PaidAt          *time.Time
 	RefundedAmount  decimal.Decimal
-	Version         int64
+	Version         int64 // 1 when created; every change raises it
 	ExpiresAt       time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -125,6 +125,10 @@ type Order struct {
 	// the 202 (and its idempotent replays). ADR 0019.
 	Action *CustomerAction
 }
+
+// AnyVersion, given as the version an order must be at for a change, lets
+// the change act on whatever version the order is at.
+const AnyVersion int64 = 0
 
 // Limits bounds what a single order may contain.
 type Limits struct {

@@ -29,7 +29,7 @@ func TestReadBacklog(t *testing.T) {
 		var unknownAt []time.Time
 		for i := range 3 {
 			o := newOrder(t, db)
-			if ok, err := orders.Claim(ctx, o.ID, newID(), t0); err != nil || !ok {
+			if ok, err := orders.Claim(ctx, o.ID, newID(), domain.AnyVersion, t0); err != nil || !ok {
 				t.Fatalf("Claim = %v, %v", ok, err)
 			}
 			created := t0.Add(time.Duration(i) * time.Minute)

@@ -40,16 +40,16 @@ func NewPayBatch(db *DB) *PayBatch { return &PayBatch{db: db} }
 
 // Claim moves a's order from pending to processing for a.RequestID
 // (OrderStore.Claim) and records a (AttemptStore.Create), in one
-// transaction. False: the order was not pending or past its expires_at;
-// nothing was written.
-func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error) {
+// transaction, if the order is still at version (unless that is
+// domain.AnyVersion). False: the order was not pending at version, or past
+// its expires_at; nothing was written.
+func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, now time.Time) (bool, error) {
 	row, err := attemptFromDomain(a)
 	if err != nil {
 		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
 	}
-	ev := domain.EventClaim
 	matched, err := b.db.batch(ctx,
-		statement{claimOrder, []any{string(ev.To()), a.RequestID, ts(now), a.OrderID, names(ev.From()), ts(now)}},
+		claimStatement(a.OrderID, a.RequestID, version, now),
 		statement{insertAttempt, []any{row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
 			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
 			row.LeasedUntil, row.InFlightUntil}},

@@ -29,7 +29,7 @@ func claimedOrder(t *testing.T, db *repository.DB, b *repository.PayBatch, reque
 	t.Helper()
 	o := newOrder(t, db)
 	a := attemptFor(o, requestID)
-	if ok, err := b.Claim(t.Context(), a, t0); err != nil || !ok {
+	if ok, err := b.Claim(t.Context(), a, o.Version, t0); err != nil || !ok {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	return o, a
@@ -52,7 +52,7 @@ func TestPayBatchClaim(t *testing.T) {
 
 		o := newOrder(t, db)
 		first := attemptFor(o, "req-1")
-		if ok, err := b.Claim(ctx, first, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, first, o.Version, t0); err != nil || !ok {
 			t.Fatalf("Claim(pending) = %v, %v, want true", ok, err)
 		}
 		got := findOrder(t, db, o.ID)
@@ -64,7 +64,7 @@ func TestPayBatchClaim(t *testing.T) {
 		}
 
 		// A second claim matches no row: its attempt is rolled back with it.
-		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || ok {
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), domain.AnyVersion, t0); err != nil || ok {
 			t.Fatalf("Claim(processing) = %v, %v, want false", ok, err)
 		}
 		if as := attemptsOf(t, db, o.ID); len(as) != 1 {
@@ -76,7 +76,7 @@ func TestPayBatchClaim(t *testing.T) {
 
 		// Past expires_at the guard refuses, and nothing is written.
 		late := newOrder(t, db)
-		if ok, err := b.Claim(ctx, attemptFor(late, "req-3"), late.ExpiresAt); err != nil || ok {
+		if ok, err := b.Claim(ctx, attemptFor(late, "req-3"), late.Version, late.ExpiresAt); err != nil || ok {
 			t.Fatalf("Claim(expired) = %v, %v, want false", ok, err)
 		}
 		if as := attemptsOf(t, db, late.ID); len(as) != 0 {
@@ -104,7 +104,7 @@ func TestPayBatchClaimRace(t *testing.T) {
 				wg.Go(func() {
 					a := attemptFor(o, "req-"+string(rune('a'+i)))
 					<-start
-					ok, err := b.Claim(context.Background(), a, t0)
+					ok, err := b.Claim(context.Background(), a, o.Version, t0)
 					if err != nil {
 						t.Errorf("Claim = %v", err)
 					}
@@ -202,7 +202,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// alone, and the order is left to the request that holds it.
 		o2 := newOrder(t, db)
 		mine, theirs := attemptFor(o2, "req-mine"), attemptFor(o2, "req-theirs")
-		if ok, err := b.Claim(ctx, theirs, t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, theirs, o2.Version, t0); err != nil || !ok {
 			t.Fatalf("Claim = %v, %v", ok, err)
 		}
 		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
@@ -244,7 +244,7 @@ func TestPayBatchFailedCommit(t *testing.T) {
 			}
 			return nil
 		})
-		ok, err := b.Claim(ctx, attemptFor(o, "req-1"), t0)
+		ok, err := b.Claim(ctx, attemptFor(o, "req-1"), o.Version, t0)
 		db.FailAt(nil)
 		if !errors.Is(err, boom) || ok {
 			t.Fatalf("Claim with a failing commit = %v, %v, want %v", ok, err, boom)
@@ -264,7 +264,7 @@ func TestPayBatchFailedCommit(t *testing.T) {
 			}
 		}
 		// And the pool works on: the claim goes through.
-		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), t0); err != nil || !ok {
+		if ok, err := b.Claim(ctx, attemptFor(o, "req-2"), o.Version, t0); err != nil || !ok {
 			t.Fatalf("Claim after the failed commit = %v, %v", ok, err)
 		}
 	})
@@ -292,11 +292,11 @@ func TestPayBatchRerunLoses(t *testing.T) {
 		})
 		db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
 			reruns++
-			if won, err := repository.NewOrderStore(other).Claim(ctx, o.ID, "winner", t0); err != nil || !won {
+			if won, err := repository.NewOrderStore(other).Claim(ctx, o.ID, "winner", domain.AnyVersion, t0); err != nil || !won {
 				t.Errorf("winner's Claim = %v, %v; want true", won, err)
 			}
 		})
-		ok, err := b.Claim(t.Context(), attemptFor(o, "loser"), t0)
+		ok, err := b.Claim(t.Context(), attemptFor(o, "loser"), domain.AnyVersion, t0)
 		if err != nil || ok {
 			t.Fatalf("Claim after losing the rerun = %v, %v, want false", ok, err)
 		}
@@ -319,7 +319,7 @@ func TestPayBatchRefusesOuterTransaction(t *testing.T) {
 		db := dbtest.Open(t, d)
 		o := newOrder(t, db)
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-			_, err := repository.NewPayBatch(db).Claim(ctx, attemptFor(o, "req-1"), t0)
+			_, err := repository.NewPayBatch(db).Claim(ctx, attemptFor(o, "req-1"), o.Version, t0)
 			return err
 		})
 		if err == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/repository"
@@ -150,7 +151,7 @@ func TestMySQLReadCommitted(t *testing.T) {
 	before := sets()
 	o := newOrder(t, db)
 	err = repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-		_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "r", t0)
+		_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "r", domain.AnyVersion, t0)
 		return err
 	})
 	if err != nil {

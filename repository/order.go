@@ -110,11 +110,17 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // OrderStore keeps orders and their items, and moves orders through the
-// state machine (see order_transitions.go).
-type OrderStore struct{ db *DB }
+// state machine (see order_transitions.go). It remembers the orders it
+// created last (TakeCreated).
+type OrderStore struct {
+	db      *DB
+	created *createdOrders
+}
 
 // NewOrderStore returns an OrderStore on db.
-func NewOrderStore(db *DB) *OrderStore { return &OrderStore{db: db} }
+func NewOrderStore(db *DB) *OrderStore {
+	return &OrderStore{db: db, created: newCreatedOrders(createdCapacity)}
+}
 
 // Create stores o with its items: two INSERTs (all items in one), in the
 // caller's transaction or in one of its own, so an order never exists
@@ -139,8 +145,18 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 	if err != nil {
 		return fmt.Errorf("create order %s: %w", o.ID, err)
 	}
+	// Remembered even inside a caller's transaction that may yet roll
+	// back: nobody learns the ID of an order that was never committed,
+	// and a claim of it would match no row.
+	s.created.remember(row, items)
 	return nil
 }
+
+// TakeCreated returns the order id as this store created it, once, if it
+// still remembers it: what FindByID would have returned right after the
+// creation. The order may have changed since; only a claim guarded by its
+// version (Claim, PayBatch.Claim) may act on it (ADR 0027).
+func (s *OrderStore) TakeCreated(id string) (domain.Order, bool) { return s.created.take(id) }
 
 // FindByCreateRequest returns the customer's order created under requestID,
 // or domain.ErrOrderNotFound.

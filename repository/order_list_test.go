@@ -116,7 +116,7 @@ func TestOrderExpireDue(t *testing.T) {
 		atNow, justBefore := due(now), due(now.Add(-time.Microsecond))
 		justAfter := due(now.Add(time.Microsecond))
 		claimed := due(now.Add(-time.Hour))
-		if ok, _ := s.Claim(t.Context(), claimed.ID, "req-1", t0.Add(-time.Minute)); !ok { // before it was due
+		if ok, _ := s.Claim(t.Context(), claimed.ID, "req-1", domain.AnyVersion, t0.Add(-time.Minute)); !ok { // before it was due
 			t.Fatalf("Claim(%s) = false", claimed.ID)
 		}
 

@@ -21,7 +21,7 @@ type machineStep func(ctx context.Context, s *repository.OrderStore, o domain.Or
 // that refuses does so because of the status, not the request.
 var machineSteps = map[domain.Event]machineStep{
 	domain.EventClaim: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.Claim(ctx, o.ID, machineRequest, now)
+		return s.Claim(ctx, o.ID, machineRequest, domain.AnyVersion, now)
 	},
 	domain.EventSucceed: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
 		return s.MarkPaid(ctx, o.ID, machineRequest, now)

@@ -17,7 +17,7 @@ func paidAt(t *testing.T, db *repository.DB, at time.Time) domain.Order {
 	o := newOrder(t, db)
 	s := repository.NewOrderStore(db)
 	// Claimed an hour before it was paid: before the fixture's expires_at.
-	if ok, err := s.Claim(t.Context(), o.ID, "req-1", at.Add(-time.Hour)); !ok || err != nil {
+	if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, at.Add(-time.Hour)); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", at); !ok || err != nil {
@@ -92,7 +92,7 @@ func TestOrderListStuck(t *testing.T) {
 		s := repository.NewOrderStore(db)
 		claimAt := func(at time.Time) domain.Order {
 			o := newOrder(t, db)
-			if ok, err := s.Claim(t.Context(), o.ID, "req-1", at); !ok || err != nil {
+			if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, at); !ok || err != nil {
 				t.Fatalf("Claim = %v, %v", ok, err)
 			}
 			return o

@@ -22,16 +22,31 @@ import (
 // start a charge for the same order. An order past its expires_at is not
 // claimed, whether or not the expiry job has run: the guard is in the
 // statement, so no read-then-write race can pay an order that just expired.
-func (s *OrderStore) Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	ev := domain.EventClaim
-	return s.db.guarded(ctx, "claim order "+id, claimOrder,
-		string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now))
+// Unless version is domain.AnyVersion, the order must still be at version,
+// the one its caller read (or created: TakeCreated): a claim that matched
+// then changed exactly the row its caller knows, which it may answer from
+// without reading it again.
+func (s *OrderStore) Claim(ctx context.Context, id, requestID string, version int64, now time.Time) (bool, error) {
+	st := claimStatement(id, requestID, version, now)
+	return s.db.guarded(ctx, "claim order "+id, st.query, st.args...)
 }
 
-// claimOrder is Claim's statement (PayBatch.Claim sends it too).
-const claimOrder = `UPDATE orders
+// claimStatement is Claim's statement (PayBatch.Claim sends it too).
+func claimStatement(id, requestID string, version int64, now time.Time) statement {
+	ev := domain.EventClaim
+	args := []any{string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now)}
+	if version == domain.AnyVersion {
+		return statement{claimOrder, args}
+	}
+	return statement{claimOrderAt, append(args, version)}
+}
+
+const (
+	claimOrder = `UPDATE orders
 		SET status = ?, pay_request_id = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ? AND expires_at > ?`
+	claimOrderAt = claimOrder + ` AND version = ?`
+)
 
 // MarkPaid moves a processing order to paid, only for the request that
 // claimed it: a late success of another request never pays the order.

@@ -21,7 +21,7 @@ type step struct {
 
 func claim(req string) step {
 	return step{"Claim(" + req + ")", func(ctx context.Context, s *repository.OrderStore, id string, now time.Time) (bool, error) {
-		return s.Claim(ctx, id, req, now)
+		return s.Claim(ctx, id, req, domain.AnyVersion, now)
 	}}
 }
 
@@ -165,7 +165,7 @@ func TestOrderConcurrentClaim(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				ok, err := s.Claim(t.Context(), o.ID, fmt.Sprintf("req-%d", i), t0)
+				ok, err := s.Claim(t.Context(), o.ID, fmt.Sprintf("req-%d", i), domain.AnyVersion, t0)
 				if err != nil {
 					t.Errorf("Claim(req-%d) = %v", i, err)
 				}

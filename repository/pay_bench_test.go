@@ -53,7 +53,7 @@ func BenchmarkPayStatements(b *testing.B) {
 				a := domain.Attempt{ID: newID(), OrderID: o.ID, RequestID: key, Status: domain.AttemptStarted, PaymentMethod: "pm_ok",
 					Amount: o.Amount, Currency: o.Currency, CreatedAt: t0, UpdatedAt: t0, LeasedUntil: t0.Add(time.Minute), InFlightUntil: t0.Add(time.Minute)}
 				must(b, tx.InTx(ctx, func(ctx context.Context) error {
-					if err := wantTrue(orders.Claim(ctx, o.ID, key, t0)); err != nil {
+					if err := wantTrue(orders.Claim(ctx, o.ID, key, domain.AnyVersion, t0)); err != nil {
 						return err
 					}
 					return attempts.Create(ctx, a)

@@ -133,7 +133,7 @@ func TestInTxRetriesFailedCommit(t *testing.T) {
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
 			runs++
 			var err error
-			claimed, err = orders.Claim(ctx, o.ID, "req-1", t0)
+			claimed, err = orders.Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
 			return err
 		})
 		if err != nil || !claimed {
@@ -157,7 +157,7 @@ func TestGuardedRetries(t *testing.T) {
 		for _, conflict := range []error{errDeadlock, &mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, sqliteError(5)} {
 			hook, stmts := failFirst("statement", 1, conflict)
 			db.FailAt(hook)
-			claimed, err := repository.NewOrderStore(db).Claim(t.Context(), o.ID, "req-1", t0)
+			claimed, err := repository.NewOrderStore(db).Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0)
 			if err != nil || !claimed {
 				t.Fatalf("Claim() under %v = %v, %v; want true, nil", conflict, claimed, err)
 			}
@@ -198,7 +198,7 @@ func TestRetriesExhausted(t *testing.T) {
 
 		hook, stmts := failFirst("statement", 1000, errDeadlock)
 		db.FailAt(hook)
-		if _, err := orders.Claim(t.Context(), o.ID, "req-1", t0); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, errDeadlock) {
+		if _, err := orders.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, errDeadlock) {
 			t.Errorf("Claim() under endless conflicts = %v, want %v wrapping %v", err, domain.ErrUnavailable, errDeadlock)
 		}
 		if stmts.Load() != 8 {
@@ -208,7 +208,7 @@ func TestRetriesExhausted(t *testing.T) {
 		hook, commits := failFirst("commit", 1000, errDeadlock)
 		db.FailAt(hook)
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-			_, err := orders.Claim(ctx, o.ID, "req-1", t0)
+			_, err := orders.Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
 			return err
 		})
 		if !errors.Is(err, domain.ErrUnavailable) {
@@ -235,7 +235,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "req-1", t0)
+	_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
 	if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Claim() = %v, want %v and %v", err, domain.ErrUnavailable, context.DeadlineExceeded)
 	}
@@ -283,7 +283,7 @@ func TestSQLiteBusyRetried(t *testing.T) {
 	}
 
 	done := holdLock(50 * time.Millisecond)
-	claimed, err := orders.Claim(t.Context(), o.ID, "req-1", t0)
+	claimed, err := orders.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0)
 	if err != nil || !claimed {
 		t.Errorf("Claim() while another process writes = %v, %v; want true, nil", claimed, err)
 	}
@@ -414,7 +414,7 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("FindByID() with the server gone = %v, want %v", err, domain.ErrUnavailable)
 	}
-	_, err = orders.Claim(t.Context(), "o1", "req-1", t0)
+	_, err = orders.Claim(t.Context(), "o1", "req-1", domain.AnyVersion, t0)
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("Claim() with the server gone = %v, want %v", err, domain.ErrUnavailable)
 	}

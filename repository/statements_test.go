@@ -34,7 +34,10 @@ func TestStatementCounts(t *testing.T) {
 			{"OrderStore.Create", func(ctx context.Context) error { return orders.Create(ctx, pendingOrder(o.CustomerID)) }, 2},
 			{"OrderStore.FindByID", func(ctx context.Context) error { _, err := orders.FindByID(ctx, o.ID); return err }, 1},
 			{"OrderStore.List", func(ctx context.Context) error { _, err := orders.List(ctx, domain.OrderFilter{}); return err }, 2},
-			{"OrderStore.Claim", func(ctx context.Context) error { _, err := orders.Claim(ctx, o.ID, "r", t0); return err }, 1},
+			{"OrderStore.Claim", func(ctx context.Context) error {
+				_, err := orders.Claim(ctx, o.ID, "r", domain.AnyVersion, t0)
+				return err
+			}, 1},
 			{"OrderStore.MarkPaid", func(ctx context.Context) error { _, err := orders.MarkPaid(ctx, o.ID, "r", t0); return err }, 1},
 			{"CustomerStore.FindByTokenHash", func(ctx context.Context) error {
 				_, err := customers.FindByTokenHash(ctx, "x")

@@ -57,9 +57,10 @@ type Checkout struct {
 // one round trip each on MySQL (repository.PayBatch, ADR 0026): each
 // guarded statement runs only if the one before it matched its row.
 type PayBatch interface {
-	// Claim moves a's order from pending to processing for a.RequestID and
-	// records a, in one transaction (OrderStore.Claim, AttemptStore.Create).
-	Claim(ctx context.Context, a domain.Attempt, now time.Time) (bool, error)
+	// Claim moves a's order from pending (at version) to processing for
+	// a.RequestID and records a, in one transaction (OrderStore.Claim,
+	// AttemptStore.Create).
+	Claim(ctx context.Context, a domain.Attempt, version int64, now time.Time) (bool, error)
 	// SucceedAndPay moves a (started or unknown) to succeeded with
 	// chargeID and, only if it moved, its order from processing to paid
 	// for a.RequestID, in one transaction (AttemptStore.Succeed,
@@ -100,6 +101,17 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 	if !methodPattern.MatchString(r.PaymentMethod) {
 		return domain.Order{}, &domain.ValidationError{Field: "payment_method", Reason: "must be a payment method ID such as \"pm_ok\""}
 	}
+	if o, ok := s.created(r); ok {
+		a, claimed, err := s.claim(ctx, &o, r)
+		if err != nil && !errors.Is(err, domain.ErrOrderExpired) {
+			return domain.Order{}, err
+		}
+		if claimed {
+			fault("after_claim")
+			return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
+		}
+		// Changed since it was created (or expired meanwhile): decide from a read.
+	}
 	for range 3 {
 		o, err := s.Orders.FindByID(ctx, r.OrderID)
 		if err != nil {
@@ -131,6 +143,19 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		return o, nil // paid (or since refunded) by this very request ID
 	}
 	return domain.Order{}, domain.ErrPaymentInProgress
+}
+
+// created is the order r pays as this process created it, when it still
+// remembers it (OrderStore.TakeCreated) and it is r's customer's, pending
+// and not expired as remembered. The claim is guarded by its version, so
+// it acts only if the row is still exactly this order (ADR 0027);
+// otherwise Pay reads the order as it would have without it.
+func (s *Checkout) created(r PayRequest) (domain.Order, bool) {
+	o, ok := s.Orders.TakeCreated(r.OrderID)
+	if !ok || o.CustomerID != r.CustomerID || o.Status != domain.StatusPending || !o.ExpiresAt.After(s.Now().UTC()) {
+		return domain.Order{}, false
+	}
+	return o, true
 }
 
 // ownOutcome makes sure a pay request is answered about its own payment:
@@ -183,12 +208,12 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	var claimed bool
 	var err error
 	if s.Batch != nil {
-		claimed, err = s.Batch.Claim(ctx, a, now)
+		claimed, err = s.Batch.Claim(ctx, a, o.Version, now)
 	} else {
 		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 			claimed = false // InTx may run fn again after a conflict: start clean
 			var err error
-			if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, now); err != nil || !claimed {
+			if claimed, err = s.Orders.Claim(ctx, o.ID, r.RequestID, o.Version, now); err != nil || !claimed {
 				return err
 			}
 			return s.Attempts.Create(ctx, a)
@@ -201,7 +226,8 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 		return domain.Attempt{}, false, domain.ErrOrderExpired // the UPDATE's time guard refused it
 	}
 	if claimed {
-		// The guarded UPDATE matched, so we know the row exactly: no re-read.
+		// The guarded UPDATE matched the version we know, so we know the
+		// row exactly: no re-read.
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusProcessing, r.RequestID, now, o.Version+1
 		s.changed(o.ID)
 	}

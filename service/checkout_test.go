@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -454,6 +455,45 @@ func TestPaySameKeyConcurrently(t *testing.T) {
 			if n := len(w.attempts(t, cust, o.ID)); n != 1 {
 				t.Errorf("round %d: attempts = %d, want 1", round, n)
 			}
+		}
+	})
+}
+
+// TestPayOrderChangedSinceCreated: the order a replica remembers from
+// creating it is a hint, not the truth (ADR 0027). Changed since on
+// another replica, the pay decides from the order as it is: cancelled, it
+// is not payable and nothing is charged; claimed, declined and released,
+// it is paid, and the answer carries the order's real version, as a read
+// of it would.
+func TestPayOrderChangedSinceCreated(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		other := w.replica()
+
+		cancelled := w.order(t, cust, "3.00")
+		if _, err := other.orders.Cancel(context.Background(), cust, cancelled.ID); err != nil {
+			t.Fatalf("Cancel on another replica = %v", err)
+		}
+		if _, err := w.pay(cust, cancelled.ID, newKey(), "pm_ok"); !errors.Is(err, domain.ErrOrderNotPayable) {
+			t.Errorf("Pay(cancelled elsewhere) = %v, want ErrOrderNotPayable", err)
+		}
+		if n := len(w.charges(t, cancelled.ID)); n != 0 {
+			t.Errorf("charges of the cancelled order = %d, want 0", n)
+		}
+
+		released := w.order(t, cust, "4.00")
+		if _, err := other.pay(cust, released.ID, newKey(), "pm_insufficient_funds"); !errors.Is(err, domain.ErrPaymentDeclined) {
+			t.Fatalf("Pay(declined) on another replica = %v", err)
+		}
+		got, err := w.pay(cust, released.ID, newKey(), "pm_ok")
+		if err != nil || got.Status != domain.StatusPaid {
+			t.Fatalf("Pay(released elsewhere) = %v, %v, want paid", got.Status, err)
+		}
+		if stored := w.get(t, cust, released.ID); got.Version != stored.Version {
+			t.Errorf("answer's version = %d, stored version = %d", got.Version, stored.Version)
+		}
+		if got := statusesOf(w.charges(t, released.ID)); !slices.Equal(got, []string{"failed", "succeeded"}) {
+			t.Errorf("charges = %v, want one failed and one succeeded", got)
 		}
 	})
 }

@@ -112,7 +112,7 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 		paid = false // InTx may run fn again after a conflict: start clean
 		if cur.Status == domain.AttemptFailed {
-			claimed, err := s.Orders.Claim(ctx, o.ID, cur.RequestID, now)
+			claimed, err := s.Orders.Claim(ctx, o.ID, cur.RequestID, domain.AnyVersion, now)
 			if err != nil || !claimed {
 				return err // paid by another charge, closed, or being paid: not this charge's order any more
 			}

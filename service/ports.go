@@ -46,8 +46,14 @@ type OrderStore interface {
 	// List returns one page of orders matching f, newest first.
 	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
 
-	// Claim: pending → processing, recording requestID as pay_request_id.
-	Claim(ctx context.Context, id, requestID string, now time.Time) (bool, error)
+	// TakeCreated returns, once, the order id as this process created it,
+	// if it still remembers it: a hint that spares the pay path its read.
+	// It may have changed since; Claim's version guard refuses it then.
+	TakeCreated(id string) (domain.Order, bool)
+
+	// Claim: pending → processing, recording requestID as pay_request_id,
+	// only while the order is at version (any, for domain.AnyVersion).
+	Claim(ctx context.Context, id, requestID string, version int64, now time.Time) (bool, error)
 	// MarkPaid: processing → paid, only for the request that claimed it.
 	MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error)
 	// Release: processing → pending, clearing pay_request_id, only for the request that claimed it.

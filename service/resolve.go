@@ -186,7 +186,7 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 	}
 	now := s.Now().UTC()
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := s.Orders.Claim(ctx, a.OrderID, a.RequestID, now); err != nil {
+		if _, err := s.Orders.Claim(ctx, a.OrderID, a.RequestID, domain.AnyVersion, now); err != nil {
 			return err
 		}
 		if _, err := s.Attempts.Apply(ctx, a.ID, d.ChargeID, now); err != nil {

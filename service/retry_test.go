@@ -109,7 +109,7 @@ func TestClaimRerunLoses(t *testing.T) {
 		orders := repository.NewOrderStore(dbtest.OpenURL(t, w.url))
 		w.checkout.Batch = nil // see rerunAll
 		w.checkout.Tx = &rerunning{inner: w.checkout.Tx, between: func() {
-			if won, err := orders.Claim(context.Background(), o.ID, "winner", w.clock.Now()); err != nil || !won {
+			if won, err := orders.Claim(context.Background(), o.ID, "winner", domain.AnyVersion, w.clock.Now()); err != nil || !won {
 				t.Errorf("winner's Claim = %v, %v; want true", won, err)
 			}
 		}}

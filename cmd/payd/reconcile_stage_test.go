@@ -148,7 +148,7 @@ func (s *stack) bookPayment(ctx context.Context, orderID, attemptID, chargeID, a
 	s.t.Helper()
 	orders, attempts := repository.NewOrderStore(s.db), repository.NewAttemptStore(s.db)
 	now, requestID := time.Now().UTC(), uuid.NewString()
-	if ok, err := orders.Claim(ctx, orderID, requestID, now); err != nil || !ok {
+	if ok, err := orders.Claim(ctx, orderID, requestID, domain.AnyVersion, now); err != nil || !ok {
 		s.t.Fatalf("Claim(%s) = %v, %v; want true", orderID, ok, err)
 	}
 	err := attempts.Create(ctx, domain.Attempt{ID: attemptID, OrderID: orderID, RequestID: requestID, Status: domain.AttemptSucceeded,
