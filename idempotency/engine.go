@@ -110,6 +110,8 @@ type Engine struct {
 
 	mu   sync.Mutex
 	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
+
+	recent recentKeys // keys this process looked at lately: their repeats read first (ADR 0028)
 }
 
 // Begin takes the key for c, or finds what an earlier request with it
@@ -132,6 +134,12 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	// wait that follows it still wakes the wait.
 	done, unwatch := s.watch(c)
 	defer unwatch()
+	// A key this process has not looked at lately is most likely new:
+	// the first look inserts its record straight away, and reads it only
+	// if that finds the key taken (ADR 0028).
+	k := [2]string{c.Scope, c.Key}
+	fresh := !s.recent.seen(k)
+	s.recent.add(k) // a duplicate arriving meanwhile reads first
 	for pause := 5 * time.Millisecond; ; pause = min(pause*2, 100*time.Millisecond) {
 		if rec, ok := s.cached(ctx, c); ok {
 			if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
@@ -166,7 +174,8 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 				token = t
 			}
 		}
-		start, next, err := s.decide(ctx, c, fp, waited, heldOff, deadline)
+		start, next, err := s.decide(ctx, c, fp, fresh && !waited && heldOff.IsZero(), waited, heldOff, deadline)
+		fresh = false
 		switch {
 		case token == "":
 		case next == executing && err == nil:
@@ -203,9 +212,23 @@ const (
 )
 
 // decide looks at the record once and decides what this request does.
-// waited: this call saw the record in flight; heldOff, if set: the gate's
-// lock stopped this call, which began then.
-func (s *Engine) decide(ctx context.Context, c Call, fp string, waited bool, heldOff, deadline time.Time) (Start, step, error) {
+// insertFirst: try to insert the record before reading it (a key this
+// process has not seen: most likely new); waited: this call saw the
+// record in flight; heldOff, if set: the gate's lock stopped this call,
+// which began then.
+func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, waited bool, heldOff, deadline time.Time) (Start, step, error) {
+	if insertFirst {
+		r := s.newRecord(c, fp)
+		err := s.Records.InsertIfAbsent(ctx, r)
+		if err == nil {
+			s.observe("executed")
+			return Start{expiresAt: r.ExpiresAt}, executing, nil
+		}
+		if !errors.Is(err, domain.ErrKeyInUse) {
+			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
+		}
+		// The key has a record (maybe a gone one): read it, as for a repeat.
+	}
 	rec, err := s.find(ctx, c.Scope, c.Key)
 	if errors.Is(err, domain.ErrRecordNotFound) {
 		r := s.newRecord(c, fp)

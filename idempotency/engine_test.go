@@ -379,3 +379,80 @@ func TestFingerprint(t *testing.T) {
 		t.Error("Fingerprint depends on the key or scope, want only method, path and body")
 	}
 }
+
+// TestEngineRepeatOnAnotherReplica: a repeat that reaches a replica which
+// has not seen its key (so it tries to insert the record first, ADR 0028)
+// gets what it would get from the original's replica: the replay of a
+// success, ErrKeyReused for another request, a new execution after a
+// failure, ErrKeyInUse while the original runs and a takeover after its
+// lease, and a new execution once the record is gone. Replicas racing on
+// one new key execute it once.
+func TestEngineRepeatOnAnotherReplica(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		e, records, clk := newEngine(t, d)
+		e.Now = clk.Now
+		replica := func() *idempotency.Engine {
+			r := engineOn(t, records, testSecret)
+			r.Now = clk.Now
+			return r
+		}
+		ctx := t.Context()
+
+		paid := payCall("elsewhere-paid")
+		begin(t, e, paid)
+		finish(t, e, paid, 200, `{"status":"paid"}`)
+		wantReplay(t, replica(), paid, 200, `{"status":"paid"}`)
+		reused := paid
+		reused.Body = []byte(`{"payment_method":"pm_other"}`)
+		if _, err := replica().Begin(ctx, reused); !errors.Is(err, domain.ErrKeyReused) {
+			t.Errorf("Begin(another body) on a replica = %v, want %v", err, domain.ErrKeyReused)
+		}
+
+		declined := payCall("elsewhere-declined")
+		begin(t, e, declined)
+		finish(t, e, declined, 402, `{"code":"card_declined"}`)
+		begin(t, replica(), declined)
+
+		running := payCall("elsewhere-running")
+		begin(t, e, running)
+		var inUse *idempotency.InUseError
+		if _, err := replica().Begin(ctx, running); !errors.As(err, &inUse) {
+			t.Errorf("Begin(running) on a replica = %v, want *InUseError", err)
+		}
+		clk.Advance(testLease + time.Second)
+		if st, err := replica().Begin(ctx, running); err != nil || !st.TookOver {
+			t.Errorf("Begin(lease over) on a replica = %+v, %v, want TookOver", st, err)
+		}
+
+		gone := payCall("elsewhere-gone")
+		begin(t, e, gone)
+		finish(t, e, gone, 200, `{"status":"paid"}`)
+		clk.Advance(testTTL + time.Second)
+		if st, err := replica().Begin(ctx, gone); err != nil || st.Replay != nil || st.TookOver {
+			t.Errorf("Begin(gone) on a replica = %+v, %v, want a new execution", st, err)
+		}
+		if rec, err := records.Find(ctx, gone.Scope, gone.Key); err != nil || rec.Status != domain.RecordProcessing || rec.Gone(clk.Now()) {
+			t.Errorf("record after the new execution = %+v, %v, want a live processing one", rec, err)
+		}
+
+		race := payCall("elsewhere-race")
+		const n = 8
+		var executed atomic.Int64
+		var wg sync.WaitGroup
+		for range n {
+			r := replica()
+			wg.Go(func() {
+				st, err := r.Begin(ctx, race)
+				if err == nil && st.Replay == nil {
+					executed.Add(1)
+				} else if err != nil && !errors.Is(err, domain.ErrKeyInUse) {
+					t.Errorf("Begin(race) = %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if executed.Load() != 1 {
+			t.Errorf("%d replicas executed one new key, want 1", executed.Load())
+		}
+	})
+}

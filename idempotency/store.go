@@ -15,6 +15,11 @@ type RecordStore interface {
 	// existing (scope, key) is domain.ErrKeyInUse, unless that record is
 	// gone at r.CreatedAt (domain.Record.Gone): then r replaces it.
 	Insert(ctx context.Context, r domain.Record) error
+	// InsertIfAbsent is Insert for a key that most likely has no record:
+	// one statement, and any record of (scope, key), even a gone one, is
+	// domain.ErrKeyInUse (the caller reads it, and Insert replaces it if
+	// it is gone).
+	InsertIfAbsent(ctx context.Context, r domain.Record) error
 	// TakeOver gives a processing record whose lease ran out before now a
 	// new lease until lockedUntil; it reports whether this caller won it.
 	TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error)

@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -94,17 +95,11 @@ func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Recor
 // unless the row there is gone at r.CreatedAt (see domain.Record.Gone): a
 // gone record is absent, so r takes its place (replaceGone).
 func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
-	row := recordFromDomain(r)
-	row.Status = string(domain.RecordProcessing)
-	_, err := s.db.exec(ctx, `INSERT INTO idempotency_records (`+recordColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row.values()...)
-	if err == nil {
-		return nil
+	err := s.InsertIfAbsent(ctx, r)
+	if !errors.Is(err, domain.ErrKeyInUse) {
+		return err
 	}
-	if !isUniqueViolation(err) {
-		return fmt.Errorf("insert idempotency record %s: %w", r.Key, err)
-	}
-	replaced, err := s.replaceGone(ctx, row, r.CreatedAt)
+	replaced, err := s.replaceGone(ctx, processingRow(r), r.CreatedAt)
 	if err != nil {
 		return err
 	}
@@ -112,6 +107,29 @@ func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 		return domain.ErrKeyInUse
 	}
 	return nil
+}
+
+// InsertIfAbsent is Insert without the replacement: any row of (scope,
+// key), gone or not, is domain.ErrKeyInUse. One statement.
+func (s *RecordStore) InsertIfAbsent(ctx context.Context, r domain.Record) error {
+	row := processingRow(r)
+	_, err := s.db.exec(ctx, `INSERT INTO idempotency_records (`+recordColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, row.values()...)
+	switch {
+	case err == nil:
+		return nil
+	case isUniqueViolation(err):
+		return domain.ErrKeyInUse
+	}
+	return fmt.Errorf("insert idempotency record %s: %w", r.Key, err)
+}
+
+// processingRow is r's row in status processing, whatever r.Status says:
+// inserting is taking the lock.
+func processingRow(r domain.Record) recordRow {
+	row := recordFromDomain(r)
+	row.Status = string(domain.RecordProcessing)
+	return row
 }
 
 // goneAt is domain.Record.Gone in SQL, for the record's row, at the time
