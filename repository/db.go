@@ -64,6 +64,7 @@ type DB struct {
 
 	retry   retryPolicy
 	onRetry atomic.Pointer[RetryFunc]
+	direct  atomic.Pointer[[]func()]                 // told of each statement sent outside GORM (OnDirectStatement)
 	fault   atomic.Pointer[func(point string) error] // tests only (export_test.go)
 }
 

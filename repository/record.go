@@ -81,8 +81,8 @@ func NewRecordStore(db *DB) *RecordStore { return &RecordStore{db: db} }
 // the record still counts is the caller's decision (domain.Record.Gone).
 func (s *RecordStore) Find(ctx context.Context, scope, key string) (domain.Record, error) {
 	var row recordRow
-	err := s.db.conn(ctx).Raw(`SELECT `+recordColumns+` FROM idempotency_records WHERE scope = ? AND idem_key = ?`, scope, key).
-		Row().Scan(row.fields()...)
+	err := s.db.queryRow(ctx, `SELECT `+recordColumns+` FROM idempotency_records WHERE scope = ? AND idem_key = ?`, scope, key).
+		Scan(row.fields()...)
 	if err != nil {
 		return domain.Record{}, fmt.Errorf("find idempotency record %s: %w", key, notFound(classify(err), domain.ErrRecordNotFound))
 	}

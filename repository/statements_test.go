@@ -24,7 +24,7 @@ func TestStatementCounts(t *testing.T) {
 		o := newOrder(t, db)
 		paid := paidOrder(t, db)
 		known := record(t, discrepancies, newDiscrepancy("ch_known", paid.ID, t0))
-		counter := dbtest.CountStatements(db.Gorm())
+		counter := dbtest.CountStatements(db)
 
 		tests := []struct {
 			name string

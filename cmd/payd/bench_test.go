@@ -32,7 +32,7 @@ type benchApp struct {
 func newBenchApp(b testing.TB, d migrations.Dialect) *benchApp {
 	b.Helper()
 	db := dbtest.Open(b, d)
-	return newAppOn(b, db, dbtest.CountStatements(db.Gorm()))
+	return newAppOn(b, db, dbtest.CountStatements(db))
 }
 
 // newBudgetApp is a benchApp whose counter, on MySQL, counts round trips

@@ -6,11 +6,15 @@ import (
 	"sync/atomic"
 
 	"gorm.io/gorm"
+
+	"github.com/payd/payd/repository"
 )
 
-// Counter counts the SQL statements a GORM handle sends, for tests and
-// benchmarks that bound statements per request. BEGIN and COMMIT are not
-// counted: they do not pass through GORM's callbacks.
+// Counter counts the SQL statements a database handle sends, for tests and
+// benchmarks that bound statements per request: through GORM and, for the
+// reads the stores send straight through database/sql, through the
+// handle's hook. BEGIN and COMMIT are not counted: they do not pass through
+// GORM's callbacks.
 type Counter struct{ n atomic.Int64 }
 
 // counterID keeps callback names unique when several counters watch one
@@ -19,15 +23,16 @@ var counterID atomic.Int64
 
 // CountStatements registers callbacks on db that count every statement it
 // (and every session or transaction derived from it) executes from now on.
-func CountStatements(db *gorm.DB) *Counter {
+func CountStatements(db *repository.DB) *Counter {
 	c := &Counter{}
+	db.OnDirectStatement(func() { c.n.Add(1) })
 	name := fmt.Sprintf("dbtest:count_%d", counterID.Add(1))
 	count := func(tx *gorm.DB) {
 		if tx.Statement.SQL.Len() > 0 {
 			c.n.Add(1)
 		}
 	}
-	cb := db.Callback()
+	cb := db.Gorm().Callback()
 	err := errors.Join(
 		cb.Create().After("gorm:create").Register(name, count),
 		cb.Query().After("gorm:query").Register(name, count),

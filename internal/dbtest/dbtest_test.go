@@ -7,6 +7,7 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
 )
 
 func TestEachRunsEveryDialect(t *testing.T) {
@@ -62,7 +63,7 @@ func TestMySQLDatabaseDropped(t *testing.T) {
 
 func TestCountStatements(t *testing.T) {
 	db := dbtest.Open(t, migrations.SQLite)
-	c := dbtest.CountStatements(db.Gorm())
+	c := dbtest.CountStatements(db)
 	db.Gorm().Exec("DELETE FROM orders")
 	var n int64
 	db.Gorm().Raw("SELECT COUNT(*) FROM orders").Scan(&n)
@@ -74,9 +75,14 @@ func TestCountStatements(t *testing.T) {
 	if got := c.Load(); got != 0 {
 		t.Errorf("Load() after Reset = %d, want 0", got)
 	}
-	second := dbtest.CountStatements(db.Gorm()) // several counters may watch one handle
+	second := dbtest.CountStatements(db) // several counters may watch one handle
 	db.Gorm().Exec("DELETE FROM orders")
 	if c.Load() != 1 || second.Load() != 1 {
 		t.Errorf("two counters saw %d and %d statements, want 1 and 1", c.Load(), second.Load())
+	}
+	// A read the stores send outside GORM counts as well.
+	_, _ = repository.NewRecordStore(db).Find(t.Context(), "customer:c1", "k")
+	if c.Load() != 2 || second.Load() != 2 {
+		t.Errorf("after a direct read, the counters saw %d and %d statements, want 2 and 2", c.Load(), second.Load())
 	}
 }
