@@ -292,7 +292,7 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 // expandArgs numbers query's arguments from offset for the driver and
 // spreads each []string argument into an IN list: "IN ?" with two values
 // becomes "IN (?, ?)", as GORM writes it. Store queries hold no '?' but
-// their placeholders.
+// their placeholders. Batches and exec use it.
 func expandArgs(query string, args []any, offset int) (string, []driver.NamedValue, error) {
 	var b strings.Builder
 	out := make([]driver.NamedValue, 0, len(args))
@@ -320,7 +320,7 @@ func expandArgs(query string, args []any, offset int) (string, []driver.NamedVal
 			continue
 		}
 		if next >= len(args) {
-			return "", nil, fmt.Errorf("batch: more placeholders than arguments in %q", query)
+			return "", nil, fmt.Errorf("more placeholders than arguments in %q", query)
 		}
 		arg := args[next]
 		next++
@@ -345,7 +345,7 @@ func expandArgs(query string, args []any, offset int) (string, []driver.NamedVal
 		b.WriteByte(')')
 	}
 	if next != len(args) {
-		return "", nil, fmt.Errorf("batch: %d arguments for %d placeholders in %q", len(args), next, query)
+		return "", nil, fmt.Errorf("%d arguments for %d placeholders in %q", len(args), next, query)
 	}
 	return b.String(), out, nil
 }

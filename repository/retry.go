@@ -195,9 +195,39 @@ func (db *DB) write(ctx context.Context, stmt func(*gorm.DB) *gorm.DB) (int64, e
 	return n, err
 }
 
-// exec runs one writing SQL statement under the retry policy (write).
+// exec runs one writing SQL statement under the retry policy (write) and
+// returns the rows it matched. In ctx's transaction it runs through GORM,
+// which holds the transaction; otherwise straight on the writers' pool
+// with database/sql, its []string arguments spread into IN lists as GORM
+// would (expandArgs): GORM's statement building and callbacks are work a
+// fixed statement does not need, on every guarded transition and on the
+// idempotency record's insert.
 func (db *DB) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	return db.write(ctx, func(c *gorm.DB) *gorm.DB { return c.Exec(query, args...) })
+	if inTx(ctx, db) {
+		return db.write(ctx, func(c *gorm.DB) *gorm.DB { return c.Exec(query, args...) })
+	}
+	q, named, err := expandArgs(query, args, 0)
+	if err != nil {
+		return 0, err
+	}
+	values := make([]any, len(named))
+	for i, v := range named {
+		values[i] = v.Value
+	}
+	var n int64
+	err = db.retrying(ctx, func() error {
+		if err := db.injected("statement"); err != nil {
+			return err
+		}
+		db.countDirect()
+		res, err := db.sql.ExecContext(detached(ctx), q, values...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
 }
 
 // create inserts value (a row struct, or a slice of them) under the retry

@@ -36,16 +36,21 @@ func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	if db.read != nil {
 		pool = db.read
 	}
+	db.countDirect()
+	return pool.QueryRowContext(detached(ctx), query, args...)
+}
+
+// countDirect tells the OnDirectStatement hooks of one statement.
+func (db *DB) countDirect() {
 	if hooks := db.direct.Load(); hooks != nil {
 		for _, f := range *hooks {
 			f()
 		}
 	}
-	return pool.QueryRowContext(detached(ctx), query, args...)
 }
 
 // OnDirectStatement has f called for every statement a store sends
-// straight through database/sql instead of GORM (queryRow), so that a
+// straight through database/sql instead of GORM (queryRow, exec), so that a
 // statement counter built on GORM's callbacks sees those too
 // (internal/dbtest). Each call adds one more f.
 func (db *DB) OnDirectStatement(f func()) {
