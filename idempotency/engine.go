@@ -215,9 +215,10 @@ const (
 // insertFirst: try to insert the record before reading it (a key this
 // process has not seen: most likely new); waited: this call saw the
 // record in flight; heldOff, if set: the gate's lock stopped this call,
-// which began then.
+// which began then (or, set here, its insert found the key taken then).
 func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, waited bool, heldOff, deadline time.Time) (Start, step, error) {
 	if insertFirst {
+		tried := s.Now()
 		r := s.newRecord(c, fp)
 		err := s.Records.InsertIfAbsent(ctx, r)
 		if err == nil {
@@ -227,7 +228,14 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		if !errors.Is(err, domain.ErrKeyInUse) {
 			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
 		}
-		// The key has a record (maybe a gone one): read it, as for a repeat.
+		// The key has a record (maybe a gone one): read it, as for a
+		// repeat. It had one when this call tried to take it, so a
+		// failure recorded since is one this call was a concurrent
+		// duplicate of, as for a call the gate held off: it gets the
+		// failure, not a second attempt (the RecordFailed case below).
+		if heldOff.IsZero() {
+			heldOff = tried
+		}
 	}
 	rec, err := s.find(ctx, c.Scope, c.Key)
 	if errors.Is(err, domain.ErrRecordNotFound) {

@@ -2,6 +2,7 @@ package idempotency_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -454,5 +455,38 @@ func TestEngineRepeatOnAnotherReplica(t *testing.T) {
 		if executed.Load() != 1 {
 			t.Errorf("%d replicas executed one new key, want 1", executed.Load())
 		}
+	})
+}
+
+// finishingRecords is a record store whose InsertIfAbsent, once it found
+// the key taken, lets the original finish (then) before answering: the
+// window between a duplicate's failed insert and its read.
+type finishingRecords struct {
+	*repository.RecordStore
+	then func()
+}
+
+func (r finishingRecords) InsertIfAbsent(ctx context.Context, rec domain.Record) error {
+	err := r.RecordStore.InsertIfAbsent(ctx, rec)
+	if errors.Is(err, domain.ErrKeyInUse) && r.then != nil {
+		r.then()
+	}
+	return err
+}
+
+// TestEngineDuplicateOfAFailureOnAnotherReplica: a duplicate that reaches
+// a replica which has not seen its key while the original runs, and whose
+// insert finds the key taken just before the original fails, is a
+// concurrent duplicate of that failure: it gets the decline (SPEC §5), as
+// it would had it read the record in flight, not a second attempt.
+func TestEngineDuplicateOfAFailureOnAnotherReplica(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		e, records, _ := newEngine(t, d)
+		c := payCall("elsewhere-declined-meanwhile")
+		begin(t, e, c)
+		r := engineOn(t, finishingRecords{RecordStore: records, then: func() {
+			finish(t, e, c, 402, `{"code":"card_declined"}`)
+		}}, testSecret)
+		wantReplay(t, r, c, 402, `{"code":"card_declined"}`)
 	})
 }
