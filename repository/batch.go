@@ -291,22 +291,18 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 
 // expandArgs numbers query's arguments from offset for the driver and
 // spreads each []string argument into an IN list: "IN ?" with two values
-// becomes "IN (?, ?)", as GORM writes it. Store queries hold no '?' but
-// their placeholders. Batches and exec use it.
+// becomes "IN (?, ?)", and with none "IN (NULL)", as GORM writes them.
+// Other arguments are converted as database/sql converts them; a slice
+// other than []string or []byte is not a list here and fails. Store
+// queries hold no '?' but their placeholders. Batches and exec use it.
 func expandArgs(query string, args []any, offset int) (string, []driver.NamedValue, error) {
 	var b strings.Builder
 	out := make([]driver.NamedValue, 0, len(args))
 	next := 0
 	add := func(v any) error {
-		if p, ok := v.(*utcTime); ok && p == nil {
-			v = nil // SQL NULL; a nil pointer's Value would panic
-		}
-		if valuer, ok := v.(driver.Valuer); ok {
-			var err error
-			if v, err = valuer.Value(); err != nil {
-				return err
-			}
-		}
+		// The driver's default conversion, as database/sql applies it:
+		// a Valuer's Value (NULL for a nil pointer to one), pointers
+		// dereferenced, basic kinds to int64, float64, bool, string.
 		v, err := driver.DefaultParameterConverter.ConvertValue(v)
 		if err != nil {
 			return err
@@ -330,6 +326,10 @@ func expandArgs(query string, args []any, offset int) (string, []driver.NamedVal
 			if err := add(arg); err != nil {
 				return "", nil, err
 			}
+			continue
+		}
+		if len(list) == 0 {
+			b.WriteString("(NULL)") // as GORM writes an empty list: matches nothing
 			continue
 		}
 		b.WriteByte('(')

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/payd/payd/domain"
 	"github.com/payd/payd/repository"
 )
 
@@ -110,7 +109,7 @@ func TestGaleraClaimRace(t *testing.T) {
 				errs[i] = repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
 					won[i] = false // run again after a conflict: start clean
 					var err error
-					won[i], err = store.Claim(ctx, o.ID, "req-"+string(rune('a'+i)), domain.AnyVersion, t0)
+					won[i], err = store.Claim(ctx, o.ID, "req-"+string(rune('a'+i)), o.Version, t0)
 					return err
 				})
 			})

@@ -20,14 +20,14 @@ func TestOrderClaimRefusesExpired(t *testing.T) {
 		s := repository.NewOrderStore(db)
 		o := newOrder(t, db) // expires at t0 + 1h
 		for _, at := range []time.Time{o.ExpiresAt, o.ExpiresAt.Add(time.Minute)} {
-			if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, at); ok || err != nil {
+			if ok, err := s.Claim(t.Context(), o.ID, "req-1", o.Version, at); ok || err != nil {
 				t.Errorf("Claim(at %v, expires %v) = %v, %v, want false", at, o.ExpiresAt, ok, err)
 			}
 		}
 		if got := findOrder(t, db, o.ID); got.Status != domain.StatusPending || got.Version != 1 {
 			t.Errorf("order after refused claims = %s v%d, want pending v1", got.Status, got.Version)
 		}
-		if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, o.ExpiresAt.Add(-time.Microsecond)); !ok || err != nil {
+		if ok, err := s.Claim(t.Context(), o.ID, "req-1", o.Version, o.ExpiresAt.Add(-time.Microsecond)); !ok || err != nil {
 			t.Errorf("Claim(just before expiry) = %v, %v, want true", ok, err)
 		}
 	})

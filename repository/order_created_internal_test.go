@@ -17,11 +17,20 @@ func TestCreatedOrdersForgetsTheOldest(t *testing.T) {
 			t.Errorf("take(%s) = %q, %v, want it remembered", id, o.ID, ok)
 		}
 	}
-	// A taken order leaves its slot behind; filling the ring again
-	// forgets nothing that is still remembered by mistake.
-	c.remember(orderRow{ID: "o4"}, nil)
-	c.remember(orderRow{ID: "o5"}, nil)
+	// A taken order leaves its slot behind; the ring still forgets in
+	// the order it remembered: at capacity 2, o6 pushes out o4 alone.
+	for _, id := range []string{"o4", "o5", "o6"} {
+		c.remember(orderRow{ID: id}, nil)
+	}
+	if _, ok := c.take("o4"); ok {
+		t.Errorf("o4, the oldest of o4–o6 at capacity 2, is still remembered")
+	}
 	if len(c.byID) != 2 {
-		t.Errorf("remembered %d orders, want 2", len(c.byID))
+		t.Errorf("remembered %d orders, want 2 (o5, o6)", len(c.byID))
+	}
+	for _, id := range []string{"o5", "o6"} {
+		if _, ok := c.take(id); !ok {
+			t.Errorf("%s was forgotten, want it remembered", id)
+		}
 	}
 }

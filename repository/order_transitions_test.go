@@ -165,7 +165,7 @@ func TestOrderConcurrentClaim(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				ok, err := s.Claim(t.Context(), o.ID, fmt.Sprintf("req-%d", i), domain.AnyVersion, t0)
+				ok, err := s.Claim(t.Context(), o.ID, fmt.Sprintf("req-%d", i), o.Version, t0)
 				if err != nil {
 					t.Errorf("Claim(req-%d) = %v", i, err)
 				}

@@ -133,7 +133,7 @@ func TestInTxRetriesFailedCommit(t *testing.T) {
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
 			runs++
 			var err error
-			claimed, err = orders.Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
+			claimed, err = orders.Claim(ctx, o.ID, "req-1", o.Version, t0)
 			return err
 		})
 		if err != nil || !claimed {
@@ -198,7 +198,7 @@ func TestRetriesExhausted(t *testing.T) {
 
 		hook, stmts := failFirst("statement", 1000, errDeadlock)
 		db.FailAt(hook)
-		if _, err := orders.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, errDeadlock) {
+		if _, err := orders.Claim(t.Context(), o.ID, "req-1", o.Version, t0); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, errDeadlock) {
 			t.Errorf("Claim() under endless conflicts = %v, want %v wrapping %v", err, domain.ErrUnavailable, errDeadlock)
 		}
 		if stmts.Load() != 8 {
@@ -208,7 +208,7 @@ func TestRetriesExhausted(t *testing.T) {
 		hook, commits := failFirst("commit", 1000, errDeadlock)
 		db.FailAt(hook)
 		err := repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-			_, err := orders.Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
+			_, err := orders.Claim(ctx, o.ID, "req-1", o.Version, t0)
 			return err
 		})
 		if !errors.Is(err, domain.ErrUnavailable) {
@@ -235,7 +235,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
+	_, err := repository.NewOrderStore(db).Claim(ctx, o.ID, "req-1", o.Version, t0)
 	if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Claim() = %v, want %v and %v", err, domain.ErrUnavailable, context.DeadlineExceeded)
 	}
@@ -283,7 +283,7 @@ func TestSQLiteBusyRetried(t *testing.T) {
 	}
 
 	done := holdLock(50 * time.Millisecond)
-	claimed, err := orders.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0)
+	claimed, err := orders.Claim(t.Context(), o.ID, "req-1", o.Version, t0)
 	if err != nil || !claimed {
 		t.Errorf("Claim() while another process writes = %v, %v; want true, nil", claimed, err)
 	}

@@ -97,7 +97,7 @@ func payFlow(ctx context.Context, db *repository.DB, name string) error {
 	a := domain.Attempt{ID: newID(), OrderID: o.ID, RequestID: name, Status: domain.AttemptStarted, PaymentMethod: "pm_ok",
 		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: now.Add(time.Minute), InFlightUntil: now.Add(time.Minute)}
 	err := tx.InTx(ctx, func(ctx context.Context) error {
-		claimed, err := orders.Claim(ctx, o.ID, name, domain.AnyVersion, now)
+		claimed, err := orders.Claim(ctx, o.ID, name, o.Version, now)
 		if err != nil || !claimed {
 			return errors.Join(err, errors.New("not claimed"))
 		}

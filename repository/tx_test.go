@@ -70,7 +70,7 @@ func TestInTxNested(t *testing.T) {
 		o := newOrder(t, db)
 		err := tx.InTx(t.Context(), func(ctx context.Context) error {
 			err := tx.InTx(ctx, func(ctx context.Context) error {
-				_, err := orders.Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
+				_, err := orders.Claim(ctx, o.ID, "req-1", o.Version, t0)
 				return err
 			})
 			if err != nil {
@@ -90,7 +90,7 @@ func TestInTxStaysOnItsDatabase(t *testing.T) {
 	a, b := dbtest.Open(t, migrations.SQLite), dbtest.Open(t, migrations.SQLite)
 	o := newOrder(t, b)
 	err := repository.NewTransactor(a).InTx(t.Context(), func(ctx context.Context) error {
-		_, err := repository.NewOrderStore(b).Claim(ctx, o.ID, "req-1", domain.AnyVersion, t0)
+		_, err := repository.NewOrderStore(b).Claim(ctx, o.ID, "req-1", o.Version, t0)
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func TestInTxConcurrent(t *testing.T) {
 					if _, err := orders.FindByID(ctx, shared.ID); err != nil {
 						return err
 					}
-					if ok, err := orders.Claim(ctx, own[i].ID, "req", domain.AnyVersion, t0); !ok || err != nil {
+					if ok, err := orders.Claim(ctx, own[i].ID, "req", own[i].Version, t0); !ok || err != nil {
 						return fmt.Errorf("claim: %v, %w", ok, err)
 					}
 					return attempts.Create(ctx, domain.Attempt{
@@ -156,7 +156,7 @@ func TestInTxSeesConcurrentCommit(t *testing.T) {
 		if _, err := orders.FindByID(ctx, o.ID); err != nil { // takes a snapshot under REPEATABLE READ
 			return err
 		}
-		if ok, err := orders.Claim(t.Context(), o.ID, "req-other", domain.AnyVersion, t0); !ok || err != nil { // another request, outside
+		if ok, err := orders.Claim(t.Context(), o.ID, "req-other", o.Version, t0); !ok || err != nil { // another request, outside
 			return fmt.Errorf("outside Claim = %v, %w", ok, err)
 		}
 		if ok, err := orders.Claim(ctx, o.ID, "req-mine", domain.AnyVersion, t0); ok || err != nil {

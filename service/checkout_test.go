@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
 )
 
 // TestPaySucceeds: a charge the provider accepts pays the order, through
@@ -494,6 +495,35 @@ func TestPayOrderChangedSinceCreated(t *testing.T) {
 		}
 		if got := statusesOf(w.charges(t, released.ID)); !slices.Equal(got, []string{"failed", "succeeded"}) {
 			t.Errorf("charges = %v, want one failed and one succeeded", got)
+		}
+	})
+}
+
+// TestPayClaimsRememberedOrderWithoutReading: the replica that created an
+// order pays it without reading it (ADR 0027): one statement fewer than
+// the same pay of an order another replica created, with the same answer.
+func TestPayClaimsRememberedOrderWithoutReading(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		other := w.replica()
+		mine, theirs := w.order(t, cust, "6.00"), other.order(t, cust, "6.00")
+		counter := dbtest.CountStatements(w.db)
+		payCounted := func(orderID string) (domain.Order, int64) {
+			t.Helper()
+			counter.Reset()
+			o, err := w.pay(cust, orderID, newKey(), "pm_ok")
+			if err != nil || o.Status != domain.StatusPaid {
+				t.Fatalf("Pay(%s) = %v, %v, want paid", orderID, o.Status, err)
+			}
+			return o, counter.Load()
+		}
+		gotMine, remembered := payCounted(mine.ID)
+		gotTheirs, read := payCounted(theirs.ID)
+		if read != remembered+1 {
+			t.Errorf("statements: %d paying the order this replica created, %d paying one it did not; want one fewer", remembered, read)
+		}
+		if gotMine.Version != gotTheirs.Version || gotMine.Version != w.get(t, cust, mine.ID).Version {
+			t.Errorf("answer versions %d (remembered) and %d (read), stored %d: want the same", gotMine.Version, gotTheirs.Version, w.get(t, cust, mine.ID).Version)
 		}
 	})
 }
