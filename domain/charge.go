@@ -41,6 +41,9 @@ type Charge struct {
 	Status         ChargeStatus
 	FailureCode    string // card_declined, insufficient_funds, ... when Status is failed
 	RefundedAmount decimal.Decimal
+	// DisputedAmount is what disputes of the charge withdrew and have not
+	// given back (open or lost).
+	DisputedAmount decimal.Decimal
 	CreatedAt      time.Time
 	// Action, on a pending charge, is what the customer must do before the
 	// provider can decide (3-D Secure); nil when nothing is asked of them.
@@ -78,8 +81,11 @@ type ProviderRefund struct {
 	ID             string
 	IdempotencyKey string
 	ChargeID       string
-	Amount         decimal.Decimal
-	Currency       string
-	Status         ChargeStatus
-	CreatedAt      time.Time
+	// OrderID is the order of the refunded charge, when the provider
+	// reports it.
+	OrderID   string
+	Amount    decimal.Decimal
+	Currency  string
+	Status    ChargeStatus
+	CreatedAt time.Time
 }

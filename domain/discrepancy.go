@@ -18,10 +18,25 @@ const (
 	StuckProcessing       DiscrepancyType = "stuck_processing"        // unknown outcome older than the lease
 	PaidAfterClose        DiscrepancyType = "paid_after_close"        // success for a cancelled or expired order
 	Disputed              DiscrepancyType = "disputed"                // the customer disputed a payment with their bank (ADR 0019)
+	// RefundMissingLocally: the provider gave money back that payd never
+	// asked for. It is recorded at once as an outside refund; the
+	// discrepancy is kept as the trace of how payd learned of it.
+	RefundMissingLocally DiscrepancyType = "refund_missing_locally"
+	// RefundMissingAtProvider: payd holds a succeeded refund the provider
+	// does not have.
+	RefundMissingAtProvider DiscrepancyType = "refund_missing_at_provider"
+	// RefundAmountMismatch: payd and the provider disagree on a refund's
+	// amount or currency.
+	RefundAmountMismatch DiscrepancyType = "refund_amount_mismatch"
+	// UnconfirmedPayment: a signed success the provider does not confirm
+	// (no such charge, not succeeded, or other money); never applied, the
+	// event is kept (ADR 0031).
+	UnconfirmedPayment DiscrepancyType = "unconfirmed_payment"
 )
 
 // DiscrepancyTypes lists every type.
-var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose, Disputed}
+var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose, Disputed,
+	RefundMissingLocally, RefundMissingAtProvider, RefundAmountMismatch, UnconfirmedPayment}
 
 // Valid reports whether t is a known type.
 func (t DiscrepancyType) Valid() bool {

@@ -58,6 +58,19 @@ const (
 	// bank (Stripe's charge.dispute.created). payd moves no money on it:
 	// it is recorded as a discrepancy for an operator (ADR 0019).
 	EventDisputeCreated ProviderEventType = "dispute.created"
+	// EventDisputeClosed: the dispute was decided, won or lost
+	// (DisputeStatus); Stripe's charge.dispute.closed.
+	EventDisputeClosed ProviderEventType = "dispute.closed"
+	// EventDisputeFundsWithdrawn: the bank took the disputed money
+	// (Stripe's charge.dispute.funds_withdrawn); payd records it as the
+	// dispute's opening, once.
+	EventDisputeFundsWithdrawn ProviderEventType = "dispute.funds_withdrawn"
+	// EventDisputeFundsReinstated: the disputed money came back (Stripe's
+	// charge.dispute.funds_reinstated); payd records it as the dispute won.
+	EventDisputeFundsReinstated ProviderEventType = "dispute.funds_reinstated"
+	// EventDisputeUpdated: the dispute changed (evidence, reason) without
+	// moving money (Stripe's charge.dispute.updated).
+	EventDisputeUpdated ProviderEventType = "dispute.updated"
 )
 
 // ErrInvalidSignature means a webhook's signature is missing, wrong or too
@@ -67,8 +80,21 @@ var ErrInvalidSignature = errors.New("provider: invalid webhook signature")
 // Known reports whether payd applies events of type t. Unknown types are
 // still valid events: they are stored and ignored, not refused.
 func (t ProviderEventType) Known() bool {
-	return t == EventPaymentSucceeded || t == EventPaymentFailed || t == EventRefundSucceeded || t == EventRefundFailed ||
-		t == EventDisputeCreated
+	switch t {
+	case EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
+		EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated:
+		return true
+	}
+	return false
+}
+
+// Dispute reports whether t is about a dispute.
+func (t ProviderEventType) Dispute() bool {
+	switch t {
+	case EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated:
+		return true
+	}
+	return false
 }
 
 // ProviderEvent is a provider webhook in payd's terms. ID is the payload's
@@ -118,6 +144,14 @@ type ProviderEvent struct {
 	Status ChargeStatus
 	// FailureCode is the provider's reason for a failed payment.
 	FailureCode string
+	// DisputeID is the provider's dispute (dispute events).
+	DisputeID string
+	// DisputeStatus is the dispute's status as the event reports it:
+	// open, or won or lost for dispute.closed; empty when unknown.
+	DisputeStatus DisputeStatus
+	// Reason is the dispute's reason as the provider names it (fraudulent,
+	// product_not_received, ...).
+	Reason string
 }
 
 // AmountReadable reports whether the event's amount, as written

@@ -108,7 +108,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		}
 		if claimed {
 			fault("after_claim")
-			return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
+			return ownOutcome(r.RequestID)(s.charge(ctx, o, a, domain.SourcePayReply))
 		}
 		// Changed since it was created (or expired meanwhile): decide from a read.
 	}
@@ -127,7 +127,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 			}
 			if claimed {
 				fault("after_claim")
-				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, true))
+				return ownOutcome(r.RequestID)(s.charge(ctx, o, a, domain.SourcePayReply))
 			}
 			continue // someone changed the order between our read and our claim: decide from a fresh read
 		}
@@ -237,7 +237,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 // charge asks the provider to charge attempt a, then settles on its answer.
 // The request gives up in time for what the attempt records: past
 // InFlightUntil, "not found" means the provider never got it.
-func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, inRequest bool) (domain.Order, error) {
+func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, src domain.LedgerSource) (domain.Order, error) {
 	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
 	ch, err := s.Provider.Charge(cctx, domain.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
@@ -247,7 +247,7 @@ func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt,
 	if re := refusal(err); re != nil {
 		return s.refused(ctx, o, a, re)
 	}
-	return s.settle(ctx, o, a, ch, err, inRequest)
+	return s.settle(ctx, o, a, ch, err, src)
 }
 
 // recover finishes a payment this request ID started earlier whose outcome
@@ -260,9 +260,9 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	}
 	switch a.Status {
 	case domain.AttemptSucceeded:
-		return s.succeed(ctx, o, a, a.ProviderChargeID, true)
+		return s.succeed(ctx, o, a, a.ProviderChargeID, domain.SourcePayReply)
 	case domain.AttemptFailed:
-		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, true)
+		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, domain.SourcePayReply)
 	case domain.AttemptHeld:
 		return o, mismatchError(a)
 	}
@@ -286,13 +286,13 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		if s.inFlight(a, s.Now().UTC()) {
 			// A charge request under this key may still reach the
 			// provider: "not found" proves nothing yet.
-			return s.unknown(ctx, o, a, "", true)
+			return s.unknown(ctx, o, a, "", domain.SourcePayReply)
 		}
 		// The provider never saw this attempt: charging now, under the same
 		// idempotency key, is its first and only charge.
 		return s.resend(ctx, o, a)
 	}
-	return s.settle(ctx, o, a, ch, err, true)
+	return s.settle(ctx, o, a, ch, err, domain.SourcePayReply)
 }
 
 // resend charges attempt a again under its own key, after the provider said
@@ -306,26 +306,27 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 		return o, err
 	}
 	a.LeasedUntil, a.InFlightUntil = until, until
-	return s.charge(ctx, o, a, true)
+	return s.charge(ctx, o, a, domain.SourcePayReply)
 }
 
-// settle applies the provider's answer about attempt a. inRequest says
-// whether the pay request itself is waiting for this answer; when it is
-// not (webhook, recoverer), the outcome is published (Observer.
+// settle applies the provider's answer about attempt a. src says who told
+// payd (it goes into the ledger); domain.SourcePayReply means the pay
+// request itself is waiting for this answer. When it is not (webhook,
+// recoverer), the outcome is published (Observer.
 // PaymentSettled) so the request's idempotency record can be completed and
 // a later replay tells the truth instead of a stale 202.
-func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, inRequest bool) (domain.Order, error) {
+func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, src domain.LedgerSource) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == domain.ChargePending:
-		o, err := s.unknown(ctx, o, a, ch.ID, inRequest)
-		if err == nil && inRequest {
+		o, err := s.unknown(ctx, o, a, ch.ID, src)
+		if err == nil && src == domain.SourcePayReply {
 			o.Action = ch.Action // 3-D Secure: what the page must do (ADR 0019)
 		}
 		return o, err
 	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
-		return s.hold(ctx, o, a, ch, inRequest)
+		return s.hold(ctx, o, a, ch, src)
 	case ch.Status == domain.ChargeSucceeded:
-		return s.succeed(ctx, o, a, ch.ID, inRequest)
+		return s.succeed(ctx, o, a, ch.ID, src)
 	case s.Canceller != nil && ch.ID != "" && a.Status.Unsettled():
 		// Cancelled first, released after: a released order whose failed
 		// charge could still be completed might be paid twice (ADR 0019).
@@ -334,12 +335,12 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 		case err != nil || got.Status == domain.ChargePending:
 			// Not cancelled yet: the attempt stays unknown, the order
 			// processing; the recoverer asks again and cancels then.
-			return s.unknown(ctx, o, a, ch.ID, inRequest)
+			return s.unknown(ctx, o, a, ch.ID, src)
 		case got.Status == domain.ChargeSucceeded:
-			return s.settle(ctx, o, a, got, nil, inRequest) // completed after all: the money check applies
+			return s.settle(ctx, o, a, got, nil, src) // completed after all: the money check applies
 		}
 	}
-	return s.fail(ctx, o, a, ch.ID, ch.FailureCode, inRequest)
+	return s.fail(ctx, o, a, ch.ID, ch.FailureCode, src)
 }
 
 // unknown records that the outcome is not known yet: the order stays
@@ -349,7 +350,7 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // after a restart may ask at once; InFlightUntil recorded on the attempt,
 // not the lease, keeps a charge that may be in flight from being taken for
 // one that never happened.
-func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
+func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) (domain.Order, error) {
 	switch {
 	case a.Status == domain.AttemptStarted:
 		if _, err := s.Attempts.MarkUnknown(ctx, a.ID, chargeID, s.Now().UTC()); err != nil {
@@ -363,7 +364,7 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 			return domain.Order{}, fmt.Errorf("record charge id of attempt %s: %w", a.ID, err)
 		}
 	}
-	if inRequest && !a.LeasedUntil.IsZero() {
+	if src == domain.SourcePayReply && !a.LeasedUntil.IsZero() {
 		// Best effort: a lease not given up just runs out.
 		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
@@ -376,8 +377,8 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 // pay call would now answer (Observer.PaymentSettled).
 // ch must carry the amount and currency the provider reported: a success
 // for other money is held, never applied (domain.ErrAmountMismatch).
-func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge) (domain.Order, error) {
-	return s.settle(ctx, o, a, ch, nil, false)
+func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
+	return s.settle(ctx, o, a, ch, nil, src)
 }
 
 // succeed records the charge and marks the order paid, in one transaction.
@@ -388,7 +389,7 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // the order if the order can still take it. A success the order cannot
 // take — it was paid by another charge, or cancelled or expired — goes
 // back to the customer.
-func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, inRequest bool) (domain.Order, error) {
+func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) (domain.Order, error) {
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	var err error
@@ -463,7 +464,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	if adopted {
 		s.settleHeld(ctx, a)
 	}
-	if !inRequest {
+	if src != domain.SourcePayReply {
 		s.publishSettled(ctx, o, a, nil)
 	}
 	return o, nil
@@ -482,7 +483,7 @@ func (s *Checkout) settledAs(ctx context.Context, id, chargeID string) (bool, er
 // fail records a definitive decline and releases the order so the customer
 // may pay again. The order is released only if this attempt's own record
 // moved: a late failure for an old attempt never releases a newer claim.
-func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, inRequest bool) (domain.Order, error) {
+func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, src domain.LedgerSource) (domain.Order, error) {
 	o, released, err := s.release(ctx, o, a, chargeID, code)
 	if err != nil {
 		return domain.Order{}, err
@@ -491,7 +492,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 		code = "card_declined"
 	}
 	decline := &domain.DeclineError{Code: code}
-	if !inRequest && released {
+	if src != domain.SourcePayReply && released {
 		s.publishSettled(ctx, o, a, decline)
 	}
 	return o, decline

@@ -351,7 +351,7 @@ func (w *world) settleFromProvider(t *testing.T, customerID string, a domain.Att
 		t.Fatalf("GetCharge(%s) = %v", a.ID, err)
 	}
 	o := w.get(t, customerID, a.OrderID)
-	return w.checkout.Settle(ctx, o, a, ch)
+	return w.checkout.Settle(ctx, o, a, ch, domain.SourceWebhook)
 }
 
 // event is one webhook delivery as payd's receiver reads it: the message

@@ -32,7 +32,7 @@ func mismatchError(a domain.Attempt) error {
 // refund (the order is released) or apply (the order is paid). The money is
 // not refunded automatically because the report that disagrees is the only
 // account payd has of how much was taken.
-func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, inRequest bool) (domain.Order, error) {
+func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
 	now := s.Now().UTC()
 	var held, isNew bool
 	var disc domain.Discrepancy
@@ -61,7 +61,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 			return domain.Order{}, err
 		}
 		if cur.Status == domain.AttemptSucceeded {
-			if o, err = s.Orders.FindByID(ctx, o.ID); err != nil || inRequest {
+			if o, err = s.Orders.FindByID(ctx, o.ID); err != nil || src == domain.SourcePayReply {
 				return o, err
 			}
 			return o, mismatchError(a)
@@ -69,7 +69,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 	}
 	s.observe(ctx, a, "held")
 	merr := mismatchError(a)
-	if !inRequest && held {
+	if src != domain.SourcePayReply && held {
 		s.publishSettled(ctx, o, a, merr)
 	}
 	return o, merr

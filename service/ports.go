@@ -211,3 +211,55 @@ type RunStore interface {
 	// FindByID returns a run with the discrepancies it found, or domain.ErrRunNotFound.
 	FindByID(ctx context.Context, id string) (domain.ReconciliationRun, error)
 }
+
+// LedgerStore keeps each order's ledger: every movement of money, appended
+// once and never changed (ADR 0030).
+type LedgerStore interface {
+	// Append stores e unless an entry with its Reference exists; it
+	// reports whether e is new. A repeat is never an error.
+	Append(ctx context.Context, e domain.LedgerEntry) (bool, error)
+	// ListByOrder returns an order's entries, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.LedgerEntry, error)
+}
+
+// DisputeStore keeps customers' disputes. Each close is one guarded
+// UPDATE built from domain's dispute table.
+type DisputeStore interface {
+	// Open stores d, open, unless one with its ProviderDisputeID exists;
+	// it returns the stored dispute and whether it is new.
+	Open(ctx context.Context, d domain.Dispute) (domain.Dispute, bool, error)
+	// FindByProviderID returns the dispute the provider calls id, or
+	// domain.ErrDisputeNotFound.
+	FindByProviderID(ctx context.Context, providerDisputeID string) (domain.Dispute, error)
+	// Close moves dispute id by e (open → won or lost); it reports whether
+	// a row changed.
+	Close(ctx context.Context, id string, e domain.DisputeEvent, now time.Time) (bool, error)
+	// ListByOrder returns an order's disputes, oldest first.
+	ListByOrder(ctx context.Context, orderID string) ([]domain.Dispute, error)
+	// OpenForCharge reports whether the provider's charge chargeID has a
+	// dispute still open.
+	OpenForCharge(ctx context.Context, chargeID string) (bool, error)
+	// CountOpen counts the disputes still open (payd_disputes_open).
+	CountOpen(ctx context.Context) (int64, error)
+}
+
+// ChargeFinder is what payd asks the provider before it moves money on an
+// operator's word or believes a file's: the provider's own record of a
+// charge, by the provider's charge ID, with the order it pays and its
+// refunded and disputed amounts. An unknown charge is
+// domain.ErrChargeNotFound.
+type ChargeFinder interface {
+	FindCharge(ctx context.Context, chargeID string) (domain.Charge, error)
+}
+
+// RefundLister lists the provider's refunds created in [from, to), for
+// reconciliation.
+type RefundLister interface {
+	ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error)
+}
+
+// DisputeLister lists the provider's disputes opened in [from, to), for
+// reconciliation.
+type DisputeLister interface {
+	ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error)
+}

@@ -119,7 +119,7 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 			return false, err
 		}
 	}
-	_, err = r.Checkout.Settle(ctx, o, a, ch)
+	_, err = r.Checkout.Settle(ctx, o, a, ch, domain.SourceRecoverer)
 	if errors.Is(err, domain.ErrPaymentDeclined) || errors.Is(err, domain.ErrAmountMismatch) {
 		return true, nil // settled: released, or held for an operator
 	}

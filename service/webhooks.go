@@ -143,7 +143,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 	if err != nil {
 		return "", err
 	}
-	_, err = s.Checkout.Settle(ctx, o, a, ch)
+	_, err = s.Checkout.Settle(ctx, o, a, ch, domain.SourceWebhook)
 	switch {
 	case errors.Is(err, domain.ErrAmountMismatch):
 		return OutcomeDiscrepancy, nil
