@@ -18,6 +18,8 @@ type Admin struct {
 	Discrepancies DiscrepancyStore
 	RunList       RunLister      // reconciliation runs, for ListRuns
 	CustomerList  CustomerLister // customers, for ListCustomers and a search by email
+	Ledger        LedgerStore    // the order's movements of money
+	Disputes      DisputeStore   // the order's disputes
 	Now           func() time.Time
 }
 
@@ -29,6 +31,11 @@ type Timeline struct {
 	Refunds       []domain.Refund
 	Discrepancies []domain.Discrepancy
 	Audit         []domain.AuditEntry
+	// Ledger is every movement of the order's money, and Money what it
+	// adds up to (domain.Summarize).
+	Ledger   []domain.LedgerEntry
+	Money    domain.Books
+	Disputes []domain.Dispute
 }
 
 // Search lists orders of any customer. f.CustomerID may be a customer's
@@ -74,6 +81,17 @@ func (s *Admin) Timeline(ctx context.Context, id string) (Timeline, error) {
 	}
 	if t.Audit, err = s.Audit.ListByOrder(ctx, id); err != nil {
 		return Timeline{}, err
+	}
+	if s.Ledger != nil {
+		if t.Ledger, err = s.Ledger.ListByOrder(ctx, id); err != nil {
+			return Timeline{}, err
+		}
+	}
+	t.Money = domain.Summarize(o.Currency, t.Ledger)
+	if s.Disputes != nil {
+		if t.Disputes, err = s.Disputes.ListByOrder(ctx, id); err != nil {
+			return Timeline{}, err
+		}
 	}
 	return t, nil
 }

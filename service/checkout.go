@@ -33,6 +33,10 @@ type Checkout struct {
 	Now      func() time.Time
 	// Orphans, optional, refunds a success the order cannot take.
 	Orphans OrphanRefunder
+	// Ledger, optional in tests, records every charge the provider made
+	// in the order's ledger, in the transaction that settles its attempt
+	// (ADR 0030).
+	Ledger LedgerStore
 	// Observer, optional, is told of each transition, result and
 	// discrepancy, and of every pay answer settled outside its request.
 	Observer Observer
@@ -415,6 +419,13 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			if err != nil {
 				return err
 			}
+			if finished {
+				mine := a
+				mine.OrderID = o.ID
+				if err := s.book(ctx, chargeEntry(mine, chargeID, src, now)); err != nil {
+					return err
+				}
+			}
 			if ours = finished || a.Status == domain.AttemptSucceeded; !ours {
 				// a may be stale: the pay request, a concurrent delivery of the
 				// same event or the recoverer may have settled this very charge
@@ -435,7 +446,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 	}
 	if !ours {
-		if ours, paid, err = s.adopt(ctx, o, a.ID, chargeID, now); err != nil {
+		if ours, paid, err = s.adopt(ctx, o, a.ID, chargeID, src, now); err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
 		adopted = paid
@@ -575,6 +586,11 @@ func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt,
 }
 
 func (s *Checkout) obs() Observer { return observing(s.Observer) }
+
+// book appends e to the order's ledger (a repeat records nothing).
+func (s *Checkout) book(ctx context.Context, e domain.LedgerEntry) error {
+	return appendEntry(ctx, s.Ledger, e)
+}
 
 func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 

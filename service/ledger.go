@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -14,4 +16,45 @@ func chargeEntry(a domain.Attempt, chargeID string, src domain.LedgerSource, now
 		ID: newID(), OrderID: a.OrderID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference(chargeID),
 		ChargeID: chargeID, Amount: a.Amount, Currency: a.Currency, Source: src, CreatedAt: now,
 	}
+}
+
+// providerChargeEntry is the ledger entry of a charge as the provider
+// reported it (a held charge: other money than the attempt's). False when
+// the report cannot be booked: a currency payd does not know, or no
+// positive amount.
+func providerChargeEntry(a domain.Attempt, orderID string, ch domain.Charge, src domain.LedgerSource, now time.Time) (domain.LedgerEntry, bool) {
+	cur, err := domain.ParseCurrency(ch.Currency)
+	if err != nil || !ch.Amount.IsPositive() || ch.ID == "" {
+		return domain.LedgerEntry{}, false
+	}
+	return domain.LedgerEntry{
+		ID: newID(), OrderID: orderID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference(ch.ID),
+		ChargeID: ch.ID, Amount: ch.Amount, Currency: cur, Source: src, CreatedAt: now,
+		Note: fmt.Sprintf("the provider charged other money than attempt %s asked for", a.ID),
+	}, true
+}
+
+// refundEntry is the ledger entry of payd's refund r, which the provider
+// confirmed as providerRefundID.
+func refundEntry(r domain.Refund, providerRefundID string, src domain.LedgerSource, now time.Time) domain.LedgerEntry {
+	ref := providerRefundID
+	if ref == "" {
+		ref = "payd:" + r.ID // a provider that names no refund: payd's own ID, still once
+	}
+	return domain.LedgerEntry{
+		ID: newID(), OrderID: r.OrderID, Kind: domain.LedgerRefund, Reference: domain.RefundReference(ref),
+		ChargeID: r.ChargeID, Amount: r.Amount, Currency: r.Currency, Source: src, CreatedAt: now,
+		Note: fmt.Sprintf("refund %s (%s: %s)", r.ID, r.Kind, truncate(r.Reason, 200)),
+	}
+}
+
+// appendEntry appends e to l, if payd keeps a ledger (tests may not).
+func appendEntry(ctx context.Context, l LedgerStore, e domain.LedgerEntry) error {
+	if l == nil {
+		return nil
+	}
+	if _, err := l.Append(ctx, e); err != nil {
+		return fmt.Errorf("book %s %s: %w", e.Kind, e.Reference, err)
+	}
+	return nil
 }

@@ -42,6 +42,16 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 		if held, err = s.Attempts.Hold(ctx, a.ID, ch.ID, now); err != nil {
 			return err
 		}
+		if held {
+			// The money moved, though not as asked: the ledger holds what
+			// the provider charged (a currency payd cannot read is left to
+			// the discrepancy).
+			if e, ok := providerChargeEntry(a, o.ID, ch, src, now); ok {
+				if err := s.book(ctx, e); err != nil {
+					return err
+				}
+			}
+		}
 		disc, isNew, err = s.recordMismatch(ctx, a, ch)
 		return err
 	})
@@ -104,7 +114,7 @@ var errAdoptLost = errors.New("adoption lost its race")
 // of guarded statements, so it happens only while the order can still take
 // this charge. It reports whether payd's books now say the attempt
 // succeeded (ours) and whether this call paid the order.
-func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID string, now time.Time) (ours, paid bool, err error) {
+func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID string, src domain.LedgerSource, now time.Time) (ours, paid bool, err error) {
 	cur, err := s.Attempts.FindByID(ctx, id)
 	if err != nil || (cur.Status != domain.AttemptFailed && cur.Status != domain.AttemptHeld) {
 		return false, false, err
@@ -123,6 +133,11 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 		}
 		if !finished {
 			return errAdoptLost
+		}
+		mine := cur
+		mine.OrderID = o.ID
+		if err := s.book(ctx, chargeEntry(mine, chargeID, src, now)); err != nil {
+			return err
 		}
 		if paid, err = s.Orders.MarkPaid(ctx, o.ID, cur.RequestID, now); err == nil && !paid {
 			err = errAdoptLost // a held attempt whose order was released meanwhile
@@ -209,7 +224,7 @@ func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) er
 	if err != nil {
 		return err
 	}
-	ours, paid, err := s.adopt(ctx, o, a.ID, ch.ID, s.Now().UTC())
+	ours, paid, err := s.adopt(ctx, o, a.ID, ch.ID, domain.SourceOperator, s.Now().UTC())
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,17 @@ type Refunds struct {
 	// Observer, optional, is told of each order a refund changes and each
 	// discrepancy a refund newly records.
 	Observer Observer
+	// Ledger, optional in tests, records each refund the provider
+	// confirmed, in the transaction that marks it succeeded (ADR 0030).
+	Ledger LedgerStore
+	// Charges, optional in tests, is asked which order a charge pays and
+	// how much of it is refunded before an outside refund is recorded.
+	Charges ChargeFinder
+	// Audit, optional in tests, records outside refunds, the provider as actor.
+	Audit AuditStore
+	// Disputes, optional in tests, refuses a refund of a charge under an
+	// open dispute (domain.ErrChargeDisputed).
+	Disputes DisputeStore
 }
 
 // Orphan refunds a charge that order o cannot take and records why: a
@@ -74,6 +85,13 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 		if isNew {
 			observing(s.Observer).DiscrepancyRecorded(ctx, d)
 		}
+		return err
+	}
+	// The charge happened, though the order cannot take it: the ledger
+	// holds it beside its refund.
+	orphan := a
+	orphan.OrderID = o.ID
+	if err := appendEntry(ctx, s.Ledger, chargeEntry(orphan, chargeID, domain.SourcePayReply, s.Now().UTC())); err != nil {
 		return err
 	}
 	r, err := s.refundCharge(ctx, o.ID, chargeID, a.Amount, a.Currency, string(kind))
@@ -113,12 +131,12 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 		}
 		// Its outcome is not known here (another request may be asking right
 		// now): ask again, which the provider key makes safe.
-		return s.ask(ctx, existing)
+		return s.ask(ctx, existing, domain.SourcePayReply)
 	}
 	if err != nil {
 		return domain.Refund{}, fmt.Errorf("record refund of %s: %w", chargeID, err)
 	}
-	return s.ask(ctx, r)
+	return s.ask(ctx, r, domain.SourcePayReply)
 }
 
 // ask sends a recorded refund to the provider and records the answer. An
@@ -126,7 +144,7 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 // under the same key. A refund the provider answered pending stays
 // pending with the provider's ID, and is asked about by that ID (Getter)
 // from then on; its webhook (Confirmed, Failed) or that ask settles it.
-func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, error) {
+func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSource) (domain.Refund, error) {
 	var pr domain.ProviderRefund
 	var err error
 	if r.ProviderRefundID != "" && s.Getter != nil {
@@ -159,11 +177,25 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund) (domain.Refund, erro
 	if !sameRefund(r, pr.Amount.String(), pr.Currency) {
 		return r, s.refundMismatch(ctx, r, pr.ID, pr.Amount.String(), pr.Currency)
 	}
-	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, pr.ID, s.Now().UTC()); err != nil {
+	if err := s.succeeded(ctx, r, pr.ID, src); err != nil {
 		return r, err
 	}
 	r.Status, r.ProviderRefundID = domain.RefundSucceeded, pr.ID
 	return r, nil
+}
+
+// succeeded marks refund r succeeded as the provider's providerRefundID
+// and books it, in one transaction; a refund already marked so by another
+// path (its reply, its webhook) was booked there.
+func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefundID string, src domain.LedgerSource) error {
+	now := s.Now().UTC()
+	return s.Tx.InTx(ctx, func(ctx context.Context) error {
+		finished, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, now)
+		if err != nil || !finished {
+			return err
+		}
+		return appendEntry(ctx, s.Ledger, refundEntry(r, providerRefundID, src, now))
+	})
 }
 
 // refused marks a refund the provider definitively refused as failed and,
@@ -244,7 +276,7 @@ func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, 
 		}
 		return OutcomeDiscrepancy, nil
 	}
-	if _, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, s.Now().UTC()); err != nil {
+	if err := s.succeeded(ctx, r, providerRefundID, domain.SourceWebhook); err != nil {
 		return "", err
 	}
 	return OutcomeApplied, nil
@@ -282,7 +314,7 @@ func (s *Refunds) RetryPending(ctx context.Context, olderThan time.Time) (int64,
 	}
 	var n int64
 	for _, r := range pending {
-		if _, err := s.ask(ctx, r); err == nil {
+		if _, err := s.ask(ctx, r, domain.SourceRecoverer); err == nil {
 			n++
 		}
 	}
@@ -331,11 +363,14 @@ func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund,
 	if err != nil {
 		return domain.Refund{}, domain.Order{}, fmt.Errorf("find the paying attempt of %s: %w", o.ID, err)
 	}
+	if err := s.notDisputed(ctx, paid.ProviderChargeID); err != nil {
+		return domain.Refund{}, domain.Order{}, err
+	}
 	r, err := s.reserve(ctx, o, paid.ProviderChargeID, amount, req)
 	if err != nil {
 		return domain.Refund{}, domain.Order{}, err
 	}
-	if r, err = s.ask(ctx, r); err != nil {
+	if r, err = s.ask(ctx, r, domain.SourcePayReply); err != nil {
 		return domain.Refund{}, domain.Order{}, err
 	}
 	o, err = s.Orders.FindByID(ctx, o.ID)
@@ -404,4 +439,20 @@ func (s *Refunds) priorRefund(ctx context.Context, o domain.Order, req RefundReq
 // its payment (an operator's resolution of a discrepancy).
 func (s *Refunds) RefundCharge(ctx context.Context, orderID, chargeID string, amount decimal.Decimal, cur domain.Currency, reason string) (domain.Refund, error) {
 	return s.refundCharge(ctx, orderID, chargeID, amount, cur, reason)
+}
+
+// notDisputed refuses a refund of a charge under an open dispute: the bank
+// took the money back already, and a refund would give it twice.
+func (s *Refunds) notDisputed(ctx context.Context, chargeID string) error {
+	if s.Disputes == nil || chargeID == "" {
+		return nil
+	}
+	open, err := s.Disputes.OpenForCharge(ctx, chargeID)
+	if err != nil {
+		return err
+	}
+	if open {
+		return fmt.Errorf("%w: charge %s", domain.ErrChargeDisputed, chargeID)
+	}
+	return nil
 }

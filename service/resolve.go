@@ -37,6 +37,8 @@ type Resolver struct {
 	Recoverer     *Recoverer
 	Refunds       *Refunds
 	Now           func() time.Time
+	// Ledger, optional in tests, books a charge an operator applies.
+	Ledger LedgerStore
 }
 
 // Resolve applies action to discrepancy id and returns it resolved. The
@@ -189,8 +191,14 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 		if _, err := s.Orders.Claim(ctx, a.OrderID, a.RequestID, domain.AnyVersion, now); err != nil {
 			return err
 		}
-		if _, err := s.Attempts.Apply(ctx, a.ID, d.ChargeID, now); err != nil {
+		applied, err := s.Attempts.Apply(ctx, a.ID, d.ChargeID, now)
+		if err != nil {
 			return err
+		}
+		if applied {
+			if err := appendEntry(ctx, s.Ledger, chargeEntry(a, d.ChargeID, domain.SourceOperator, now)); err != nil {
+				return err
+			}
 		}
 		paid, err := s.Orders.MarkPaid(ctx, a.OrderID, a.RequestID, now)
 		if err != nil {

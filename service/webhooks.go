@@ -36,6 +36,9 @@ type Webhooks struct {
 	// account can create a PaymentIntent carrying payd's metadata; the
 	// sandbox's events keep their behaviour (its money check reports them).
 	SameCharge bool
+	// Disputes, optional in tests (which then see a dispute as a
+	// discrepancy only), keeps disputes and books their money.
+	Disputes *Disputes
 }
 
 // Webhook outcomes, stored on the inbox row and reported to the provider.
@@ -79,13 +82,17 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, ev)
 	case domain.EventRefundSucceeded:
-		// The amount as written: Confirmed applies the refund only when it
-		// reads as the refund's, and quotes it otherwise.
-		return s.Refunds.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
+		// payd's own refund is confirmed (only for the money it asked);
+		// one payd never asked for is recorded as an outside refund.
+		return s.Refunds.Reported(ctx, ev)
 	case domain.EventRefundFailed:
 		return s.Refunds.Failed(ctx, ev.IdempotencyKey, ev.RefundID)
-	case domain.EventDisputeCreated:
-		return s.disputed(ctx, ev)
+	}
+	if ev.Type.Dispute() {
+		if s.Disputes == nil {
+			return s.disputed(ctx, ev)
+		}
+		return s.Disputes.Apply(ctx, ev)
 	}
 	return OutcomeIgnored, nil
 }

@@ -1,0 +1,236 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// Disputes keeps customers' disputes of charges (ADR 0030). payd moves no
+// money on a dispute — the customer's bank did — but it books each step
+// in the order's ledger: the money withdrawn when the dispute opens, and
+// given back (won) or gone for good (lost) when it closes. A dispute opens
+// once (its provider ID is unique) and closes once, by domain's dispute
+// table; a report that arrives late, twice or before the dispute's opening
+// changes nothing twice. The operator still answers the dispute at the
+// provider: each new one is recorded as a disputed discrepancy too.
+type Disputes struct {
+	Tx            Transactor
+	Store         DisputeStore
+	Ledger        LedgerStore
+	Orders        OrderStore
+	Attempts      AttemptStore
+	Discrepancies DiscrepancyStore
+	Audit         AuditStore
+	// Charges, optional in tests, is asked which order a disputed charge
+	// pays: the report names the charge, the provider's record says whose
+	// it is.
+	Charges  ChargeFinder
+	Now      func() time.Time
+	Observer Observer
+}
+
+// Apply handles a dispute event. Opened, funds withdrawn and updated
+// events open the dispute (if new); closed (won or lost) and funds
+// reinstated (won) close it, opening it first if its opening was never
+// seen.
+func (s *Disputes) Apply(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+	pd := domain.ProviderDispute{
+		ID: ev.DisputeID, ChargeID: ev.ChargeID, IdempotencyKey: ev.IdempotencyKey, OrderID: ev.OrderID,
+		Amount: ev.Amount, Currency: ev.Currency, Status: domain.DisputeOpen, Reason: ev.Reason, CreatedAt: ev.CreatedAt,
+	}
+	switch ev.Type {
+	case domain.EventDisputeClosed:
+		pd.Status = ev.DisputeStatus
+	case domain.EventDisputeFundsReinstated:
+		pd.Status = domain.DisputeWon
+	case domain.EventDisputeUpdated:
+		if ev.DisputeStatus == domain.DisputeWon || ev.DisputeStatus == domain.DisputeLost {
+			pd.Status = ev.DisputeStatus
+		}
+	}
+	if pd.ID == "" {
+		pd.ID = ev.ID
+	}
+	if pd.ID == "" || pd.ChargeID == "" || !ev.AmountReadable() || !pd.Status.Valid() {
+		return s.unreadable(ctx, ev)
+	}
+	if pd.ClosedAt.IsZero() && pd.Status != domain.DisputeOpen {
+		pd.ClosedAt = ev.CreatedAt
+	}
+	changed, err := s.Sync(ctx, pd, domain.SourceWebhook)
+	if err != nil {
+		return "", err
+	}
+	if !changed {
+		return OutcomeIgnored, nil
+	}
+	return OutcomeApplied, nil
+}
+
+// Sync makes payd's record of dispute pd follow the provider's: opened if
+// new, closed if the provider closed it, each step booked once. It reports
+// whether anything changed. A dispute of a charge that pays no order of
+// payd's is recorded as a disputed discrepancy only.
+func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src domain.LedgerSource) (bool, error) {
+	orderID, err := s.orderOf(ctx, pd)
+	if err != nil {
+		return false, err
+	}
+	cur, cerr := domain.ParseCurrency(pd.Currency)
+	if orderID == "" || cerr != nil || !pd.Amount.IsPositive() {
+		_, isNew, err := s.discrepancy(ctx, pd, orderID, "a dispute payd cannot book (no order of payd's, or unreadable money); answer it at the provider")
+		return isNew, err
+	}
+	now := s.Now().UTC()
+	opened := pd.CreatedAt
+	if opened.IsZero() {
+		opened = now
+	}
+	var stored domain.Dispute
+	var isNew, closed bool
+	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		isNew, closed = false, false // InTx may run fn again after a conflict: start clean
+		var err error
+		stored, isNew, err = s.Store.Open(ctx, domain.Dispute{
+			ID: newID(), ProviderDisputeID: pd.ID, OrderID: orderID, ChargeID: pd.ChargeID, Status: domain.DisputeOpen,
+			Amount: pd.Amount, Currency: cur, Reason: truncate(pd.Reason, 64), OpenedAt: opened.UTC(), UpdatedAt: now,
+		})
+		if err != nil {
+			return err
+		}
+		if isNew {
+			if err := s.book(ctx, stored, domain.LedgerDisputeOpened, src, now); err != nil {
+				return err
+			}
+		}
+		e, ok := domain.CloseEvent(pd.Status)
+		if !ok || stored.Status != domain.DisputeOpen {
+			return nil
+		}
+		if closed, err = s.Store.Close(ctx, stored.ID, e, now); err != nil || !closed {
+			return err
+		}
+		return s.book(ctx, stored, e.Ledger(), src, now)
+	})
+	if err != nil {
+		return false, fmt.Errorf("record dispute %s: %w", pd.ID, err)
+	}
+	if isNew {
+		if _, _, err := s.discrepancy(ctx, pd, orderID, "the customer disputed the payment (reason: "+truncate(pd.Reason, 64)+"); answer it at the provider"); err != nil {
+			return true, err
+		}
+	}
+	if isNew || closed {
+		observing(s.Observer).OrderChanged(orderID)
+	}
+	return isNew || closed, nil
+}
+
+// orderOf is the payd order the disputed charge pays: the provider's own
+// record of the charge when payd can ask it, else the attempt the report
+// names. Empty when payd knows no such order.
+func (s *Disputes) orderOf(ctx context.Context, pd domain.ProviderDispute) (string, error) {
+	orderID := ""
+	if s.Charges != nil {
+		ch, err := s.Charges.FindCharge(ctx, pd.ChargeID)
+		switch {
+		case errors.Is(err, domain.ErrChargeNotFound):
+			return "", nil
+		case err != nil:
+			return "", fmt.Errorf("ask the provider about charge %s: %w", pd.ChargeID, err)
+		}
+		orderID = ch.OrderID
+	} else if pd.IdempotencyKey != "" {
+		a, err := s.Attempts.FindByID(ctx, pd.IdempotencyKey)
+		if err == nil {
+			orderID = a.OrderID
+		} else if !errors.Is(err, domain.ErrAttemptNotFound) {
+			return "", err
+		}
+	}
+	if orderID == "" {
+		return "", nil
+	}
+	if _, err := s.Orders.FindByID(ctx, orderID); err != nil {
+		if errors.Is(err, domain.ErrOrderNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return orderID, nil
+}
+
+// book appends the ledger entry of one step of dispute d, and its audit.
+func (s *Disputes) book(ctx context.Context, d domain.Dispute, k domain.LedgerKind, src domain.LedgerSource, now time.Time) error {
+	err := appendEntry(ctx, s.Ledger, domain.LedgerEntry{
+		ID: newID(), OrderID: d.OrderID, Kind: k, Reference: domain.DisputeReference(d.ProviderDisputeID, k),
+		ChargeID: d.ChargeID, Amount: d.Amount, Currency: d.Currency, Source: src, CreatedAt: now,
+		Note: "dispute " + truncate(d.ProviderDisputeID, 64),
+	})
+	if err != nil || s.Audit == nil {
+		return err
+	}
+	detail, err := json.Marshal(map[string]any{
+		"dispute_id": truncate(d.ProviderDisputeID, 64), "charge_id": truncate(d.ChargeID, 64),
+		"amount": d.Amount.StringFixed(d.Currency.Scale()), "currency": d.Currency, "reason": d.Reason, "learned_from": src,
+	})
+	if err != nil {
+		return err
+	}
+	return s.Audit.Append(ctx, domain.AuditEntry{
+		ID: newID(), Actor: ActorProvider, Action: string(k), OrderID: d.OrderID, Target: truncate(d.ProviderDisputeID, 64),
+		Result: 200, Detail: string(detail), CreatedAt: now,
+	})
+}
+
+// discrepancy records a dispute for an operator, once per dispute.
+func (s *Disputes) discrepancy(ctx context.Context, pd domain.ProviderDispute, orderID, note string) (domain.Discrepancy, bool, error) {
+	if s.Discrepancies == nil {
+		return domain.Discrepancy{}, false, nil
+	}
+	d := withProviderAmount(domain.Discrepancy{
+		Type: domain.Disputed, Reference: pd.ID, OrderID: orderID, AttemptID: pd.IdempotencyKey, ChargeID: pd.ChargeID, Note: note,
+	}, pd.Amount.String(), pd.Currency)
+	if orderID == "" {
+		d.AttemptID = ""
+	}
+	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+	if err == nil && isNew {
+		observing(s.Observer).DiscrepancyRecorded(ctx, stored)
+	}
+	return stored, isNew, err
+}
+
+// unreadable records a dispute event payd cannot book.
+func (s *Disputes) unreadable(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+	if ev.Type == domain.EventDisputeUpdated || s.Discrepancies == nil {
+		return OutcomeIgnored, nil
+	}
+	pd := domain.ProviderDispute{ID: ev.DisputeID, ChargeID: ev.ChargeID, Currency: ev.Currency}
+	if pd.ID == "" {
+		pd.ID = ev.ID
+	}
+	if pd.ID == "" {
+		pd.ID = ev.ChargeID
+	}
+	if pd.ID == "" {
+		return OutcomeIgnored, nil
+	}
+	d := withProviderAmount(domain.Discrepancy{
+		Type: domain.Disputed, Reference: pd.ID, ChargeID: pd.ChargeID,
+		Note: "a dispute event payd cannot read (" + string(ev.Type) + "); look it up at the provider",
+	}, ev.AmountText, ev.Currency)
+	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+	if err != nil {
+		return "", err
+	}
+	if isNew {
+		observing(s.Observer).DiscrepancyRecorded(ctx, stored)
+	}
+	return OutcomeDiscrepancy, nil
+}

@@ -1,0 +1,221 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// ActorProvider is the audit trail's actor for what the provider did on
+// its own (an outside refund, a dispute): no operator chose it.
+const ActorProvider = "provider"
+
+// Reported applies a provider's report that a refund succeeded (a
+// refund.succeeded webhook): payd's own refund is confirmed, once; a
+// refund payd never asked for is money given back all the same, and is
+// recorded as an outside refund (Outside).
+func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+	if ev.IdempotencyKey != "" {
+		_, err := s.Store.FindByProviderKey(ctx, ev.IdempotencyKey)
+		switch {
+		case err == nil:
+			return s.Confirmed(ctx, ev.IdempotencyKey, ev.RefundID, ev.AmountText, ev.Currency)
+		case !errors.Is(err, domain.ErrRefundNotFound):
+			return "", err
+		}
+	}
+	if ev.RefundID == "" || ev.ChargeID == "" || !ev.AmountReadable() {
+		return OutcomeIgnored, nil // nothing payd could book or ask about
+	}
+	return s.Outside(ctx, domain.ProviderRefund{
+		ID: ev.RefundID, IdempotencyKey: ev.IdempotencyKey, ChargeID: ev.ChargeID, OrderID: ev.OrderID,
+		Amount: ev.Amount, Currency: ev.Currency, Status: domain.ChargeSucceeded, CreatedAt: ev.CreatedAt,
+	}, domain.SourceWebhook)
+}
+
+// Outside records pr, a refund the provider made without payd asking (a
+// refund from the provider's dashboard), as what it is: money given back.
+// It is booked in the charge's order's ledger once (its reference is the
+// provider's refund ID, as payd's own refunds' are) and, when the charge
+// is the order's payment, counted in the order's refunded amount by the
+// same guarded UPDATE payd's refunds use, so a full outside refund moves
+// the order to refunded. The audit trail records it with the provider as
+// actor.
+//
+// The report is a hint: the provider is asked first (Charges) which order
+// the charge pays and how much of it is refunded, and a refund its books
+// do not show is not recorded but kept as a refund_amount_mismatch for an
+// operator. A refund of payd's own (its provider key or ID is payd's) or
+// one recorded already is OutcomeIgnored.
+func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src domain.LedgerSource) (string, error) {
+	if pr.Status != domain.ChargeSucceeded || pr.ID == "" {
+		return OutcomeIgnored, nil
+	}
+	if pr.IdempotencyKey != "" {
+		if _, err := s.Store.FindByProviderKey(ctx, pr.IdempotencyKey); err == nil {
+			return OutcomeIgnored, nil // payd's own: its reply or webhook settles it
+		} else if !errors.Is(err, domain.ErrRefundNotFound) {
+			return "", err
+		}
+	}
+	orderID := pr.OrderID
+	if s.Charges != nil {
+		ch, err := s.Charges.FindCharge(ctx, pr.ChargeID)
+		switch {
+		case errors.Is(err, domain.ErrChargeNotFound):
+			return s.outsideMismatch(ctx, pr, "", "the provider has no charge "+truncate(pr.ChargeID, 64))
+		case err != nil:
+			return "", fmt.Errorf("ask the provider about charge %s: %w", pr.ChargeID, err)
+		}
+		orderID = ch.OrderID
+		if ok, err := s.refundShown(ctx, ch, pr); err != nil || !ok {
+			if err != nil {
+				return "", err
+			}
+			return s.outsideMismatch(ctx, pr, orderID, fmt.Sprintf("the provider's charge %s shows %s refunded, less than payd's books with this refund", truncate(ch.ID, 64), ch.RefundedAmount))
+		}
+	}
+	o, err := s.Orders.FindByID(ctx, orderID)
+	if errors.Is(err, domain.ErrOrderNotFound) {
+		return s.outsideMismatch(ctx, pr, "", "the refunded charge pays no order of payd's")
+	}
+	if err != nil {
+		return "", err
+	}
+	if pr.Currency != string(o.Currency) || !pr.Amount.IsPositive() {
+		return s.outsideMismatch(ctx, pr, o.ID, "the refund is in "+truncate(pr.Currency, 8)+", the order in "+string(o.Currency))
+	}
+	own, paying, err := s.refundOf(ctx, o, pr)
+	if err != nil || own {
+		if own {
+			return OutcomeIgnored, nil
+		}
+		return "", err
+	}
+	now := s.Now().UTC()
+	var isNew, counted bool
+	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		isNew, counted = false, false // InTx may run fn again after a conflict: start clean
+		e := domain.LedgerEntry{
+			ID: newID(), OrderID: o.ID, Kind: domain.LedgerOutsideRefund, Reference: domain.RefundReference(pr.ID),
+			ChargeID: pr.ChargeID, Amount: pr.Amount, Currency: o.Currency, Source: src, CreatedAt: now,
+			Note: "refunded at the provider without payd (refund " + truncate(pr.ID, 64) + ")",
+		}
+		if s.Ledger != nil {
+			if isNew, err = s.Ledger.Append(ctx, e); err != nil || !isNew {
+				return err
+			}
+		}
+		if paying {
+			if counted, err = s.Orders.AddRefund(ctx, o.ID, domain.MinorUnits(pr.Amount, o.Currency), now); err != nil {
+				return err
+			}
+		}
+		return s.auditOutside(ctx, o.ID, pr, src, counted, now)
+	})
+	if err != nil {
+		return "", fmt.Errorf("record outside refund %s: %w", pr.ID, err)
+	}
+	if !isNew && s.Ledger != nil {
+		return OutcomeIgnored, nil
+	}
+	observing(s.Observer).OrderChanged(o.ID)
+	if paying && !counted {
+		// The order's refunded amount could not take it (payd's own
+		// refunds reserved the rest, or it was refunded already): the
+		// money moved all the same, and an operator must look.
+		return s.outsideMismatch(ctx, pr, o.ID, "the order's refunded amount could not take this outside refund: with payd's own refunds it exceeds the payment")
+	}
+	return OutcomeApplied, nil
+}
+
+// refundShown reports whether the provider's charge ch shows refunded at
+// least what payd's ledger holds for it plus pr.
+func (s *Refunds) refundShown(ctx context.Context, ch domain.Charge, pr domain.ProviderRefund) (bool, error) {
+	if s.Ledger == nil || ch.OrderID == "" {
+		return ch.RefundedAmount.GreaterThanOrEqual(pr.Amount), nil
+	}
+	entries, err := s.Ledger.ListByOrder(ctx, ch.OrderID)
+	if err != nil {
+		return false, err
+	}
+	booked := pr.Amount
+	for _, e := range entries {
+		if e.ChargeID != ch.ID || (e.Kind != domain.LedgerRefund && e.Kind != domain.LedgerOutsideRefund) {
+			continue
+		}
+		if e.Reference == domain.RefundReference(pr.ID) {
+			return true, nil // booked already: the repeat records nothing
+		}
+		booked = booked.Add(e.Amount)
+	}
+	return ch.RefundedAmount.GreaterThanOrEqual(booked), nil
+}
+
+// refundOf reports whether pr is one of payd's own refunds of order o (by
+// the provider's refund ID), and whether its charge is o's payment.
+func (s *Refunds) refundOf(ctx context.Context, o domain.Order, pr domain.ProviderRefund) (own, paying bool, err error) {
+	rs, err := s.Store.ListByOrder(ctx, o.ID)
+	if err != nil {
+		return false, false, err
+	}
+	for _, r := range rs {
+		if r.ProviderRefundID == pr.ID {
+			return true, false, nil
+		}
+	}
+	if o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded {
+		return false, false, nil
+	}
+	a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return false, a.Status == domain.AttemptSucceeded && a.ProviderChargeID == pr.ChargeID, nil
+}
+
+// auditOutside records an outside refund in the order's audit trail, the
+// provider as actor.
+func (s *Refunds) auditOutside(ctx context.Context, orderID string, pr domain.ProviderRefund, src domain.LedgerSource, counted bool, now time.Time) error {
+	if s.Audit == nil {
+		return nil
+	}
+	detail, err := json.Marshal(map[string]any{
+		"refund_id": truncate(pr.ID, 64), "charge_id": truncate(pr.ChargeID, 64), "amount": pr.Amount.StringFixed(domain.Currency(pr.Currency).Scale()),
+		"currency": pr.Currency, "learned_from": src, "counted_on_order": counted,
+	})
+	if err != nil {
+		return err
+	}
+	return s.Audit.Append(ctx, domain.AuditEntry{
+		ID: newID(), Actor: ActorProvider, Action: "outside_refund", OrderID: orderID, Target: truncate(pr.ID, 64),
+		Result: 200, Detail: string(detail), CreatedAt: now,
+	})
+}
+
+// outsideMismatch records, once, a reported refund payd could not record
+// as an outside refund, for an operator.
+func (s *Refunds) outsideMismatch(ctx context.Context, pr domain.ProviderRefund, orderID, why string) (string, error) {
+	if s.Discrepancies == nil {
+		return OutcomeIgnored, nil
+	}
+	d := withProviderAmount(domain.Discrepancy{
+		Type: domain.RefundAmountMismatch, Reference: domain.RefundReference(pr.ID), OrderID: orderID, ChargeID: pr.ChargeID,
+		Note: truncate("a reported refund was not recorded: "+why, 500),
+	}, pr.Amount.String(), pr.Currency)
+	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+	if err != nil {
+		return "", err
+	}
+	if isNew {
+		observing(s.Observer).DiscrepancyRecorded(ctx, stored)
+	}
+	return OutcomeDiscrepancy, nil
+}
