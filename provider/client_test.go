@@ -20,6 +20,14 @@ import (
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox"
 	"github.com/payd/payd/sandbox/sandboxtest"
+	"github.com/payd/payd/service"
+)
+
+// The client is the provider's books for payd.
+var (
+	_ service.ChargeFinder  = (*provider.Client)(nil)
+	_ service.RefundLister  = (*provider.Client)(nil)
+	_ service.DisputeLister = (*provider.Client)(nil)
 )
 
 func chargeReq(key, method string) domain.ChargeRequest {
