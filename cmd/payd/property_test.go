@@ -145,6 +145,36 @@ type propOrderPlan struct {
 	// every charge of the order, whatever payd asked: it approves less (or
 	// takes more) than asked, and its replies and events say so.
 	ChargeAmount string
+
+	// The books (ADR 0030): money moved by others than payd.
+	Outside []propOutside // refunds made straight at the provider
+	Close   *propClose    // the dispute of a pm_dispute charge is decided
+	File    *propFile     // an operator resolves a hostile settlement file
+}
+
+// propOutside refunds, at At, part (or all that is left) of each of the
+// order's successful charges straight at the provider, as its dashboard
+// would: payd never asked.
+type propOutside struct {
+	At   time.Duration
+	Full bool
+}
+
+// propClose decides, from At, the dispute the provider opened on the
+// order's pm_dispute charge.
+type propClose struct {
+	At     time.Duration
+	Status domain.DisputeStatus
+}
+
+// propFile uploads, at At, a settlement file that names one of the order's
+// real successful charges falsely — under an order that does not exist, or
+// for less than was charged — and then has an operator resolve what the
+// run found with refund: the file is nobody's word.
+type propFile struct {
+	At        time.Duration
+	Stranger  bool // under a made-up order id; else for less money
+	Operation string
 }
 
 type propKey struct{ Key, Method string }
@@ -233,6 +263,24 @@ func newPropPlan(seed int64) propPlan {
 		}
 		p.Orders = append(p.Orders, o)
 	}
+	// The books' hazards come from a stream of their own, so each seed's
+	// payments are drawn as they were before they were added.
+	rb := rand.New(rand.NewPCG(uint64(seed), 0xb00c5))
+	for _, o := range p.Orders {
+		if rb.IntN(10) < 2 {
+			o.Keys[0].Method = "pm_dispute" // succeeds; the provider opens a dispute after the async delay
+			o.Close = &propClose{At: propMS(2500 + rb.IntN(3000)), Status: []domain.DisputeStatus{domain.DisputeWon, domain.DisputeLost}[rb.IntN(2)]}
+		}
+		if rb.IntN(10) < 3 {
+			o.Outside = append(o.Outside, propOutside{At: propMS(800 + rb.IntN(4000)), Full: rb.IntN(2) == 0})
+			if rb.IntN(3) == 0 {
+				o.Outside = append(o.Outside, propOutside{At: propMS(800 + rb.IntN(4000)), Full: true})
+			}
+		}
+		if rb.IntN(10) < 2 {
+			o.File = &propFile{At: propMS(1500 + rb.IntN(4000)), Stranger: rb.IntN(2) == 0}
+		}
+	}
 	return p
 }
 
@@ -302,6 +350,15 @@ func (o *propOrderPlan) String() string {
 	}
 	if o.ChargeAmount != "" {
 		fmt.Fprintf(&b, " provider charges %s instead", o.ChargeAmount)
+	}
+	for _, x := range o.Outside {
+		fmt.Fprintf(&b, " outside-refund[@%v full=%v]", x.At, x.Full)
+	}
+	if o.Close != nil {
+		fmt.Fprintf(&b, " dispute-close[@%v %s]", o.Close.At, o.Close.Status)
+	}
+	if o.File != nil {
+		fmt.Fprintf(&b, " hostile-file[@%v stranger=%v]", o.File.At, o.File.Stranger)
 	}
 	return b.String()
 }
@@ -387,6 +444,15 @@ func runProperty(t *testing.T, dialect string, seed int64) {
 		}
 		if o.plan.ExpireAt > 0 {
 			wg.Go(func() { r.after(o.plan.ExpireAt); r.expire(o) })
+		}
+		for _, x := range o.plan.Outside {
+			wg.Go(func() { r.after(x.At); r.outsideRefund(o, x) })
+		}
+		if c := o.plan.Close; c != nil {
+			wg.Go(func() { r.after(c.At); r.closeDispute(o, c) })
+		}
+		if f := o.plan.File; f != nil {
+			wg.Go(func() { r.after(f.At); r.hostileFile(o, f) })
 		}
 	}
 	wg.Wait()
@@ -521,6 +587,105 @@ func (r *propRun) expire(o *propOrder) {
 	o.note(r, "expires_at moved into the past; expiry job expired %v %v", ids, propErr(err))
 }
 
+// succeededCharges returns the order's successful charges at the
+// provider, waiting up to wait for the first.
+func (r *propRun) succeededCharges(o *propOrder, wait time.Duration) []domain.Charge {
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		charges, err := r.s.sandbox.Charges(context.Background())
+		if err != nil {
+			o.note(r, "read sandbox: %v", err)
+			return nil
+		}
+		var out []domain.Charge
+		for _, c := range charges {
+			if c.OrderID == o.id && c.Status == domain.ChargeSucceeded {
+				out = append(out, c)
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			return out
+		}
+	}
+}
+
+// outsideRefund gives money back at the provider, past payd: half of what
+// is left of each successful charge, or all of it.
+func (r *propRun) outsideRefund(o *propOrder, x propOutside) {
+	for _, c := range r.succeededCharges(o, 3*time.Second) {
+		left := c.Amount.Sub(c.RefundedAmount)
+		amount := left
+		if !x.Full {
+			amount = left.Div(decimal.NewFromInt(2)).RoundDown(2)
+		}
+		if !amount.IsPositive() {
+			continue
+		}
+		pr, err := r.s.directProvider().Refund(context.Background(), domain.ProviderRefundRequest{
+			IdempotencyKey: "dash-" + uuid.NewString(), ChargeID: c.ID, Amount: amount, Currency: c.Currency, Reason: "dashboard"})
+		o.note(r, "outside refund of %s %s at the provider -> %s %s %v", c.ID, amount, pr.ID, pr.Status, propErr(err))
+	}
+}
+
+// closeDispute decides the dispute the provider opened on the order.
+func (r *propRun) closeDispute(o *propOrder, c *propClose) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+		ds, err := r.s.sandbox.Disputes(ctx)
+		if err != nil {
+			o.note(r, "read disputes: %v", err)
+			return
+		}
+		for _, d := range ds {
+			if d.OrderID == o.id && d.Status == domain.DisputeOpen {
+				got, err := r.s.sandbox.CloseDispute(ctx, d.ID, c.Status)
+				o.note(r, "dispute %s of %s closed %s at the provider -> %s %v", d.ID, d.ChargeID, c.Status, got.Status, propErr(err))
+				return
+			}
+		}
+	}
+	o.note(r, "dispute close: no open dispute at the provider")
+}
+
+// hostileFile uploads a settlement file that names the order's real charge
+// falsely, and resolves what the run found about it with refund.
+func (r *propRun) hostileFile(o *propOrder, f *propFile) {
+	cs := r.succeededCharges(o, 3*time.Second)
+	if len(cs) == 0 {
+		o.note(r, "hostile file: no successful charge to name")
+		return
+	}
+	c := cs[0]
+	orderID, key, amount := o.id, c.IdempotencyKey, c.Amount.Sub(decimal.RequireFromString("0.01"))
+	if f.Stranger || !amount.IsPositive() {
+		orderID, key, amount = uuid.NewString(), "", c.Amount
+	}
+	now := time.Now().UTC()
+	csv := "charge_id,idempotency_key,order_id,type,status,amount,currency,created_at\n" +
+		fmt.Sprintf("%s,%s,%s,charge,succeeded,%s,%s,%s\n", c.ID, key, orderID, amount.StringFixed(2), c.Currency, now.Add(-time.Second).Format(time.RFC3339))
+	run := r.s.uploadSettlement(uuid.NewString(), now.Add(-time.Hour), now.Add(time.Minute), false, csv)
+	o.note(r, "hostile file naming %s under %s for %s -> %d", c.ID, orderID, amount.StringFixed(2), run.Status)
+	var found []domain.Discrepancy
+	for _, id := range []string{orderID, o.id} {
+		ds, err := repository.NewDiscrepancyStore(r.s.db).ListByOrder(context.Background(), id)
+		if err != nil {
+			o.note(r, "hostile file: %v", err)
+			return
+		}
+		for _, d := range ds {
+			if d.ChargeID == c.ID && d.Status == domain.DiscrepancyOpen && (d.Type == domain.MissingLocalPayment || d.Type == domain.AmountMismatch) {
+				found = append(found, d)
+			}
+		}
+		if orderID == o.id {
+			break
+		}
+	}
+	for _, d := range found {
+		rep := r.s.admin("POST", "/v1/admin/discrepancies/"+d.ID+"/resolve", uuid.NewString(), map[string]string{"action": "refund", "note": "the file says so"})
+		o.note(r, "resolve %s %s with refund -> %s", d.Type, d.ID, propDescribe(rep.Status, false, rep.Body, nil))
+	}
+}
+
 // settle waits until nothing is left in flight: no order processing, no
 // attempt started or unknown, no refund pending, no charge pending at the
 // provider, no webhook undelivered; the expiry job runs meanwhile. It
@@ -579,6 +744,22 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	if len(busy) > 0 {
 		return fmt.Sprintf("charges pending at the provider: %v", busy)
 	}
+	disputes, err := r.s.sandbox.Disputes(ctx)
+	if err != nil {
+		return "sandbox disputes: " + err.Error()
+	}
+	disputed := map[string]bool{}
+	for _, d := range disputes {
+		disputed[d.ChargeID] = true
+	}
+	for _, c := range charges {
+		if c.PaymentMethod == "pm_dispute" && c.Status == domain.ChargeSucceeded && !disputed[c.ID] {
+			busy = append(busy, c.ID)
+		}
+	}
+	if len(busy) > 0 {
+		return fmt.Sprintf("disputes the provider has yet to open: %v", busy)
+	}
 	ds, err := r.s.sandbox.Deliveries(ctx)
 	if err != nil {
 		return "sandbox deliveries: " + err.Error()
@@ -605,6 +786,8 @@ type propFacts struct {
 	refunds  []propRefund
 	discs    []propDisc
 	inbox    []propInbox // every event payd received about the order
+	ledger   []domain.LedgerEntry
+	disputes []domain.ProviderDispute // the provider's disputes of the order's charges
 }
 
 type propRefund struct{ ChargeID, Reason, Kind, Status string }
@@ -646,7 +829,43 @@ func (r *propRun) facts(o *propOrder) propFacts {
 	if err := g.Raw("SELECT id, type, COALESCE(attempt_id, '') AS attempt_id, COALESCE(outcome, '') AS outcome, received_at FROM webhook_events WHERE order_id = ? ORDER BY received_at", o.id).Scan(&f.inbox).Error; err != nil {
 		t.Fatal(err)
 	}
+	if f.ledger, err = repository.NewLedgerStore(r.s.db).ListByOrder(ctx, o.id); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.s.sandbox.Disputes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.OrderID == o.id {
+			f.disputes = append(f.disputes, d)
+		}
+	}
 	return f
+}
+
+// providerBooks adds up what the provider's books say of the order's
+// money, in its currency: every successful charge, every refund whoever
+// made it, what open disputes hold and what lost ones took.
+func (f propFacts) providerBooks() domain.Books {
+	var b domain.Books
+	for _, c := range f.charges {
+		if c.Status == domain.ChargeSucceeded && c.Currency == string(f.order.Currency) {
+			b.Charged = b.Charged.Add(c.Amount)
+			b.Refunded = b.Refunded.Add(c.RefundedAmount)
+		}
+	}
+	for _, d := range f.disputes {
+		switch {
+		case d.Currency != string(f.order.Currency):
+		case d.Status == domain.DisputeOpen:
+			b.Disputed = b.Disputed.Add(d.Amount)
+		case d.Status == domain.DisputeLost:
+			b.Lost = b.Lost.Add(d.Amount)
+		}
+	}
+	b.Net = b.Charged.Sub(b.Refunded).Sub(b.Lost)
+	return b
 }
 
 // hasDiscrepancy reports whether payd recorded a discrepancy of typ about chargeID.
@@ -732,6 +951,16 @@ func (r *propRun) check(o *propOrder) []string {
 	// the order's amount.
 	switch {
 	case propPaid(f.order.Status) && paidByMismatch: // said above
+	case f.order.Status == domain.StatusRefunded:
+		// Everything paid was given back (by payd or at the provider):
+		// no charge of the order's is kept, and the refunded amount is
+		// the whole payment.
+		if len(kept) != 0 {
+			bad("refunded ⇔ zero unrefunded successful charges: the provider holds %d (%s)", len(kept), propChargeIDs(kept))
+		}
+		if !f.order.RefundedAmount.Equal(f.order.Amount) {
+			bad("refunded: the order's refunded amount is %s of %s", f.order.RefundedAmount, f.order.Amount)
+		}
 	case propPaid(f.order.Status):
 		if len(kept) != 1 {
 			bad("paid ⇔ exactly one successful charge: order is %s but the provider holds %d unrefunded successful charges of its amount", f.order.Status, len(kept))
@@ -890,6 +1119,23 @@ func (r *propRun) check(o *propOrder) []string {
 		}
 	}
 
+	// 9. payd's books are the provider's (ADR 0030): what the ledger adds
+	// up to equals what the provider charged, refunded (whoever asked),
+	// holds under open disputes and lost to closed ones.
+	if got, want := domain.Summarize(f.order.Currency, f.ledger), f.providerBooks(); !got.Charged.Equal(want.Charged) ||
+		!got.Refunded.Equal(want.Refunded) || !got.Disputed.Equal(want.Disputed) || !got.Lost.Equal(want.Lost) {
+		bad("money = the provider's books: payd says charged %s refunded %s disputed %s lost %s; the provider %s %s %s %s",
+			got.Charged, got.Refunded, got.Disputed, got.Lost, want.Charged, want.Refunded, want.Disputed, want.Lost)
+	}
+	// And the order's refunded amount is the refunds of its own payment.
+	if propPaid(f.order.Status) {
+		for _, c := range f.charges {
+			if a, ok := f.attemptsOf(f.order.PayRequestID)[c.IdempotencyKey]; ok && a.Status == domain.AttemptSucceeded && !c.RefundedAmount.Equal(f.order.RefundedAmount) {
+				bad("refunded_amount = the paying charge's refunds: the order says %s, the provider %s of charge %s", f.order.RefundedAmount, c.RefundedAmount, c.ID)
+			}
+		}
+	}
+
 	// 8. What the pay calls answered live: 200 only for the order paid by
 	// that request, and never an internal error.
 	for _, p := range o.replies {
@@ -934,6 +1180,12 @@ func (r *propRun) dump(o *propOrder) string {
 	}
 	for _, e := range f.inbox {
 		fmt.Fprintf(&b, "  payd inbox %s %s: %s for attempt %s -> %s\n", e.ReceivedAt, e.ID, e.Type, e.AttemptID, e.Outcome)
+	}
+	for _, e := range f.ledger {
+		fmt.Fprintf(&b, "  payd ledger %s %s %s (%s, %s)\n", e.Kind, e.Amount, e.Reference, e.Source, e.Note)
+	}
+	for _, d := range f.disputes {
+		fmt.Fprintf(&b, "  sandbox dispute %s of %s: %s %s\n", d.ID, d.ChargeID, d.Status, d.Amount)
 	}
 	fmt.Fprintf(&b, "  charge requests that reached the provider proxy: %d\n", r.h.chargeRequests(o.id))
 	keys := slices.Sorted(func(yield func(string) bool) {
