@@ -129,6 +129,21 @@ func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.C
 	return ch, nil
 }
 
+// FindCharge looks a charge up by the provider's own ID, with the order it
+// pays and what was refunded of it; domain.ErrChargeNotFound means the
+// provider has no such charge.
+func (c *Client) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {
+	var out chargeDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/charges/by-id/"+url.PathEscape(chargeID), "", nil, &out); err != nil {
+		return domain.Charge{}, fmt.Errorf("find charge %s: %w", chargeID, err)
+	}
+	ch, err := out.toCharge()
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("find charge %s: %w: %w", chargeID, domain.ErrProviderUnavailable, err)
+	}
+	return ch, nil
+}
+
 // Refund gives back req.Amount of a succeeded charge, at most once per
 // req.IdempotencyKey. Refunding more than is left is a *domain.ProviderRequestError.
 func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {

@@ -222,6 +222,20 @@ func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, row.toJSON())
 }
 
+// handleFindCharge answers a charge by its own ID, as a provider's
+// dashboard or API does for any charge, whoever asked for it.
+func (s *Server) handleFindCharge(w http.ResponseWriter, r *http.Request) {
+	row, err := chargeByID(r.Context(), s.db, r.PathValue("id"))
+	if errors.Is(err, errNoRow) {
+		err = &apiError{status: http.StatusNotFound, code: "charge_not_found", msg: "no charge with this ID"}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, row.toJSON())
+}
+
 func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 	from, err1 := time.Parse(time.RFC3339, r.URL.Query().Get("from"))
 	to, err2 := time.Parse(time.RFC3339, r.URL.Query().Get("to"))

@@ -57,6 +57,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/charges", s.handleCreateCharge)
 	mux.HandleFunc("GET /v1/charges", s.handleListCharges)
 	mux.HandleFunc("GET /v1/charges/{key}", s.handleGetCharge)
+	mux.HandleFunc("GET /v1/charges/by-id/{id}", s.handleFindCharge)
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	mux.HandleFunc("GET /v1/settlements/{file}", s.handleSettlement)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
