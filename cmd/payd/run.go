@@ -334,6 +334,13 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
 		refunds.Getter = g
 	}
+	// Before an operator's refund moves money, the provider is asked who
+	// owns the charge and what is left of it (issue 23).
+	var charges service.ChargeFinder
+	if f, ok := client.(service.ChargeFinder); ok {
+		charges = observedFinder{next: f, observe: metrics.ProviderCalled}
+		refunds.Charges = charges
+	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db)}
@@ -365,7 +372,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		Refunds:   refunds,
 		Reconcile: reconciler,
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
-			Recoverer: recoverer, Refunds: refunds, Now: now},
+			Recoverer: recoverer, Refunds: refunds, Charges: charges, Now: now},
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}

@@ -67,6 +67,20 @@ func (p observedProvider) ListCharges(ctx context.Context, from, to time.Time) (
 	return cs, err
 }
 
+// observedFinder times the provider's answer about a charge by its ID.
+type observedFinder struct {
+	next    service.ChargeFinder
+	observe func(operation, outcome string, d time.Duration)
+}
+
+// FindCharge times a lookup by charge ID.
+func (p observedFinder) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {
+	start := time.Now()
+	ch, err := p.next.FindCharge(ctx, chargeID)
+	p.observe("lookup", providerOutcome(err), time.Since(start))
+	return ch, err
+}
+
 // providerOutcome sorts a provider call's error into the outcome label's
 // fixed set (handler.ProviderOutcomes).
 func providerOutcome(err error) string {
