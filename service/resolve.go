@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 )
 
@@ -288,14 +290,31 @@ func (s *Resolver) paidBy(ctx context.Context, ch domain.Charge) (domain.Order, 
 // refundPayment refunds what is left of order o's paying charge ch through
 // the order's refund path. Its request ID is the discrepancy's, so a
 // repeat of the resolution finds the refund it made instead of making
-// another.
+// another. A charge for more than the order (payd's books counted less
+// than the provider took) holds money beyond the order that is nobody's
+// payment: it is given back whole, as an orphan's is, once.
 func (s *Resolver) refundPayment(ctx context.Context, d domain.Discrepancy, o domain.Order, ch domain.Charge) error {
+	extra := decimal.Max(ch.Amount.Sub(o.Amount), decimal.Zero)
+	part := ch
+	part.Amount = ch.Amount.Sub(extra) // the order's share of what is left
 	req := RefundRequest{OrderID: o.ID, RequestID: "resolve:" + d.ID, Fingerprint: "resolve:" + d.ID, Reason: "resolve " + string(d.Type)}
-	r, _, err := s.Refunds.refund(ctx, req, &ch)
+	r, _, err := s.Refunds.refund(ctx, req, &part)
+	if err == nil && r.Status == domain.RefundPending {
+		// A repeat found the refund pending (a concurrent resolution is
+		// asking, or the provider did not answer): ask again under its key.
+		r, err = s.Refunds.ask(ctx, r)
+	}
 	if err != nil {
 		return err
 	}
-	return settledRefund(r)
+	if err := settledRefund(r); err != nil || !extra.IsPositive() {
+		return err
+	}
+	x, err := s.Refunds.RefundCharge(ctx, o.ID, ch.ID, extra, o.Currency, "resolve "+string(d.Type)+": charged beyond the order")
+	if err != nil {
+		return err
+	}
+	return settledRefund(x)
 }
 
 // refundOrphan gives back what is left of a charge that pays no order,
@@ -312,8 +331,11 @@ func (s *Resolver) refundOrphan(ctx context.Context, d domain.Discrepancy, ch do
 	} else if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
 		return err
 	}
-	if !leftOn(ch).IsPositive() {
-		// Nothing is left at the provider: done, if it was payd's refund.
+	amount := leftOn(ch)
+	if !amount.IsPositive() {
+		// Nothing is left at the provider: done, if it was payd's own
+		// refund (perhaps a concurrent resolution's, not recorded yet:
+		// RefundCharge asks again under its key).
 		r, err := s.Refunds.Store.FindByProviderKey(ctx, autoRefundKey(ch.ID))
 		if errors.Is(err, domain.ErrRefundNotFound) {
 			return fmt.Errorf("%w: the provider reports nothing left to refund of charge %s", domain.ErrResolutionNotApplicable, ch.ID)
@@ -321,7 +343,7 @@ func (s *Resolver) refundOrphan(ctx context.Context, d domain.Discrepancy, ch do
 		if err != nil {
 			return err
 		}
-		return settledRefund(r)
+		amount = r.Amount
 	}
 	var held *domain.Attempt
 	if d.Type == domain.AmountMismatch && d.AttemptID != "" {
@@ -337,7 +359,7 @@ func (s *Resolver) refundOrphan(ctx context.Context, d domain.Discrepancy, ch do
 	if err != nil {
 		return fmt.Errorf("%w: the provider reports charge %s in %q", domain.ErrResolutionNotApplicable, ch.ID, ch.Currency)
 	}
-	r, err := s.Refunds.RefundCharge(ctx, orderID, ch.ID, leftOn(ch), cur, "resolve "+string(d.Type))
+	r, err := s.Refunds.RefundCharge(ctx, orderID, ch.ID, amount, cur, "resolve "+string(d.Type))
 	if err != nil {
 		return err
 	}
