@@ -147,6 +147,10 @@ var errorTable = []errorRow{
 		detail: "There is no such discrepancy."},
 	{match: is(domain.ErrAlreadyResolved), status: http.StatusConflict, code: "discrepancy_already_resolved", title: "Discrepancy already resolved",
 		detail: "This discrepancy was already resolved with another action."},
+	{match: ownedElsewhere, status: http.StatusConflict, code: "charge_belongs_to_other_order", title: "Charge belongs to another order",
+		detail: "The provider says this charge pays another order; nothing was refunded or applied.", adorn: nameOwner},
+	{match: is(domain.ErrChargeDisputed), status: http.StatusConflict, code: "charge_disputed", title: "Charge disputed",
+		detail: "The charge is under an open dispute: the bank has taken the money back, so a refund would give it twice. Nothing was refunded; answer the dispute at the provider."},
 	{match: is(domain.ErrResolutionNotApplicable), status: http.StatusConflict, code: "resolution_not_applicable", title: "Resolution not applicable",
 		detail: "This action does not fit this discrepancy; choose another."},
 	{match: is(idempotency.ErrStoredResponseUnreadable), status: http.StatusGone, code: "stored_response_unreadable", title: "Stored response unreadable",
@@ -215,6 +219,31 @@ func echoStatus(p *Problem, err error) {
 func notCharged(err error) bool {
 	var decline *domain.DeclineError
 	return errors.As(err, &decline) && decline.Code == domain.NotCharged
+}
+
+// ownedElsewhere matches a refusal to act on another order's charge.
+func ownedElsewhere(err error) bool {
+	var owner *domain.ChargeOwnerError
+	return errors.As(err, &owner)
+}
+
+// nameOwner names the charge and the order the provider says it pays,
+// so the operator knows where to look. Both are the provider's IDs of
+// a charge it found, not the uploaded file's words.
+func nameOwner(p *Problem, err error) {
+	var owner *domain.ChargeOwnerError
+	if errors.As(err, &owner) {
+		p.Detail = fmt.Sprintf("The provider says charge %s pays order %s, not the order this action is about; nothing was refunded or applied. Act on that order instead.",
+			truncateID(owner.ChargeID), truncateID(owner.OrderID))
+	}
+}
+
+// truncateID bounds an ID quoted in a problem's detail.
+func truncateID(s string) string {
+	if len(s) > 64 {
+		return s[:64]
+	}
+	return s
 }
 
 // declineCode tells the caller why the provider declined.

@@ -59,6 +59,7 @@ type world struct {
 	webhooks   *service.Webhooks
 	recoverer  *service.Recoverer
 	reconciler *service.Reconciler
+	resolver   *service.Resolver
 	idem       *idempotency.Engine
 	expire     func(context.Context) (int64, error)
 
@@ -135,7 +136,7 @@ func (w *world) build(db *repository.DB) {
 	observer := service.Observers{changes, &observer{w: w}}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer,
-		Ledger: ledger, Charges: w.sb.Client, Audit: audit, Disputes: disputeStore}
+		Ledger: ledger, Charges: w.prov, Audit: audit, Disputes: disputeStore}
 	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
 		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
 		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
@@ -148,6 +149,8 @@ func (w *world) build(db *repository.DB) {
 	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
 	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
 		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer}
+	w.resolver = &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: w.checkout,
+		Recoverer: w.recoverer, Refunds: w.refunds, Charges: w.prov, Now: now}
 	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Tokens: tokens, Now: now, ReplayWindow: 24 * time.Hour}
 	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Observer: observer, Feed: changes}
 	w.expire = service.ExpireOrders(orders, now, observer)
@@ -427,11 +430,12 @@ type spyProvider struct {
 	inner *provider.Client
 
 	mu          sync.Mutex
-	log         []string // "charge <key>", "get <key>"
-	loseCharges int      // the next n charge requests never reach the provider
-	lateCharges int      // the next n charge requests reach the provider only after payd gave up
-	misreport   bool     // charge replies report one unit more than was charged
-	lostRefunds int      // the replies to the next n refund requests are lost; the provider refunds
+	log         []string                   // "charge <key>", "get <key>"
+	loseCharges int                        // the next n charge requests never reach the provider
+	lateCharges int                        // the next n charge requests reach the provider only after payd gave up
+	misreport   bool                       // charge replies report one unit more than was charged
+	lostRefunds int                        // the replies to the next n refund requests are lost; the provider refunds
+	disputed    map[string]decimal.Decimal // charge ID → what an open dispute withdrew (the sandbox has no disputes yet)
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -512,6 +516,28 @@ func (p *spyProvider) Charge(ctx context.Context, req domain.ChargeRequest) (dom
 func (p *spyProvider) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
 	p.record("get", key)
 	return p.inner.GetCharge(ctx, key)
+}
+
+func (p *spyProvider) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {
+	p.record("find", chargeID)
+	ch, err := p.inner.FindCharge(ctx, chargeID)
+	p.mu.Lock()
+	if v, ok := p.disputed[chargeID]; ok && err == nil {
+		ch.DisputedAmount = v
+	}
+	p.mu.Unlock()
+	return ch, err
+}
+
+// dispute has the provider report amount of charge chargeID under an
+// open dispute (zero: the dispute is over, the money back).
+func (w *world) dispute(chargeID, amount string) {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	if w.prov.disputed == nil {
+		w.prov.disputed = map[string]decimal.Decimal{}
+	}
+	w.prov.disputed[chargeID] = decimal.RequireFromString(amount)
 }
 
 func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {

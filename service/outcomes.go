@@ -176,7 +176,9 @@ func (s *Checkout) settleHeld(ctx context.Context, a domain.Attempt) {
 
 // providerStandsBy asks the provider about attempt a's charge and returns
 // it only if the provider reports it succeeded for the attempt's amount and
-// currency (and, when chargeID is given, as that charge). An operator's
+// currency (and, when chargeID is given, as that charge), for the
+// attempt's order: a charge the provider says is another order's is a
+// *domain.ChargeOwnerError. An operator's
 // apply pays an order, so it rests on the provider's word now, never on a
 // report payd kept (a held reply that disagreed) or an uploaded file.
 func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (domain.Charge, error) {
@@ -195,6 +197,8 @@ func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, 
 			domain.ErrResolutionNotApplicable, a.ID, ch.Amount, ch.Currency, a.Amount, a.Currency)
 	case chargeID != "" && ch.ID != chargeID:
 		return domain.Charge{}, fmt.Errorf("%w: the provider's charge for attempt %s is %s, not %s", domain.ErrResolutionNotApplicable, a.ID, ch.ID, chargeID)
+	case ch.OrderID != "" && ch.OrderID != a.OrderID:
+		return domain.Charge{}, &domain.ChargeOwnerError{ChargeID: ch.ID, OrderID: ch.OrderID}
 	}
 	return ch, nil
 }

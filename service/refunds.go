@@ -39,16 +39,18 @@ type Refunds struct {
 	// Getter, optional (nil for the sandbox, whose refunds never wait),
 	// asks about a refund the provider answered pending, by its ID.
 	Getter RefundGetter
-	Now    func() time.Time
+	// Charges is the provider's record of a charge by its ID. An
+	// operator's refund asks it first (one call): which order the paying
+	// charge pays and whether a dispute holds it; an outside refund is
+	// recorded only once it shows it. Nil (in tests) skips the question.
+	Charges ChargeFinder
+	Now     func() time.Time
 	// Observer, optional, is told of each order a refund changes and each
 	// discrepancy a refund newly records.
 	Observer Observer
 	// Ledger, optional in tests, records each refund the provider
 	// confirmed, in the transaction that marks it succeeded (ADR 0030).
 	Ledger LedgerStore
-	// Charges, optional in tests, is asked which order a charge pays and
-	// how much of it is refunded before an outside refund is recorded.
-	Charges ChargeFinder
 	// Audit, optional in tests, records outside refunds, the provider as actor.
 	Audit AuditStore
 	// Disputes, optional in tests, refuses a refund of a charge under an
@@ -120,7 +122,7 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, amount decimal.Decimal, cur domain.Currency, reason string) (domain.Refund, error) {
 	now := s.Now().UTC()
 	r := domain.Refund{
-		ID: newID(), OrderID: orderID, ChargeID: chargeID, Kind: domain.RefundAuto, ProviderKey: "auto-" + chargeID,
+		ID: newID(), OrderID: orderID, ChargeID: chargeID, Kind: domain.RefundAuto, ProviderKey: autoRefundKey(chargeID),
 		Amount: amount, Currency: cur, Status: domain.RefundPending, Reason: reason, CreatedAt: now, UpdatedAt: now,
 	}
 	err := s.Store.Create(ctx, r)
@@ -138,6 +140,10 @@ func (s *Refunds) refundCharge(ctx context.Context, orderID, chargeID string, am
 	}
 	return s.ask(ctx, r, domain.SourcePayReply)
 }
+
+// autoRefundKey is the provider key of the refund that gives a whole
+// charge back: derived from the charge, so it is made at most once.
+func autoRefundKey(chargeID string) string { return "auto-" + chargeID }
 
 // ask sends a recorded refund to the provider and records the answer. An
 // unknown outcome leaves it pending for the recoverer, which asks again
@@ -334,12 +340,25 @@ type RefundRequest struct {
 }
 
 // Refund gives back part or all of a paid order through the provider. The
-// amount is reserved on the order first by a guarded UPDATE that cannot
-// exceed what was paid, so concurrent refunds never add up to more. A
-// repeated request ID finds its earlier refund instead of refunding again,
-// even after its idempotency record expired — if it is the same request:
-// another body under that ID is domain.ErrKeyReused (ADR 0011).
+// provider is asked first about the paying charge (Charges): a charge it
+// says pays another order is a *domain.ChargeOwnerError, one under an open
+// dispute domain.ErrChargeDisputed, and nothing is reserved. The amount is
+// then reserved on the order by a guarded UPDATE that cannot exceed what
+// was paid, so concurrent refunds never add up to more. A repeated request
+// ID finds its earlier refund instead of refunding again, even after its
+// idempotency record expired — if it is the same request: another body
+// under that ID is domain.ErrKeyReused (ADR 0011).
 func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund, domain.Order, error) {
+	return s.refund(ctx, req, nil)
+}
+
+// refund is Refund, with asked the provider's record of the paying charge
+// when the caller asked it already (a resolution), so it is not asked
+// twice. An empty req.Amount is what remains: of the order in payd's
+// books and, when the provider was asked, of the charge in the
+// provider's — the smaller, so a refund still in flight or one made
+// outside payd is never given twice.
+func (s *Refunds) refund(ctx context.Context, req RefundRequest, asked *domain.Charge) (domain.Refund, domain.Order, error) {
 	o, err := s.Orders.FindByID(ctx, req.OrderID)
 	if err != nil {
 		return domain.Refund{}, domain.Order{}, err
@@ -350,7 +369,29 @@ func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund,
 	if o.Status != domain.StatusPaid {
 		return domain.Refund{}, domain.Order{}, domain.ErrOrderNotRefundable
 	}
+	paid, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+	if err != nil {
+		return domain.Refund{}, domain.Order{}, fmt.Errorf("find the paying attempt of %s: %w", o.ID, err)
+	}
+	if asked == nil && s.Charges != nil {
+		ch, err := askCharge(ctx, s.Charges, paid.ProviderChargeID, domain.ErrRefundRefused)
+		if err != nil {
+			return domain.Refund{}, domain.Order{}, err
+		}
+		asked = &ch
+	}
+	if asked != nil {
+		if asked.OrderID != "" && asked.OrderID != o.ID {
+			return domain.Refund{}, domain.Order{}, &domain.ChargeOwnerError{ChargeID: asked.ID, OrderID: asked.OrderID}
+		}
+		if asked.Currency != string(o.Currency) {
+			return domain.Refund{}, domain.Order{}, fmt.Errorf("%w: the provider reports charge %s in %s, not the order's %s", domain.ErrRefundRefused, asked.ID, asked.Currency, o.Currency)
+		}
+	}
 	amount := o.Refundable()
+	if asked != nil {
+		amount = decimal.Min(amount, leftOn(*asked))
+	}
 	if req.Amount != "" {
 		if amount, err = domain.ParseAmount(req.Amount, o.Currency, "amount"); err != nil {
 			return domain.Refund{}, domain.Order{}, err
@@ -359,9 +400,8 @@ func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund,
 			return domain.Refund{}, domain.Order{}, &domain.ValidationError{Field: "amount", Reason: "must be greater than zero"}
 		}
 	}
-	paid, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
-	if err != nil {
-		return domain.Refund{}, domain.Order{}, fmt.Errorf("find the paying attempt of %s: %w", o.ID, err)
+	if !amount.IsPositive() {
+		return domain.Refund{}, domain.Order{}, fmt.Errorf("%w: the provider reports nothing left of charge %s", domain.ErrRefundTooLarge, paid.ProviderChargeID)
 	}
 	if err := s.notDisputed(ctx, paid.ProviderChargeID); err != nil {
 		return domain.Refund{}, domain.Order{}, err
@@ -375,6 +415,32 @@ func (s *Refunds) Refund(ctx context.Context, req RefundRequest) (domain.Refund,
 	}
 	o, err = s.Orders.FindByID(ctx, o.ID)
 	return r, o, err
+}
+
+// askCharge is the provider's record of charge id, asked now, for a
+// refund: it must have succeeded (else the caller's refused) and be under
+// no open dispute (the bank took the disputed money back already; a
+// refund would give it twice). A provider that cannot be asked is
+// domain.ErrOutcomeUnknown: nothing was done, and the operator may ask
+// again.
+func askCharge(ctx context.Context, f ChargeFinder, id string, refused error) (domain.Charge, error) {
+	ch, err := f.FindCharge(ctx, id)
+	switch {
+	case errors.Is(err, domain.ErrChargeNotFound):
+		return domain.Charge{}, fmt.Errorf("%w: the provider has no charge %s", refused, truncate(id, 64))
+	case err != nil:
+		return domain.Charge{}, fmt.Errorf("%w: the provider could not be asked about charge %s; nothing was refunded: %w", domain.ErrOutcomeUnknown, truncate(id, 64), err)
+	case ch.Status != domain.ChargeSucceeded:
+		return domain.Charge{}, fmt.Errorf("%w: the provider reports charge %s as %s", refused, ch.ID, ch.Status)
+	case ch.DisputedAmount.IsPositive():
+		return domain.Charge{}, fmt.Errorf("%w: the provider reports %s of charge %s disputed", domain.ErrChargeDisputed, ch.DisputedAmount, ch.ID)
+	}
+	return ch, nil
+}
+
+// leftOn is what the provider says remains of a charge to give back.
+func leftOn(ch domain.Charge) decimal.Decimal {
+	return ch.Amount.Sub(ch.RefundedAmount).Sub(ch.DisputedAmount)
 }
 
 // reserve records the refund and reserves its amount on the order, in one

@@ -36,7 +36,11 @@ type Resolver struct {
 	Checkout      *Checkout
 	Recoverer     *Recoverer
 	Refunds       *Refunds
-	Now           func() time.Time
+	// Charges is the provider's record of a charge by its own ID. A
+	// refund moves money, so it is asked first: without it, refund is
+	// refused.
+	Charges ChargeFinder
+	Now     func() time.Time
 	// Ledger, optional in tests, books a charge an operator applies.
 	Ledger LedgerStore
 }
@@ -221,39 +225,154 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 	return err
 }
 
-// refund gives the discrepancy's charge back in full. A held charge
-// (amount_mismatch, ADR 0010) is given back as the provider records it now
-// — the report that disagreed cannot be trusted for the amount — and its
-// order is then released so the customer may pay again.
+// refund gives the discrepancy's charge back. The discrepancy came from
+// an uploaded file or an event, neither of which moves money, so the
+// provider is asked about the charge first, and its answer decides:
+//   - a charge under an open dispute is refused (domain.ErrChargeDisputed);
+//   - a charge that pays an order of payd's is that order's payment: it is
+//     refunded only when the discrepancy is about that very order, through
+//     the order's one refund path (reserved, limited), for what is left;
+//     otherwise it is refused as another order's (*domain.ChargeOwnerError),
+//     a discrepancy naming no order or an unknown one included;
+//   - a charge that pays no order (a duplicate, a charge after close, a
+//     held charge, one payd never asked for) is given back whole, for what
+//     the provider says is left. A held attempt's order (amount_mismatch,
+//     ADR 0010) is then released so the customer may pay again.
+//
+// The amount is always the provider's, never the file's or the event's.
 func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	if d.ChargeID == "" {
 		return fmt.Errorf("%w: there is no provider charge to refund", domain.ErrResolutionNotApplicable)
 	}
-	amount, cur := d.ProviderAmount, d.Currency
+	if s.Charges == nil {
+		return fmt.Errorf("%w: payd cannot ask this provider about charge %s, so it refunds nothing on a report's word", domain.ErrResolutionNotApplicable, d.ChargeID)
+	}
+	ch, err := askCharge(ctx, s.Charges, d.ChargeID, domain.ErrResolutionNotApplicable)
+	if err != nil {
+		return err
+	}
+	o, pays, err := s.paidBy(ctx, ch)
+	switch {
+	case err != nil:
+		return err
+	case pays && o.ID != d.OrderID:
+		return &domain.ChargeOwnerError{ChargeID: ch.ID, OrderID: o.ID}
+	case pays:
+		return s.refundPayment(ctx, d, o, ch)
+	}
+	return s.refundOrphan(ctx, d, ch, o.ID)
+}
+
+// paidBy returns the order of payd's charge ch is for (zero when payd has
+// none) and whether ch is that order's payment: the order is paid (or
+// refunded) by the attempt that holds this charge. The order is the one
+// the provider names, or else the one of payd's attempt under the
+// charge's key, so a provider that reports no order still cannot have a
+// paying charge taken for an orphan.
+func (s *Resolver) paidBy(ctx context.Context, ch domain.Charge) (domain.Order, bool, error) {
+	orderID := ch.OrderID
+	if !domain.ValidID(orderID) {
+		a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
+		if errors.Is(err, domain.ErrAttemptNotFound) {
+			return domain.Order{}, false, nil
+		}
+		if err != nil {
+			return domain.Order{}, false, err
+		}
+		orderID = a.OrderID
+	}
+	o, err := s.Orders.FindByID(ctx, orderID)
+	if errors.Is(err, domain.ErrOrderNotFound) {
+		return domain.Order{}, false, nil
+	}
+	if err != nil || (o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded) {
+		return o, false, err
+	}
+	a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
+	if errors.Is(err, domain.ErrAttemptNotFound) {
+		return o, false, nil
+	}
+	return o, err == nil && a.Status == domain.AttemptSucceeded && a.ProviderChargeID == ch.ID, err
+}
+
+// refundPayment refunds what is left of order o's paying charge ch through
+// the order's refund path. Its request ID is the discrepancy's, so a
+// repeat of the resolution finds the refund it made instead of making
+// another. A charge for more than the order (payd's books counted less
+// than the provider took) holds money beyond the order that is nobody's
+// payment: it is given back whole, as an orphan's is, once.
+func (s *Resolver) refundPayment(ctx context.Context, d domain.Discrepancy, o domain.Order, ch domain.Charge) error {
+	extra := decimal.Max(ch.Amount.Sub(o.Amount), decimal.Zero)
+	part := ch
+	part.Amount = ch.Amount.Sub(extra) // the order's share of what is left
+	req := RefundRequest{OrderID: o.ID, RequestID: "resolve:" + d.ID, Fingerprint: "resolve:" + d.ID, Reason: "resolve " + string(d.Type)}
+	r, _, err := s.Refunds.refund(ctx, req, &part)
+	if err == nil && r.Status == domain.RefundPending {
+		// A repeat found the refund pending (a concurrent resolution is
+		// asking, or the provider did not answer): ask again under its key.
+		r, err = s.Refunds.ask(ctx, r, domain.SourcePayReply)
+	}
+	if err != nil {
+		return err
+	}
+	if err := settledRefund(r); err != nil || !extra.IsPositive() {
+		return err
+	}
+	x, err := s.Refunds.RefundCharge(ctx, o.ID, ch.ID, extra, o.Currency, "resolve "+string(d.Type)+": charged beyond the order")
+	if err != nil {
+		return err
+	}
+	return settledRefund(x)
+}
+
+// refundOrphan gives back what is left of a charge that pays no order,
+// recorded against the order the provider names if payd has it (else the
+// discrepancy's).
+func (s *Resolver) refundOrphan(ctx context.Context, d domain.Discrepancy, ch domain.Charge, orderID string) error {
+	if orderID == "" {
+		orderID = d.OrderID
+	}
+	if a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey); err == nil && a.Status.Unsettled() {
+		// Its payment may yet succeed and pay the order: a refund now
+		// would leave the order paid by money given back.
+		return fmt.Errorf("%w: payd is still settling attempt %s of charge %s; apply asks the provider and settles it", domain.ErrResolutionNotApplicable, a.ID, ch.ID)
+	} else if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
+		return err
+	}
+	amount := leftOn(ch)
+	if !amount.IsPositive() {
+		// Nothing is left at the provider: done, if it was payd's own
+		// refund (perhaps a concurrent resolution's, not recorded yet:
+		// RefundCharge asks again under its key).
+		r, err := s.Refunds.Store.FindByProviderKey(ctx, autoRefundKey(ch.ID))
+		if errors.Is(err, domain.ErrRefundNotFound) {
+			return fmt.Errorf("%w: the provider reports nothing left to refund of charge %s", domain.ErrResolutionNotApplicable, ch.ID)
+		}
+		if err != nil {
+			return err
+		}
+		amount = r.Amount
+	}
 	var held *domain.Attempt
 	if d.Type == domain.AmountMismatch && d.AttemptID != "" {
 		a, err := s.Attempts.FindByID(ctx, d.AttemptID)
 		if err != nil {
 			return err
 		}
-		if a.Status == domain.AttemptHeld {
+		if a.Status == domain.AttemptHeld && a.ProviderChargeID == ch.ID {
 			held = &a
-			if amount, cur, err = s.heldCharge(ctx, a); err != nil {
-				return err
-			}
 		}
 	}
-	r, err := s.Refunds.RefundCharge(ctx, d.OrderID, d.ChargeID, amount, cur, "resolve "+string(d.Type))
+	cur, err := domain.ParseCurrency(ch.Currency)
+	if err != nil {
+		return fmt.Errorf("%w: the provider reports charge %s in %q", domain.ErrResolutionNotApplicable, ch.ID, ch.Currency)
+	}
+	r, err := s.Refunds.RefundCharge(ctx, orderID, ch.ID, amount, cur, "resolve "+string(d.Type))
 	if err != nil {
 		return err
 	}
-	switch r.Status {
-	case domain.RefundFailed:
-		return fmt.Errorf("%w: refund %s", domain.ErrRefundRefused, r.ID)
-	case domain.RefundPending:
-		// Resolved means the money is back; until the provider says so,
-		// the discrepancy stays open and the operator may ask again.
-		return fmt.Errorf("%w: the provider has not confirmed refund %s yet", domain.ErrOutcomeUnknown, r.ID)
+	if err := settledRefund(r); err != nil {
+		return err
 	}
 	if held != nil {
 		return s.Checkout.ReleaseHeld(ctx, *held)
@@ -261,15 +380,15 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	return nil
 }
 
-// heldCharge is what remains of a held attempt's charge at the provider.
-func (s *Resolver) heldCharge(ctx context.Context, a domain.Attempt) (decimal.Decimal, domain.Currency, error) {
-	ch, err := s.Recoverer.Provider.GetCharge(ctx, a.ID)
-	if err != nil {
-		return decimal.Zero, "", fmt.Errorf("%w: the provider could not be asked about attempt %s: %w", domain.ErrOutcomeUnknown, a.ID, err)
+// settledRefund is nil once the provider gave refund r's money back.
+// Resolved means the money is back: until the provider says so, the
+// discrepancy stays open and the operator may ask again.
+func settledRefund(r domain.Refund) error {
+	switch r.Status {
+	case domain.RefundFailed:
+		return fmt.Errorf("%w: refund %s", domain.ErrRefundRefused, r.ID)
+	case domain.RefundPending:
+		return fmt.Errorf("%w: the provider has not confirmed refund %s yet", domain.ErrOutcomeUnknown, r.ID)
 	}
-	cur, err := domain.ParseCurrency(ch.Currency)
-	if err != nil || ch.Status != domain.ChargeSucceeded {
-		return decimal.Zero, "", fmt.Errorf("%w: the provider reports attempt %s as %s %s", domain.ErrResolutionNotApplicable, a.ID, ch.Status, ch.Currency)
-	}
-	return ch.Amount.Sub(ch.RefundedAmount), cur, nil
+	return nil
 }

@@ -148,10 +148,19 @@ func (s *stack) onTimeline(orderID, action, key, target string) []auditDoc {
 func (s *stack) checkResolved(st staged) {
 	s.t.Helper()
 	for id, want := range map[string]string{st.paid: "paid", st.lost: "paid", st.stuck: "paid", st.dup: "paid",
-		st.closed: "cancelled", st.mismatch: "paid", st.phantom: "paid", st.stranger: "pending"} {
+		st.closed: "cancelled", st.phantom: "paid", st.stranger: "pending"} {
 		if o := s.timeline(id).Order; o.Status != want || o.RefundedAmount != "0.00" {
 			s.t.Errorf("order %s = %s with %s refunded, want %s with none", id, o.Status, o.RefundedAmount, want)
 		}
+	}
+	// The mismatched charge is the order's payment in payd's books: it was
+	// refunded through the order (10.00), and what the provider took
+	// beyond the order (2.00) given back besides.
+	if o := s.timeline(st.mismatch).Order; o.Status != "refunded" || o.RefundedAmount != "10.00" {
+		s.t.Errorf("order %s = %s with %s refunded, want refunded with 10.00", st.mismatch, o.Status, o.RefundedAmount)
+	}
+	if n := s.count("refunds WHERE order_id = ? AND kind = 'manual' AND status = 'succeeded' AND amount_minor = 1000", st.mismatch); n != 1 {
+		s.t.Errorf("manual refunds of the mismatched order = %d, want one of 10.00", n)
 	}
 	if n := s.count("payment_attempts WHERE order_id = ? AND status = 'succeeded'", st.lost); n != 1 {
 		s.t.Errorf("succeeded attempts of the applied order = %d, want 1", n)
@@ -168,8 +177,8 @@ func (s *stack) checkResolved(st staged) {
 		if got := s.providerRefunded(c); got != amount[c] {
 			s.t.Errorf("provider refunded %s of charge %s, want all %s", got, c, amount[c])
 		}
-		if n := s.settlementRefunds(c); n != 1 {
-			s.t.Errorf("provider refunds of %s = %d, want 1", c, n)
+		if n, want := s.settlementRefunds(c), 1+btoi(c == st.mismatchCharge); n != want {
+			s.t.Errorf("provider refunds of %s = %d, want %d", c, n, want)
 		}
 	}
 	for _, c := range st.kept {
@@ -177,7 +186,7 @@ func (s *stack) checkResolved(st staged) {
 			s.t.Errorf("provider refunded %s of charge %s, want nothing", got, c)
 		}
 	}
-	if n := s.count("refunds WHERE kind = 'auto' AND status = 'succeeded'"); n != int64(len(st.refunded)) || s.count("refunds") != n {
+	if n := s.count("refunds WHERE kind = 'auto' AND status = 'succeeded'"); n != int64(len(st.refunded)) || s.count("refunds") != n+1 {
 		s.t.Errorf("refunds = %d succeeded automatic of %d, want %d and no other", n, s.count("refunds"), len(st.refunded))
 	}
 	if n := s.count("discrepancies WHERE status = 'resolved'"); n != int64(len(st.want)) {
@@ -204,4 +213,12 @@ func (s *stack) loggedFindings(run runDoc) {
 			s.t.Errorf("no \"discrepancy recorded\" line with discrepancy_id %s, run_id %s and status open", d.ID, run.ID)
 		}
 	}
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

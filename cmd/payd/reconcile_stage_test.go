@@ -18,18 +18,19 @@ import (
 // staged is a reconciliation scenario: one order for each kind of
 // disagreement SPEC §7 names, made on purpose, and what a run must find.
 type staged struct {
-	want     map[string]string // "type reference" → the resolution that fits it
-	matched  int               // provider charges payd's books agree with
-	paid     string            // a control order, paid normally
-	lost     string            // missing_local_payment with an attempt: resolved by apply
-	stranger string            // missing_local_payment without an attempt: refunded
-	mismatch string            // amount_mismatch: refunded
-	dup      string            // duplicate_charge: refunded
-	closed   string            // paid_after_close: refunded
-	phantom  string            // missing_provider_charge: ignored
-	stuck    string            // stuck_processing: resolved by apply
-	refunded []string          // provider charges a full refund must settle
-	kept     []string          // provider charges no resolution may touch
+	want           map[string]string // "type reference" → the resolution that fits it
+	matched        int               // provider charges payd's books agree with
+	paid           string            // a control order, paid normally
+	lost           string            // missing_local_payment with an attempt: resolved by apply
+	stranger       string            // missing_local_payment without an attempt: refunded
+	mismatch       string            // amount_mismatch: refunded
+	mismatchCharge string            // its charge, for 12.00 where payd's books say 10.00
+	dup            string            // duplicate_charge: refunded
+	closed         string            // paid_after_close: refunded
+	phantom        string            // missing_provider_charge: ignored
+	stuck          string            // stuck_processing: resolved by apply
+	refunded       []string          // provider charges a full refund must settle
+	kept           []string          // provider charges no resolution may touch
 }
 
 // stage builds the scenario. The sandbox delivers no webhooks, so payd
@@ -99,6 +100,7 @@ func (s *stack) stage(tok string) staged {
 	ch = s.chargeDirectly(key, st.mismatch, "12.00")
 	s.bookPayment(ctx, st.mismatch, key, ch.ID, "10.00")
 	st.want["amount_mismatch "+ch.ID] = "refund"
+	st.mismatchCharge = ch.ID
 	st.refunded = append(st.refunded, ch.ID)
 
 	st.phantom = s.order(tok, "8.00")

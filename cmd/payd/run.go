@@ -375,7 +375,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		Refunds:   refunds,
 		Reconcile: reconciler,
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
-			Recoverer: recoverer, Refunds: refunds, Now: now, Ledger: ledger},
+			Recoverer: recoverer, Refunds: refunds, Charges: prov, Now: now, Ledger: ledger},
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}
