@@ -55,9 +55,9 @@ type Admin struct {
 }
 
 // SettlementParser reads a provider settlement file into the succeeded
-// charges it lists, refusing the whole file with a *domain.SettlementError
-// if any line is wrong.
-type SettlementParser func(r io.Reader) ([]domain.Charge, error)
+// charges and refunds it lists, refusing the whole file with a
+// *domain.SettlementError if any line is wrong.
+type SettlementParser func(r io.Reader) (domain.Settlement, error)
 
 func (h *Admin) search(c echo.Context) error {
 	var invalid domain.ValidationErrors
@@ -163,12 +163,14 @@ func (h *Admin) reconcile(c echo.Context) error {
 		if h.Settlements == nil {
 			return errors.New("no settlement parser configured")
 		}
-		if charges, err = h.Settlements(f); err != nil {
+		file, err := h.Settlements(f)
+		if err != nil {
 			if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
 				return &domain.ValidationError{Field: "file", Reason: se.Error()}
 			}
 			return err
 		}
+		charges = file.Charges
 		if charges == nil {
 			charges = []domain.Charge{}
 		}

@@ -167,6 +167,27 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.
 	return charges, nil
 }
 
+// ListRefunds returns every refund created in [from, to), oldest first,
+// each with the order of its charge.
+func (c *Client) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
+	q := url.Values{}
+	q.Set("from", from.UTC().Format(time.RFC3339Nano))
+	q.Set("to", to.UTC().Format(time.RFC3339Nano))
+	var out refundListDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/refunds?"+q.Encode(), "", nil, &out); err != nil {
+		return nil, fmt.Errorf("list refunds: %w", err)
+	}
+	refunds := make([]domain.ProviderRefund, 0, len(out.Data))
+	for _, d := range out.Data {
+		r, err := d.toRefund()
+		if err != nil {
+			return nil, fmt.Errorf("list refunds: %w: %w", domain.ErrProviderUnavailable, err)
+		}
+		refunds = append(refunds, r)
+	}
+	return refunds, nil
+}
+
 // do sends one request and decodes a 2xx reply into out. Everything that
 // leaves the outcome open (no reply, a cut or unreadable reply, a 5xx)
 // wraps domain.ErrProviderUnavailable; the provider's 404 wraps domain.ErrChargeNotFound; its other

@@ -47,10 +47,15 @@ type refundDTO struct {
 	ID             string `json:"id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ChargeID       string `json:"charge_id"`
+	OrderID        string `json:"order_id"` // in the refund list
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	CreatedAt      string `json:"created_at"`
+}
+
+type refundListDTO struct {
+	Data []refundDTO `json:"data"`
 }
 
 type errorDTO struct {
@@ -131,7 +136,7 @@ func (d refundDTO) toRefund() (domain.ProviderRefund, error) {
 		return domain.ProviderRefund{}, fmt.Errorf("refund created_at: %w", err)
 	}
 	return domain.ProviderRefund{
-		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID,
+		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, Status: status, CreatedAt: created.UTC(),
 	}, nil
 }

@@ -21,10 +21,11 @@
 //	GET  /v1/charges?from=&to=  → 200 {"data":[charge...]} created in [from, to), oldest first
 //	POST /v1/refunds            Idempotency-Key; {charge_id, amount, currency, reason}
 //	                            → 200 {id, idempotency_key, charge_id, amount, currency, status, created_at}
+//	GET  /v1/refunds?from=&to=  → 200 {"data":[refund... with order_id]} created in [from, to), oldest first
 //	GET  /v1/settlements/{YYYY-MM-DD}.csv
-//	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at
-//	                              one line per succeeded charge (type charge) and refund (type refund)
-//	                              created that UTC day; refund amounts are positive.
+//	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at,refund_id
+//	                              one line per succeeded charge (type charge, no refund_id) and refund
+//	                              (type refund, its id) created that UTC day; refund amounts are positive.
 //
 // A key sent again with the same parameters returns the original charge or
 // refund, without charging again; with other parameters it is 422

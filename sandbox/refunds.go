@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -128,4 +129,45 @@ func (s *Server) existingRefund(ctx context.Context, in refundInput) (refundRow,
 		return refundRow{}, true, errKeyReused
 	}
 	return row, true, nil
+}
+
+// listedRefund is a refund as the refund list shows it: with the order of
+// the refunded charge.
+type listedRefund struct {
+	ID             string `gorm:"column:id"`
+	IdempotencyKey string `gorm:"column:idempotency_key"`
+	ChargeID       string `gorm:"column:charge_id"`
+	OrderID        string `gorm:"column:order_id"`
+	Currency       string `gorm:"column:currency"`
+	AmountMinor    int64  `gorm:"column:amount_minor"`
+	Status         string `gorm:"column:status"`
+	CreatedAt      dbTime `gorm:"column:created_at"`
+}
+
+// handleListRefunds serves GET /v1/refunds?from=&to=: every refund
+// created in [from, to), oldest first, in the shape of the charge list.
+func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
+	from, err1 := time.Parse(time.RFC3339, r.URL.Query().Get("from"))
+	to, err2 := time.Parse(time.RFC3339, r.URL.Query().Get("to"))
+	if err1 != nil || err2 != nil || !from.Before(to) {
+		s.writeError(w, r, badRequest("validation_failed", "from and to must be RFC 3339 times with from before to"))
+		return
+	}
+	var rows []listedRefund
+	err := s.db.WithContext(r.Context()).Raw(`
+		SELECT r.id, r.idempotency_key, r.charge_id, c.order_id, r.currency, r.amount_minor, r.status, r.created_at
+		  FROM sandbox_refunds r JOIN sandbox_charges c ON c.id = r.charge_id
+		 WHERE r.created_at >= ? AND r.created_at < ?
+		 ORDER BY r.created_at, r.id`, ceilMicro(from), ceilMicro(to)).Scan(&rows).Error
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("sandbox: list refunds: %w", err))
+		return
+	}
+	out := refundListJSON{Data: make([]refundJSON, len(rows))}
+	for i, l := range rows {
+		out.Data[i] = refundRow{ID: l.ID, IdempotencyKey: l.IdempotencyKey, ChargeID: l.ChargeID, Currency: l.Currency,
+			AmountMinor: l.AmountMinor, Status: l.Status, CreatedAt: l.CreatedAt}.toJSON()
+		out.Data[i].OrderID = l.OrderID
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/sandbox/sandboxtest"
@@ -150,6 +152,50 @@ func TestRefundsConcurrent(t *testing.T) {
 		}
 		if got, _ := sb.Client.GetCharge(ctx, "c2"); !got.RefundedAmount.Equal(dec("3.00")) {
 			t.Fatalf("RefundedAmount = %v, want 3.00", got.RefundedAmount)
+		}
+	})
+}
+
+// TestListRefunds: GET /v1/refunds lists the refunds created in [from, to),
+// oldest first, each with its key, charge and the charge's order, and the
+// settlement's refund lines name the same refunds.
+func TestListRefunds(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		clk := &clock{}
+		cfg := fastConfig(dbURL)
+		cfg.Clock = clk.Now
+		sb := sandboxtest.New(t, cfg)
+		ctx := context.Background()
+		day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+		clk.Set(day)
+		ch, err := sb.Client.Charge(ctx, chargeReq("lr", "pm_ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Set(day.Add(time.Hour))
+		r1, err := sb.Client.Refund(ctx, refundReq("lr1", ch.ID, "1.00"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Set(day.Add(2 * time.Hour))
+		r2, err := sb.Client.Refund(ctx, refundReq("lr2", ch.ID, "2.00"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sb.Client.ListRefunds(ctx, day.Add(time.Hour), day.Add(2*time.Hour))
+		if err != nil || len(got) != 1 || got[0].ID != r1.ID {
+			t.Fatalf("ListRefunds(first hour) = %+v, %v; want only %s", got, err, r1.ID)
+		}
+		g := got[0]
+		if g.IdempotencyKey != "lr1" || g.ChargeID != ch.ID || g.OrderID != "ord-lr" || !g.Amount.Equal(dec("1.00")) || g.Currency != "USD" ||
+			g.Status != domain.ChargeSucceeded || !g.CreatedAt.Equal(day.Add(time.Hour)) {
+			t.Errorf("listed refund = %+v, want lr1 of %s for ord-lr, 1.00 USD, succeeded, at %s", g, ch.ID, day.Add(time.Hour))
+		}
+		if got, err := sb.Client.ListRefunds(ctx, day, day.Add(24*time.Hour)); err != nil || len(got) != 2 || got[0].ID != r1.ID || got[1].ID != r2.ID {
+			t.Errorf("ListRefunds(day) = %+v, %v; want %s then %s", got, err, r1.ID, r2.ID)
+		}
+		if status, _ := get(t, sb.URL+"/v1/refunds?from=2024-05-02T00:00:00Z&to=2024-05-01T00:00:00Z"); status != http.StatusBadRequest {
+			t.Errorf("GET /v1/refunds with to before from = %d, want 400", status)
 		}
 	})
 }

@@ -58,6 +58,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/charges", s.handleListCharges)
 	mux.HandleFunc("GET /v1/charges/{key}", s.handleGetCharge)
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
+	mux.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	mux.HandleFunc("GET /v1/settlements/{file}", s.handleSettlement)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -51,10 +51,15 @@ type refundJSON struct {
 	ID             string `json:"id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ChargeID       string `json:"charge_id"`
+	OrderID        string `json:"order_id,omitempty"` // in the refund list
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	CreatedAt      string `json:"created_at"`
+}
+
+type refundListJSON struct {
+	Data []refundJSON `json:"data"`
 }
 
 type errorJSON struct {
