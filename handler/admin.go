@@ -145,6 +145,7 @@ type reconcileRequest struct {
 func (h *Admin) reconcile(c echo.Context) error {
 	var req reconcileRequest
 	var charges []domain.Charge
+	var refunds []domain.ProviderRefund
 	if idempotency.IsMultipart(c) {
 		form, err := c.MultipartForm()
 		if err != nil {
@@ -170,7 +171,7 @@ func (h *Admin) reconcile(c echo.Context) error {
 			}
 			return err
 		}
-		charges = file.Charges
+		charges, refunds = file.Charges, file.Refunds
 		if charges == nil {
 			charges = []domain.Charge{}
 		}
@@ -193,7 +194,7 @@ func (h *Admin) reconcile(c echo.Context) error {
 	// A run outlives a client that hangs up: it is recorded, then finished.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
-	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges})
+	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges, Refunds: refunds})
 	if err != nil {
 		return err
 	}

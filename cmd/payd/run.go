@@ -358,7 +358,10 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
 		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
-		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
+		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer, RefundStore: refundStore, Outside: refunds, Ledger: refunds.Ledger}
+	if l, ok := client.(service.RefundLister); ok { // the provider's refunds, compared by each run against it
+		reconciler.Refunds = l
+	}
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Now: now},
