@@ -334,6 +334,12 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
 		refunds.Getter = g
 	}
+	// Outside refunds are booked in the ledger, asked of the provider's
+	// charge first and audited with the provider as actor.
+	refunds.Ledger, refunds.Audit = repository.NewLedgerStore(db), audit
+	if f, ok := client.(service.ChargeFinder); ok {
+		refunds.Charges = f
+	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db)}
