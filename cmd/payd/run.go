@@ -342,12 +342,6 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
 		refunds.Getter = g
 	}
-	// Outside refunds are booked in the ledger, asked of the provider's
-	// charge first and audited with the provider as actor.
-	refunds.Ledger, refunds.Audit = repository.NewLedgerStore(db), audit
-	if f, ok := client.(service.ChargeFinder); ok {
-		refunds.Charges = f
-	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db), Ledger: ledger}
@@ -374,10 +368,8 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
 		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
-		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer, RefundStore: refundStore, Outside: refunds, Ledger: refunds.Ledger}
-	if l, ok := client.(service.RefundLister); ok { // the provider's refunds, compared by each run against it
-		reconciler.Refunds = l
-	}
+		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
+		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger} // refunds compared too
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},
