@@ -89,3 +89,11 @@ type ProviderRefund struct {
 	Status    ChargeStatus
 	CreatedAt time.Time
 }
+
+// Settlement is what a provider's settlement file lists: its succeeded
+// charges (each with the file's refunds of it added up in RefundedAmount)
+// and the succeeded refunds it names one by one, for reconciliation.
+type Settlement struct {
+	Charges []Charge
+	Refunds []ProviderRefund
+}

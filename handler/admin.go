@@ -55,9 +55,9 @@ type Admin struct {
 }
 
 // SettlementParser reads a provider settlement file into the succeeded
-// charges it lists, refusing the whole file with a *domain.SettlementError
-// if any line is wrong.
-type SettlementParser func(r io.Reader) ([]domain.Charge, error)
+// charges and refunds it lists, refusing the whole file with a
+// *domain.SettlementError if any line is wrong.
+type SettlementParser func(r io.Reader) (domain.Settlement, error)
 
 func (h *Admin) search(c echo.Context) error {
 	var invalid domain.ValidationErrors
@@ -145,6 +145,7 @@ type reconcileRequest struct {
 func (h *Admin) reconcile(c echo.Context) error {
 	var req reconcileRequest
 	var charges []domain.Charge
+	var refunds []domain.ProviderRefund
 	if idempotency.IsMultipart(c) {
 		form, err := c.MultipartForm()
 		if err != nil {
@@ -163,12 +164,14 @@ func (h *Admin) reconcile(c echo.Context) error {
 		if h.Settlements == nil {
 			return errors.New("no settlement parser configured")
 		}
-		if charges, err = h.Settlements(f); err != nil {
+		file, err := h.Settlements(f)
+		if err != nil {
 			if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
 				return &domain.ValidationError{Field: "file", Reason: se.Error()}
 			}
 			return err
 		}
+		charges, refunds = file.Charges, file.Refunds
 		if charges == nil {
 			charges = []domain.Charge{}
 		}
@@ -191,7 +194,7 @@ func (h *Admin) reconcile(c echo.Context) error {
 	// A run outlives a client that hangs up: it is recorded, then finished.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
-	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges})
+	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges, Refunds: refunds})
 	if err != nil {
 		return err
 	}

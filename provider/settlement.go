@@ -16,8 +16,13 @@ import (
 )
 
 // settlementColumns is the header of the provider's settlement CSV
-// (docs/settlement-csv.md describes the format).
+// (docs/settlement-csv.md describes the format). A file may add the
+// column refundIDColumn after them: the provider's id of each refund line's
+// refund, which lets reconciliation compare refunds one by one.
 var settlementColumns = []string{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at"}
+
+// refundIDColumn is the optional last column of a settlement file.
+const refundIDColumn = "refund_id"
 
 // MaxSettlementRows bounds one uploaded settlement file.
 const MaxSettlementRows = 200_000
@@ -30,46 +35,54 @@ var providerRef = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // ParseSettlement reads a settlement CSV into the succeeded charges it
 // lists, each with the succeeded refunds the file lists for it added up in
-// RefundedAmount. It checks the whole file before returning anything: a
-// reconciliation must never start from a file it would trip over halfway,
-// so any bad line refuses the whole file with a *domain.SettlementError.
-func ParseSettlement(r io.Reader) ([]domain.Charge, error) {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(settlementColumns)
-	if err := readHeader(cr); err != nil {
-		return nil, err
+// RefundedAmount, and — when the file has the refund_id column — the
+// succeeded refunds it lists, each under the provider's refund id. It
+// checks the whole file before returning anything: a reconciliation must
+// never start from a file it would trip over halfway, so any bad line
+// refuses the whole file with a *domain.SettlementError.
+func ParseSettlement(r io.Reader) (domain.Settlement, error) {
+	cr := csv.NewReader(r) // every line has as many fields as the header
+	withIDs, err := readHeader(cr)
+	if err != nil {
+		return domain.Settlement{}, err
 	}
-	p := settlementParser{index: map[string]int{}, refunds: map[string]refundSum{}}
+	p := settlementParser{withIDs: withIDs, index: map[string]int{}, refunds: map[string]refundSum{}, refundLines: map[string]int{}}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, csvError(err, line)
+			return domain.Settlement{}, csvError(err, line)
 		}
 		if line > MaxSettlementRows+1 {
-			return nil, &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
+			return domain.Settlement{}, &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
 		}
 		if err := p.add(line, rec); err != nil {
-			return nil, err
+			return domain.Settlement{}, err
 		}
 	}
 	return p.finish()
 }
 
-func readHeader(cr *csv.Reader) error {
+// readHeader checks the header and reports whether it ends with the
+// refund_id column.
+func readHeader(cr *csv.Reader) (bool, error) {
 	head, err := cr.Read()
 	if err != nil {
-		return csvError(err, 1)
+		return false, csvError(err, 1)
 	}
 	head[0] = strings.TrimPrefix(head[0], "\ufeff") // a byte order mark, as spreadsheets write
+	want := strings.Join(settlementColumns, ",")
+	if len(head) != len(settlementColumns) && (len(head) != len(settlementColumns)+1 || head[len(settlementColumns)] != refundIDColumn) {
+		return false, &domain.SettlementError{Line: 1, Reason: fmt.Sprintf("the header has %d columns, want %s (and optionally %s)", len(head), want, refundIDColumn)}
+	}
 	for i, c := range settlementColumns {
 		if head[i] != c {
-			return &domain.SettlementError{Line: 1, Reason: fmt.Sprintf("column %d is %.40q, want %q (header: %s)", i+1, head[i], c, strings.Join(settlementColumns, ","))}
+			return false, &domain.SettlementError{Line: 1, Reason: fmt.Sprintf("column %d is %.40q, want %q (header: %s)", i+1, head[i], c, want)}
 		}
 	}
-	return nil
+	return len(head) > len(settlementColumns), nil
 }
 
 // csvError turns the CSV reader's error into one that names the line.
@@ -87,6 +100,7 @@ func csvError(err error, line int) error {
 // settlementLine is one checked row.
 type settlementLine struct {
 	chargeID, key, orderID string
+	refundID               string // a refund line's refund, in a file with the refund_id column
 	typ                    string
 	status                 domain.ChargeStatus
 	amount                 decimal.Decimal
@@ -102,19 +116,32 @@ type refundSum struct {
 }
 
 type settlementParser struct {
-	charges []domain.Charge
-	lines   []int          // the line of each charge
-	index   map[string]int // charge id → position in charges
-	refunds map[string]refundSum
+	withIDs     bool // the file has the refund_id column
+	charges     []domain.Charge
+	lines       []int          // the line of each charge
+	index       map[string]int // charge id → position in charges
+	refunds     map[string]refundSum
+	listed      []domain.ProviderRefund // the succeeded refunds, by id
+	refundLines map[string]int          // refund id → its line
 }
 
 func (p *settlementParser) add(line int, rec []string) error {
-	l, err := parseSettlementLine(line, rec)
+	l, err := parseSettlementLine(line, rec, p.withIDs)
 	if err != nil {
 		return err
 	}
 	if l.typ == "refund" {
+		if l.refundID != "" {
+			if first, ok := p.refundLines[l.refundID]; ok {
+				return &domain.SettlementError{Line: line, Field: refundIDColumn, Reason: fmt.Sprintf("refund %s is already listed on line %d", l.refundID, first)}
+			}
+			p.refundLines[l.refundID] = line
+		}
 		if l.status == domain.ChargeSucceeded {
+			if l.refundID != "" {
+				p.listed = append(p.listed, domain.ProviderRefund{ID: l.refundID, IdempotencyKey: l.key, ChargeID: l.chargeID, OrderID: l.orderID,
+					Amount: l.amount, Currency: string(l.currency), Status: l.status, CreatedAt: l.created})
+			}
 			sum := p.refunds[l.chargeID]
 			if sum.currency != "" && sum.currency != l.currency {
 				return &domain.SettlementError{Line: line, Field: "currency", Reason: fmt.Sprintf("refunds of charge %s are in %s and %s", l.chargeID, sum.currency, l.currency)}
@@ -134,9 +161,11 @@ func (p *settlementParser) add(line int, rec []string) error {
 }
 
 // finish adds each charge's refunds to it and returns the succeeded
-// charges. Refunds of a charge the file does not list (charged on an
-// earlier day) are left out: the file says nothing about that charge.
-func (p *settlementParser) finish() ([]domain.Charge, error) {
+// charges with the succeeded refunds listed by id. Refunds of a charge the
+// file does not list (charged on an earlier day) are not added to any
+// charge: the file says nothing else about that charge; listed by id, they
+// are still refunds to compare.
+func (p *settlementParser) finish() (domain.Settlement, error) {
 	for chargeID, sum := range p.refunds {
 		i, ok := p.index[chargeID]
 		if !ok {
@@ -144,30 +173,43 @@ func (p *settlementParser) finish() ([]domain.Charge, error) {
 		}
 		ch := &p.charges[i]
 		if string(sum.currency) != ch.Currency {
-			return nil, &domain.SettlementError{Line: sum.lastLine, Field: "currency", Reason: fmt.Sprintf("a refund in %s of charge %s in %s", sum.currency, chargeID, ch.Currency)}
+			return domain.Settlement{}, &domain.SettlementError{Line: sum.lastLine, Field: "currency", Reason: fmt.Sprintf("a refund in %s of charge %s in %s", sum.currency, chargeID, ch.Currency)}
 		}
 		if sum.amount.GreaterThan(ch.Amount) {
-			return nil, &domain.SettlementError{Line: sum.lastLine, Field: "amount", Reason: fmt.Sprintf("the refunds of charge %s add up to more than its %s", chargeID, ch.Amount.StringFixed(sum.currency.Scale()))}
+			return domain.Settlement{}, &domain.SettlementError{Line: sum.lastLine, Field: "amount", Reason: fmt.Sprintf("the refunds of charge %s add up to more than its %s", chargeID, ch.Amount.StringFixed(sum.currency.Scale()))}
 		}
 		ch.RefundedAmount = sum.amount
 	}
-	var out []domain.Charge
+	var out domain.Settlement
 	for _, ch := range p.charges {
 		if ch.Status == domain.ChargeSucceeded {
-			out = append(out, ch)
+			out.Charges = append(out.Charges, ch)
 		}
+	}
+	out.Refunds = p.listed
+	if p.withIDs && out.Refunds == nil {
+		out.Refunds = []domain.ProviderRefund{} // the file names its refunds: none
 	}
 	return out, nil
 }
 
-// parseSettlementLine checks every field of one row.
-func parseSettlementLine(line int, rec []string) (settlementLine, error) {
+// columnName is the name of column i (from 0) of a settlement file.
+func columnName(i int) string {
+	if i < len(settlementColumns) {
+		return settlementColumns[i]
+	}
+	return refundIDColumn
+}
+
+// parseSettlementLine checks every field of one row; withIDs says the
+// row ends with the refund_id column.
+func parseSettlementLine(line int, rec []string, withIDs bool) (settlementLine, error) {
 	bad := func(field, reason string) (settlementLine, error) {
 		return settlementLine{}, &domain.SettlementError{Line: line, Field: field, Reason: reason}
 	}
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
-			return bad(settlementColumns[i], "is not valid UTF-8")
+			return bad(columnName(i), "is not valid UTF-8")
 		}
 	}
 	l := settlementLine{chargeID: rec[0], key: rec[1], orderID: rec[2], typ: rec[3], status: domain.ChargeStatus(rec[4])}
@@ -203,5 +245,14 @@ func parseSettlementLine(line int, rec []string) (settlementLine, error) {
 		return bad("created_at", "must be an RFC 3339 time such as 2026-01-31T12:00:00Z")
 	}
 	l.created = created.UTC()
+	if withIDs {
+		l.refundID = rec[len(settlementColumns)]
+		switch {
+		case l.typ == "refund" && !providerRef.MatchString(l.refundID):
+			return bad(refundIDColumn, "a refund line names its refund: 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'")
+		case l.typ == "charge" && l.refundID != "":
+			return bad(refundIDColumn, "must be empty on a charge line")
+		}
+	}
 	return l, nil
 }

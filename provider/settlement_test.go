@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
 )
@@ -21,10 +23,14 @@ func TestParseSettlement(t *testing.T) {
 		"ch_1,r2,o1,refund,failed,7.50,USD,2026-01-31T13:00:01Z\n" +
 		"ch_1,r3,o1,refund,succeeded,1.25,USD,2026-01-31T13:00:02Z\n" +
 		"ch_old,r4,o9,refund,succeeded,99.00,EUR,2026-01-31T13:00:03Z\n"
-	got, err := provider.ParseSettlement(strings.NewReader(file))
+	s, err := provider.ParseSettlement(strings.NewReader(file))
 	if err != nil {
 		t.Fatalf("ParseSettlement = %v, want nil", err)
 	}
+	if len(s.Refunds) != 0 {
+		t.Errorf("refunds of a file without refund ids = %+v, want none listed one by one", s.Refunds)
+	}
+	got := s.Charges
 	if len(got) != 2 || got[0].ID != "ch_1" || got[1].ID != "ch_3" {
 		t.Fatalf("ParseSettlement = %+v, want the succeeded charges ch_1 and ch_3", got)
 	}
@@ -36,9 +42,49 @@ func TestParseSettlement(t *testing.T) {
 	}
 }
 
+// TestParseSettlementRefundIDs: a file with the refund_id column lists
+// each succeeded refund under the provider's id, beside the charges, and
+// still adds them up on the charges it lists.
+func TestParseSettlementRefundIDs(t *testing.T) {
+	file := strings.TrimSuffix(settlementHead, "\n") + ",refund_id\n" +
+		"ch_1,k1,o1,charge,succeeded,10.00,USD,2026-01-31T12:00:00Z,\n" +
+		"ch_1,r1,o1,refund,succeeded,2.50,USD,2026-01-31T13:00:00Z,re_1\n" +
+		"ch_1,r2,o1,refund,failed,7.50,USD,2026-01-31T13:00:01Z,re_2\n" +
+		"ch_old,,o9,refund,succeeded,99.00,EUR,2026-01-31T13:00:03Z,re_3\n"
+	s, err := provider.ParseSettlement(strings.NewReader(file))
+	if err != nil {
+		t.Fatalf("ParseSettlement = %v, want nil", err)
+	}
+	if len(s.Charges) != 1 || s.Charges[0].RefundedAmount.StringFixed(2) != "2.50" {
+		t.Fatalf("charges = %+v, want ch_1 with 2.50 refunded", s.Charges)
+	}
+	want := []domain.ProviderRefund{
+		{ID: "re_1", IdempotencyKey: "r1", ChargeID: "ch_1", OrderID: "o1", Currency: "USD", Status: domain.ChargeSucceeded},
+		{ID: "re_3", ChargeID: "ch_old", OrderID: "o9", Currency: "EUR", Status: domain.ChargeSucceeded},
+	}
+	if len(s.Refunds) != len(want) {
+		t.Fatalf("refunds = %+v, want re_1 and re_3", s.Refunds)
+	}
+	for i, w := range want {
+		g := s.Refunds[i]
+		if g.ID != w.ID || g.IdempotencyKey != w.IdempotencyKey || g.ChargeID != w.ChargeID || g.OrderID != w.OrderID || g.Currency != w.Currency || g.Status != w.Status {
+			t.Errorf("refund %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if !s.Refunds[1].Amount.Equal(decimal.RequireFromString("99")) || s.Refunds[0].CreatedAt.IsZero() {
+		t.Errorf("refunds = %+v, want 99.00 and a time", s.Refunds)
+	}
+	none, err := provider.ParseSettlement(strings.NewReader(strings.TrimSuffix(settlementHead, "\n") + ",refund_id\n"))
+	if err != nil || none.Refunds == nil || len(none.Refunds) != 0 {
+		t.Errorf("a file with the column and no refunds = %+v, %v; want an empty, non-nil list", none.Refunds, err)
+	}
+}
+
 func TestParseSettlementRefuses(t *testing.T) {
 	row := func(fields ...string) string { return strings.Join(fields, ",") + "\n" }
 	ok := row("ch_1", "k1", "o1", "charge", "succeeded", "10.00", "USD", "2026-01-31T12:00:00Z")
+	withIDs := strings.TrimSuffix(settlementHead, "\n") + ",refund_id\n"
+	okID := row("ch_1", "k1", "o1", "charge", "succeeded", "10.00", "USD", "2026-01-31T12:00:00Z", "")
 	tests := []struct {
 		name, file string
 		line       int
@@ -64,6 +110,13 @@ func TestParseSettlementRefuses(t *testing.T) {
 		{"refund over the charge", settlementHead + ok + row("ch_1", "r", "o1", "refund", "succeeded", "6.00", "USD", "2026-01-31T13:00:00Z") +
 			row("ch_1", "r2", "o1", "refund", "succeeded", "4.01", "USD", "2026-01-31T13:00:01Z"), 4, "amount"},
 		{"refund in another currency", settlementHead + ok + row("ch_1", "r", "o1", "refund", "succeeded", "1.00", "EUR", "2026-01-31T13:00:00Z"), 3, "currency"},
+		{"ninth column not refund_id", strings.TrimSuffix(settlementHead, "\n") + ",note\n", 1, ""},
+		{"refund line without its id", withIDs + okID + row("ch_1", "r", "o1", "refund", "succeeded", "1.00", "USD", "2026-01-31T13:00:00Z", ""), 3, "refund_id"},
+		{"refund id with junk", withIDs + okID + row("ch_1", "r", "o1", "refund", "succeeded", "1.00", "USD", "2026-01-31T13:00:00Z", "re 1"), 3, "refund_id"},
+		{"charge line with a refund id", withIDs + okID + row("ch_2", "k", "o", "charge", "succeeded", "1.00", "USD", "2026-01-31T13:00:00Z", "re_1"), 3, "refund_id"},
+		{"refund twice", withIDs + okID + row("ch_1", "r", "o1", "refund", "succeeded", "1.00", "USD", "2026-01-31T13:00:00Z", "re_1") +
+			row("ch_1", "r2", "o1", "refund", "succeeded", "1.00", "USD", "2026-01-31T13:00:01Z", "re_1"), 4, "refund_id"},
+		{"eight fields under nine columns", withIDs + ok, 2, ""},
 		{"bare quote", settlementHead + ok + "ch_\"2,k,o,charge,succeeded,1.00,USD,2026-01-31T12:00:00Z\n", 3, ""},
 	}
 	for _, tt := range tests {

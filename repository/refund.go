@@ -146,6 +146,22 @@ func (s *RefundStore) ListPending(ctx context.Context, olderThan time.Time, limi
 	return refundsToDomain(rows), nil
 }
 
+// ListSucceededBetween returns the refunds that succeeded and were created
+// in [from, to), ordered by ID, after the ID cursor, at most limit (100
+// when limit <= 0): the refunds a reconciliation run expects the
+// provider to list.
+func (s *RefundStore) ListSucceededBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Refund, error) {
+	q := s.db.conn(ctx).Where("status = ? AND created_at >= ? AND created_at < ?", string(domain.RefundSucceeded), ts(from), ts(to))
+	if after != "" {
+		q = q.Where("id > ?", after)
+	}
+	var rows []refundRow
+	if err := q.Order("id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list refunds succeeded between %v and %v: %w", from, to, err)
+	}
+	return refundsToDomain(rows), nil
+}
+
 func refundsToDomain(rows []refundRow) []domain.Refund {
 	out := make([]domain.Refund, len(rows))
 	for i, r := range rows {

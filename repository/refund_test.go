@@ -196,3 +196,32 @@ func TestRefundLists(t *testing.T) {
 		}
 	})
 }
+
+// TestRefundListSucceededBetween: only succeeded refunds created in the
+// window are listed, by ID, a page at a time after the cursor.
+func TestRefundListSucceededBetween(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		s := repository.NewRefundStore(dbtest.Open(t, d))
+		succeed := func(created time.Time) domain.Refund {
+			r := createRefund(t, s, newRefund(newID(), created))
+			if ok, err := s.Finish(t.Context(), r.ID, domain.RefundSucceeded, "re_"+r.ID, created.Add(time.Second)); err != nil || !ok {
+				t.Fatalf("Finish(%s) = %v, %v", r.ID, ok, err)
+			}
+			return r
+		}
+		a, b := succeed(t0), succeed(t0.Add(time.Minute))
+		succeed(t0.Add(time.Hour))                                  // at to: outside
+		succeed(t0.Add(-time.Nanosecond * 1000))                    // before from
+		createRefund(t, s, newRefund(newID(), t0.Add(time.Second))) // pending
+		failed := createRefund(t, s, newRefund(newID(), t0.Add(time.Second)))
+		s.Finish(t.Context(), failed.ID, domain.RefundFailed, "", t0.Add(2*time.Second))
+
+		got, err := s.ListSucceededBetween(t.Context(), t0, t0.Add(time.Hour), "", 10)
+		if err != nil || len(got) != 2 || got[0].ID != a.ID || got[1].ID != b.ID || got[0].ProviderRefundID != "re_"+a.ID {
+			t.Fatalf("ListSucceededBetween = %+v, %v; want %s and %s", got, err, a.ID, b.ID)
+		}
+		if got, err := s.ListSucceededBetween(t.Context(), t0, t0.Add(time.Hour), a.ID, 10); err != nil || len(got) != 1 || got[0].ID != b.ID {
+			t.Errorf("ListSucceededBetween(after %s) = %+v, %v; want only %s", a.ID, got, err, b.ID)
+		}
+	})
+}

@@ -28,9 +28,9 @@
 //	                               currency, status (open|won|lost), reason, created_at, closed_at (null while open)}
 //	POST /v1/disputes/{id}/close {"status":"won"|"lost"} → 200 the dispute
 //	GET  /v1/settlements/{YYYY-MM-DD}.csv
-//	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at
-//	                              one line per succeeded charge (type charge) and refund (type refund)
-//	                              created that UTC day; refund amounts are positive.
+//	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at,refund_id
+//	                              one line per succeeded charge (type charge, no refund_id) and refund
+//	                              (type refund, its id) created that UTC day; refund amounts are positive.
 //
 // A charge's refunded_amount is what refunds gave back, its disputed_amount
 // what disputes withdrew and have not given back (open or lost). A list's

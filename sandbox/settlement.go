@@ -12,12 +12,12 @@ import (
 )
 
 // settlementHeader is the settlement file's fixed first line.
-var settlementHeader = []string{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at"}
+var settlementHeader = []string{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at", "refund_id"}
 
 // settlementLine is one row of a settlement file: a succeeded charge, or a
-// refund (whose charge_id names the refunded charge and whose
-// idempotency_key is the refund's). Amounts are positive; type says which
-// way the money went.
+// refund (whose charge_id names the refunded charge, whose idempotency_key
+// is the refund's and whose refund_id is the refund's own id, empty on a
+// charge line). Amounts are positive; type says which way the money went.
 type settlementLine struct {
 	ChargeID       string `gorm:"column:charge_id"`
 	IdempotencyKey string `gorm:"column:idempotency_key"`
@@ -27,6 +27,7 @@ type settlementLine struct {
 	AmountMinor    int64  `gorm:"column:amount_minor"`
 	Currency       string `gorm:"column:currency"`
 	CreatedAt      dbTime `gorm:"column:created_at"`
+	RefundID       string `gorm:"column:refund_id"`
 }
 
 // handleSettlement serves GET /v1/settlements/{YYYY-MM-DD}.csv: the
@@ -50,7 +51,7 @@ func (s *Server) handleSettlement(w http.ResponseWriter, r *http.Request) {
 	for _, l := range lines {
 		_ = cw.Write([]string{
 			l.ChargeID, l.IdempotencyKey, l.OrderID, l.LineType, l.Status,
-			money(l.AmountMinor, l.Currency), l.Currency, formatTime(l.CreatedAt.Time),
+			money(l.AmountMinor, l.Currency), l.Currency, formatTime(l.CreatedAt.Time), l.RefundID,
 		})
 	}
 	cw.Flush()
@@ -63,12 +64,12 @@ func (s *Server) settlement(ctx context.Context, day time.Time) ([]settlementLin
 	var lines []settlementLine
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT id AS charge_id, idempotency_key, order_id, 'charge' AS line_type, status,
-		       amount_minor, currency, created_at
+		       amount_minor, currency, created_at, '' AS refund_id
 		  FROM sandbox_charges
 		 WHERE status = ? AND created_at >= ? AND created_at < ?
 		UNION ALL
 		SELECT r.charge_id, r.idempotency_key, c.order_id, 'refund', r.status,
-		       r.amount_minor, r.currency, r.created_at
+		       r.amount_minor, r.currency, r.created_at, r.id
 		  FROM sandbox_refunds r JOIN sandbox_charges c ON c.id = r.charge_id
 		 WHERE r.status = ? AND r.created_at >= ? AND r.created_at < ?
 		 ORDER BY created_at, line_type, charge_id`,

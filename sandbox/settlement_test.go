@@ -40,7 +40,8 @@ func TestSettlementCSV(t *testing.T) {
 		b, _ := sb.Client.Charge(ctx, chargeReq("b", "pm_timeout")) // recorded despite the lost reply
 		_ = b
 		clk.Set(day.Add(3 * time.Hour))
-		if _, err := sb.Client.Refund(ctx, refundReq("ra", a.ID, "2.50")); err != nil {
+		ra, err := sb.Client.Refund(ctx, refundReq("ra", a.ID, "2.50"))
+		if err != nil {
 			t.Fatal(err)
 		}
 		clk.Set(day.Add(24 * time.Hour)) // the next day
@@ -61,10 +62,10 @@ func TestSettlementCSV(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := [][]string{
-			{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at"},
-			{a.ID, "a", "ord-a", "charge", "succeeded", "12.30", "USD", "2024-05-01T00:00:00Z"},
-			{bc.ID, "b", "ord-b", "charge", "succeeded", "12.30", "USD", "2024-05-01T02:00:00Z"},
-			{a.ID, "ra", "ord-a", "refund", "succeeded", "2.50", "USD", "2024-05-01T03:00:00Z"},
+			{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at", "refund_id"},
+			{a.ID, "a", "ord-a", "charge", "succeeded", "12.30", "USD", "2024-05-01T00:00:00Z", ""},
+			{bc.ID, "b", "ord-b", "charge", "succeeded", "12.30", "USD", "2024-05-01T02:00:00Z", ""},
+			{a.ID, "ra", "ord-a", "refund", "succeeded", "2.50", "USD", "2024-05-01T03:00:00Z", ra.ID},
 		}
 		if len(rows) != len(want) {
 			t.Fatalf("settlement has %d lines, want %d:\n%s", len(rows), len(want), body)

@@ -192,6 +192,9 @@ type RefundStore interface {
 	// RecordProviderID stores the provider's ID on a pending refund that
 	// has none; false when it has one or is settled.
 	RecordProviderID(ctx context.Context, id, providerRefundID string) (bool, error)
+	// ListSucceededBetween returns succeeded refunds created in [from,
+	// to), ordered by ID, after the ID cursor, at most limit.
+	ListSucceededBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Refund, error)
 }
 
 // AuditStore keeps the audit trail of operator actions.

@@ -15,10 +15,11 @@ type ChargeLister interface {
 }
 
 // Reconciler compares payd's books with the provider's for a window and
-// records every disagreement once (SPEC §7). A discrepancy already known —
-// found by a webhook or an earlier run, open or resolved — is counted as
-// found again but not recorded again, so re-running a resolved window finds
-// nothing new.
+// records every disagreement once (SPEC §7): charges, and refunds when it
+// has the provider's (its refund list, or a settlement file that names
+// each refund). A discrepancy already known — found by a webhook or an
+// earlier run, open or resolved — is counted as found again but not
+// recorded again, so re-running a resolved window finds nothing new.
 type Reconciler struct {
 	Tx            Transactor // a run, its discrepancies and findings are written together or not at all
 	Orders        OrderStore
@@ -29,6 +30,19 @@ type Reconciler struct {
 	Lease         time.Duration
 	Now           func() time.Time
 	Observer      Observer // optional: told of each discrepancy a run newly records
+
+	// RefundStore, optional, holds payd's refunds: without it refunds are
+	// not compared.
+	RefundStore RefundStore
+	// Refunds, optional, lists the provider's refunds for a run against
+	// the provider (nil: such a run compares no refunds).
+	Refunds RefundLister
+	// Outside, optional, records the refunds payd never asked for that a
+	// run finds (Refunds.Outside); without it they stay open findings.
+	Outside OutsideRecorder
+	// Ledger, optional, tells a refund payd holds already (learned from a
+	// webhook) from one it does not.
+	Ledger LedgerStore
 }
 
 // ReconcileRequest is one run: a window, and either the provider's list
@@ -37,6 +51,10 @@ type ReconcileRequest struct {
 	From, To time.Time
 	DryRun   bool
 	Charges  []domain.Charge // from a settlement CSV; nil: ask the provider
+	// Refunds are the succeeded refunds a settlement file names one by
+	// one; nil when it names none that way (a file without the refund_id
+	// column): the run then compares no refunds. Unused when Charges is nil.
+	Refunds []domain.ProviderRefund
 	// Source, when set, names who started the run instead of where its
 	// records came from ("schedule": PAYD_RECONCILE_EVERY).
 	Source string
@@ -68,7 +86,12 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
-	run.Matched = matched
+	run.Matched = matched // charges: a refund that agrees is not counted
+	refunds, err := s.refunds(ctx, run, req)
+	if err != nil {
+		return domain.ReconciliationRun{}, err
+	}
+	found = append(found, refunds...)
 	if run.DryRun {
 		_, err := s.keepAll(ctx, &run, found)
 		return run, err
@@ -76,7 +99,11 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	// Everything a run writes is written in one transaction, after every
 	// read: a run that fails midway (the database goes away, a row is
 	// refused) leaves no run with finished_at NULL and no finding behind;
-	// the operator sees an error and runs it again.
+	// the operator sees an error and runs it again. The one exception is
+	// an outside refund (refunds): it is money the provider gave back, and
+	// it is recorded before the transaction, once, whatever happens to the
+	// run; a run that then fails leaves it booked, with no trace of the run,
+	// and the next run of the window keeps the trace.
 	var fresh []domain.Discrepancy
 	done := run
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -113,6 +140,29 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	return run, nil
 }
 
+// refunds compares refunds, if the run has the provider's, and returns
+// the findings; a real run first records the outside refunds it found
+// (recordOutside), a dry run records nothing.
+func (s *Reconciler) refunds(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) ([]domain.Discrepancy, error) {
+	listed, ok, err := s.refundsToCompare(ctx, run, req)
+	if err != nil || !ok {
+		return nil, err
+	}
+	check, err := s.compareRefunds(ctx, run, listed, req.Charges != nil)
+	if err != nil {
+		return nil, err
+	}
+	if req.Charges != nil {
+		if err := s.confirmFileRefunds(ctx, run, &check); err != nil {
+			return nil, err
+		}
+	}
+	if run.DryRun {
+		return check.found, nil
+	}
+	return s.recordOutside(ctx, check)
+}
+
 // keepAll keeps every finding of run, stamps it finished and returns the
 // discrepancies nobody had recorded before.
 func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun, found []domain.Discrepancy) ([]domain.Discrepancy, error) {
@@ -135,7 +185,11 @@ func (s *Reconciler) keepAll(ctx context.Context, run *domain.ReconciliationRun,
 // it as stored, reporting whether it was new.
 func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d domain.Discrepancy) (domain.Discrepancy, bool, error) {
 	run.Found++
+	status := d.Status
 	d = newDiscrepancy(d, s.Now)
+	if status != "" {
+		d.Status = status // a refund recorded as found: resolved at once
+	}
 	d.RunID = run.ID
 	if run.DryRun {
 		run.Discrepancies = append(run.Discrepancies, d)

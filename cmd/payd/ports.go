@@ -31,6 +31,8 @@ var (
 	_ service.PaymentProvider  = (*provider.Client)(nil)
 	_ service.RefundProvider   = (*provider.Client)(nil)
 	_ service.ChargeLister     = (*provider.Client)(nil)
+	_ service.RefundLister     = (*provider.Client)(nil)
+	_ service.OutsideRecorder  = (*service.Refunds)(nil)
 
 	// Signals (ADR 22): the timed provider port and the outcome log.
 	_ service.PaymentProvider = observedProvider{}

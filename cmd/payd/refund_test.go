@@ -258,7 +258,7 @@ func (s *stack) settlementRefunds(chargeID string) int {
 	n := 0
 	for _, line := range strings.Split(s.settlementCSV(), "\n") {
 		f := strings.Split(line, ",")
-		if len(f) == 8 && f[0] == chargeID && f[3] == "refund" {
+		if len(f) >= 8 && f[0] == chargeID && f[3] == "refund" {
 			n++
 		}
 	}

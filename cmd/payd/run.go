@@ -368,7 +368,8 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
 		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
-		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
+		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
+		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger} // refunds compared too
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},

@@ -25,8 +25,8 @@ func TestSettlementFormatDocumented(t *testing.T) {
 		t.Fatal("the README shows no settlement CSV")
 	}
 	readme, _, _ := strings.Cut("charge_id,idempotency_key,"+rest, "```")
-	if ch, err := provider.ParseSettlement(strings.NewReader(readme)); err != nil || len(ch) != 1 || ch[0].RefundedAmount.String() != "5" {
-		t.Errorf("the README's settlement CSV parses to %+v, %v; want one charge with 5.00 refunded", ch, err)
+	if f, err := provider.ParseSettlement(strings.NewReader(readme)); err != nil || len(f.Charges) != 1 || f.Charges[0].RefundedAmount.String() != "5" {
+		t.Errorf("the README's settlement CSV parses to %+v, %v; want one charge with 5.00 refunded", f, err)
 	}
 
 	var doc map[string]any
@@ -42,8 +42,8 @@ func TestSettlementFormatDocumented(t *testing.T) {
 		return cur
 	}
 	example, _ := at("paths", "/v1/admin/reconciliations", "post", "requestBody", "content", "multipart/form-data", "example", "file").(string)
-	if ch, err := provider.ParseSettlement(strings.NewReader(example)); err != nil || len(ch) != 1 {
-		t.Errorf("openapi.yaml's upload example parses to %+v, %v; want one charge", ch, err)
+	if f, err := provider.ParseSettlement(strings.NewReader(example)); err != nil || len(f.Charges) != 1 {
+		t.Errorf("openapi.yaml's upload example parses to %+v, %v; want one charge", f, err)
 	}
 	desc, _ := at("components", "schemas", "ReconcileUpload", "properties", "file", "description").(string)
 	header := strings.SplitN(example, "\n", 2)[0]

@@ -35,7 +35,7 @@ func TestBadSettlementFile(t *testing.T) {
 		}
 		stamp := time.Now().UTC().Format(time.RFC3339)
 		line := func(chargeID, key, orderID, typ, status, amount, currency, created string) string {
-			return strings.Join([]string{chargeID, key, orderID, typ, status, amount, currency, created}, ",") + "\n"
+			return strings.Join([]string{chargeID, key, orderID, typ, status, amount, currency, created, ""}, ",") + "\n" // no refund_id
 		}
 		ok := line("ch_unknown_1", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp)
 		if r := s.uploadSettlement(uuid.NewString(), from, to, true, good+ok); r.Status != http.StatusOK {

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/provider/stripeprovider"
@@ -108,7 +110,10 @@ func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider
 // reconciliation: the sandbox's CSV, or Stripe's balance-transactions export.
 func settlementsFor(cfg config) handler.SettlementParser {
 	if cfg.Stripe.Provider == "stripe" {
-		return stripeprovider.ParseBalanceCSV
+		return func(r io.Reader) (domain.Settlement, error) {
+			charges, err := stripeprovider.ParseBalanceCSV(r) // charges only: refunds come from Stripe's list
+			return domain.Settlement{Charges: charges}, err
+		}
 	}
 	return provider.ParseSettlement
 }
