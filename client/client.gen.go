@@ -1187,14 +1187,22 @@ type ProviderEvent struct {
 		// Currency ISO 4217 code.
 		//
 		// Example: USD
-		Currency    *Currency `json:"currency,omitempty"`
-		FailureCode *string   `json:"failure_code,omitempty"`
+		Currency *Currency `json:"currency,omitempty"`
 
-		// IdempotencyKey payd's attempt ID (payments) or the refund's provider key.
+		// DisputeId The provider's dispute (dispute.created, dispute.closed).
+		DisputeId   *string `json:"dispute_id,omitempty"`
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// IdempotencyKey payd's attempt ID (payments and disputes) or the refund's provider key.
 		IdempotencyKey *string `json:"idempotency_key,omitempty"`
 		OrderId        *string `json:"order_id,omitempty"`
-		RefundId       *string `json:"refund_id,omitempty"`
-		Status         *string `json:"status,omitempty"`
+
+		// Reason A dispute's reason, e.g. fraudulent.
+		Reason   *string `json:"reason,omitempty"`
+		RefundId *string `json:"refund_id,omitempty"`
+
+		// Status dispute.closed: won or lost; otherwise the type says the outcome.
+		Status *string `json:"status,omitempty"`
 	} `json:"data,omitempty"`
 
 	// Id The sender's own event id, optional; kept in the stored payload. Not the dedupe key (that is `webhook-id`).

@@ -147,13 +147,70 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return r, nil
 }
 
-// ListCharges returns every charge created in [from, to), oldest first.
-func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
+// FindCharge looks a charge up by the provider's charge ID, with the order
+// it pays and its refunded and disputed amounts; domain.ErrChargeNotFound
+// means the provider has no such charge.
+func (c *Client) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {
+	var out chargeDTO
+	path := "/v1/charges/by-id/" + url.PathEscape(chargeID)
+	if err := c.do(ctx, http.MethodGet, path, "", nil, &out); err != nil {
+		return domain.Charge{}, fmt.Errorf("find charge %s: %w", chargeID, err)
+	}
+	ch, err := out.toCharge()
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("find charge %s: %w: %w", chargeID, domain.ErrProviderUnavailable, err)
+	}
+	return ch, nil
+}
+
+// window is the query of a list of what happened in [from, to).
+func window(from, to time.Time) string {
 	q := url.Values{}
 	q.Set("from", from.UTC().Format(time.RFC3339Nano))
 	q.Set("to", to.UTC().Format(time.RFC3339Nano))
+	return q.Encode()
+}
+
+// ListRefunds returns every refund created in [from, to), oldest first,
+// whoever asked for it, each with the order of the charge it refunds.
+func (c *Client) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
+	var out refundListDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/refunds?"+window(from, to), "", nil, &out); err != nil {
+		return nil, fmt.Errorf("list refunds: %w", err)
+	}
+	refunds := make([]domain.ProviderRefund, 0, len(out.Data))
+	for _, d := range out.Data {
+		r, err := d.toRefund()
+		if err != nil {
+			return nil, fmt.Errorf("list refunds: %w: %w", domain.ErrProviderUnavailable, err)
+		}
+		refunds = append(refunds, r)
+	}
+	return refunds, nil
+}
+
+// ListDisputes returns every dispute opened in [from, to), oldest first,
+// as it stands now (open, won or lost).
+func (c *Client) ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error) {
+	var out disputeListDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/disputes?"+window(from, to), "", nil, &out); err != nil {
+		return nil, fmt.Errorf("list disputes: %w", err)
+	}
+	disputes := make([]domain.ProviderDispute, 0, len(out.Data))
+	for _, d := range out.Data {
+		dp, err := d.toDispute()
+		if err != nil {
+			return nil, fmt.Errorf("list disputes: %w: %w", domain.ErrProviderUnavailable, err)
+		}
+		disputes = append(disputes, dp)
+	}
+	return disputes, nil
+}
+
+// ListCharges returns every charge created in [from, to), oldest first.
+func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
 	var out chargeListDTO
-	if err := c.do(ctx, http.MethodGet, "/v1/charges?"+q.Encode(), "", nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/charges?"+window(from, to), "", nil, &out); err != nil {
 		return nil, fmt.Errorf("list charges: %w", err)
 	}
 	charges := make([]domain.Charge, 0, len(out.Data))

@@ -20,6 +20,14 @@ import (
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox"
 	"github.com/payd/payd/sandbox/sandboxtest"
+	"github.com/payd/payd/service"
+)
+
+// The client is the provider's books for payd.
+var (
+	_ service.ChargeFinder  = (*provider.Client)(nil)
+	_ service.RefundLister  = (*provider.Client)(nil)
+	_ service.DisputeLister = (*provider.Client)(nil)
 )
 
 func chargeReq(key, method string) domain.ChargeRequest {
@@ -283,5 +291,196 @@ func TestClientReusesConnections(t *testing.T) {
 	}
 	if n := dials.Load(); n > 2*clients {
 		t.Errorf("%d charges, %d at a time, opened %d connections, want at most %d (reused)", clients*rounds, clients, n, 2*clients)
+	}
+}
+
+// The provider's books through the client, against a real sandbox: a
+// charge by its id with what disputes hold, refunds (whoever made them)
+// with their order, disputes open and closed.
+func TestClientBooks(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		sb := sandboxtest.New(t, sandbox.Config{DatabaseURL: dbURL, AsyncDelay: time.Millisecond})
+		before := time.Now().Add(-time.Second)
+		ok, err := sb.Client.Charge(ctx, chargeReq("ok", "pm_ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		disputed, err := sb.Client.Charge(ctx, chargeReq("d", "pm_dispute"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost, err := sb.Client.Charge(ctx, chargeReq("l", "pm_dispute"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if n, err := sb.OpenDisputes(ctx); err != nil || n != 2 {
+			t.Fatalf("OpenDisputes = %d, %v; want 2", n, err)
+		}
+		ds, _ := sb.Disputes(ctx)
+		var lostID string
+		for _, d := range ds {
+			if d.ChargeID == lost.ID {
+				lostID = d.ID
+			}
+		}
+		if _, err := sb.CloseDispute(ctx, lostID, domain.DisputeLost); err != nil {
+			t.Fatal(err)
+		}
+		r, err := sb.Client.Refund(ctx, domain.ProviderRefundRequest{IdempotencyKey: "r", ChargeID: ok.ID, Amount: decimal.RequireFromString("2.30"), Currency: "USD"})
+		if err != nil || r.OrderID != "ord-ok" {
+			t.Fatalf("Refund = %+v, %v; want one for ord-ok", r, err)
+		}
+		after := time.Now().Add(time.Second)
+
+		got, err := sb.Client.FindCharge(ctx, ok.ID)
+		if err != nil || got.ID != ok.ID || got.IdempotencyKey != "ok" || got.OrderID != "ord-ok" ||
+			!got.RefundedAmount.Equal(decimal.RequireFromString("2.30")) || !got.DisputedAmount.IsZero() || got.Status != domain.ChargeSucceeded {
+			t.Errorf("FindCharge(ok) = %+v, %v; want ord-ok with 2.30 refunded", got, err)
+		}
+		for _, c := range []domain.Charge{disputed, lost} {
+			got, err := sb.Client.FindCharge(ctx, c.ID)
+			if err != nil || got.ID != c.ID || !got.DisputedAmount.Equal(decimal.RequireFromString("12.30")) {
+				t.Errorf("FindCharge(%s) = %+v, %v; want 12.30 disputed", c.IdempotencyKey, got, err)
+			}
+		}
+		if _, err := sb.Client.FindCharge(ctx, "ch_nope"); !errors.Is(err, domain.ErrChargeNotFound) {
+			t.Errorf("FindCharge(unknown) = %v, want ErrChargeNotFound", err)
+		}
+		if _, err := sb.Client.FindCharge(ctx, "ok"); !errors.Is(err, domain.ErrChargeNotFound) {
+			t.Errorf("FindCharge(a key) = %v, want ErrChargeNotFound", err)
+		}
+
+		refunds, err := sb.Client.ListRefunds(ctx, before, after)
+		if err != nil || len(refunds) != 1 {
+			t.Fatalf("ListRefunds = %+v, %v; want one", refunds, err)
+		}
+		if g := refunds[0]; g.ID != r.ID || g.IdempotencyKey != "r" || g.ChargeID != ok.ID || g.OrderID != "ord-ok" ||
+			!g.Amount.Equal(decimal.RequireFromString("2.30")) || g.Currency != "USD" || g.Status != domain.ChargeSucceeded || !g.CreatedAt.Equal(r.CreatedAt) {
+			t.Errorf("ListRefunds[0] = %+v, want %+v", g, r)
+		}
+		if none, err := sb.Client.ListRefunds(ctx, before.Add(-time.Hour), before); err != nil || len(none) != 0 {
+			t.Errorf("ListRefunds(earlier) = %+v, %v; want none", none, err)
+		}
+		if _, err := sb.Client.ListRefunds(ctx, after, before); !domain.IsProviderRequestError(err, "validation_failed") {
+			t.Errorf("ListRefunds(to before from) = %v, want validation_failed", err)
+		}
+
+		list, err := sb.Client.ListDisputes(ctx, before, after)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("ListDisputes = %+v, %v; want two", list, err)
+		}
+		for i, want := range ds {
+			g := list[i]
+			wantStatus, closed := domain.DisputeOpen, false
+			if want.ID == lostID {
+				wantStatus, closed = domain.DisputeLost, true
+			}
+			if g.ID != want.ID || g.ChargeID != want.ChargeID || g.IdempotencyKey != want.IdempotencyKey || g.OrderID != want.OrderID ||
+				!g.Amount.Equal(decimal.RequireFromString("12.30")) || g.Currency != "USD" || g.Status != wantStatus ||
+				g.Reason != "fraudulent" || !g.CreatedAt.Equal(want.CreatedAt) || g.ClosedAt.IsZero() == closed {
+				t.Errorf("ListDisputes[%d] = %+v, want %+v as %s", i, g, want, wantStatus)
+			}
+		}
+		if _, err := sb.Client.ListDisputes(ctx, after, after); !domain.IsProviderRequestError(err, "validation_failed") {
+			t.Errorf("ListDisputes(empty window) = %v, want validation_failed", err)
+		}
+	})
+}
+
+// The new calls map the provider's answers as Charge does.
+func TestClientBooksErrorMapping(t *testing.T) {
+	const dispute = `{"id":"dp_1","charge_id":"ch_1","idempotency_key":"k","order_id":"o","amount":"12.30","currency":"USD","status":"open","reason":"fraudulent","created_at":"2024-05-01T10:00:00Z","closed_at":null}`
+	const refund = `{"id":"re_1","idempotency_key":"r","charge_id":"ch_1","order_id":"o","amount":"1.00","currency":"USD","status":"succeeded","created_at":"2024-05-01T10:00:00Z"}`
+	const charge = `{"id":"ch_1","idempotency_key":"k","order_id":"o","amount":"12.30","currency":"USD","payment_method":"pm_ok","status":"succeeded","failure_code":"","refunded_amount":"0.00","disputed_amount":"12.30","created_at":"2024-05-01T10:00:00.5Z"}`
+	from, to := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
+	calls := map[string]func(*provider.Client) error{
+		"FindCharge": func(c *provider.Client) error {
+			_, err := c.FindCharge(context.Background(), "ch_1")
+			return err
+		},
+		"ListRefunds": func(c *provider.Client) error {
+			_, err := c.ListRefunds(context.Background(), from, to)
+			return err
+		},
+		"ListDisputes": func(c *provider.Client) error {
+			_, err := c.ListDisputes(context.Background(), from, to)
+			return err
+		},
+	}
+	tests := []struct {
+		name            string
+		h               http.HandlerFunc
+		wantUnavailable bool
+		wantNotFound    bool
+		wantCode        string
+	}{
+		{"500", status(500, `{"error":{"code":"internal_error"}}`), true, false, ""},
+		{"garbled 200", status(200, `{"data":`), true, false, ""},
+		{"400", status(400, `{"error":{"code":"validation_failed","message":"no"}}`), false, false, "validation_failed"},
+		{"404", status(404, `{"error":{"code":"charge_not_found","message":"no"}}`), false, true, "charge_not_found"},
+		{"bare 404", status(404, `not found`), true, false, ""},
+	}
+	for name, call := range calls {
+		for _, tt := range tests {
+			c, _ := fake(t, tt.h)
+			err := call(c)
+			if err == nil {
+				t.Errorf("%s %s: nil error", name, tt.name)
+				continue
+			}
+			if got := errors.Is(err, domain.ErrProviderUnavailable); got != tt.wantUnavailable {
+				t.Errorf("%s %s: errors.Is(%v, ErrProviderUnavailable) = %v, want %v", name, tt.name, err, got, tt.wantUnavailable)
+			}
+			if got := errors.Is(err, domain.ErrChargeNotFound); got != tt.wantNotFound {
+				t.Errorf("%s %s: errors.Is(%v, ErrChargeNotFound) = %v, want %v", name, tt.name, err, got, tt.wantNotFound)
+			}
+			if !tt.wantUnavailable && !domain.IsProviderRequestError(err, tt.wantCode) {
+				t.Errorf("%s %s: %v is not a ProviderRequestError with code %q", name, tt.name, err, tt.wantCode)
+			}
+		}
+	}
+
+	// What the client reads, and what it refuses to guess at.
+	var gotPath string
+	c, _ := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		gotPath = r.URL.RequestURI()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/charges/by-id/"):
+			status(200, charge)(w, r)
+		case r.URL.Path == "/v1/refunds":
+			status(200, `{"data":[`+refund+`]}`)(w, r)
+		default:
+			status(200, `{"data":[`+dispute+`,`+strings.NewReplacer(`"open"`, `"lost"`, `null`, `"2024-05-01T11:00:00Z"`, "dp_1", "dp_2").Replace(dispute)+`]}`)(w, r)
+		}
+	})
+	ch, err := c.FindCharge(context.Background(), "ch/1")
+	if err != nil || gotPath != "/v1/charges/by-id/ch%2F1" || !ch.DisputedAmount.Equal(decimal.RequireFromString("12.30")) {
+		t.Errorf("FindCharge(ch/1) = %+v, %v via %s; want 12.30 disputed via an escaped path", ch, err, gotPath)
+	}
+	rs, err := c.ListRefunds(context.Background(), from, to)
+	if err != nil || len(rs) != 1 || rs[0].OrderID != "o" || gotPath != "/v1/refunds?from=2024-05-01T00%3A00%3A00Z&to=2024-05-02T00%3A00%3A00Z" {
+		t.Errorf("ListRefunds = %+v, %v via %s", rs, err, gotPath)
+	}
+	ds, err := c.ListDisputes(context.Background(), from, to)
+	if err != nil || len(ds) != 2 || ds[0].Status != domain.DisputeOpen || !ds[0].ClosedAt.IsZero() ||
+		ds[1].Status != domain.DisputeLost || !ds[1].ClosedAt.Equal(time.Date(2024, 5, 1, 11, 0, 0, 0, time.UTC)) ||
+		gotPath != "/v1/disputes?from=2024-05-01T00%3A00%3A00Z&to=2024-05-02T00%3A00%3A00Z" {
+		t.Errorf("ListDisputes = %+v, %v via %s", ds, err, gotPath)
+	}
+	for name, body := range map[string]string{
+		"unknown dispute status": `{"data":[` + strings.Replace(dispute, `"open"`, `"pending"`, 1) + `]}`,
+		"bad dispute amount":     `{"data":[` + strings.Replace(dispute, `"12.30"`, `"lots"`, 1) + `]}`,
+		"bad closed_at":          `{"data":[` + strings.Replace(dispute, `null`, `"yesterday"`, 1) + `]}`,
+	} {
+		c, _ := fake(t, status(200, body))
+		if _, err := c.ListDisputes(context.Background(), from, to); !errors.Is(err, domain.ErrProviderUnavailable) {
+			t.Errorf("ListDisputes(%s) = %v, want ErrProviderUnavailable", name, err)
+		}
+	}
+	c, _ = fake(t, status(200, strings.Replace(charge, `"12.30","created_at"`, `"x","created_at"`, 1)))
+	if _, err := c.FindCharge(context.Background(), "ch_1"); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Errorf("FindCharge(bad disputed_amount) = %v, want ErrProviderUnavailable", err)
 	}
 }

@@ -18,19 +18,24 @@ type eventDTO struct {
 	Data      json.RawMessage `json:"data"`
 }
 
-// eventDataDTO is what an event's data says about a charge or refund, as
-// written: the amount stays text until the event's type is known.
+// eventDataDTO is what an event's data says about a charge, refund or
+// dispute, as written: the amount stays text until the event's type is
+// known.
 type eventDataDTO struct {
 	ChargeID       string `json:"charge_id"`
 	RefundID       string `json:"refund_id"`
+	DisputeID      string `json:"dispute_id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	OrderID        string `json:"order_id"`
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
-	// Status is read (it is part of the event's published shape) but not
-	// consulted: the type says the outcome.
+	// Status is read (it is part of the event's published shape); only a
+	// dispute.closed consults it (won or lost): otherwise the type says the
+	// outcome.
 	Status      string `json:"status"`
 	FailureCode string `json:"failure_code"`
+	// Reason is a dispute's (fraudulent, ...).
+	Reason string `json:"reason"`
 }
 
 // ParseEvent reads a webhook body whose signature has already been verified
@@ -48,7 +53,9 @@ type eventDataDTO struct {
 // missing or not a decimal leaves AmountReadable false (AmountText keeps
 // what was written) for the caller to record, not apply; a status payd
 // does not know is ignored, since the type says the outcome; a
-// refund.succeeded without refund_id has an empty RefundID.
+// refund.succeeded without refund_id has an empty RefundID. A
+// dispute.created is open whatever its status says; a dispute.closed
+// whose status is neither won nor lost has an empty DisputeStatus.
 func ParseEvent(body []byte) (domain.ProviderEvent, error) {
 	var d eventDTO
 	if err := json.Unmarshal(body, &d); err != nil {
@@ -78,7 +85,8 @@ func ParseEvent(body []byte) (domain.ProviderEvent, error) {
 	if err := data.check(d.Type); err != nil {
 		return domain.ProviderEvent{}, err
 	}
-	e.ChargeID, e.RefundID, e.IdempotencyKey, e.OrderID = data.ChargeID, data.RefundID, data.IdempotencyKey, data.OrderID
+	e.ChargeID, e.RefundID, e.DisputeID = data.ChargeID, data.RefundID, data.DisputeID
+	e.IdempotencyKey, e.OrderID = data.IdempotencyKey, data.OrderID
 	if sandboxApplies(e.Type) {
 		data.into(&e)
 	}
@@ -92,8 +100,9 @@ func (d eventDataDTO) check(typ string) error {
 		max         int
 	}{
 		{"type", typ, 64}, {"data.charge_id", d.ChargeID, 64}, {"data.refund_id", d.RefundID, 64},
-		{"data.idempotency_key", d.IdempotencyKey, 255}, {"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32},
-		{"data.currency", d.Currency, 8}, {"data.failure_code", d.FailureCode, 64},
+		{"data.dispute_id", d.DisputeID, 255}, {"data.idempotency_key", d.IdempotencyKey, 255},
+		{"data.order_id", d.OrderID, 64}, {"data.amount", d.Amount, 32}, {"data.currency", d.Currency, 8},
+		{"data.failure_code", d.FailureCode, 64}, {"data.reason", d.Reason, 64},
 	}
 	for _, f := range fields {
 		if len(f.value) > f.max {
@@ -105,7 +114,8 @@ func (d eventDataDTO) check(typ string) error {
 
 // into copies the money and outcome of a known event type into e. The
 // amount is kept as written; Amount is set only when it reads as a
-// decimal. The type says the outcome: the data's status is not consulted.
+// decimal. The type says the outcome: the data's status is consulted only
+// for how a dispute closed.
 func (d eventDataDTO) into(e *domain.ProviderEvent) {
 	e.AmountText, e.Currency, e.FailureCode = d.Amount, d.Currency, d.FailureCode
 	if amount, err := decimal.NewFromString(d.Amount); err == nil {
@@ -115,12 +125,27 @@ func (d eventDataDTO) into(e *domain.ProviderEvent) {
 	if e.Type == domain.EventPaymentFailed {
 		e.Status = domain.ChargeFailed
 	}
+	switch e.Type {
+	case domain.EventDisputeCreated:
+		e.DisputeStatus, e.Reason = domain.DisputeOpen, d.Reason
+	case domain.EventDisputeClosed:
+		e.Reason = d.Reason
+		if st := domain.DisputeStatus(d.Status); st == domain.DisputeWon || st == domain.DisputeLost {
+			e.DisputeStatus = st
+		}
+	}
 }
 
 // sandboxApplies reports whether the sandbox's wire defines the data of
-// events of type t. Its wire has no disputes and no refund failures (its
-// refunds never wait): a dispute.created or refund.failed in its format is
-// stored and ignored like any type payd does not apply.
+// events of type t: payments, refunds and disputes opened and closed. Its
+// wire has no refund failures (its refunds never wait) and no other
+// dispute steps: a refund.failed or dispute.funds_withdrawn in its format
+// is stored and ignored like any type payd does not apply.
 func sandboxApplies(t domain.ProviderEventType) bool {
-	return t.Known() && t != domain.EventDisputeCreated && t != domain.EventRefundFailed
+	switch t {
+	case domain.EventPaymentSucceeded, domain.EventPaymentFailed, domain.EventRefundSucceeded,
+		domain.EventDisputeCreated, domain.EventDisputeClosed:
+		return true
+	}
+	return false
 }

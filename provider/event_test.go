@@ -35,8 +35,49 @@ func TestParseEvent(t *testing.T) {
 		},
 		{
 			name: "unknown type is kept",
-			body: `{"id":"evt_3","type":"dispute.created","created_at":"2024-05-01T10:00:00Z","data":{"whatever":1}}`,
-			want: domain.ProviderEvent{ID: "evt_3", Type: "dispute.created", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
+			body: `{"id":"evt_3","type":"charge.captured","created_at":"2024-05-01T10:00:00Z","data":{"whatever":1}}`,
+			want: domain.ProviderEvent{ID: "evt_3", Type: "charge.captured", CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)},
+		},
+		{
+			name: "dispute created",
+			body: `{"id":"evt_5","type":"dispute.created","created_at":"2024-05-01T10:00:00Z","data":{"dispute_id":"dp_1","charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"12.30","currency":"USD","status":"open","reason":"fraudulent"}}`,
+			want: domain.ProviderEvent{ID: "evt_5", Type: domain.EventDisputeCreated, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
+				DisputeID: "dp_1", ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1", AmountText: "12.30", Amount: decimal.RequireFromString("12.30"),
+				Currency: "USD", Status: domain.ChargeSucceeded, DisputeStatus: domain.DisputeOpen, Reason: "fraudulent"},
+		},
+		{
+			// The type says the dispute opened, whatever its status says.
+			name: "dispute created, odd status",
+			body: `{"type":"dispute.created","data":{"dispute_id":"dp_1","charge_id":"ch_1","amount":"12.30","currency":"USD","status":"new"}}`,
+			want: domain.ProviderEvent{Type: domain.EventDisputeCreated, DisputeID: "dp_1", ChargeID: "ch_1", AmountText: "12.30",
+				Amount: decimal.RequireFromString("12.30"), Currency: "USD", Status: domain.ChargeSucceeded, DisputeStatus: domain.DisputeOpen},
+		},
+		{
+			name: "dispute won",
+			body: `{"id":"evt_6","type":"dispute.closed","data":{"dispute_id":"dp_1","charge_id":"ch_1","idempotency_key":"att_1","order_id":"o1","amount":"12.30","currency":"USD","status":"won","reason":"fraudulent"}}`,
+			want: domain.ProviderEvent{ID: "evt_6", Type: domain.EventDisputeClosed, DisputeID: "dp_1", ChargeID: "ch_1", IdempotencyKey: "att_1", OrderID: "o1",
+				AmountText: "12.30", Amount: decimal.RequireFromString("12.30"), Currency: "USD", Status: domain.ChargeSucceeded,
+				DisputeStatus: domain.DisputeWon, Reason: "fraudulent"},
+		},
+		{
+			name: "dispute lost",
+			body: `{"id":"evt_7","type":"dispute.closed","data":{"dispute_id":"dp_1","charge_id":"ch_1","amount":"12.30","currency":"USD","status":"lost","reason":"fraudulent"}}`,
+			want: domain.ProviderEvent{ID: "evt_7", Type: domain.EventDisputeClosed, DisputeID: "dp_1", ChargeID: "ch_1",
+				AmountText: "12.30", Amount: decimal.RequireFromString("12.30"), Currency: "USD", Status: domain.ChargeSucceeded,
+				DisputeStatus: domain.DisputeLost, Reason: "fraudulent"},
+		},
+		{
+			// A close that says neither won nor lost is kept, for payd to record.
+			name: "dispute closed, odd status",
+			body: `{"id":"evt_8","type":"dispute.closed","data":{"dispute_id":"dp_1","charge_id":"ch_1","amount":"12.30","currency":"USD","status":"open","reason":"fraudulent"}}`,
+			want: domain.ProviderEvent{ID: "evt_8", Type: domain.EventDisputeClosed, DisputeID: "dp_1", ChargeID: "ch_1",
+				AmountText: "12.30", Amount: decimal.RequireFromString("12.30"), Currency: "USD", Status: domain.ChargeSucceeded, Reason: "fraudulent"},
+		},
+		{
+			// The sandbox's wire has no such dispute event: kept with its references only.
+			name: "dispute event the sandbox does not send",
+			body: `{"id":"evt_9","type":"dispute.funds_withdrawn","data":{"dispute_id":"dp_1","charge_id":"ch_1","amount":"12.30","currency":"USD","status":"lost"}}`,
+			want: domain.ProviderEvent{ID: "evt_9", Type: domain.EventDisputeFundsWithdrawn, DisputeID: "dp_1", ChargeID: "ch_1"},
 		},
 		{name: "not json", body: `{`, wantErr: true},
 		{
@@ -128,6 +169,10 @@ func TestParseEventRefusals(t *testing.T) {
 		{name: "known type, odd status", body: `{"type":"payment.failed","data":{"amount":"1","currency":"USD","status":"maybe"}}`},
 		{name: "refund without id", body: `{"type":"refund.succeeded","data":{"charge_id":"c","amount":"1","currency":"USD"}}`},
 		{name: "known type, amount too long", body: `{"type":"payment.succeeded","data":{"amount":"` + strings.Repeat("1", 33) + `"}}`, field: "data.amount", wantErr: true},
+		{name: "dispute id too long", body: `{"type":"dispute.created","data":{"dispute_id":"` + strings.Repeat("d", 256) + `"}}`, field: "data.dispute_id", wantErr: true},
+		{name: "dispute id at the bound", body: `{"type":"dispute.created","data":{"dispute_id":"` + strings.Repeat("d", 255) + `"}}`},
+		{name: "reason too long", body: `{"type":"dispute.closed","data":{"dispute_id":"d","reason":"` + strings.Repeat("r", 65) + `"}}`, field: "data.reason", wantErr: true},
+		{name: "dispute, data not an object", body: `{"type":"dispute.closed","data":[1]}`, field: "data", wantErr: true},
 	}
 	for _, tt := range tests {
 		_, err := provider.ParseEvent([]byte(tt.body))

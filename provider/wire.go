@@ -10,7 +10,7 @@ import (
 
 // The provider's wire format. These types stay unexported: callers only
 // ever see domain.Charge, domain.ProviderRefund and domain.ProviderEvent,
-// through the converters below.
+// through the converters below (and domain.ProviderDispute).
 
 type chargeRequestDTO struct {
 	OrderID       string `json:"order_id"`
@@ -29,6 +29,7 @@ type chargeDTO struct {
 	Status         string `json:"status"`
 	FailureCode    string `json:"failure_code"`
 	RefundedAmount string `json:"refunded_amount"`
+	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
 }
 
@@ -47,10 +48,32 @@ type refundDTO struct {
 	ID             string `json:"id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ChargeID       string `json:"charge_id"`
+	OrderID        string `json:"order_id"`
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	CreatedAt      string `json:"created_at"`
+}
+
+type refundListDTO struct {
+	Data []refundDTO `json:"data"`
+}
+
+type disputeDTO struct {
+	ID             string  `json:"id"`
+	ChargeID       string  `json:"charge_id"`
+	IdempotencyKey string  `json:"idempotency_key"`
+	OrderID        string  `json:"order_id"`
+	Amount         string  `json:"amount"`
+	Currency       string  `json:"currency"`
+	Status         string  `json:"status"`
+	Reason         string  `json:"reason"`
+	CreatedAt      string  `json:"created_at"`
+	ClosedAt       *string `json:"closed_at"`
+}
+
+type disputeListDTO struct {
+	Data []disputeDTO `json:"data"`
 }
 
 type errorDTO struct {
@@ -95,11 +118,13 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	if err != nil {
 		return domain.Charge{}, fmt.Errorf("charge amount %q: %w", d.Amount, err)
 	}
-	refunded := decimal.Zero
-	if d.RefundedAmount != "" {
-		if refunded, err = decimal.NewFromString(d.RefundedAmount); err != nil {
-			return domain.Charge{}, fmt.Errorf("charge refunded_amount %q: %w", d.RefundedAmount, err)
-		}
+	refunded, err := optionalAmount(d.RefundedAmount)
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("charge refunded_amount %q: %w", d.RefundedAmount, err)
+	}
+	disputed, err := optionalAmount(d.DisputedAmount)
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("charge disputed_amount %q: %w", d.DisputedAmount, err)
 	}
 	status, err := parseStatus(d.Status)
 	if err != nil {
@@ -112,9 +137,17 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	return domain.Charge{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
-		Status: status, FailureCode: d.FailureCode, RefundedAmount: refunded,
+		Status: status, FailureCode: d.FailureCode, RefundedAmount: refunded, DisputedAmount: disputed,
 		CreatedAt: created.UTC(),
 	}, nil
+}
+
+// optionalAmount reads an amount a provider may leave out (zero then).
+func optionalAmount(s string) (decimal.Decimal, error) {
+	if s == "" {
+		return decimal.Zero, nil
+	}
+	return decimal.NewFromString(s)
 }
 
 func (d refundDTO) toRefund() (domain.ProviderRefund, error) {
@@ -131,8 +164,35 @@ func (d refundDTO) toRefund() (domain.ProviderRefund, error) {
 		return domain.ProviderRefund{}, fmt.Errorf("refund created_at: %w", err)
 	}
 	return domain.ProviderRefund{
-		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID,
+		ID: d.ID, IdempotencyKey: d.IdempotencyKey, ChargeID: d.ChargeID, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, Status: status, CreatedAt: created.UTC(),
+	}, nil
+}
+
+func (d disputeDTO) toDispute() (domain.ProviderDispute, error) {
+	amount, err := decimal.NewFromString(d.Amount)
+	if err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("dispute amount %q: %w", d.Amount, err)
+	}
+	status := domain.DisputeStatus(d.Status)
+	if !status.Valid() {
+		return domain.ProviderDispute{}, fmt.Errorf("unknown dispute status %q", d.Status)
+	}
+	created, err := time.Parse(time.RFC3339Nano, d.CreatedAt)
+	if err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("dispute created_at: %w", err)
+	}
+	var closed time.Time
+	if d.ClosedAt != nil && *d.ClosedAt != "" {
+		if closed, err = time.Parse(time.RFC3339Nano, *d.ClosedAt); err != nil {
+			return domain.ProviderDispute{}, fmt.Errorf("dispute closed_at: %w", err)
+		}
+		closed = closed.UTC()
+	}
+	return domain.ProviderDispute{
+		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
+		Amount: amount, Currency: d.Currency, Status: status, Reason: d.Reason,
+		CreatedAt: created.UTC(), ClosedAt: closed,
 	}, nil
 }
 

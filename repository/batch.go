@@ -16,23 +16,25 @@ import (
 	"github.com/payd/payd/migrations"
 )
 
-// PayBatch runs the pay path's two transactions — the claim and the
-// settlement of a successful charge — in one round trip each on MySQL
-// instead of four: START TRANSACTION, the transaction's statements and
-// COMMIT go in one multi-statement packet. See
-// docs/adr/0026-pay-transactions-in-one-round-trip.md (which takes over
-// from ADR 0024's two).
+// PayBatch runs the pay path's two transactions — the claim, and the
+// settlement of a successful charge with its ledger entry — in one round
+// trip each on MySQL instead of four and five: START TRANSACTION, the
+// transaction's statements and COMMIT go in one multi-statement packet.
+// See docs/adr/0026-pay-transactions-in-one-round-trip.md (which takes
+// over from ADR 0024's two).
 //
 // The statements are the stores' own, and every one is guarded; each
 // statement after the first runs only if the one before it matched
 // exactly one row (on MySQL, the statement's own guard ROW_COUNT() = 1),
 // and the transaction commits what ran. So a claim either takes the order
 // and records its attempt, or changes nothing; a settlement either
-// settles the attempt and pays the order, settles the attempt alone (the
-// order was moved meanwhile, as InTx would have committed it), or changes
-// nothing. The caller then learns why as it did before (a fresh read, or
-// the one-statement-at-a-time path), so no outcome differs from running
-// the same statements in InTx.
+// settles the attempt, pays the order and records the charge, settles the
+// attempt alone (the order was moved meanwhile, as InTx would have
+// committed it), or changes nothing (a statement that fails, such as the
+// ledger's INSERT finding the charge recorded, rolls back all of it). The
+// caller then learns why as it did before (a fresh read, or the
+// one-statement-at-a-time path), so no outcome differs from running the
+// same statements in InTx.
 type PayBatch struct{ db *DB }
 
 // NewPayBatch returns a PayBatch on db.
@@ -65,24 +67,40 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 }
 
 // SucceedAndPay moves attempt a from started or unknown to succeeded with
-// chargeID (AttemptStore.Succeed) and, only if that matched, its order
-// from processing to paid for a.RequestID (OrderStore.MarkPaid), in one
-// transaction. settled: the attempt moved (it is this call's success);
-// paid: the order moved too. Not settled: nothing was written (the
-// attempt was settled or moved meanwhile), and the caller settles step by
-// step. Settled but not paid: the order was no longer processing for
+// chargeID (AttemptStore.Succeed), only if that matched its order from
+// processing to paid for a.RequestID (OrderStore.MarkPaid), and only if
+// that matched records the charge's ledger entry (LedgerStore.Append), in
+// one transaction. settled: the attempt moved (it is this call's
+// success); paid: the order moved and the entry is recorded too. Not
+// settled: nothing was written — the attempt was settled or moved
+// meanwhile, or entry's reference is taken (the charge is recorded
+// already, and the whole transaction rolled back) — and the caller
+// settles step by step, whose Append takes a repeat in its stride.
+// Settled but not paid: the order was no longer processing for
 // a.RequestID, and the attempt's success is committed alone, as
-// Checkout.succeed's transaction commits it.
-func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time) (settled, paid bool, err error) {
+// Checkout.succeed's transaction commits it; the entry is not written.
+func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error) {
+	ledger, err := ledgerFromDomain(entry)
+	if err != nil {
+		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
+	}
 	succeed, pay := domain.AttemptCharged, domain.EventSucceed
 	matched, err := b.db.batch(ctx,
 		statement{settleAttempt, []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
 		statement{markPaid, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
+		statement{insertLedgerEntry, ledger.args()},
 	)
+	if violatesIndex(err, "ledger_entries", "reference") {
+		return false, false, nil // rolled back whole: nothing was written
+	}
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
-	return matched >= 1, matched == 2, nil
+	if matched == 2 {
+		// An INSERT that ran inserts its row or fails: never here.
+		return false, false, fmt.Errorf("mark order %s paid: the order was paid but the ledger entry %s not recorded", a.OrderID, entry.Reference)
+	}
+	return matched >= 1, matched == 3, nil
 }
 
 // statement is one SQL statement and its arguments, as the stores pass

@@ -35,6 +35,15 @@ func claimedOrder(t *testing.T, db *repository.DB, b *repository.PayBatch, reque
 	return o, a
 }
 
+// entryOf builds (without storing) the ledger entry of a's charge
+// chargeID, told by the pay reply at now, as Checkout builds it.
+func entryOf(a domain.Attempt, chargeID string, now time.Time) domain.LedgerEntry {
+	return domain.LedgerEntry{
+		ID: newID(), OrderID: a.OrderID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference(chargeID),
+		ChargeID: chargeID, Amount: a.Amount, Currency: a.Currency, Source: domain.SourcePayReply, CreatedAt: now,
+	}
+}
+
 func attemptsOf(t *testing.T, db *repository.DB, orderID string) []domain.Attempt {
 	t.Helper()
 	as, err := repository.NewAttemptStore(db).ListByOrder(t.Context(), orderID)
@@ -142,7 +151,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		later := t0.Add(time.Second)
 
 		o, a := claimedOrder(t, db, b, "req-1")
-		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", later); err != nil || !settled || !paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), later); err != nil || !settled || !paid {
 			t.Fatalf("SucceedAndPay = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
 		got := findOrder(t, db, o.ID)
@@ -152,8 +161,12 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if as := attemptsOf(t, db, o.ID); as[0].Status != domain.AttemptSucceeded || as[0].ProviderChargeID != "ch_1" {
 			t.Errorf("attempt %s charge %q, want succeeded ch_1", as[0].Status, as[0].ProviderChargeID)
 		}
+		if es := ledgerOf(t, db, o.ID); len(es) != 1 || es[0].Reference != domain.ChargeReference("ch_1") ||
+			es[0].ChargeID != "ch_1" || !es[0].Amount.Equal(o.Amount) || es[0].Kind != domain.LedgerCharge {
+			t.Errorf("ledger %+v, want the charge ch_1 of %s", es, o.Amount)
+		}
 		// Settled already: the attempt's guard refuses, nothing changes.
-		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_2", later.Add(time.Second)); err != nil || settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_2", entryOf(a, "ch_2", later.Add(time.Second)), later.Add(time.Second)); err != nil || settled || paid {
 			t.Fatalf("SucceedAndPay(settled) = %v, %v, %v, want neither", settled, paid, err)
 		}
 		if findOrder(t, db, o.ID).Version != got.Version {
@@ -161,6 +174,9 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		}
 		if as := attemptsOf(t, db, o.ID); as[0].ProviderChargeID != "ch_1" {
 			t.Errorf("a refused settlement changed the attempt's charge to %q", as[0].ProviderChargeID)
+		}
+		if es := ledgerOf(t, db, o.ID); len(es) != 1 {
+			t.Errorf("a refused settlement recorded a charge: %+v", es)
 		}
 
 		// The order is settled already but the attempt is not (a webhook
@@ -171,7 +187,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", t0); err != nil || !ok {
 			t.Fatalf("MarkPaid = %v, %v", ok, err)
 		}
-		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_3", later); err != nil || !settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_3", entryOf(a3, "ch_3", later), later); err != nil || !settled || paid {
 			t.Fatalf("SucceedAndPay(order paid already) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		if as := attemptsOf(t, db, o3.ID); as[0].Status != domain.AttemptSucceeded || as[0].ProviderChargeID != "ch_3" {
@@ -179,6 +195,9 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		}
 		if got := findOrder(t, db, o3.ID); got.Version != o3.Version+2 {
 			t.Errorf("order version %d, want %d: the settlement moved it again", got.Version, o3.Version+2)
+		}
+		if es := ledgerOf(t, db, o3.ID); len(es) != 0 {
+			t.Errorf("a settlement that did not pay the order recorded its charge: %+v", es)
 		}
 
 		// The attempt was settled otherwise meanwhile (held for other
@@ -190,7 +209,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 			t.Fatalf("Hold = %v, %v", ok, err)
 		}
 		before := findOrder(t, db, o4.ID)
-		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_held", later); err != nil || settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_held", entryOf(a4, "ch_held", later), later); err != nil || settled || paid {
 			t.Fatalf("SucceedAndPay(held attempt) = %v, %v, %v, want neither", settled, paid, err)
 		}
 		if got := findOrder(t, db, o4.ID); got.Status != domain.StatusProcessing || got.Version != before.Version {
@@ -208,7 +227,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
 			t.Fatal(err)
 		}
-		if settled, paid, err := b.SucceedAndPay(ctx, mine, "ch_4", later); err != nil || !settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, mine, "ch_4", entryOf(mine, "ch_4", later), later); err != nil || !settled || paid {
 			t.Fatalf("SucceedAndPay(order claimed by another) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		mineNow, err := repository.NewAttemptStore(db).FindByID(ctx, mine.ID)
@@ -220,6 +239,74 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		}
 		if got := findOrder(t, db, o2.ID); got.Status != domain.StatusProcessing || got.PayRequestID != "req-theirs" {
 			t.Errorf("order %s for %q, want processing for req-theirs", got.Status, got.PayRequestID)
+		}
+	})
+}
+
+// TestPayBatchChargeRecorded: the charge's entry is in the ledger already
+// (another path recorded it first). The ledger's INSERT, the last of the
+// transaction, fails on its reference: on MySQL inside the one packet,
+// after the attempt's and the order's UPDATEs matched. Nothing is written
+// — the attempt is not settled, the order not paid, no second entry — the
+// call reports not settled and no error, so the caller settles step by
+// step, and the connection is not left inside the transaction.
+func TestPayBatchChargeRecorded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		if d == migrations.MySQL {
+			for _, p := range db.Pools() {
+				p.SetMaxOpenConns(1) // the next statement runs on the batch's connection
+			}
+		}
+		b := repository.NewPayBatch(db)
+		ctx := t.Context()
+		later := t0.Add(time.Second)
+		o, a := claimedOrder(t, db, b, "req-1")
+		before := findOrder(t, db, o.ID)
+		recorded := entryOf(a, "ch_1", t0)
+		appendEntry(t, repository.NewLedgerStore(db), recorded)
+
+		settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), later)
+		if err != nil || settled || paid {
+			t.Fatalf("SucceedAndPay(charge recorded) = %v, %v, %v, want neither and no error", settled, paid, err)
+		}
+		if as := attemptsOf(t, db, o.ID); len(as) != 1 || as[0].Status != domain.AttemptStarted || as[0].ProviderChargeID != "" {
+			t.Errorf("attempt %s with charge %q, want started without one: the settlement was not rolled back", as[0].Status, as[0].ProviderChargeID)
+		}
+		if got := findOrder(t, db, o.ID); got.Status != domain.StatusProcessing || got.Version != before.Version || got.PaidAt != nil {
+			t.Errorf("order %s at version %d (was %d), want processing and unmoved: the payment was not rolled back", got.Status, got.Version, before.Version)
+		}
+		if es := ledgerOf(t, db, o.ID); len(es) != 1 || es[0].ID != recorded.ID {
+			t.Errorf("ledger %+v, want the recorded entry alone", es)
+		}
+		if d == migrations.MySQL {
+			var in int
+			if err := db.Gorm().Raw("SELECT @@in_transaction").Row().Scan(&in); err != nil {
+				t.Logf("@@in_transaction not known here (%v): not checked", err)
+			} else if in != 0 {
+				t.Errorf("the connection went back to the pool inside a transaction")
+			}
+		}
+
+		// Step by step, as the caller then settles, the repeat is harmless.
+		err = repository.NewTransactor(db).InTx(ctx, func(ctx context.Context) error {
+			if ok, err := repository.NewAttemptStore(db).Succeed(ctx, a.ID, "ch_1", later); err != nil || !ok {
+				return errors.Join(err, errors.New("the attempt did not settle"))
+			}
+			if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o.ID, "req-1", later); err != nil || !ok {
+				return errors.Join(err, errors.New("the order was not paid"))
+			}
+			isNew, err := repository.NewLedgerStore(db).Append(ctx, entryOf(a, "ch_1", later))
+			if isNew {
+				return errors.New("the repeat was stored")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("the step-by-step settlement = %v", err)
+		}
+		if got := findOrder(t, db, o.ID); got.Status != domain.StatusPaid {
+			t.Errorf("order %s after the step-by-step settlement, want paid", got.Status)
 		}
 	})
 }

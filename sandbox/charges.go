@@ -22,6 +22,7 @@ type method struct {
 	asyncFailureCode string
 	loseReply        bool // record the charge, then drop the connection unanswered
 	serverError      bool // answer 500 having recorded nothing
+	dispute          bool // open a dispute of the whole charge after AsyncDelay
 }
 
 // methods are the magic payment methods; anything else is refused with 400.
@@ -33,6 +34,7 @@ var methods = map[string]method{
 	"pm_async_fail":         {status: domain.ChargePending, asyncStatus: domain.ChargeFailed, asyncFailureCode: "card_declined"},
 	"pm_timeout":            {status: domain.ChargeSucceeded, loseReply: true},
 	"pm_error":              {serverError: true},
+	"pm_dispute":            {status: domain.ChargeSucceeded, dispute: true},
 }
 
 // errProcessorFault is pm_error's answer: a 500 with nothing charged.
@@ -183,6 +185,9 @@ func (s *Server) newCharge(in chargeInput, m method) chargeRow {
 	if m.status == domain.ChargePending {
 		row.SettleAt = at(now.Add(s.cfg.AsyncDelay))
 	}
+	if m.dispute {
+		row.DisputeAt = at(now.Add(s.cfg.AsyncDelay))
+	}
 	return row
 }
 
@@ -222,14 +227,36 @@ func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, row.toJSON())
 }
 
-func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
-	from, err1 := time.Parse(time.RFC3339, r.URL.Query().Get("from"))
-	to, err2 := time.Parse(time.RFC3339, r.URL.Query().Get("to"))
-	if err1 != nil || err2 != nil || !from.Before(to) {
-		s.writeError(w, r, badRequest("validation_failed", "from and to must be RFC 3339 times with from before to"))
+func (s *Server) handleGetChargeByID(w http.ResponseWriter, r *http.Request) {
+	row, err := chargeByID(r.Context(), s.db, r.PathValue("id"))
+	if errors.Is(err, errNoRow) {
+		err = errChargeNotFound
+	}
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	rows, err := chargesCreated(r.Context(), s.db, ceilMicro(from), ceilMicro(to))
+	writeJSON(w, http.StatusOK, row.toJSON())
+}
+
+// parseWindow reads the from and to of a list: RFC 3339 times, from before
+// to, rounded up to the store's microsecond.
+func parseWindow(r *http.Request) (from, to dbTime, err error) {
+	f, err1 := time.Parse(time.RFC3339, r.URL.Query().Get("from"))
+	t, err2 := time.Parse(time.RFC3339, r.URL.Query().Get("to"))
+	if err1 != nil || err2 != nil || !f.Before(t) {
+		return dbTime{}, dbTime{}, badRequest("validation_failed", "from and to must be RFC 3339 times with from before to")
+	}
+	return ceilMicro(f), ceilMicro(t), nil
+}
+
+func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
+	from, to, err := parseWindow(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rows, err := chargesCreated(r.Context(), s.db, from, to)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -181,3 +181,31 @@ func TestGetChargeNotFound(t *testing.T) {
 		t.Fatalf("GetCharge(never-used) = %v, want ErrChargeNotFound", err)
 	}
 }
+
+// GET /v1/charges/by-id/{id} answers what GET /v1/charges/{key} does, by
+// the sandbox's own charge id.
+func TestGetChargeByID(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		sb := sandboxtest.New(t, fastConfig(dbURL))
+		ch, err := sb.Client.Charge(context.Background(), chargeReq("k1", "pm_ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKeyStatus, byKeyBody := get(t, sb.URL+"/v1/charges/k1")
+		status, body := get(t, sb.URL+"/v1/charges/by-id/"+ch.ID)
+		if status != http.StatusOK || body != byKeyBody || byKeyStatus != http.StatusOK {
+			t.Errorf("GET by-id = %d %s, want %d %s", status, body, byKeyStatus, byKeyBody)
+		}
+		if !strings.Contains(body, `"disputed_amount":"0.00"`) {
+			t.Errorf("charge JSON %s lacks disputed_amount 0.00", body)
+		}
+		status, body = get(t, sb.URL+"/v1/charges/by-id/ch_nope")
+		if status != http.StatusNotFound || !strings.Contains(body, `{"error":{"code":"charge_not_found"`) {
+			t.Errorf("GET by-id unknown = %d %s, want 404 charge_not_found", status, body)
+		}
+		// The key is not an id.
+		if status, _ := get(t, sb.URL+"/v1/charges/by-id/k1"); status != http.StatusNotFound {
+			t.Errorf("GET by-id/<key> = %d, want 404", status)
+		}
+	})
+}

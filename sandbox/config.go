@@ -31,7 +31,8 @@ type Config struct {
 	WebhookSecret string
 
 	// AsyncDelay is how long pm_async and pm_async_fail charges stay
-	// pending (default 2s).
+	// pending, and how long after a pm_dispute charge its dispute opens
+	// (default 2s).
 	AsyncDelay time.Duration
 
 	// Duplicates is how many times each event is delivered, every copy
@@ -55,7 +56,7 @@ type Config struct {
 	DeliveryTimeout time.Duration
 
 	// PollInterval is how often the background workers look for due
-	// deliveries and pending charges (default 200ms).
+	// deliveries, pending charges and due disputes (default 200ms).
 	PollInterval time.Duration
 	// BatchSize bounds the rows one worker pass handles (default 32).
 	BatchSize int

@@ -1,9 +1,9 @@
 // Package sandbox is a stand-in card processor that speaks payd's provider
-// API over real HTTP. It keeps charges, refunds and owed webhooks in a
-// database of its own (SQLite or MySQL), honours idempotency keys with
-// unique indexes, fakes the failure modes that matter through magic payment
-// methods, and delivers signed webhooks from a durable outbox with retries,
-// and on demand duplicates, delays and reordering.
+// API over real HTTP. It keeps charges, refunds, disputes and owed
+// webhooks in a database of its own (SQLite or MySQL), honours idempotency
+// keys with unique indexes, fakes the failure modes that matter through
+// magic payment methods, and delivers signed webhooks from a durable outbox
+// with retries, and on demand duplicates, delays and reordering.
 //
 // It runs in-process on loopback (payd's default), as `payd sandbox`, or
 // behind httptest in tests (see sandboxtest).
@@ -16,23 +16,43 @@
 //
 //	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method}
 //	                            → 200 {id, idempotency_key, order_id, amount, currency, payment_method,
-//	                                   status, failure_code, refunded_amount, created_at}
+//	                                   status, failure_code, refunded_amount, disputed_amount, created_at}
 //	GET  /v1/charges/{key}      → 200 the charge created under that idempotency key, or 404 charge_not_found
+//	GET  /v1/charges/by-id/{id} → 200 the charge with that (sandbox) id, or 404 charge_not_found
 //	GET  /v1/charges?from=&to=  → 200 {"data":[charge...]} created in [from, to), oldest first
 //	POST /v1/refunds            Idempotency-Key; {charge_id, amount, currency, reason}
-//	                            → 200 {id, idempotency_key, charge_id, amount, currency, status, created_at}
+//	                            → 200 {id, idempotency_key, charge_id, order_id, amount, currency, status, created_at}
+//	GET  /v1/refunds?from=&to=  → 200 {"data":[refund...]} created in [from, to), oldest first
+//	GET  /v1/disputes?from=&to= → 200 {"data":[dispute...]} opened in [from, to), oldest first:
+//	                              {id, charge_id, idempotency_key (the charge's), order_id, amount,
+//	                               currency, status (open|won|lost), reason, created_at, closed_at (null while open)}
+//	POST /v1/disputes/{id}/close {"status":"won"|"lost"} → 200 the dispute
 //	GET  /v1/settlements/{YYYY-MM-DD}.csv
 //	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at
 //	                              one line per succeeded charge (type charge) and refund (type refund)
 //	                              created that UTC day; refund amounts are positive.
+//
+// A charge's refunded_amount is what refunds gave back, its disputed_amount
+// what disputes withdrew and have not given back (open or lost). A list's
+// from and to are RFC 3339 times, from before to, else 400 validation_failed.
 //
 // A key sent again with the same parameters returns the original charge or
 // refund, without charging again; with other parameters it is 422
 // idempotency_key_reused. A declined charge is a 200 with status failed.
 // Refunding more than is left is 422 refund_exceeds_charge; refunding a
 // charge that did not succeed is 422 charge_not_refundable; an unknown
-// charge is 404 charge_not_found. Validation failures are 400 (the key stays
-// unused).
+// charge is 404 charge_not_found. What is left to refund is the amount less
+// refunds and lost disputes; a charge under an open dispute is not
+// refundable at all (422 charge_disputed). Validation failures are 400 (the
+// key stays unused).
+//
+// Closing a dispute that is open moves it to won (its money goes back to
+// the charge) or lost (the bank keeps it) and queues dispute.closed.
+// Closing it again with the same status answers the dispute, with no
+// second event; another status is 409 dispute_closed; a status other than
+// won or lost is 400 validation_failed; an unknown dispute is 404
+// dispute_not_found. Disputes are only ever opened by the sandbox itself
+// (pm_dispute).
 //
 // # Magic payment methods
 //
@@ -44,20 +64,27 @@
 //	pm_timeout             recorded as succeeded, but every POST reply is lost: the connection
 //	                       is dropped unanswered (look it up with GET /v1/charges/{key})
 //	pm_error               500 processing_error; nothing recorded, the key stays free
+//	pm_dispute             succeeded; after Config.AsyncDelay the customer's bank disputes the
+//	                       whole amount (reason fraudulent): an open dispute and dispute.created
 //
 // Anything else is 400 unknown_payment_method.
 //
 // # Webhooks
 //
 // Every final charge outcome (at once for synchronous methods, on
-// resolution for asynchronous ones) and every refund queues an event:
+// resolution for asynchronous ones), every refund (whoever asked for it)
+// and every dispute opened or closed queues an event:
 //
-//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|refund.succeeded",
+//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|refund.succeeded|dispute.created|dispute.closed",
 //	 "created_at":"<RFC 3339>","data":{...}}
 //
 // with data {charge_id, idempotency_key, order_id, amount, currency, status,
-// failure_code} for payments and {refund_id, charge_id, idempotency_key
-// (the refund's), order_id, amount, currency} for refunds. Each is POSTed to
+// failure_code} for payments, {refund_id, charge_id, idempotency_key (the
+// refund's), order_id, amount, currency} for refunds and {dispute_id,
+// charge_id, idempotency_key (the charge's), order_id, amount, currency,
+// status (open, or won or lost), reason} for disputes. A change and its
+// event commit in one transaction, so a restart neither loses nor repeats
+// one. Each is POSTed to
 // Config.WebhookURL, signed per Standard Webhooks (webhook-id = the event
 // id on every retry and duplicate, webhook-timestamp, webhook-signature),
 // and retried with exponential backoff until the receiver answers 2xx.

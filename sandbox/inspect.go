@@ -22,6 +22,33 @@ func (s *Server) Charges(ctx context.Context) ([]domain.Charge, error) {
 	return out, nil
 }
 
+// Refunds returns every refund the sandbox holds, oldest first, whoever
+// asked for it.
+func (s *Server) Refunds(ctx context.Context) ([]domain.ProviderRefund, error) {
+	rows, err := refundsCreated(ctx, s.db, dbTime{}, dbTime{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.ProviderRefund, len(rows))
+	for i, r := range rows {
+		out[i] = r.toRefund()
+	}
+	return out, nil
+}
+
+// Disputes returns every dispute the sandbox holds, oldest first.
+func (s *Server) Disputes(ctx context.Context) ([]domain.ProviderDispute, error) {
+	rows, err := disputesCreated(ctx, s.db, dbTime{}, dbTime{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.ProviderDispute, len(rows))
+	for i, d := range rows {
+		out[i] = d.toDispute()
+	}
+	return out, nil
+}
+
 // Delivery is the state of one copy of one webhook event in the outbox.
 type Delivery struct {
 	EventID       string

@@ -16,6 +16,7 @@ var (
 	errRefundExceeds  = unprocessable("refund_exceeds_charge", "the amount exceeds what is left to refund on the charge")
 	errNotRefundable  = unprocessable("charge_not_refundable", "only a succeeded charge can be refunded")
 	errCurrency       = unprocessable("currency_mismatch", "the refund's currency differs from the charge's")
+	errChargeDisputed = unprocessable("charge_disputed", "the charge is under an open dispute: the bank already took the money back")
 )
 
 // refundInput is a validated refund request.
@@ -62,9 +63,10 @@ func parseRefundRequest(w http.ResponseWriter, r *http.Request) (refundInput, er
 }
 
 // createRefund gives back part of a succeeded charge, once per key. The
-// guarded UPDATE of refunded_minor is what refuses over-refunding, even
-// when refunds race; the refund row, the new total and the webhook commit
-// together or not at all.
+// guarded UPDATE of refunded_minor is what refuses over-refunding (more
+// than the amount less refunds and lost disputes) and refunding a charge
+// under an open dispute, even when refunds and disputes race; the refund
+// row, the new total and the webhook commit together or not at all.
 func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, error) {
 	if row, ok, err := s.existingRefund(ctx, in); err != nil || ok {
 		return row, err
@@ -85,9 +87,12 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 			return errCurrency
 		case c.Status != string(domain.ChargeSucceeded):
 			return errNotRefundable
+		case c.DisputeOpenMinor > 0:
+			return errChargeDisputed
 		}
 		res := tx.Exec(`UPDATE sandbox_charges SET refunded_minor = refunded_minor + ?, updated_at = ?
-		                 WHERE id = ? AND status = ? AND refunded_minor + ? <= amount_minor`,
+		                 WHERE id = ? AND status = ? AND dispute_open_minor = 0
+		                   AND refunded_minor + dispute_lost_minor + ? <= amount_minor`,
 			in.amountMinor, now, c.ID, string(domain.ChargeSucceeded), in.amountMinor)
 		if res.Error != nil {
 			return res.Error
@@ -95,16 +100,21 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 		if res.RowsAffected != 1 {
 			return errRefundExceeds
 		}
+		row.OrderID = c.OrderID
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		return s.enqueue(tx, refundEvent(row, c))
+		return s.enqueue(tx, refundEvent(row))
 	})
 	if errors.Is(err, gorm.ErrDuplicatedKey) || errors.Is(err, errRefundExceeds) {
 		// A concurrent request with this key may have won (and used up the
 		// charge): if so, its refund is this request's answer too.
 		if prev, ok, perr := s.existingRefund(ctx, in); perr != nil || ok {
 			return prev, perr
+		}
+		// A dispute that opened since the charge was read refused it.
+		if c, cerr := chargeByID(ctx, s.db, in.chargeID); cerr == nil && c.DisputeOpenMinor > 0 {
+			err = errChargeDisputed
 		}
 	}
 	if err != nil {
@@ -128,4 +138,22 @@ func (s *Server) existingRefund(ctx context.Context, in refundInput) (refundRow,
 		return refundRow{}, true, errKeyReused
 	}
 	return row, true, nil
+}
+
+func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
+	from, to, err := parseWindow(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rows, err := refundsCreated(r.Context(), s.db, from, to)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := refundListJSON{Data: make([]refundJSON, len(rows))}
+	for i, row := range rows {
+		out.Data[i] = row.toJSON()
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -2,10 +2,14 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/sandbox/sandboxtest"
@@ -150,6 +154,103 @@ func TestRefundsConcurrent(t *testing.T) {
 		}
 		if got, _ := sb.Client.GetCharge(ctx, "c2"); !got.RefundedAmount.Equal(dec("3.00")) {
 			t.Fatalf("RefundedAmount = %v, want 3.00", got.RefundedAmount)
+		}
+	})
+}
+
+func TestListRefundsWindow(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		clk := &clock{}
+		cfg := fastConfig(dbURL)
+		cfg.Clock = clk.Now
+		sb := sandboxtest.New(t, cfg)
+		ctx := context.Background()
+		t0 := time.Date(2024, 5, 1, 10, 0, 0, 123456000, time.UTC)
+		clk.Set(t0.Add(-time.Hour))
+		ch, err := sb.Client.Charge(ctx, chargeReq("c1", "pm_ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			clk.Set(t0.Add(time.Duration(i) * time.Second))
+			if _, err := sb.Client.Refund(ctx, refundReq(fmt.Sprintf("r%d", i), ch.ID, "1.00")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tests := []struct {
+			from, to time.Time
+			want     []string
+		}{
+			{t0, t0.Add(4 * time.Second), []string{"r0", "r1", "r2", "r3"}},
+			{t0.Add(time.Second), t0.Add(3 * time.Second), []string{"r1", "r2"}}, // [from, to)
+			{t0.Add(time.Microsecond), t0.Add(time.Second + time.Microsecond), []string{"r1"}},
+			{t0.Add(-2 * time.Hour), t0, nil},
+		}
+		for _, tt := range tests {
+			status, body := get(t, fmt.Sprintf("%s/v1/refunds?from=%s&to=%s", sb.URL, tt.from.Format(time.RFC3339Nano), tt.to.Format(time.RFC3339Nano)))
+			var out struct {
+				Data []map[string]any `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(body), &out); status != http.StatusOK || err != nil {
+				t.Fatalf("GET /v1/refunds = %d %s", status, body)
+			}
+			var keys []string
+			for _, r := range out.Data {
+				keys = append(keys, r["idempotency_key"].(string))
+				if r["order_id"] != "ord-c1" || r["charge_id"] != ch.ID || r["amount"] != "1.00" || r["status"] != "succeeded" {
+					t.Errorf("refund = %v, want 1.00 of %s for ord-c1", r, ch.ID)
+				}
+			}
+			if fmt.Sprint(keys) != fmt.Sprint(tt.want) {
+				t.Errorf("refunds in [%v, %v) = %v, want %v", tt.from, tt.to, keys, tt.want)
+			}
+		}
+		for _, q := range []string{"", "?from=x&to=y", "?from=" + t0.Format(time.RFC3339) + "&to=" + t0.Format(time.RFC3339)} {
+			if status, body := get(t, sb.URL+"/v1/refunds"+q); status != http.StatusBadRequest || !strings.Contains(body, `"code":"validation_failed"`) {
+				t.Errorf("GET /v1/refunds%s = %d %s, want 400 validation_failed", q, status, body)
+			}
+		}
+		rs, err := sb.Refunds(ctx)
+		if err != nil || len(rs) != 4 || rs[0].IdempotencyKey != "r0" || rs[0].OrderID != "ord-c1" || rs[0].ChargeID != ch.ID ||
+			!rs[0].Amount.Equal(dec("1.00")) || rs[0].Currency != "USD" || rs[0].Status != domain.ChargeSucceeded || !rs[0].CreatedAt.Equal(t0) {
+			t.Errorf("Refunds = %+v, %v; want r0..r3 of ord-c1", rs, err)
+		}
+	})
+}
+
+// A refund made straight at the sandbox (a dashboard refund, nothing to do
+// with payd) is announced like any other: refund.succeeded with the order.
+func TestDashboardRefundWebhook(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		secret := sandboxtest.Secret(t)
+		rcv := newReceiver(t, secret, 0)
+		cfg := fastConfig(dbURL)
+		cfg.WebhookURL, cfg.WebhookSecret = rcv.URL, secret
+		sb := sandboxtest.Start(t, cfg)
+		ch, err := sb.Client.Charge(context.Background(), chargeReq("c1", "pm_ok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, body := post(t, sb.URL+"/v1/refunds", "dash-1", "application/json",
+			`{"charge_id":"`+ch.ID+`","amount":"2.50","currency":"USD","reason":"dashboard"}`)
+		var reply map[string]any
+		_ = json.Unmarshal([]byte(body), &reply)
+		if status != http.StatusOK || reply["order_id"] != "ord-c1" || reply["charge_id"] != ch.ID || reply["amount"] != "2.50" {
+			t.Fatalf("POST /v1/refunds = %d %s, want 200 with order_id ord-c1", status, body)
+		}
+		evs := byKey(rcv.waitAccepted(t, 2), "dash-1")
+		if len(evs) != 1 {
+			t.Fatalf("events for the dashboard refund = %d, want 1", len(evs))
+		}
+		e := evs[0]
+		if e.Type != domain.EventRefundSucceeded || e.RefundID != reply["id"] || e.ChargeID != ch.ID || e.OrderID != "ord-c1" ||
+			!e.Amount.Equal(dec("2.50")) || e.Currency != "USD" {
+			t.Errorf("refund.succeeded = %+v, want refund %v of %s for ord-c1", e, reply["id"], ch.ID)
+		}
+		data := eventData(t, sb, "refund.succeeded")
+		want := map[string]any{"refund_id": reply["id"], "charge_id": ch.ID, "idempotency_key": "dash-1", "order_id": "ord-c1", "amount": "2.50", "currency": "USD"}
+		if len(data) != 1 || fmt.Sprint(data[0]) != fmt.Sprint(want) {
+			t.Errorf("refund.succeeded data = %v, want %v", data, want)
 		}
 	})
 }

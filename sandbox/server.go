@@ -15,7 +15,8 @@ import (
 )
 
 // Server is one sandbox provider: its HTTP API, its store and its
-// background workers (async charge resolution, webhook delivery).
+// background workers (async charge resolution, dispute opening, webhook
+// delivery).
 type Server struct {
 	cfg     Config
 	db      *gorm.DB
@@ -57,7 +58,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/charges", s.handleCreateCharge)
 	mux.HandleFunc("GET /v1/charges", s.handleListCharges)
 	mux.HandleFunc("GET /v1/charges/{key}", s.handleGetCharge)
+	mux.HandleFunc("GET /v1/charges/by-id/{id}", s.handleGetChargeByID)
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
+	mux.HandleFunc("GET /v1/refunds", s.handleListRefunds)
+	mux.HandleFunc("GET /v1/disputes", s.handleListDisputes)
+	mux.HandleFunc("POST /v1/disputes/{id}/close", s.handleCloseDispute)
 	mux.HandleFunc("GET /v1/settlements/{file}", s.handleSettlement)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -95,6 +100,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	ctx, s.stop = context.WithCancel(ctx)
 	s.workers.Go(func() { s.loop(ctx, "resolve pending charges", s.ResolvePending) })
+	s.workers.Go(func() { s.loop(ctx, "open disputes", s.OpenDisputes) })
 	s.workers.Go(func() { s.loop(ctx, "deliver webhooks", s.DeliverDue) })
 	return nil
 }

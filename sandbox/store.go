@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,18 @@ type chargeRow struct {
 	Status         string `gorm:"column:status"`
 	FailureCode    string `gorm:"column:failure_code"`
 	SettleAt       dbTime `gorm:"column:settle_at"`
-	CreatedAt      dbTime `gorm:"column:created_at"`
-	UpdatedAt      dbTime `gorm:"column:updated_at"`
+	// DisputeAt is when a pm_dispute charge's dispute opens; cleared as it does.
+	DisputeAt dbTime `gorm:"column:dispute_at"`
+	// DisputeOpenMinor is the money its open dispute holds, DisputeLostMinor
+	// what a lost one kept.
+	DisputeOpenMinor int64  `gorm:"column:dispute_open_minor"`
+	DisputeLostMinor int64  `gorm:"column:dispute_lost_minor"`
+	CreatedAt        dbTime `gorm:"column:created_at"`
+	UpdatedAt        dbTime `gorm:"column:updated_at"`
 }
+
+// disputedMinor is the money disputes withdrew and have not given back.
+func (r chargeRow) disputedMinor() int64 { return r.DisputeOpenMinor + r.DisputeLostMinor }
 
 // TableName tells GORM the row's table.
 func (chargeRow) TableName() string { return "sandbox_charges" }
@@ -39,10 +49,32 @@ type refundRow struct {
 	Reason         string `gorm:"column:reason"`
 	Status         string `gorm:"column:status"`
 	CreatedAt      dbTime `gorm:"column:created_at"`
+	// OrderID is the refunded charge's order, read with it (refundsWhere).
+	OrderID string `gorm:"column:order_id;->"`
 }
 
 // TableName tells GORM the row's table.
 func (refundRow) TableName() string { return "sandbox_refunds" }
+
+// disputeRow is a sandbox_disputes row.
+type disputeRow struct {
+	ID          string `gorm:"column:id;primaryKey"`
+	ChargeID    string `gorm:"column:charge_id"`
+	Currency    string `gorm:"column:currency"`
+	AmountMinor int64  `gorm:"column:amount_minor"`
+	Status      string `gorm:"column:status"`
+	Reason      string `gorm:"column:reason"`
+	CreatedAt   dbTime `gorm:"column:created_at"`
+	ClosedAt    dbTime `gorm:"column:closed_at"`
+	UpdatedAt   dbTime `gorm:"column:updated_at"`
+	// ChargeKey and OrderID are the disputed charge's idempotency key and
+	// order, read with it (disputesWhere).
+	ChargeKey string `gorm:"column:charge_key;->"`
+	OrderID   string `gorm:"column:order_id;->"`
+}
+
+// TableName tells GORM the row's table.
+func (disputeRow) TableName() string { return "sandbox_disputes" }
 
 // deliveryRow is a sandbox_webhook_deliveries row: one copy of one event
 // and the state of getting it to the receiver.
@@ -79,7 +111,70 @@ func chargeByID(ctx context.Context, db *gorm.DB, id string) (chargeRow, error) 
 
 // refundByKey finds the refund created under an idempotency key.
 func refundByKey(ctx context.Context, db *gorm.DB, key string) (refundRow, error) {
-	return first[refundRow](ctx, db, "idempotency_key = ?", key)
+	rows, err := refundsWhere(ctx, db, "r.idempotency_key = ?", key)
+	if err != nil || len(rows) == 0 {
+		return refundRow{}, cmp.Or(err, errNoRow)
+	}
+	return rows[0], nil
+}
+
+// refundsCreated lists the refunds created in [from, to), oldest first; a
+// zero bound leaves that side open.
+func refundsCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]refundRow, error) {
+	where, args := window("r.created_at", from, to)
+	return refundsWhere(ctx, db, where, args...)
+}
+
+func refundsWhere(ctx context.Context, db *gorm.DB, where string, args ...any) ([]refundRow, error) {
+	var rows []refundRow
+	err := db.WithContext(ctx).Table("sandbox_refunds r").Select("r.*, c.order_id").
+		Joins("JOIN sandbox_charges c ON c.id = r.charge_id").
+		Where(where, args...).Order("r.created_at, r.id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: load refunds: %w", err)
+	}
+	return rows, nil
+}
+
+// disputeByID finds a dispute by its ID.
+func disputeByID(ctx context.Context, db *gorm.DB, id string) (disputeRow, error) {
+	rows, err := disputesWhere(ctx, db, "d.id = ?", id)
+	if err != nil || len(rows) == 0 {
+		return disputeRow{}, cmp.Or(err, errNoRow)
+	}
+	return rows[0], nil
+}
+
+// disputesCreated lists the disputes opened in [from, to), oldest first; a
+// zero bound leaves that side open.
+func disputesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]disputeRow, error) {
+	where, args := window("d.created_at", from, to)
+	return disputesWhere(ctx, db, where, args...)
+}
+
+func disputesWhere(ctx context.Context, db *gorm.DB, where string, args ...any) ([]disputeRow, error) {
+	var rows []disputeRow
+	err := db.WithContext(ctx).Table("sandbox_disputes d").
+		Select("d.*, c.idempotency_key AS charge_key, c.order_id").
+		Joins("JOIN sandbox_charges c ON c.id = d.charge_id").
+		Where(where, args...).Order("d.created_at, d.id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: load disputes: %w", err)
+	}
+	return rows, nil
+}
+
+// window is the condition that column lies in [from, to); a zero bound
+// leaves that side open.
+func window(column string, from, to dbTime) (string, []any) {
+	where, args := "1 = 1", []any{}
+	if !from.IsZero() {
+		where, args = where+" AND "+column+" >= ?", append(args, from)
+	}
+	if !to.IsZero() {
+		where, args = where+" AND "+column+" < ?", append(args, to)
+	}
+	return where, args
 }
 
 // first loads one row matching where, or errNoRow.
@@ -126,6 +221,26 @@ func (r chargeRow) toCharge() domain.Charge {
 		Status:         domain.ChargeStatus(r.Status),
 		FailureCode:    r.FailureCode,
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
+		DisputedAmount: domain.FromMinorUnits(r.disputedMinor(), c),
 		CreatedAt:      r.CreatedAt.Time,
+	}
+}
+
+// toRefund converts a stored refund into payd's provider type.
+func (r refundRow) toRefund() domain.ProviderRefund {
+	return domain.ProviderRefund{
+		ID: r.ID, IdempotencyKey: r.IdempotencyKey, ChargeID: r.ChargeID, OrderID: r.OrderID,
+		Amount: domain.FromMinorUnits(r.AmountMinor, domain.Currency(r.Currency)), Currency: r.Currency,
+		Status: domain.ChargeStatus(r.Status), CreatedAt: r.CreatedAt.Time,
+	}
+}
+
+// toDispute converts a stored dispute into payd's provider type.
+func (d disputeRow) toDispute() domain.ProviderDispute {
+	return domain.ProviderDispute{
+		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.ChargeKey, OrderID: d.OrderID,
+		Amount: domain.FromMinorUnits(d.AmountMinor, domain.Currency(d.Currency)), Currency: d.Currency,
+		Status: domain.DisputeStatus(d.Status), Reason: d.Reason,
+		CreatedAt: d.CreatedAt.Time, ClosedAt: d.ClosedAt.Time,
 	}
 }

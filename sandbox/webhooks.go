@@ -49,6 +49,17 @@ type refundDataJSON struct {
 	Currency       string `json:"currency"`
 }
 
+type disputeDataJSON struct {
+	DisputeID      string `json:"dispute_id"`
+	ChargeID       string `json:"charge_id"`
+	IdempotencyKey string `json:"idempotency_key"` // the disputed charge's key
+	OrderID        string `json:"order_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"` // open, won or lost
+	Reason         string `json:"reason"`
+}
+
 // event is an event about to enter the outbox.
 type event struct {
 	typ  string
@@ -68,11 +79,24 @@ func paymentEvent(c chargeRow) event {
 	}}
 }
 
-// refundEvent announces a refund of charge c.
-func refundEvent(r refundRow, c chargeRow) event {
+// refundEvent announces a refund, whoever asked for it.
+func refundEvent(r refundRow) event {
 	return event{typ: string(domain.EventRefundSucceeded), data: refundDataJSON{
-		RefundID: r.ID, ChargeID: c.ID, IdempotencyKey: r.IdempotencyKey, OrderID: c.OrderID,
+		RefundID: r.ID, ChargeID: r.ChargeID, IdempotencyKey: r.IdempotencyKey, OrderID: r.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
+	}}
+}
+
+// disputeEvent announces a dispute opened (dispute.created) or closed
+// (dispute.closed, won or lost), as its status says.
+func disputeEvent(d disputeRow) event {
+	typ := string(domain.EventDisputeClosed)
+	if d.Status == string(domain.DisputeOpen) {
+		typ = string(domain.EventDisputeCreated)
+	}
+	return event{typ: typ, data: disputeDataJSON{
+		DisputeID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.ChargeKey, OrderID: d.OrderID,
+		Amount: money(d.AmountMinor, d.Currency), Currency: d.Currency, Status: d.Status, Reason: d.Reason,
 	}}
 }
 

@@ -33,6 +33,9 @@ type chargeJSON struct {
 	Status         string `json:"status"`
 	FailureCode    string `json:"failure_code"`
 	RefundedAmount string `json:"refunded_amount"`
+	// DisputedAmount is what disputes withdrew and have not given back
+	// (open or lost).
+	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
 }
 
@@ -51,10 +54,36 @@ type refundJSON struct {
 	ID             string `json:"id"`
 	IdempotencyKey string `json:"idempotency_key"`
 	ChargeID       string `json:"charge_id"`
+	OrderID        string `json:"order_id"` // the refunded charge's
 	Amount         string `json:"amount"`
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	CreatedAt      string `json:"created_at"`
+}
+
+type refundListJSON struct {
+	Data []refundJSON `json:"data"`
+}
+
+type disputeJSON struct {
+	ID             string  `json:"id"`
+	ChargeID       string  `json:"charge_id"`
+	IdempotencyKey string  `json:"idempotency_key"` // the disputed charge's
+	OrderID        string  `json:"order_id"`
+	Amount         string  `json:"amount"`
+	Currency       string  `json:"currency"`
+	Status         string  `json:"status"` // open, won or lost
+	Reason         string  `json:"reason"`
+	CreatedAt      string  `json:"created_at"`
+	ClosedAt       *string `json:"closed_at"` // null while open
+}
+
+type disputeListJSON struct {
+	Data []disputeJSON `json:"data"`
+}
+
+type closeDisputeRequestJSON struct {
+	Status string `json:"status"`
 }
 
 type errorJSON struct {
@@ -81,16 +110,30 @@ func (r chargeRow) toJSON() chargeJSON {
 		ID: r.ID, IdempotencyKey: r.IdempotencyKey, OrderID: r.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
 		PaymentMethod: r.PaymentMethod, Status: r.Status, FailureCode: r.FailureCode,
-		RefundedAmount: money(r.RefundedMinor, r.Currency), CreatedAt: formatTime(r.CreatedAt.Time),
+		RefundedAmount: money(r.RefundedMinor, r.Currency), DisputedAmount: money(r.disputedMinor(), r.Currency),
+		CreatedAt: formatTime(r.CreatedAt.Time),
 	}
 }
 
 func (r refundRow) toJSON() refundJSON {
 	return refundJSON{
-		ID: r.ID, IdempotencyKey: r.IdempotencyKey, ChargeID: r.ChargeID,
+		ID: r.ID, IdempotencyKey: r.IdempotencyKey, ChargeID: r.ChargeID, OrderID: r.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
 		Status: r.Status, CreatedAt: formatTime(r.CreatedAt.Time),
 	}
+}
+
+func (d disputeRow) toJSON() disputeJSON {
+	out := disputeJSON{
+		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.ChargeKey, OrderID: d.OrderID,
+		Amount: money(d.AmountMinor, d.Currency), Currency: d.Currency,
+		Status: d.Status, Reason: d.Reason, CreatedAt: formatTime(d.CreatedAt.Time),
+	}
+	if !d.ClosedAt.IsZero() {
+		closed := formatTime(d.ClosedAt.Time)
+		out.ClosedAt = &closed
+	}
+	return out
 }
 
 // apiError is a refusal with an HTTP status and a stable machine code; its

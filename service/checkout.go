@@ -66,11 +66,13 @@ type PayBatch interface {
 	// AttemptStore.Create).
 	Claim(ctx context.Context, a domain.Attempt, version int64, now time.Time) (bool, error)
 	// SucceedAndPay moves a (started or unknown) to succeeded with
-	// chargeID and, only if it moved, its order from processing to paid
-	// for a.RequestID, in one transaction (AttemptStore.Succeed,
-	// OrderStore.MarkPaid). settled: a moved; paid: the order moved too.
-	// Not settled: nothing was written.
-	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, now time.Time) (settled, paid bool, err error)
+	// chargeID, only if it moved its order from processing to paid for
+	// a.RequestID, and only if that moved records entry, the charge's
+	// ledger entry, in one transaction (AttemptStore.Succeed,
+	// OrderStore.MarkPaid, LedgerStore.Append). settled: a moved; paid:
+	// the order moved and entry is recorded too. Not settled: nothing was
+	// written (also when entry's reference was recorded already).
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -406,7 +408,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		fault("before_settle_commit")
 		mine := a
 		mine.OrderID = o.ID
-		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, now)
+		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), now)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}

@@ -76,8 +76,14 @@ func (s *Disputes) Apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 // new, closed if the provider closed it, each step booked once. It reports
 // whether anything changed. A dispute of a charge that pays no order of
 // payd's is recorded as a disputed discrepancy only.
+//
+// The dispute's opening is booked as money withdrawn only once the
+// provider's charge shows disputed money (an inquiry, where the bank only
+// asks questions, withdraws nothing), or when the dispute is lost; its
+// close is booked only if its opening was: money that never left does not
+// come back.
 func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src domain.LedgerSource) (bool, error) {
-	orderID, err := s.orderOf(ctx, pd)
+	orderID, withdrawn, err := s.orderOf(ctx, pd)
 	if err != nil {
 		return false, err
 	}
@@ -92,9 +98,9 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		opened = now
 	}
 	var stored domain.Dispute
-	var isNew, closed bool
+	var isNew, closed, booked bool
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		isNew, closed = false, false // InTx may run fn again after a conflict: start clean
+		isNew, closed, booked = false, false, false // InTx may run fn again after a conflict: start clean
 		var err error
 		stored, isNew, err = s.Store.Open(ctx, domain.Dispute{
 			ID: newID(), ProviderDisputeID: pd.ID, OrderID: orderID, ChargeID: pd.ChargeID, Status: domain.DisputeOpen,
@@ -103,16 +109,21 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		if err != nil {
 			return err
 		}
-		if isNew {
+		hadOpening, err := s.booked(ctx, stored, domain.LedgerDisputeOpened)
+		if err != nil {
+			return err
+		}
+		if !hadOpening && (withdrawn || pd.Status == domain.DisputeLost) {
 			if err := s.book(ctx, stored, domain.LedgerDisputeOpened, src, now); err != nil {
 				return err
 			}
+			hadOpening, booked = true, true
 		}
 		e, ok := domain.CloseEvent(pd.Status)
 		if !ok || stored.Status != domain.DisputeOpen {
 			return nil
 		}
-		if closed, err = s.Store.Close(ctx, stored.ID, e, now); err != nil || !closed {
+		if closed, err = s.Store.Close(ctx, stored.ID, e, now); err != nil || !closed || !hadOpening {
 			return err
 		}
 		return s.book(ctx, stored, e.Ledger(), src, now)
@@ -125,44 +136,64 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 			return true, err
 		}
 	}
-	if isNew || closed {
+	changed := isNew || closed || booked
+	if changed {
 		observing(s.Observer).OrderChanged(orderID)
 	}
-	return isNew || closed, nil
+	return changed, nil
 }
 
-// orderOf is the payd order the disputed charge pays: the provider's own
+// booked reports whether step k of dispute d is in its order's ledger.
+func (s *Disputes) booked(ctx context.Context, d domain.Dispute, k domain.LedgerKind) (bool, error) {
+	if s.Ledger == nil {
+		return false, nil
+	}
+	entries, err := s.Ledger.ListByOrder(ctx, d.OrderID)
+	if err != nil {
+		return false, err
+	}
+	ref := domain.DisputeReference(d.ProviderDisputeID, k)
+	for _, e := range entries {
+		if e.Reference == ref {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// orderOf is the payd order the disputed charge pays — the provider's own
 // record of the charge when payd can ask it, else the attempt the report
-// names. Empty when payd knows no such order.
-func (s *Disputes) orderOf(ctx context.Context, pd domain.ProviderDispute) (string, error) {
-	orderID := ""
+// names; empty when payd knows no such order — and whether the provider's
+// charge shows disputed money withdrawn (true when payd cannot ask).
+func (s *Disputes) orderOf(ctx context.Context, pd domain.ProviderDispute) (string, bool, error) {
+	orderID, withdrawn := "", true
 	if s.Charges != nil {
 		ch, err := s.Charges.FindCharge(ctx, pd.ChargeID)
 		switch {
 		case errors.Is(err, domain.ErrChargeNotFound):
-			return "", nil
+			return "", false, nil
 		case err != nil:
-			return "", fmt.Errorf("ask the provider about charge %s: %w", pd.ChargeID, err)
+			return "", false, fmt.Errorf("ask the provider about charge %s: %w", pd.ChargeID, err)
 		}
-		orderID = ch.OrderID
+		orderID, withdrawn = ch.OrderID, ch.DisputedAmount.IsPositive()
 	} else if pd.IdempotencyKey != "" {
 		a, err := s.Attempts.FindByID(ctx, pd.IdempotencyKey)
 		if err == nil {
 			orderID = a.OrderID
 		} else if !errors.Is(err, domain.ErrAttemptNotFound) {
-			return "", err
+			return "", false, err
 		}
 	}
 	if orderID == "" {
-		return "", nil
+		return "", false, nil
 	}
 	if _, err := s.Orders.FindByID(ctx, orderID); err != nil {
 		if errors.Is(err, domain.ErrOrderNotFound) {
-			return "", nil
+			return "", false, nil
 		}
-		return "", err
+		return "", false, err
 	}
-	return orderID, nil
+	return orderID, withdrawn, nil
 }
 
 // book appends the ledger entry of one step of dispute d, and its audit.

@@ -96,6 +96,10 @@ func (f *Fake) Close() { f.srv.Close() }
 // DropReplies makes the next n requests take effect but lose their reply.
 func (f *Fake) DropReplies(n int) { f.mu.Lock(); f.dropReplies = n; f.mu.Unlock() }
 
+// SetNow sets the fake's clock: the created time of every object and
+// event made from now on.
+func (f *Fake) SetNow(now func() time.Time) { f.mu.Lock(); f.now = now; f.mu.Unlock() }
+
 // SetDown makes every request fail with 500 without taking effect.
 func (f *Fake) SetDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
 
@@ -318,17 +322,156 @@ func (f *Fake) Refunds() [][2]string {
 	return out
 }
 
-// Dispute opens a dispute on a PaymentIntent and emits charge.dispute.created.
-func (f *Fake) Dispute(piID string) string {
+// DisputeOptions shapes a dispute OpenDispute opens.
+type DisputeOptions struct {
+	Amount int64  // Stripe's integer amount; 0 disputes the whole charge
+	Reason string // fraudulent when empty
+	// Inquiry opens an inquiry (warning_needs_response): the bank asks
+	// questions and takes no money, unless UpdateDispute escalates it.
+	Inquiry bool
+}
+
+// Dispute opens a dispute of the whole of a PaymentIntent's charge, as
+// OpenDispute with no options, and returns its id.
+func (f *Fake) Dispute(piID string) string { return f.OpenDispute(piID, DisputeOptions{}) }
+
+// OpenDispute opens a dispute on a PaymentIntent's charge and returns its
+// id. A chargeback (needs_response) withdraws its amount at once, as Stripe
+// does: charge.dispute.created, then charge.dispute.funds_withdrawn, the
+// dispute listing the withdrawal among its balance_transactions. An
+// inquiry emits charge.dispute.created only.
+func (f *Fake) OpenDispute(piID string, o DisputeOptions) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pi := f.pis[piID]
-	d := map[string]any{"id": f.id("dp"), "object": "dispute", "amount": pi["amount"], "currency": pi["currency"],
-		"charge": pi["latest_charge"], "payment_intent": piID, "reason": "fraudulent", "status": "needs_response",
-		"created": f.now().Unix(), "livemode": false, "metadata": map[string]any{}}
+	amount := o.Amount
+	if amount == 0 {
+		amount = pi["amount"].(int64)
+	}
+	reason, status := o.Reason, "needs_response"
+	if reason == "" {
+		reason = "fraudulent"
+	}
+	if o.Inquiry {
+		status = "warning_needs_response"
+	}
+	d := map[string]any{"id": f.id("dp"), "object": "dispute", "amount": amount, "currency": pi["currency"],
+		"charge": pi["latest_charge"], "payment_intent": piID, "reason": reason, "status": status,
+		"balance_transactions": []any{}, "is_charge_refundable": false, "created": f.now().Unix(), "livemode": false,
+		"metadata": map[string]any{}}
 	f.disputes[d["id"].(string)] = d
 	f.emit("charge.dispute.created", d)
+	if !o.Inquiry {
+		f.moveDisputeFunds(d, -amount, "charge.dispute.funds_withdrawn")
+	}
 	return d["id"].(string)
+}
+
+// UpdateDispute moves an open dispute to status (under_review once the
+// merchant answered, warning_under_review for an inquiry answered, or
+// needs_response for an inquiry the bank escalates to a chargeback, which
+// withdraws its amount) and emits charge.dispute.updated.
+func (f *Fake) UpdateDispute(id, status string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.disputes[id]
+	if !ok {
+		return fmt.Errorf("no such dispute %s", id)
+	}
+	from, _ := d["status"].(string)
+	if disputeClosed(from) {
+		return fmt.Errorf("dispute %s is %s: it is closed", id, from)
+	}
+	inquiry := strings.HasPrefix(from, "warning_")
+	switch status {
+	case "under_review", "needs_response":
+		d["status"] = status
+		f.emit("charge.dispute.updated", d)
+		if inquiry {
+			f.moveDisputeFunds(d, -d["amount"].(int64), "charge.dispute.funds_withdrawn")
+		}
+	case "warning_under_review":
+		if !inquiry {
+			return fmt.Errorf("dispute %s is a chargeback, not an inquiry", id)
+		}
+		d["status"] = status
+		f.emit("charge.dispute.updated", d)
+	default:
+		return fmt.Errorf("fake: UpdateDispute to %q is not supported", status)
+	}
+	return nil
+}
+
+// CloseDispute decides an open dispute and emits charge.dispute.closed:
+// won gives the withdrawn amount back (charge.dispute.funds_reinstated
+// after it), lost keeps it withdrawn; an inquiry closes as warning_closed,
+// having moved no money.
+func (f *Fake) CloseDispute(id, status string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.disputes[id]
+	if !ok {
+		return fmt.Errorf("no such dispute %s", id)
+	}
+	from, _ := d["status"].(string)
+	if disputeClosed(from) {
+		return fmt.Errorf("dispute %s is %s: it is closed", id, from)
+	}
+	inquiry := strings.HasPrefix(from, "warning_")
+	switch {
+	case status == "warning_closed" && inquiry, (status == "won" || status == "lost") && !inquiry:
+	default:
+		return fmt.Errorf("dispute %s (%s) cannot close as %q", id, from, status)
+	}
+	d["status"] = status
+	f.emit("charge.dispute.closed", d)
+	if status == "won" {
+		f.moveDisputeFunds(d, d["amount"].(int64), "charge.dispute.funds_reinstated")
+	}
+	return nil
+}
+
+// DisputeStatus is dispute id's status ("" when there is none).
+func (f *Fake) DisputeStatus(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, _ := f.disputes[id]["status"].(string)
+	return s
+}
+
+func disputeClosed(status string) bool {
+	return status == "won" || status == "lost" || status == "warning_closed" || status == "prevented"
+}
+
+// moveDisputeFunds records on dispute d the balance transaction of amount
+// (negative: withdrawn) and emits typ; the caller holds mu.
+func (f *Fake) moveDisputeFunds(d map[string]any, amount int64, typ string) {
+	bt := map[string]any{"id": f.id("txn"), "object": "balance_transaction", "amount": amount, "currency": d["currency"],
+		"created": f.now().Unix(), "type": "adjustment", "reporting_category": "dispute", "source": d["id"], "status": "available"}
+	d["balance_transactions"] = append(d["balance_transactions"].([]any), bt)
+	f.emit(typ, d)
+}
+
+// RefundOutside refunds amount (Stripe's integer amount) of a
+// PaymentIntent as the Dashboard would, outside payd: no metadata, no
+// Idempotency-Key. It emits refund.created and charge.refunded and returns
+// the refund's id.
+func (f *Fake) RefundOutside(piID string, amount int64) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi, ok := f.pis[piID]
+	if !ok {
+		return "", fmt.Errorf("no such payment intent %s", piID)
+	}
+	if pi["status"] != "succeeded" || f.refunded(piID)+amount > pi["amount"].(int64) || amount <= 0 {
+		return "", fmt.Errorf("payment intent %s cannot be refunded %d", piID, amount)
+	}
+	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": "succeeded",
+		"payment_intent": piID, "charge": pi["latest_charge"], "metadata": map[string]any{}, "created": f.now().Unix()}
+	f.refunds[r["id"].(string)] = r
+	f.emit("refund.created", r)
+	f.emitChargeRefunded(pi)
+	return r["id"].(string), nil
 }
 
 // ContradictingFailure returns, without recording it, a signed-ready

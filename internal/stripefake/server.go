@@ -112,21 +112,28 @@ func (f *Fake) route(r *http.Request) reply {
 		return f.cancelPI(parts[1])
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "payment_intents":
 		if pi, ok := f.pis[parts[1]]; ok {
-			return reply{200, pi}
+			return reply{200, f.expand(pi, expandOf(r.Form))}
+		}
+		return notFound
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "charges":
+		if ch := f.charge(parts[1]); ch != nil {
+			return reply{200, f.expand(ch, expandOf(r.Form))}
 		}
 		return notFound
 	case r.Method == http.MethodPost && p == "refunds":
 		return f.createRefund(r.PostForm)
 	case r.Method == http.MethodGet && p == "refunds":
-		return f.listRefunds(r.Form.Get("charge"))
+		return f.list("/v1/refunds", f.refunds, r.Form)
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "refunds":
 		if x, ok := f.refunds[parts[1]]; ok {
-			return reply{200, x}
+			return reply{200, f.expand(x, expandOf(r.Form))}
 		}
 		return notFound
+	case r.Method == http.MethodGet && p == "disputes":
+		return f.list("/v1/disputes", f.disputes, r.Form)
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "disputes":
 		if x, ok := f.disputes[parts[1]]; ok {
-			return reply{200, x}
+			return reply{200, f.expand(x, expandOf(r.Form))}
 		}
 		return notFound
 	}
@@ -309,19 +316,129 @@ func (f *Fake) emitChargeRefunded(pi map[string]any) {
 		"amount_refunded": refunded, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded == pi["amount"].(int64)})
 }
 
-func (f *Fake) listRefunds(charge string) reply {
-	var data []any
-	ids := make([]string, 0, len(f.refunds))
-	for id := range f.refunds {
-		ids = append(ids, id)
+// list answers a list of refunds or disputes as Stripe does: newest
+// first, filtered by charge, payment_intent and created[gte]/created[lt],
+// limit (10 by default, at most 100) and starting_after, each item expanded
+// as expand[]=data.… asks; the caller holds mu.
+func (f *Fake) list(path string, objs map[string]map[string]any, q url.Values) reply {
+	gte, _ := strconv.ParseInt(q.Get("created[gte]"), 10, 64)
+	lt, err := strconv.ParseInt(q.Get("created[lt]"), 10, 64)
+	if err != nil {
+		lt = 1 << 62
 	}
-	sortDesc(ids)
-	for _, id := range ids {
-		if f.refunds[id]["charge"] == charge {
-			data = append(data, f.refunds[id])
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 || limit > 100 {
+		limit = 10
+	}
+	var expand []string
+	for _, e := range expandOf(q) {
+		if x, ok := strings.CutPrefix(e, "data."); ok {
+			expand = append(expand, x)
 		}
 	}
-	return reply{200, map[string]any{"object": "list", "url": "/v1/refunds", "has_more": false, "data": orEmpty(data)}}
+	ids := make([]string, 0, len(objs))
+	for id := range objs {
+		ids = append(ids, id)
+	}
+	sortDesc(ids) // ids are sequential: newest first
+	after := q.Get("starting_after")
+	started := after == ""
+	var data []any
+	more := false
+	for _, id := range ids {
+		o := objs[id]
+		if !started {
+			started = id == after
+			continue
+		}
+		if c := o["created"].(int64); c < gte || c >= lt {
+			continue
+		}
+		if ch := q.Get("charge"); ch != "" && o["charge"] != ch {
+			continue
+		}
+		if pi := q.Get("payment_intent"); pi != "" && o["payment_intent"] != pi {
+			continue
+		}
+		if len(data) == limit {
+			more = true
+			break
+		}
+		data = append(data, f.expand(o, expand))
+	}
+	return reply{200, map[string]any{"object": "list", "url": path, "has_more": more, "data": orEmpty(data)}}
+}
+
+// expandOf is the fields a request asks to expand, written expand[]=f or
+// expand[0]=f (stripe-go's form), as Stripe reads them.
+func expandOf(q url.Values) []string {
+	var out []string
+	for k, v := range q {
+		if strings.HasPrefix(k, "expand[") && strings.HasSuffix(k, "]") {
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
+// expand returns a copy of obj with each field named in fields (one
+// level: payment_intent, charge, latest_charge) replaced by the object its
+// id names, as Stripe's expand[] does; the caller holds mu.
+func (f *Fake) expand(obj map[string]any, fields []string) map[string]any {
+	if len(fields) == 0 {
+		return obj
+	}
+	out := clone(obj)
+	for _, field := range fields {
+		id, _ := obj[field].(string)
+		switch {
+		case id == "":
+		case field == "payment_intent" && f.pis[id] != nil:
+			out[field] = clone(f.pis[id])
+		case field == "charge" || field == "latest_charge":
+			if ch := f.charge(id); ch != nil {
+				out[field] = ch
+			}
+		}
+	}
+	return out
+}
+
+// charge is the Charge object of the PaymentIntent whose latest_charge is
+// id, as it stands (refunded and disputed), or nil; the caller holds mu.
+// Stripe does not copy the PaymentIntent's metadata onto it: neither does
+// the fake.
+func (f *Fake) charge(id string) map[string]any {
+	for _, piID := range f.order {
+		pi := f.pis[piID]
+		if pi["latest_charge"] != id {
+			continue
+		}
+		status := "pending"
+		switch pi["status"] {
+		case "succeeded":
+			status = "succeeded"
+		case "requires_payment_method", "canceled":
+			status = "failed"
+		}
+		disputed := false
+		for _, d := range f.disputes {
+			disputed = disputed || d["charge"] == id
+		}
+		refunded := f.refunded(piID)
+		return map[string]any{"id": id, "object": "charge", "amount": pi["amount"], "amount_captured": pi["amount_received"],
+			"amount_refunded": refunded, "currency": pi["currency"], "created": pi["created"], "status": status,
+			"paid": status == "succeeded", "captured": status == "succeeded", "refunded": refunded == pi["amount"].(int64),
+			"disputed": disputed, "payment_intent": piID, "metadata": map[string]any{}, "livemode": false}
+	}
+	return nil
+}
+
+func orEmpty(d []any) []any {
+	if d == nil {
+		return []any{}
+	}
+	return d
 }
 
 func sortDesc(s []string) {
@@ -330,11 +447,4 @@ func sortDesc(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-func orEmpty(d []any) []any {
-	if d == nil {
-		return []any{}
-	}
-	return d
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/payd/payd/domain"
@@ -134,8 +135,8 @@ func TestStripeMockContractFailsWithoutStripeMock(t *testing.T) {
 	for name, base := range map[string]string{"5xx": srv.URL, "down": closed.URL} {
 		rec := &recorder{}
 		checkContract(rec, base)
-		if rec.failed < 12 {
-			t.Errorf("stripe-mock %s: the contract check reported %d failures, want every call (12)", name, rec.failed)
+		if rec.failed < 20 {
+			t.Errorf("stripe-mock %s: the contract check reported %d failures, want every call (20)", name, rec.failed)
 		}
 	}
 }
@@ -181,6 +182,18 @@ func checkContract(t reporter, base string) {
 	_, err = c.ListCharges(ctx, now.Add(-time.Hour), now)
 	accepted(t, "list PaymentIntents", err)
 
+	_, err = c.FindCharge(ctx, "pi_123")
+	accepted(t, "find a charge by its PaymentIntent", err)
+
+	_, err = c.FindCharge(ctx, "ch_123")
+	accepted(t, "find a charge by its Charge", err)
+
+	_, err = c.ListRefunds(ctx, now.Add(-time.Hour), now)
+	accepted(t, "list refunds", err)
+
+	_, err = c.ListDisputes(ctx, now.Add(-time.Hour), now)
+	accepted(t, "list disputes", err)
+
 	// The events payd fetches fresh: one of another API version for each
 	// object type it reads.
 	secret := "whsec_contract"
@@ -190,11 +203,105 @@ func checkContract(t reporter, base string) {
 		return
 	}
 	for typ, id := range map[string]string{"payment_intent.succeeded": "pi_123", "charge.refunded": "ch_123",
-		"refund.updated": "re_123", "charge.dispute.created": "dp_123"} {
+		"refund.updated": "re_123", "charge.dispute.created": "dp_123", "charge.dispute.updated": "dp_123",
+		"charge.dispute.closed": "dp_123", "charge.dispute.funds_withdrawn": "dp_123", "charge.dispute.funds_reinstated": "dp_123"} {
 		body, _ := json.Marshal(map[string]any{"id": "evt_" + typ, "object": "event", "api_version": "2019-01-01", "type": typ,
 			"created": now.Unix(), "data": map[string]any{"object": map[string]any{"id": id}}})
 		sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
 		_, _, err := w.Parse(ctx, body, sig)
 		accepted(t, fmt.Sprintf("fetch the object of %s fresh", typ), err)
+	}
+}
+
+// fixture returns stripe-mock's object at path, as Stripe's OpenAPI
+// fixtures render it at the API version stripe-go pins.
+func fixture(t *testing.T, base, path string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("sk_test_123", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var obj map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&obj); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d, %v", path, resp.StatusCode, err)
+	}
+	return obj
+}
+
+// Every dispute event payd reads, built around stripe-mock's dispute
+// fixture at the pinned API version (read as sent, not fetched), maps to
+// payd's event with the dispute's status in payd's terms; a Dashboard
+// refund (stripe-mock's refund fixture: no payd metadata) is a
+// refund.succeeded payd tells from its own by its empty key.
+func TestStripeMockEventFixtures(t *testing.T) {
+	base := stripeMock(t)
+	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_123", APIBase: base, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "whsec_fixture"
+	w, err := c.Webhooks(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(typ string, obj map[string]any) domain.ProviderEvent {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"id": "evt_fixture", "object": "event", "api_version": stripe.APIVersion, "type": typ,
+			"created": time.Now().Unix(), "livemode": false, "data": map[string]any{"object": obj}})
+		sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
+		_, pe, err := w.Parse(context.Background(), body, sig)
+		if err != nil {
+			t.Fatalf("Parse(%s) = %v", typ, err)
+		}
+		return pe
+	}
+
+	dp := fixture(t, base, "/v1/disputes/dp_123")
+	if dp["status"] != "warning_needs_response" || dp["payment_intent"] != nil {
+		t.Fatalf("stripe-mock's dispute fixture changed: %v", dp)
+	}
+	amount := fmt.Sprint(dp["amount"])
+	for _, tt := range []struct {
+		typ    string
+		status string
+		want   domain.ProviderEventType
+		ds     domain.DisputeStatus
+	}{
+		{"charge.dispute.created", "warning_needs_response", domain.EventDisputeCreated, domain.DisputeOpen},
+		{"charge.dispute.updated", "under_review", domain.EventDisputeUpdated, domain.DisputeOpen},
+		{"charge.dispute.funds_withdrawn", "needs_response", domain.EventDisputeFundsWithdrawn, domain.DisputeOpen},
+		{"charge.dispute.closed", "won", domain.EventDisputeClosed, domain.DisputeWon},
+		{"charge.dispute.closed", "lost", domain.EventDisputeClosed, domain.DisputeLost},
+		{"charge.dispute.closed", "warning_closed", domain.EventDisputeClosed, domain.DisputeWon},
+		{"charge.dispute.funds_reinstated", "won", domain.EventDisputeFundsReinstated, domain.DisputeWon},
+	} {
+		dp["status"] = tt.status
+		pe := parse(tt.typ, dp)
+		// The fixture disputes a Charge with no PaymentIntent: its id is the charge's.
+		if pe.Type != tt.want || pe.DisputeStatus != tt.ds || pe.DisputeID != dp["id"] || pe.ChargeID != dp["charge"] ||
+			pe.AmountText != decimal.RequireFromString(amount).Shift(-2).StringFixed(2) || pe.Currency != "USD" ||
+			pe.Reason != dp["reason"] || pe.OrderID != "" || pe.IdempotencyKey != "" {
+			t.Errorf("Parse(%s, %s) = %+v", tt.typ, tt.status, pe)
+		}
+	}
+	dp["payment_intent"] = "pi_123" // its PaymentIntent is looked up for payd's metadata (stripe-mock's has none)
+	if pe := parse("charge.dispute.created", dp); pe.ChargeID != "pi_123" || pe.OrderID != "" || pe.IdempotencyKey != "" {
+		t.Errorf("Parse(dispute of a PaymentIntent) = %+v", pe)
+	}
+
+	re := fixture(t, base, "/v1/refunds/re_123")
+	if re["status"] != "succeeded" {
+		t.Fatalf("stripe-mock's refund fixture changed: %v", re)
+	}
+	re["payment_intent"] = "pi_123"
+	if pe := parse("refund.created", re); pe.Type != domain.EventRefundSucceeded || pe.RefundID != re["id"] || pe.IdempotencyKey != "" ||
+		pe.ChargeID != "pi_123" || pe.Currency != "USD" || !pe.AmountReadable() {
+		t.Errorf("Parse(Dashboard refund.created) = %+v", pe)
 	}
 }

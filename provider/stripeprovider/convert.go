@@ -107,8 +107,12 @@ func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, er
 	}
 	out := domain.ProviderRefund{ID: r.ID, IdempotencyKey: r.Metadata[MetaRefund], ChargeID: paymentIntent,
 		Amount: fromStripeAmount(r.Amount, cur), Currency: string(cur), CreatedAt: time.Unix(r.Created, 0).UTC()}
-	if r.PaymentIntent != nil && r.PaymentIntent.ID != "" {
+	switch {
+	case r.PaymentIntent != nil && r.PaymentIntent.ID != "":
 		out.ChargeID = r.PaymentIntent.ID
+		out.OrderID = r.PaymentIntent.Metadata[MetaOrder] // when expanded
+	case out.ChargeID == "" && r.Charge != nil:
+		out.ChargeID = r.Charge.ID // not a PaymentIntent's: not one payd made
 	}
 	switch r.Status {
 	case stripe.RefundStatusSucceeded:
@@ -117,6 +121,96 @@ func toRefund(r *stripe.Refund, paymentIntent string) (domain.ProviderRefund, er
 		out.Status = domain.ChargeFailed
 	default: // pending, requires_action
 		out.Status = domain.ChargePending
+	}
+	return out, nil
+}
+
+// chargeOfCharge reads a Charge made without a PaymentIntent (not by
+// payd, which always charges through one) in payd's terms, for FindCharge.
+func chargeOfCharge(c *stripe.Charge) (domain.Charge, error) {
+	cur, err := domain.ParseCurrency(strings.ToUpper(string(c.Currency)))
+	if err != nil {
+		return domain.Charge{}, fmt.Errorf("%w: charge %s: %w", domain.ErrProviderUnavailable, c.ID, err)
+	}
+	ch := domain.Charge{ID: c.ID, IdempotencyKey: c.Metadata[MetaAttempt], OrderID: c.Metadata[MetaOrder],
+		Amount: fromStripeAmount(c.Amount, cur), Currency: string(cur), RefundedAmount: fromStripeAmount(c.AmountRefunded, cur),
+		DisputedAmount: fromStripeAmount(0, cur), CreatedAt: time.Unix(c.Created, 0).UTC()}
+	switch c.Status {
+	case stripe.ChargeStatusSucceeded:
+		ch.Status = domain.ChargeSucceeded
+	case stripe.ChargeStatusFailed:
+		ch.Status, ch.FailureCode = domain.ChargeFailed, c.FailureCode
+	default:
+		ch.Status = domain.ChargePending
+	}
+	return ch, nil
+}
+
+// toDisputeStatus reads a Stripe dispute's status as payd's: won and lost
+// are themselves; warning_closed (an inquiry closed without becoming a
+// chargeback) and prevented (a chargeback stopped before it was filed,
+// the payment refunded instead, e.g. by Visa RDR) are closed with nothing
+// lost to the dispute, which payd's machine calls won: no money was
+// withdrawn for them, and a refund that prevented one is a refund of its
+// own. Every other status (warning_needs_response, warning_under_review,
+// needs_response, under_review, and any Stripe adds) is open.
+func toDisputeStatus(s stripe.DisputeStatus) domain.DisputeStatus {
+	switch s {
+	case stripe.DisputeStatusWon, stripe.DisputeStatusWarningClosed, stripe.DisputeStatusPrevented:
+		return domain.DisputeWon
+	case stripe.DisputeStatusLost:
+		return domain.DisputeLost
+	}
+	return domain.DisputeOpen
+}
+
+// fundsWithdrawn reports whether dispute d's money is out of the account:
+// withdrawn and not given back. Its balance transactions say so (one
+// withdrawal when the chargeback is filed, one reinstatement if it is
+// won); an inquiry has none. Without them (never so at payd's API
+// version) the status decides: a chargeback open or lost.
+func fundsWithdrawn(d *stripe.Dispute) bool {
+	if d.BalanceTransactions != nil {
+		n := 0
+		for _, bt := range d.BalanceTransactions {
+			switch {
+			case bt == nil:
+			case bt.Amount < 0:
+				n++
+			case bt.Amount > 0:
+				n--
+			}
+		}
+		return n > 0
+	}
+	switch d.Status {
+	case stripe.DisputeStatusNeedsResponse, stripe.DisputeStatusUnderReview, stripe.DisputeStatusLost:
+		return true
+	}
+	return false
+}
+
+// toDispute reads a dispute in payd's terms. Its charge is the
+// PaymentIntent's ID (payd's name for it), else the Charge's; the order
+// and attempt come from the PaymentIntent's metadata when it is expanded,
+// empty otherwise (a dispute has none of payd's). Stripe does not say when
+// a dispute closed: a closed one's ClosedAt is now, when payd learns it.
+func toDispute(d *stripe.Dispute, now time.Time) (domain.ProviderDispute, error) {
+	cur, err := domain.ParseCurrency(strings.ToUpper(string(d.Currency)))
+	if err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("%w: dispute %s: %w", domain.ErrProviderUnavailable, d.ID, err)
+	}
+	out := domain.ProviderDispute{ID: d.ID, Amount: fromStripeAmount(d.Amount, cur), Currency: string(cur),
+		Status: toDisputeStatus(d.Status), Reason: string(d.Reason), CreatedAt: time.Unix(d.Created, 0).UTC()}
+	switch {
+	case d.PaymentIntent != nil && d.PaymentIntent.ID != "":
+		out.ChargeID = d.PaymentIntent.ID
+		out.IdempotencyKey, out.OrderID = d.PaymentIntent.Metadata[MetaAttempt], d.PaymentIntent.Metadata[MetaOrder]
+	case d.Charge != nil:
+		out.ChargeID = d.Charge.ID
+	}
+	if out.Status != domain.DisputeOpen {
+		out.ClosedAt = now.UTC()
 	}
 	return out, nil
 }

@@ -27,7 +27,20 @@ const (
 	typeRefundUpdated   = "refund.updated"
 	typeRefundFailed    = "refund.failed"
 	typeDisputeCreated  = "charge.dispute.created"
+	typeDisputeUpdated  = "charge.dispute.updated"
+	typeDisputeClosed   = "charge.dispute.closed"
+	typeDisputeWithdraw = "charge.dispute.funds_withdrawn"
+	typeDisputeReinstat = "charge.dispute.funds_reinstated"
 )
+
+// disputeEvents maps Stripe's dispute event types to payd's.
+var disputeEvents = map[string]domain.ProviderEventType{
+	typeDisputeCreated:  domain.EventDisputeCreated,
+	typeDisputeUpdated:  domain.EventDisputeUpdated,
+	typeDisputeClosed:   domain.EventDisputeClosed,
+	typeDisputeWithdraw: domain.EventDisputeFundsWithdrawn,
+	typeDisputeReinstat: domain.EventDisputeFundsReinstated,
+}
 
 // Webhooks verifies and reads Stripe's events.
 type Webhooks struct {
@@ -120,7 +133,7 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 		err = w.chargeRefunded(ctx, ev, &pe)
 	case typeRefundCreated, typeRefundUpdated, typeRefundFailed:
 		err = w.refund(ctx, ev, fresh, &pe)
-	case typeDisputeCreated:
+	case typeDisputeCreated, typeDisputeUpdated, typeDisputeClosed, typeDisputeWithdraw, typeDisputeReinstat:
 		err = w.dispute(ctx, ev, fresh, &pe)
 	}
 	if unreadable(err) {
@@ -237,11 +250,12 @@ func (w *Webhooks) chargeRefunded(ctx context.Context, ev stripe.Event, pe *doma
 	defer cancel()
 	p := &stripe.RefundListParams{Charge: stripe.String(chargeID)}
 	p.Limit = stripe.Int64(1)
+	p.AddExpand("data.payment_intent") // the order, for a refund made elsewhere
 	for r, err := range w.c.sc.V1Refunds.List(ctx, p) {
 		if err != nil {
 			return wrap(err, "list refunds of "+chargeID)
 		}
-		return w.refundInto(r, pe)
+		return w.refundInto(ctx, r, pe)
 	}
 	pe.ChargeID = chargeID // nothing to confirm: stored and ignored
 	pe.Type = domain.ProviderEventType(typeChargeRefunded)
@@ -257,30 +271,35 @@ func (w *Webhooks) refund(ctx context.Context, ev stripe.Event, fresh bool, pe *
 		}
 		ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
 		defer cancel()
-		got, err := w.c.sc.V1Refunds.Retrieve(ctx, id, nil)
+		p := &stripe.RefundRetrieveParams{}
+		p.AddExpand("payment_intent")
+		got, err := w.c.sc.V1Refunds.Retrieve(ctx, id, p)
 		if err != nil {
 			return wrap(err, "fetch refund "+id)
 		}
 		r = *got
 	}
-	return w.refundInto(&r, pe)
+	return w.refundInto(ctx, &r, pe)
 }
 
-// refundInto makes a succeeded refund payd asked for a refund.succeeded
-// and a failed or cancelled one a refund.failed (its reservation given
-// back); any other (pending, or made in the Dashboard) is stored and
-// ignored.
-func (w *Webhooks) refundInto(r *stripe.Refund, pe *domain.ProviderEvent) error {
+// refundInto makes a succeeded refund a refund.succeeded and a failed or
+// cancelled one payd asked for a refund.failed (its reservation given
+// back); any other (pending, or one made elsewhere that failed) is stored
+// and ignored. IdempotencyKey is payd's refund key (metadata payd_refund)
+// for a refund payd made and empty for one made elsewhere (the Dashboard),
+// which is how payd tells an outside refund from its own. For an outside
+// refund the PaymentIntent is looked up for the order payd wrote on it.
+func (w *Webhooks) refundInto(ctx context.Context, r *stripe.Refund, pe *domain.ProviderEvent) error {
 	pr, err := toRefund(r, "")
 	if err != nil {
 		return err
 	}
-	pe.RefundID, pe.ChargeID, pe.IdempotencyKey = pr.ID, pr.ChargeID, pr.IdempotencyKey
+	pe.RefundID, pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pr.ID, pr.ChargeID, pr.IdempotencyKey, pr.OrderID
 	if pr.IdempotencyKey != "" && pr.Status == domain.ChargeFailed {
 		pe.Type, pe.Status = domain.EventRefundFailed, domain.ChargeFailed
 		return nil
 	}
-	if pr.Status != domain.ChargeSucceeded || pr.IdempotencyKey == "" {
+	if pr.Status != domain.ChargeSucceeded {
 		if pe.Type == domain.EventRefundFailed {
 			// Stripe's refund.failed shares payd's name: one payd will not
 			// apply (not its refund, or no longer failed) is renamed so it
@@ -289,44 +308,74 @@ func (w *Webhooks) refundInto(r *stripe.Refund, pe *domain.ProviderEvent) error 
 		}
 		return nil
 	}
+	if pr.IdempotencyKey == "" && pe.OrderID == "" && r.PaymentIntent != nil && r.PaymentIntent.ID != "" {
+		pi, err := w.fetchPI(ctx, r.PaymentIntent.ID)
+		switch {
+		case err == nil:
+			pe.OrderID = pi.Metadata[MetaOrder]
+		case !unreadable(err):
+			return err
+		}
+	}
 	pe.Type, pe.Status = domain.EventRefundSucceeded, domain.ChargeSucceeded
 	pe.Amount, pe.AmountText, pe.Currency = pr.Amount, domain.FormatAmount(pr.Amount, domain.Currency(pr.Currency)), pr.Currency
 	return nil
 }
 
-// dispute reads charge.dispute.created: the payment it disputes is looked
-// up for the order and attempt payd wrote on it.
+// dispute reads the charge.dispute.* events: created, updated, closed,
+// funds_withdrawn and funds_reinstated. DisputeID is Stripe's dispute
+// (also the event's ID, the disputed discrepancy's reference), ChargeID
+// the PaymentIntent's ID (payd's name for the charge), else the Charge's;
+// DisputeStatus the dispute's status as payd reads it (toDisputeStatus:
+// won or lost once closed, an inquiry closed without a chargeback counting
+// as won, open before). A dispute carries none of payd's metadata: the
+// order and attempt are read from its PaymentIntent, and left empty when
+// Stripe has none to show. The amount is the dispute's, in the charge's
+// currency; whether money moved is the event's type, and FindCharge's
+// DisputedAmount.
 func (w *Webhooks) dispute(ctx context.Context, ev stripe.Event, fresh bool, pe *domain.ProviderEvent) error {
 	var d stripe.Dispute
-	if fresh || !decode(ev, &d) || d.ID == "" {
+	if fresh || !decode(ev, &d) || d.ID == "" || d.Status == "" {
 		id := objectID(ev)
 		if id == "" {
 			return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
 		}
 		ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
 		defer cancel()
-		got, err := w.c.sc.V1Disputes.Retrieve(ctx, id, nil)
+		p := &stripe.DisputeRetrieveParams{}
+		p.AddExpand("payment_intent")
+		got, err := w.c.sc.V1Disputes.Retrieve(ctx, id, p)
 		if err != nil {
 			return wrap(err, "fetch dispute "+id)
 		}
 		d = *got
 	}
-	pe.Type, pe.RefundID = domain.EventDisputeCreated, ""
-	if d.PaymentIntent != nil && d.PaymentIntent.ID != "" {
-		pi, err := w.fetchPI(ctx, d.PaymentIntent.ID)
-		if err != nil {
-			return err
+	pe.Type, pe.RefundID = disputeEvents[string(ev.Type)], ""
+	pe.ID, pe.DisputeID = d.ID, d.ID
+	pe.DisputeStatus = toDisputeStatus(d.Status)
+	pe.Reason, pe.FailureCode = string(d.Reason), string(d.Reason)
+	switch {
+	case d.PaymentIntent != nil && d.PaymentIntent.ID != "":
+		pe.ChargeID = d.PaymentIntent.ID
+		meta := d.PaymentIntent.Metadata
+		if meta == nil {
+			pi, err := w.fetchPI(ctx, d.PaymentIntent.ID)
+			if err != nil && !unreadable(err) {
+				return err
+			}
+			if err == nil {
+				meta = pi.Metadata
+			}
 		}
-		pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pi.ID, pi.Metadata[MetaAttempt], pi.Metadata[MetaOrder]
+		pe.IdempotencyKey, pe.OrderID = meta[MetaAttempt], meta[MetaOrder]
+	case d.Charge != nil:
+		pe.ChargeID = d.Charge.ID
 	}
 	if cur, err := domain.ParseCurrency(strings.ToUpper(string(d.Currency))); err == nil {
 		pe.Amount, pe.Currency = fromStripeAmount(d.Amount, cur), string(cur)
 		pe.AmountText = domain.FormatAmount(pe.Amount, cur)
-	}
-	pe.FailureCode = string(d.Reason)
-	pe.ID = d.ID // the dispute: the discrepancy's reference
-	if pe.ChargeID == "" && d.Charge != nil {
-		pe.ChargeID = d.Charge.ID
+	} else {
+		pe.Currency = string(d.Currency) // as written; AmountText empty: not money payd reads
 	}
 	return nil
 }
