@@ -67,18 +67,18 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 }
 
 // SucceedAndPay moves attempt a from started or unknown to succeeded with
-// chargeID (AttemptStore.Succeed), only if that matched its order from
-// processing to paid for a.RequestID (OrderStore.MarkPaid), and only if
-// that matched records the charge's ledger entry (LedgerStore.Append), in
-// one transaction. settled: the attempt moved (it is this call's
-// success); paid: the order moved and the entry is recorded too. Not
-// settled: nothing was written — the attempt was settled or moved
-// meanwhile, or entry's reference is taken (the charge is recorded
-// already, and the whole transaction rolled back) — and the caller
-// settles step by step, whose Append takes a repeat in its stride.
-// Settled but not paid: the order was no longer processing for
-// a.RequestID, and the attempt's success is committed alone, as
-// Checkout.succeed's transaction commits it; the entry is not written.
+// chargeID (AttemptStore.Succeed), only if that matched records the
+// charge's ledger entry (LedgerStore.Append), and then moves its order
+// from processing to paid for a.RequestID (OrderStore.MarkPaid), in one
+// transaction. settled: the attempt moved (it is this call's success) and
+// its charge is booked; paid: the order moved too. Not settled: nothing
+// was written — the attempt was settled or moved meanwhile, or entry's
+// reference is taken (the charge is booked already, and the whole
+// transaction rolled back) — and the caller settles step by step, whose
+// Append takes a repeat in its stride. Settled but not paid: the order was
+// no longer processing for a.RequestID, and the attempt's success and its
+// charge are committed alone, as Checkout.succeed's transaction commits
+// them: the money moved whether or not the order can take it.
 func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error) {
 	ledger, err := ledgerFromDomain(entry)
 	if err != nil {
@@ -87,8 +87,8 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	succeed, pay := domain.AttemptCharged, domain.EventSucceed
 	matched, err := b.db.batch(ctx,
 		statement{settleAttempt, []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
-		statement{markPaid, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
 		statement{insertLedgerEntry, ledger.args()},
+		statement{markPaid, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -96,11 +96,11 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
-	if matched == 2 {
+	if matched == 1 {
 		// An INSERT that ran inserts its row or fails: never here.
-		return false, false, fmt.Errorf("mark order %s paid: the order was paid but the ledger entry %s not recorded", a.OrderID, entry.Reference)
+		return false, false, fmt.Errorf("mark order %s paid: attempt %s settled but its ledger entry %s not recorded", a.OrderID, a.ID, entry.Reference)
 	}
-	return matched >= 1, matched == 3, nil
+	return matched >= 2, matched == 3, nil
 }
 
 // statement is one SQL statement and its arguments, as the stores pass

@@ -196,8 +196,11 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if got := findOrder(t, db, o3.ID); got.Version != o3.Version+2 {
 			t.Errorf("order version %d, want %d: the settlement moved it again", got.Version, o3.Version+2)
 		}
-		if es := ledgerOf(t, db, o3.ID); len(es) != 0 {
-			t.Errorf("a settlement that did not pay the order recorded its charge: %+v", es)
+		// The money moved though the order could not take it: the charge
+		// is booked with the attempt's success, for the orphan path to
+		// give back beside it.
+		if es := ledgerOf(t, db, o3.ID); len(es) != 1 || es[0].Reference != domain.ChargeReference("ch_3") {
+			t.Errorf("a settlement that did not pay the order booked %+v, want its charge ch_3", es)
 		}
 
 		// The attempt was settled otherwise meanwhile (held for other
@@ -239,6 +242,9 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		}
 		if got := findOrder(t, db, o2.ID); got.Status != domain.StatusProcessing || got.PayRequestID != "req-theirs" {
 			t.Errorf("order %s for %q, want processing for req-theirs", got.Status, got.PayRequestID)
+		}
+		if es := ledgerOf(t, db, o2.ID); len(es) != 1 || es[0].Reference != domain.ChargeReference("ch_4") {
+			t.Errorf("ledger %+v, want the charge ch_4 booked with its attempt", es)
 		}
 	})
 }

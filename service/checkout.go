@@ -66,12 +66,12 @@ type PayBatch interface {
 	// AttemptStore.Create).
 	Claim(ctx context.Context, a domain.Attempt, version int64, now time.Time) (bool, error)
 	// SucceedAndPay moves a (started or unknown) to succeeded with
-	// chargeID, only if it moved its order from processing to paid for
-	// a.RequestID, and only if that moved records entry, the charge's
-	// ledger entry, in one transaction (AttemptStore.Succeed,
-	// OrderStore.MarkPaid, LedgerStore.Append). settled: a moved; paid:
-	// the order moved and entry is recorded too. Not settled: nothing was
-	// written (also when entry's reference was recorded already).
+	// chargeID, only if it moved records entry, the charge's ledger entry,
+	// and then moves its order from processing to paid for a.RequestID, in
+	// one transaction (AttemptStore.Succeed, LedgerStore.Append,
+	// OrderStore.MarkPaid). settled: a moved and entry is recorded; paid:
+	// the order moved too. Not settled: nothing was written (also when
+	// entry's reference was recorded already).
 	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error)
 }
 
@@ -400,7 +400,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	var err error
 	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
-	if s.Batch != nil && (a.Status == domain.AttemptStarted || a.Status == domain.AttemptUnknown) {
+	if s.Batch != nil && chargeID != "" && (a.Status == domain.AttemptStarted || a.Status == domain.AttemptUnknown) {
 		// The common case in one round trip. The attempt moves only if it
 		// is still unsettled, the order only if the attempt moved — what
 		// the transaction below would do. Nothing written: the

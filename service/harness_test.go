@@ -64,6 +64,10 @@ type world struct {
 
 	records       *repository.RecordStore
 	discrepancies *repository.DiscrepancyStore
+	ledger        *repository.LedgerStore
+	disputeStore  *repository.DisputeStore
+	disputes      *service.Disputes
+	admin         *service.Admin
 	db            *repository.DB // this replica's connections
 
 	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
@@ -121,18 +125,26 @@ func (w *world) build(db *repository.DB) {
 		discrepancies = repository.NewDiscrepancyStore(db)
 		refundStore   = repository.NewRefundStore(db)
 		inbox         = repository.NewInboxStore(db)
+		ledger        = repository.NewLedgerStore(db)
+		disputeStore  = repository.NewDisputeStore(db)
+		audit         = repository.NewAuditStore(db)
 		changes       = &service.Changes{}
 	)
-	w.records, w.discrepancies, w.db = records, discrepancies, db
+	w.records, w.discrepancies, w.db, w.ledger, w.disputeStore = records, discrepancies, db, ledger, disputeStore
 	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
 	observer := service.Observers{changes, &observer{w: w}}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer}
+		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer,
+		Ledger: ledger, Charges: w.sb.Client, Audit: audit, Disputes: disputeStore}
 	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
 		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
-		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db)}
+		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
+	w.disputes = &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
+		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Now: now, Observer: observer}
 	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
-		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer}
+		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer, Disputes: w.disputes}
+	w.admin = &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore,
+		Discrepancies: discrepancies, Ledger: ledger, Disputes: disputeStore, Now: now}
 	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
 	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
 		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer}

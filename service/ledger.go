@@ -50,8 +50,8 @@ func refundEntry(r domain.Refund, providerRefundID string, src domain.LedgerSour
 
 // appendEntry appends e to l, if payd keeps a ledger (tests may not).
 func appendEntry(ctx context.Context, l LedgerStore, e domain.LedgerEntry) error {
-	if l == nil {
-		return nil
+	if l == nil || (e.Kind == domain.LedgerCharge && e.ChargeID == "") {
+		return nil // a charge the provider named no ID for has no reference to be booked once by
 	}
 	if _, err := l.Append(ctx, e); err != nil {
 		return fmt.Errorf("book %s %s: %w", e.Kind, e.Reference, err)

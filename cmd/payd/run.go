@@ -237,6 +237,11 @@ type paymentProvider interface {
 	service.PaymentProvider
 	service.RefundProvider
 	service.ChargeLister
+	// The books (ADR 0030): asked before money moves on anyone's word,
+	// and listed by reconciliation.
+	service.ChargeFinder
+	service.RefundLister
+	service.DisputeLister
 }
 
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
@@ -299,6 +304,8 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		audit         = repository.NewAuditStore(db)
 		inbox         = repository.NewInboxStore(db)
 		runs          = repository.NewRunStore(db)
+		ledger        = repository.NewLedgerStore(db)
+		disputeStore  = repository.NewDisputeStore(db)
 		changes       = &service.Changes{}
 	)
 	metrics := handler.NewMetrics()
@@ -330,21 +337,24 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		observer = append(observer, redisx.Events{Redis: rds})
 	}
 	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer}
+		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer,
+		Ledger: ledger, Charges: prov, Audit: audit, Disputes: disputeStore}
 	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
 		refunds.Getter = g
 	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
-		Batch: repository.NewPayBatch(db)}
+		Batch: repository.NewPayBatch(db), Ledger: ledger}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
 	if c, ok := client.(service.ChargeCanceller); ok { // Stripe: a failed PaymentIntent is cancelled before release
 		checkout.Canceller = c
 	}
+	disputes := &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
+		Discrepancies: discrepancies, Audit: audit, Charges: prov, Now: now, Observer: observer}
 	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
-		Observer: observer}
+		Observer: observer, Disputes: disputes}
 	webhooks, err := handler.NewWebhooks(receiver, provider.ParseEvent, cfg.WebhookSecret)
 	if err != nil {
 		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
@@ -361,11 +371,11 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer}
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
-			RunList: runs, CustomerList: custs, Now: now},
+			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},
 		Refunds:   refunds,
 		Reconcile: reconciler,
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
-			Recoverer: recoverer, Refunds: refunds, Now: now},
+			Recoverer: recoverer, Refunds: refunds, Now: now, Ledger: ledger},
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}

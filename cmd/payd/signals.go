@@ -8,7 +8,6 @@ import (
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/repository"
-	"github.com/payd/payd/service"
 )
 
 // Backlog gauges are read from the database at most once per backlogTTL per
@@ -23,11 +22,7 @@ const (
 // outcome. It wraps the port in the wiring, so neither service nor
 // provider knows about Prometheus.
 type observedProvider struct {
-	next interface {
-		service.PaymentProvider
-		service.RefundProvider
-		service.ChargeLister
-	}
+	next paymentProvider
 	observe func(operation, outcome string, d time.Duration)
 }
 
@@ -65,6 +60,30 @@ func (p observedProvider) ListCharges(ctx context.Context, from, to time.Time) (
 	cs, err := p.next.ListCharges(ctx, from, to)
 	p.observe("list_charges", providerOutcome(err), time.Since(start))
 	return cs, err
+}
+
+// FindCharge times a lookup of a charge by the provider's ID.
+func (p observedProvider) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {
+	start := time.Now()
+	ch, err := p.next.FindCharge(ctx, chargeID)
+	p.observe("find_charge", providerOutcome(err), time.Since(start))
+	return ch, err
+}
+
+// ListRefunds times the refund listing a reconciliation run asks for.
+func (p observedProvider) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
+	start := time.Now()
+	rs, err := p.next.ListRefunds(ctx, from, to)
+	p.observe("list_refunds", providerOutcome(err), time.Since(start))
+	return rs, err
+}
+
+// ListDisputes times the dispute listing a reconciliation run asks for.
+func (p observedProvider) ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error) {
+	start := time.Now()
+	ds, err := p.next.ListDisputes(ctx, from, to)
+	p.observe("list_disputes", providerOutcome(err), time.Since(start))
+	return ds, err
 }
 
 // providerOutcome sorts a provider call's error into the outcome label's
