@@ -22,7 +22,7 @@ const (
 // outcome. It wraps the port in the wiring, so neither service nor
 // provider knows about Prometheus.
 type observedProvider struct {
-	next paymentProvider
+	next    paymentProvider
 	observe func(operation, outcome string, d time.Duration)
 }
 
