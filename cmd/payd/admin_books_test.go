@@ -2,9 +2,13 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/payd/payd/domain"
 )
 
 // booksDoc is what the admin order detail says of the order's books.
@@ -92,5 +96,80 @@ func TestAdminOrderBooks(t *testing.T) {
 			`^`+charge.ID+`\s+charge\s+10.00 USD\s+`+charge.Source+`\s`,
 			`^`+refund.ID+`\s+refund\s+3.00 USD\s+`+refund.Source+`\s`,
 			`ledger\s+booked\s+refund 3.00 USD`)
+	})
+}
+
+// TestAdminOrderDispute: a charge the customer disputes (the sandbox's
+// pm_dispute, its dispute.created webhook) shows in the admin order detail
+// as money disputed with net unchanged, a dispute_opened entry and an open
+// dispute under the provider's ID, which the disputed discrepancy filter
+// lists; the metrics count it (payd_disputes_open 1, one new disputed
+// discrepancy). Once the bank decides for the customer, the money is lost:
+// net 0.00, the dispute closed, and `payd admin orders show` prints it.
+func TestAdminOrderDispute(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := startStack(t, dialect, env{"PAYD_METRICS_ADDR": "127.0.0.1:0"})
+		_, tok := s.register("dispute@example.com")
+		order := s.order(tok, "10.00")
+		if r := s.pay(tok, order, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
+			t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
+		}
+		var doc booksDoc
+		books := func() booksDoc {
+			return decode[booksDoc](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil))
+		}
+		eventually(t, 10*time.Second, "the dispute on the order", func() bool { doc = books(); return len(doc.Disputes) == 1 })
+		for k, v := range map[string]string{"charged": "10.00", "refunded": "0.00", "disputed": "10.00", "lost": "0.00", "net": "10.00"} {
+			if doc.Order.Money[k] != v {
+				t.Errorf("disputed: order.money.%s = %q, want %q", k, doc.Order.Money[k], v)
+			}
+		}
+		d := doc.Disputes[0]
+		dispute, _ := d["id"].(string)
+		if !strings.HasPrefix(dispute, "dp_") || d["status"] != "open" || d["amount"] != "10.00" || d["reason"] != "fraudulent" || d["closed_at"] != nil {
+			t.Errorf("dispute = %v, want the provider's open dispute of 10.00", d)
+		}
+		if len(doc.Ledger) != 2 || doc.Ledger[1].Kind != "dispute_opened" || doc.Ledger[1].Amount != "10.00" {
+			t.Errorf("ledger = %+v, want the charge and dispute_opened 10.00", doc.Ledger)
+		}
+		onTimeline := false
+		for _, e := range doc.Timeline {
+			onTimeline = onTimeline || e.Kind == "dispute" && e.ID == dispute
+		}
+		if !onTimeline {
+			t.Errorf("dispute %s is not on the timeline %+v", dispute, doc.Timeline)
+		}
+		listed := decode[struct {
+			Data []discrepancyDoc `json:"data"`
+		}](t, s.admin("GET", "/v1/admin/discrepancies?type=disputed", "", nil))
+		if len(listed.Data) != 1 || listed.Data[0].Reference != dispute {
+			t.Errorf("GET /v1/admin/discrepancies?type=disputed = %+v, want the dispute %s", listed.Data, dispute)
+		}
+
+		fams := scrapeFamilies(t, "http://"+s.logged("metrics listening", "addr")+"/metrics")
+		if v, ok := sample(fams, "payd_disputes_open", nil); !ok || v != 1 {
+			t.Errorf("payd_disputes_open = %v (present %v), want 1", v, ok)
+		}
+		if v, ok := sample(fams, "payd_discrepancies_total", map[string]string{"type": "disputed"}); !ok || v != 1 {
+			t.Errorf(`payd_discrepancies_total{type="disputed"} = %v (present %v), want 1`, v, ok)
+		}
+
+		if _, err := s.sandbox.CloseDispute(t.Context(), dispute, domain.DisputeLost); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the dispute lost", func() bool { doc = books(); return doc.Disputes[0]["status"] == "lost" })
+		for k, v := range map[string]string{"charged": "10.00", "disputed": "0.00", "lost": "10.00", "net": "0.00"} {
+			if doc.Order.Money[k] != v {
+				t.Errorf("lost: order.money.%s = %q, want %q", k, doc.Order.Money[k], v)
+			}
+		}
+		if doc.Disputes[0]["closed_at"] == nil {
+			t.Errorf("the lost dispute has no closed_at: %v", doc.Disputes[0])
+		}
+		out := s.mustCLI("orders", "show", order)
+		wantLines(t, "orders show", out, `^money\s+charged 10.00  refunded 0.00  disputed 0.00  lost 10.00  net 0.00 USD$`,
+			`\s+dispute_opened\s+10.00 USD\s`, `\s+dispute_lost\s+10.00 USD\s`,
+			`^`+dispute+`\s+lost\s+10.00 USD\s+fraudulent\s+ch_\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`,
+			`dispute\s+lost\s+dispute of 10.00 USD: fraudulent\s+`+dispute+`$`)
 	})
 }
