@@ -142,13 +142,17 @@ func (e DiscrepancyStatus) Valid() bool {
 
 // Defines values for DiscrepancyType.
 const (
-	AmountMismatch        DiscrepancyType = "amount_mismatch"
-	Disputed              DiscrepancyType = "disputed"
-	DuplicateCharge       DiscrepancyType = "duplicate_charge"
-	MissingLocalPayment   DiscrepancyType = "missing_local_payment"
-	MissingProviderCharge DiscrepancyType = "missing_provider_charge"
-	PaidAfterClose        DiscrepancyType = "paid_after_close"
-	StuckProcessing       DiscrepancyType = "stuck_processing"
+	AmountMismatch          DiscrepancyType = "amount_mismatch"
+	Disputed                DiscrepancyType = "disputed"
+	DuplicateCharge         DiscrepancyType = "duplicate_charge"
+	MissingLocalPayment     DiscrepancyType = "missing_local_payment"
+	MissingProviderCharge   DiscrepancyType = "missing_provider_charge"
+	PaidAfterClose          DiscrepancyType = "paid_after_close"
+	RefundAmountMismatch    DiscrepancyType = "refund_amount_mismatch"
+	RefundMissingAtProvider DiscrepancyType = "refund_missing_at_provider"
+	RefundMissingLocally    DiscrepancyType = "refund_missing_locally"
+	StuckProcessing         DiscrepancyType = "stuck_processing"
+	UnconfirmedPayment      DiscrepancyType = "unconfirmed_payment"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyType enum.
@@ -166,7 +170,93 @@ func (e DiscrepancyType) Valid() bool {
 		return true
 	case PaidAfterClose:
 		return true
+	case RefundAmountMismatch:
+		return true
+	case RefundMissingAtProvider:
+		return true
+	case RefundMissingLocally:
+		return true
 	case StuckProcessing:
+		return true
+	case UnconfirmedPayment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DisputeStatus.
+const (
+	DisputeStatusLost DisputeStatus = "lost"
+	DisputeStatusOpen DisputeStatus = "open"
+	DisputeStatusWon  DisputeStatus = "won"
+)
+
+// Valid indicates whether the value is a known member of the DisputeStatus enum.
+func (e DisputeStatus) Valid() bool {
+	switch e {
+	case DisputeStatusLost:
+		return true
+	case DisputeStatusOpen:
+		return true
+	case DisputeStatusWon:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LedgerEntryKind.
+const (
+	LedgerEntryKindCharge        LedgerEntryKind = "charge"
+	LedgerEntryKindDisputeLost   LedgerEntryKind = "dispute_lost"
+	LedgerEntryKindDisputeOpened LedgerEntryKind = "dispute_opened"
+	LedgerEntryKindDisputeWon    LedgerEntryKind = "dispute_won"
+	LedgerEntryKindOutsideRefund LedgerEntryKind = "outside_refund"
+	LedgerEntryKindRefund        LedgerEntryKind = "refund"
+)
+
+// Valid indicates whether the value is a known member of the LedgerEntryKind enum.
+func (e LedgerEntryKind) Valid() bool {
+	switch e {
+	case LedgerEntryKindCharge:
+		return true
+	case LedgerEntryKindDisputeLost:
+		return true
+	case LedgerEntryKindDisputeOpened:
+		return true
+	case LedgerEntryKindDisputeWon:
+		return true
+	case LedgerEntryKindOutsideRefund:
+		return true
+	case LedgerEntryKindRefund:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LedgerEntrySource.
+const (
+	LedgerEntrySourceOperator       LedgerEntrySource = "operator"
+	LedgerEntrySourcePayReply       LedgerEntrySource = "pay_reply"
+	LedgerEntrySourceReconciliation LedgerEntrySource = "reconciliation"
+	LedgerEntrySourceRecoverer      LedgerEntrySource = "recoverer"
+	LedgerEntrySourceWebhook        LedgerEntrySource = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the LedgerEntrySource enum.
+func (e LedgerEntrySource) Valid() bool {
+	switch e {
+	case LedgerEntrySourceOperator:
+		return true
+	case LedgerEntrySourcePayReply:
+		return true
+	case LedgerEntrySourceReconciliation:
+		return true
+	case LedgerEntrySourceRecoverer:
+		return true
+	case LedgerEntrySourceWebhook:
 		return true
 	default:
 		return false
@@ -493,6 +583,8 @@ const (
 	TimelineEntryKindAttempt     TimelineEntryKind = "attempt"
 	TimelineEntryKindAudit       TimelineEntryKind = "audit"
 	TimelineEntryKindDiscrepancy TimelineEntryKind = "discrepancy"
+	TimelineEntryKindDispute     TimelineEntryKind = "dispute"
+	TimelineEntryKindLedger      TimelineEntryKind = "ledger"
 	TimelineEntryKindOrder       TimelineEntryKind = "order"
 	TimelineEntryKindRefund      TimelineEntryKind = "refund"
 	TimelineEntryKindWebhook     TimelineEntryKind = "webhook"
@@ -506,6 +598,10 @@ func (e TimelineEntryKind) Valid() bool {
 	case TimelineEntryKindAudit:
 		return true
 	case TimelineEntryKindDiscrepancy:
+		return true
+	case TimelineEntryKindDispute:
+		return true
+	case TimelineEntryKindLedger:
 		return true
 	case TimelineEntryKindOrder:
 		return true
@@ -561,6 +657,54 @@ func (e ListDiscrepanciesParamsStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// AdminOrder The order, with what its ledger adds up to (operators only).
+type AdminOrder struct {
+	// Amount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Amount Money `json:"amount"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency   Currency `json:"currency"`
+	CustomerId string   `json:"customer_id"`
+	Id         string   `json:"id"`
+	Items      []Item   `json:"items"`
+
+	// Money What the order's ledger adds up to, in the order's currency:
+	// `charged` every charge, `refunded` every refund (payd's and those
+	// made at the provider without payd), `disputed` what banks hold back
+	// under disputes still open, `lost` what disputes took for good, and
+	// `net` = charged − refunded − lost. `refunded` equals the order's
+	// `refunded_amount` unless a refund was made outside payd before it
+	// was confirmed with the provider.
+	Money Books `json:"money"`
+
+	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
+	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
+	// page completes it with the provider's script (Stripe.js
+	// `handleNextAction({clientSecret})`), and the provider's webhook then
+	// settles the order. Poll the order or its event stream for the outcome.
+	NextAction *NextAction `json:"next_action,omitempty"`
+	PaidAt     *time.Time  `json:"paid_at"`
+
+	// PayRequestId The idempotency key of the pay request that claimed the order.
+	PayRequestId *string `json:"pay_request_id"`
+
+	// RefundedAmount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	RefundedAmount Money       `json:"refunded_amount"`
+	Status         OrderStatus `json:"status"`
+
+	// UpdatedAt RFC 3339 UTC.
+	UpdatedAt Timestamp `json:"updated_at"`
 }
 
 // AdminRecord defines model for AdminRecord.
@@ -645,6 +789,40 @@ type AuditEntry struct {
 // AuditEntryOutcome What `result` meant: `succeeded` (2xx), `refused` (4xx: nothing was done), `failed` (5xx).
 type AuditEntryOutcome string
 
+// Books What the order's ledger adds up to, in the order's currency:
+// `charged` every charge, `refunded` every refund (payd's and those
+// made at the provider without payd), `disputed` what banks hold back
+// under disputes still open, `lost` what disputes took for good, and
+// `net` = charged − refunded − lost. `refunded` equals the order's
+// `refunded_amount` unless a refund was made outside payd before it
+// was confirmed with the provider.
+type Books struct {
+	// Charged A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Charged Money `json:"charged"`
+
+	// Disputed A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Disputed Money `json:"disputed"`
+
+	// Lost A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Lost Money `json:"lost"`
+
+	// Net A decimal string with the currency's full scale; may be negative.
+	//
+	// Example: 7.00
+	Net SignedMoney `json:"net"`
+
+	// Refunded A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Refunded Money `json:"refunded"`
+}
+
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
 	// Currency ISO 4217 code.
@@ -723,6 +901,34 @@ type DiscrepancyPage struct {
 // DiscrepancyType defines model for DiscrepancyType.
 type DiscrepancyType string
 
+// Dispute A customer's dispute of a charge with their bank.
+type Dispute struct {
+	// Amount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Amount   Money      `json:"amount"`
+	ChargeId string     `json:"charge_id"`
+	ClosedAt *time.Time `json:"closed_at"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency Currency `json:"currency"`
+
+	// Id The provider's dispute ID: search and answer it at the provider.
+	Id string `json:"id"`
+
+	// OpenedAt RFC 3339 UTC.
+	OpenedAt Timestamp `json:"opened_at"`
+
+	// Reason The provider's reason code, e.g. fraudulent.
+	Reason string        `json:"reason"`
+	Status DisputeStatus `json:"status"`
+}
+
+// DisputeStatus defines model for Dispute.Status.
+type DisputeStatus string
+
 // FieldError One invalid input of a `validation_failed` problem.
 type FieldError struct {
 	// Detail What is wrong with it.
@@ -767,6 +973,45 @@ type ItemRequest struct {
 type KeyOnlyRequest struct {
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
+
+// LedgerEntry One movement of money at the provider, appended once and never changed.
+type LedgerEntry struct {
+	// Actor The operator, for source `operator`.
+	Actor *string `json:"actor"`
+
+	// Amount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Amount Money `json:"amount"`
+
+	// ChargeId The provider's charge the money moved on.
+	ChargeId string `json:"charge_id"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency Currency `json:"currency"`
+	Id       string   `json:"id"`
+
+	// Kind `outside_refund`: given back at the provider without payd asking; `dispute_opened`: the bank withdrew the money; `dispute_won`: it came back; `dispute_lost`: it is gone.
+	Kind LedgerEntryKind `json:"kind"`
+	Note string          `json:"note"`
+
+	// Reference The movement at its source, unique: `charge:<charge id>`, `refund:<provider refund id>`, `dispute:<dispute id>:<kind>`.
+	Reference string `json:"reference"`
+
+	// Source Who or what told payd of the movement.
+	Source LedgerEntrySource `json:"source"`
+}
+
+// LedgerEntryKind `outside_refund`: given back at the provider without payd asking; `dispute_opened`: the bank withdrew the money; `dispute_won`: it came back; `dispute_lost`: it is gone.
+type LedgerEntryKind string
+
+// LedgerEntrySource Who or what told payd of the movement.
+type LedgerEntrySource string
 
 // Money A decimal string with the currency's full scale.
 //
@@ -1171,6 +1416,11 @@ type RunSummary struct {
 // RunSummarySource `schedule`: started by `PAYD_RECONCILE_EVERY`, against the provider's charge list.
 type RunSummarySource string
 
+// SignedMoney A decimal string with the currency's full scale; may be negative.
+//
+// Example: 7.00
+type SignedMoney = string
+
 // Status defines model for Status.
 type Status struct {
 	Status StatusStatus `json:"status"`
@@ -1194,8 +1444,16 @@ type Timeline struct {
 	Attempts      []Attempt     `json:"attempts"`
 	Audit         []AuditEntry  `json:"audit"`
 	Discrepancies []Discrepancy `json:"discrepancies"`
-	Order         Order         `json:"order"`
-	Refunds       []Refund      `json:"refunds"`
+
+	// Disputes The customers' disputes of the order's charges, oldest first.
+	Disputes []Dispute `json:"disputes"`
+
+	// Ledger Every movement of the order's money, oldest first; `order.money` adds them up.
+	Ledger []LedgerEntry `json:"ledger"`
+
+	// Order The order, with what its ledger adds up to (operators only).
+	Order   AdminOrder `json:"order"`
+	Refunds []Refund   `json:"refunds"`
 
 	// Timeline Every entry above, merged in time order.
 	Timeline      []TimelineEntry `json:"timeline"`
@@ -1205,13 +1463,15 @@ type Timeline struct {
 // TimelineEntry defines model for TimelineEntry.
 type TimelineEntry struct {
 	// At RFC 3339 UTC.
-	At      Timestamp         `json:"at"`
-	Id      string            `json:"id"`
+	At Timestamp `json:"at"`
+	Id string    `json:"id"`
+
+	// Kind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's).
 	Kind    TimelineEntryKind `json:"kind"`
 	Summary string            `json:"summary"`
 }
 
-// TimelineEntryKind defines model for TimelineEntry.Kind.
+// TimelineEntryKind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's).
 type TimelineEntryKind string
 
 // Timestamp RFC 3339 UTC.
@@ -1671,7 +1931,7 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies and audit trail
+	// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
 	//
 	// Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 	OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2210,7 +2470,7 @@ func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, r
 	return c.Client.Do(req)
 }
 
-// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies and audit trail
+// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
 //
 // Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 func (c *Client) OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4486,7 +4746,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrdersWithResponse(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*SearchOrdersResponse, error)
 
-	// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies and audit trail
+	// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8008,7 +8268,7 @@ func (c *ClientWithResponses) SearchOrdersWithResponse(ctx context.Context, para
 	return ParseSearchOrdersResponse(rsp)
 }
 
-// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies and audit trail
+// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -149,27 +149,30 @@ func toRunSummaryJSON(r domain.ReconciliationRun) runSummaryJSON {
 // timelineEntry is one line of an order's merged story.
 type timelineEntry struct {
 	At      string `json:"at"`
-	Kind    string `json:"kind"` // order, attempt, webhook, refund, discrepancy, audit
+	Kind    string `json:"kind"` // order, attempt, webhook, refund, discrepancy, audit, ledger, dispute
 	ID      string `json:"id"`
 	Summary string `json:"summary"`
 	at      time.Time
 }
 
 type timelineJSON struct {
-	Order         orderJSON          `json:"order"`
+	Order         adminOrderJSON     `json:"order"`
 	Attempts      []attemptJSON      `json:"attempts"`
 	WebhookEvents []webhookEventJSON `json:"webhook_events"`
 	Refunds       []refundJSON       `json:"refunds"`
 	Discrepancies []discrepancyJSON  `json:"discrepancies"`
 	Audit         []auditJSON        `json:"audit"`
+	Ledger        []ledgerEntryJSON  `json:"ledger"`
+	Disputes      []disputeJSON      `json:"disputes"`
 	Timeline      []timelineEntry    `json:"timeline"`
 }
 
 // toTimelineJSON renders the order's story: each kind of record in its own
 // list, and all of them merged in time order.
 func toTimelineJSON(t service.Timeline) timelineJSON {
-	out := timelineJSON{Order: toOrderJSON(t.Order), Attempts: []attemptJSON{}, WebhookEvents: []webhookEventJSON{},
-		Refunds: []refundJSON{}, Discrepancies: []discrepancyJSON{}, Audit: []auditJSON{}}
+	out := timelineJSON{Order: adminOrderJSON{orderJSON: toOrderJSON(t.Order), Money: toBooksJSON(t.Money, t.Order.Currency)},
+		Attempts: []attemptJSON{}, WebhookEvents: []webhookEventJSON{}, Refunds: []refundJSON{}, Discrepancies: []discrepancyJSON{},
+		Audit: []auditJSON{}, Ledger: []ledgerEntryJSON{}, Disputes: []disputeJSON{}}
 	add := func(at time.Time, kind, id, summary string) {
 		out.Timeline = append(out.Timeline, timelineEntry{At: stamp(at), Kind: kind, ID: id, Summary: summary, at: at})
 	}
@@ -198,6 +201,16 @@ func toTimelineJSON(t service.Timeline) timelineJSON {
 		j := toAuditJSON(e)
 		out.Audit = append(out.Audit, j)
 		add(e.CreatedAt, "audit", e.ID, auditSummary(j))
+	}
+	for _, e := range t.Ledger {
+		j := toLedgerEntryJSON(e)
+		out.Ledger = append(out.Ledger, j)
+		add(e.CreatedAt, "ledger", e.ID, ledgerSummary(j))
+	}
+	for _, d := range t.Disputes {
+		j := toDisputeJSON(d)
+		out.Disputes = append(out.Disputes, j)
+		add(d.OpenedAt, "dispute", j.ID, "dispute of "+j.Amount+" "+j.Currency+disputeReason(j.Reason))
 	}
 	sort.SliceStable(out.Timeline, func(i, j int) bool { return out.Timeline[i].at.Before(out.Timeline[j].at) })
 	return out

@@ -78,6 +78,12 @@ func NewMetrics() *Metrics {
 		}, []string{"reason"}),
 		provider: newProviderHistogram(), rejected: newWebhookRejections(),
 	}
+	// Every type starts at 0, so the first discrepancy of a type after a
+	// start is an increase() too: the PaydDisputeOpened alert counts new
+	// disputes as the disputed series' increase.
+	for _, t := range domain.DiscrepancyTypes {
+		m.discrepancies.WithLabelValues(string(t))
+	}
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // signals.go (ADR 0022)

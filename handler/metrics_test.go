@@ -178,3 +178,22 @@ func TestTraceLogs(t *testing.T) {
 		t.Errorf("TraceLogs(TraceLogs(h)) = %#v, want h wrapped once", th)
 	}
 }
+
+// TestDiscrepanciesCountFromZero: each discrepancy type is exported at 0
+// from the start, so the first dispute after a start is an increase of
+// payd_discrepancies_total{type="disputed"} (PaydDisputeOpened), not a new
+// series increase() cannot see.
+func TestDiscrepanciesCountFromZero(t *testing.T) {
+	m := NewMetrics()
+	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
+	out := scrape(t, e)
+	for _, typ := range domain.DiscrepancyTypes {
+		if want := `payd_discrepancies_total{type="` + string(typ) + `"} 0`; !strings.Contains(out, want+"\n") {
+			t.Errorf("a fresh scrape lacks %q:\n%s", want, grep(out, "payd_discrepancies_total"))
+		}
+	}
+	m.DiscrepancyRecorded(t.Context(), domain.Discrepancy{Type: domain.Disputed})
+	if out := scrape(t, e); !strings.Contains(out, `payd_discrepancies_total{type="disputed"} 1`+"\n") {
+		t.Errorf("after a dispute:\n%s", grep(out, "payd_discrepancies_total"))
+	}
+}

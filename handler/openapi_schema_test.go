@@ -17,6 +17,7 @@ var rendered = map[string]any{
 	"AdminRecord": adminRecordJSON{}, "Refund": refundJSON{}, "RefundResult": refundResultJSON{},
 	"WebhookEvent": webhookEventJSON{}, "AuditEntry": auditJSON{}, "Discrepancy": discrepancyJSON{},
 	"Run": runJSON{}, "TimelineEntry": timelineEntry{}, "Timeline": timelineJSON{},
+	"AdminOrder": adminOrderJSON{}, "Books": booksJSON{}, "LedgerEntry": ledgerEntryJSON{}, "Dispute": disputeJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.

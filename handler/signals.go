@@ -95,6 +95,7 @@ type Backlog struct {
 	DiscrepanciesOpen    int64
 	OldestUnknownAttempt time.Time // zero: no attempt with an unknown outcome
 	WebhookEventsPending int64     // stored but not yet applied (a delivery died half-way)
+	DisputesOpen         int64     // disputes the customers' banks have not decided
 }
 
 // backlogDescs are the gauges a backlog collector exports.
@@ -107,6 +108,8 @@ var (
 		"Age of the oldest payment attempt whose outcome is unknown; 0 when there is none.", nil, nil)
 	descWebhooksPending = prometheus.NewDesc("payd_webhook_events_pending",
 		"Provider webhook events stored but not yet applied (whole database).", nil, nil)
+	descDisputesOpen = prometheus.NewDesc("payd_disputes_open",
+		"Customers' disputes of charges not yet decided by their bank: status open (whole database).", nil, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -136,7 +139,7 @@ func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl,
 
 // Describe sends the gauges' descriptions.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descBacklogUp} {
+	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen, descBacklogUp} {
 		ch <- d
 	}
 }
@@ -168,4 +171,5 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDiscrepanciesOpen, prometheus.GaugeValue, float64(b.DiscrepanciesOpen))
 	ch <- prometheus.MustNewConstMetric(descOldestUnknown, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(descWebhooksPending, prometheus.GaugeValue, float64(b.WebhookEventsPending))
+	ch <- prometheus.MustNewConstMetric(descDisputesOpen, prometheus.GaugeValue, float64(b.DisputesOpen))
 }

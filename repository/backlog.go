@@ -15,20 +15,23 @@ type Backlog struct {
 	DiscrepanciesOpen    int64     // open or resolving
 	OldestUnknownAttempt time.Time // created_at of the oldest unknown attempt; zero when none
 	WebhookEventsPending int64     // stored, not yet applied
+	DisputesOpen         int64     // disputes the bank has not decided
 }
 
-// backlogQuery is four indexed reads in one round trip: orders by
+// backlogQuery is five indexed reads in one round trip: orders by
 // orders_status_id, discrepancies by discrepancies_status, unknown attempts
 // by payment_attempts_status (a range of the few unknown rows), unapplied
-// events by webhook_events_pending (migration 00013). None scans a table.
+// events by webhook_events_pending (migration 00013), open disputes by
+// disputes_status (the books' migration). None scans a table.
 const backlogQuery = `SELECT
 	(SELECT COUNT(*) FROM orders WHERE status = ?),
 	(SELECT COUNT(*) FROM discrepancies WHERE status IN (?, ?)),
 	(SELECT MIN(created_at) FROM payment_attempts WHERE status = ?),
-	(SELECT COUNT(*) FROM webhook_events WHERE processed_at IS NULL)`
+	(SELECT COUNT(*) FROM webhook_events WHERE processed_at IS NULL),
+	(SELECT COUNT(*) FROM disputes WHERE status = ?)`
 
 var backlogArgs = []any{string(domain.StatusProcessing), domain.DiscrepancyOpen, domain.DiscrepancyResolving,
-	string(domain.AttemptUnknown)}
+	string(domain.AttemptUnknown), string(domain.DisputeOpen)}
 
 // ReadBacklog reads the backlog (the metrics' gauges, ADR 0022).
 func ReadBacklog(ctx context.Context, db *DB) (Backlog, error) {
@@ -37,7 +40,7 @@ func ReadBacklog(ctx context.Context, db *DB) (Backlog, error) {
 		oldest *utcTime
 	)
 	row := db.conn(ctx).Raw(backlogQuery, backlogArgs...).Row()
-	if err := row.Scan(&b.OrdersProcessing, &b.DiscrepanciesOpen, &oldest, &b.WebhookEventsPending); err != nil {
+	if err := row.Scan(&b.OrdersProcessing, &b.DiscrepanciesOpen, &oldest, &b.WebhookEventsPending, &b.DisputesOpen); err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}
 	if oldest != nil {

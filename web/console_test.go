@@ -21,6 +21,7 @@ func TestConsoleServesPageAndAssets(t *testing.T) {
 		{"/admin/api.js", "text/javascript; charset=utf-8", "Idempotency-Key"},
 		{"/admin/discrepancies.js", "text/javascript; charset=utf-8", "setBusy(true)"},
 		{"/admin/timeline.js", "text/javascript; charset=utf-8", "outcomeOf"},
+		{"/admin/books.js", "text/javascript; charset=utf-8", "renderMoney"},
 		{"/admin/dom.js", "text/javascript; charset=utf-8", "textContent"},
 		{"/admin/style.css", "text/css; charset=utf-8", ".timeline"},
 	}

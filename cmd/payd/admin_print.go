@@ -40,16 +40,20 @@ func printOrders(w io.Writer, page client.OrderPage) {
 	printCursor(w, page.NextCursor)
 }
 
-// printTimeline prints an order and its story, each entry with its outcome.
+// printTimeline prints an order, its books and its story, each entry with
+// its outcome.
 func printTimeline(w io.Writer, t client.Timeline) {
-	o := t.Order
-	fmt.Fprintf(w, "order     %s\nstatus    %s\namount    %s %s (refunded %s)\ncustomer  %s\ncreated   %s\n\n",
+	o, m := t.Order, t.Order.Money
+	fmt.Fprintf(w, "order     %s\nstatus    %s\namount    %s %s (refunded %s)\ncustomer  %s\ncreated   %s\n",
 		o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, o.CustomerId, adminStamp(o.CreatedAt))
+	fmt.Fprintf(w, "money     charged %s  refunded %s  disputed %s  lost %s  net %s %s\n\n",
+		m.Charged, m.Refunded, m.Disputed, m.Lost, m.Net, o.Currency)
 	table(w, "AT\tKIND\tOUTCOME\tSUMMARY\tID", func(tw io.Writer) {
 		for _, e := range t.Timeline {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", adminStamp(e.At), e.Kind, outcomeOf(t, e), e.Summary, e.Id)
 		}
 	})
+	printBooks(w, t)
 	var open []client.Discrepancy
 	for _, d := range t.Discrepancies {
 		if d.Status == "open" {
@@ -92,6 +96,14 @@ func outcomeOf(t client.Timeline, e client.TimelineEntry) string {
 				if d.Resolution != nil {
 					return string(d.Status) + ": " + string(*d.Resolution)
 				}
+				return string(d.Status)
+			}
+		}
+	case "ledger":
+		return "booked" // an entry is appended once and never changes
+	case "dispute":
+		for _, d := range t.Disputes {
+			if d.Id == e.Id {
 				return string(d.Status)
 			}
 		}
@@ -151,6 +163,37 @@ func printDiscrepancies(w io.Writer, ds []client.Discrepancy) {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Id, d.Type, status, deref(d.OrderId), d.Reference,
 				deref(d.ProviderAmount), deref(d.LocalAmount), strings.TrimSpace(deref(d.RunId)))
+		}
+	})
+}
+
+// printBooks prints the order's ledger and its disputes, oldest first.
+func printBooks(w io.Writer, t client.Timeline) {
+	fmt.Fprintln(w)
+	if len(t.Ledger) == 0 {
+		fmt.Fprintln(w, "no ledger entry")
+	} else {
+		table(w, "LEDGER\tKIND\tAMOUNT\tSOURCE\tAT\tCHARGE\tNOTE", func(tw io.Writer) {
+			for _, e := range t.Ledger {
+				source := string(e.Source)
+				if e.Actor != nil {
+					source += " (" + *e.Actor + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", e.Id, e.Kind, e.Amount, e.Currency, source, adminStamp(e.CreatedAt), e.ChargeId, e.Note)
+			}
+		})
+	}
+	if len(t.Disputes) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	table(w, "DISPUTE\tSTATUS\tAMOUNT\tREASON\tCHARGE\tOPENED\tCLOSED", func(tw io.Writer) {
+		for _, d := range t.Disputes {
+			closed := "-"
+			if d.ClosedAt != nil {
+				closed = adminStamp(*d.ClosedAt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", d.Id, d.Status, d.Amount, d.Currency, d.Reason, d.ChargeId, adminStamp(d.OpenedAt), closed)
 		}
 	})
 }

@@ -41,6 +41,9 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 
 		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
 		b.waitState("signed-out")
+		if b.displayed("#console") {
+			t.Error("signed out, the console's panels are displayed")
+		}
 		b.do("sign in with a wrong token", chromedp.SendKeys("#token", "adm_wrong_token_0123456789abcdef"), chromedp.Click("#sign-in-button"))
 		b.waitFor("the wrong token refused", func() bool { return strings.Contains(b.text("#sign-in-error"), "401") })
 		b.do("sign in as alice", chromedp.SendKeys("#token", alice), chromedp.Click("#sign-in-button"))
@@ -83,6 +86,28 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		}
 		if b.count(card) != 0 {
 			t.Error("the resolved discrepancy still has resolve buttons on its order")
+		}
+		// The books: applying the charge booked it.
+		b.waitFor("the money summary", func() bool { return b.attr(`#money [data-sum="charged"]`, "value") == "7.00" })
+		for sum, want := range map[string]string{"refunded": "0.00", "disputed": "0.00", "lost": "0.00", "net": "7.00"} {
+			if got := b.attr(fmt.Sprintf(`#money [data-sum="%s"]`, sum), "value"); got != want {
+				t.Errorf("money summary %s = %q, want %q", sum, got, want)
+			}
+		}
+		if got := b.text(`#money [data-sum="net"] dd`); got != "7.00 USD" {
+			t.Errorf("net shows %q, want 7.00 USD", got)
+		}
+		if n := b.count(`#ledger-rows tr[data-kind="charge"]`); n != 1 || !b.displayed("#ledger-table") {
+			t.Errorf("ledger charge rows = %d (table shown %v), want 1 shown", n, b.displayed("#ledger-table"))
+		}
+		if got := b.text(`#ledger-rows tr[data-kind="charge"]`); !strings.Contains(got, "7.00 USD") {
+			t.Errorf("the ledger's charge reads %q, want 7.00 USD", got)
+		}
+		if n := b.count(`#timeline li[data-kind="ledger"][data-outcome="booked"]`); n != 1 {
+			t.Errorf("ledger entries on the timeline = %d, want 1", n)
+		}
+		if b.displayed("#disputes-box") {
+			t.Error("an order without disputes shows a disputes box")
 		}
 		b.screenshot("console-timeline-resolved")
 
@@ -137,6 +162,13 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 			t.Errorf("audit rows by alice = %d, want 3 (the run, the resolution, the dry run)", n)
 		}
 	})
+}
+
+// displayed reports whether the first element matching sel takes up room
+// on the page (not display: none, itself or an ancestor).
+func (b *shopper) displayed(sel string) bool {
+	v, err := eval[bool](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.getClientRects().length > 0; })()`, sel))
+	return err == nil && v
 }
 
 // count is how many elements match a CSS selector.

@@ -138,6 +138,8 @@ func TestSignalsScrape(t *testing.T) {
 			{"payd_discrepancies_open", nil, func(v float64) bool { return v == float64(s.count(`discrepancies WHERE status = 'open'`)) && v >= 1 }, "the open discrepancies in the database"},
 			{"payd_oldest_unknown_attempt_age_seconds", nil, func(v float64) bool { return v > 0 && v < 600 }, "the unknown attempt's age, > 0"},
 			{"payd_webhook_events_pending", nil, func(v float64) bool { return v == 1 }, "1 (the half-done event)"},
+			{"payd_disputes_open", nil, func(v float64) bool { return v == float64(s.count(`disputes WHERE status = 'open'`)) }, "the open disputes in the database"},
+			{"payd_discrepancies_total", map[string]string{"type": "disputed"}, func(v float64) bool { return v == 0 }, "0 (no dispute, exported from the start)"},
 			{"payd_backlog_scrape_success", nil, func(v float64) bool { return v == 1 }, "1"},
 			{"payd_webhook_rejected_total", map[string]string{"reason": "invalid_signature"}, func(v float64) bool { return v == 1 }, "1"},
 			{"payd_build_info", map[string]string{"goversion": runtime.Version()}, func(v float64) bool { return v == 1 }, "1 with this Go version"},
@@ -235,7 +237,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"PaydPaymentStuck", "PaydDiscrepanciesOpen", "PaydProviderErrorRate", "PaydWebhookSignatureFailures"} {
+	for _, want := range []string{"PaydPaymentStuck", "PaydDiscrepanciesOpen", "PaydProviderErrorRate", "PaydWebhookSignatureFailures", "PaydDisputeOpened"} {
 		if !alerts[want] {
 			t.Errorf("alerts.yml has no %s rule", want)
 		}

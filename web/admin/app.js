@@ -8,6 +8,7 @@ import { call, send, describe, newKey, savedToken, saveToken, forgetToken, Netwo
 import { h, $, when, badge } from './dom.js';
 import { renderTimeline } from './timeline.js';
 import { card } from './discrepancies.js';
+import { renderMoney, renderLedger, renderDisputes } from './books.js';
 
 const app = $('app');
 let shownOrder = ''; // the order whose timeline is on screen
@@ -149,6 +150,12 @@ async function openOrder(id) {
   $('order-summary').replaceChildren(badge(o.status), ` ${o.amount} ${o.currency}`,
     o.refunded_amount && o.refunded_amount !== '0.00' ? `, ${o.refunded_amount} refunded` : '',
     ` · customer ${o.customer_id} · created ${when(o.created_at)}`);
+  renderMoney($('money'), o);
+  renderLedger($('ledger-rows'), doc);
+  $('ledger-table').hidden = !(doc.ledger || []).length;
+  $('ledger-empty').hidden = !!(doc.ledger || []).length;
+  renderDisputes($('disputes'), doc);
+  $('disputes-box').hidden = !(doc.disputes || []).length;
   renderTimeline($('timeline'), doc);
   const open = (doc.discrepancies || []).filter((d) => d.status === 'open');
   document.getElementById('order-open')?.remove();

@@ -35,8 +35,8 @@ export function tone(outcome) {
   const s = String(outcome ?? '');
   if (/^[2]\d\d\b/.test(s)) return 'ok';
   if (/^[45]\d\d\b/.test(s)) return 'bad';
-  if (/(^|\b)(succeeded|paid|applied|resolved|refunded|auto_refunded|ok|created)\b/.test(s)) return 'ok';
-  if (/(^|\b)(failed|declined|rejected|error|expired|cancelled|duplicate|mismatch)\b/.test(s)) return 'bad';
+  if (/(^|\b)(succeeded|paid|applied|resolved|refunded|auto_refunded|ok|created|booked|won)\b/.test(s)) return 'ok';
+  if (/(^|\b)(failed|declined|rejected|error|expired|cancelled|duplicate|mismatch|lost)\b/.test(s)) return 'bad';
   return 'wait';
 }
 

@@ -2,7 +2,8 @@
 // every record about the order in time order (GET /v1/admin/orders/{id},
 // `timeline`); each entry is drawn with its outcome, looked up in the
 // record it names: an attempt's status, a webhook's outcome, a refund's
-// status, a discrepancy's status and resolution, an operator action's HTTP
+// status, a discrepancy's status and resolution, a dispute's status, a
+// ledger entry booked (it never changes), an operator action's HTTP
 // result (so a refund answered 409 never looks like one answered 200).
 
 import { h, when, badge } from './dom.js';
@@ -35,6 +36,12 @@ function recordOutcome(doc, entry) {
       const d = find(doc.discrepancies);
       return d.resolution ? `${d.status}: ${d.resolution}` : d.status;
     }
+    case 'ledger':
+      return find(doc.ledger).id ? 'booked' : '';
+    case 'dispute': {
+      const d = find(doc.disputes);
+      return d.status; // open, won or lost
+    }
     case 'audit': {
       const a = find(doc.audit);
       if (!a.result) return '';
@@ -63,6 +70,10 @@ function detailOf(doc, entry) {
     if (!d) return null;
     const amounts = d.provider_amount || d.local_amount ? `provider ${d.provider_amount ?? '—'} / payd ${d.local_amount ?? '—'} ${d.currency ?? ''}` : '';
     return [`reference ${d.reference}`, amounts, d.note ? `note: ${d.note}` : ''].filter(Boolean).join(' · ');
+  }
+  if (entry.kind === 'ledger') {
+    const e = find(doc.ledger);
+    return e ? [`charge ${e.charge_id}`, e.note ? `note: ${e.note}` : ''].filter(Boolean).join(' · ') : null;
   }
   if (entry.kind === 'attempt') {
     const a = find(doc.attempts);
