@@ -98,6 +98,7 @@ const (
 	DiscrepancyResolutionAutoRefunded DiscrepancyResolution = "auto_refunded"
 	DiscrepancyResolutionIgnore       DiscrepancyResolution = "ignore"
 	DiscrepancyResolutionLessThannil  DiscrepancyResolution = "<nil>"
+	DiscrepancyResolutionRecorded     DiscrepancyResolution = "recorded"
 	DiscrepancyResolutionRefund       DiscrepancyResolution = "refund"
 )
 
@@ -111,6 +112,8 @@ func (e DiscrepancyResolution) Valid() bool {
 	case DiscrepancyResolutionIgnore:
 		return true
 	case DiscrepancyResolutionLessThannil:
+		return true
+	case DiscrepancyResolutionRecorded:
 		return true
 	case DiscrepancyResolutionRefund:
 		return true
@@ -296,6 +299,8 @@ func (e OrderStatus) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ProblemCodeCardDeclined               ProblemCode = "card_declined"
+	ProblemCodeChargeBelongsToOtherOrder  ProblemCode = "charge_belongs_to_other_order"
+	ProblemCodeChargeDisputed             ProblemCode = "charge_disputed"
 	ProblemCodeDiscrepancyAlreadyResolved ProblemCode = "discrepancy_already_resolved"
 	ProblemCodeDiscrepancyNotFound        ProblemCode = "discrepancy_not_found"
 	ProblemCodeEmailTaken                 ProblemCode = "email_taken"
@@ -339,6 +344,10 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ProblemCodeCardDeclined:
+		return true
+	case ProblemCodeChargeBelongsToOtherOrder:
+		return true
+	case ProblemCodeChargeDisputed:
 		return true
 	case ProblemCodeDiscrepancyAlreadyResolved:
 		return true
@@ -872,7 +881,7 @@ type Discrepancy struct {
 	// Reference What it is about (a charge ID, an order ID); payd records one discrepancy per type and reference.
 	Reference string `json:"reference"`
 
-	// Resolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted.
+	// Resolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
 	Resolution *DiscrepancyResolution `json:"resolution"`
 	ResolvedAt *time.Time             `json:"resolved_at"`
 
@@ -884,7 +893,7 @@ type Discrepancy struct {
 	Type   DiscrepancyType   `json:"type"`
 }
 
-// DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted.
+// DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
 type DiscrepancyResolution string
 
 // DiscrepancyStatus `resolving`: an operator's action is being carried out.
