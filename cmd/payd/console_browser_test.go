@@ -5,12 +5,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/sandbox"
 )
 
 // TestConsoleResolvesStagedDiscrepancy drives the operators' console at
@@ -320,5 +326,153 @@ func TestConsoleResolvesOutsideRun(t *testing.T) {
 		if n := s.count("discrepancies WHERE id = ? AND status = 'resolved' AND resolution = 'ignore' AND note = ?", did, "refunded by hand"); n != 1 {
 			t.Errorf("discrepancy %s is not resolved by ignore with the note", did)
 		}
+	})
+}
+
+// TestConsoleShowsOutsideRefundAndLostDispute: an order of 10.00 paid with
+// the sandbox's pm_dispute, 3.00 of it refunded straight at the provider
+// (a dashboard refund payd never asked for) before the customer's bank
+// disputes the whole charge, and the dispute lost. The provider's books
+// then hold more taken back than was charged, and payd mirrors them: the
+// console shows charged 10.00, refunded 3.00, disputed 0.00, lost 10.00 and
+// a net of −3.00 marked as a loss; the ledger's charge, outside refund,
+// dispute opened and dispute lost; the dispute, lost; and on the timeline
+// the outside refund recorded with the provider as actor.
+//
+// PAYD_TEST_SCREENSHOT_DIR=docs keeps the screenshot the README shows.
+func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
+	chromium(t) // skip or fail once, here, not per database
+	eachDialect(t, func(t *testing.T, dialect string) {
+		// The sandbox's clock stands still until payd has booked the outside
+		// refund: the dispute, due AsyncDelay after the charge, cannot open
+		// before it (the provider refuses to refund a charge under an open
+		// dispute). Webhooks are signed with the real time regardless.
+		var held atomic.Pointer[time.Time]
+		t0 := time.Now()
+		held.Store(&t0)
+		s := startStackWith(t, dialect, nil, func(c *sandbox.Config) {
+			c.Clock = func() time.Time {
+				if at := held.Load(); at != nil {
+					return *at
+				}
+				return time.Now()
+			}
+		})
+		p := newTap(t, s.base)
+		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
+		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
+
+		_, tok := s.register("books-console@example.com")
+		order := s.order(tok, "10.00")
+		if r := s.pay(tok, order, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
+			t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
+		}
+		books := func() booksDoc { return decode[booksDoc](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil)) }
+		doc := books()
+		if len(doc.Attempts) != 1 || deref(doc.Attempts[0].ProviderChargeID) == "" {
+			t.Fatalf("attempts = %+v, want one with the provider's charge", doc.Attempts)
+		}
+		charge := deref(doc.Attempts[0].ProviderChargeID)
+
+		pr, err := s.directProvider().Refund(t.Context(), domain.ProviderRefundRequest{
+			IdempotencyKey: "dash-" + uuid.NewString(), ChargeID: charge, Amount: decimal.RequireFromString("3.00"), Currency: "USD", Reason: "dashboard"})
+		if err != nil || pr.Status != domain.ChargeSucceeded {
+			t.Fatalf("refund 3.00 of %s at the provider = %+v, %v; want succeeded", charge, pr, err)
+		}
+		eventually(t, 20*time.Second, "payd to book the outside refund", func() bool {
+			doc = books()
+			return doc.Order.RefundedAmount == "3.00" && doc.Order.Money["refunded"] == "3.00"
+		})
+		if ds, err := s.sandbox.Disputes(t.Context()); err != nil || len(ds) != 0 {
+			t.Fatalf("sandbox disputes before the clock moves = %+v, %v; want none yet", ds, err)
+		}
+
+		held.Store(nil) // the dispute is due: the provider opens it
+		eventually(t, 20*time.Second, "the dispute open on the order", func() bool {
+			doc = books()
+			return len(doc.Disputes) == 1 && doc.Disputes[0]["status"] == "open"
+		})
+		dispute, _ := doc.Disputes[0]["id"].(string)
+		if _, err := s.sandbox.CloseDispute(t.Context(), dispute, domain.DisputeLost); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "the dispute lost on the order", func() bool {
+			doc = books()
+			return doc.Disputes[0]["status"] == "lost"
+		})
+
+		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))
+		b.waitState("signed-out")
+		b.do("sign in", chromedp.SendKeys("#token", testAdminToken), chromedp.Click("#sign-in-button"))
+		b.waitState("ready")
+		b.do("open the order by ID", chromedp.SendKeys("#open-id", order), chromedp.Click("#open"))
+		b.waitFor("the order's books", func() bool {
+			return b.attr(`#money [data-sum="lost"]`, "value") == "10.00" && b.count(`#disputes li[data-status="lost"]`) == 1
+		})
+
+		for sum, want := range map[string]string{"charged": "10.00", "refunded": "3.00", "disputed": "0.00", "lost": "10.00", "net": "-3.00"} {
+			if got := b.attr(fmt.Sprintf(`#money [data-sum="%s"]`, sum), "value"); got != want {
+				t.Errorf("money summary %s = %q, want %q", sum, got, want)
+			}
+		}
+		for sum, want := range map[string]string{"charged": "10.00 USD", "refunded": "3.00 USD", "lost": "10.00 USD", "net": "−3.00 USD"} {
+			if got := b.text(fmt.Sprintf(`#money [data-sum="%s"] dd`, sum)); got != want {
+				t.Errorf("%s shows %q, want %q", sum, got, want)
+			}
+		}
+		if !b.displayed(`#money .sum-net.negative`) {
+			t.Error("a net below zero is not marked negative")
+		}
+		if b.displayed(`#money .sum-charged.negative`) {
+			t.Error("a positive sum is marked negative")
+		}
+
+		if !b.displayed("#ledger-table") {
+			t.Error("the ledger table is not shown")
+		}
+		kinds, err := eval[[]string](b, `[...document.querySelectorAll('#ledger-rows tr')].map((r) => r.dataset.kind)`)
+		if want := []string{"charge", "outside_refund", "dispute_opened", "dispute_lost"}; err != nil || !slices.Equal(kinds, want) {
+			t.Errorf("ledger rows = %v (%v), want %v", kinds, err, want)
+		}
+		for kind, want := range map[string]string{"charge": "10.00 USD", "outside_refund": "3.00 USD", "dispute_opened": "10.00 USD", "dispute_lost": "10.00 USD"} {
+			if got := b.text(fmt.Sprintf(`#ledger-rows tr[data-kind="%s"]`, kind)); !strings.Contains(got, want) {
+				t.Errorf("the ledger's %s reads %q, want %s", kind, got, want)
+			}
+		}
+		if got := b.text(`#ledger-rows tr[data-kind="outside_refund"] td:first-child`); got != "outside refund" {
+			t.Errorf("the outside refund's kind reads %q, want outside refund", got)
+		}
+
+		card := fmt.Sprintf(`#disputes li[data-id="%s"]`, dispute)
+		if !b.displayed("#disputes-box") || b.count(card) != 1 {
+			t.Fatalf("the dispute %s is not shown (box shown %v)", dispute, b.displayed("#disputes-box"))
+		}
+		if got := b.text(card); !strings.Contains(got, "lost") || !strings.Contains(got, "10.00 USD") || !strings.Contains(got, charge) || !strings.Contains(got, "closed") {
+			t.Errorf("the dispute reads %q, want lost, 10.00 USD, on %s, closed", got, charge)
+		}
+		if got := b.attr(fmt.Sprintf(`#timeline li[data-kind="dispute"][data-id="%s"]`, dispute), "outcome"); got != "lost" {
+			t.Errorf("the dispute on the timeline = %q, want lost", got)
+		}
+
+		// The provider moved all of this money: every action on the order's
+		// audit trail is the provider's, the outside refund first.
+		actions, err := eval[[]string](b, `[...document.querySelectorAll('#timeline li[data-kind="audit"] .summary')].map((e) => e.innerText)`)
+		want := []string{"provider outside_refund", "provider dispute_opened", "provider dispute_lost"}
+		if err != nil || len(actions) != len(want) {
+			t.Fatalf("audit entries on the timeline = %q (%v), want %v", actions, err, want)
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(actions[i], w+":") {
+				t.Errorf("audit entry %d on the timeline reads %q, want %s", i, actions[i], w)
+			}
+		}
+		outside := `#timeline li[data-kind="audit"] .detail` // the first: the outside refund
+		if got := b.text(outside); !strings.Contains(got, "about "+pr.ID) || !strings.Contains(got, "amount=3.00") || !strings.Contains(got, "charge_id="+charge) {
+			t.Errorf("the outside refund's detail reads %q, want refund %s of 3.00 on %s", got, pr.ID, charge)
+		}
+		if n := b.count(`#timeline li[data-kind="ledger"][data-outcome="booked"]`); n != 4 {
+			t.Errorf("ledger entries on the timeline = %d, want 4", n)
+		}
+		b.screenshot("console-books")
 	})
 }

@@ -6,13 +6,21 @@ import { h, when, badge } from './dom.js';
 
 const sums = [['charged', 'Charged'], ['refunded', 'Refunded'], ['disputed', 'Disputed'], ['lost', 'Lost'], ['net', 'Net']];
 
-/** renderMoney draws order.money into the element dl, each sum with its currency. */
+/**
+ * renderMoney draws order.money into the element dl, each sum with its
+ * currency. A sum below zero (a net, when refunds and lost disputes took
+ * back more than was charged) is marked negative and written with a true
+ * minus sign, which a hyphen is too easily misread as.
+ */
 export function renderMoney(dl, order) {
   const m = order.money || {};
-  dl.replaceChildren(...sums.map(([key, label]) =>
-    h('div', { class: `sum sum-${key}`, dataset: { sum: key, value: m[key] ?? '' } },
+  dl.replaceChildren(...sums.map(([key, label]) => {
+    const v = m[key];
+    const negative = typeof v === 'string' && v.startsWith('-');
+    return h('div', { class: `sum sum-${key}${negative ? ' negative' : ''}`, dataset: { sum: key, value: v ?? '' } },
       h('dt', {}, label),
-      h('dd', { class: 'num' }, m[key] === undefined ? '—' : `${m[key]} ${order.currency}`))));
+      h('dd', { class: 'num' }, v === undefined ? '—' : `${negative ? `\u2212${v.slice(1)}` : v} ${order.currency}`));
+  }));
 }
 
 /** renderLedger draws doc.ledger as table rows into tbody. */
