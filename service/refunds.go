@@ -403,7 +403,7 @@ func (s *Refunds) refund(ctx context.Context, req RefundRequest, asked *domain.C
 	if !amount.IsPositive() {
 		return domain.Refund{}, domain.Order{}, fmt.Errorf("%w: the provider reports nothing left of charge %s", domain.ErrRefundTooLarge, paid.ProviderChargeID)
 	}
-	if err := s.notDisputed(ctx, paid.ProviderChargeID); err != nil {
+	if err := s.notDisputed(ctx, o.ID, paid.ProviderChargeID); err != nil {
 		return domain.Refund{}, domain.Order{}, err
 	}
 	r, err := s.reserve(ctx, o, paid.ProviderChargeID, amount, req)
@@ -507,18 +507,38 @@ func (s *Refunds) RefundCharge(ctx context.Context, orderID, chargeID string, am
 	return s.refundCharge(ctx, orderID, chargeID, amount, cur, reason)
 }
 
-// notDisputed refuses a refund of a charge under an open dispute: the bank
-// took the money back already, and a refund would give it twice.
-func (s *Refunds) notDisputed(ctx context.Context, chargeID string) error {
+// notDisputed refuses a refund of a charge under an open dispute whose
+// money the bank withdrew (its opening is booked): a refund would give it
+// twice. An inquiry, where the bank only asks questions and withdrew
+// nothing, does not stop a refund.
+func (s *Refunds) notDisputed(ctx context.Context, orderID, chargeID string) error {
 	if s.Disputes == nil || chargeID == "" {
 		return nil
 	}
 	open, err := s.Disputes.OpenForCharge(ctx, chargeID)
-	if err != nil {
+	if err != nil || !open {
 		return err
 	}
-	if open {
-		return fmt.Errorf("%w: charge %s", domain.ErrChargeDisputed, chargeID)
+	if s.Ledger != nil {
+		entries, err := s.Ledger.ListByOrder(ctx, orderID)
+		if err != nil {
+			return err
+		}
+		held := decimal.Zero // what open disputes of the charge withdrew
+		for _, e := range entries {
+			if e.ChargeID != chargeID {
+				continue
+			}
+			switch e.Kind {
+			case domain.LedgerDisputeOpened:
+				held = held.Add(e.Amount)
+			case domain.LedgerDisputeWon, domain.LedgerDisputeLost:
+				held = held.Sub(e.Amount)
+			}
+		}
+		if !held.IsPositive() {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: charge %s", domain.ErrChargeDisputed, chargeID)
 }

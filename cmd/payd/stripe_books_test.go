@@ -183,6 +183,20 @@ func TestStripeBooksDisputes(t *testing.T) {
 			wantLedger(t, "inquiry closed", doc, map[string]int{"charge": 1})
 		})
 
+		t.Run("a refund during an inquiry is allowed", func(t *testing.T) {
+			// The bank only asks questions and withdrew nothing: refunding
+			// the customer is the merchant's usual answer, not a second payout.
+			id, pi := s.paidStripeOrder(tok, "19.90")
+			n := len(s.fake.Events())
+			dp := s.fake.OpenDispute(pi, stripefake.DisputeOptions{Inquiry: true, Reason: "general"})
+			s.deliver(s.since(n)...)
+			wantDispute(t, "inquiry open", s.books(id), dp, "open", "19.90")
+			if r := s.refund(id, uuid.NewString(), "5.00"); r.Status != http.StatusOK {
+				t.Fatalf("refund during an inquiry = %d %s, want 200", r.Status, r.Body)
+			}
+			wantMoney(t, "refunded during the inquiry", s.books(id), "19.90", "5.00", "0.00", "0.00", "14.90")
+		})
+
 		t.Run("inquiry escalated to a chargeback books its withdrawal", func(t *testing.T) {
 			id, pi := s.paidStripeOrder(tok, "19.90")
 			n := len(s.fake.Events())
