@@ -149,6 +149,7 @@ const (
 	MissingProviderCharge DiscrepancyType = "missing_provider_charge"
 	PaidAfterClose        DiscrepancyType = "paid_after_close"
 	StuckProcessing       DiscrepancyType = "stuck_processing"
+	UnconfirmedPayment    DiscrepancyType = "unconfirmed_payment"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyType enum.
@@ -167,6 +168,8 @@ func (e DiscrepancyType) Valid() bool {
 	case PaidAfterClose:
 		return true
 	case StuckProcessing:
+		return true
+	case UnconfirmedPayment:
 		return true
 	default:
 		return false
@@ -1863,6 +1866,9 @@ type ClientInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1875,6 +1881,9 @@ type ClientInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2622,6 +2631,9 @@ func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors 
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2644,6 +2656,9 @@ func (c *Client) ProviderWebhookWithBody(ctx context.Context, params *ProviderWe
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4694,6 +4709,9 @@ type ClientWithResponsesInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4706,6 +4724,9 @@ type ClientWithResponsesInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8348,6 +8369,9 @@ func (c *ClientWithResponses) GetRequestWithResponse(ctx context.Context, key Id
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8366,6 +8390,9 @@ func (c *ClientWithResponses) ProviderWebhookWithBodyWithResponse(ctx context.Co
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
