@@ -1869,6 +1869,8 @@ type ClientInterface interface {
 	// A `payment.succeeded` is applied only once the provider's own record
 	// of the charge confirms it; otherwise it is stored, answered 200
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1884,6 +1886,8 @@ type ClientInterface interface {
 	// A `payment.succeeded` is applied only once the provider's own record
 	// of the charge confirms it; otherwise it is stored, answered 200
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1900,7 +1904,8 @@ type ClientInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1917,7 +1922,8 @@ type ClientInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2634,6 +2640,8 @@ func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors 
 // A `payment.succeeded` is applied only once the provider's own record
 // of the charge confirms it; otherwise it is stored, answered 200
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2659,6 +2667,8 @@ func (c *Client) ProviderWebhookWithBody(ctx context.Context, params *ProviderWe
 // A `payment.succeeded` is applied only once the provider's own record
 // of the charge confirms it; otherwise it is stored, answered 200
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2685,7 +2695,8 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2712,7 +2723,8 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4712,6 +4724,8 @@ type ClientWithResponsesInterface interface {
 	// A `payment.succeeded` is applied only once the provider's own record
 	// of the charge confirms it; otherwise it is stored, answered 200
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4727,6 +4741,8 @@ type ClientWithResponsesInterface interface {
 	// A `payment.succeeded` is applied only once the provider's own record
 	// of the charge confirms it; otherwise it is stored, answered 200
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4743,7 +4759,8 @@ type ClientWithResponsesInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4760,7 +4777,8 @@ type ClientWithResponsesInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7605,6 +7623,8 @@ type ProviderWebhookResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7630,6 +7650,11 @@ func (r ProviderWebhookResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ProviderWebhookResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ProviderWebhookResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7695,6 +7720,8 @@ type StripeWebhookResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7720,6 +7747,11 @@ func (r StripeWebhookResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StripeWebhookResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StripeWebhookResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8372,6 +8404,8 @@ func (c *ClientWithResponses) GetRequestWithResponse(ctx context.Context, key Id
 // A `payment.succeeded` is applied only once the provider's own record
 // of the charge confirms it; otherwise it is stored, answered 200
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8393,6 +8427,8 @@ func (c *ClientWithResponses) ProviderWebhookWithBodyWithResponse(ctx context.Co
 // A `payment.succeeded` is applied only once the provider's own record
 // of the charge confirms it; otherwise it is stored, answered 200
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8415,7 +8451,8 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8438,7 +8475,8 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11151,6 +11189,13 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11231,6 +11276,13 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
