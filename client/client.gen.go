@@ -2140,6 +2140,11 @@ type ClientInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2152,6 +2157,11 @@ type ClientInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2168,7 +2178,8 @@ type ClientInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2185,7 +2196,8 @@ type ClientInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2899,6 +2911,11 @@ func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors 
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2921,6 +2938,11 @@ func (c *Client) ProviderWebhookWithBody(ctx context.Context, params *ProviderWe
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2947,7 +2969,8 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2974,7 +2997,8 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4971,6 +4995,11 @@ type ClientWithResponsesInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4983,6 +5012,11 @@ type ClientWithResponsesInterface interface {
 	// (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 	// `duplicate`.
 	// Unknown event types are stored and answered 200 `ignored`.
+	// A `payment.succeeded` is applied only once the provider's own record
+	// of the charge confirms it; otherwise it is stored, answered 200
+	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4999,7 +5033,8 @@ type ClientWithResponsesInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5016,7 +5051,8 @@ type ClientWithResponsesInterface interface {
 	// `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 	// `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
-	// mode (404 otherwise).
+	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+	// webhook endpoint per provider mode.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7861,6 +7897,8 @@ type ProviderWebhookResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7886,6 +7924,11 @@ func (r ProviderWebhookResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ProviderWebhookResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ProviderWebhookResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7951,6 +7994,8 @@ type StripeWebhookResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7976,6 +8021,11 @@ func (r StripeWebhookResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StripeWebhookResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StripeWebhookResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8625,6 +8675,11 @@ func (c *ClientWithResponses) GetRequestWithResponse(ctx context.Context, key Id
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8643,6 +8698,11 @@ func (c *ClientWithResponses) ProviderWebhookWithBodyWithResponse(ctx context.Co
 // (`webhook-id`) is applied once; a redelivery answers 200 with outcome
 // `duplicate`.
 // Unknown event types are stored and answered 200 `ignored`.
+// A `payment.succeeded` is applied only once the provider's own record
+// of the charge confirms it; otherwise it is stored, answered 200
+// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
+// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
+// answers 404 `not_found`, one webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8665,7 +8725,8 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8688,7 +8749,8 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // `charge.refunded`, `refund.created`, `refund.updated`, `charge.dispute.created` (a
 // `disputed` discrepancy). Every other type, `payment_intent.requires_action`
 // included, is stored and answered 200 `ignored`. Served only in Stripe
-// mode (404 otherwise).
+// mode: in sandbox mode this endpoint answers 404 `not_found`, one
+// webhook endpoint per provider mode.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11401,6 +11463,13 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11481,6 +11550,13 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -24,7 +24,9 @@ type Deps struct {
 		OrderService
 		OrderWatcher
 	}
-	Checkout    Payer
+	Checkout Payer
+	// Webhooks serves /v1/webhooks/provider, the sandbox's events; nil in
+	// Stripe mode, where the route answers 404.
 	Webhooks    *Webhooks
 	Admin       *Admin
 	EventPoll   time.Duration // how often event streams look for changes by other processes
@@ -99,7 +101,9 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
-	v1.POST("/webhooks/provider", d.Webhooks.receive)
+	// One webhook endpoint per provider mode: each answers 404 when its
+	// receiver is nil.
+	v1.POST("/webhooks/provider", d.Webhooks.receive)     // 404 when PAYD_PROVIDER=stripe
 	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive) // 404 unless PAYD_PROVIDER=stripe
 
 	admin, a := requireOperator(ops, d.Customers), d.Admin

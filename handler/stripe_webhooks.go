@@ -31,7 +31,7 @@ type StripeWebhooks struct {
 // answered 200.
 func (h *StripeWebhooks) receive(c echo.Context) error {
 	if h == nil {
-		return echo.ErrNotFound // not in Stripe mode
+		return echo.ErrNotFound // not in Stripe mode: one webhook endpoint per provider mode
 	}
 	raw, err := body(c)
 	if err != nil {

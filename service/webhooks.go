@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/payd/payd/domain"
 )
 
@@ -26,9 +24,9 @@ type Webhooks struct {
 	// Observer, optional, is told of each event handled and each
 	// discrepancy an event newly records.
 	Observer Observer
-	// Provider is asked for its record of a charge when an event
-	// contradicts payd's books (ADR 0010). Without it, such events are
-	// applied as before: through the guarded transitions only.
+	// Provider, required, is asked for its record of the charge behind
+	// every payment.succeeded before anything is applied (ADR 0031), and
+	// behind every event that contradicts payd's books (ADR 0010).
 	Provider PaymentProvider
 	// SameCharge: a payment event must name the charge the attempt
 	// stored, if it stored one; another is a discrepancy, never the
@@ -66,7 +64,7 @@ func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.Provider
 		s.observe(string(ev.Type), OutcomeDuplicate)
 		return OutcomeDuplicate, nil
 	}
-	outcome, err := s.apply(ctx, ev)
+	outcome, err := s.apply(ctx, msgID, ev)
 	if err != nil {
 		return "", err
 	}
@@ -77,10 +75,10 @@ func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.Provider
 	return outcome, nil
 }
 
-func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
 	switch ev.Type {
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
-		return s.applyPayment(ctx, ev)
+		return s.applyPayment(ctx, msgID, ev)
 	case domain.EventRefundSucceeded:
 		// payd's own refund is confirmed (only for the money it asked);
 		// one payd never asked for is recorded as an outside refund.
@@ -97,21 +95,21 @@ func (s *Webhooks) apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 	return OutcomeIgnored, nil
 }
 
-// applyPayment settles the attempt the event names. A charge payd never
-// made is recorded as a discrepancy for an operator. An event that
-// contradicts payd's books — a success for an attempt payd recorded as
-// failed or held, a failure for one not recorded as failed — is settled by
-// the provider's own record of the charge, asked now (ADR 0010): events
-// arrive late, twice and out of order, the provider's record does not.
-// Every success, reported or asked, goes through Checkout's money check.
-func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+// applyPayment settles the attempt the event names. An event is a hint,
+// never an order (ADR 0031): a success is applied only as the provider's
+// own record of the attempt's charge, asked now, and only when that record
+// confirms it (confirmSuccess). A success for a charge payd never made is
+// recorded for an operator (stranger). A failure that contradicts payd's
+// books is settled by the provider's record too (ADR 0010): events arrive
+// late, twice and out of order, the provider's record does not. Every
+// success goes through Checkout's money check.
+func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
 	a, err := s.Attempts.FindByID(ctx, ev.IdempotencyKey)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		if ev.Type == domain.EventPaymentFailed {
 			return OutcomeIgnored, nil // nothing moved, nothing to do
 		}
-		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: ev.OrderID,
-			ChargeID: ev.ChargeID, Note: "payment.succeeded for a charge payd has no attempt for"}, ev)
+		return s.stranger(ctx, msgID, ev)
 	}
 	if err != nil {
 		return "", err
@@ -128,8 +126,11 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 			AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency,
 			Note: "payment.succeeded names charge " + truncate(ev.ChargeID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64) + "; not applied"}, ev)
 	}
-	ch := eventCharge(a, ev)
-	if s.contradicts(a, ev.Type) {
+	if ev.Type == domain.EventPaymentSucceeded {
+		return s.confirmSuccess(ctx, msgID, a, ev)
+	}
+	ch := failedCharge(a, ev)
+	if s.contradicts(a) {
 		truth, done, err := s.askProvider(ctx, a)
 		if err != nil || done != "" {
 			return done, err
@@ -146,6 +147,102 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 		}
 		ch = truth
 	}
+	return s.settle(ctx, a, ch)
+}
+
+// confirmSuccess applies a payment.succeeded for attempt a only as the
+// provider's own record of a's charge, asked now by a's key, and only when
+// that record confirms the event: succeeded, the charge the event names
+// (and the attempt stored, if it stored one), the money the event reports.
+// A success the provider does not confirm is never applied; it is recorded
+// as unconfirmed_payment, with the event kept in the inbox. A charge the
+// provider still reports pending is not yet a contradiction: the event is
+// ignored, and the charge's own path (the pay key's retry, the recoverer,
+// a later event) settles it. A record for other money than the attempt's
+// is applied all the same, through the money check: it holds the attempt
+// as an amount_mismatch, as on every other path (ADR 0010). An unreachable
+// provider is an error, so the event is delivered again.
+func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.Attempt, ev domain.ProviderEvent) (string, error) {
+	truth, err := s.Provider.GetCharge(ctx, a.ID)
+	if err != nil && !errors.Is(err, domain.ErrChargeNotFound) {
+		return "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
+	}
+	if err == nil && truth.Status == domain.ChargePending {
+		return OutcomeIgnored, nil // not yet: the charge's own path settles it
+	}
+	said := denial(truth, err, ev)
+	if said == "" && a.ProviderChargeID != "" && truth.ID != a.ProviderChargeID {
+		said = "its charge for the attempt is " + truncate(truth.ID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64)
+	}
+	if said != "" {
+		return s.unconfirmed(ctx, msgID, domain.Discrepancy{OrderID: a.OrderID, AttemptID: a.ID, LocalAmount: a.Amount, Currency: a.Currency}, truth, ev, said)
+	}
+	return s.settle(ctx, a, truth)
+}
+
+// stranger handles a payment.succeeded for an attempt payd has no record
+// of. The provider is asked by the event's key: a charge it made is money
+// payd never asked for (missing_local_payment, for an operator); none, or
+// one it reports failed, means the event is false (unconfirmed_payment).
+// A charge still pending is not yet either: its own event comes later.
+func (s *Webhooks) stranger(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
+	truth, err := s.Provider.GetCharge(ctx, ev.IdempotencyKey)
+	switch {
+	case err != nil && !errors.Is(err, domain.ErrChargeNotFound):
+		return "", fmt.Errorf("ask the provider about key %s: %w", truncate(ev.IdempotencyKey, 64), err)
+	case err == nil && truth.Status == domain.ChargePending:
+		return OutcomeIgnored, nil
+	}
+	if said := denial(truth, err, ev); said != "" {
+		return s.unconfirmed(ctx, msgID, domain.Discrepancy{OrderID: ev.OrderID}, truth, ev, said)
+	}
+	return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: ev.OrderID,
+		ChargeID: ev.ChargeID, Note: "payment.succeeded for a charge payd has no attempt for"}, ev)
+}
+
+// denial says how the provider's record truth (or err, asking for it)
+// fails to confirm the success ev reports, in the provider's words; empty
+// when it confirms it: succeeded, the charge ev names, the money ev
+// reports, exactly.
+func denial(truth domain.Charge, err error, ev domain.ProviderEvent) string {
+	switch {
+	case errors.Is(err, domain.ErrChargeNotFound):
+		return "it has no charge under the key"
+	case truth.Status != domain.ChargeSucceeded:
+		return "its charge " + truncate(truth.ID, 64) + " is " + string(truth.Status)
+	case ev.ChargeID != "" && ev.ChargeID != truth.ID:
+		return "its charge under the key is " + truncate(truth.ID, 64)
+	case !ev.AmountReadable() || !ev.Amount.Equal(truth.Amount) || ev.Currency != truth.Currency:
+		return "its charge " + truncate(truth.ID, 64) + " is for " + domain.FormatAmount(truth.Amount, domain.Currency(truth.Currency)) + " " + truncate(truth.Currency, 8)
+	}
+	return ""
+}
+
+// unconfirmed records a success the provider does not confirm, never
+// applied: disc says whose it would be, truth is the provider's record
+// (zero when it has none) and said what the provider answered. The note
+// quotes what the event claimed, as written; the provider amount is the
+// provider's, not the event's. The reference is the message id, so a
+// redelivery of the same message records nothing new, and the inbox row
+// under that id keeps the event as received.
+func (s *Webhooks) unconfirmed(ctx context.Context, msgID string, disc domain.Discrepancy, truth domain.Charge, ev domain.ProviderEvent, said string) (string, error) {
+	disc.Type, disc.Reference, disc.ChargeID = domain.UnconfirmedPayment, msgID, truncate(ev.ChargeID, 64)
+	if disc.Reference == "" {
+		disc.Reference = ev.IdempotencyKey
+	}
+	if disc.Currency == "" {
+		disc.Currency, _ = domain.ParseCurrency(ev.Currency)
+	}
+	if truth.ID != "" && truth.Currency == string(disc.Currency) {
+		disc.ProviderAmount = truth.Amount
+	}
+	disc.Note = "payment.succeeded (webhook-id " + truncate(msgID, 128) + ", charge " + truncate(ev.ChargeID, 64) + ", " +
+		truncate(ev.AmountText, 32) + " " + truncate(ev.Currency, 8) + ") not confirmed by the provider: " + said + "; not applied"
+	return s.record(ctx, disc)
+}
+
+// settle applies ch, the outcome the provider stands by, to attempt a.
+func (s *Webhooks) settle(ctx context.Context, a domain.Attempt, ch domain.Charge) (string, error) {
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
 		return "", err
@@ -160,18 +257,11 @@ func (s *Webhooks) applyPayment(ctx context.Context, ev domain.ProviderEvent) (s
 	return OutcomeApplied, nil
 }
 
-// contradicts reports whether an event of type typ disagrees with what payd
-// recorded for attempt a. A success for an attempt still unsettled or
-// succeeded is news or a repeat; so is a failure for one recorded failed.
-// A failure for any other is asked of the provider before it releases
+// contradicts reports whether a payment.failed disagrees with what payd
+// recorded for attempt a. A failure for an attempt recorded failed is a
+// repeat; one for any other is asked of the provider before it releases
 // anything: a false failure would free the order for a second charge.
-func (s *Webhooks) contradicts(a domain.Attempt, typ domain.ProviderEventType) bool {
-	if s.Provider == nil {
-		return false
-	}
-	if typ == domain.EventPaymentSucceeded {
-		return a.Status == domain.AttemptFailed || a.Status == domain.AttemptHeld
-	}
+func (s *Webhooks) contradicts(a domain.Attempt) bool {
 	return a.Status != domain.AttemptFailed
 }
 
@@ -197,21 +287,12 @@ func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Ch
 	return truth, "", nil
 }
 
-// eventCharge is the charge an event describes, with the money it
-// reports: Checkout checks it against the attempt. An amount missing or
-// unreadable is taken as -1, never the attempt's amount, so a success
-// reported without readable money is held as an amount_mismatch for an
-// operator, never applied.
-func eventCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
-	amount := ev.Amount
-	if !ev.AmountReadable() {
-		amount = decimal.NewFromInt(-1) // unreadable: never the attempt's amount
-	}
-	ch := domain.Charge{ID: ev.ChargeID, IdempotencyKey: a.ID, OrderID: ev.OrderID, Amount: amount, Currency: ev.Currency, Status: domain.ChargeSucceeded}
-	if ev.Type == domain.EventPaymentFailed {
-		ch.Status, ch.FailureCode = domain.ChargeFailed, ev.FailureCode
-	}
-	return ch
+// failedCharge is the failed charge a payment.failed describes. A failure
+// is applied on the event's word only when it agrees with payd's books
+// (contradicts); it moves no money.
+func failedCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
+	return domain.Charge{ID: ev.ChargeID, IdempotencyKey: a.ID, OrderID: ev.OrderID, Amount: ev.Amount, Currency: ev.Currency,
+		Status: domain.ChargeFailed, FailureCode: ev.FailureCode}
 }
 
 // disputed records a customer's dispute of a payment for an operator: the

@@ -212,10 +212,12 @@ func receiveTwice(t *testing.T, w *world, ev event, outcome string) {
 }
 
 // TestWebhookGarbledPaymentRecorded: a signed payment.succeeded whose
-// amount is unreadable or missing is the provider's word, stored and never
-// applied: the attempt is held with one amount_mismatch for an operator,
-// the order stays unpaid, and its money is never taken for the attempt's.
-// A status payd does not know is ignored: the type says the outcome.
+// amount is unreadable or missing does not say what the provider's record
+// says, so it is stored and never applied (ADR 0031): the attempt stays
+// unsettled for its own path to settle, the order unpaid, and one
+// unconfirmed_payment quotes the event as written and the provider's
+// amount. A status payd does not know is ignored: the type says the
+// outcome.
 func TestWebhookGarbledPaymentRecorded(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		cust := w.customer(t)
@@ -236,12 +238,13 @@ func TestWebhookGarbledPaymentRecorded(t *testing.T) {
 			if st := w.get(t, cust, o.ID).Status; st == domain.StatusPaid {
 				t.Errorf("%s amount: order = %v, want unpaid", name, st)
 			}
-			if as := w.attempts(t, cust, o.ID); len(as) != 1 || as[0].Status != domain.AttemptHeld {
-				t.Errorf("%s amount: attempts = %+v, want one held", name, as)
+			if as := w.attempts(t, cust, o.ID); len(as) != 1 || as[0].Status != domain.AttemptUnknown {
+				t.Errorf("%s amount: attempts = %+v, want one unknown", name, as)
 			}
 			ds := w.discrepanciesOf(t, o.ID)
-			if len(ds) != 1 || ds[0].Type != domain.AmountMismatch || ds[0].AttemptID != ev.Data.IdempotencyKey || ds[0].ProviderAmount.Equal(o.Amount) {
-				t.Errorf("%s amount: discrepancies = %+v, want one amount_mismatch, not for the attempt's amount", name, ds)
+			if len(ds) != 1 || ds[0].Type != domain.UnconfirmedPayment || ds[0].AttemptID != ev.Data.IdempotencyKey || ds[0].Reference != ev.ID ||
+				!ds[0].ProviderAmount.Equal(o.Amount) || !strings.Contains(ds[0].Note, ev.ID) || !strings.Contains(ds[0].Note, ", "+ev.Data.AmountText+" EUR)") {
+				t.Errorf("%s amount: discrepancies = %+v, want one unconfirmed_payment under the message, quoting the event and the provider's amount", name, ds)
 			}
 		}
 
@@ -307,6 +310,48 @@ func TestWebhookGarbledRefundRecorded(t *testing.T) {
 		receiveTwice(t, w, garble(t, sent, func(d map[string]any) { delete(d, "refund_id") }), service.OutcomeApplied)
 		if r, _, err := w.refunds.Refund(ctx, req); err != nil || r.Status != domain.RefundSucceeded || r.ProviderRefundID != "" {
 			t.Fatalf("refund after an event without its id = %+v, %v, want succeeded with no provider refund id", r, err)
+		}
+	})
+}
+
+// TestWebhookSuccessWhilePending: a payment.succeeded for a charge the
+// provider still reports pending is not yet confirmed, nor contradicted:
+// it is ignored, nothing is recorded, and the attempt waits for its own
+// path; the event sent once the charge succeeded pays the order.
+func TestWebhookSuccessWhilePending(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.order(t, cust, "14.00")
+		if got, err := w.pay(cust, o.ID, newKey(), "pm_async"); err != nil || got.Status != domain.StatusProcessing {
+			t.Fatalf("Pay(pm_async) = %v, %v, want processing", got.Status, err)
+		}
+		a := w.attempts(t, cust, o.ID)[0]
+		payload, err := json.Marshal(map[string]any{"id": "evt_early", "type": "payment.succeeded", "data": map[string]string{
+			"charge_id": a.ProviderChargeID, "idempotency_key": a.ID, "order_id": o.ID, "amount": "14.00", "currency": "EUR", "status": "succeeded"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := provider.ParseEvent(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early := event{ID: newKey(), Type: parsed.Type, Payload: payload, Data: parsed}
+		if out, err := w.receive(ctx, early); err != nil || out != service.OutcomeIgnored {
+			t.Fatalf("Receive(success while pending) = %q, %v, want ignored", out, err)
+		}
+		if as := w.attempts(t, cust, o.ID); as[0].Status != domain.AttemptUnknown {
+			t.Errorf("attempt = %v, want unknown", as[0].Status)
+		}
+		if ds := w.discrepanciesOf(t, o.ID); len(ds) != 0 {
+			t.Errorf("discrepancies = %+v, want none", ds)
+		}
+		w.resolveAsync(t)
+		if out, err := w.receive(ctx, eventOf(t, w, o.ID, domain.EventPaymentSucceeded)); err != nil || out != service.OutcomeApplied {
+			t.Fatalf("Receive(success) = %q, %v, want applied", out, err)
+		}
+		if st := w.get(t, cust, o.ID).Status; st != domain.StatusPaid {
+			t.Errorf("order = %v, want paid", st)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ type benchApp struct {
 	h     http.Handler
 	stmts *dbtest.Counter
 	token string
+	sb    *sandbox.Server  // the provider, to settle pm_async charges when a benchmark says so
+	prov  *provider.Client // the provider's API, as payd asks it
+	calls atomic.Int64     // requests the provider served
 }
 
 func newBenchApp(b testing.TB, d migrations.Dialect) *benchApp {
@@ -50,21 +54,30 @@ func newBudgetApp(b testing.TB, d migrations.Dialect) *benchApp {
 
 func newAppOn(b testing.TB, db *repository.DB, counter *dbtest.Counter) *benchApp {
 	b.Helper()
-	sb, err := sandbox.New(sandbox.Config{DatabaseURL: "sqlite://" + filepath.Join(b.TempDir(), "sb.db"), Logger: slog.New(slog.DiscardHandler)})
+	// pm_async charges are due at once, and settle only when a benchmark
+	// calls settlePending: nothing runs the sandbox's worker here.
+	sb, err := sandbox.New(sandbox.Config{DatabaseURL: "sqlite://" + filepath.Join(b.TempDir(), "sb.db"), Logger: slog.New(slog.DiscardHandler),
+		AsyncDelay: time.Nanosecond})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(sb.Handler())
+	app := &benchApp{stmts: counter, sb: sb}
+	sbh := sb.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app.calls.Add(1)
+		sbh.ServeHTTP(w, r)
+	}))
 	b.Cleanup(func() { srv.Close(); sb.Close() })
 	cfg := config{
 		AdminToken: testAdminToken, WebhookSecret: testWebhookSecret, SecretKey: testSecretKey, MaxAmount: "1000000",
 		IdempotencyTTL: 24 * time.Hour, InflightWait: 2 * time.Second, Lease: 30 * time.Second, OrderTTL: 30 * time.Minute,
 	}
-	a, err := wire(cfg, db, provider.NewClient(srv.URL), slog.New(slog.DiscardHandler))
+	app.prov = provider.NewClient(srv.URL)
+	a, err := wire(cfg, db, app.prov, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
-	app := &benchApp{h: a.echo, stmts: counter}
+	app.h = a.echo
 	rec := app.call(b, "POST", "/v1/customers", "", uuid.NewString(), `{"email":"bench@example.com","name":"Bench"}`)
 	app.token = strings.Split(strings.Split(rec, `"token":"`)[1], `"`)[0]
 	return app

@@ -261,6 +261,9 @@ func (c *config) check(sub string) error {
 	if err := c.checkStripe(sub); err != nil {
 		return err
 	}
+	if err := c.checkSecretKeyAlone(sub); err != nil {
+		return err
+	}
 	return c.checkSettings()
 }
 

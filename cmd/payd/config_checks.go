@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -35,6 +36,33 @@ func checkSecret(name, val string) error {
 		if err != nil || len(key) < minSecretBytes || lowEntropy(key) || weakSecret(s) {
 			// The position, never the secret, goes into the message.
 			return fmt.Errorf("%s: secret %d of %d must be whsec_ and the base64 of at least %d random bytes when PAYD_ENV=production", name, i+1, len(secrets), minSecretBytes)
+		}
+	}
+	return nil
+}
+
+// checkSecretKeyAlone refuses, in production, a PAYD_SECRET_KEY that is
+// also another secret payd holds: an admin or operator token, or a webhook
+// secret. Whoever holds that other secret (an operator, the provider, the
+// sandbox's host) would hold the key that seals stored replies and signs
+// customer tokens. The message names the other setting, never the secret.
+func (c *config) checkSecretKeyAlone(sub string) error {
+	if c.Env != "production" || sub == "sandbox" || sub == "migrate" || c.SecretKey == "" {
+		return nil
+	}
+	others := []struct{ name, val string }{{"PAYD_ADMIN_TOKEN", c.AdminToken}}
+	for _, o := range c.operators {
+		others = append(others, struct{ name, val string }{"PAYD_ADMIN_TOKENS (operator " + o.Name + ")", o.Token})
+	}
+	for _, w := range []struct{ name, val string }{{"PAYD_WEBHOOK_SECRET", c.WebhookSecret}, {"STRIPE_WEBHOOK_SECRET", c.Stripe.WebhookSecret}} {
+		others = append(others, w)
+		for _, s := range webhookSecrets(w.val) {
+			others = append(others, struct{ name, val string }{w.name, s})
+		}
+	}
+	for _, o := range others {
+		if o.val != "" && subtle.ConstantTimeCompare([]byte(o.val), []byte(c.SecretKey)) == 1 {
+			return fmt.Errorf("PAYD_SECRET_KEY must differ from %s when PAYD_ENV=production: each secret has its own holder", o.name)
 		}
 	}
 	return nil

@@ -142,3 +142,51 @@ func TestConfigRefusesWeakSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSecretKeyAlone: production refuses a PAYD_SECRET_KEY that is
+// also an admin or operator token or a webhook secret (one of several
+// too), naming the other setting and never the secret; development and
+// the sandbox let it pass.
+func TestConfigSecretKeyAlone(t *testing.T) {
+	const key = "whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg==" // strong as a key, a token and a webhook secret
+	strong := map[string]string{
+		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": key,
+	}
+	stripe := map[string]string{"PAYD_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_51Habc0123456789", "STRIPE_WEBHOOK_SECRET": "whsec_0123456789abcdefABCDEF"}
+	tests := []struct {
+		name    string
+		sub     string
+		env     []map[string]string
+		wantErr string
+	}{
+		{"a key of its own", "serve", nil, ""},
+		{"the admin token", "serve", []map[string]string{{"PAYD_ADMIN_TOKEN": key}}, "PAYD_ADMIN_TOKEN"},
+		{"an operator's token", "serve", []map[string]string{{"PAYD_ADMIN_TOKENS": "ann:tok_3f9a8b7c6d5e4f30a1b2c3d4e5f6a7b8,bob:" + key}}, "operator bob"},
+		{"the webhook secret", "serve", []map[string]string{{"PAYD_WEBHOOK_SECRET": key}}, "PAYD_WEBHOOK_SECRET"},
+		{"one of two webhook secrets", "serve", []map[string]string{{"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw " + key}}, "PAYD_WEBHOOK_SECRET"},
+		{"Stripe's webhook secret", "serve", []map[string]string{stripe, {"STRIPE_WEBHOOK_SECRET": key}}, "STRIPE_WEBHOOK_SECRET"},
+		{"Stripe mode, a key of its own", "serve", []map[string]string{stripe}, ""},
+		{"development", "serve", []map[string]string{{"PAYD_ENV": "development", "PAYD_ADMIN_TOKEN": key}}, ""},
+		{"the sandbox holds no key", "sandbox", []map[string]string{{"PAYD_WEBHOOK_SECRET": key}}, ""},
+	}
+	for _, tt := range tests {
+		getenv := func(k string) string {
+			for i := len(tt.env) - 1; i >= 0; i-- {
+				if v, ok := tt.env[i][k]; ok {
+					return v
+				}
+			}
+			return strong[k]
+		}
+		_, err := loadConfig(tt.sub, nil, getenv, io.Discard)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: loadConfig = %v, want nil", tt.name, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "PAYD_SECRET_KEY")):
+			t.Errorf("%s: loadConfig = %v, want an error naming PAYD_SECRET_KEY and %s", tt.name, err, tt.wantErr)
+		case err != nil && strings.Contains(err.Error(), key):
+			t.Errorf("%s: loadConfig = %v, prints the secret", tt.name, err)
+		}
+	}
+}

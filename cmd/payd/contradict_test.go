@@ -64,7 +64,7 @@ func (s *stack) untouched(orderID, chargeID string) {
 // released the order, then payment.succeeded arrives for the same attempt.
 // payd asks the provider: if it says succeeded, that only charge pays the
 // order (no refund, no duplicate_charge); if it still says failed, nothing
-// changes.
+// changes, and each message is kept as an unconfirmed_payment (ADR 0031).
 func TestFailedThenSucceeded(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
@@ -98,7 +98,23 @@ func TestFailedThenSucceeded(t *testing.T) {
 			if a := s.onlyAttempt(id); a.Status != domain.AttemptFailed {
 				t.Errorf("attempt = %s, want failed", a.Status)
 			}
-			s.untouched(id, p.ChargeID)
+			// The provider does not confirm the success: each message
+			// (deliverThrice sends two) is kept as unconfirmed_payment.
+			ds := s.discrepancies(id)
+			for _, d := range ds {
+				if d.Type != domain.UnconfirmedPayment || d.Status != domain.DiscrepancyOpen {
+					t.Errorf("discrepancy %s (%s): %s, want only open unconfirmed_payment", d.Type, d.Status, d.Note)
+				}
+			}
+			if len(ds) != 2 {
+				t.Errorf("discrepancies = %d, want one per message (2)", len(ds))
+			}
+			if n := s.count("refunds WHERE order_id = ?", id); n != 0 {
+				t.Errorf("refunds = %d, want 0", n)
+			}
+			if got := s.providerCharge(p.ChargeID).RefundedAmount; !got.IsZero() {
+				t.Errorf("charge refunded %s at the provider, want 0", got)
+			}
 		})
 	})
 }

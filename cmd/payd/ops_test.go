@@ -60,7 +60,8 @@ func opsFlow(t *testing.T, s *stack) *opsRun {
 	attemptID := m["attempts"].([]any)[0].(map[string]any)["id"].(string)
 
 	// A webhook signed over other bytes, one of a type payd does not know,
-	// and one whose amount is not the attempt's.
+	// and a success the provider does not confirm (another charge, another
+	// amount: ADR 0031).
 	bad := run.webhook(t, s, "evt_"+uuid.NewString(), map[string]any{"type": "payment.succeeded"}, []byte(`{"forged":true}`))
 	if bad.Status != http.StatusUnauthorized {
 		t.Fatalf("webhook with a wrong signature = %d, want 401", bad.Status)
@@ -204,7 +205,7 @@ func TestMetricsAfterFlow(t *testing.T) {
 			{`payd_webhook_events_total{outcome="applied",type="payment.succeeded"}`, 1},
 			{`payd_webhook_events_total{outcome="ignored",type="other"}`, 1},
 			{`payd_webhook_events_total{outcome="discrepancy",type="payment.succeeded"}`, 1},
-			{`payd_discrepancies_total{type="amount_mismatch"}`, 1},
+			{`payd_discrepancies_total{type="unconfirmed_payment"}`, 1},
 			{`payd_http_request_duration_seconds_count{method="POST",route="/v1/orders/:id/pay",status="2xx"}`, 3},
 			{`payd_http_request_duration_seconds_count{method="POST",route="/v1/webhooks/provider",status="4xx"}`, 1},
 			{`payd_http_request_duration_seconds_count{method="POST",route="/v1/admin/orders/:id/refund",status="2xx"}`, 1},

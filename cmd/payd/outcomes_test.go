@@ -117,9 +117,19 @@ func TestPayReplyAmountMismatch(t *testing.T) {
 				a := s.heldForOperator(id, key)
 				wantMismatchProblem(t, "replay", s.pay(token, id, key, "pm_ok"))
 				// An event with the order's money contradicts the hold: payd
-				// asks the provider, which still reports the other money.
+				// asks the provider, which still reports the other money, so
+				// it is not confirmed (ADR 0031): each message is kept as an
+				// unconfirmed_payment, and the hold stands.
 				s.deliverThrice("payment.succeeded", payment{AttemptID: a.ID, ChargeID: a.ProviderChargeID, OrderID: id, Amount: "500.00", Currency: "USD"})
-				s.heldForOperator(id, key)
+				if n := s.count("discrepancies WHERE order_id = ? AND type = 'unconfirmed_payment'", id); n != 2 {
+					t.Errorf("unconfirmed_payment = %d, want one per message (2)", n)
+				}
+				if a := s.onlyAttempt(id); a.Status != attemptHeld {
+					t.Errorf("attempt after the events = %s, want still held", a.Status)
+				}
+				if n := s.count("discrepancies WHERE order_id = ? AND type = 'amount_mismatch' AND status = 'open'", id); n != 1 {
+					t.Errorf("open amount_mismatch after the events = %d, want 1", n)
+				}
 				if r := s.pay(token, id, uuid.NewString(), "pm_ok"); r.Status != http.StatusConflict {
 					t.Errorf("pay under another key = %d %s, want 409", r.Status, r.Body)
 				}

@@ -23,6 +23,7 @@ func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, m
 	if cfg.RedisURL == "" {
 		return nil, nil, nil
 	}
+	redisx.LogTo(log) // go-redis's own messages as JSON lines, never plain text on stderr
 	client, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return nil, nil, err

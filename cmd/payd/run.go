@@ -355,15 +355,17 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
 		Observer: observer, Disputes: disputes}
-	webhooks, err := handler.NewWebhooks(receiver, provider.ParseEvent, cfg.WebhookSecret)
-	if err != nil {
-		return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
-	}
-	webhooks.Rejected = metrics.WebhookRejected
 	receiver.SameCharge = cfg.Stripe.Provider == "stripe"     // a Stripe event for another PaymentIntent is a discrepancy
 	stripeHooks, err := stripeWebhooks(cfg, client, receiver) // nil unless PAYD_PROVIDER=stripe
 	if err != nil {
 		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
+	}
+	var webhooks *handler.Webhooks // the sandbox's events: nil in Stripe mode, one endpoint per mode
+	if stripeHooks == nil {
+		if webhooks, err = handler.NewWebhooks(receiver, provider.ParseEvent, cfg.WebhookSecret); err != nil {
+			return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
+		}
+		webhooks.Rejected = metrics.WebhookRejected
 	}
 	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
 		ActionTTL: cfg.OrderTTL}

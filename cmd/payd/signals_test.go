@@ -88,7 +88,11 @@ func signalsStack(t *testing.T, dialect string) (*stack, string) {
 	if r := s.pay(tok, unknown, uuid.NewString(), "pm_timeout"); r.Status != http.StatusAccepted {
 		t.Fatalf("Pay pm_timeout = %d %s, want 202", r.Status, r.Body)
 	}
-	stranger := payment{AttemptID: uuid.NewString(), ChargeID: "ch_" + uuid.NewString(), OrderID: unknown, Amount: "9.99", Currency: "EUR"}
+	// A charge the provider made behind payd's back: its success is a
+	// missing_local_payment (a made-up one would be unconfirmed_payment).
+	strangerKey := uuid.NewString()
+	ch := s.chargeDirectly(strangerKey, unknown, "9.99")
+	stranger := payment{AttemptID: strangerKey, ChargeID: ch.ID, OrderID: unknown, Amount: "9.99", Currency: "USD"}
 	if r := s.sendEvent("msg_"+uuid.NewString(), "payment.succeeded", stranger); r.Status != http.StatusOK {
 		t.Fatalf("webhook for an unknown attempt = %d %s, want 200", r.Status, r.Body)
 	}

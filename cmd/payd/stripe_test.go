@@ -152,21 +152,33 @@ func TestStripePayments(t *testing.T) {
 			}
 		})
 
-		t.Run("a success for other money is held, not applied", func(t *testing.T) {
+		t.Run("a success the PaymentIntent does not confirm is not applied", func(t *testing.T) {
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
 				t.Fatalf("pay(3DS) = %d %s, want 202", r.Status, r.Body)
 			}
 			pi := s.fake.PaymentIntentOf(id)
-			ev := s.fake.OtherMoney(pi, 199) // 1.99, not 19.90
+			early := s.fake.OtherMoney(pi, 1990) // the PaymentIntent still requires action
+			s.deliver(early, early)
+			if tl := s.timeline(id); tl.Order.Status != "processing" || tl.Attempts[0].Status != "unknown" || len(tl.Discrepancies) != 0 {
+				t.Fatalf("order %s, attempt %+v, discrepancies %+v after a success Stripe does not report yet; want processing, unknown, none",
+					tl.Order.Status, tl.Attempts[0], tl.Discrepancies)
+			}
+			s.fake.Authenticate(pi, true)
+			evs := s.eventsOf(pi)
+			ev := s.fake.OtherMoney(pi, 199) // 1.99, not the PaymentIntent's 19.90
 			s.deliver(ev, ev)
 			tl := s.timeline(id)
-			if tl.Order.Status == "paid" || tl.Attempts[0].Status != "held" {
-				t.Fatalf("order %s, attempt %+v after a success for other money; want not paid, attempt held", tl.Order.Status, tl.Attempts[0])
+			if tl.Order.Status == "paid" || tl.Attempts[0].Status != "unknown" {
+				t.Fatalf("order %s, attempt %+v after a success for other money; want not paid, attempt unknown", tl.Order.Status, tl.Attempts[0])
 			}
-			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "amount_mismatch" || tl.Discrepancies[0].ProviderAmount == nil ||
-				*tl.Discrepancies[0].ProviderAmount != "1.99" {
-				t.Fatalf("discrepancies = %+v, want one amount_mismatch quoting 1.99", tl.Discrepancies)
+			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "unconfirmed_payment" || tl.Discrepancies[0].Reference != ev.ID ||
+				tl.Discrepancies[0].ProviderAmount == nil || *tl.Discrepancies[0].ProviderAmount != "19.90" {
+				t.Fatalf("discrepancies = %+v, want one unconfirmed_payment for %s quoting Stripe's 19.90", tl.Discrepancies, ev.ID)
+			}
+			s.deliver(evs[len(evs)-1])
+			if st := s.status(token, id); st != "paid" {
+				t.Fatalf("order = %s after the PaymentIntent's own success, want paid", st)
 			}
 		})
 

@@ -80,22 +80,27 @@ func TestWebhookFailedAfterSucceeded(t *testing.T) {
 	})
 }
 
-// TestWebhookMoneyMismatch: a success whose amount or currency is not the
-// attempt's is never applied: the attempt is held and amount_mismatch
-// recorded, once. A later success contradicts it, so payd asks the
-// provider, whose record has the right money: the order is paid and the
-// discrepancy resolved, still listed on the order.
+// TestWebhookMoneyMismatch: a success whose amount, currency or charge
+// is not what the provider reports for the attempt is never applied: the
+// provider does not confirm it (ADR 0031). The attempt stays unsettled,
+// the order processing, and one unconfirmed_payment names the message; a
+// redelivery records nothing new. The true event then pays the order.
 func TestWebhookMoneyMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
 		_, token := s.register("mismatch@example.com")
-		for _, c := range []struct{ name, amount, currency string }{
-			{"amount", "10.01", "USD"},
-			{"currency", "10.00", "EUR"},
+		for _, c := range []struct{ name, amount, currency, charge string }{
+			{"amount", "10.01", "USD", ""},
+			{"smaller amount", "1.00", "USD", ""},
+			{"currency", "10.00", "EUR", ""},
+			{"charge", "10.00", "USD", "ch_other"},
 		} {
 			id, key, p := s.asyncOrder(token, "10.00")
 			wrong := p
 			wrong.Amount, wrong.Currency = c.amount, c.currency
+			if c.charge != "" {
+				wrong.ChargeID = c.charge
+			}
 			evID := "evt_" + uuid.NewString()
 			for range 2 {
 				r := s.sendEvent(evID, "payment.succeeded", wrong)
@@ -106,27 +111,71 @@ func TestWebhookMoneyMismatch(t *testing.T) {
 			if o := s.orderRow(id); o.Status != domain.StatusProcessing || o.Version != 2 {
 				t.Errorf("%s mismatch: order = %s v%d, want processing v2", c.name, o.Status, o.Version)
 			}
-			if a := s.onlyAttempt(id); a.Status != domain.AttemptHeld {
-				t.Errorf("%s mismatch: attempt = %s, want held", c.name, a.Status)
+			if a := s.onlyAttempt(id); a.Status != domain.AttemptUnknown {
+				t.Errorf("%s mismatch: attempt = %s, want unknown", c.name, a.Status)
 			}
-			if st, code, _ := s.record(token, key); st != "failed" || code != http.StatusBadGateway {
-				t.Errorf("%s mismatch: record = %s %d, want failed 502", c.name, st, code)
+			if st, code, _ := s.record(token, key); st == "succeeded" || code == http.StatusOK {
+				t.Errorf("%s mismatch: record = %s %d, want not succeeded", c.name, st, code)
 			}
-			if n := s.count("discrepancies WHERE type = 'amount_mismatch' AND order_id = ? AND attempt_id = ?", id, p.AttemptID); n != 1 {
-				t.Errorf("%s mismatch: amount_mismatch discrepancies = %d, want 1", c.name, n)
+			if ds := s.unconfirmedOf(id, evID); len(ds) != 1 || ds[0].AttemptID != p.AttemptID {
+				t.Errorf("%s mismatch: unconfirmed_payment = %+v, want 1 for the attempt", c.name, ds)
 			}
-			if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", p); r.Status != http.StatusOK {
-				t.Fatalf("%s mismatch: the right event = %d %s, want 200", c.name, r.Status, r.Body)
+			if n := s.count("discrepancies WHERE order_id = ?", id); n != 1 {
+				t.Errorf("%s mismatch: discrepancies = %d, want only the unconfirmed_payment", c.name, n)
+			}
+			if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", p); r.Status != http.StatusOK || r.json(t)["outcome"] != "applied" {
+				t.Fatalf("%s mismatch: the right event = %d %s, want 200 applied", c.name, r.Status, r.Body)
 			}
 			if o := s.orderRow(id); o.Status != domain.StatusPaid {
 				t.Errorf("%s mismatch: order after the right event = %s, want paid", c.name, o.Status)
 			}
-			if n := s.count("discrepancies WHERE type = 'amount_mismatch' AND order_id = ? AND status = 'resolved'", id); n != 1 {
-				t.Errorf("%s mismatch: resolved amount_mismatch after the right event = %d, want 1", c.name, n)
-			}
 			if r := s.pay(token, id, key, "pm_async"); r.Status != http.StatusOK {
 				t.Errorf("%s mismatch: pay replayed = %d %s, want 200", c.name, r.Status, r.Body)
 			}
+		}
+	})
+}
+
+// TestWebhookProviderReportsOtherMoney: when the provider itself reports
+// the attempt's charge for other money, and the event says the same, the
+// provider's record is applied through the money check: the attempt is
+// held and amount_mismatch recorded, once. Once the provider reports the
+// attempt's money, a later success pays the order and resolves it.
+func TestWebhookProviderReportsOtherMoney(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		_, token := s.register("other-money@example.com")
+		id, key, p := s.asyncOrder(token, "10.00")
+		h.set(id, hostileRule{Amount: "10.01"})
+		wrong := p
+		wrong.Amount = "10.01"
+		evID := "evt_" + uuid.NewString()
+		for range 2 {
+			if r := s.sendEvent(evID, "payment.succeeded", wrong); r.Status != http.StatusOK {
+				t.Fatalf("webhook = %d %s, want 200", r.Status, r.Body)
+			}
+		}
+		if a := s.onlyAttempt(id); a.Status != domain.AttemptHeld {
+			t.Errorf("attempt = %s, want held", a.Status)
+		}
+		if st, code, _ := s.record(token, key); st != "failed" || code != http.StatusBadGateway {
+			t.Errorf("record = %s %d, want failed 502", st, code)
+		}
+		if n := s.count("discrepancies WHERE type = 'amount_mismatch' AND order_id = ? AND attempt_id = ?", id, p.AttemptID); n != 1 {
+			t.Errorf("amount_mismatch discrepancies = %d, want 1", n)
+		}
+		h.clear(id)
+		if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", p); r.Status != http.StatusOK {
+			t.Fatalf("the right event = %d %s, want 200", r.Status, r.Body)
+		}
+		if o := s.orderRow(id); o.Status != domain.StatusPaid {
+			t.Errorf("order after the right event = %s, want paid", o.Status)
+		}
+		if n := s.count("discrepancies WHERE type = 'amount_mismatch' AND order_id = ? AND status = 'resolved'", id); n != 1 {
+			t.Errorf("resolved amount_mismatch after the right event = %d, want 1", n)
+		}
+		if r := s.pay(token, id, key, "pm_async"); r.Status != http.StatusOK {
+			t.Errorf("pay replayed = %d %s, want 200", r.Status, r.Body)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,54 +20,77 @@ import (
 // payment.succeeded that pays an order left processing by pm_async (store
 // the event, settle the attempt, mark the order paid, complete the pay
 // request's record), and a duplicate delivery of an event already applied.
-// It reports the SQL statements each costs.
+// It reports the SQL statements and the provider calls each costs (a new
+// success asks the provider to confirm it, ADR 0031).
 //
 //	go test -run '^$' -bench BenchmarkWebhook -benchtime 2s ./cmd/payd
 func BenchmarkWebhook(b *testing.B) {
 	for _, d := range dbtest.Dialects() {
 		b.Run(fmt.Sprintf("new/%s", d), func(b *testing.B) {
 			a := newBenchApp(b, d)
-			events := make([][]byte, b.N)
-			for i := range events {
-				events[i] = a.processingEvent(b)
-			}
+			events := a.processingEvents(b, b.N)
 			a.stmts.Reset()
+			a.calls.Store(0)
 			b.ResetTimer()
 			for i := range b.N {
 				a.webhook(b, events[i], "applied")
 			}
 			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "gorm-stmts/op")
+			b.ReportMetric(float64(a.calls.Load())/float64(b.N), "provider-calls/op")
 		})
 		b.Run(fmt.Sprintf("duplicate/%s", d), func(b *testing.B) {
 			a := newBenchApp(b, d)
-			ev := a.processingEvent(b)
+			ev := a.processingEvents(b, 1)[0]
 			a.webhook(b, ev, "applied")
 			a.stmts.Reset()
+			a.calls.Store(0)
 			b.ResetTimer()
 			for range b.N {
 				a.webhook(b, ev, "duplicate")
 			}
 			b.ReportMetric(float64(a.stmts.Load())/float64(b.N), "gorm-stmts/op")
+			b.ReportMetric(float64(a.calls.Load())/float64(b.N), "provider-calls/op")
 		})
 	}
 }
 
-// processingEvent creates an order, pays it with pm_async (202: the
-// sandbox here delivers no webhooks, so it stays processing) and returns
-// the signed-to-be body of the payment.succeeded that would settle it.
-func (a *benchApp) processingEvent(b testing.TB) []byte {
+// processingEvents creates n orders, pays each with pm_async (202: the
+// sandbox here delivers no webhooks, so each stays processing), lets the
+// sandbox settle the charges, and returns the signed-to-be bodies of the
+// payment.succeeded events that would settle the orders: each names its
+// real charge, so the provider confirms it when payd asks (ADR 0031).
+func (a *benchApp) processingEvents(b testing.TB, n int) [][]byte {
 	b.Helper()
-	id := a.newOrder(b)
-	a.call(b, "POST", "/v1/orders/"+id+"/pay", a.token, uuid.NewString(), `{"payment_method":"pm_async"}`)
-	var o struct {
-		Attempts []struct{ ID string } `json:"attempts"`
+	ids, attempts := make([]string, n), make([]string, n)
+	for i := range n {
+		ids[i] = a.newOrder(b)
+		a.call(b, "POST", "/v1/orders/"+ids[i]+"/pay", a.token, uuid.NewString(), `{"payment_method":"pm_async"}`)
+		var o struct {
+			Attempts []struct{ ID string } `json:"attempts"`
+		}
+		if err := json.Unmarshal([]byte(a.call(b, "GET", "/v1/orders/"+ids[i], a.token, "", "")), &o); err != nil || len(o.Attempts) != 1 {
+			b.Fatalf("GET order %s: %v, %d attempts", ids[i], err, len(o.Attempts))
+		}
+		attempts[i] = o.Attempts[0].ID
 	}
-	if err := json.Unmarshal([]byte(a.call(b, "GET", "/v1/orders/"+id, a.token, "", "")), &o); err != nil || len(o.Attempts) != 1 {
-		b.Fatalf("GET order %s: %v, %d attempts", id, err, len(o.Attempts))
+	for settled := 0; settled < n; {
+		got, err := a.sb.ResolvePending(context.Background())
+		if err != nil || got == 0 {
+			b.Fatalf("sandbox ResolvePending = %d, %v after %d of %d", got, err, settled, n)
+		}
+		settled += got
 	}
-	return eventBody(b, "evt_"+uuid.NewString(), "payment.succeeded", payment{
-		AttemptID: o.Attempts[0].ID, ChargeID: "ch_bench_" + o.Attempts[0].ID[:8], OrderID: id, Amount: "9.99", Currency: "USD",
-	})
+	events := make([][]byte, n)
+	for i := range n {
+		ch, err := a.prov.GetCharge(context.Background(), attempts[i])
+		if err != nil {
+			b.Fatalf("GetCharge(%s) = %v", attempts[i], err)
+		}
+		events[i] = eventBody(b, "evt_"+uuid.NewString(), "payment.succeeded", payment{
+			AttemptID: attempts[i], ChargeID: ch.ID, OrderID: ids[i], Amount: "9.99", Currency: "USD",
+		})
+	}
+	return events
 }
 
 // webhook delivers body, signed now, and fails unless payd answers 200

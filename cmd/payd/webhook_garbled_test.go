@@ -14,8 +14,9 @@ import (
 // TestWebhookGarbledButSigned: an event the provider signed is its word,
 // however garbled its data: payd records it and answers 200, never 400, or
 // the provider would retry it forever and no operator would see it. An
-// unreadable amount is stored and never applied — the order stays unpaid
-// and an operator finds one amount_mismatch on its timeline; a status payd
+// unreadable amount is stored and never applied — it is not what the
+// provider's record says (ADR 0031), so the order stays unpaid and an
+// operator finds one unconfirmed_payment on its timeline; a status payd
 // does not know is ignored (the type says the outcome); a refund.succeeded
 // without the provider's refund id settles the refund all the same. A
 // repeated delivery of each changes nothing.
@@ -31,14 +32,14 @@ func TestWebhookGarbledButSigned(t *testing.T) {
 		if o := s.orderRow(unread); o.Status == domain.StatusPaid {
 			t.Errorf("order with an unreadable amount = %s, want unpaid", o.Status)
 		}
-		var mismatches []discrepancyDoc
+		var unconfirmed []discrepancyDoc
 		for _, d := range s.timeline(unread).Discrepancies {
-			if d.Type == string(domain.AmountMismatch) {
-				mismatches = append(mismatches, d)
+			if d.Type == string(domain.UnconfirmedPayment) {
+				unconfirmed = append(unconfirmed, d)
 			}
 		}
-		if len(mismatches) != 1 || mismatches[0].AttemptID == nil || *mismatches[0].AttemptID != p.AttemptID {
-			t.Errorf("amount_mismatch discrepancies on the timeline = %+v, want one for attempt %s", mismatches, p.AttemptID)
+		if len(unconfirmed) != 1 || unconfirmed[0].AttemptID == nil || *unconfirmed[0].AttemptID != p.AttemptID {
+			t.Errorf("unconfirmed_payment discrepancies on the timeline = %+v, want one for attempt %s", unconfirmed, p.AttemptID)
 		}
 
 		// The status is one payd does not know: the type decides.
@@ -67,7 +68,7 @@ func TestWebhookGarbledButSigned(t *testing.T) {
 		}
 
 		if n := s.count("discrepancies"); n != 1 {
-			t.Errorf("discrepancies = %d, want the one amount_mismatch", n)
+			t.Errorf("discrepancies = %d, want the one unconfirmed_payment", n)
 		}
 	})
 }
