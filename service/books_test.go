@@ -352,3 +352,87 @@ func TestDisputeCloseBeforeItsOpening(t *testing.T) {
 		}
 	})
 }
+
+func TestReconciliationBooksWhatTheProviderShows(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		// A ledger that lost its charge (an order paid before the ledger
+		// existed): the provider's list books it again, once.
+		if err := w.db.Gorm().Exec("DELETE FROM ledger_entries WHERE order_id = ?", o.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		// A dispute whose events never reached payd.
+		d, dp := w.disputed(t, cust)
+		from, to := w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)
+		for range 2 {
+			if _, err := w.reconcile(from, to); err != nil {
+				t.Fatalf("reconcile = %v", err)
+			}
+		}
+		_, m, entries, _ := w.books(t, o.ID)
+		wantMoney(t, m, "10.00", "0", "0", "0")
+		if len(entries) != 1 || entries[0].Source != domain.SourceReconciliation {
+			t.Errorf("ledger = %+v, want the charge booked once by the run", entries)
+		}
+		_, m, _, disputes := w.books(t, d.ID)
+		wantMoney(t, m, "10.00", "0", "10.00", "0")
+		if len(disputes) != 1 || disputes[0].Status != domain.DisputeOpen {
+			t.Fatalf("disputes = %+v, want the provider's open dispute", disputes)
+		}
+		if _, err := w.sb.CloseDispute(ctx, dp.ID, domain.DisputeLost); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.reconcile(from, to); err != nil {
+			t.Fatalf("reconcile = %v", err)
+		}
+		_, m, _, disputes = w.books(t, d.ID)
+		wantMoney(t, m, "10.00", "0", "0", "10.00")
+		if len(disputes) != 1 || disputes[0].Status != domain.DisputeLost {
+			t.Errorf("disputes = %+v, want it lost", disputes)
+		}
+	})
+}
+
+func TestRefundResolutionOfNoOrdersCharge(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		// A charge at the provider that is nobody's at payd, reported by a
+		// file under a real order: payd books and refunds nothing for it.
+		ch, err := w.sb.Client.Charge(ctx, domain.ChargeRequest{IdempotencyKey: "other-" + newKey(), OrderID: "not-payds", Amount: dec("4.00"), Currency: "EUR", PaymentMethod: "pm_ok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, err := w.discrepancies.Record(ctx, domain.Discrepancy{ID: newKey(), Type: domain.MissingLocalPayment, Reference: ch.ID, OrderID: o.ID,
+			ChargeID: ch.ID, ProviderAmount: dec("4.00"), Currency: "EUR", Status: domain.DiscrepancyOpen, DetectedAt: w.clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.resolver.Resolve(ctx, d.ID, service.ResolveRefund, "the file says so"); !errors.Is(err, domain.ErrResolutionNotApplicable) {
+			t.Fatalf("Resolve(refund) = %v, want ErrResolutionNotApplicable", err)
+		}
+		_, m, entries, _ := w.books(t, o.ID)
+		wantMoney(t, m, "10.00", "0", "0", "0")
+		if len(entries) != 1 {
+			t.Errorf("ledger = %+v: another's charge was booked on the order a file named", entries)
+		}
+		if got, err := w.sb.Client.FindCharge(ctx, ch.ID); err != nil || !got.RefundedAmount.IsZero() {
+			t.Errorf("the provider refunded %s of a charge payd does not own (%v)", got.RefundedAmount, err)
+		}
+		// A refund discrepancy is no charge to give back.
+		rd, _, err := w.discrepancies.Record(ctx, domain.Discrepancy{ID: newKey(), Type: domain.RefundAmountMismatch, Reference: "refund:re_x", OrderID: o.ID,
+			ChargeID: w.chargeOf(t, cust, o), Currency: "EUR", Status: domain.DiscrepancyOpen, DetectedAt: w.clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.resolver.Resolve(ctx, rd.ID, service.ResolveRefund, ""); !errors.Is(err, domain.ErrResolutionNotApplicable) {
+			t.Errorf("Resolve(refund) of a refund_amount_mismatch = %v, want ErrResolutionNotApplicable", err)
+		}
+		if got, _, _, _ := w.books(t, o.ID); !got.RefundedAmount.IsZero() {
+			t.Errorf("refunded %s on a refund discrepancy's word", got.RefundedAmount)
+		}
+	})
+}

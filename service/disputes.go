@@ -29,10 +29,18 @@ type Disputes struct {
 	// Charges, optional in tests, is asked which order a disputed charge
 	// pays: the report names the charge, the provider's record says whose
 	// it is.
-	Charges  ChargeFinder
+	Charges ChargeFinder
+	// Finder, optional in tests, is the provider's own record of a
+	// dispute: an event's report is booked only as that record shows it
+	// (its charge, money and status), never on the event's word.
+	Finder   DisputeFinder
 	Now      func() time.Time
 	Observer Observer
 }
+
+// maxDisputeID bounds a provider's dispute ID: its ledger references
+// (dispute:<id>:<step>) must fit their column on every database.
+const maxDisputeID = 200
 
 // Apply handles a dispute event. Opened, funds withdrawn and updated
 // events open the dispute (if new); closed (won or lost) and funds
@@ -56,11 +64,26 @@ func (s *Disputes) Apply(ctx context.Context, ev domain.ProviderEvent) (string, 
 	if pd.ID == "" {
 		pd.ID = ev.ID
 	}
-	if pd.ID == "" || pd.ChargeID == "" || !ev.AmountReadable() || !pd.Status.Valid() {
+	if pd.ID == "" || len(pd.ID) > maxDisputeID || pd.ChargeID == "" || !ev.AmountReadable() || !pd.Status.Valid() {
 		return s.unreadable(ctx, ev)
 	}
 	if pd.ClosedAt.IsZero() && pd.Status != domain.DisputeOpen {
 		pd.ClosedAt = ev.CreatedAt
+	}
+	if s.Finder != nil {
+		// The event is a hint: the provider's record of the dispute is
+		// what is booked.
+		truth, err := s.Finder.FindDispute(ctx, pd.ID)
+		switch {
+		case errors.Is(err, domain.ErrDisputeNotFound):
+			return s.unconfirmed(ctx, ev, pd)
+		case err != nil:
+			return "", fmt.Errorf("ask the provider about dispute %s: %w", pd.ID, err)
+		}
+		if truth.ChargeID != pd.ChargeID {
+			return s.unconfirmed(ctx, ev, pd)
+		}
+		pd = truth
 	}
 	changed, err := s.Sync(ctx, pd, domain.SourceWebhook)
 	if err != nil {
@@ -88,9 +111,12 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		return false, err
 	}
 	cur, cerr := domain.ParseCurrency(pd.Currency)
-	if orderID == "" || cerr != nil || !pd.Amount.IsPositive() {
-		_, isNew, err := s.discrepancy(ctx, pd, orderID, "a dispute payd cannot book (no order of payd's, or unreadable money); answer it at the provider")
-		return isNew, err
+	if orderID == "" || cerr != nil || !pd.Amount.IsPositive() || len(pd.ID) > maxDisputeID {
+		disc, err := s.discrepancy(ctx, pd, orderID, "a dispute payd cannot book (no order of payd's, or unreadable money); answer it at the provider")
+		if disc != nil {
+			observing(s.Observer).DiscrepancyRecorded(ctx, *disc)
+		}
+		return disc != nil, err
 	}
 	now := s.Now().UTC()
 	opened := pd.CreatedAt
@@ -98,9 +124,10 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		opened = now
 	}
 	var stored domain.Dispute
+	var disc *domain.Discrepancy
 	var isNew, closed, booked bool
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		isNew, closed, booked = false, false, false // InTx may run fn again after a conflict: start clean
+		isNew, closed, booked, disc = false, false, false, nil // InTx may run fn again after a conflict: start clean
 		var err error
 		stored, isNew, err = s.Store.Open(ctx, domain.Dispute{
 			ID: newID(), ProviderDisputeID: pd.ID, OrderID: orderID, ChargeID: pd.ChargeID, Status: domain.DisputeOpen,
@@ -108,6 +135,13 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		})
 		if err != nil {
 			return err
+		}
+		if isNew {
+			// The operator's to-do, in the dispute's own transaction: a
+			// dispute is never open without it.
+			if disc, err = s.discrepancy(ctx, pd, orderID, "the customer disputed the payment (reason: "+truncate(pd.Reason, 64)+"); answer it at the provider"); err != nil {
+				return err
+			}
 		}
 		hadOpening, err := s.booked(ctx, stored, domain.LedgerDisputeOpened)
 		if err != nil {
@@ -131,10 +165,8 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 	if err != nil {
 		return false, fmt.Errorf("record dispute %s: %w", pd.ID, err)
 	}
-	if isNew {
-		if _, _, err := s.discrepancy(ctx, pd, orderID, "the customer disputed the payment (reason: "+truncate(pd.Reason, 64)+"); answer it at the provider"); err != nil {
-			return true, err
-		}
+	if disc != nil {
+		observing(s.Observer).DiscrepancyRecorded(ctx, *disc)
 	}
 	changed := isNew || closed || booked
 	if changed {
@@ -219,10 +251,12 @@ func (s *Disputes) book(ctx context.Context, d domain.Dispute, k domain.LedgerKi
 	})
 }
 
-// discrepancy records a dispute for an operator, once per dispute.
-func (s *Disputes) discrepancy(ctx context.Context, pd domain.ProviderDispute, orderID, note string) (domain.Discrepancy, bool, error) {
+// discrepancy records a dispute for an operator, once per dispute; it
+// returns the discrepancy when it is new, for the observer to be told
+// once the transaction it may run in committed.
+func (s *Disputes) discrepancy(ctx context.Context, pd domain.ProviderDispute, orderID, note string) (*domain.Discrepancy, error) {
 	if s.Discrepancies == nil {
-		return domain.Discrepancy{}, false, nil
+		return nil, nil
 	}
 	d := withProviderAmount(domain.Discrepancy{
 		Type: domain.Disputed, Reference: pd.ID, OrderID: orderID, AttemptID: pd.IdempotencyKey, ChargeID: pd.ChargeID, Note: note,
@@ -231,10 +265,30 @@ func (s *Disputes) discrepancy(ctx context.Context, pd domain.ProviderDispute, o
 		d.AttemptID = ""
 	}
 	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
-	if err == nil && isNew {
+	if err != nil || !isNew {
+		return nil, err
+	}
+	return &stored, nil
+}
+
+// unconfirmed records a dispute event the provider's own records do not
+// bear out (no such dispute, or of another charge): nothing is booked.
+func (s *Disputes) unconfirmed(ctx context.Context, ev domain.ProviderEvent, pd domain.ProviderDispute) (string, error) {
+	if s.Discrepancies == nil {
+		return OutcomeIgnored, nil
+	}
+	d := withProviderAmount(domain.Discrepancy{
+		Type: domain.Disputed, Reference: "unconfirmed:" + pd.ID, ChargeID: pd.ChargeID,
+		Note: "a " + string(ev.Type) + " event the provider's records do not bear out (dispute " + truncate(pd.ID, 64) + "); nothing was booked",
+	}, ev.AmountText, ev.Currency)
+	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
+	if err != nil {
+		return "", err
+	}
+	if isNew {
 		observing(s.Observer).DiscrepancyRecorded(ctx, stored)
 	}
-	return stored, isNew, err
+	return OutcomeDiscrepancy, nil
 }
 
 // unreadable records a dispute event payd cannot book.

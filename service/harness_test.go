@@ -148,9 +148,10 @@ func (w *world) build(db *repository.DB) {
 		Discrepancies: discrepancies, Ledger: ledger, Disputes: disputeStore, Now: now}
 	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
 	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
-		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer}
+		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer,
+		Ledger: ledger, Disputes: w.sb.Client, DisputeBook: w.disputes}
 	w.resolver = &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: w.checkout,
-		Recoverer: w.recoverer, Refunds: w.refunds, Charges: w.prov, Now: now}
+		Recoverer: w.recoverer, Refunds: w.refunds, Charges: w.prov, Now: now, Ledger: ledger}
 	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Tokens: tokens, Now: now, ReplayWindow: 24 * time.Hour}
 	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Observer: observer, Feed: changes}
 	w.expire = service.ExpireOrders(orders, now, observer)

@@ -58,3 +58,18 @@ func appendEntry(ctx context.Context, l LedgerStore, e domain.LedgerEntry) error
 	}
 	return nil
 }
+
+// seenChargeEntry is the ledger entry of a successful charge as the
+// provider's own record shows it (its list, or its answer about the
+// charge), booked against orderID. False when it cannot be booked.
+func seenChargeEntry(orderID string, ch domain.Charge, src domain.LedgerSource, now time.Time) (domain.LedgerEntry, bool) {
+	cur, err := domain.ParseCurrency(ch.Currency)
+	if err != nil || ch.Status != domain.ChargeSucceeded || !ch.Amount.IsPositive() || ch.ID == "" || orderID == "" {
+		return domain.LedgerEntry{}, false
+	}
+	return domain.LedgerEntry{
+		ID: newID(), OrderID: orderID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference(ch.ID),
+		ChargeID: ch.ID, Amount: ch.Amount, Currency: cur, Source: src, CreatedAt: now,
+		Note: "as the provider's books show it",
+	}, true
+}

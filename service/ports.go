@@ -266,3 +266,10 @@ type RefundLister interface {
 type DisputeLister interface {
 	ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error)
 }
+
+// DisputeFinder is the provider's own record of one dispute, by its ID:
+// what a dispute event is confirmed against before payd books it. An
+// unknown dispute is domain.ErrDisputeNotFound.
+type DisputeFinder interface {
+	FindDispute(ctx context.Context, id string) (domain.ProviderDispute, error)
+}

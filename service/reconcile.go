@@ -41,8 +41,15 @@ type Reconciler struct {
 	// run finds (Refunds.Outside); without it they stay open findings.
 	Outside OutsideRecorder
 	// Ledger, optional, tells a refund payd holds already (learned from a
-	// webhook) from one it does not.
+	// webhook) from one it does not; a run against the provider also books
+	// in it the successful charges of payd's orders the provider lists, so
+	// a charge payd never learned of is money in its books all the same.
 	Ledger LedgerStore
+	// Disputes and DisputeBook, optional, have a run against the provider
+	// bring payd's disputes in line with the provider's list of them
+	// (a dispute event that never arrived is booked all the same).
+	Disputes    DisputeLister
+	DisputeBook *Disputes
 }
 
 // ReconcileRequest is one run: a window, and either the provider's list
@@ -137,7 +144,63 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	for _, d := range fresh {
 		observing(s.Observer).DiscrepancyRecorded(ctx, d) // told once committed: a rolled-back run recorded nothing
 	}
+	if req.Charges == nil {
+		// The provider's own lists, not a file: what they show of payd's
+		// orders is booked, once (ADR 0030).
+		if err := s.bookCharges(ctx, charges); err != nil {
+			return run, err
+		}
+		if err := s.syncDisputes(ctx, run); err != nil {
+			return run, err
+		}
+	}
 	return run, nil
+}
+
+// bookCharges books each successful charge of the provider's list that
+// belongs to an attempt of payd's, as the provider shows it; a charge
+// booked already (the usual case) records nothing.
+func (s *Reconciler) bookCharges(ctx context.Context, charges []domain.Charge) error {
+	if s.Ledger == nil {
+		return nil
+	}
+	now := s.Now().UTC()
+	for _, ch := range charges {
+		if ch.Status != domain.ChargeSucceeded || ch.IdempotencyKey == "" {
+			continue
+		}
+		a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
+		if errors.Is(err, domain.ErrAttemptNotFound) {
+			continue // not payd's: a missing_local_payment says so
+		}
+		if err != nil {
+			return err
+		}
+		if e, ok := seenChargeEntry(a.OrderID, ch, domain.SourceReconciliation, now); ok {
+			if err := appendEntry(ctx, s.Ledger, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// syncDisputes brings payd's disputes in line with the provider's list of
+// those opened in the run's window.
+func (s *Reconciler) syncDisputes(ctx context.Context, run domain.ReconciliationRun) error {
+	if s.Disputes == nil || s.DisputeBook == nil {
+		return nil
+	}
+	ds, err := s.Disputes.ListDisputes(ctx, run.From, run.To)
+	if err != nil {
+		return fmt.Errorf("list provider disputes: %w", err)
+	}
+	for _, pd := range ds {
+		if _, err := s.DisputeBook.Sync(ctx, pd, domain.SourceReconciliation); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refunds compares refunds, if the run has the provider's, and returns

@@ -296,6 +296,15 @@ func (s *Reconciler) confirmFileRefunds(ctx context.Context, run domain.Reconcil
 			to = pr.CreatedAt.Add(time.Second)
 		}
 	}
+	// A file's dates are its own word: the provider is asked about at
+	// most a window of the run's own bound around it. A refund dated
+	// further out is not found, and so not recorded.
+	if earliest := run.From.Add(-31 * 24 * time.Hour); from.Before(earliest) {
+		from = earliest
+	}
+	if latest := run.To.Add(31 * 24 * time.Hour); to.After(latest) {
+		to = latest
+	}
 	theirs, err := s.Refunds.ListRefunds(ctx, from, to.Add(refundSlack))
 	if err != nil {
 		return fmt.Errorf("list provider refunds: %w", err)

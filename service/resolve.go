@@ -241,6 +241,12 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 //
 // The amount is always the provider's, never the file's or the event's.
 func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
+	switch d.Type {
+	case domain.RefundMissingLocally, domain.RefundMissingAtProvider, domain.RefundAmountMismatch, domain.Disputed, domain.StuckProcessing:
+		// About a refund, a dispute or a payment still settling: none is a
+		// charge to give back (an order's own refund is the admin refund).
+		return fmt.Errorf("%w: refund gives back a charge; a %s is not one (ignore it, or refund the order)", domain.ErrResolutionNotApplicable, d.Type)
+	}
 	if d.ChargeID == "" {
 		return fmt.Errorf("%w: there is no provider charge to refund", domain.ErrResolutionNotApplicable)
 	}
@@ -255,9 +261,21 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	switch {
 	case err != nil:
 		return err
+	case o.ID == "":
+		// Not payd's money: no order of payd's to book it against, and no
+		// file or event may name one for it.
+		return fmt.Errorf("%w: the provider's charge %s pays no order of payd's; refund it at the provider if it must be", domain.ErrResolutionNotApplicable, ch.ID)
 	case pays && o.ID != d.OrderID:
 		return &domain.ChargeOwnerError{ChargeID: ch.ID, OrderID: o.ID}
-	case pays:
+	}
+	// The provider stands by the charge: the money moved, whatever payd
+	// recorded of it, and its refund is booked beside it.
+	if e, ok := seenChargeEntry(o.ID, ch, domain.SourceOperator, s.Now().UTC()); ok {
+		if err := appendEntry(ctx, s.Ledger, e); err != nil {
+			return err
+		}
+	}
+	if pays {
 		return s.refundPayment(ctx, d, o, ch)
 	}
 	return s.refundOrphan(ctx, d, ch, o.ID)
@@ -326,12 +344,9 @@ func (s *Resolver) refundPayment(ctx context.Context, d domain.Discrepancy, o do
 }
 
 // refundOrphan gives back what is left of a charge that pays no order,
-// recorded against the order the provider names if payd has it (else the
-// discrepancy's).
+// recorded against the order the provider names (never one a file or an
+// event names).
 func (s *Resolver) refundOrphan(ctx context.Context, d domain.Discrepancy, ch domain.Charge, orderID string) error {
-	if orderID == "" {
-		orderID = d.OrderID
-	}
 	if a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey); err == nil && a.Status.Unsettled() {
 		// Its payment may yet succeed and pay the order: a refund now
 		// would leave the order paid by money given back.
