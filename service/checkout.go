@@ -19,7 +19,7 @@ type PaymentProvider interface {
 // OrphanRefunder takes a charge an order cannot take (a second success, a
 // success after close) and gives it back; *Refunds is one.
 type OrphanRefunder interface {
-	Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error
+	Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) error
 }
 
 // Checkout pays orders exactly once. It is the only place that knows the
@@ -471,7 +471,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		}
 		paidByUs := o.PayRequestID == a.RequestID && (o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
 		if !ours || !paidByUs {
-			return o, s.orphan(ctx, o, a, chargeID)
+			return o, s.orphan(ctx, o, a, chargeID, src)
 		}
 	}
 	if adopted {
@@ -580,11 +580,11 @@ func (s *Checkout) publishSettled(ctx context.Context, o domain.Order, a domain.
 // orphan hands a charge the order cannot take (a second success, a success
 // after close, a success for an attempt payd recorded as failed) to the
 // refund path.
-func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
+func (s *Checkout) orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) error {
 	if s.Orphans == nil {
 		return nil
 	}
-	return s.Orphans.Orphan(ctx, o, a, chargeID)
+	return s.Orphans.Orphan(ctx, o, a, chargeID, src)
 }
 
 func (s *Checkout) obs() Observer { return observing(s.Observer) }

@@ -69,7 +69,7 @@ type Refunds struct {
 // request is paying it right now) is not refunded: it is recorded open as
 // a missing local payment, for an operator to settle once that payment
 // has an outcome (ADR 0010).
-func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string) error {
+func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) error {
 	var kind domain.DiscrepancyType
 	switch {
 	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
@@ -93,7 +93,7 @@ func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, 
 	// holds it beside its refund.
 	orphan := a
 	orphan.OrderID = o.ID
-	if err := appendEntry(ctx, s.Ledger, chargeEntry(orphan, chargeID, domain.SourcePayReply, s.Now().UTC())); err != nil {
+	if err := appendEntry(ctx, s.Ledger, chargeEntry(orphan, chargeID, src, s.Now().UTC())); err != nil {
 		return err
 	}
 	r, err := s.refundCharge(ctx, o.ID, chargeID, a.Amount, a.Currency, string(kind))
