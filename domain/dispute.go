@@ -114,7 +114,8 @@ type ProviderDispute struct {
 	ClosedAt       time.Time // zero while open
 }
 
-// ErrDisputeNotFound means payd keeps no dispute under that ID.
+// ErrDisputeNotFound means there is no dispute under that ID: payd keeps
+// none, or, from a provider lookup, the provider has none.
 var ErrDisputeNotFound = errors.New("dispute not found")
 
 // ErrChargeDisputed refuses a refund of a charge under an open dispute:

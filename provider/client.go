@@ -207,6 +207,21 @@ func (c *Client) ListDisputes(ctx context.Context, from, to time.Time) ([]domain
 	return disputes, nil
 }
 
+// FindDispute looks a dispute up by the provider's dispute ID, as it stands
+// now (open, won or lost); domain.ErrDisputeNotFound means the provider has
+// no such dispute.
+func (c *Client) FindDispute(ctx context.Context, id string) (domain.ProviderDispute, error) {
+	var out disputeDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/disputes/"+url.PathEscape(id), "", nil, &out); err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("find dispute %s: %w", id, err)
+	}
+	d, err := out.toDispute()
+	if err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("find dispute %s: %w: %w", id, domain.ErrProviderUnavailable, err)
+	}
+	return d, nil
+}
+
 // ListCharges returns every charge created in [from, to), oldest first.
 func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
 	var out chargeListDTO
@@ -226,8 +241,9 @@ func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.
 
 // do sends one request and decodes a 2xx reply into out. Everything that
 // leaves the outcome open (no reply, a cut or unreadable reply, a 5xx)
-// wraps domain.ErrProviderUnavailable; the provider's 404 wraps domain.ErrChargeNotFound; its other
-// refusals are *domain.ProviderRequestError.
+// wraps domain.ErrProviderUnavailable; the provider's 404 wraps domain.ErrDisputeNotFound when its
+// code is dispute_not_found, else domain.ErrChargeNotFound; its other refusals are
+// *domain.ProviderRequestError.
 //
 // net/http may resend a POST that carries an Idempotency-Key when a reused
 // connection dies before any reply; that is safe precisely because of the
@@ -297,6 +313,9 @@ func statusError(status int, reply []byte) error {
 		// "never charged" could lead to charging twice.
 		if re.Code == "" {
 			return fmt.Errorf("%w: status 404 without a provider error", domain.ErrProviderUnavailable)
+		}
+		if re.Code == "dispute_not_found" {
+			return fmt.Errorf("%w: %w", domain.ErrDisputeNotFound, re)
 		}
 		return fmt.Errorf("%w: %w", domain.ErrChargeNotFound, re)
 	}

@@ -386,7 +386,75 @@ func TestClientBooks(t *testing.T) {
 		if _, err := sb.Client.ListDisputes(ctx, after, after); !domain.IsProviderRequestError(err, "validation_failed") {
 			t.Errorf("ListDisputes(empty window) = %v, want validation_failed", err)
 		}
+
+		// One dispute by its id is what the list says of it, open or lost.
+		for _, want := range list {
+			got, err := sb.Client.FindDispute(ctx, want.ID)
+			if err != nil || got.ID != want.ID || got.ChargeID != want.ChargeID || got.IdempotencyKey != want.IdempotencyKey ||
+				got.OrderID != want.OrderID || !got.Amount.Equal(want.Amount) || got.Currency != want.Currency ||
+				got.Status != want.Status || got.Reason != want.Reason || !got.CreatedAt.Equal(want.CreatedAt) || !got.ClosedAt.Equal(want.ClosedAt) {
+				t.Errorf("FindDispute(%s) = %+v, %v; want %+v", want.ID, got, err, want)
+			}
+		}
+		for _, id := range []string{"dp_nope", disputed.ID, "dp/../" + lostID} {
+			if _, err := sb.Client.FindDispute(ctx, id); !errors.Is(err, domain.ErrDisputeNotFound) || errors.Is(err, domain.ErrChargeNotFound) {
+				t.Errorf("FindDispute(%s) = %v, want ErrDisputeNotFound", id, err)
+			}
+		}
 	})
+}
+
+// FindDispute maps the provider's answers as the other calls do; only the
+// provider's own dispute_not_found says there is no such dispute.
+func TestClientFindDisputeErrorMapping(t *testing.T) {
+	const dispute = `{"id":"dp_1","charge_id":"ch_1","idempotency_key":"k","order_id":"o","amount":"12.30","currency":"USD","status":"won","reason":"fraudulent","created_at":"2024-05-01T10:00:00Z","closed_at":"2024-05-01T11:00:00Z"}`
+	tests := []struct {
+		name            string
+		h               http.HandlerFunc
+		wantUnavailable bool
+		wantNotFound    bool
+		wantCode        string
+	}{
+		{"500", status(500, `{"error":{"code":"internal_error"}}`), true, false, ""},
+		{"503 no body", status(503, ``), true, false, ""},
+		{"garbled 200", status(200, `{"id":`), true, false, ""},
+		{"unknown status", status(200, strings.Replace(dispute, `"won"`, `"pending"`, 1)), true, false, ""},
+		{"bad amount", status(200, strings.Replace(dispute, `"12.30"`, `"lots"`, 1)), true, false, ""},
+		{"400", status(400, `{"error":{"code":"validation_failed","message":"no"}}`), false, false, "validation_failed"},
+		{"404", status(404, `{"error":{"code":"dispute_not_found","message":"no"}}`), false, true, "dispute_not_found"},
+		{"bare 404", status(404, `not found`), true, false, ""},
+	}
+	for _, tt := range tests {
+		c, _ := fake(t, tt.h)
+		_, err := c.FindDispute(context.Background(), "dp_1")
+		if err == nil {
+			t.Errorf("%s: FindDispute = nil error", tt.name)
+			continue
+		}
+		if got := errors.Is(err, domain.ErrProviderUnavailable); got != tt.wantUnavailable {
+			t.Errorf("%s: errors.Is(%v, ErrProviderUnavailable) = %v, want %v", tt.name, err, got, tt.wantUnavailable)
+		}
+		if got := errors.Is(err, domain.ErrDisputeNotFound); got != tt.wantNotFound {
+			t.Errorf("%s: errors.Is(%v, ErrDisputeNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
+		}
+		if errors.Is(err, domain.ErrChargeNotFound) {
+			t.Errorf("%s: %v is ErrChargeNotFound", tt.name, err)
+		}
+		if !tt.wantUnavailable && !domain.IsProviderRequestError(err, tt.wantCode) {
+			t.Errorf("%s: %v is not a ProviderRequestError with code %q", tt.name, err, tt.wantCode)
+		}
+	}
+
+	var gotPath string
+	c, _ := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		gotPath = r.URL.RequestURI()
+		status(200, dispute)(w, r)
+	})
+	d, err := c.FindDispute(context.Background(), "dp/1?x")
+	if err != nil || gotPath != "/v1/disputes/dp%2F1%3Fx" || d.ID != "dp_1" || d.Status != domain.DisputeWon ||
+		!d.Amount.Equal(decimal.RequireFromString("12.30")) || !d.ClosedAt.Equal(time.Date(2024, 5, 1, 11, 0, 0, 0, time.UTC)) {
+		t.Errorf("FindDispute(dp/1?x) = %+v, %v via %s; want dp_1 won via an escaped path", d, err, gotPath)
+	}
 }
 
 // The new calls map the provider's answers as Charge does.

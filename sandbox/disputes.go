@@ -168,6 +168,18 @@ func (s *Server) handleCloseDispute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d.toJSON())
 }
 
+func (s *Server) handleGetDispute(w http.ResponseWriter, r *http.Request) {
+	d, err := disputeByID(r.Context(), s.db, r.PathValue("id"))
+	if errors.Is(err, errNoRow) {
+		err = errDisputeNotFound
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d.toJSON())
+}
+
 func (s *Server) handleListDisputes(w http.ResponseWriter, r *http.Request) {
 	from, to, err := parseWindow(r)
 	if err != nil {

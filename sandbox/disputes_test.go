@@ -425,3 +425,52 @@ func TestCloseDisputeGoAPI(t *testing.T) {
 		t.Errorf("CloseDispute(unknown) = %v, want dispute_not_found", err)
 	}
 }
+
+// GET /v1/disputes/{id} answers one dispute exactly as GET /v1/disputes
+// lists it, open and closed; an unknown id is 404 dispute_not_found.
+func TestGetDispute(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		sb, _, d := disputeSandbox(t, dbURL)
+		listed := func() string {
+			t.Helper()
+			from := d.CreatedAt.Add(-time.Hour).Format(time.RFC3339)
+			to := d.CreatedAt.Add(time.Hour).Format(time.RFC3339)
+			status, body := get(t, sb.URL+"/v1/disputes?from="+from+"&to="+to)
+			var out struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(body), &out); status != http.StatusOK || err != nil || len(out.Data) != 1 {
+				t.Fatalf("GET /v1/disputes = %d %s, want 200 one dispute", status, body)
+			}
+			return string(out.Data[0])
+		}
+		status, body := get(t, sb.URL+"/v1/disputes/"+d.ID)
+		if want := listed(); status != http.StatusOK || strings.TrimSpace(body) != want {
+			t.Errorf("GET /v1/disputes/%s (open) = %d %s, want 200 %s", d.ID, status, body, want)
+		}
+		var got map[string]any
+		_ = json.Unmarshal([]byte(body), &got)
+		if got["id"] != d.ID || got["status"] != "open" || got["closed_at"] != nil || got["amount"] != "12.30" {
+			t.Errorf("open dispute = %v", got)
+		}
+
+		if _, err := sb.CloseDispute(ctx, d.ID, domain.DisputeLost); err != nil {
+			t.Fatal(err)
+		}
+		status, body = get(t, sb.URL+"/v1/disputes/"+d.ID)
+		if want := listed(); status != http.StatusOK || strings.TrimSpace(body) != want {
+			t.Errorf("GET /v1/disputes/%s (lost) = %d %s, want 200 %s", d.ID, status, body, want)
+		}
+		if !strings.Contains(body, `"status":"lost"`) || strings.Contains(body, `"closed_at":null`) {
+			t.Errorf("lost dispute = %s, want status lost and a closed_at", body)
+		}
+
+		for _, id := range []string{"dp_nope", d.ChargeID} {
+			status, body := get(t, sb.URL+"/v1/disputes/"+id)
+			if status != http.StatusNotFound || !strings.Contains(body, `{"error":{"code":"dispute_not_found"`) {
+				t.Errorf("GET /v1/disputes/%s = %d %s, want 404 dispute_not_found", id, status, body)
+			}
+		}
+	})
+}

@@ -62,6 +62,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	mux.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	mux.HandleFunc("GET /v1/disputes", s.handleListDisputes)
+	mux.HandleFunc("GET /v1/disputes/{id}", s.handleGetDispute)
 	mux.HandleFunc("POST /v1/disputes/{id}/close", s.handleCloseDispute)
 	mux.HandleFunc("GET /v1/settlements/{file}", s.handleSettlement)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -223,3 +223,32 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// GET /v1/disputes/{id} answers one dispute, its PaymentIntent expanded
+// (with payd's metadata) when asked and an id otherwise; an unknown id is
+// Stripe's 404 resource_missing.
+func TestDisputeByID(t *testing.T) {
+	f := stripefake.New(t.Cleanup)
+	pi := pay(t, f, "att-get")
+	dp := f.Dispute(pi.ID)
+	d := dispute(t, f, dp)
+	if d.ID != dp || d.PaymentIntent == nil || d.PaymentIntent.ID != pi.ID ||
+		d.PaymentIntent.Metadata["payd_attempt"] != "att-get" || d.PaymentIntent.Metadata["payd_order"] != "ord-att-get" ||
+		d.Status != stripe.DisputeStatusNeedsResponse || d.Amount != 1990 {
+		t.Errorf("GET dispute (expanded) = %+v", d)
+	}
+	var plain map[string]any
+	if st := call(t, f, http.MethodGet, "/v1/disputes/"+dp, nil, &plain); st != 200 || plain["payment_intent"] != pi.ID {
+		t.Errorf("GET dispute = %d %v, want payment_intent %s unexpanded", st, plain, pi.ID)
+	}
+	var e struct {
+		Error struct {
+			Type, Code string
+		} `json:"error"`
+	}
+	for _, id := range []string{"dp_nope", pi.ID} {
+		if st := call(t, f, http.MethodGet, "/v1/disputes/"+id, nil, &e); st != 404 || e.Error.Code != "resource_missing" || e.Error.Type != "invalid_request_error" {
+			t.Errorf("GET dispute %s = %d %+v, want 404 resource_missing", id, st, e)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -156,6 +157,36 @@ func (c *Client) ListDisputes(ctx context.Context, from, to time.Time) ([]domain
 	}
 	reverse(out)
 	return out, nil
+}
+
+// FindDispute returns Stripe's record of one dispute by its id, as it
+// stands now, in payd's terms exactly as ListDisputes gives it (toDispute).
+// An id Stripe does not know is domain.ErrDisputeNotFound.
+func (c *Client) FindDispute(ctx context.Context, id string) (domain.ProviderDispute, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	p := &stripe.DisputeRetrieveParams{}
+	p.AddExpand("payment_intent")
+	d, err := c.sc.V1Disputes.Retrieve(ctx, id, p)
+	if err != nil {
+		return domain.ProviderDispute{}, wrapDispute(err, "find dispute "+id)
+	}
+	pd, err := toDispute(d, c.now())
+	if err != nil {
+		return domain.ProviderDispute{}, fmt.Errorf("find dispute %s: %w", id, err)
+	}
+	return pd, nil
+}
+
+// wrapDispute is wrap for a lookup of a dispute: Stripe's 404 says there is
+// no such dispute, not no such charge.
+func wrapDispute(err error, what string) error {
+	var se *stripe.Error
+	if errors.As(err, &se) && se.HTTPStatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s: %w: %w", what, domain.ErrDisputeNotFound,
+			&domain.ProviderRequestError{StatusCode: se.HTTPStatusCode, Code: string(se.Code), Message: se.Msg})
+	}
+	return wrap(err, what)
 }
 
 // skip reports whether err says an object is in a currency payd does not

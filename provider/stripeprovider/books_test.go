@@ -218,3 +218,60 @@ func TestListDisputes(t *testing.T) {
 		}
 	}
 }
+
+// FindDispute is Stripe's record of one dispute by its id, read as
+// ListDisputes reads it (payd's charge, order and attempt, the status
+// mapped the same way); an id Stripe does not know is
+// domain.ErrDisputeNotFound, and Stripe down leaves it open.
+func TestFindDispute(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Second)
+	e.fake.SetNow(func() time.Time { return base })
+	e.now = base.Add(time.Minute)
+	open := e.fake.Dispute(e.paid(t, "att-fd-open"))
+	won := e.fake.OpenDispute(e.paid(t, "att-fd-won"), stripefake.DisputeOptions{Reason: "product_not_received"})
+	lost := e.fake.OpenDispute(e.paid(t, "att-fd-lost"), stripefake.DisputeOptions{Amount: 500})
+	inquiry := e.fake.OpenDispute(e.paid(t, "att-fd-inq"), stripefake.DisputeOptions{Inquiry: true})
+	closedInquiry := e.fake.OpenDispute(e.paid(t, "att-fd-inq-closed"), stripefake.DisputeOptions{Inquiry: true})
+	review := e.fake.Dispute(e.paid(t, "att-fd-review"))
+	for id, st := range map[string]string{won: "won", lost: "lost", closedInquiry: "warning_closed"} {
+		if err := e.fake.CloseDispute(id, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.fake.UpdateDispute(review, "under_review"); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := e.c.ListDisputes(ctx, base, base.Add(time.Minute))
+	if err != nil || len(listed) != 6 {
+		t.Fatalf("ListDisputes = %+v, %v, want 6", listed, err)
+	}
+	wantStatus := map[string]domain.DisputeStatus{open: domain.DisputeOpen, won: domain.DisputeWon, lost: domain.DisputeLost,
+		inquiry: domain.DisputeOpen, closedInquiry: domain.DisputeWon, review: domain.DisputeOpen}
+	for _, want := range listed {
+		got, err := e.c.FindDispute(ctx, want.ID)
+		if err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("FindDispute(%s) = %+v, %v; want %+v", want.ID, got, err, want)
+		}
+		if got.Status != wantStatus[want.ID] || got.OrderID == "" || got.IdempotencyKey == "" || got.OrderID != "ord-"+got.IdempotencyKey ||
+			got.ChargeID != e.fake.PaymentIntentOf(got.OrderID) || got.Currency != "EUR" {
+			t.Errorf("FindDispute(%s) = %+v, want %s with payd's order, attempt and PaymentIntent", want.ID, got, wantStatus[want.ID])
+		}
+	}
+	if got, _ := e.c.FindDispute(ctx, lost); !got.Amount.Equal(money("5.00")) || got.ClosedAt.IsZero() {
+		t.Errorf("FindDispute(lost) = %+v, want 5.00 closed", got)
+	}
+
+	for _, id := range []string{"dp_nope", e.fake.PaymentIntentOf("ord-att-fd-open")} {
+		_, err := e.c.FindDispute(ctx, id)
+		if !errors.Is(err, domain.ErrDisputeNotFound) || errors.Is(err, domain.ErrChargeNotFound) || errors.Is(err, domain.ErrProviderUnavailable) ||
+			!domain.IsProviderRequestError(err, "resource_missing") {
+			t.Errorf("FindDispute(%s) = %v, want ErrDisputeNotFound (resource_missing)", id, err)
+		}
+	}
+	e.fake.SetDown(true)
+	if _, err := e.c.FindDispute(ctx, open); !errors.Is(err, domain.ErrProviderUnavailable) || errors.Is(err, domain.ErrDisputeNotFound) {
+		t.Errorf("FindDispute(Stripe down) = %v, want ErrProviderUnavailable", err)
+	}
+}
