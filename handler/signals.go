@@ -16,7 +16,7 @@ import (
 var ProviderOutcomes = []string{"ok", "declined", "not_found", "refused", "timeout", "unavailable", "canceled", "error"}
 
 // ProviderOperations are the values of its operation label.
-var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges", "find_charge", "list_refunds", "list_disputes"}
+var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges", "find_charge", "list_refunds", "list_disputes", "find_dispute"}
 
 // providerBuckets run from a fast sandbox reply to past the longest
 // provider timeout one would configure.

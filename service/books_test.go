@@ -436,3 +436,47 @@ func TestRefundResolutionOfNoOrdersCharge(t *testing.T) {
 		}
 	})
 }
+
+func TestDisputeEventIsAHint(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o, d := w.disputed(t, cust)
+		// A signed event says the dispute was lost, for double the money;
+		// the provider says it is open, for the charge's amount.
+		forged := disputeEvent(d, domain.EventDisputeClosed, domain.DisputeLost)
+		forged.Amount, forged.AmountText = dec("20.00"), "20.00"
+		if _, err := w.webhooks.Receive(ctx, "msg-"+newKey(), forged, []byte("{}")); err != nil {
+			t.Fatalf("Receive = %v", err)
+		}
+		_, m, _, disputes := w.books(t, o.ID)
+		wantMoney(t, m, "10.00", "0", "10.00", "0")
+		if len(disputes) != 1 || disputes[0].Status != domain.DisputeOpen {
+			t.Fatalf("disputes = %+v, want it open as the provider has it", disputes)
+		}
+		// The real close still closes it.
+		lost, err := w.sb.CloseDispute(ctx, d.ID, domain.DisputeWon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.webhooks.Receive(ctx, "msg-"+newKey(), disputeEvent(lost, domain.EventDisputeClosed, domain.DisputeWon), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		_, m, _, disputes = w.books(t, o.ID)
+		wantMoney(t, m, "10.00", "0", "0", "0")
+		if disputes[0].Status != domain.DisputeWon {
+			t.Errorf("dispute %s, want won", disputes[0].Status)
+		}
+		// A dispute the provider never opened books nothing.
+		ghost := d
+		ghost.ID = "dp_ghost"
+		if out, err := w.webhooks.Receive(ctx, "msg-"+newKey(), disputeEvent(ghost, domain.EventDisputeCreated, domain.DisputeOpen), []byte("{}")); err != nil || out != service.OutcomeDiscrepancy {
+			t.Fatalf("Receive(ghost dispute) = %q, %v, want a discrepancy", out, err)
+		}
+		_, m, _, disputes = w.books(t, o.ID)
+		wantMoney(t, m, "10.00", "0", "0", "0")
+		if len(disputes) != 1 {
+			t.Errorf("disputes = %+v: a dispute on an event's word", disputes)
+		}
+	})
+}

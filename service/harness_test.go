@@ -141,7 +141,7 @@ func (w *world) build(db *repository.DB) {
 		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
 		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
 	w.disputes = &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
-		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Now: now, Observer: observer}
+		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Finder: w.sb.Client, Now: now, Observer: observer}
 	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
 		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer, Disputes: w.disputes}
 	w.admin = &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore,

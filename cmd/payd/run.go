@@ -242,6 +242,7 @@ type paymentProvider interface {
 	service.ChargeFinder
 	service.RefundLister
 	service.DisputeLister
+	service.DisputeFinder
 }
 
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
@@ -351,7 +352,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		checkout.Canceller = c
 	}
 	disputes := &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
-		Discrepancies: discrepancies, Audit: audit, Charges: prov, Now: now, Observer: observer}
+		Discrepancies: discrepancies, Audit: audit, Charges: prov, Finder: prov, Now: now, Observer: observer}
 	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
 		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
 		Observer: observer, Disputes: disputes}
@@ -371,7 +372,8 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		ActionTTL: cfg.OrderTTL}
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
-		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger} // refunds compared too
+		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger, // refunds compared too
+		Disputes: prov, DisputeBook: disputes} // and disputes, with the provider's list
 	admin := &handler.Admin{
 		Service: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},

@@ -86,6 +86,14 @@ func (p observedProvider) ListDisputes(ctx context.Context, from, to time.Time) 
 	return ds, err
 }
 
+// FindDispute times a lookup of a dispute by the provider's ID.
+func (p observedProvider) FindDispute(ctx context.Context, id string) (domain.ProviderDispute, error) {
+	start := time.Now()
+	d, err := p.next.FindDispute(ctx, id)
+	p.observe("find_dispute", providerOutcome(err), time.Since(start))
+	return d, err
+}
+
 // providerOutcome sorts a provider call's error into the outcome label's
 // fixed set (handler.ProviderOutcomes).
 func providerOutcome(err error) string {
