@@ -164,7 +164,10 @@ func TestResolveRefundRefusesEventNamingAnotherOrdersCharge(t *testing.T) {
 		if r := s.sendEvent("evt_"+uuid.NewString(), "payment.succeeded", ev); r.Status != http.StatusOK && r.Status != http.StatusNoContent {
 			t.Fatalf("webhook = %d %s, want 2xx", r.Status, r.Body)
 		}
-		d := s.openOf(other, domain.MissingLocalPayment)
+		// The provider has no charge under the event's key: the success is
+		// not applied (ADR 0031), and its discrepancy names the real charge
+		// the event claimed.
+		d := s.openOf(other, domain.UnconfirmedPayment)
 
 		key := uuid.NewString()
 		r := s.admin("POST", "/v1/admin/discrepancies/"+d.ID+"/resolve", key, map[string]string{"action": "refund", "note": "the event says so"})
