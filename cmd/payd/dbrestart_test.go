@@ -59,12 +59,15 @@ func testOutageInFlight(t *testing.T, m *mariaDB) {
 	p := startPaydProc(t, "payd", paydEnv(dbURL, prov.url, env{"PAYD_LEASE": "5m"}))
 	customer, token := p.register(newEmail())
 	newPayment := func(method string) *dbPayment {
-		c := &dbPayment{method: method, calls: [][]string{{"POST"}}, crashCase: &crashCase{t: t, dbURL: dbURL, prov: prov,
+		// The charge, and the provider asked once more when its webhook
+		// arrives: a success is applied only as the provider confirms it
+		// (ADR 0031).
+		c := &dbPayment{method: method, calls: [][]string{{"POST"}, {"POST", "GET"}}, crashCase: &crashCase{t: t, dbURL: dbURL, prov: prov,
 			customer: customer, token: token, order: p.order(token, "12.30"), key: uuid.NewString()}}
 		if method == "pm_timeout" {
 			// net/http may resend a POST whose reply was lost on a reused
 			// connection (it carries an Idempotency-Key): the same charge.
-			c.calls = append(c.calls, []string{"POST", "POST"})
+			c.calls = append(c.calls, []string{"POST", "POST"}, []string{"POST", "POST", "GET"})
 		}
 		return c
 	}
