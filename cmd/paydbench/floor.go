@@ -33,7 +33,11 @@ const (
 	qInsertAttempt = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
 		provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 		VALUES (?, ?, ?, 'started', ?, NULL, NULL, ?, ?, ?, ?, ?, ?)`
-	// The settle transaction: AttemptStore.Succeed, OrderStore.MarkPaid.
+	// The settle transaction: AttemptStore.Succeed, LedgerStore.Append
+	// (the charge's entry, ADR 0030), OrderStore.MarkPaid.
+	qInsertLedger = `INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency,
+	amount_minor, source, actor, note, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qFinishAttempt = `UPDATE payment_attempts
 		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
 		WHERE id = ? AND status IN (?, ?)`
@@ -127,6 +131,9 @@ func (f *floor) settle(ctx context.Context, p floorPay, attemptID string, now ti
 			attemptID, "started", "unknown")); err != nil {
 			return fmt.Errorf("finish attempt: %w", err)
 		}
+		if err := exactlyOne(tx.ExecContext(ctx, qInsertLedger, ledgerArgs(p, attemptID, now)...)); err != nil {
+			return fmt.Errorf("book charge: %w", err)
+		}
 		if err := exactlyOne(tx.ExecContext(ctx, qMarkPaid, ts(now), ts(now), p.orderID, p.key)); err != nil {
 			return fmt.Errorf("mark paid: %w", err)
 		}
@@ -144,9 +151,23 @@ func (f *floor) claimBatched(ctx context.Context, p floorPay, attemptID string, 
 
 // settleBatched is settle in one round trip.
 func (f *floor) settleBatched(ctx context.Context, p floorPay, attemptID string, now time.Time) error {
-	return f.batch(ctx, "START TRANSACTION;"+qFinishAttempt+";"+qMarkPaid+" AND ROW_COUNT() = 1;COMMIT",
-		"succeeded", "ch_"+attemptID, nil, ts(now), attemptID, "started", "unknown",
-		ts(now), ts(now), p.orderID, p.key)
+	args := []any{"succeeded", "ch_" + attemptID, nil, ts(now), attemptID, "started", "unknown"}
+	args = append(args, ledgerArgs(p, attemptID, now)...)
+	args = append(args, ts(now), ts(now), p.orderID, p.key)
+	return f.batch(ctx, "START TRANSACTION;"+qFinishAttempt+";"+qInsertLedgerIfSettled+";"+qMarkPaid+" AND ROW_COUNT() = 1;COMMIT", args...)
+}
+
+// qInsertLedgerIfSettled is qInsertLedger acting only if the statement
+// before it matched one row, as payd's batch guards it.
+const qInsertLedgerIfSettled = `INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency,
+	amount_minor, source, actor, note, created_at)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+
+// ledgerArgs are the arguments of the charge's ledger entry.
+func ledgerArgs(p floorPay, attemptID string, now time.Time) []any {
+	chargeID := "ch_" + attemptID
+	return []any{uuid.Must(uuid.NewV7()).String(), p.orderID, "charge", "charge:" + chargeID, chargeID, orderCurrency,
+		orderMinor, "pay_reply", "", "", ts(now)}
 }
 
 // qInsertAttemptIfClaimed is qInsertAttempt acting only if the statement
@@ -182,8 +203,14 @@ func (f *floor) batch(ctx context.Context, query string, args ...any) error {
 			}
 			return err
 		}
-		if n := res.(mysql.Result).AllRowsAffected(); len(n) != 4 || n[1] != 1 || n[2] != 1 {
+		n := res.(mysql.Result).AllRowsAffected() // START TRANSACTION, the statements, COMMIT
+		if len(n) < 4 {
 			return fmt.Errorf("batch matched %v rows, want one per statement", n)
+		}
+		for _, rows := range n[1 : len(n)-1] {
+			if rows != 1 {
+				return fmt.Errorf("batch matched %v rows, want one per statement", n)
+			}
 		}
 		return nil
 	})
