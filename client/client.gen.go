@@ -1140,7 +1140,8 @@ type OrderWithAttempts struct {
 // PayRequest defines model for PayRequest.
 type PayRequest struct {
 	// PaymentMethod With the sandbox provider: pm_ok, pm_declined,
-	// pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error.
+	// pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error,
+	// pm_dispute (succeeds; the sandbox then opens a dispute of it).
 	PaymentMethod string          `json:"payment_method"`
 	RequestId     *IdempotencyKey `json:"request_id,omitempty"`
 }

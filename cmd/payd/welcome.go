@@ -27,11 +27,11 @@ func printWelcome(w io.Writer, cfg config, base string) {
 	if cfg.secretsFile != "" {
 		fmt.Fprintf(w, "  (development secrets kept in %s, mode 0600, and reused at every start; a variable set wins)\n", cfg.secretsFile)
 	}
-	provider := "sandbox in-process (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error)"
+	provider := "sandbox in-process (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error, pm_dispute)"
 	if cfg.sandboxURL != "" {
 		// Where the sandbox listens: its charges, and the settlement file
 		// an operator may upload to a reconciliation, can be fetched there.
-		provider = fmt.Sprintf("sandbox in-process at %s (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error;\n            settlement file: %s/v1/settlements/YYYY-MM-DD.csv)", cfg.sandboxURL, cfg.sandboxURL)
+		provider = fmt.Sprintf("sandbox in-process at %s (pay with pm_ok, pm_declined, pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error, pm_dispute;\n            settlement file: %s/v1/settlements/YYYY-MM-DD.csv)", cfg.sandboxURL, cfg.sandboxURL)
 	}
 	if cfg.ProviderURL != "" {
 		provider = redactURL(cfg.ProviderURL)
