@@ -82,17 +82,20 @@ func (s *Admin) Timeline(ctx context.Context, id string) (Timeline, error) {
 	if t.Audit, err = s.Audit.ListByOrder(ctx, id); err != nil {
 		return Timeline{}, err
 	}
+	// The disputes first, then the ledger: a dispute's step and its entry
+	// commit together, so money read after the disputes is never older
+	// than the statuses shown beside it.
+	if s.Disputes != nil {
+		if t.Disputes, err = s.Disputes.ListByOrder(ctx, id); err != nil {
+			return Timeline{}, err
+		}
+	}
 	if s.Ledger != nil {
 		if t.Ledger, err = s.Ledger.ListByOrder(ctx, id); err != nil {
 			return Timeline{}, err
 		}
 	}
 	t.Money = domain.Summarize(o.Currency, t.Ledger)
-	if s.Disputes != nil {
-		if t.Disputes, err = s.Disputes.ListByOrder(ctx, id); err != nil {
-			return Timeline{}, err
-		}
-	}
 	return t, nil
 }
 
