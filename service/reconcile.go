@@ -15,7 +15,7 @@ type ChargeLister interface {
 }
 
 // Reconciler compares payd's books with the provider's for a window and
-// records every disagreement once (SPEC §7): charges, and refunds when it
+// records every disagreement once (ADR 0008): charges, and refunds when it
 // has the provider's (its refund list, or a settlement file that names
 // each refund). A discrepancy already known — found by a webhook or an
 // earlier run, open or resolved — is counted as found again but not
