@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider"
@@ -61,26 +62,26 @@ func newAppOn(b testing.TB, db *repository.DB, counter *dbtest.Counter) *benchAp
 	if err != nil {
 		b.Fatal(err)
 	}
-	app := &benchApp{stmts: counter, sb: sb}
+	ba := &benchApp{stmts: counter, sb: sb}
 	sbh := sb.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app.calls.Add(1)
+		ba.calls.Add(1)
 		sbh.ServeHTTP(w, r)
 	}))
 	b.Cleanup(func() { srv.Close(); sb.Close() })
-	cfg := config{
+	cfg := app.Config{
 		AdminToken: testAdminToken, WebhookSecret: testWebhookSecret, SecretKey: testSecretKey, MaxAmount: "1000000",
 		IdempotencyTTL: 24 * time.Hour, InflightWait: 2 * time.Second, Lease: 30 * time.Second, OrderTTL: 30 * time.Minute,
 	}
-	app.prov = provider.NewClient(srv.URL)
-	a, err := wire(cfg, db, app.prov, slog.New(slog.DiscardHandler))
+	ba.prov = provider.NewClient(srv.URL)
+	a, err := app.Wire(cfg, db, ba.prov, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
-	app.h = a.echo
-	rec := app.call(b, "POST", "/v1/customers", "", uuid.NewString(), `{"email":"bench@example.com","name":"Bench"}`)
-	app.token = strings.Split(strings.Split(rec, `"token":"`)[1], `"`)[0]
-	return app
+	ba.h = a.Echo
+	rec := ba.call(b, "POST", "/v1/customers", "", uuid.NewString(), `{"email":"bench@example.com","name":"Bench"}`)
+	ba.token = strings.Split(strings.Split(rec, `"token":"`)[1], `"`)[0]
+	return ba
 }
 
 func (a *benchApp) call(b testing.TB, method, path, token, key, body string) string {

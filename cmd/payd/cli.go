@@ -7,6 +7,8 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+
+	"github.com/payd/payd/app"
 )
 
 // command is one of payd's subcommands, for `payd help`.
@@ -74,9 +76,7 @@ func help(args []string, w io.Writer) error {
 	}
 	switch name := args[0]; name {
 	case "serve", "migrate", "sandbox":
-		var c config
-		fs, _ := c.flagSet(name, func(string) string { return "" })
-		printCommandUsage(w, name, fs)
+		printCommandUsage(w, name, app.FlagSet(name))
 	case "demo":
 		fs, _ := demoFlags(nil)
 		printCommandUsage(w, name, fs)

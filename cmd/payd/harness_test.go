@@ -36,6 +36,9 @@ const (
 	testSecretKey     = "test-secret-key-0123456789abcdef"
 )
 
+// repoRoot is the repository, from this package.
+const repoRoot = "../.."
+
 // env is a test's PAYD_* settings.
 type env map[string]string
 
@@ -740,3 +743,7 @@ type (
 		Discrepancies []discrepancyDoc `json:"discrepancies"`
 	}
 )
+
+// now is payd's clock as app keeps it: UTC, at the microsecond precision
+// both databases store.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/galeratest"
@@ -45,7 +46,7 @@ import (
 // pass runs per row, which the loop only repeats. Job.Loop itself is
 // covered by TestReplicaJobsOnce (three payd processes, real ticks).
 //
-// A job is found by the name run gives it (app.jobs), so a new job is one
+// A job is found by the name run gives it (app.Parts.Jobs), so a new job is one
 // more jobCase — its name, how to make rows due, and what "done once" means
 // for them — plus, when it is off by default, its setting in jobsEnv. The
 // reconciliation schedule (PAYD_RECONCILE_EVERY, ADR 0021) is such a case:
@@ -144,7 +145,7 @@ func TestReplicaJobsAtOnce(t *testing.T) {
 // asking), behind a front that can lose charge requests.
 type jobTrio struct {
 	t     *testing.T
-	apps  [galeratest.Nodes]*app
+	apps  [galeratest.Nodes]*app.Parts
 	apis  [galeratest.Nodes]*driver
 	api   *driver // apis[0]
 	token string
@@ -172,11 +173,11 @@ func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
 				t.Fatal(err)
 			}
 		}
-		h.apps[i], err = wire(cfg, db, provider.NewClient(provURL, provider.WithTimeout(cfg.ProviderTimeout)), log)
+		h.apps[i], err = app.Wire(cfg, db, provider.NewClient(provURL, provider.WithTimeout(cfg.ProviderTimeout)), log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(h.apps[i].echo)
+		srv := httptest.NewServer(h.apps[i].Echo)
 		t.Cleanup(srv.Close)
 		h.apis[i] = newDriver(t, fmt.Sprintf("payd-%d", i+1), srv.URL)
 	}
@@ -280,11 +281,11 @@ func (h *jobTrio) runAtOnce(name string) [galeratest.Nodes]int64 {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, a := range h.apps {
-		k := slices.IndexFunc(a.jobs, func(j service.Job) bool { return j.Name == name })
+		k := slices.IndexFunc(a.Jobs, func(j service.Job) bool { return j.Name == name })
 		if k < 0 {
 			t.Fatalf("run wires no job %q", name)
 		}
-		job := a.jobs[k]
+		job := a.Jobs[k]
 		wg.Go(func() {
 			<-start
 			for pass := 0; pass < 10; pass++ {

@@ -23,6 +23,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/sandbox"
@@ -49,7 +50,7 @@ func (h *traceparents) all() []string {
 	return append([]string(nil), h.seen...)
 }
 
-// startTraced runs serve (the body of `payd serve`) with spans recorded in
+// startTraced builds and serves payd (the body of `payd serve`) with spans recorded in
 // memory instead of exported, charging through a sandbox that records the
 // traceparent headers it is sent. tracing: nil leaves tracing off.
 func startTraced(t *testing.T, tp trace.TracerProvider) (*inproc, *traceparents) {
@@ -73,10 +74,17 @@ func startTraced(t *testing.T, tp trace.TracerProvider) (*inproc, *traceparents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.tracerProvider = tp
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &inproc{stdout: newListenWatch(), logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- serve(ctx, cfg, p.stdout, p.logs) }()
+	go func() {
+		a, err := app.Build(ctx, cfg, app.Logs(p.logs), app.Banner(p.stdout), app.TracerProvider(tp))
+		if err != nil {
+			p.done <- err
+			return
+		}
+		defer a.Close()
+		p.done <- a.Serve(ctx)
+	}()
 	select {
 	case base := <-p.stdout.found:
 		p.driver = newDriver(t, "payd", base)

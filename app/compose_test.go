@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 // the Dockerfile are kept honest by reading them against payd's own
 // configuration here.
 
-const repoRoot = "../.."
+const repoRoot = ".."
 
 type composeFile struct {
 	Services map[string]composeService `yaml:"services"`
@@ -90,7 +90,7 @@ func TestComposeSetsOnlyKnownSettings(t *testing.T) {
 	c := loadCompose(t)
 	known := map[string]bool{}
 	for _, sub := range []string{"serve", "sandbox"} {
-		for _, s := range (&config{}).settings(sub) {
+		for _, s := range (&Config{}).settings(sub) {
 			known[s.env] = true
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // copies of succeeded answers, and order events across replicas. It returns
 // nil without it, and payd runs exactly as it would without this file.
 // eventsLive tells the event streams when they may rest their poll.
-func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, metrics *handler.Metrics,
+func wireRedis(cfg Config, idem *idempotency.Engine, changes *service.Changes, metrics *handler.Metrics,
 	log *slog.Logger) (rds *redisx.Redis, eventsLive func() bool, err error) {
 	if cfg.RedisURL == "" {
 		return nil, nil, nil

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/subtle"
@@ -46,7 +46,7 @@ func checkSecret(name, val string) error {
 // secret. Whoever holds that other secret (an operator, the provider, the
 // sandbox's host) would hold the key that seals stored replies and signs
 // customer tokens. The message names the other setting, never the secret.
-func (c *config) checkSecretKeyAlone(sub string) error {
+func (c *Config) checkSecretKeyAlone(sub string) error {
 	if c.Env != "production" || sub == "sandbox" || sub == "migrate" || c.SecretKey == "" {
 		return nil
 	}
@@ -92,7 +92,7 @@ func lowEntropy(b []byte) bool {
 
 // checkSettings refuses, in every environment, settings that would let
 // payd start and then fail at its first use of them.
-func (c *config) checkSettings() error {
+func (c *Config) checkSettings() error {
 	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
 		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/rand"
@@ -7,7 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 	"github.com/payd/payd/service"
 )
 
-// config is every setting of payd. Each has an environment variable (the
-// contract of SPEC §8) and a flag of the same name that overrides it.
-type config struct {
+// Config is every setting of payd. Each has an environment variable (a
+// name operators rely on, never renamed) and a flag of the same name that
+// overrides it.
+type Config struct {
 	Env                string
 	Addr               string
 	DatabaseURL        string
@@ -101,7 +103,7 @@ func (f *secretFlag) Set(v string) error {
 	return nil
 }
 
-func (c *config) settings(sub string) []setting {
+func (c *Config) settings(sub string) []setting {
 	sandboxAddr := "127.0.0.1:0"
 	if sub == "sandbox" {
 		sandboxAddr = "127.0.0.1:8081"
@@ -151,7 +153,7 @@ var flagsOf = map[string]map[string]bool{
 
 // flagSet declares the flags of subcommand sub on c, each defaulting to its
 // variable, else its default; durations are returned as text to parse.
-func (c *config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet, map[string]*string) {
+func (c *Config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet, map[string]*string) {
 	fs := flag.NewFlagSet("payd "+sub, flag.ContinueOnError)
 	durs := map[string]*string{}
 	for _, s := range c.settings(sub) {
@@ -182,12 +184,13 @@ func (c *config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet,
 	return fs, durs
 }
 
-// loadConfig reads the environment, then the flags of subcommand sub. -h
-// describes sub on help and returns errHelpShown.
-func loadConfig(sub string, args []string, getenv func(string) string, help io.Writer) (config, error) {
-	var c config
+// LoadConfig reads the environment, then the flags of subcommand sub
+// (serve, migrate or sandbox): parse parses the command line into the flag
+// set, and its error (help shown, a wrong flag) is returned as it is.
+func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet) error) (Config, error) {
+	var c Config
 	fs, durs := c.flagSet(sub, getenv)
-	if err := parseFlags(fs, sub, args, help); err != nil {
+	if err := parse(fs); err != nil {
 		return c, err
 	}
 	for _, s := range c.settings(sub) {
@@ -203,6 +206,13 @@ func loadConfig(sub string, args []string, getenv func(string) string, help io.W
 	return c, c.check(sub)
 }
 
+// FlagSet is the flags of subcommand sub with their defaults, for its help.
+func FlagSet(sub string) *flag.FlagSet {
+	var c Config
+	fs, _ := c.flagSet(sub, func(string) string { return "" })
+	return fs
+}
+
 // weakMarkers are words that give a placeholder secret away.
 var weakMarkers = []string{"changeme", "change-me", "change_me", "example", "placeholder", "insecure", "development", "secret123"}
 
@@ -210,7 +220,7 @@ var weakMarkers = []string{"changeme", "change-me", "change_me", "example", "pla
 // uses must be set and not a placeholder; in development missing secrets
 // are made up. The sandbox holds only the webhook secret: a provider never
 // needs payd's admin token or secret key.
-func (c *config) check(sub string) error {
+func (c *Config) check(sub string) error {
 	if c.Env != "development" && c.Env != "production" {
 		return fmt.Errorf("PAYD_ENV must be development or production, not %q", c.Env)
 	}
@@ -272,7 +282,7 @@ func (c *config) check(sub string) error {
 // after, and the request that sends it holds the attempt that long. A lease
 // that ends sooner would let a retry or the recoverer take a charge still
 // in flight for one that never happened.
-func (c *config) checkLease() error {
+func (c *Config) checkLease() error {
 	if c.ProviderTimeout <= 0 {
 		return errors.New("PAYD_PROVIDER_TIMEOUT must be positive")
 	}
@@ -315,4 +325,9 @@ func randomSecret(prefix string) string {
 // first is the one the in-process sandbox signs with.
 func webhookSecrets(v string) []string {
 	return strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
+}
+
+// SecretSettings names the settings whose values are secrets, sorted.
+func SecretSettings() []string {
+	return slices.Sorted(maps.Keys(secretSettings))
 }

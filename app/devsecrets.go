@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -35,7 +35,7 @@ func secretsFileFor(databaseURL string) string {
 }
 
 // secretField is where config holds the secret called name.
-func (c *config) secretField(name string) *string {
+func (c *Config) secretField(name string) *string {
 	switch name {
 	case "PAYD_ADMIN_TOKEN":
 		return &c.AdminToken
@@ -51,7 +51,7 @@ func (c *config) secretField(name string) *string {
 // kept in the development secrets file, and adds to the file those it does
 // not hold yet. Secrets given by the environment or a flag were not made
 // up: they win, and the file is not touched for them.
-func (c *config) keepDevSecrets() error {
+func (c *Config) keepDevSecrets() error {
 	if c.Env != "development" || len(c.generated) == 0 {
 		return nil
 	}
@@ -113,7 +113,7 @@ func readSecretsFile(path string) (map[string]string, bool, error) {
 			continue
 		}
 		name, val, ok := strings.Cut(line, "=")
-		if !ok || (&config{}).secretField(name) == nil || val == "" {
+		if !ok || (&Config{}).secretField(name) == nil || val == "" {
 			return nil, false, fmt.Errorf("development secrets file %s, line %d: want PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET or PAYD_SECRET_KEY=value", path, n)
 		}
 		kept[name] = val

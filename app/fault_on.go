@@ -1,6 +1,6 @@
 //go:build paydfault
 
-package main
+package app
 
 import "github.com/payd/payd/service"
 
@@ -10,7 +10,7 @@ import "github.com/payd/payd/service"
 
 const faultBuild = true
 
-func testSettings(c *config) []setting {
+func testSettings(c *Config) []setting {
 	return []setting{{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil}}
 }
 

@@ -1,11 +1,11 @@
 //go:build !paydfault
 
-package main
+package app
 
 // The shipped build: no fault injection (see fault_on.go).
 
 const faultBuild = false
 
-func testSettings(*config) []setting { return nil }
+func testSettings(*Config) []setting { return nil }
 
 func crashAt(string) {}

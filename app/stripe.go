@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ type stripeConfig struct {
 	PublishableKey string
 }
 
-func stripeSettings(c *config) []setting {
+func stripeSettings(c *Config) []setting {
 	return []setting{
 		{"PAYD_PROVIDER", "provider", "sandbox", "payment provider: sandbox or stripe", &c.Stripe.Provider, nil},
 		{"STRIPE_SECRET_KEY", "stripe-secret-key", "", "Stripe API key sk_... (PAYD_PROVIDER=stripe)", &c.Stripe.SecretKey, nil},
@@ -44,7 +44,7 @@ func stripeSettings(c *config) []setting {
 // no event could be believed. In production both must be set; in
 // development a missing webhook secret is made up (and not shown), so nothing verifies
 // until the real one (from `stripe listen`) is given.
-func (c *config) checkStripe(sub string) error {
+func (c *Config) checkStripe(sub string) error {
 	switch c.Stripe.Provider {
 	case "sandbox":
 		return nil
@@ -98,7 +98,7 @@ func (c *config) checkStripe(sub string) error {
 
 // newStripe builds the Stripe adapter; it asks payd's own attempt store
 // what it recorded before it asks Stripe (ADR 0020).
-func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider.Client, error) {
+func newStripe(cfg Config, db *repository.DB, log *slog.Logger) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
 		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now,
 		Skipped: func(id, reason string) {
@@ -108,7 +108,7 @@ func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider
 
 // settlementsFor is the reader of the settlement files operators upload for
 // reconciliation: the sandbox's CSV, or Stripe's balance-transactions export.
-func settlementsFor(cfg config) handler.SettlementParser {
+func settlementsFor(cfg Config) handler.SettlementParser {
 	if cfg.Stripe.Provider == "stripe" {
 		return func(r io.Reader) (domain.Settlement, error) {
 			charges, err := stripeprovider.ParseBalanceCSV(r) // charges only: refunds come from Stripe's list
@@ -119,7 +119,7 @@ func settlementsFor(cfg config) handler.SettlementParser {
 }
 
 // checkoutPage tells the checkout page which provider it pays with.
-func checkoutPage(cfg config) web.Config {
+func checkoutPage(cfg Config) web.Config {
 	if cfg.Stripe.Provider != "stripe" {
 		return web.Config{Provider: "sandbox"}
 	}
@@ -127,7 +127,7 @@ func checkoutPage(cfg config) web.Config {
 }
 
 // stripeWebhooks is the /v1/webhooks/stripe handler when prov is Stripe, else nil.
-func stripeWebhooks(cfg config, prov paymentProvider, receiver *service.Webhooks) (*handler.StripeWebhooks, error) {
+func stripeWebhooks(cfg Config, prov PaymentProvider, receiver *service.Webhooks) (*handler.StripeWebhooks, error) {
 	sp, ok := prov.(*stripeprovider.Client)
 	if !ok {
 		return nil, nil

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ type operatorConfig struct {
 	sandboxURL string
 }
 
-func (c *config) operatorSettings() []setting {
+func (c *Config) operatorSettings() []setting {
 	return []setting{
 		{"PAYD_ADMIN_TOKENS", "admin-tokens", "", "named operators name:token,name:token beside PAYD_ADMIN_TOKEN; the audit's actor is the name", &c.AdminTokens, nil},
 		{"PAYD_RECONCILE_EVERY", "reconcile-every", "0", "scheduled reconciliation period such as 1h; each window covers the last two periods; 0 = never", nil, &c.ReconcileEvery},
@@ -44,7 +44,7 @@ const (
 // production every named token must be as strong as PAYD_ADMIN_TOKEN, and
 // in every environment two operators may not share a token (the audit
 // could not tell them apart), nor share one with PAYD_ADMIN_TOKEN.
-func (c *config) checkOperators(sub string) error {
+func (c *Config) checkOperators(sub string) error {
 	if c.ReconcileEvery != 0 && (c.ReconcileEvery < minReconcileEvery || c.ReconcileEvery > maxReconcileEvery) {
 		return fmt.Errorf("PAYD_RECONCILE_EVERY must be 0 (never) or from %v to %v, not %v", minReconcileEvery, maxReconcileEvery, c.ReconcileEvery)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"log/slog"
@@ -11,7 +11,7 @@ import (
 // reconcileJobs is the scheduled reconciliation job when
 // PAYD_RECONCILE_EVERY is set (none otherwise). Every replica runs it; the
 // window claim (ADR 0021) lets one of them reconcile each window.
-func reconcileJobs(cfg config, db *repository.DB, r *service.Reconciler, log *slog.Logger, obs service.Observer) []service.Job {
+func reconcileJobs(cfg Config, db *repository.DB, r *service.Reconciler, log *slog.Logger, obs service.Observer) []service.Job {
 	if cfg.ReconcileEvery <= 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 // printWelcome tells a developer how to try payd, with the secrets made up
 // for this run. In production nothing secret is printed.
-func printWelcome(w io.Writer, cfg config, base string) {
+func printWelcome(w io.Writer, cfg Config, base string) {
 	fmt.Fprintf(w, "payd listening on %s\n", base)
 	if cfg.Env == "production" {
 		if cfg.sandboxURL != "" {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // sandboxConfig turns payd's settings into the sandbox's.
-func sandboxConfig(cfg config, webhookURL string, log *slog.Logger) (sandbox.Config, error) {
+func sandboxConfig(cfg Config, webhookURL string, log *slog.Logger) (sandbox.Config, error) {
 	dups, err := strconv.Atoi(cfg.SandboxDuplicates)
 	if err != nil || dups < 1 || dups > 10 {
 		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_DUPLICATES must be a whole number from 1 to 10, not %q", cfg.SandboxDuplicates)
@@ -29,7 +29,7 @@ func sandboxConfig(cfg config, webhookURL string, log *slog.Logger) (sandbox.Con
 
 // startSandbox runs the sandbox in-process on PAYD_SANDBOX_ADDR (loopback,
 // a free port by default) and returns how to stop it and where it listens.
-func startSandbox(ctx context.Context, cfg config, webhookURL string, log *slog.Logger) (func(), string, error) {
+func startSandbox(ctx context.Context, cfg Config, webhookURL string, log *slog.Logger) (func(), string, error) {
 	sc, err := sandboxConfig(cfg, webhookURL, log)
 	if err != nil {
 		return nil, "", err
@@ -60,9 +60,9 @@ func startSandbox(ctx context.Context, cfg config, webhookURL string, log *slog.
 	return stop, ln.Addr().String(), nil
 }
 
-// runSandbox is `payd sandbox`: the provider on its own, delivering
+// RunSandbox is `payd sandbox`: the provider on its own, delivering
 // webhooks to PAYD_SANDBOX_WEBHOOK_URL.
-func runSandbox(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+func RunSandbox(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	sc, err := sandboxConfig(cfg, cfg.SandboxWebhookURL, log)
 	if err != nil {
