@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/app"
+	"github.com/payd/payd/cli"
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
@@ -747,3 +750,23 @@ type (
 // now is payd's clock as app keeps it: UTC, at the microsecond precision
 // both databases store.
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// run is payd's command line, as main runs it.
+var run = cli.Main
+
+// deref is *p, or "-" for nil, as the admin CLI prints an absent field.
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return string(*p)
+}
+
+// loadConfig is payd's settings from getenv and args, as the command line
+// reads them for subcommand sub.
+func loadConfig(sub string, args []string, getenv func(string) string, _ io.Writer) (app.Config, error) {
+	return app.LoadConfig(sub, getenv, func(fs *flag.FlagSet) error {
+		fs.SetOutput(io.Discard)
+		return fs.Parse(args)
+	})
+}

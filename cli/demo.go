@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/payd/payd/client"
 )
 
 // demoOptions are the flags of `payd demo`.
@@ -31,7 +33,7 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, *demoOptions) {
 }
 
 // demo is `payd demo`: the README's walkthrough, run against a live payd
-// with nothing but Go's HTTP client, so it works where curl scripts need
+// with nothing but the generated client and Go's HTTP client, so it works where curl scripts need
 // tools a machine may lack. Every exchange is printed; a status other than
 // the walkthrough's expected one ends the demo with an error.
 func demo(ctx context.Context, args []string, w io.Writer) error {
@@ -43,48 +45,64 @@ func demo(ctx context.Context, args []string, w io.Writer) error {
 		o.email = "demo-" + uuid.NewString()[:8] + "@example.com"
 	}
 	d := &demoRun{ctx: ctx, base: strings.TrimRight(o.url, "/"), w: w, client: &http.Client{Timeout: 30 * time.Second}}
+	server := d.base + "/" // as client.NewClient keeps it: paths resolve beneath it
 
-	reg, err := d.exchange("register", "POST", "/v1/customers", uuid.NewString(), map[string]string{"email": o.email, "name": "Ada Demo"}, http.StatusCreated)
+	// The client's Email type refuses to encode an address it finds
+	// malformed; the demo sends -email as given and shows payd's answer.
+	body, raw := jsonBody(map[string]string{"email": o.email, "name": "Ada Demo"})
+	regKey := uuid.NewString()
+	req, err := client.NewRegisterCustomerRequestWithBody(server, &client.RegisterCustomerParams{IdempotencyKey: regKey}, "application/json", body)
+	reg, err := d.exchange("register", req, err, raw, http.StatusCreated)
 	if err != nil {
 		return err
 	}
-	var customer struct {
-		Token string `json:"token"`
-	}
+	var customer client.Registration
 	if err := json.Unmarshal(reg.body, &customer); err != nil || customer.Token == "" {
 		return fmt.Errorf("demo: the registration answer holds no token: %s", reg.body)
 	}
 	d.token = customer.Token
 
-	ord, err := d.exchange("create an order", "POST", "/v1/orders", "", map[string]any{"currency": "USD",
-		"items": []map[string]any{{"sku": "tea", "name": "Green tea", "quantity": 2, "unit_price": "4.95"}}}, http.StatusCreated)
+	body, raw = jsonBody(client.CreateOrderJSONRequestBody{Currency: "USD",
+		Items: []client.ItemRequest{{Sku: "tea", Name: "Green tea", Quantity: 2, UnitPrice: "4.95"}}})
+	req, err = client.NewCreateOrderRequestWithBody(server, &client.CreateOrderParams{}, "application/json", body)
+	ord, err := d.exchange("create an order", req, err, raw, http.StatusCreated)
 	if err != nil {
 		return err
 	}
-	var order struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(ord.body, &order); err != nil || order.ID == "" {
+	var order client.Order
+	if err := json.Unmarshal(ord.body, &order); err != nil || order.Id == "" {
 		return fmt.Errorf("demo: the order answer holds no id: %s", ord.body)
 	}
 
-	key, pay := uuid.NewString(), map[string]string{"payment_method": "pm_ok"}
-	first, err := d.exchange("pay", "POST", "/v1/orders/"+order.ID+"/pay", key, pay, http.StatusOK)
+	key := uuid.NewString()
+	pay := func(step string) (demoReply, error) {
+		body, raw := jsonBody(client.PayOrderJSONRequestBody{PaymentMethod: "pm_ok"})
+		req, err := client.NewPayOrderRequestWithBody(server, order.Id, &client.PayOrderParams{IdempotencyKey: key}, "application/json", body)
+		return d.exchange(step, req, err, raw, http.StatusOK)
+	}
+	first, err := pay("pay")
 	if err != nil {
 		return err
 	}
-	again, err := d.exchange("pay again with the same key: the same answer, no second charge", "POST", "/v1/orders/"+order.ID+"/pay", key, pay, http.StatusOK)
+	again, err := pay("pay again with the same key: the same answer, no second charge")
 	if err != nil {
 		return err
 	}
 	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
 		return fmt.Errorf("demo: the repeated payment was not replayed (Idempotent-Replayed %q)", again.header.Get("Idempotent-Replayed"))
 	}
-	if _, err := d.exchange("what became of the payment request", "GET", "/v1/requests/"+key, "", nil, http.StatusOK); err != nil {
+	req, err = client.NewGetRequestRequest(server, key)
+	if _, err := d.exchange("what became of the payment request", req, err, nil, http.StatusOK); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "done: the order is paid once; the repeated request got the stored answer.")
 	return nil
+}
+
+// jsonBody is v as a request body, and its bytes to print.
+func jsonBody(v any) (io.Reader, []byte) {
+	raw, _ := json.Marshal(v)
+	return bytes.NewReader(raw), raw
 }
 
 type demoRun struct {
@@ -100,30 +118,24 @@ type demoReply struct {
 	body   []byte
 }
 
-// exchange sends one request, prints it and its answer, and checks the
-// status. The customer token is shortened wherever it is printed.
-func (d *demoRun) exchange(step, method, path, key string, body any, want int) (demoReply, error) {
-	var raw []byte
-	if body != nil {
-		raw, _ = json.Marshal(body)
-	}
-	req, err := http.NewRequestWithContext(d.ctx, method, d.base+path, bytes.NewReader(raw))
+// exchange sends one request the generated client built (raw is its body,
+// nil for none), prints it and its answer, and checks the status. The
+// customer token is shortened wherever it is printed.
+func (d *demoRun) exchange(step string, req *http.Request, err error, raw []byte, want int) (demoReply, error) {
 	if err != nil {
 		return demoReply{}, fmt.Errorf("demo: %w", err)
 	}
+	req = req.WithContext(d.ctx)
+	method, path := req.Method, strings.TrimPrefix(req.URL.RequestURI(), strings.TrimPrefix(d.base, req.URL.Scheme+"://"+req.URL.Host))
 	fmt.Fprintf(d.w, "# %s\n> %s %s\n", step, method, path)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	if d.token != "" {
 		req.Header.Set("Authorization", "Bearer "+d.token)
 		fmt.Fprintf(d.w, "> Authorization: Bearer %s\n", shortToken(d.token))
 	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		fmt.Fprintf(d.w, "> Idempotency-Key: %s\n", key)
 	}
-	if body != nil {
+	if raw != nil {
 		fmt.Fprintf(d.w, "> %s\n", raw)
 	}
 	resp, err := d.client.Do(req)

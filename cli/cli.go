@@ -1,4 +1,6 @@
-package main
+// Package cli is payd's command line: the subcommands and their help, the
+// operators' admin verbs and the demo, the last two on the generated client.
+package cli
 
 import (
 	"context"
@@ -11,10 +13,10 @@ import (
 	"github.com/payd/payd/app"
 )
 
-// run is payd's whole life: parse the command line, then serve, migrate,
-// run the sandbox or the demo until ctx ends. End-to-end tests call it on
-// port 0. Help that was asked for is a success.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Main is payd's whole life: parse the command line, then serve, migrate,
+// run the sandbox, the demo or an admin verb until ctx ends. End-to-end
+// tests call it on port 0. Help that was asked for is a success.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	err := runCommand(ctx, args, getenv, stdout, stderr)
 	if errors.Is(err, errHelpShown) {
 		return nil

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"regexp"
 	"testing"
 	"time"
 
@@ -49,5 +50,15 @@ func TestPrintTimelineBooks(t *testing.T) {
 	wantLines(t, "orders show, no books", out.String(), `^money\s+charged 0.00 .* net 0.00 USD$`, `^no ledger entry$`)
 	if bytes.Contains(out.Bytes(), []byte("DISPUTE")) {
 		t.Errorf("an order without disputes printed a dispute table:\n%s", out.String())
+	}
+}
+
+// wantLines fails unless out has a line matching each of wants.
+func wantLines(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !regexp.MustCompile(`(?m)` + w).MatchString(out) {
+			t.Errorf("%s printed:\n%s\nwant a line matching %q", what, out, w)
+		}
 	}
 }
