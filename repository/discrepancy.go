@@ -49,7 +49,7 @@ func discrepancyFromDomain(d domain.Discrepancy) (discrepancyRow, error) {
 	row := discrepancyRow{
 		ID: d.ID, RunID: nullString(d.RunID), Type: string(d.Type), Reference: d.Reference,
 		OrderID: nullString(d.OrderID), AttemptID: nullString(d.AttemptID), ChargeID: nullString(d.ChargeID),
-		Currency: nullString(string(d.Currency)), Status: d.Status, Resolution: nullString(d.Resolution),
+		Currency: nullString(string(d.Currency)), Status: string(d.Status), Resolution: nullString(d.Resolution),
 		Note: nullString(d.Note), DetectedAt: ts(d.DetectedAt), ResolvedAt: tsPtr(d.ResolvedAt),
 	}
 	if d.Currency == "" {
@@ -78,7 +78,7 @@ func (r discrepancyRow) toDomain() domain.Discrepancy {
 		OrderID: r.OrderID.String, AttemptID: r.AttemptID.String, ChargeID: r.ChargeID.String,
 		ProviderAmount: domain.FromMinorUnits(r.ProviderAmountMinor.Int64, c),
 		LocalAmount:    domain.FromMinorUnits(r.LocalAmountMinor.Int64, c),
-		Currency:       c, Status: r.Status, Resolution: r.Resolution.String, Note: r.Note.String,
+		Currency:       c, Status: domain.DiscrepancyStatus(r.Status), Resolution: r.Resolution.String, Note: r.Note.String,
 		DetectedAt: r.DetectedAt.time(), ResolvedAt: timePtr(r.ResolvedAt),
 	}
 }
