@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -93,7 +92,7 @@ var AttemptMachine = newMachine("attempt", AttemptStatuses, []AttemptStatus{Atte
 // Unsettled reports whether an attempt in status s may still be settled by
 // the provider's word: the statuses a charge's outcome is written over
 // (AttemptCharged's, AttemptNotCharged's). Only its lease holder may judge it.
-func (s AttemptStatus) Unsettled() bool { return slices.Contains(UnsettledStatuses(), s) }
+func (s AttemptStatus) Unsettled() bool { _, ok := AttemptMachine.Next(s, AttemptCharged); return ok }
 
 // UnsettledStatuses lists the statuses Unsettled accepts: the recoverer's work.
 func UnsettledStatuses() []AttemptStatus { return AttemptCharged.From() }
@@ -108,4 +107,10 @@ func (e AttemptEvent) To() AttemptStatus { return AttemptMachine.To(e) }
 // whether the attempt state machine allows it.
 func NextAttempt(from AttemptStatus, event AttemptEvent) (AttemptStatus, bool) {
 	return AttemptMachine.Next(from, event)
+}
+
+// SucceededWith reports whether the attempt is recorded as succeeded with
+// the provider's charge chargeID.
+func (a Attempt) SucceededWith(chargeID string) bool {
+	return a.Status == AttemptSucceeded && a.ProviderChargeID == chargeID
 }
