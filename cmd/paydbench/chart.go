@@ -79,11 +79,11 @@ func (r *report) writeChart(w io.Writer) error {
 	if s := r.ratioLine(); s != "" {
 		text(&b, chartWidth/2, 68, "middle", `fill="#444444"`, s)
 	}
-	legend(&b, plotRight-170, 84)
+	legend(&b, plotRight, panelTop-14)
 	top := float64(panelTop)
-	r.panel(&b, groups, top, "requests per second (higher is better)", func(p *phase) float64 { return p.PerSecond }, func(v float64) string { return fmt.Sprintf("%.0f", v) })
+	r.panel(&b, groups, top, "requests per second (higher is better)", true, func(p *phase) float64 { return p.PerSecond }, func(v float64) string { return fmt.Sprintf("%.0f", v) })
 	top += panelHeight + panelGap
-	r.panel(&b, groups, top, "p99 latency, ms (lower is better)", func(p *phase) float64 { return p.P99Ms }, func(v float64) string { return fmt.Sprintf("%.1f", v) })
+	r.panel(&b, groups, top, "p99 latency, ms (lower is better)", false, func(p *phase) float64 { return p.P99Ms }, func(v float64) string { return fmt.Sprintf("%.1f", v) })
 	b.WriteString("</svg>\n")
 	_, err := w.Write(b.Bytes())
 	return err
@@ -117,17 +117,23 @@ func (r *report) ratioLine() string {
 	return s
 }
 
+// legend draws the two keys side by side, ending at x on baseline y.
 func legend(b *bytes.Buffer, x, y int) {
-	for i, l := range []struct{ colour, name string }{{paydColour, "payd"}, {floorColour, "floor (payd's statements, raw SQL)"}} {
-		ly := y + i*18
-		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", x-60, ly-10, l.colour)
-		text(b, x-42, ly, "start", "", l.name)
+	x -= 300
+	for _, l := range []struct {
+		colour, name string
+		width        int
+	}{{paydColour, "payd", 70}, {floorColour, "floor (payd's statements, raw SQL)", 0}} {
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, y-10, l.colour)
+		text(b, x+18, y, "start", "", l.name)
+		x += l.width
 	}
 }
 
 // panel draws one measure as grouped bars with its y axis from 0 to a round
-// maximum.
-func (r *report) panel(b *bytes.Buffer, groups []chartGroup, top float64, label string, value func(*phase) float64, format func(float64) string) {
+// maximum; with ratio, payd's value over the floor's under each phase that
+// has both.
+func (r *report) panel(b *bytes.Buffer, groups []chartGroup, top float64, label string, ratio bool, value func(*phase) float64, format func(float64) string) {
 	bottom := top + panelHeight
 	max := 0.0
 	for _, g := range groups {
@@ -174,12 +180,17 @@ func (r *report) panel(b *bytes.Buffer, groups []chartGroup, top float64, label 
 		}
 		cx := int(math.Round(float64(plotLeft) + (float64(i)+0.5)*groupWidth))
 		text(b, cx, int(bottom)+20, "middle", `font-size="13"`, g.name)
-		if g.payd == nil || g.floor == nil {
-			note := "payd only"
-			if g.payd == nil {
-				note = "floor only"
-			}
-			text(b, cx, int(bottom)+36, "middle", `fill="#777777" font-size="11"`, note)
+		note := ""
+		switch {
+		case g.payd == nil:
+			note = "floor only"
+		case g.floor == nil:
+			note = "payd only"
+		case ratio && value(g.floor) != 0:
+			note = fmt.Sprintf("payd %.2f× the floor", value(g.payd)/value(g.floor))
+		}
+		if note != "" {
+			text(b, cx, int(bottom)+36, "middle", `fill="#555555" font-size="11"`, note)
 		}
 	}
 }

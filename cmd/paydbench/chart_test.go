@@ -50,7 +50,7 @@ func TestChart(t *testing.T) {
 		"payd", "floor (payd's statements, raw SQL)",
 		"payd/floor: new pay 0.81×, replay 0.70×; new pay against the batched floor 0.67×",
 		"requests per second (higher is better)", "p99 latency, ms (lower is better)",
-		"floor only",
+		"floor only", "payd only", "payd 0.81× the floor", "payd 0.70× the floor",
 	} {
 		if !texts[want] {
 			t.Errorf("no text %q in the chart", want)

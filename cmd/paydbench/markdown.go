@@ -92,6 +92,7 @@ func (r *report) markdown(chart string) []byte {
 	b.WriteString(" Figures from a shared machine vary from run to run: compare runs made one after the other.\n\n")
 	if chart != "" {
 		fmt.Fprintf(&b, "![payd's and the floor's requests per second and p99 latency per phase](%s)\n\n", chart)
+		b.WriteString("The chart leaves out registration: one request per client, set-up for the pays.\n\n")
 	}
 	b.WriteString("| target | phase | req/s | p50 ms | p99 ms | payd CPU ms/req | db CPU ms/req | statements/req |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|\n")
@@ -106,7 +107,7 @@ func (r *report) markdown(chart string) []byte {
 		if r.Ratios.NewPayBatched != 0 {
 			fmt.Fprintf(&b, "; new pay against the batched floor %.2f×", r.Ratios.NewPayBatched)
 		}
-		b.WriteString(". The bars hold for MySQL/MariaDB at 16 clients.\n\n")
+		b.WriteString(". The bars apply to MySQL/MariaDB at 16 clients.\n\n")
 	}
 	fmt.Fprintf(&b, "payd's peak RSS: %.1f MiB.", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Database != "sqlite" {
@@ -129,6 +130,9 @@ func command(args []string, o options) string {
 		value, inline := "", false
 		if k, v, ok := strings.Cut(name, "="); ok {
 			name, value, inline = k, v, true
+		}
+		if name == "json" { // the output's format changes no figure
+			continue
 		}
 		if name == "db" || name == "redis" {
 			if !inline && i+1 < len(args) {
