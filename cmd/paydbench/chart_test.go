@@ -152,6 +152,18 @@ func TestReportKeepsHandWrittenText(t *testing.T) {
 	}
 }
 
+// TestSpliceWithoutMarkers: a document without markers keeps its text and
+// gets the generated part at its end; an empty one gets a title.
+func TestSpliceWithoutMarkers(t *testing.T) {
+	got := string(spliceGenerated([]byte("# Mine\n\nText.\n"), []byte("figures\n")))
+	if want := "# Mine\n\nText.\n\n" + beginGenerated + "\nfigures\n" + endGenerated + "\n"; got != want {
+		t.Errorf("splice = %q, want %q", got, want)
+	}
+	if got := string(spliceGenerated(nil, []byte("figures\n"))); !strings.HasPrefix(got, "# payd's performance\n\n"+beginGenerated) {
+		t.Errorf("splice into nothing = %q", got)
+	}
+}
+
 func TestCommand(t *testing.T) {
 	for _, tt := range []struct {
 		args []string

@@ -58,14 +58,19 @@ func relativeLink(doc, chart string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// spliceGenerated puts generated between the markers of doc, or, when doc
-// has none, makes a document of it.
+// spliceGenerated puts generated between the markers of doc. A doc without
+// them gets them at its end, and an empty one a title before them: no
+// hand-written text is lost.
 func spliceGenerated(doc, generated []byte) []byte {
 	block := append(append([]byte(beginGenerated+"\n"), generated...), endGenerated...)
 	i := bytes.Index(doc, []byte(beginGenerated))
 	j := bytes.Index(doc, []byte(endGenerated))
 	if i < 0 || j < i {
-		out := []byte("# payd's performance\n\n")
+		out := []byte("# payd's performance")
+		if len(bytes.TrimSpace(doc)) > 0 {
+			out = bytes.TrimRight(doc, "\n")
+		}
+		out = append(out, "\n\n"...)
 		return append(append(out, block...), '\n')
 	}
 	out := append([]byte{}, doc[:i]...)
