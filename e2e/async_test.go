@@ -69,7 +69,7 @@ func TestAsyncPaymentSucceeds(t *testing.T) {
 // decline, which GET /v1/requests/{key} then shows (402 card_declined).
 //
 // The customer never saw that decline (the request answered 202), so the
-// pay call replayed with the same key tells the truth (SPEC §5): the stored
+// pay call replayed with the same key tells the truth (docs/guarantees.md#pay-answers): the stored
 // 402, replayed, with no new attempt. Paying again takes a new key, as
 // after any decline; that one runs and is declined on its own.
 func TestAsyncPaymentFails(t *testing.T) {

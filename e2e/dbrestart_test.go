@@ -19,7 +19,7 @@ import (
 // the shared MariaDB server and so may not run beside other tests.
 const envDBRestart = "PAYD_TEST_DB_RESTART"
 
-// TestDatabaseRestart is SPEC §9's "exactly one charge per order under a
+// TestDatabaseRestart is "exactly one charge per order under a
 // database restart": the MariaDB server is shut down and started again
 // under a running payd process (the provider runs in the test process and
 // keeps its own store), with payments in flight, and every payment still

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// TestReconciliation stages every discrepancy type of SPEC §7 (see stage),
+// TestReconciliation stages every discrepancy type (docs/guarantees.md#reconciliation-and-the-books; see stage),
 // then reconciles the window against the provider's charge list and, on a
 // second stack, against the uploaded settlement CSV: a dry run records
 // nothing; the run finds exactly the staged disagreements; each is resolved

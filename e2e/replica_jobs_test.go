@@ -10,7 +10,7 @@ import (
 )
 
 // TestReplicaJobsOnce runs the background jobs in three payd processes on
-// one database (SPEC §8: safe with several replicas) and checks that each
+// one database (docs/guarantees.md#operations: safe with several replicas) and checks that each
 // unit of work was done exactly once: every due order expired once (one
 // version step, and the replicas' logs together report each once), and
 // every payment left unknown was resolved once, by asking the provider —

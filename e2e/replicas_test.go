@@ -95,8 +95,8 @@ func (rs *replicaSet) succeededCharges(orderID string) int {
 	return len(chargesAt(rs.t, rs.prov.sb, orderID, domain.ChargeSucceeded))
 }
 
-// TestReplicasPayOnce runs three payd processes on one database (SPEC §9:
-// "also across several payd processes"). 60 identical pay requests, spread
+// TestReplicasPayOnce runs three payd processes on one database (docs/guarantees.md#one-charge-per-order:
+// also across several payd processes). 60 identical pay requests, spread
 // over the three at once, charge once and all get the same answer; 30
 // requests with 30 different keys for another order charge once, and all
 // but one are refused with a conflict.

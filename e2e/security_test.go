@@ -26,7 +26,8 @@ func adminRoutes(t *testing.T) []string {
 		}
 	}
 	slices.Sort(out)
-	// SPEC §7's table, all of which must be among them.
+	// The operator routes docs/guarantees.md#operators lists, all of which
+	// must be among them.
 	for _, want := range []string{
 		"GET /v1/admin/orders", "GET /v1/admin/orders/:id", "POST /v1/admin/orders/:id/refund",
 		"POST /v1/admin/reconciliations", "GET /v1/admin/reconciliations/:id",
