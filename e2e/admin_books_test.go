@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,31 +12,6 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// booksDoc is what the admin order detail says of the order's books.
-type booksDoc struct {
-	Order struct {
-		RefundedAmount string            `json:"refunded_amount"`
-		Money          map[string]string `json:"money"`
-	} `json:"order"`
-	Attempts []attemptDoc `json:"attempts"`
-	Refunds  []refundDoc  `json:"refunds"`
-	Ledger   []struct {
-		ID        string  `json:"id"`
-		Kind      string  `json:"kind"`
-		Reference string  `json:"reference"`
-		ChargeID  string  `json:"charge_id"`
-		Amount    string  `json:"amount"`
-		Currency  string  `json:"currency"`
-		Source    string  `json:"source"`
-		Actor     *string `json:"actor"`
-	} `json:"ledger"`
-	Disputes []map[string]any `json:"disputes"`
-	Timeline []struct {
-		Kind string `json:"kind"`
-		ID   string `json:"id"`
-	} `json:"timeline"`
-}
-
 // TestAdminOrderBooks: an order paid 10.00 and refunded 3.00 through the
 // admin API shows, in GET /v1/admin/orders/{id} (checked against
 // openapi.yaml like every answer), money charged 10.00, refunded 3.00 (the
@@ -44,7 +20,7 @@ type booksDoc struct {
 // no dispute. `payd admin orders show` prints the same books.
 func TestAdminOrderBooks(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("books@example.com")
 		order := s.paidOrder(tok, "10.00")
 		if r := s.refund(order, uuid.NewString(), "3.00"); r.Status != http.StatusOK {
@@ -55,46 +31,46 @@ func TestAdminOrderBooks(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("GET /v1/admin/orders/%s = %d %s", order, r.Status, r.Body)
 		}
-		doc := decode[booksDoc](t, r)
+		doc := decode[client.Timeline](t, r)
 		want := map[string]string{"charged": "10.00", "refunded": "3.00", "disputed": "0.00", "lost": "0.00", "net": "7.00"}
 		for k, v := range want {
-			if doc.Order.Money[k] != v {
-				t.Errorf("order.money.%s = %q, want %q (money %v)", k, doc.Order.Money[k], v, doc.Order.Money)
+			if money(doc.Order.Money)[k] != v {
+				t.Errorf("order.money.%s = %q, want %q (money %+v)", k, money(doc.Order.Money)[k], v, doc.Order.Money)
 			}
 		}
-		if doc.Order.RefundedAmount != doc.Order.Money["refunded"] {
-			t.Errorf("refunded_amount %q, money.refunded %q: want them equal", doc.Order.RefundedAmount, doc.Order.Money["refunded"])
+		if doc.Order.RefundedAmount != money(doc.Order.Money)["refunded"] {
+			t.Errorf("refunded_amount %q, money.refunded %q: want them equal", doc.Order.RefundedAmount, money(doc.Order.Money)["refunded"])
 		}
 		if len(doc.Ledger) != 2 || len(doc.Attempts) != 1 || len(doc.Refunds) != 1 {
 			t.Fatalf("ledger %+v, attempts %d, refunds %d; want a charge and a refund entry, one attempt, one refund\n%s",
 				doc.Ledger, len(doc.Attempts), len(doc.Refunds), r.Body)
 		}
 		charge, refund := doc.Ledger[0], doc.Ledger[1]
-		chargeID := deref(doc.Attempts[0].ProviderChargeID)
-		if charge.Kind != "charge" || charge.Amount != "10.00" || charge.Currency != "USD" || charge.ChargeID != chargeID || charge.Reference != "charge:"+chargeID {
+		chargeID := deref(doc.Attempts[0].ProviderChargeId)
+		if charge.Kind != "charge" || charge.Amount != "10.00" || charge.Currency != "USD" || charge.ChargeId != chargeID || charge.Reference != "charge:"+chargeID {
 			t.Errorf("ledger[0] = %+v, want the charge of 10.00 USD on %s", charge, chargeID)
 		}
-		if refund.Kind != "refund" || refund.Amount != "3.00" || refund.ChargeID != chargeID || refund.Reference != "refund:"+deref(doc.Refunds[0].ProviderRefundID) {
-			t.Errorf("ledger[1] = %+v, want payd's refund of 3.00 on %s, refund %v", refund, chargeID, deref(doc.Refunds[0].ProviderRefundID))
+		if refund.Kind != "refund" || refund.Amount != "3.00" || refund.ChargeId != chargeID || refund.Reference != "refund:"+deref(doc.Refunds[0].ProviderRefundId) {
+			t.Errorf("ledger[1] = %+v, want payd's refund of 3.00 on %s, refund %v", refund, chargeID, deref(doc.Refunds[0].ProviderRefundId))
 		}
 		if doc.Disputes == nil || len(doc.Disputes) != 0 {
 			t.Errorf("disputes = %#v, want []", doc.Disputes)
 		}
 		onTimeline := map[string]bool{}
 		for _, e := range doc.Timeline {
-			onTimeline[e.Kind+":"+e.ID] = true
+			onTimeline[string(e.Kind)+":"+e.Id] = true
 		}
 		for _, e := range doc.Ledger {
-			if !onTimeline["ledger:"+e.ID] {
-				t.Errorf("ledger entry %s (%s) is not on the timeline", e.ID, e.Kind)
+			if !onTimeline["ledger:"+e.Id] {
+				t.Errorf("ledger entry %s (%s) is not on the timeline", e.Id, e.Kind)
 			}
 		}
 
 		out := s.mustCLI("orders", "show", order)
 		wantLines(t, "orders show", out, `^amount\s+10.00 USD \(refunded 3.00\)$`,
 			`^money\s+charged 10.00  refunded 3.00  disputed 0.00  lost 0.00  net 7.00 USD$`,
-			`^`+charge.ID+`\s+charge\s+10.00 USD\s+`+charge.Source+`\s`,
-			`^`+refund.ID+`\s+refund\s+3.00 USD\s+`+refund.Source+`\s`,
+			`^`+charge.Id+`\s+charge\s+10.00 USD\s+`+string(charge.Source)+`\s`,
+			`^`+refund.Id+`\s+refund\s+3.00 USD\s+`+string(refund.Source)+`\s`,
 			`ledger\s+booked\s+refund 3.00 USD`)
 	})
 }
@@ -108,25 +84,25 @@ func TestAdminOrderBooks(t *testing.T) {
 // net 0.00, the dispute closed, and `payd admin orders show` prints it.
 func TestAdminOrderDispute(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, env{"PAYD_METRICS_ADDR": "127.0.0.1:0"})
+		s := start(t, on(dialect), withEnv(env{"PAYD_METRICS_ADDR": "127.0.0.1:0"}))
 		_, tok := s.register("dispute@example.com")
 		order := s.order(tok, "10.00")
 		if r := s.pay(tok, order, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
 			t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
 		}
-		var doc booksDoc
-		books := func() booksDoc {
-			return decode[booksDoc](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil))
+		var doc client.Timeline
+		books := func() client.Timeline {
+			return decode[client.Timeline](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil))
 		}
 		eventually(t, 10*time.Second, "the dispute on the order", func() bool { doc = books(); return len(doc.Disputes) == 1 })
 		for k, v := range map[string]string{"charged": "10.00", "refunded": "0.00", "disputed": "10.00", "lost": "0.00", "net": "10.00"} {
-			if doc.Order.Money[k] != v {
-				t.Errorf("disputed: order.money.%s = %q, want %q", k, doc.Order.Money[k], v)
+			if money(doc.Order.Money)[k] != v {
+				t.Errorf("disputed: order.money.%s = %q, want %q", k, money(doc.Order.Money)[k], v)
 			}
 		}
 		d := doc.Disputes[0]
-		dispute, _ := d["id"].(string)
-		if !strings.HasPrefix(dispute, "dp_") || d["status"] != "open" || d["amount"] != "10.00" || d["reason"] != "fraudulent" || d["closed_at"] != nil {
+		dispute := d.Id
+		if !strings.HasPrefix(dispute, "dp_") || d.Status != "open" || d.Amount != "10.00" || d.Reason != "fraudulent" || d.ClosedAt != nil {
 			t.Errorf("dispute = %v, want the provider's open dispute of 10.00", d)
 		}
 		if len(doc.Ledger) != 2 || doc.Ledger[1].Kind != "dispute_opened" || doc.Ledger[1].Amount != "10.00" {
@@ -134,13 +110,13 @@ func TestAdminOrderDispute(t *testing.T) {
 		}
 		onTimeline := false
 		for _, e := range doc.Timeline {
-			onTimeline = onTimeline || e.Kind == "dispute" && e.ID == dispute
+			onTimeline = onTimeline || e.Kind == "dispute" && e.Id == dispute
 		}
 		if !onTimeline {
 			t.Errorf("dispute %s is not on the timeline %+v", dispute, doc.Timeline)
 		}
 		listed := decode[struct {
-			Data []discrepancyDoc `json:"data"`
+			Data []client.Discrepancy `json:"data"`
 		}](t, s.admin("GET", "/v1/admin/discrepancies?type=disputed", "", nil))
 		if len(listed.Data) != 1 || listed.Data[0].Reference != dispute {
 			t.Errorf("GET /v1/admin/discrepancies?type=disputed = %+v, want the dispute %s", listed.Data, dispute)
@@ -157,13 +133,13 @@ func TestAdminOrderDispute(t *testing.T) {
 		if _, err := s.sandbox.CloseDispute(t.Context(), dispute, domain.DisputeLost); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "the dispute lost", func() bool { doc = books(); return doc.Disputes[0]["status"] == "lost" })
+		eventually(t, 10*time.Second, "the dispute lost", func() bool { doc = books(); return doc.Disputes[0].Status == "lost" })
 		for k, v := range map[string]string{"charged": "10.00", "disputed": "0.00", "lost": "10.00", "net": "0.00"} {
-			if doc.Order.Money[k] != v {
-				t.Errorf("lost: order.money.%s = %q, want %q", k, doc.Order.Money[k], v)
+			if money(doc.Order.Money)[k] != v {
+				t.Errorf("lost: order.money.%s = %q, want %q", k, money(doc.Order.Money)[k], v)
 			}
 		}
-		if doc.Disputes[0]["closed_at"] == nil {
+		if doc.Disputes[0].ClosedAt == nil {
 			t.Errorf("the lost dispute has no closed_at: %v", doc.Disputes[0])
 		}
 		out := s.mustCLI("orders", "show", order)

@@ -54,7 +54,7 @@ func wantLines(t *testing.T, what, out string, wants ...string) {
 func TestAdminCLI(t *testing.T) {
 	const alice = "op-Xc4Vb8Nm2Lk6Jh0Gf3Ds7Aq1Wz5Er9Ty"
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}), tuned(silentSandbox))
 		cust, tok := s.register("cli@example.com")
 		paid := s.paidOrder(tok, "10.00")
 		lost := s.order(tok, "7.00")
@@ -169,7 +169,7 @@ func TestAdminCLI(t *testing.T) {
 // words on stderr and exits 1, success exits 0, help exits 0.
 func TestAdminCLIExitCodes(t *testing.T) {
 	exe := shippedExecutable(t)
-	s := startStack(t, "sqlite", nil)
+	s := start(t, on("sqlite"))
 	tests := []struct {
 		token  string
 		args   []string
@@ -209,7 +209,8 @@ func TestAdminCLIExitCodes(t *testing.T) {
 // resolved by its ID while no run exists.
 func TestAdminCLIResolvesOutsideRun(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, tok := s.register("outside@example.com")
 		order := s.order(tok, "500.00")
 		h.set(order, hostileRule{Amount: "0.01"})

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"net/url"
 	"slices"
@@ -85,7 +86,8 @@ func (s *stack) wantInvalid(path string, queries map[string]string) {
 // selects exactly its own, across pages; a bad filter is a 400.
 func TestAdminDiscrepancyList(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("lists@example.com")
 		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 
@@ -110,16 +112,16 @@ func TestAdminDiscrepancyList(t *testing.T) {
 		if r.Status != http.StatusCreated {
 			t.Fatalf("reconcile = %d %s, want 201", r.Status, r.Body)
 		}
-		run := decode[runDoc](t, r)
+		run := decode[client.Run](t, r)
 
-		byOrder := map[string]discrepancyDoc{}
+		byOrder := map[string]client.Discrepancy{}
 		all := s.walkList("/v1/admin/discrepancies", nil, 100)
 		page := decode[struct {
-			Data []discrepancyDoc `json:"data"`
+			Data []client.Discrepancy `json:"data"`
 		}](t, s.admin("GET", "/v1/admin/discrepancies?limit=100", "", nil))
 		for _, d := range page.Data {
-			if d.OrderID != nil {
-				byOrder[*d.OrderID] = d
+			if d.OrderId != nil {
+				byOrder[*d.OrderId] = d
 			}
 		}
 		want := map[string]struct {
@@ -136,8 +138,8 @@ func TestAdminDiscrepancyList(t *testing.T) {
 				t.Errorf("no discrepancy listed about order %s (want %s)", order, w.typ)
 				continue
 			}
-			if d.Type != w.typ || d.Status != w.status || (d.RunID != nil) != w.fromRun || (w.fromRun && *d.RunID != run.ID) {
-				t.Errorf("discrepancy about %s = %s %s run %v, want %s %s from a run: %v", order, d.Type, d.Status, d.RunID, w.typ, w.status, w.fromRun)
+			if string(d.Type) != w.typ || string(d.Status) != w.status || (d.RunId != nil) != w.fromRun || (w.fromRun && *d.RunId != run.Id) {
+				t.Errorf("discrepancy about %s = %s %s run %v, want %s %s from a run: %v", order, d.Type, d.Status, d.RunId, w.typ, w.status, w.fromRun)
 			}
 		}
 		if len(all) != len(page.Data) || len(all) < 3 {
@@ -146,21 +148,21 @@ func TestAdminDiscrepancyList(t *testing.T) {
 		if got := s.walkList("/v1/admin/discrepancies", nil, 1); !slices.Equal(got, all) || !slices.Equal(all, newestFirst(all)) {
 			t.Errorf("walked by ones %v, want %v newest first", got, all)
 		}
-		ids := func(keep func(d discrepancyDoc) bool) []string {
+		ids := func(keep func(d client.Discrepancy) bool) []string {
 			var out []string
 			for _, d := range page.Data {
 				if keep(d) {
-					out = append(out, d.ID)
+					out = append(out, d.Id)
 				}
 			}
 			return out
 		}
 		for q, want := range map[string][]string{
-			"status=open":                            ids(func(d discrepancyDoc) bool { return d.Status == "open" }),
-			"status=resolved":                        ids(func(d discrepancyDoc) bool { return d.Status == "resolved" }),
+			"status=open":                            ids(func(d client.Discrepancy) bool { return d.Status == "open" }),
+			"status=resolved":                        ids(func(d client.Discrepancy) bool { return d.Status == "resolved" }),
 			"status=resolving":                       nil,
-			"type=amount_mismatch":                   ids(func(d discrepancyDoc) bool { return d.Type == "amount_mismatch" }),
-			"order=" + closed:                        ids(func(d discrepancyDoc) bool { return d.OrderID != nil && *d.OrderID == closed }),
+			"type=amount_mismatch":                   ids(func(d client.Discrepancy) bool { return d.Type == "amount_mismatch" }),
+			"order=" + closed:                        ids(func(d client.Discrepancy) bool { return d.OrderId != nil && *d.OrderId == closed }),
 			"order=" + stranger + "&status=resolved": nil,
 			"order=" + uuid.NewString():              nil,
 			// The books' types filter like any other (none here).
@@ -187,7 +189,7 @@ func TestAdminDiscrepancyList(t *testing.T) {
 // cursor walks them once whatever the page size.
 func TestAdminRunList(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		if got := s.walkList("/v1/admin/reconciliations", nil, 5); len(got) != 0 {
 			t.Errorf("runs before any = %v, want none", got)
 		}
@@ -204,7 +206,7 @@ func TestAdminRunList(t *testing.T) {
 			if r.Status != http.StatusCreated {
 				t.Fatalf("reconcile = %d %s, want 201", r.Status, r.Body)
 			}
-			made = append(made, decode[runDoc](t, r).ID)
+			made = append(made, decode[client.Run](t, r).Id)
 		}
 		dry := map[string]any{"from": body["from"], "to": body["to"], "dry_run": true}
 		if r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), dry); r.Status != http.StatusOK {
@@ -234,7 +236,7 @@ func TestAdminRunList(t *testing.T) {
 // an ID nor an email is a 400, never a silent empty page).
 func TestAdminCustomers(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		var ids []string
 		toks := map[string]string{}
 		for _, email := range []string{"ann@example.com", "Ben@Example.com", "cy@example.com"} {
@@ -297,22 +299,23 @@ func TestAdminCustomers(t *testing.T) {
 // the operators' list too, open and found by no run.
 func TestAdminDiscrepancyListRecoverer(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register(newEmail())
 		id, key := s.order(token, "500.00"), uuid.NewString()
 		h.set(id, hostileRule{Drop: true, Amount: "0.01"})
 		if r := s.pay(token, id, key, "pm_ok"); r.Status != http.StatusAccepted {
 			t.Fatalf("pay with the reply dropped = %d %s, want 202", r.Status, r.Body)
 		}
-		var listed []discrepancyDoc
+		var listed []client.Discrepancy
 		eventually(t, 20*time.Second, "the recoverer's discrepancy never showed on the list", func() bool {
 			r := s.admin("GET", "/v1/admin/discrepancies?status=open&type=amount_mismatch&order="+id, "", nil)
 			listed = decode[struct {
-				Data []discrepancyDoc `json:"data"`
+				Data []client.Discrepancy `json:"data"`
 			}](t, r).Data
 			return len(listed) > 0
 		})
-		if len(listed) != 1 || listed[0].RunID != nil || listed[0].OrderID == nil || *listed[0].OrderID != id {
+		if len(listed) != 1 || listed[0].RunId != nil || listed[0].OrderId == nil || *listed[0].OrderId != id {
 			t.Errorf("listed = %+v, want one open amount_mismatch about %s found by no run", listed, id)
 		}
 	})

@@ -22,7 +22,7 @@ const settleWait = 20 * time.Second
 // paid (not a stale 202), and one charge was made.
 func TestAsyncPaymentSucceeds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("async-ok@example.com")
 		id := s.order(token, "12.30")
 		key := uuid.NewString()
@@ -74,7 +74,7 @@ func TestAsyncPaymentSucceeds(t *testing.T) {
 // after any decline; that one runs and is declined on its own.
 func TestAsyncPaymentFails(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("async-fail@example.com")
 		id := s.order(token, "8.00")
 		key := uuid.NewString()

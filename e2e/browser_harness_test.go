@@ -235,15 +235,12 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "webhooks held by the test", http.StatusServiceUnavailable)
 }
 
-// startGatedStack is startStack with the sandbox's webhooks passing through
-// a gate the test can hold shut, so "the payment is still pending" lasts
-// exactly as long as the test needs it, whatever the machine's speed.
-func startGatedStack(t *testing.T, dialect string, extra env) (*stack, *gate) {
-	t.Helper()
-	g := &gate{}
+// tune points the sandbox's webhooks at the gate, which forwards them to
+// payd's own endpoint (start's gatedWebhooks).
+func (g *gate) tune(t *testing.T) func(*sandbox.Config) {
 	hooks := httptest.NewServer(g)
 	t.Cleanup(hooks.Close)
-	s := startStackWith(t, dialect, extra, func(c *sandbox.Config) {
+	return func(c *sandbox.Config) {
 		// c.WebhookURL is payd's own endpoint: the gate forwards there.
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil {
@@ -253,8 +250,7 @@ func startGatedStack(t *testing.T, dialect string, extra env) (*stack, *gate) {
 		g.proxy.Store(httputil.NewSingleHostReverseProxy(u))
 		c.WebhookURL = hooks.URL + "/v1/webhooks/provider"
 		c.AsyncDelay, c.RetryMax = 500*time.Millisecond, 200*time.Millisecond
-	})
-	return s, g
+	}
 }
 
 // shopper drives the checkout page in Chromium, against payd behind a tap.
@@ -276,7 +272,8 @@ type checkoutOptions struct {
 // startShopper boots payd, the tap in front of it and a browser.
 func startShopper(t *testing.T, dialect string, o checkoutOptions) *shopper {
 	t.Helper()
-	s, g := startGatedStack(t, dialect, o.env)
+	s := start(t, on(dialect), withEnv(o.env), gatedWebhooks())
+	g := s.gate
 	g.open.Store(!o.holdWebhooks)
 	p := newTap(t, s.base)
 	p.cuts.Store(int32(o.cutPays))

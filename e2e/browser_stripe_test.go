@@ -14,7 +14,7 @@ import (
 // Stripe's test PaymentMethods, as a shop in test mode without internet).
 func startStripeShopper(t *testing.T, dialect string) (*shopper, *stripeStack) {
 	t.Helper()
-	s := startStripeStack(t, dialect, env{"PAYD_LEASE": "10m"}) // only the webhook settles
+	s := start(t, on(dialect), stripeMode(), withEnv(env{"PAYD_LEASE": "10m"})).stripe() // only the webhook settles
 	st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}
 	return &shopper{t: t, s: st, tap: newTap(t, s.base), ctx: newBrowser(t)}, s
 }

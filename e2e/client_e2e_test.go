@@ -46,7 +46,7 @@ func bearer(token string) client.RequestEditorFn {
 // request up by its key. It shows the document is enough to use payd.
 func TestGeneratedClientDrivesPayd(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		ctx := context.Background()
 		c, err := client.NewClientWithResponses(s.base, client.WithHTTPClient(&http.Client{Transport: contractTransport{t}}))
 		if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/payd/payd/client"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
 		const alice = "op-Pl9Ok8Ij7Uh6Yg5Tf4Rd3Es2Wa1Qz0Xc"
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}, silentSandbox) // only reconciliation finds it
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m", "PAYD_ADMIN_TOKENS": "alice:" + alice}), tuned(silentSandbox)) // only reconciliation finds it
 		p := newTap(t, s.base)
 		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
 		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
@@ -220,7 +221,7 @@ func (b *shopper) doubleClick(sel string) {
 func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		p := newTap(t, s.base)
 		p.cutWhich = func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/resolve") }
 		p.cuts.Store(1)
@@ -292,7 +293,8 @@ func TestConsoleLostResolveReplyRetriesSameKey(t *testing.T) {
 func TestConsoleResolvesOutsideRun(t *testing.T) {
 	chromium(t) // skip or fail once, here, not per database
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		p := newTap(t, s.base)
 		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
 		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
@@ -350,14 +352,14 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		var held atomic.Pointer[time.Time]
 		t0 := time.Now()
 		held.Store(&t0)
-		s := startStackWith(t, dialect, nil, func(c *sandbox.Config) {
+		s := start(t, on(dialect), tuned(func(c *sandbox.Config) {
 			c.Clock = func() time.Time {
 				if at := held.Load(); at != nil {
 					return *at
 				}
 				return time.Now()
 			}
-		})
+		}))
 		p := newTap(t, s.base)
 		b := &shopper{t: t, s: s, tap: p, ctx: newBrowser(t)}
 		b.do("widen the window", chromedp.EmulateViewport(1280, 900))
@@ -367,12 +369,14 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		if r := s.pay(tok, order, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
 			t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
 		}
-		books := func() booksDoc { return decode[booksDoc](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil)) }
+		books := func() client.Timeline {
+			return decode[client.Timeline](t, s.admin("GET", "/v1/admin/orders/"+order, "", nil))
+		}
 		doc := books()
-		if len(doc.Attempts) != 1 || deref(doc.Attempts[0].ProviderChargeID) == "" {
+		if len(doc.Attempts) != 1 || deref(doc.Attempts[0].ProviderChargeId) == "" {
 			t.Fatalf("attempts = %+v, want one with the provider's charge", doc.Attempts)
 		}
-		charge := deref(doc.Attempts[0].ProviderChargeID)
+		charge := deref(doc.Attempts[0].ProviderChargeId)
 
 		pr, err := s.directProvider().Refund(t.Context(), domain.ProviderRefundRequest{
 			IdempotencyKey: "dash-" + uuid.NewString(), ChargeID: charge, Amount: decimal.RequireFromString("3.00"), Currency: "USD", Reason: "dashboard"})
@@ -381,7 +385,7 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, "payd to book the outside refund", func() bool {
 			doc = books()
-			return doc.Order.RefundedAmount == "3.00" && doc.Order.Money["refunded"] == "3.00"
+			return doc.Order.RefundedAmount == "3.00" && money(doc.Order.Money)["refunded"] == "3.00"
 		})
 		if ds, err := s.sandbox.Disputes(t.Context()); err != nil || len(ds) != 0 {
 			t.Fatalf("sandbox disputes before the clock moves = %+v, %v; want none yet", ds, err)
@@ -390,15 +394,15 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		held.Store(nil) // the dispute is due: the provider opens it
 		eventually(t, 20*time.Second, "the dispute open on the order", func() bool {
 			doc = books()
-			return len(doc.Disputes) == 1 && doc.Disputes[0]["status"] == "open"
+			return len(doc.Disputes) == 1 && doc.Disputes[0].Status == "open"
 		})
-		dispute, _ := doc.Disputes[0]["id"].(string)
+		dispute := doc.Disputes[0].Id
 		if _, err := s.sandbox.CloseDispute(t.Context(), dispute, domain.DisputeLost); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 20*time.Second, "the dispute lost on the order", func() bool {
 			doc = books()
-			return doc.Disputes[0]["status"] == "lost"
+			return doc.Disputes[0].Status == "lost"
 		})
 
 		b.do("open the console", chromedp.Navigate(p.srv.URL+"/admin"))

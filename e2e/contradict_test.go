@@ -67,7 +67,8 @@ func (s *stack) untouched(orderID, chargeID string) {
 // changes, and each message is kept as an unconfirmed_payment (ADR 0031).
 func TestFailedThenSucceeded(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("false-failure@example.com")
 
 		t.Run("provider says succeeded", func(t *testing.T) {
@@ -125,7 +126,8 @@ func TestFailedThenSucceeded(t *testing.T) {
 // finds a missing_provider_charge.
 func TestSucceededThenFailed(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("late-failure@example.com")
 		for _, c := range []struct {
 			name  string
@@ -166,7 +168,7 @@ func TestSucceededThenFailed(t *testing.T) {
 // pays it.
 func TestFailedEventWhileUnknown(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, _ := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("unknown-failure@example.com")
 		id, key, p := s.asyncOrder(token, "12.00")
 		s.deliverThrice("payment.failed", p)
@@ -187,7 +189,8 @@ func TestFailedEventWhileUnknown(t *testing.T) {
 // order's timeline; redelivering the event refunds nothing more.
 func TestWebhookOrphanCharges(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("orphan@example.com")
 		for _, c := range []struct {
 			name       string
@@ -229,7 +232,7 @@ func TestWebhookOrphanCharges(t *testing.T) {
 				}
 				var seen int
 				for _, d := range s.timeline(id).Discrepancies {
-					if d.Type == string(c.wantType) && d.ChargeID != nil && *d.ChargeID == p.ChargeID && d.Status == string(domain.DiscrepancyResolved) {
+					if string(d.Type) == string(c.wantType) && d.ProviderChargeId != nil && *d.ProviderChargeId == p.ChargeID && string(d.Status) == string(domain.DiscrepancyResolved) {
 						seen++
 					}
 				}
@@ -251,7 +254,8 @@ func TestWebhookOrphanCharges(t *testing.T) {
 // still fail): it is recorded open as missing_local_payment for an operator.
 func TestSucceededWhileAnotherPays(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("meanwhile@example.com")
 		id, _, p := s.falseFailure(h, token, "18.00")
 		h.set(id, hostileRule{HoldReply: 6 * time.Second}) // long enough for the events, on a loaded machine too

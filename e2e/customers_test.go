@@ -12,7 +12,7 @@ import (
 // byte for byte, yet the token rests nowhere in the database in plaintext.
 func TestRegistrationReplay(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		key := uuid.NewString()
 		body := map[string]string{"email": "Hal@Example.com", "name": "Hal"}
 		first := s.do(request{method: "POST", path: "/v1/customers", key: key, body: body})

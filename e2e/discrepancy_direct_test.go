@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"github.com/payd/payd/client"
 	"net/http"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 // audit trail, on both databases.
 func TestDiscrepancyByID(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, tok := s.register("direct@example.com")
 		order := s.order(tok, "500.00")
 		h.set(order, hostileRule{Amount: "0.01"})
@@ -24,7 +26,7 @@ func TestDiscrepancyByID(t *testing.T) {
 		var did string
 		for _, d := range s.timeline(order).Discrepancies {
 			if d.Type == "amount_mismatch" {
-				did = d.ID
+				did = d.Id
 			}
 		}
 		if did == "" {
@@ -33,7 +35,7 @@ func TestDiscrepancyByID(t *testing.T) {
 		path := "/v1/admin/discrepancies/" + did
 
 		r := s.admin("GET", path, "", nil)
-		if got := decode[discrepancyDoc](t, r); r.Status != http.StatusOK || got.ID != did || got.RunID != nil || got.Status != "open" || got.OrderID == nil || *got.OrderID != order {
+		if got := decode[client.Discrepancy](t, r); r.Status != http.StatusOK || got.Id != did || got.RunId != nil || got.Status != "open" || got.OrderId == nil || *got.OrderId != order {
 			t.Errorf("GET %s = %d %s, want 200, open, about order %s, no run", path, r.Status, r.Body, order)
 		}
 		ignore := map[string]string{"action": "ignore", "note": "refunded by hand"}
@@ -57,7 +59,7 @@ func TestDiscrepancyByID(t *testing.T) {
 
 		key := uuid.NewString()
 		r = s.admin("POST", path+"/resolve", key, ignore)
-		if got := decode[discrepancyDoc](t, r); r.Status != http.StatusOK || got.Status != "resolved" || got.Resolution == nil || *got.Resolution != "ignore" || got.Note != "refunded by hand" {
+		if got := decode[client.Discrepancy](t, r); r.Status != http.StatusOK || got.Status != "resolved" || got.Resolution == nil || *got.Resolution != "ignore" || got.Note != "refunded by hand" {
 			t.Fatalf("resolve by id = %d %s, want 200 resolved by ignore with the note", r.Status, r.Body)
 		}
 		if again := s.admin("POST", path+"/resolve", key, ignore); again.Status != http.StatusOK || !bytes.Equal(again.Body, r.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
@@ -67,7 +69,7 @@ func TestDiscrepancyByID(t *testing.T) {
 		if diff := s.admin("POST", path+"/resolve", refused, map[string]string{"action": "refund"}); diff.Status != http.StatusConflict || diff.code(t) != "discrepancy_already_resolved" {
 			t.Errorf("another action after ignore = %d %s, want 409 discrepancy_already_resolved", diff.Status, diff.Body)
 		}
-		if got := decode[discrepancyDoc](t, s.admin("GET", path, "", nil)); got.Status != "resolved" {
+		if got := decode[client.Discrepancy](t, s.admin("GET", path, "", nil)); got.Status != "resolved" {
 			t.Errorf("GET after resolving = %+v, want resolved", got)
 		}
 		if n := s.count("reconciliation_runs"); n != 0 {

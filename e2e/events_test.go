@@ -122,7 +122,7 @@ func (st *orderStream) until(want string, after orderEvent) []orderEvent {
 // payd process on the same database, whichever process holds the stream.
 func TestOrderEvents(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("sse@example.com")
 		id := s.order(token, "3.50")
 
@@ -193,7 +193,7 @@ func (st *orderStream) ended() bool {
 // instead of waiting for a stream that never ends by itself.
 func TestOrderEventsEndOnShutdown(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("sse-stop@example.com")
 		st := s.stream(token, s.order(token, "1.00"))
 		st.next()

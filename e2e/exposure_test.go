@@ -37,12 +37,12 @@ func get(t *testing.T, url string) (int, string) {
 // listener; with PAYD_METRICS_ADDR it is served there only, and the main
 // listener answers 404 for it.
 func TestMetricsListener(t *testing.T) {
-	s := startStack(t, "sqlite", nil)
+	s := start(t, on("sqlite"))
 	if status, body := get(t, s.base+"/metrics"); status != http.StatusOK || !strings.Contains(body, "go_goroutines") {
 		t.Errorf("GET /metrics on the main listener (no PAYD_METRICS_ADDR) = %d, want 200 with payd's series", status)
 	}
 
-	s = startStack(t, "sqlite", env{"PAYD_METRICS_ADDR": "127.0.0.1:0"})
+	s = start(t, on("sqlite"), withEnv(env{"PAYD_METRICS_ADDR": "127.0.0.1:0"}))
 	_, tok := s.register("metrics@example.com")
 	s.paidOrder(tok, "1.00")
 	if status, body := get(t, s.base+"/metrics"); status != http.StatusNotFound || strings.Contains(body, "payd_payments_total") {
@@ -64,11 +64,11 @@ func TestMetricsListener(t *testing.T) {
 // TestPprofListener: the profiler is off by default, never on the main
 // listener, and with PAYD_PPROF_ADDR served on a listener of its own.
 func TestPprofListener(t *testing.T) {
-	s := startStack(t, "sqlite", nil)
+	s := start(t, on("sqlite"))
 	if status, _ := get(t, s.base+"/debug/pprof/"); status != http.StatusNotFound {
 		t.Errorf("GET /debug/pprof/ on the main listener by default = %d, want 404", status)
 	}
-	s = startStack(t, "sqlite", env{"PAYD_PPROF_ADDR": "127.0.0.1:0"})
+	s = start(t, on("sqlite"), withEnv(env{"PAYD_PPROF_ADDR": "127.0.0.1:0"}))
 	if status, _ := get(t, s.base+"/debug/pprof/"); status != http.StatusNotFound {
 		t.Errorf("GET /debug/pprof/ on the main listener with PAYD_PPROF_ADDR = %d, want 404", status)
 	}
@@ -106,7 +106,7 @@ func (s *stack) openStream(tok, orderID string) *http.Response {
 // event streams; one more is 429 too_many_streams with Retry-After; another
 // customer is not affected; a closed stream frees its slot.
 func TestEventStreamCap(t *testing.T) {
-	s := startStack(t, "sqlite", env{"PAYD_MAX_STREAMS_PER_CUSTOMER": "2"})
+	s := start(t, on("sqlite"), withEnv(env{"PAYD_MAX_STREAMS_PER_CUSTOMER": "2"}))
 	_, tok := s.register("streams@example.com")
 	_, other := s.register("other-streams@example.com")
 	a, b := s.order(tok, "1.00"), s.order(tok, "2.00")

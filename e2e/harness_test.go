@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/payd/payd/client"
 	"io"
 	"log/slog"
 	"net"
@@ -16,12 +17,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payd/payd/app"
 	"github.com/payd/payd/cli"
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/stripefake"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
@@ -114,13 +118,11 @@ func (r reply) code(t *testing.T) string {
 
 // problemCode is the code of a problem+json reply, "" for anything else.
 func (r reply) problemCode() string {
-	var pr struct {
-		Code string `json:"code"`
-	}
+	var pr client.Problem
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/problem+json") || json.Unmarshal(r.Body, &pr) != nil {
 		return ""
 	}
-	return pr.Code
+	return string(pr.Code)
 }
 
 // decode unmarshals a reply into v or fails the test.
@@ -154,10 +156,37 @@ func (d *driver) send(r request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	return d.roundTrip(r, req, body != nil)
+}
+
+// as sends a request the generated client built (its builder's results
+// passed straight in), with token as the bearer when set, and wants an
+// answer.
+func (d *driver) as(token string) func(*http.Request, error) reply {
+	return func(req *http.Request, err error) reply {
+		d.t.Helper()
+		if err != nil {
+			d.t.Fatalf("build request: %v", err)
+		}
+		rep, err := d.roundTrip(request{token: token}, req, req.Body != nil)
+		if err != nil {
+			d.t.Fatalf("%s %s on %s: %v", req.Method, req.URL.Path, d.name, err)
+		}
+		return rep
+	}
+}
+
+// server is the base the generated client's request builders resolve
+// paths beneath.
+func (d *driver) server() string { return d.base + "/" }
+
+// roundTrip adds r's headers to req, sends it and reads the answer, which
+// is held to openapi.yaml.
+func (d *driver) roundTrip(r request, req *http.Request, hasBody bool) (reply, error) {
 	if r.header != nil {
 		req.Header = r.header.Clone()
 	}
-	if body != nil && req.Header.Get("Content-Type") == "" {
+	if hasBody && req.Header.Get("Content-Type") == "" {
 		ct := r.contentType
 		if ct == "" {
 			ct = "application/json"
@@ -195,12 +224,13 @@ func (d *driver) do(r request) reply {
 // register creates a customer and returns its ID and token.
 func (d *driver) register(email string) (string, string) {
 	d.t.Helper()
-	r := d.do(request{method: "POST", path: "/v1/customers", key: uuid.NewString(), body: map[string]string{"email": email, "name": "Test Customer"}})
+	r := d.as("")(client.NewRegisterCustomerRequest(d.server(), &client.RegisterCustomerParams{IdempotencyKey: uuid.NewString()},
+		client.RegisterRequest{Email: openapi_types.Email(email), Name: "Test Customer"}))
 	if r.Status != http.StatusCreated {
 		d.t.Fatalf("register(%s) = %d %s, want 201", email, r.Status, r.Body)
 	}
-	m := r.json(d.t)
-	return m["customer"].(map[string]any)["id"].(string), m["token"].(string)
+	reg := decode[client.Registration](d.t, r)
+	return reg.Customer.Id, reg.Token
 }
 
 // newEmail is an address no other customer has.
@@ -209,18 +239,18 @@ func newEmail() string { return uuid.NewString() + "@example.com" }
 // order creates a USD order of amount and returns its ID.
 func (d *driver) order(token, amount string) string {
 	d.t.Helper()
-	r := d.do(request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{
-		"currency": "USD", "items": []map[string]any{{"sku": "sku-1", "name": "Thing", "quantity": 1, "unit_price": amount}},
-	}})
+	r := d.as(token)(client.NewCreateOrderRequest(d.server(), &client.CreateOrderParams{}, client.CreateOrderRequest{
+		Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: amount}},
+	}))
 	if r.Status != http.StatusCreated {
 		d.t.Fatalf("create order = %d %s, want 201", r.Status, r.Body)
 	}
-	return r.json(d.t)["id"].(string)
+	return decode[client.Order](d.t, r).Id
 }
 
 // payRequest is the customer's pay call.
 func payRequest(token, orderID, key, method string) request {
-	return request{method: "POST", path: "/v1/orders/" + orderID + "/pay", token: token, key: key, body: map[string]string{"payment_method": method}}
+	return request{method: "POST", path: "/v1/orders/" + orderID + "/pay", token: token, key: key, body: client.PayRequest{PaymentMethod: method}}
 }
 
 // pay sends one pay request that must be answered.
@@ -253,44 +283,39 @@ func (d *driver) admin(method, path, key string, body any) reply {
 // refund asks payd to refund amount ("" = the rest) of an order.
 func (d *driver) refund(orderID, key, amount string) reply {
 	d.t.Helper()
-	body := map[string]string{"reason": "customer asked"}
+	body := client.RefundRequest{Reason: "customer asked"}
 	if amount != "" {
-		body["amount"] = amount
+		body.Amount = &amount
 	}
-	return d.admin("POST", "/v1/admin/orders/"+orderID+"/refund", key, body)
+	return d.as(testAdminToken)(client.NewRefundOrderRequest(d.server(), orderID, &client.RefundOrderParams{IdempotencyKey: key}, body))
 }
 
 // timeline reads GET /v1/admin/orders/{id}.
-func (d *driver) timeline(orderID string) timelineDoc {
+func (d *driver) timeline(orderID string) client.Timeline {
 	d.t.Helper()
-	r := d.admin("GET", "/v1/admin/orders/"+orderID, "", nil)
+	r := d.as(testAdminToken)(client.NewOrderTimelineRequest(d.server(), orderID))
 	if r.Status != http.StatusOK {
 		d.t.Fatalf("GET /v1/admin/orders/%s = %d %s, want 200", orderID, r.Status, r.Body)
 	}
-	return decode[timelineDoc](d.t, r)
+	return decode[client.Timeline](d.t, r)
 }
 
 // record is GET /v1/requests/{key} as the customer sees it.
 func (d *driver) record(token, key string) (status string, respStatus int, body map[string]any) {
 	d.t.Helper()
-	r := d.do(request{method: "GET", path: "/v1/requests/" + key, token: token})
+	r := d.as(token)(client.NewGetRequestRequest(d.server(), key))
 	if r.Status != http.StatusOK {
 		d.t.Fatalf("GET /v1/requests/%s = %d %s, want 200", key, r.Status, r.Body)
 	}
-	var rec struct {
-		Status   string `json:"status"`
-		Response *struct {
-			Status int            `json:"status"`
-			Body   map[string]any `json:"body"`
-		} `json:"response"`
-	}
-	if err := json.Unmarshal(r.Body, &rec); err != nil {
-		d.t.Fatalf("GET /v1/requests/%s: %v in %s", key, err, r.Body)
-	}
+	rec := decode[client.Record](d.t, r)
 	if rec.Response == nil {
-		return rec.Status, 0, nil
+		return string(rec.Status), 0, nil
 	}
-	return rec.Status, rec.Response.Status, rec.Response.Body
+	body, ok := rec.Response.Body.(map[string]any)
+	if !ok && rec.Response.Body != nil {
+		d.t.Fatalf("GET /v1/requests/%s: the stored body is not a JSON object: %s", key, r.Body)
+	}
+	return string(rec.Status), rec.Response.Status, body
 }
 
 // postWebhook sends body to payd's webhook endpoint with the given headers.
@@ -308,41 +333,123 @@ func (d *driver) sendEvent(id, typ string, p payment) reply {
 
 // ---- the in-process stack ----
 
-// stack is payd started through run on port 0, with its own sandbox
-// provider (so the test can count what was really charged) and a handle on
-// payd's database to check what was written.
+// stack is payd started in-process on port 0 (through the command line,
+// as `go run ./cmd/payd` does, or through app.Build when a test hands it a
+// tracer), with its own sandbox provider (so the test can count what was
+// really charged) and a handle on payd's database to check what was
+// written. What start's options added is kept beside it.
 type stack struct {
 	*inproc
-	sandbox  *sandbox.Server
+	sandbox  *sandbox.Server // nil in Stripe mode
 	db       *repository.DB
 	dialect  string
 	dbURL    string
 	sandboxL net.Listener
+
+	hostile *hostile         // throughHostile: the proxy between payd and the sandbox
+	gate    *gate            // gatedWebhooks: the gate the sandbox's webhooks pass
+	fake    *stripefake.Fake // stripeMode: the Stripe payd charges
+	seen    *traceparents    // tracedBy: the traceparent headers the sandbox was sent
 }
 
-// startStack boots a sandbox and payd (through run, as `go run ./cmd/payd`
-// does) on a fresh database of the given dialect.
-func startStack(t *testing.T, dialect string, extra env) *stack {
-	t.Helper()
-	return startStackWith(t, dialect, extra)
+// stackOptions are what start's options set.
+type stackOptions struct {
+	dialect string
+	env     env
+	tunes   []func(*sandbox.Config)
+	hostile bool
+	gated   bool
+	stripe  bool
+	traced  bool
+	tracer  trace.TracerProvider
 }
 
-// startStackWith is startStack with the test sandbox's configuration
-// adjusted by each tune (no webhooks, duplicates, reordering, delays).
-func startStackWith(t *testing.T, dialect string, extra env, tunes ...func(*sandbox.Config)) *stack {
+// option sets up the stack start boots.
+type option func(*stackOptions)
+
+// on runs payd on a fresh database of dialect (default: SQLite).
+func on(dialect string) option { return func(o *stackOptions) { o.dialect = dialect } }
+
+// withEnv adds PAYD_* settings on top of the stack's own.
+func withEnv(e env) option {
+	return func(o *stackOptions) {
+		for k, v := range e {
+			o.env[k] = v
+		}
+	}
+}
+
+// tuned adjusts the test sandbox's configuration by each tune (no
+// webhooks, duplicates, reordering, delays).
+func tuned(tunes ...func(*sandbox.Config)) option {
+	return func(o *stackOptions) { o.tunes = append(o.tunes, tunes...) }
+}
+
+// throughHostile puts a hostile provider between payd and the sandbox
+// (stack.hostile).
+func throughHostile() option { return func(o *stackOptions) { o.hostile = true } }
+
+// gatedWebhooks passes the sandbox's webhooks through a gate the test can
+// hold shut (stack.gate), so "the payment is still pending" lasts exactly
+// as long as the test needs it, whatever the machine's speed.
+func gatedWebhooks() option { return func(o *stackOptions) { o.gated = true } }
+
+// stripeMode runs payd in Stripe mode against a fake Stripe (stack.fake),
+// with no sandbox.
+func stripeMode() option { return func(o *stackOptions) { o.stripe = true } }
+
+// tracedBy builds payd with spans recorded in tp instead of exported (nil
+// leaves tracing off), charging through a sandbox that records the
+// traceparent headers it is sent (stack.seen) and delivers no webhooks.
+func tracedBy(tp trace.TracerProvider) option {
+	return func(o *stackOptions) { o.traced, o.tracer = true, tp }
+}
+
+// start boots a sandbox and payd on a fresh database, as the options say,
+// and stops both when the test ends. It is the one way the end-to-end
+// tests start an in-process stack.
+func start(t *testing.T, opts ...option) *stack {
 	t.Helper()
+	o := stackOptions{dialect: "sqlite", env: env{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &stack{dialect: o.dialect, dbURL: dbtest.NewURL(t, migrations.Dialect(o.dialect))}
+	if o.stripe {
+		s.fake = stripefake.New(t.Cleanup)
+		s.inproc = startInproc(t, nil, stripeEnv(s.dbURL, s.fake, o.env))
+		s.db = openDB(t, s.dbURL)
+		return s
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{dialect: dialect, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect)), sandboxL: ln}
-	s.inproc = startInproc(t, nil, paydEnv(s.dbURL, s.providerURL(), extra))
+	s.sandboxL = ln
+	e := env{}
+	if o.hostile {
+		s.hostile = newHostile(t)
+		e["PAYD_PROVIDER_URL"] = s.hostile.url
+	}
+	for k, v := range o.env {
+		e[k] = v
+	}
+	if o.gated {
+		s.gate = &gate{}
+		o.tunes = append(o.tunes, s.gate.tune(t))
+	}
+	e = paydEnv(s.dbURL, s.providerURL(), e)
+	if o.traced {
+		s.inproc = startBuilt(t, e, app.TracerProvider(o.tracer))
+	} else {
+		s.inproc = startInproc(t, nil, e)
+	}
 	cfg := sandbox.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: s.base + "/v1/webhooks/provider",
 		WebhookSecret: testWebhookSecret, AsyncDelay: 100 * time.Millisecond, RetryBase: 50 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	}
-	for _, tune := range tunes {
+	for _, tune := range o.tunes {
 		tune(&cfg)
 	}
 	sb, err := sandbox.New(cfg)
@@ -350,10 +457,20 @@ func startStackWith(t *testing.T, dialect string, extra env, tunes ...func(*sand
 		t.Fatal(err)
 	}
 	s.sandbox = sb
-	ctx, cancel := context.WithCancel(context.Background())
 	sbDone := make(chan struct{})
-	go func() { defer close(sbDone); _ = sb.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-sbDone; sb.Close() })
+	if o.traced { // the provider's API alone, each request's traceparent noted
+		s.seen = &traceparents{next: sb.Handler()}
+		hs := &http.Server{Handler: s.seen, ReadHeaderTimeout: time.Second}
+		go func() { defer close(sbDone); _ = hs.Serve(ln) }()
+		t.Cleanup(func() { _ = hs.Close(); <-sbDone; sb.Close() })
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { defer close(sbDone); _ = sb.Serve(ctx, ln) }()
+		t.Cleanup(func() { cancel(); <-sbDone; sb.Close() })
+	}
+	if o.hostile {
+		s.hostile.setTarget(s.providerURL())
+	}
 	s.db = openDB(t, s.dbURL)
 	return s
 }
@@ -382,9 +499,18 @@ type inproc struct {
 // it when the test ends.
 func startInproc(t *testing.T, args []string, e env) *inproc {
 	t.Helper()
+	return launch(t, func(ctx context.Context, stdout, stderr io.Writer) error {
+		return run(ctx, args, e.get, stdout, stderr)
+	})
+}
+
+// launch runs payd's main until ctx ends, waits until it listens and
+// stops it when the test ends.
+func launch(t *testing.T, main func(ctx context.Context, stdout, stderr io.Writer) error) *inproc {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &inproc{stdout: newListenWatch(), logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- run(ctx, args, e.get, p.stdout, p.logs) }()
+	go func() { p.done <- main(ctx, p.stdout, p.logs) }()
 	select {
 	case base := <-p.stdout.found:
 		p.driver = newDriver(t, "payd", base)
@@ -394,6 +520,25 @@ func startInproc(t *testing.T, args []string, e env) *inproc {
 	}
 	t.Cleanup(p.stop)
 	return p
+}
+
+// startBuilt builds payd from e with app.Build and opts and serves it, as
+// `payd serve` does, waits until it listens and stops it when the test
+// ends.
+func startBuilt(t *testing.T, e env, opts ...app.Option) *inproc {
+	t.Helper()
+	cfg, err := loadConfig("serve", nil, e.get, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return launch(t, func(ctx context.Context, stdout, stderr io.Writer) error {
+		a, err := app.Build(ctx, cfg, append(opts, app.Logs(stderr), app.Banner(stdout))...)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		return a.Serve(ctx)
+	})
 }
 
 // stop shuts payd down gracefully and reports an unclean exit.
@@ -652,100 +797,13 @@ func eachDialect(t *testing.T, fn func(t *testing.T, dialect string)) {
 	}
 }
 
-// The JSON shapes of the operator API, as a client reads them.
-type (
-	orderDoc struct {
-		ID             string  `json:"id"`
-		CustomerID     string  `json:"customer_id"`
-		Status         string  `json:"status"`
-		Amount         string  `json:"amount"`
-		RefundedAmount string  `json:"refunded_amount"`
-		PayRequestID   *string `json:"pay_request_id"`
-		CreatedAt      string  `json:"created_at"`
-	}
-	pageDoc struct {
-		Data       []orderDoc `json:"data"`
-		NextCursor *string    `json:"next_cursor"`
-	}
-	attemptDoc struct {
-		ID               string  `json:"id"`
-		RequestID        string  `json:"request_id"`
-		Status           string  `json:"status"`
-		ProviderChargeID *string `json:"provider_charge_id"`
-		Amount           string  `json:"amount"`
-		CreatedAt        string  `json:"created_at"`
-	}
-	refundDoc struct {
-		ID               string  `json:"id"`
-		Kind             string  `json:"kind"`
-		Status           string  `json:"status"`
-		Amount           string  `json:"amount"`
-		ChargeID         string  `json:"provider_charge_id"`
-		ProviderRefundID *string `json:"provider_refund_id"`
-		RequestID        *string `json:"request_id"`
-	}
-	refundResultDoc struct {
-		Refund refundDoc `json:"refund"`
-		Order  orderDoc  `json:"order"`
-	}
-	auditDoc struct {
-		ID        string          `json:"id"`
-		Actor     string          `json:"actor"`
-		Action    string          `json:"action"`
-		OrderID   *string         `json:"order_id"`
-		Target    *string         `json:"target"`
-		RequestID *string         `json:"request_id"`
-		Result    int             `json:"result"`
-		Outcome   string          `json:"outcome"`
-		Code      *string         `json:"code"`
-		Replayed  bool            `json:"replayed"`
-		Detail    json.RawMessage `json:"detail"`
-		CreatedAt string          `json:"created_at"`
-	}
-	eventDoc struct {
-		ID         string  `json:"id"`
-		Type       string  `json:"type"`
-		Outcome    *string `json:"outcome"`
-		ReceivedAt string  `json:"received_at"`
-	}
-	discrepancyDoc struct {
-		ID             string  `json:"id"`
-		RunID          *string `json:"run_id"`
-		Type           string  `json:"type"`
-		Reference      string  `json:"reference"`
-		OrderID        *string `json:"order_id"`
-		AttemptID      *string `json:"attempt_id"`
-		ChargeID       *string `json:"provider_charge_id"`
-		ProviderAmount *string `json:"provider_amount"`
-		LocalAmount    *string `json:"local_amount"`
-		Status         string  `json:"status"`
-		Resolution     *string `json:"resolution"`
-		Note           string  `json:"note"`
-	}
-	timelineDoc struct {
-		Order         orderDoc         `json:"order"`
-		Attempts      []attemptDoc     `json:"attempts"`
-		WebhookEvents []eventDoc       `json:"webhook_events"`
-		Refunds       []refundDoc      `json:"refunds"`
-		Discrepancies []discrepancyDoc `json:"discrepancies"`
-		Audit         []auditDoc       `json:"audit"`
-		Timeline      []struct {
-			At      string `json:"at"`
-			Kind    string `json:"kind"`
-			ID      string `json:"id"`
-			Summary string `json:"summary"`
-		} `json:"timeline"`
-	}
-	runDoc struct {
-		ID            string           `json:"id"`
-		Source        string           `json:"source"`
-		DryRun        bool             `json:"dry_run"`
-		Matched       int              `json:"matched"`
-		Found         int              `json:"found"`
-		New           int              `json:"new"`
-		Discrepancies []discrepancyDoc `json:"discrepancies"`
-	}
-)
+// stamp is a time as payd writes it: RFC 3339 in UTC with microseconds.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+
+// money is an order's books by their JSON names.
+func money(b client.Books) map[string]string {
+	return map[string]string{"charged": b.Charged, "refunded": b.Refunded, "disputed": b.Disputed, "lost": b.Lost, "net": string(b.Net)}
+}
 
 // now is payd's clock as app keeps it: UTC, at the microsecond precision
 // both databases store.

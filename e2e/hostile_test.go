@@ -19,7 +19,6 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
-	"github.com/payd/payd/sandbox"
 )
 
 // hostile is a payment provider that misbehaves on command: a proxy in
@@ -68,20 +67,6 @@ type hostileRule struct {
 
 // errDrop asks the proxy to cut the connection instead of answering.
 var errDrop = errors.New("hostile: drop the reply")
-
-// startHostileStack is startStackWith with a hostile provider between payd
-// and the sandbox.
-func startHostileStack(t *testing.T, dialect string, extra env, tunes ...func(*sandbox.Config)) (*stack, *hostile) {
-	t.Helper()
-	h := newHostile(t)
-	e := env{"PAYD_PROVIDER_URL": h.url}
-	for k, v := range extra {
-		e[k] = v
-	}
-	s := startStackWith(t, dialect, e, tunes...)
-	h.setTarget("http://" + s.sandboxL.Addr().String())
-	return s, h
-}
 
 // newHostile starts the proxy; setTarget points it at the provider.
 func newHostile(t *testing.T) *hostile {
@@ -327,7 +312,8 @@ func (h *hostile) rewriteRefund(resp *http.Response) error {
 // TestHostileProviderObeys checks the proxy itself: each rule changes what
 // payd's provider client hears, and the sandbox's books stay the truth.
 func TestHostileProviderObeys(t *testing.T) {
-	s, h := startHostileStack(t, "sqlite", nil)
+	s := start(t, on("sqlite"), throughHostile())
+	h := s.hostile
 	_, token := s.register("hostile@example.com")
 
 	refused := s.order(token, "10.00")
@@ -369,7 +355,8 @@ func TestHostileProviderObeys(t *testing.T) {
 // 200 that reports someone else's payment as its own.
 func TestPayAnswersItsOwnPayment(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("own@example.com")
 		id := s.order(token, "7.00")
 		h.set(id, hostileRule{HoldReply: 700 * time.Millisecond})

@@ -17,7 +17,8 @@ import (
 // stores that answer.
 func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_PROVIDER_TIMEOUT": "4s", "PAYD_LEASE": "7s"})
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_PROVIDER_TIMEOUT": "4s", "PAYD_LEASE": "7s"}))
+		h := s.hostile
 		s.startPeer(h.url, env{"PAYD_PROVIDER_TIMEOUT": "300ms", "PAYD_LEASE": "1s"})
 		_, token := s.register("slow@example.com")
 		id := s.order(token, "500.00")
@@ -71,7 +72,8 @@ func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 // 429) and 5xx leave the outcome unknown (202).
 func TestProviderRefusalIsDefinite(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("refused@example.com")
 
 		definite := []struct {
@@ -152,7 +154,7 @@ func TestProviderRefusalIsDefinite(t *testing.T) {
 // nothing is charged. Once the job has run the answer is the same.
 func TestExpiredOrderCannotBePaid(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("late@example.com")
 		id := s.order(token, "9.99")
 		s.exec("UPDATE orders SET expires_at = ? WHERE id = ?", time.Now().UTC().Add(-time.Second).Format("2006-01-02 15:04:05.000000"), id)

@@ -12,7 +12,7 @@ import (
 // problem response — and that the database is exactly as it was.
 func TestBadInput(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("fay@example.com")
 		id := s.order(token, "10.00")
 		item := func(price string) map[string]any {
@@ -75,7 +75,7 @@ func TestBadInput(t *testing.T) {
 // recorded, so the same key works once the request is corrected.
 func TestValidationLeavesKeyFree(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("gus@example.com")
 		id := s.order(token, "4.00")
 		key := uuid.NewString()

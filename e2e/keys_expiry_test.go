@@ -44,7 +44,7 @@ func cart(sku, price string) map[string]any {
 // not replayed and not shown.
 func TestOrderKeyAfterExpiry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		custID, token := s.register("keys-order@example.com")
 		for _, how := range []string{"expired", "purged"} {
 			t.Run(how, func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestOrderKeyAfterExpiry(t *testing.T) {
 // gives its token to a fallback.
 func TestRegistrationKeyAfterExpiry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		for _, how := range []string{"expired", "purged"} {
 			t.Run(how, func(t *testing.T) {
 				key := uuid.NewString()
@@ -164,7 +164,7 @@ func TestRegistrationKeyAfterExpiry(t *testing.T) {
 // is the new one.
 func TestExpiredKeyIsFree(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		key := uuid.NewString()
 		r := s.do(request{method: "POST", path: "/v1/customers", key: key, body: map[string]string{"email": "first@example.com", "name": "A"}})
 		if r.Status != http.StatusCreated {
@@ -192,7 +192,7 @@ func TestExpiredKeyIsFree(t *testing.T) {
 // same outcome, no second charge.
 func TestPayAfterKeyExpiry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("keys-pay@example.com")
 		for _, how := range []string{"expired", "purged"} {
 			t.Run(how, func(t *testing.T) {

@@ -62,7 +62,7 @@ func documentedOps(t *testing.T) []probeOp {
 // refuses an unsigned event, and the open GET routes answer 200 with a
 // documented media type.
 func TestOpenAPIMatchesBehaviour(t *testing.T) {
-	s := startStack(t, "sqlite", nil)
+	s := start(t, on("sqlite"))
 	_, token := s.register("probe-" + uuid.NewString() + "@example.com")
 	param := regexp.MustCompile(`\{[^}]+\}`)
 	ops := documentedOps(t)

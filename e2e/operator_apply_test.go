@@ -17,7 +17,8 @@ import (
 // is not paid: refund is the operator's tool for that charge.
 func TestApplyHeldMismatchAsksProvider(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("apply-held@example.com")
 		id, key := s.order(token, "20.00"), uuid.NewString()
 		h.set(id, hostileRule{Amount: "20.01"}) // kept: the provider keeps saying 20.01
@@ -38,7 +39,7 @@ func TestApplyHeldMismatchAsksProvider(t *testing.T) {
 // provider, which says declined: 409, the order stays unpaid.
 func TestApplyMissingPaymentAsksProvider(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{}, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, token := s.register("apply-csv@example.com")
 		id := s.order(token, "9.00")
 		if r := s.pay(token, id, uuid.NewString(), "pm_declined"); r.Status != http.StatusPaymentRequired {

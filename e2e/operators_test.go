@@ -18,7 +18,7 @@ import (
 func TestNamedOperators(t *testing.T) {
 	const alice, bob = "op-7Hq2xWv9Lr4Kp8Zt3Ny6Bc1Md5Fg0Js", "op-Qe3Rt7Yu1Io5Pa9Sd2Fg6Hj0Kl4Zx8Cv"
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, env{"PAYD_ADMIN_TOKENS": "alice:" + alice + ",bob:" + bob})
+		s := start(t, on(dialect), withEnv(env{"PAYD_ADMIN_TOKENS": "alice:" + alice + ",bob:" + bob}))
 		_, tok := s.register(newEmail())
 		id := s.paidOrder(tok, "20.00")
 		refund := func(token, key string, body map[string]string) reply {
@@ -78,7 +78,7 @@ func TestNamedOperators(t *testing.T) {
 			if a.Code != nil {
 				code = *a.Code
 			}
-			if a.Actor != st.who || a.Action != "refund" || a.Result != st.status || a.Outcome != st.outcome || code != st.code || a.Replayed != st.replayed {
+			if a.Actor != st.who || a.Action != "refund" || a.Result != st.status || string(a.Outcome) != st.outcome || code != st.code || a.Replayed != st.replayed {
 				t.Errorf("audit entry %d = %s %s %d %s code %q replayed %v, want %s refund %d %s code %q replayed %v",
 					i, a.Actor, a.Action, a.Result, a.Outcome, code, a.Replayed, st.who, st.status, st.outcome, st.code, st.replayed)
 			}

@@ -106,12 +106,12 @@ func (run *opsRun) webhook(t *testing.T, s *stack, id string, ev map[string]any,
 // header; every request line carries its tracing ID, the one the client
 // got in X-Request-ID.
 func TestLogsCarryNoSecrets(t *testing.T) {
-	eachDialect(t, func(t *testing.T, dialect string) { checkLogs(t, startStack(t, dialect, nil)) })
+	eachDialect(t, func(t *testing.T, dialect string) { checkLogs(t, start(t, on(dialect))) })
 	// With the sandbox started in-process (the default), its log lines
 	// share payd's output: they are held to the same rules.
 	t.Run("in-process sandbox", func(t *testing.T) {
-		checkLogs(t, startStack(t, "sqlite", env{"PAYD_PROVIDER_URL": "", "PAYD_SANDBOX_ASYNC_DELAY": "100ms",
-			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db")}))
+		checkLogs(t, start(t, on("sqlite"), withEnv(env{"PAYD_PROVIDER_URL": "", "PAYD_SANDBOX_ASYNC_DELAY": "100ms",
+			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db")})))
 	})
 }
 
@@ -188,7 +188,7 @@ func metricValue(t *testing.T, text, series string) float64 {
 // through each service hook the wiring passes in.
 func TestMetricsAfterFlow(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		run := opsFlow(t, s)
 		r := s.do(request{method: "GET", path: "/metrics"})
 		if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {

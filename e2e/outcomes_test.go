@@ -101,7 +101,8 @@ func wantMismatchProblem(t *testing.T, what string, r reply) {
 // a replay says the same), and an operator finds one amount_mismatch.
 func TestPayReplyAmountMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("reply-mismatch@example.com")
 		for _, c := range []struct {
 			name string
@@ -146,7 +147,8 @@ func TestPayReplyAmountMismatch(t *testing.T) {
 // recoverer holds it for an operator instead of paying the order.
 func TestRecovererAmountMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("recover-mismatch@example.com")
 		id, key := s.order(token, "500.00"), uuid.NewString()
 		h.set(id, hostileRule{Drop: true, Amount: "0.01"})
@@ -166,7 +168,8 @@ func TestRecovererAmountMismatch(t *testing.T) {
 // the mismatch and never pays the order.
 func TestRetryAmountMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "3s", "PAYD_PROVIDER_TIMEOUT": "1s", "PAYD_INFLIGHT_WAIT": "100ms"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("retry-mismatch@example.com")
 		id, key := s.order(token, "500.00"), uuid.NewString()
 		h.set(id, hostileRule{Drop: true, Currency: "EUR"})
@@ -188,7 +191,8 @@ func TestRetryAmountMismatch(t *testing.T) {
 // operator saw the provider really took the order's amount) pays it.
 func TestAmountMismatchResolved(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("resolve-mismatch@example.com")
 		hold := func() (string, string, domain.Discrepancy) {
 			id, key := s.order(token, "20.00"), uuid.NewString()

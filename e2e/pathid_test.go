@@ -24,7 +24,7 @@ var oddIDs = []string{
 // an operator action with such an id is still on the audit trail.
 func TestOddPathIDs(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("odd-ids@example.com")
 		realOrder := s.paidOrder(tok, "10.00")
 		realRun := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]string{

@@ -13,7 +13,7 @@ import (
 // and pay again with the same key.
 func TestPayAndReplay(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("ada@example.com")
 		id := s.order(token, "19.90")
 		key := uuid.NewString()
@@ -59,7 +59,7 @@ func TestPayAndReplay(t *testing.T) {
 // the first say they are replays (or are still in flight: 409 in use).
 func TestConcurrentSameKey(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("bob@example.com")
 		id := s.order(token, "5.00")
 		key := uuid.NewString()
@@ -104,7 +104,7 @@ func TestConcurrentSameKey(t *testing.T) {
 // own key. Exactly one charge; every other request is a 409 conflict.
 func TestConcurrentDifferentKeys(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("cy@example.com")
 		id := s.order(token, "7.25")
 
@@ -139,7 +139,7 @@ func TestConcurrentDifferentKeys(t *testing.T) {
 // 422 and executes nothing; another customer's identical key is independent.
 func TestKeyReuse(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, ann := s.register("ann@example.com")
 		_, ben := s.register("ben@example.com")
 		a1, a2 := s.order(ann, "1.00"), s.order(ann, "2.00")
@@ -172,7 +172,7 @@ func TestKeyReuse(t *testing.T) {
 // key runs again (a new attempt), and a good card then pays.
 func TestDeclineThenRetry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("dee@example.com")
 		id := s.order(token, "12.30")
 		key := uuid.NewString()
@@ -208,7 +208,7 @@ func TestUnknownOutcome(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		// No webhooks: the provider's later word would settle the payment
 		// and hide the state this test looks at.
-		s := startStackWith(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, token := s.register("eve@example.com")
 		id := s.order(token, "8.00")
 		r := s.pay(token, id, uuid.NewString(), "pm_timeout")
@@ -249,7 +249,7 @@ func parallel(n int, fn func(i int) reply) []reply {
 // being handed the decline it already saw.
 func TestRecordStoredBeforeAnswer(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("fay@example.com")
 		for i := range 5 {
 			id := s.order(token, "3.00")

@@ -64,7 +64,7 @@ func fieldErrors(t *testing.T, p map[string]any) []string {
 // that exists) and every field that is wrong, not only the first.
 func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("pia@example.com")
 		before := s.snapshot()
 
@@ -152,7 +152,7 @@ func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 // stays 401 with WWW-Authenticate.
 func TestWrongKindOfToken(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("quin@example.com")
 		id := s.order(token, "3.00")
 		tests := []struct {
@@ -186,7 +186,7 @@ func TestWrongKindOfToken(t *testing.T) {
 // problem.
 func TestProblemPages(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		for _, code := range []string{"validation_failed", "forbidden", "card_declined", "idempotency_key_reused", "service_unavailable"} {
 			r := s.do(request{method: "GET", path: "/problems/" + code})
 			if r.Status != http.StatusOK || !strings.Contains(string(r.Body), code) {
@@ -206,7 +206,7 @@ func TestProblemPages(t *testing.T) {
 // a retry that runs again answers with its own.
 func TestStoredProblemKeepsItsOccurrence(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, token := s.register("rue@example.com")
 		id := s.order(token, "7.00")
 		if r := s.pay(token, id, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {

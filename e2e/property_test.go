@@ -403,12 +403,13 @@ func (o *propOrder) note(r *propRun, format string, args ...any) {
 func runProperty(t *testing.T, dialect string, seed int64) {
 	plan := newPropPlan(seed)
 	t.Log(plan)
-	s, h := startHostileStack(t, dialect, env{
+	s := start(t, on(dialect), throughHostile(), withEnv(env{
 		"PAYD_LEASE": propLease.String(), "PAYD_PROVIDER_TIMEOUT": propProviderTimeout.String(), "PAYD_INFLIGHT_WAIT": "500ms",
-	}, func(c *sandbox.Config) {
+	}), tuned(func(c *sandbox.Config) {
 		c.Duplicates, c.Reorder, c.ReorderWindow = plan.Duplicates, plan.Reorder, 300*time.Millisecond
 		c.AsyncDelay, c.WebhookDelay, c.RetryBase, c.RetryMax = plan.AsyncDelay, plan.WebhookDelay, 50*time.Millisecond, time.Second
-	})
+	}))
+	h := s.hostile
 	amounts := newPropAmounts(t, "http://"+s.sandboxL.Addr().String())
 	h.setTarget(amounts.url) // payd → hostile → amounts → sandbox
 	r := &propRun{t: t, s: s, h: h, plan: plan}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/payd/payd/client"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func newRefundWindow() refundWindow {
 
 // reconcileRefunds runs a reconciliation of w against the provider's lists
 // (csv empty) or an uploaded settlement file, and decodes the run.
-func (s *stack) reconcileRefunds(w refundWindow, dry bool, csv string) (reply, runDoc) {
+func (s *stack) reconcileRefunds(w refundWindow, dry bool, csv string) (reply, client.Run) {
 	s.t.Helper()
 	var r reply
 	if csv != "" {
@@ -40,12 +41,12 @@ func (s *stack) reconcileRefunds(w refundWindow, dry bool, csv string) (reply, r
 	if r.Status != want {
 		s.t.Fatalf("reconcile (dry %v) = %d %s, want %d", dry, r.Status, r.Body, want)
 	}
-	return r, decode[runDoc](s.t, r)
+	return r, decode[client.Run](s.t, r)
 }
 
 // refundFindings returns the run's discrepancies by "type reference",
 // failing unless the run found exactly the wanted ones.
-func (s *stack) refundFindings(run runDoc, want ...string) map[string]discrepancyDoc {
+func (s *stack) refundFindings(run client.Run, want ...string) map[string]client.Discrepancy {
 	s.t.Helper()
 	w := map[string]string{}
 	for _, k := range want {
@@ -82,7 +83,7 @@ func (s *stack) outsideEntries(refundID string) int64 {
 // run agrees and records nothing more: the refund is booked once either way.
 func TestReconcileOutsideRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, tok := s.register("outside@example.com")
 		w := newRefundWindow()
 		id := s.paidOrder(tok, "10.00")
@@ -105,8 +106,8 @@ func TestReconcileOutsideRefund(t *testing.T) {
 		if run.New != 1 || f.Status != "resolved" || f.Resolution == nil || *f.Resolution != "recorded" || f.ProviderAmount == nil || *f.ProviderAmount != "10.00" {
 			t.Errorf("run found %+v (new %d), want it new, resolved as recorded, for 10.00", f, run.New)
 		}
-		if f.OrderID == nil || *f.OrderID != id {
-			t.Errorf("finding's order = %v, want %s", f.OrderID, id)
+		if f.OrderId == nil || *f.OrderId != id {
+			t.Errorf("finding's order = %v, want %s", f.OrderId, id)
 		}
 		if o := s.timeline(id).Order; o.Status != "refunded" || o.RefundedAmount != "10.00" {
 			t.Errorf("order after the run = %s, %s refunded; want refunded, 10.00", o.Status, o.RefundedAmount)
@@ -171,7 +172,7 @@ func (s *stack) webhookOf(refundID string) []sandbox.Delivery {
 // change.
 func TestReconcileSettlementRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, tok := s.register("filed@example.com")
 		w := newRefundWindow()
 		id := s.paidOrder(tok, "10.00")
@@ -228,7 +229,7 @@ func TestReconcileSettlementRefunds(t *testing.T) {
 // payd's refund that agrees is no finding. Nothing is booked for either.
 func TestReconcileRefundDisagreements(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, tok := s.register("disagree@example.com")
 		w := newRefundWindow()
 		ctx := context.Background()
@@ -264,7 +265,7 @@ func TestReconcileRefundDisagreements(t *testing.T) {
 			if run.New != wantNew {
 				t.Errorf("run %d = %d new, want %d", i, run.New, wantNew)
 			}
-			if m := found[missing]; m.Status != "open" || m.LocalAmount == nil || *m.LocalAmount != "1.00" || m.OrderID == nil || *m.OrderID != ghost {
+			if m := found[missing]; m.Status != "open" || m.LocalAmount == nil || *m.LocalAmount != "1.00" || m.OrderId == nil || *m.OrderId != ghost {
 				t.Errorf("missing at provider = %+v, want open, 1.00 of %s", m, ghost)
 			}
 			if m := found[mismatch]; m.Status != "open" || m.LocalAmount == nil || *m.LocalAmount != "3.00" || m.ProviderAmount == nil || *m.ProviderAmount != "2.00" {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/payd/payd/client"
 	"net/http"
 	"strings"
 
@@ -10,21 +11,21 @@ import (
 )
 
 // pick returns the found discrepancy of type typ about orderID.
-func (s *stack) pick(found map[string]discrepancyDoc, typ, orderID string) discrepancyDoc {
+func (s *stack) pick(found map[string]client.Discrepancy, typ, orderID string) client.Discrepancy {
 	s.t.Helper()
 	for _, d := range found {
-		if d.Type == typ && d.OrderID != nil && *d.OrderID == orderID {
+		if string(d.Type) == typ && d.OrderId != nil && *d.OrderId == orderID {
 			return d
 		}
 	}
 	s.t.Fatalf("no %s discrepancy about order %s", typ, orderID)
-	return discrepancyDoc{}
+	return client.Discrepancy{}
 }
 
 // refuseMisfits sends resolutions that cannot be carried out and checks
 // each is a 4xx problem that leaves every discrepancy open and refunds
 // nothing.
-func (s *stack) refuseMisfits(run runDoc, found map[string]discrepancyDoc, st staged) {
+func (s *stack) refuseMisfits(run client.Run, found map[string]client.Discrepancy, st staged) {
 	s.t.Helper()
 	stranger := s.pick(found, "missing_local_payment", st.stranger)
 	phantom := s.pick(found, "missing_provider_charge", st.phantom)
@@ -37,15 +38,15 @@ func (s *stack) refuseMisfits(run runDoc, found map[string]discrepancyDoc, st st
 		status          int
 		code            string
 	}{
-		{"apply a charge no attempt names", resolvePath(run.ID, stranger.ID), misfitKey, action("apply"), 409, "resolution_not_applicable"},
-		{"apply a missing provider charge", resolvePath(run.ID, phantom.ID), uuid.NewString(), action("apply"), 409, "resolution_not_applicable"},
-		{"refund a charge that does not exist", resolvePath(run.ID, phantom.ID), uuid.NewString(), action("refund"), 409, "resolution_not_applicable"},
-		{"unknown action", resolvePath(run.ID, dup.ID), uuid.NewString(), action("delete"), 400, "validation_failed"},
-		{"note too long", resolvePath(run.ID, dup.ID), uuid.NewString(),
+		{"apply a charge no attempt names", resolvePath(run.Id, stranger.Id), misfitKey, action("apply"), 409, "resolution_not_applicable"},
+		{"apply a missing provider charge", resolvePath(run.Id, phantom.Id), uuid.NewString(), action("apply"), 409, "resolution_not_applicable"},
+		{"refund a charge that does not exist", resolvePath(run.Id, phantom.Id), uuid.NewString(), action("refund"), 409, "resolution_not_applicable"},
+		{"unknown action", resolvePath(run.Id, dup.Id), uuid.NewString(), action("delete"), 400, "validation_failed"},
+		{"note too long", resolvePath(run.Id, dup.Id), uuid.NewString(),
 			map[string]string{"action": "refund", "note": strings.Repeat("n", 1001)}, 400, "validation_failed"},
-		{"no key", resolvePath(run.ID, dup.ID), "", action("refund"), 400, "idempotency_key_missing"},
-		{"unknown discrepancy", resolvePath(run.ID, uuid.NewString()), uuid.NewString(), action("ignore"), 404, "discrepancy_not_found"},
-		{"unknown run", resolvePath(uuid.NewString(), dup.ID), uuid.NewString(), action("refund"), 404, "reconciliation_not_found"},
+		{"no key", resolvePath(run.Id, dup.Id), "", action("refund"), 400, "idempotency_key_missing"},
+		{"unknown discrepancy", resolvePath(run.Id, uuid.NewString()), uuid.NewString(), action("ignore"), 404, "discrepancy_not_found"},
+		{"unknown run", resolvePath(uuid.NewString(), dup.Id), uuid.NewString(), action("refund"), 404, "reconciliation_not_found"},
 	}
 	for _, tt := range tests {
 		r := s.admin("POST", tt.path, tt.key, tt.body)
@@ -64,13 +65,13 @@ func (s *stack) refuseMisfits(run runDoc, found map[string]discrepancyDoc, st st
 	}
 	// Asked again under the same key, the refusal is answered again; both
 	// attempts are on the order's timeline with their outcome.
-	if r := s.admin("POST", resolvePath(run.ID, stranger.ID), misfitKey, action("apply")); r.Status != http.StatusConflict || r.code(s.t) != "resolution_not_applicable" {
+	if r := s.admin("POST", resolvePath(run.Id, stranger.Id), misfitKey, action("apply")); r.Status != http.StatusConflict || r.code(s.t) != "resolution_not_applicable" {
 		s.t.Errorf("the refused resolution asked again = %d %s, want 409 resolution_not_applicable", r.Status, r.Body)
 	}
 	if n := s.auditRows("resolve_discrepancy", misfitKey, http.StatusConflict); n != 2 {
 		s.t.Errorf("audit rows for the refused resolution = %d, want 2", n)
 	}
-	got := s.onTimeline(st.stranger, "resolve_discrepancy", misfitKey, stranger.ID)
+	got := s.onTimeline(st.stranger, "resolve_discrepancy", misfitKey, stranger.Id)
 	if len(got) != 2 {
 		s.t.Errorf("the refused resolution on order %s's audit trail = %+v, want both attempts", st.stranger, got)
 	}
@@ -85,30 +86,30 @@ func (s *stack) refuseMisfits(run runDoc, found map[string]discrepancyDoc, st st
 // and checks that resolving is idempotent and audited: the same key replays
 // the answer, another key with the same action agrees, another action is
 // 409. The duplicate charge is resolved by five operators at once.
-func (s *stack) resolveAll(run runDoc, found map[string]discrepancyDoc, want map[string]string) {
+func (s *stack) resolveAll(run client.Run, found map[string]client.Discrepancy, want map[string]string) {
 	s.t.Helper()
 	other := map[string]string{"apply": "ignore", "refund": "ignore", "ignore": "refund"}
 	for k, act := range want {
 		d := found[k]
-		path, body := resolvePath(run.ID, d.ID), map[string]string{"action": act, "note": "checked by ops"}
+		path, body := resolvePath(run.Id, d.Id), map[string]string{"action": act, "note": "checked by ops"}
 		if d.Type == "duplicate_charge" {
 			for _, r := range parallel(5, func(int) reply { return s.admin("POST", path, uuid.NewString(), body) }) {
-				if got := decode[discrepancyDoc](s.t, r); r.Status != http.StatusOK || got.Status != "resolved" {
+				if got := decode[client.Discrepancy](s.t, r); r.Status != http.StatusOK || got.Status != "resolved" {
 					s.t.Errorf("concurrent resolve of %s = %d %s, want 200 resolved", k, r.Status, r.Body)
 				}
 			}
 		}
 		key := uuid.NewString()
 		r := s.admin("POST", path, key, body)
-		got := decode[discrepancyDoc](s.t, r)
-		if r.Status != http.StatusOK || got.Status != "resolved" || got.Resolution == nil || *got.Resolution != act || got.ID != d.ID {
+		got := decode[client.Discrepancy](s.t, r)
+		if r.Status != http.StatusOK || got.Status != "resolved" || got.Resolution == nil || string(*got.Resolution) != act || got.Id != d.Id {
 			s.t.Errorf("resolve %s with %s = %d %s, want 200 resolved by %s", k, act, r.Status, r.Body, act)
 			continue
 		}
 		if again := s.admin("POST", path, key, body); again.Status != http.StatusOK || !bytes.Equal(again.Body, r.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
 			s.t.Errorf("resolve %s replay = %d %s (replayed %q), want the first answer replayed", k, again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
 		}
-		if same := s.admin("POST", path, uuid.NewString(), body); same.Status != http.StatusOK || decode[discrepancyDoc](s.t, same).Status != "resolved" {
+		if same := s.admin("POST", path, uuid.NewString(), body); same.Status != http.StatusOK || decode[client.Discrepancy](s.t, same).Status != "resolved" {
 			s.t.Errorf("resolve %s again with %s, another key = %d %s, want 200", k, act, same.Status, same.Body)
 		}
 		diff := s.admin("POST", path, uuid.NewString(), map[string]string{"action": other[act], "note": "changed my mind"})
@@ -123,19 +124,19 @@ func (s *stack) resolveAll(run runDoc, found map[string]discrepancyDoc, want map
 			}
 		}
 		// The answer and its replay are both on the order's timeline.
-		if got := s.onTimeline(*d.OrderID, "resolve_discrepancy", key, d.ID); len(got) != 2 || got[0].Result != 200 || got[1].Result != 200 || got[0].Replayed == got[1].Replayed {
-			s.t.Errorf("resolving %s (key %s) on order %s's audit trail = %+v, want the answer and its replay", k, key, *d.OrderID, got)
+		if got := s.onTimeline(*d.OrderId, "resolve_discrepancy", key, d.Id); len(got) != 2 || got[0].Result != 200 || got[1].Result != 200 || got[0].Replayed == got[1].Replayed {
+			s.t.Errorf("resolving %s (key %s) on order %s's audit trail = %+v, want the answer and its replay", k, key, *d.OrderId, got)
 		}
 	}
 }
 
 // onTimeline returns the entries of an order's audit trail that show the
 // action made under key about target.
-func (s *stack) onTimeline(orderID, action, key, target string) []auditDoc {
+func (s *stack) onTimeline(orderID, action, key, target string) []client.AuditEntry {
 	s.t.Helper()
-	var out []auditDoc
+	var out []client.AuditEntry
 	for _, a := range s.timeline(orderID).Audit {
-		if a.Action == action && a.RequestID != nil && *a.RequestID == key && a.Target != nil && *a.Target == target && a.Actor == "admin" {
+		if a.Action == action && a.RequestId != nil && *a.RequestId == key && a.Target != nil && *a.Target == target && a.Actor == "admin" {
 			out = append(out, a)
 		}
 	}
@@ -149,7 +150,7 @@ func (s *stack) checkResolved(st staged) {
 	s.t.Helper()
 	for id, want := range map[string]string{st.paid: "paid", st.lost: "paid", st.stuck: "paid", st.dup: "paid",
 		st.closed: "cancelled", st.phantom: "paid", st.stranger: "pending"} {
-		if o := s.timeline(id).Order; o.Status != want || o.RefundedAmount != "0.00" {
+		if o := s.timeline(id).Order; string(o.Status) != want || o.RefundedAmount != "0.00" {
 			s.t.Errorf("order %s = %s with %s refunded, want %s with none", id, o.Status, o.RefundedAmount, want)
 		}
 	}
@@ -196,7 +197,7 @@ func (s *stack) checkResolved(st staged) {
 
 // loggedFindings checks that each discrepancy run found new is logged as
 // stored: "discrepancy recorded" with its id, its status and the run.
-func (s *stack) loggedFindings(run runDoc) {
+func (s *stack) loggedFindings(run client.Run) {
 	s.t.Helper()
 	logged := map[string]bool{}
 	for line := range strings.SplitSeq(s.logs.String(), "\n") {
@@ -204,13 +205,13 @@ func (s *stack) loggedFindings(run runDoc) {
 		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "discrepancy recorded" {
 			continue
 		}
-		if id, _ := m["discrepancy_id"].(string); id != "" && m["run_id"] == run.ID && m["status"] == "open" {
+		if id, _ := m["discrepancy_id"].(string); id != "" && m["run_id"] == run.Id && m["status"] == "open" {
 			logged[id] = true
 		}
 	}
 	for _, d := range run.Discrepancies {
-		if !logged[d.ID] {
-			s.t.Errorf("no \"discrepancy recorded\" line with discrepancy_id %s, run_id %s and status open", d.ID, run.ID)
+		if !logged[d.Id] {
+			s.t.Errorf("no \"discrepancy recorded\" line with discrepancy_id %s, run_id %s and status open", d.Id, run.Id)
 		}
 	}
 }

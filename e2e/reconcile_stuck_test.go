@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 func TestResolveStuck(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		slow := func(c *sandbox.Config) { c.AsyncDelay = time.Hour }
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox, slow)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox, slow))
 		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 		_, tok := s.register("stu@example.com")
 		pending, never := s.order(tok, "3.00"), s.order(tok, "4.00")
@@ -37,7 +38,7 @@ func TestResolveStuck(t *testing.T) {
 		}
 		to := time.Now().UTC().Add(time.Minute).Truncate(time.Second)
 		r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]string{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339)})
-		run := decode[runDoc](t, r)
+		run := decode[client.Run](t, r)
 		if r.Status != http.StatusCreated {
 			t.Fatalf("run = %d %s, want 201", r.Status, r.Body)
 		}
@@ -48,11 +49,11 @@ func TestResolveStuck(t *testing.T) {
 
 		d := found["stuck_processing "+pending+"/"+pendingKey]
 		key := uuid.NewString()
-		r = s.admin("POST", resolvePath(run.ID, d.ID), key, apply)
+		r = s.admin("POST", resolvePath(run.Id, d.Id), key, apply)
 		if r.Status != http.StatusBadGateway || r.code(t) != "payment_outcome_unknown" {
 			t.Errorf("apply a still pending payment = %d %s, want 502 payment_outcome_unknown", r.Status, r.Body)
 		}
-		if n := s.count("discrepancies WHERE id = ? AND status = 'open'", d.ID); n != 1 {
+		if n := s.count("discrepancies WHERE id = ? AND status = 'open'", d.Id); n != 1 {
 			t.Errorf("the pending payment's discrepancy is no longer open")
 		}
 		if o := s.timeline(pending).Order; o.Status != "processing" {
@@ -63,11 +64,11 @@ func TestResolveStuck(t *testing.T) {
 		}
 
 		d = found["stuck_processing "+never+"/"+neverKey]
-		r = s.admin("POST", resolvePath(run.ID, d.ID), uuid.NewString(), apply)
-		if got := decode[discrepancyDoc](t, r); r.Status != http.StatusOK || got.Status != "resolved" {
+		r = s.admin("POST", resolvePath(run.Id, d.Id), uuid.NewString(), apply)
+		if got := decode[client.Discrepancy](t, r); r.Status != http.StatusOK || got.Status != "resolved" {
 			t.Errorf("apply a payment the provider never saw = %d %s, want 200 resolved", r.Status, r.Body)
 		}
-		if o := s.timeline(never).Order; o.Status != "pending" || o.PayRequestID != nil {
+		if o := s.timeline(never).Order; o.Status != "pending" || o.PayRequestId != nil {
 			t.Errorf("the released order = %+v, want pending with no pay request", o)
 		}
 		if r := s.pay(tok, never, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"github.com/payd/payd/client"
 	"mime/multipart"
 	"net/http"
 	"testing"
@@ -26,7 +27,7 @@ func TestReconciliation(t *testing.T) {
 }
 
 func reconcileScenario(t *testing.T, dialect, source string) {
-	s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+	s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 	from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 	_, tok := s.register("ops@example.com")
 	st := s.stage(tok)
@@ -44,8 +45,8 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 
 	dryKey := uuid.NewString()
 	r := reconcile(dryKey, true)
-	dry := decode[runDoc](t, r)
-	if r.Status != http.StatusOK || !dry.DryRun || dry.Source != source || dry.Found != len(st.want) || dry.New != 0 || dry.Matched != st.matched {
+	dry := decode[client.Run](t, r)
+	if r.Status != http.StatusOK || !dry.DryRun || string(dry.Source) != source || dry.Found != len(st.want) || dry.New != 0 || dry.Matched != st.matched {
 		t.Errorf("dry run = %d %s, want 200 from %s finding %d, 0 new, %d matched", r.Status, r.Body, source, len(st.want), st.matched)
 	}
 	s.checkFound(dry.Discrepancies, st.want)
@@ -58,15 +59,15 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 
 	key := uuid.NewString()
 	r = reconcile(key, false)
-	run := decode[runDoc](t, r)
-	if r.Status != http.StatusCreated || run.DryRun || run.Source != source || run.Found != len(st.want) || run.New != len(st.want) || run.Matched != st.matched {
+	run := decode[client.Run](t, r)
+	if r.Status != http.StatusCreated || run.DryRun || string(run.Source) != source || run.Found != len(st.want) || run.New != len(st.want) || run.Matched != st.matched {
 		t.Fatalf("run = %d %s, want 201 from %s finding %d, all new, %d matched", r.Status, r.Body, source, len(st.want), st.matched)
 	}
 	found := s.checkFound(run.Discrepancies, st.want)
 	s.loggedFindings(run)
 	for _, d := range run.Discrepancies {
-		if d.Status != "open" || d.RunID == nil || *d.RunID != run.ID {
-			t.Errorf("discrepancy %+v, want open, found by run %s", d, run.ID)
+		if d.Status != "open" || d.RunId == nil || *d.RunId != run.Id {
+			t.Errorf("discrepancy %+v, want open, found by run %s", d, run.Id)
 		}
 		if d.Type == "amount_mismatch" && (d.ProviderAmount == nil || *d.ProviderAmount != "12.00" || d.LocalAmount == nil || *d.LocalAmount != "10.00") {
 			t.Errorf("amount mismatch %+v, want provider 12.00, local 10.00", d)
@@ -78,14 +79,14 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 	if n := s.count("reconciliation_runs"); n != 1 {
 		t.Errorf("runs after the replay = %d, want 1", n)
 	}
-	got := s.admin("GET", "/v1/admin/reconciliations/"+run.ID, "", nil)
-	if stored := decode[runDoc](t, got); got.Status != http.StatusOK || stored.ID != run.ID || stored.Found != run.Found || stored.New != run.New || stored.Matched != run.Matched {
+	got := s.admin("GET", "/v1/admin/reconciliations/"+run.Id, "", nil)
+	if stored := decode[client.Run](t, got); got.Status != http.StatusOK || stored.Id != run.Id || stored.Found != run.Found || stored.New != run.New || stored.Matched != run.Matched {
 		t.Errorf("GET run = %d %s, want the run's counts", got.Status, got.Body)
 	} else {
 		s.checkFound(stored.Discrepancies, st.want)
 	}
-	if n := s.count("audit_log WHERE action = 'reconcile' AND request_id = ? AND result = 201 AND target = ?", key, run.ID); n != 1 {
-		t.Errorf("audit rows for run %s = %d, want 1", run.ID, n)
+	if n := s.count("audit_log WHERE action = 'reconcile' AND request_id = ? AND result = 201 AND target = ?", key, run.Id); n != 1 {
+		t.Errorf("audit rows for run %s = %d, want 1", run.Id, n)
 	}
 
 	s.refuseMisfits(run, found, st)
@@ -95,7 +96,7 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 	// Nothing new when the window is reconciled again.
 	key = uuid.NewString()
 	r = reconcile(key, false)
-	rerun := decode[runDoc](t, r)
+	rerun := decode[client.Run](t, r)
 	if r.Status != http.StatusCreated || rerun.New != 0 || rerun.Found != 1 || rerun.Matched != st.matched+6 {
 		t.Errorf("second run = %d %s, want 201 with 0 new, 1 found again, %d matched", r.Status, r.Body, st.matched+6)
 	}
@@ -120,11 +121,11 @@ func reconcileScenario(t *testing.T, dialect, source string) {
 
 // checkFound fails unless ds are exactly the wanted (type, reference)
 // pairs, and returns them by pair.
-func (s *stack) checkFound(ds []discrepancyDoc, want map[string]string) map[string]discrepancyDoc {
+func (s *stack) checkFound(ds []client.Discrepancy, want map[string]string) map[string]client.Discrepancy {
 	s.t.Helper()
-	found := map[string]discrepancyDoc{}
+	found := map[string]client.Discrepancy{}
 	for _, d := range ds {
-		k := d.Type + " " + d.Reference
+		k := string(d.Type) + string(" ") + d.Reference
 		if _, dup := found[k]; dup {
 			s.t.Errorf("discrepancy %s listed twice", k)
 		}

@@ -13,7 +13,7 @@ import (
 // refunded again.
 func TestRefundKeyAfterExpiry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, env{})
+		s := start(t, on(dialect))
 		_, token := s.register("refund-key@example.com")
 		for _, how := range []string{"expired", "purged"} {
 			id, key := s.paidOrder(token, "10.00"), uuid.NewString()
@@ -44,7 +44,7 @@ func TestRefundKeyAfterExpiry(t *testing.T) {
 // payment method, so another method under that key is 422, the same is 200.
 func TestPayKeyAfterExpiryMethod(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, env{})
+		s := start(t, on(dialect))
 		_, token := s.register("pay-key@example.com")
 		for _, how := range []string{"expired", "purged"} {
 			id, key := s.order(token, "10.00"), uuid.NewString()

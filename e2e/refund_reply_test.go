@@ -34,7 +34,8 @@ func (s *stack) refundMismatch(orderID, refundID string) {
 // succeeded and an amount_mismatch is recorded for an operator.
 func TestRefundReplyAmountMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("refund-reply@example.com")
 		id := s.paidOrder(token, "10.00")
 		h.setRefundAmount("9.00")
@@ -55,12 +56,12 @@ func TestRefundReplyAmountMismatch(t *testing.T) {
 // amount_mismatch is recorded for an operator.
 func TestRefundEventAmountMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, id, refund := s.lostRefundReply("refund-event@example.com")
 		evID := "evt_" + uuid.NewString()
 		body, err := json.Marshal(map[string]any{
 			"id": evID, "type": "refund.succeeded", "created_at": time.Now().UTC().Format(time.RFC3339Nano),
-			"data": map[string]string{"charge_id": refund.ChargeID, "refund_id": "re_" + uuid.NewString(), "idempotency_key": refund.ID,
+			"data": map[string]string{"charge_id": refund.ProviderChargeId, "refund_id": "re_" + uuid.NewString(), "idempotency_key": refund.Id,
 				"order_id": id, "amount": "30.00", "currency": "USD", "status": "succeeded"},
 		})
 		if err != nil {
@@ -69,6 +70,6 @@ func TestRefundEventAmountMismatch(t *testing.T) {
 		if got := s.postWebhook(body, signedWebhook(t, evID, time.Now(), body)); got.Status != http.StatusOK {
 			t.Errorf("delivery = %d %s, want 200", got.Status, got.Body)
 		}
-		s.refundMismatch(id, refund.ID)
+		s.refundMismatch(id, refund.Id)
 	})
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"github.com/payd/payd/client"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // nothing and reaches the provider not at all.
 func TestRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("rae@example.com")
 		id := s.paidOrder(tok, "10.00")
 		charge := s.sandboxCharge(id, "succeeded")
@@ -31,12 +32,12 @@ func TestRefunds(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("refund %s = %d %s, want 200", st.amount, r.Status, r.Body)
 			}
-			got := decode[refundResultDoc](t, r)
+			got := decode[client.RefundResult](t, r)
 			if got.Refund.Amount != st.amount || got.Refund.Status != "succeeded" || got.Refund.Kind != "manual" ||
-				got.Refund.ChargeID != charge || got.Refund.RequestID == nil || *got.Refund.RequestID != key {
+				got.Refund.ProviderChargeId != charge || got.Refund.RequestId == nil || *got.Refund.RequestId != key {
 				t.Errorf("refund %s = %+v, want a succeeded manual refund of %s on %s under %s", st.amount, got.Refund, st.amount, charge, key)
 			}
-			if got.Order.RefundedAmount != st.refunded || got.Order.Status != st.status {
+			if got.Order.RefundedAmount != st.refunded || string(got.Order.Status) != st.status {
 				t.Errorf("after refunding %s: order refunded %s, %s; want %s, %s", st.amount, got.Order.RefundedAmount, got.Order.Status, st.refunded, st.status)
 			}
 			if n := s.auditRows("refund", key, 200); n != 1 {
@@ -105,7 +106,7 @@ func TestRefunds(t *testing.T) {
 		}
 		// The rest is still refundable, in full, without an amount.
 		r := s.refund(other, uuid.NewString(), "")
-		if got := decode[refundResultDoc](t, r); r.Status != http.StatusOK || got.Refund.Amount != "2.00" || got.Order.Status != "refunded" {
+		if got := decode[client.RefundResult](t, r); r.Status != http.StatusOK || got.Refund.Amount != "2.00" || got.Order.Status != "refunded" {
 			t.Errorf("refund the rest = %d %s, want 200 refunding 2.00, order refunded", r.Status, r.Body)
 		}
 	})
@@ -143,7 +144,7 @@ func (s *stack) providerRefunded(chargeID string) string {
 // paid and not a cent more, at payd and at the provider.
 func TestConcurrentRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("cid@example.com")
 		for _, tt := range []struct{ total, each, refunded, status string }{
 			{"10.00", "2.00", "10.00", "refunded"}, // five fit exactly
@@ -162,7 +163,7 @@ func TestConcurrentRefunds(t *testing.T) {
 				}
 			}
 			o := s.timeline(id).Order
-			if o.RefundedAmount != tt.refunded || o.Status != tt.status {
+			if o.RefundedAmount != tt.refunded || string(o.Status) != tt.status {
 				t.Errorf("%s×10 of %s: order refunded %s, %s; want %s, %s", tt.each, tt.total, o.RefundedAmount, o.Status, tt.refunded, tt.status)
 			}
 			wantOK := map[string]int{"2.00": 5, "3.00": 3}[tt.each]
@@ -191,7 +192,7 @@ func TestConcurrentRefunds(t *testing.T) {
 // since the refund itself remembers the request ID.
 func TestRefundReplay(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("rex@example.com")
 		id := s.paidOrder(tok, "9.00")
 		charge := s.sandboxCharge(id, "succeeded")
@@ -228,8 +229,8 @@ func TestRefundReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		late := s.refund(id, key, "4.00")
-		if late.Status != http.StatusOK || decode[refundResultDoc](t, late).Refund.ID != decode[refundResultDoc](t, first).Refund.ID {
-			t.Errorf("refund after the record expired = %d %s, want 200 with refund %s", late.Status, late.Body, decode[refundResultDoc](t, first).Refund.ID)
+		if late.Status != http.StatusOK || decode[client.RefundResult](t, late).Refund.Id != decode[client.RefundResult](t, first).Refund.Id {
+			t.Errorf("refund after the record expired = %d %s, want 200 with refund %s", late.Status, late.Body, decode[client.RefundResult](t, first).Refund.Id)
 		}
 
 		if got := s.providerRefunded(charge); got != "4.00" {

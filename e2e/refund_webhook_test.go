@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // event is stored once and changes nothing payd already knew.
 func TestRefundWebhookOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		tok, id, refund := s.lostRefundReply("wes@example.com")
 		ev := s.outboxEvent("refund.succeeded")
 		replies := parallel(5, func(int) reply { return s.deliver(ev) })
@@ -31,14 +32,14 @@ func TestRefundWebhookOnce(t *testing.T) {
 		if n := s.count("webhook_events WHERE id = ? AND outcome = 'applied' AND processed_at IS NOT NULL", ev.EventID); n != 1 {
 			t.Errorf("event %s applied %d times, want once", ev.EventID, n)
 		}
-		if n := s.count("refunds WHERE id = ? AND status = 'succeeded' AND provider_refund_id IS NOT NULL", refund.ID); n != 1 {
-			t.Errorf("refund %s not settled by the webhook", refund.ID)
+		if n := s.count("refunds WHERE id = ? AND status = 'succeeded' AND provider_refund_id IS NOT NULL", refund.Id); n != 1 {
+			t.Errorf("refund %s not settled by the webhook", refund.Id)
 		}
 		if o := s.timeline(id).Order; o.RefundedAmount != "3.00" || o.Status != "paid" {
 			t.Errorf("order after the webhooks = %+v, want 3.00 refunded, paid", o)
 		}
 
-		d := startStackWith(t, dialect, nil, withDuplicates(3))
+		d := start(t, on(dialect), tuned(withDuplicates(3)))
 		_, tok = d.register("wyn@example.com")
 		id = d.paidOrder(tok, "8.00")
 		for _, amount := range []string{"1.00", "2.00"} {
@@ -105,7 +106,7 @@ func (s *stack) deliver(d sandbox.Delivery) reply {
 // lostRefundReply registers email, pays an 8.00 order and refunds 3.00 of
 // it, then forgets the provider's reply: payd's refund is still pending. It
 // returns the customer's token, the order and the refund.
-func (s *stack) lostRefundReply(email string) (token, orderID string, refund refundDoc) {
+func (s *stack) lostRefundReply(email string) (token, orderID string, refund client.Refund) {
 	s.t.Helper()
 	_, token = s.register(email)
 	orderID = s.paidOrder(token, "8.00")
@@ -113,8 +114,8 @@ func (s *stack) lostRefundReply(email string) (token, orderID string, refund ref
 	if r.Status != http.StatusOK {
 		s.t.Fatalf("refund = %d %s, want 200", r.Status, r.Body)
 	}
-	refund = decode[refundResultDoc](s.t, r).Refund
-	if err := s.db.Gorm().Exec("UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?", refund.ID).Error; err != nil {
+	refund = decode[client.RefundResult](s.t, r).Refund
+	if err := s.db.Gorm().Exec("UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?", refund.Id).Error; err != nil {
 		s.t.Fatal(err)
 	}
 	return token, orderID, refund

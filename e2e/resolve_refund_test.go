@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"github.com/payd/payd/client"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func (s *stack) refusedAsOthers(r reply, key, did, owner string) {
 // books as at the provider; a later admin refund finds nothing to refund.
 func TestResolveRefundOfPaidOrderGoesThroughItsRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{}, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, tok := s.register(newEmail())
 		paid := s.paidOrder(tok, "10.00")
 		a := s.onlyAttempt(paid)
@@ -95,7 +96,7 @@ func TestResolveRefundOfPaidOrderGoesThroughItsRefund(t *testing.T) {
 		d := s.openOf(paid, domain.AmountMismatch)
 
 		r := s.admin("POST", resolvePath(run, d.ID), uuid.NewString(), map[string]string{"action": "refund", "note": "the file says 5.00"})
-		if got := decode[discrepancyDoc](t, r); r.Status != http.StatusOK || got.Status != "resolved" {
+		if got := decode[client.Discrepancy](t, r); r.Status != http.StatusOK || got.Status != "resolved" {
 			t.Fatalf("resolve refund = %d %s, want 200 resolved", r.Status, r.Body)
 		}
 		if o := s.orderRow(paid); o.Status != domain.StatusRefunded || o.RefundedAmount.StringFixed(2) != "10.00" {
@@ -128,7 +129,7 @@ func TestResolveRefundOfPaidOrderGoesThroughItsRefund(t *testing.T) {
 // refund still works afterwards.
 func TestResolveRefundRefusesChargeOfAnotherOrder(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{}, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, tok := s.register(newEmail())
 		paid := s.paidOrder(tok, "10.00")
 		a := s.onlyAttempt(paid)
@@ -155,7 +156,7 @@ func TestResolveRefundRefusesChargeOfAnotherOrder(t *testing.T) {
 // refund A behind its back: 409 charge_belongs_to_other_order naming A.
 func TestResolveRefundRefusesEventNamingAnotherOrdersCharge(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{}, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, tok := s.register(newEmail())
 		paid := s.paidOrder(tok, "10.00")
 		a := s.onlyAttempt(paid)

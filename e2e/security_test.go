@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/payd/payd/client"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -45,7 +46,7 @@ func adminRoutes(t *testing.T) []string {
 func TestAdminRoutesNeedAdminToken(t *testing.T) {
 	routes := adminRoutes(t)
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, tok := s.register("sal@example.com")
 		id := s.paidOrder(tok, "10.00")
 		fill := strings.NewReplacer(":id", id, ":did", uuid.NewString(), ":scope", "admin", ":key", uuid.NewString())
@@ -102,7 +103,7 @@ func (s *stack) adminState() [6]int64 {
 // very key the other used; keys are scoped to their caller.
 func TestCustomerIsolation(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		_, ann := s.register("ann@example.com")
 		_, ben := s.register("ben@example.com")
 		paid, open := s.order(ann, "10.00"), s.order(ann, "3.00")
@@ -157,7 +158,7 @@ func TestCustomerIsolation(t *testing.T) {
 			t.Errorf("ann's open order was charged %d times", n)
 		}
 		page := s.do(request{method: "GET", path: "/v1/orders", token: ben})
-		if p := decode[pageDoc](t, page); page.Status != http.StatusOK || len(p.Data) != 0 {
+		if p := decode[client.OrderPage](t, page); page.Status != http.StatusOK || len(p.Data) != 0 {
 			t.Errorf("ben's order list = %d %s, want empty", page.Status, page.Body)
 		}
 
@@ -179,7 +180,7 @@ func TestCustomerIsolation(t *testing.T) {
 // a registration's response stays sealed, so no token is shown.
 func TestAdminIdempotencyInspect(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		regKey := uuid.NewString()
 		reg := s.do(request{method: "POST", path: "/v1/customers", key: regKey, body: map[string]string{"email": "ida@example.com", "name": "Ida"}})
 		if reg.Status != http.StatusCreated {

@@ -24,7 +24,7 @@ import (
 // databases. The same file with the line fixed is accepted.
 func TestBadSettlementFile(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, nil, silentSandbox)
+		s := start(t, on(dialect), tuned(silentSandbox))
 		_, tok := s.register("settle@example.com")
 		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 		s.paidOrder(tok, "10.00")

@@ -17,7 +17,7 @@ func TestShutdownReleasesLeases(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		lease := env{"PAYD_LEASE": "10m", "PAYD_INFLIGHT_WAIT": "100ms"}
 		// No webhooks: only recovery may settle the payment.
-		s := startStackWith(t, dialect, lease, silentSandbox)
+		s := start(t, on(dialect), withEnv(lease), tuned(silentSandbox))
 		_, token := s.register("ivy@example.com")
 		id := s.order(token, "6.50")
 		key := uuid.NewString()

@@ -71,7 +71,7 @@ next:
 func signalsStack(t *testing.T, dialect string) (*stack, string) {
 	// A silent sandbox: the only webhooks are the test's, so none is half
 	// applied when the test scrapes.
-	s := startStackWith(t, dialect, env{"PAYD_METRICS_ADDR": "127.0.0.1:0"}, silentSandbox)
+	s := start(t, on(dialect), withEnv(env{"PAYD_METRICS_ADDR": "127.0.0.1:0"}), tuned(silentSandbox))
 	_, tok := s.register(newEmail())
 	s.paidOrder(tok, "5.00")
 	if r := s.pay(tok, s.order(tok, "2.00"), uuid.NewString(), "pm_declined"); r.Status != http.StatusPaymentRequired {

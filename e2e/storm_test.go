@@ -41,9 +41,9 @@ var stormMethods = []struct {
 // once, and no event be applied twice.
 func TestWebhookStorm(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, nil, func(c *sandbox.Config) {
+		s := start(t, on(dialect), tuned(func(c *sandbox.Config) {
 			c.Duplicates, c.Reorder, c.ReorderWindow, c.BatchSize = 1, true, 300*time.Millisecond, 64
-		})
+		}))
 		start := time.Now()
 		orders := s.stormOrders(200)
 		resend := s.startResender()

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,13 +12,13 @@ import (
 )
 
 // books reads the admin order detail's books.
-func (s *stripeStack) books(orderID string) booksDoc {
+func (s *stripeStack) books(orderID string) client.Timeline {
 	s.t.Helper()
 	r := s.admin("GET", "/v1/admin/orders/"+orderID, "", nil)
 	if r.Status != http.StatusOK {
 		s.t.Fatalf("GET /v1/admin/orders/%s = %d %s, want 200", orderID, r.Status, r.Body)
 	}
-	return decode[booksDoc](s.t, r)
+	return decode[client.Timeline](s.t, r)
 }
 
 // paidStripeOrder creates an order of amount and pays it with the test Visa.
@@ -35,28 +36,28 @@ func (s *stripeStack) since(n int) []stripefake.Event { return s.fake.Events()[n
 
 // wantMoney fails unless the order's money summary is want (charged,
 // refunded, disputed, lost, net).
-func wantMoney(t *testing.T, what string, doc booksDoc, charged, refunded, disputed, lost, net string) {
+func wantMoney(t *testing.T, what string, doc client.Timeline, charged, refunded, disputed, lost, net string) {
 	t.Helper()
 	want := map[string]string{"charged": charged, "refunded": refunded, "disputed": disputed, "lost": lost, "net": net}
 	for k, v := range want {
-		if doc.Order.Money[k] != v {
-			t.Errorf("%s: order.money.%s = %q, want %q (money %v)", what, k, doc.Order.Money[k], v, doc.Order.Money)
+		if money(doc.Order.Money)[k] != v {
+			t.Errorf("%s: order.money.%s = %q, want %q (money %+v)", what, k, money(doc.Order.Money)[k], v, doc.Order.Money)
 		}
 	}
 }
 
 // kinds counts the order's ledger entries by kind.
-func kinds(doc booksDoc) map[string]int {
+func kinds(doc client.Timeline) map[string]int {
 	n := map[string]int{}
 	for _, e := range doc.Ledger {
-		n[e.Kind]++
+		n[string(e.Kind)]++
 	}
 	return n
 }
 
 // wantLedger fails unless the order's ledger holds exactly the entries of
 // each kind in want (kinds not named: none).
-func wantLedger(t *testing.T, what string, doc booksDoc, want map[string]int) {
+func wantLedger(t *testing.T, what string, doc client.Timeline, want map[string]int) {
 	t.Helper()
 	got := kinds(doc)
 	for k, n := range want {
@@ -72,9 +73,9 @@ func wantLedger(t *testing.T, what string, doc booksDoc, want map[string]int) {
 }
 
 // wantDispute fails unless the order lists exactly one dispute, dp, in status.
-func wantDispute(t *testing.T, what string, doc booksDoc, dp, status, amount string) {
+func wantDispute(t *testing.T, what string, doc client.Timeline, dp, status, amount string) {
 	t.Helper()
-	if len(doc.Disputes) != 1 || doc.Disputes[0]["id"] != dp || doc.Disputes[0]["status"] != status || doc.Disputes[0]["amount"] != amount {
+	if len(doc.Disputes) != 1 || doc.Disputes[0].Id != dp || string(doc.Disputes[0].Status) != status || doc.Disputes[0].Amount != amount {
 		t.Errorf("%s: disputes = %v, want %s %s of %s", what, doc.Disputes, dp, status, amount)
 	}
 }
@@ -88,7 +89,7 @@ func wantDispute(t *testing.T, what string, doc booksDoc, dp, status, amount str
 // twice or in reverse order leave the same books.
 func TestStripeBooksDisputes(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStripeStack(t, dialect, nil)
+		s := start(t, on(dialect), stripeMode()).stripe()
 		_, tok := s.register(newEmail())
 
 		t.Run("chargeback lost", func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestStripeBooksDisputes(t *testing.T) {
 			wantDispute(t, "lost", doc, dp, "lost", "19.90")
 			wantMoney(t, "lost", doc, "19.90", "0.00", "0.00", "19.90", "0.00")
 			wantLedger(t, "lost", doc, map[string]int{"charge": 1, "dispute_opened": 1, "dispute_lost": 1})
-			if doc.Disputes[0]["closed_at"] == nil {
+			if doc.Disputes[0].ClosedAt == nil {
 				t.Errorf("the lost dispute has no closed_at: %v", doc.Disputes[0])
 			}
 		})
@@ -145,8 +146,8 @@ func TestStripeBooksDisputes(t *testing.T) {
 			s.deliver(evs...)
 			doc := s.books(id)
 			wantDispute(t, "won", doc, dp, "won", "12.00")
-			if doc.Disputes[0]["reason"] != "product_not_received" {
-				t.Errorf("dispute reason = %v, want product_not_received", doc.Disputes[0]["reason"])
+			if doc.Disputes[0].Reason != "product_not_received" {
+				t.Errorf("dispute reason = %v, want product_not_received", doc.Disputes[0].Reason)
 			}
 			wantMoney(t, "won", doc, "12.00", "0.00", "0.00", "0.00", "12.00")
 			wantLedger(t, "won", doc, map[string]int{"charge": 1, "dispute_opened": 1, "dispute_won": 1})
@@ -298,7 +299,7 @@ func TestStripeBooksDisputes(t *testing.T) {
 // nothing new.
 func TestStripeBooksOutsideRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStripeStack(t, dialect, nil)
+		s := start(t, on(dialect), stripeMode()).stripe()
 		st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}
 		w := newRefundWindow()
 		_, tok := s.register(newEmail())

@@ -3,23 +3,21 @@ package e2e
 import (
 	"net/http"
 	"strings"
-	"testing"
 	"time"
 
-	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/stripefake"
-	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/repository"
 )
 
 // stripeStack is payd started through run with PAYD_PROVIDER=stripe
 // against the stateful fake Stripe, which counts what was really charged.
-type stripeStack struct {
-	*inproc
-	fake    *stripefake.Fake
-	db      *repository.DB
-	dialect string
-	dbURL   string
+type stripeStack struct{ *stack }
+
+// stripe is s, started in stripeMode, with the Stripe helpers.
+func (s *stack) stripe() *stripeStack {
+	if s.fake == nil {
+		s.t.Fatal("stripe(): the stack was not started in stripeMode")
+	}
+	return &stripeStack{s}
 }
 
 // stripeEnv is the settings of a payd on dbURL in Stripe mode against f.
@@ -30,14 +28,6 @@ func stripeEnv(dbURL string, f *stripefake.Fake, extra env) env {
 		e[k] = v
 	}
 	return e
-}
-
-func startStripeStack(t *testing.T, dialect string, extra env) *stripeStack {
-	t.Helper()
-	s := &stripeStack{fake: stripefake.New(t.Cleanup), dialect: dialect, dbURL: dbtest.NewURL(t, migrations.Dialect(dialect))}
-	s.inproc = startInproc(t, nil, stripeEnv(s.dbURL, s.fake, extra))
-	s.db = openDB(t, s.dbURL)
-	return s
 }
 
 // deliver posts events to payd's Stripe endpoint, each freshly signed, and

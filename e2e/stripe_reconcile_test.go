@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/payd/payd/client"
 	"net/http"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 // account outside payd, and agree on the one payd made.
 func TestStripeReconciliation(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStripeStack(t, dialect, nil)
+		s := start(t, on(dialect), stripeMode()).stripe()
 		st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}
 		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
 		_, tok := s.register(newEmail())
@@ -43,7 +44,7 @@ func TestStripeReconciliation(t *testing.T) {
 		want := map[string]string{"missing_local_payment " + stray.ID: ""}
 
 		r := s.admin("POST", "/v1/admin/reconciliations", uuid.NewString(), map[string]any{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339)})
-		run := decode[runDoc](t, r)
+		run := decode[client.Run](t, r)
 		if r.Status != http.StatusCreated || run.Source != "provider" || run.Matched != 1 || run.New != 1 {
 			t.Fatalf("reconcile from Stripe = %d %s, want 201, 1 matched, 1 new", r.Status, r.Body)
 		}
@@ -55,7 +56,7 @@ func TestStripeReconciliation(t *testing.T) {
 				c.Amount.StringFixed(2), c.ID, c.OrderID, c.IdempotencyKey)
 		}
 		r = st.uploadSettlement(uuid.NewString(), from, to, false, csv)
-		run = decode[runDoc](t, r)
+		run = decode[client.Run](t, r)
 		if r.Status != http.StatusCreated || run.Source != "csv" || run.Matched != 1 || run.Found != 1 || run.New != 0 {
 			t.Fatalf("reconcile from a balance export = %d %s, want 201, 1 matched, 1 found again, 0 new", r.Status, r.Body)
 		}

@@ -36,7 +36,7 @@ var stripeStormMethods = []struct {
 // event ID stored once, and nothing recorded as a discrepancy.
 func TestWebhookStormStripe(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStripeStack(t, dialect, nil)
+		s := start(t, on(dialect), stripeMode()).stripe()
 		st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}
 		tokens := make([]string, 4)
 		for i := range tokens {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/payd/payd/client"
 	"net/http"
 	"slices"
 	"testing"
@@ -17,7 +18,7 @@ func TestStripePayments(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		// A short lease: a retry after a lost reply may ask at once, and
 		// the recoverer passes every second.
-		s := startStripeStack(t, dialect, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})
+		s := start(t, on(dialect), stripeMode(), withEnv(env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms"})).stripe()
 		_, token := s.register(newEmail())
 		oneCharge := func(t *testing.T, orderID string) {
 			t.Helper()
@@ -40,7 +41,7 @@ func TestStripePayments(t *testing.T) {
 			s.deliver(evs...)
 			oneCharge(t, id)
 			tl := s.timeline(id)
-			if len(tl.Attempts) != 1 || tl.Attempts[0].ProviderChargeID == nil || *tl.Attempts[0].ProviderChargeID != s.fake.PaymentIntentOf(id) {
+			if len(tl.Attempts) != 1 || tl.Attempts[0].ProviderChargeId == nil || *tl.Attempts[0].ProviderChargeId != s.fake.PaymentIntentOf(id) {
 				t.Fatalf("attempts = %+v, want one recording the PaymentIntent", tl.Attempts)
 			}
 		})
@@ -135,7 +136,7 @@ func TestStripePayments(t *testing.T) {
 			twin, ev := s.fake.Twin(pi)
 			s.deliver(ev, ev)
 			tl := s.timeline(id)
-			if tl.Order.Status != "processing" || *tl.Attempts[0].ProviderChargeID != pi {
+			if tl.Order.Status != "processing" || *tl.Attempts[0].ProviderChargeId != pi {
 				t.Fatalf("order %s, attempt %+v after another PaymentIntent's success; want processing, still %s", tl.Order.Status, tl.Attempts[0], pi)
 			}
 			if len(tl.Discrepancies) != 1 || tl.Discrepancies[0].Type != "missing_local_payment" || tl.Discrepancies[0].Reference != twin {
@@ -147,7 +148,7 @@ func TestStripePayments(t *testing.T) {
 			if st := s.status(token, id); st != "paid" {
 				t.Fatalf("order = %s after its own PaymentIntent succeeded, want paid", st)
 			}
-			if tl := s.timeline(id); *tl.Attempts[0].ProviderChargeID != pi {
+			if tl := s.timeline(id); *tl.Attempts[0].ProviderChargeId != pi {
 				t.Fatalf("attempt = %+v, want paid by %s", tl.Attempts[0], pi)
 			}
 		})
@@ -250,8 +251,8 @@ func TestStripePayments(t *testing.T) {
 			if !within(20*time.Second, func() bool {
 				s.pay(token, id, key, stripefake.PMProcessing)
 				tl := s.timeline(id)
-				if len(tl.Attempts) == 1 && tl.Attempts[0].ProviderChargeID != nil {
-					got = *tl.Attempts[0].ProviderChargeID
+				if len(tl.Attempts) == 1 && tl.Attempts[0].ProviderChargeId != nil {
+					got = *tl.Attempts[0].ProviderChargeId
 				}
 				return got != ""
 			}) {
@@ -320,7 +321,7 @@ func TestStripePayments(t *testing.T) {
 		t.Run("pending refund: its webhook settles it, a failure gives it back", func(t *testing.T) {
 			s.fake.PendRefunds(true)
 			t.Cleanup(func() { s.fake.PendRefunds(false) })
-			refundOf := func(id, amount string) (string, refundDoc) {
+			refundOf := func(id, amount string) (string, client.Refund) {
 				t.Helper()
 				if r := s.pay(token, id, uuid.NewString(), stripefake.PMVisa); r.Status != http.StatusOK {
 					t.Fatalf("pay = %d %s", r.Status, r.Body)
@@ -331,8 +332,8 @@ func TestStripePayments(t *testing.T) {
 				rs := s.fake.Refunds()
 				re := rs[len(rs)-1][0]
 				tl := s.timeline(id)
-				if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "pending" || tl.Refunds[0].ProviderRefundID == nil ||
-					*tl.Refunds[0].ProviderRefundID != re {
+				if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "pending" || tl.Refunds[0].ProviderRefundId == nil ||
+					*tl.Refunds[0].ProviderRefundId != re {
 					t.Fatalf("refunds = %+v, want one pending carrying %s (Stripe answered pending)", tl.Refunds, re)
 				}
 				return re, tl.Refunds[0]
@@ -384,7 +385,7 @@ func TestStripePayments(t *testing.T) {
 // PaymentIntent can no longer be completed behind payd's back.
 func TestStripeAbandonedActionCancelled(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStripeStack(t, dialect, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})
+		s := start(t, on(dialect), stripeMode(), withEnv(env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})).stripe()
 		_, token := s.register(newEmail())
 		id := s.order(token, "19.90")
 		if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {

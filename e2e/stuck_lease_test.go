@@ -21,7 +21,8 @@ import (
 // no charge at the provider.
 func TestResolveStuckLeasesFirst(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m", "PAYD_PROVIDER_TIMEOUT": "2s", "PAYD_INFLIGHT_WAIT": "100ms"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m", "PAYD_PROVIDER_TIMEOUT": "2s", "PAYD_INFLIGHT_WAIT": "100ms"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("stuck-lease@example.com")
 		id, key := s.order(token, "12.00"), uuid.NewString()
 		h.set(id, hostileRule{RefuseStatus: http.StatusServiceUnavailable, RefuseCode: "unavailable", Times: 1})

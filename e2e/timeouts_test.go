@@ -32,7 +32,7 @@ func closedWithin(conn net.Conn, d time.Duration) bool {
 // is cut once the read timeout passes, and a keep-alive connection left
 // idle is closed after the idle timeout.
 func TestSlowClientIsCut(t *testing.T) {
-	s := startStack(t, "sqlite", shortTimeouts)
+	s := start(t, on("sqlite"), withEnv(shortTimeouts))
 	_, tok := s.register("slow@example.com")
 	addr := strings.TrimPrefix(s.base, "http://")
 

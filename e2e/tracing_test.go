@@ -2,19 +2,14 @@ package e2e
 
 import (
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,11 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/payd/payd/app"
-	"github.com/payd/payd/internal/dbtest"
-	"github.com/payd/payd/migrations"
-	"github.com/payd/payd/sandbox"
 )
 
 // traceparents records the traceparent header of every request the
@@ -50,59 +40,14 @@ func (h *traceparents) all() []string {
 	return append([]string(nil), h.seen...)
 }
 
-// startTraced builds and serves payd (the body of `payd serve`) with spans recorded in
-// memory instead of exported, charging through a sandbox that records the
-// traceparent headers it is sent. tracing: nil leaves tracing off.
-func startTraced(t *testing.T, tp trace.TracerProvider) (*inproc, *traceparents) {
-	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"),
-		WebhookSecret: testWebhookSecret, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := &traceparents{next: sb.Handler()}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: seen, ReadHeaderTimeout: time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close(); sb.Close() })
-
-	e := paydEnv(dbtest.NewURL(t, migrations.SQLite), "http://"+ln.Addr().String(), nil)
-	cfg, err := loadConfig("serve", nil, e.get, &strings.Builder{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &inproc{stdout: newListenWatch(), logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		a, err := app.Build(ctx, cfg, app.Logs(p.logs), app.Banner(p.stdout), app.TracerProvider(tp))
-		if err != nil {
-			p.done <- err
-			return
-		}
-		defer a.Close()
-		p.done <- a.Serve(ctx)
-	}()
-	select {
-	case base := <-p.stdout.found:
-		p.driver = newDriver(t, "payd", base)
-	case err := <-p.done:
-		cancel()
-		t.Fatalf("payd did not start: %v\nlogs:\n%s", err, p.logs.String())
-	}
-	t.Cleanup(p.stop)
-	return p, seen
-}
-
 // TestTracingPay: with tracing on, a pay request is one trace: payd's
 // server span for the route, a client span for the charge beneath it, the
 // traceparent of that span at the provider, and the trace id in the
 // request's log lines.
 func TestTracingPay(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	p, seen := startTraced(t, sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	p := start(t, tracedBy(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	seen := p.seen
 	if status, _ := get(t, p.base+"/healthz"); status != http.StatusOK {
 		t.Fatalf("GET /healthz = %d", status)
 	}
@@ -158,7 +103,8 @@ func TestTracingPay(t *testing.T) {
 // TestTracingOff: without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced:
 // no traceparent reaches the provider and no log line has a trace_id.
 func TestTracingOff(t *testing.T) {
-	p, seen := startTraced(t, nil)
+	p := start(t, tracedBy(nil))
+	seen := p.seen
 	_, tok := p.register(newEmail())
 	if r := p.pay(tok, p.order(tok, "4.00"), uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {
 		t.Fatalf("Pay = %d %s, want 200", r.Status, r.Body)
@@ -222,7 +168,7 @@ func TestTracingExportsOTLP(t *testing.T) {
 	col := &collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
-	s := startStack(t, "sqlite", env{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL})
+	s := start(t, on("sqlite"), withEnv(env{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}))
 	_, tok := s.register(newEmail())
 	s.paidOrder(tok, "2.50")
 	s.stop() // flushes the batch

@@ -20,7 +20,7 @@ import (
 // and charges once; the token never appears whole in its output.
 func TestDemoWalksRunningPayd(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStack(t, dialect, nil)
+		s := start(t, on(dialect))
 		var out bytes.Buffer
 		if err := run(context.Background(), []string{"demo", "-url", s.base}, env{}.get, &out, &out); err != nil {
 			t.Fatalf("payd demo = %v\n%s", err, out.String())

@@ -13,7 +13,7 @@ import (
 // once, then again, is stored once and pays the order once.
 func TestWebhookAppliedOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("once@example.com")
 		id, key, p := s.asyncOrder(token, "30.00")
 		evID := "evt_" + uuid.NewString()
@@ -56,7 +56,7 @@ func TestWebhookAppliedOnce(t *testing.T) {
 // success of the same attempt finds every guard false and changes nothing.
 func TestWebhookFailedAfterSucceeded(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("late-fail@example.com")
 		id, key, p := s.asyncOrder(token, "15.50")
 
@@ -87,7 +87,7 @@ func TestWebhookFailedAfterSucceeded(t *testing.T) {
 // redelivery records nothing new. The true event then pays the order.
 func TestWebhookMoneyMismatch(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("mismatch@example.com")
 		for _, c := range []struct{ name, amount, currency, charge string }{
 			{"amount", "10.01", "USD", ""},
@@ -143,7 +143,8 @@ func TestWebhookMoneyMismatch(t *testing.T) {
 // attempt's money, a later success pays the order and resolves it.
 func TestWebhookProviderReportsOtherMoney(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("other-money@example.com")
 		id, key, p := s.asyncOrder(token, "10.00")
 		h.set(id, hostileRule{Amount: "10.01"})

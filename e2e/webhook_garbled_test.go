@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/payd/payd/client"
 	"net/http"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 // repeated delivery of each changes nothing.
 func TestWebhookGarbledButSigned(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register(newEmail())
 
 		// The payment's amount cannot be read.
@@ -32,13 +33,13 @@ func TestWebhookGarbledButSigned(t *testing.T) {
 		if o := s.orderRow(unread); o.Status == domain.StatusPaid {
 			t.Errorf("order with an unreadable amount = %s, want unpaid", o.Status)
 		}
-		var unconfirmed []discrepancyDoc
+		var unconfirmed []client.Discrepancy
 		for _, d := range s.timeline(unread).Discrepancies {
-			if d.Type == string(domain.UnconfirmedPayment) {
+			if string(d.Type) == string(domain.UnconfirmedPayment) {
 				unconfirmed = append(unconfirmed, d)
 			}
 		}
-		if len(unconfirmed) != 1 || unconfirmed[0].AttemptID == nil || *unconfirmed[0].AttemptID != p.AttemptID {
+		if len(unconfirmed) != 1 || unconfirmed[0].AttemptId == nil || *unconfirmed[0].AttemptId != p.AttemptID {
 			t.Errorf("unconfirmed_payment discrepancies on the timeline = %+v, want one for attempt %s", unconfirmed, p.AttemptID)
 		}
 
@@ -60,8 +61,8 @@ func TestWebhookGarbledButSigned(t *testing.T) {
 		delete(data, "refund_id")
 		noRefundID := garbled{id: "evt_" + uuid.NewString(), body: mustJSON(t, ev)}
 		s.deliverTwice(noRefundID, "applied")
-		if n := s.count("refunds WHERE id = ? AND status = 'succeeded'", refund.ID); n != 1 {
-			t.Errorf("refund %s not settled by the event without a refund id", refund.ID)
+		if n := s.count("refunds WHERE id = ? AND status = 'succeeded'", refund.Id); n != 1 {
+			t.Errorf("refund %s not settled by the event without a refund id", refund.Id)
 		}
 		if o := s.timeline(refunded).Order; o.RefundedAmount != "3.00" {
 			t.Errorf("order refunded %s, want 3.00", o.RefundedAmount)

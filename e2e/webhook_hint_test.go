@@ -34,7 +34,7 @@ func (s *stack) unconfirmedOf(orderID, msgID string) []domain.Discrepancy {
 // nothing new.
 func TestWebhookSuccessNotChargedIsNotApplied(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("forged@example.com")
 		id, key := s.order(token, "25.00"), uuid.NewString()
 		if r := s.pay(token, id, key, "pm_error"); r.Status != http.StatusAccepted {
@@ -87,7 +87,7 @@ func TestWebhookSuccessNotChargedIsNotApplied(t *testing.T) {
 // stays missing_local_payment.
 func TestWebhookUnknownAttemptNoCharge(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("stranger@example.com")
 		id := s.order(token, "6.00")
 		evID := "evt_" + uuid.NewString()
@@ -123,7 +123,8 @@ func TestWebhookUnknownAttemptNoCharge(t *testing.T) {
 // applied.
 func TestWebhookProviderUnreachable(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s, h := startHostileStack(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
 		_, token := s.register("unreachable@example.com")
 		id, _, p := s.asyncOrder(token, "8.00")
 		evID := "evt_" + uuid.NewString()

@@ -26,7 +26,7 @@ func (s *stack) deliverAs(msgID string, body []byte) reply {
 // the stored payload.
 func TestWebhookIDIsTheDedupeKey(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("msgid@example.com")
 		id, _, p := s.asyncOrder(token, "21.00")
 		msg := "msg_" + uuid.NewString()
@@ -59,7 +59,7 @@ func TestWebhookIDIsTheDedupeKey(t *testing.T) {
 // and applied under its webhook-id.
 func TestWebhookWithoutBodyID(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("noid@example.com")
 		id, _, p := s.asyncOrder(token, "8.00")
 		var ev map[string]any
@@ -90,7 +90,7 @@ func TestWebhookWithoutBodyID(t *testing.T) {
 // second goes through the same guarded transitions, so it changes nothing.
 func TestWebhookSameBodyIDTwoMessages(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("twomsg@example.com")
 		id, _, p := s.asyncOrder(token, "5.00")
 		for i := range 2 {

@@ -26,7 +26,7 @@ func wantNoRoute(t *testing.T, what string, r reply) {
 func TestOneWebhookEndpointPerMode(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Run("stripe", func(t *testing.T) {
-			s := startStripeStack(t, dialect, nil)
+			s := start(t, on(dialect), stripeMode()).stripe()
 			_, token := s.register(newEmail())
 			id := s.order(token, "19.90")
 			if r := s.pay(token, id, uuid.NewString(), stripefake.PM3DS); r.Status != http.StatusAccepted {
@@ -47,7 +47,7 @@ func TestOneWebhookEndpointPerMode(t *testing.T) {
 			}
 		})
 		t.Run("sandbox", func(t *testing.T) {
-			s := startStackWith(t, dialect, nil, silentSandbox)
+			s := start(t, on(dialect), tuned(silentSandbox))
 			body := []byte(`{"id":"evt_x","object":"event","type":"payment_intent.succeeded","data":{"object":{}}}`)
 			h := http.Header{"Stripe-Signature": {"t=1,v1=00"}, "Content-Type": {"application/json"}}
 			wantNoRoute(t, "Stripe event in sandbox mode", s.do(request{method: http.MethodPost, path: "/v1/webhooks/stripe", header: h, body: body}))

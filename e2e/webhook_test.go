@@ -22,7 +22,7 @@ const otherSecret = "whsec_dGhpcyBpcyBub3QgcGF5ZCdzIHNlY3JldCBhdCBhbGwh"
 // as during a secret rotation) is applied.
 func TestWebhookSignatures(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("sig@example.com")
 		id, _, p := s.asyncOrder(token, "21.00")
 		evID := "evt_" + uuid.NewString()
@@ -89,7 +89,7 @@ func TestWebhookSignatures(t *testing.T) {
 // whatever its data, is answered 200, stored, and changes nothing.
 func TestWebhookBadBodies(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		s := startStackWith(t, dialect, env{"PAYD_LEASE": "10m"}, silentSandbox)
+		s := start(t, on(dialect), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
 		_, token := s.register("bodies@example.com")
 		id, _, p := s.asyncOrder(token, "4.20")
 
