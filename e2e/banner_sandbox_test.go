@@ -14,7 +14,7 @@ import (
 // what listens there is the sandbox: it serves the settlement file of
 // today, in the format a reconciliation upload takes.
 func TestBannerPrintsSandboxAddress(t *testing.T) {
-	p := startInproc(t, nil, devEnv(t, "sqlite", t.TempDir()))
+	p := start(t, asConfigured(devEnv(t, "sqlite", t.TempDir())))
 	within(5*time.Second, func() bool { return strings.Contains(p.stdout.String(), "/v1/requests/") })
 	banner := p.stdout.String()
 	m := regexp.MustCompile(`sandbox in-process at (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(banner)

@@ -35,7 +35,7 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		e := env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
 			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db")}
 
-		first := startInproc(t, nil, e)
+		first := start(t, asConfigured(e))
 		r1 := first.do(readmeRegister)
 		if r1.Status != http.StatusCreated {
 			t.Fatalf("register = %d %s, want 201", r1.Status, r1.Body)
@@ -53,7 +53,7 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		}
 		kept, _ := os.ReadFile(secretsFile)
 
-		second := startInproc(t, nil, e)
+		second := start(t, asConfigured(e))
 		r2 := second.do(readmeRegister)
 		if r2.Status != http.StatusCreated || r2.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay after restart = %d (Idempotent-Replayed %q) %s, want 201 replayed", r2.Status, r2.Header.Get("Idempotent-Replayed"), r2.Body)
@@ -69,7 +69,7 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 
 		// A key from the environment wins over the file, and the file is left alone.
 		e["PAYD_SECRET_KEY"] = "another-secret-key-0123456789abcdef"
-		third := startInproc(t, nil, e)
+		third := start(t, asConfigured(e))
 		r3 := third.do(readmeRegister)
 		if r3.Status != http.StatusGone || r3.code(t) != "stored_response_unreadable" {
 			t.Errorf("replay under another secret key = %d %s, want 410 stored_response_unreadable", r3.Status, r3.Body)

@@ -153,7 +153,7 @@ func TestOrderEvents(t *testing.T) {
 		}
 
 		// Another process pays; this one never hears of it but by polling.
-		peer := s.startPeer("", nil)
+		peer := start(t, peerOf(s))
 		id2 := s.order(token, "4.50")
 		here := s.stream(token, id2)
 		start := here.next()

@@ -68,7 +68,7 @@ func startTrio(t *testing.T, urls [galeratest.Nodes]string, extra env) *galeraSe
 	providerURL := "http://" + sbL.Addr().String()
 	// One after the other: run sets the MySQL driver's process-wide logger.
 	for i := range g.reps {
-		g.reps[i] = startInproc(t, nil, paydEnv(g.urls[i], providerURL, extra))
+		g.reps[i] = start(t, asConfigured(paydEnv(g.urls[i], providerURL, extra))).inproc
 	}
 	for i, r := range g.reps {
 		r.name = "payd-node" + strconv.Itoa(i+1)

@@ -362,6 +362,9 @@ type stackOptions struct {
 	stripe  bool
 	traced  bool
 	tracer  trace.TracerProvider
+	exact   env    // asConfigured
+	peer    *stack // peerOf
+	provURL string // providerAt
 }
 
 // option sets up the stack start boots.
@@ -405,6 +408,18 @@ func tracedBy(tp trace.TracerProvider) option {
 	return func(o *stackOptions) { o.traced, o.tracer = true, tp }
 }
 
+// asConfigured runs payd with exactly e and nothing of the test's around
+// it: its own database, secrets and in-process sandbox, as e says.
+func asConfigured(e env) option { return func(o *stackOptions) { o.exact = e } }
+
+// peerOf starts another payd on s's database and sandbox: another process
+// as far as payd can tell (its own change notifications, its own jobs),
+// sharing only what replicas share.
+func peerOf(s *stack) option { return func(o *stackOptions) { o.peer = s } }
+
+// providerAt has a peer charge through url instead of the sandbox.
+func providerAt(url string) option { return func(o *stackOptions) { o.provURL = url } }
+
 // start boots a sandbox and payd on a fresh database, as the options say,
 // and stops both when the test ends. It is the one way the end-to-end
 // tests start an in-process stack.
@@ -414,10 +429,21 @@ func start(t *testing.T, opts ...option) *stack {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.exact != nil {
+		return &stack{inproc: startInproc(t, o.exact)}
+	}
+	if p := o.peer; p != nil {
+		url := o.provURL
+		if url == "" {
+			url = p.providerURL()
+		}
+		return &stack{inproc: startInproc(t, paydEnv(p.dbURL, url, o.env)),
+			sandbox: p.sandbox, db: p.db, dialect: p.dialect, dbURL: p.dbURL, sandboxL: p.sandboxL}
+	}
 	s := &stack{dialect: o.dialect, dbURL: dbtest.NewURL(t, migrations.Dialect(o.dialect))}
 	if o.stripe {
 		s.fake = stripefake.New(t.Cleanup)
-		s.inproc = startInproc(t, nil, stripeEnv(s.dbURL, s.fake, o.env))
+		s.inproc = startInproc(t, stripeEnv(s.dbURL, s.fake, o.env))
 		s.db = openDB(t, s.dbURL)
 		return s
 	}
@@ -442,7 +468,7 @@ func start(t *testing.T, opts ...option) *stack {
 	if o.traced {
 		s.inproc = startBuilt(t, e, app.TracerProvider(o.tracer))
 	} else {
-		s.inproc = startInproc(t, nil, e)
+		s.inproc = startInproc(t, e)
 	}
 	cfg := sandbox.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: s.base + "/v1/webhooks/provider",
@@ -495,12 +521,13 @@ type inproc struct {
 	done   chan error
 }
 
-// startInproc runs payd with args and e, waits until it listens and stops
-// it when the test ends.
-func startInproc(t *testing.T, args []string, e env) *inproc {
+// startInproc runs `payd serve` through the command line with the settings
+// e (start's way in), waits until it listens and stops it when the test
+// ends.
+func startInproc(t *testing.T, e env) *inproc {
 	t.Helper()
 	return launch(t, func(ctx context.Context, stdout, stderr io.Writer) error {
-		return run(ctx, args, e.get, stdout, stderr)
+		return run(ctx, nil, e.get, stdout, stderr)
 	})
 }
 
@@ -551,19 +578,6 @@ func (p *inproc) stop() {
 	if err := <-p.done; err != nil {
 		p.t.Errorf("run() = %v, want nil after shutdown", err)
 	}
-}
-
-// startPeer starts a second payd, through run, on the stack's database:
-// another process as far as payd can tell (its own change notifications,
-// its own jobs), sharing only what replicas share. It charges through
-// providerURL, or the stack's sandbox when that is empty.
-func (s *stack) startPeer(providerURL string, extra env) *stack {
-	s.t.Helper()
-	if providerURL == "" {
-		providerURL = s.providerURL()
-	}
-	return &stack{inproc: startInproc(s.t, nil, paydEnv(s.dbURL, providerURL, extra)),
-		sandbox: s.sandbox, db: s.db, dialect: s.dialect, dbURL: s.dbURL, sandboxL: s.sandboxL}
 }
 
 // providerURL is the stack's sandbox.

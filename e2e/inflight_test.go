@@ -19,7 +19,7 @@ func TestSlowChargeOutlivesAnotherReplicasLease(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_PROVIDER_TIMEOUT": "4s", "PAYD_LEASE": "7s"}))
 		h := s.hostile
-		s.startPeer(h.url, env{"PAYD_PROVIDER_TIMEOUT": "300ms", "PAYD_LEASE": "1s"})
+		start(t, peerOf(s), providerAt(h.url), withEnv(env{"PAYD_PROVIDER_TIMEOUT": "300ms", "PAYD_LEASE": "1s"}))
 		_, token := s.register("slow@example.com")
 		id := s.order(token, "500.00")
 		h.set(id, hostileRule{HoldRequest: 2 * time.Second})

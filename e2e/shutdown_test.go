@@ -39,7 +39,7 @@ func TestShutdownReleasesLeases(t *testing.T) {
 			t.Fatalf("locked_until after shutdown = %q, want released (at most now)", raw)
 		}
 
-		s = s.startPeer("", lease) // payd again, on the same database and sandbox
+		s = start(t, peerOf(s), withEnv(lease)) // payd again, on the same database and sandbox
 		r := s.pay(token, id, key, "pm_timeout")
 		if r.Status != http.StatusOK || r.json(t)["status"] != "paid" {
 			t.Fatalf("retry after restart = %d %s, want 200 paid", r.Status, r.Body)

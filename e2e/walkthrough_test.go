@@ -100,7 +100,7 @@ func devEnv(t *testing.T, dialect, dir string) env {
 // TestBannerWalkthroughRunsAsPasted pastes the banner's lines into sh.
 func TestBannerWalkthroughRunsAsPasted(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		p := startInproc(t, nil, devEnv(t, dialect, t.TempDir()))
+		p := start(t, asConfigured(devEnv(t, dialect, t.TempDir())))
 		within(5*time.Second, func() bool { return strings.Contains(p.stdout.String(), "/v1/requests/") })
 		banner := p.stdout.String()
 		if strings.Contains(banner, "uuidgen") || strings.Contains(banner, "...") || strings.Contains(banner, "…") {
@@ -136,7 +136,7 @@ func TestReadmeWalkthroughRunsAsPasted(t *testing.T) {
 		t.Errorf("README walkthrough has a placeholder outside comments or needs uuidgen:\n%s", block)
 	}
 	eachDialect(t, func(t *testing.T, dialect string) {
-		p := startInproc(t, nil, devEnv(t, dialect, t.TempDir()))
+		p := start(t, asConfigured(devEnv(t, dialect, t.TempDir())))
 		script := strings.Replace(block, "BASE=http://127.0.0.1:8080", "BASE="+p.base, 1)
 		checkWalkthrough(t, pasteInShell(t, script))
 		checkWalkthrough(t, pasteInShell(t, script))
