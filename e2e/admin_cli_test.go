@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/payd/payd/client"
 	"net/http"
 	"os"
 	"os/exec"
@@ -217,17 +218,12 @@ func TestAdminCLIResolvesOutsideRun(t *testing.T) {
 		if r := s.pay(tok, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusBadGateway {
 			t.Fatalf("pay with another amount = %d %s, want 502", r.Status, r.Body)
 		}
-		var page struct {
-			Data []struct {
-				ID    string  `json:"id"`
-				RunID *string `json:"run_id"`
-			}
-		}
+		var page client.DiscrepancyPage
 		if err := json.Unmarshal([]byte(s.mustCLI("discrepancies", "list", "-order", order, "-type", "amount_mismatch", "-json")), &page); err != nil ||
-			len(page.Data) != 1 || page.Data[0].RunID != nil {
+			len(page.Data) != 1 || page.Data[0].RunId != nil {
 			t.Fatalf("discrepancies list -json = %+v, %v; want one amount_mismatch found outside a run", page, err)
 		}
-		did := page.Data[0].ID
+		did := page.Data[0].Id
 		wantLines(t, "discrepancies list", s.mustCLI("discrepancies", "list"), did+`\s+amount_mismatch\s+open\s+`+order+`\s+.*-$`)
 
 		out := s.mustCLI("discrepancies", "resolve", did, "-action", "ignore", "-note", "customer refunded by hand")
