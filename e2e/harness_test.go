@@ -1,3 +1,8 @@
+// Package e2e holds payd's end-to-end tests. This file is their harness:
+// the driver that speaks HTTP to a running payd (in this process, or an OS
+// process: process_test.go), built on the generated client where it makes
+// well-formed calls; start, the one way to boot an in-process stack, with
+// its options; and the readers and waits the tests share.
 package e2e
 
 import (
@@ -31,12 +36,6 @@ import (
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/sandbox"
 )
-
-// Package e2e holds payd's end-to-end tests. This file is their harness:
-// the driver that speaks HTTP to a running payd (in this process, or an OS
-// process: process_test.go), built on the generated client where it makes
-// well-formed calls; start, the one way to boot an in-process stack, with
-// its options; and the readers and waits the tests share.
 
 const (
 	testAdminToken    = "adm_test_0123456789abcdef0123456789"
