@@ -174,7 +174,7 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 			if _, err := s.Store.RecordProviderID(ctx, r.ID, pr.ID); err != nil {
 				return r, err
 			}
-			r.ProviderRefundID = pr.ID
+			r, _ = r.Apply(domain.RefundEventIdentify, pr.ID)
 		}
 		return r, nil
 	case domain.ChargeFailed:
@@ -186,7 +186,7 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 	if err := s.succeeded(ctx, r, pr.ID, src); err != nil {
 		return r, err
 	}
-	r.Status, r.ProviderRefundID = domain.RefundSucceeded, pr.ID
+	r, _ = r.Apply(domain.RefundEventSucceed, pr.ID) // r is pending: ask is asked only about pending refunds
 	return r, nil
 }
 
