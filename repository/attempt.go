@@ -31,10 +31,17 @@ type attemptRow struct {
 func (attemptRow) TableName() string { return "payment_attempts" }
 
 // insertAttempt is Create's statement, written out: it runs on every pay,
-// and GORM's Create would reflect on the row each time.
+// and GORM's Create would reflect on the row each time. PayBatch.Claim
+// sends it as insertAttemptIfClaimed.
 const insertAttempt = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
 	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// args are insertAttempt's arguments.
+func (r attemptRow) args() []any {
+	return []any{r.ID, r.OrderID, r.RequestID, r.Status, r.PaymentMethod, r.ProviderChargeID, r.FailureCode,
+		r.Currency, r.AmountMinor, r.CreatedAt, r.UpdatedAt, r.LeasedUntil, r.InFlightUntil}
+}
 
 func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
 	amount, err := toMinor(a.Amount, a.Currency, "amount")
@@ -87,9 +94,7 @@ func NewAttemptStore(db *DB) *AttemptStore { return &AttemptStore{db: db} }
 func (s *AttemptStore) Create(ctx context.Context, a domain.Attempt) error {
 	row, err := attemptFromDomain(a)
 	if err == nil {
-		_, err = s.db.exec(ctx, insertAttempt, row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
-			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
-			row.LeasedUntil, row.InFlightUntil)
+		_, err = s.db.exec(ctx, insertAttempt, row.args()...)
 	}
 	if err != nil {
 		return fmt.Errorf("create attempt %s: %w", a.ID, err)

@@ -36,9 +36,9 @@ func claimStatement(id, requestID string, version int64, now time.Time) statemen
 	ev := domain.EventClaim
 	args := []any{string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now)}
 	if version == domain.AnyVersion {
-		return statement{claimOrder, args}
+		return statement{query: claimOrder, args: args}
 	}
-	return statement{claimOrderAt, append(args, version)}
+	return statement{query: claimOrderAt, args: append(args, version)}
 }
 
 const (

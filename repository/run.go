@@ -109,9 +109,9 @@ func (s *RunStore) FindByID(ctx context.Context, id string) (domain.Reconciliati
 		return domain.ReconciliationRun{}, fmt.Errorf("find reconciliation run %s: %w", id, notFound(err, domain.ErrRunNotFound))
 	}
 	var found []discrepancyRow
-	err := s.db.conn(ctx).Raw(`SELECT d.* FROM discrepancies d
-		JOIN reconciliation_findings f ON f.discrepancy_id = d.id
-		WHERE f.run_id = ? ORDER BY d.detected_at, d.id`, id).Scan(&found).Error
+	err := s.db.conn(ctx).Table("discrepancies d").Select("d.*").
+		Joins("JOIN reconciliation_findings f ON f.discrepancy_id = d.id").
+		Where("f.run_id = ?", id).Order("d.detected_at, d.id").Find(&found).Error
 	if err != nil {
 		return domain.ReconciliationRun{}, fmt.Errorf("find reconciliation run %s: load findings: %w", id, err)
 	}
