@@ -75,10 +75,7 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 	if r.FinishedAt == nil {
 		return errors.New("finish reconciliation run " + r.ID + ": no finish time")
 	}
-	n, err := s.db.exec(ctx, `UPDATE reconciliation_runs
-		SET matched = ?, found = ?, new_found = ?, finished_at = ?
-		WHERE id = ?`,
-		r.Matched, r.Found, r.New, ts(*r.FinishedAt), r.ID)
+	n, err := s.db.exec(ctx, finishRun, r.Matched, r.Found, r.New, ts(*r.FinishedAt), r.ID)
 	if err != nil {
 		return fmt.Errorf("finish reconciliation run %s: %w", r.ID, err)
 	}
@@ -88,6 +85,10 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 	}
 	return nil
 }
+
+const finishRun = `UPDATE reconciliation_runs
+		SET matched = ?, found = ?, new_found = ?, finished_at = ?
+		WHERE id = ?`
 
 // AddFinding records that run runID saw discrepancy discrepancyID. Adding
 // it again is no error: a run that meets one discrepancy twice (a charge
