@@ -1,9 +1,12 @@
-// Package repository is payd's storage adapter: GORM stores for customers,
+// Package repository is payd's storage adapter: stores for customers,
 // orders, payment attempts, idempotency records, the webhook inbox, refunds,
-// discrepancies, reconciliation runs and the audit log on MySQL/MariaDB or
-// on SQLite, the transactor that lets the service group their calls, and the
-// migration runner. It hides GORM and the drivers: callers see domain types
-// and domain errors only.
+// discrepancies, disputes, the ledger, reconciliation runs and the audit
+// log on MySQL/MariaDB or on SQLite, the transactor that lets the service
+// group their calls, and the migration runner. Every statement a store
+// writes out goes on one executor, the pool or the caller's transaction;
+// GORM builds the rest from the row models (docs/adr/0033-one-way-to-sql.md).
+// It hides GORM and the drivers: callers see domain types and domain
+// errors only.
 package repository
 
 import (
