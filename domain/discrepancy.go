@@ -9,7 +9,7 @@ import (
 // DiscrepancyType names a way payd's books and the provider's disagree.
 type DiscrepancyType string
 
-// The discrepancy types of SPEC §7.
+// The discrepancy types of docs/guarantees.md#reconciliation-and-books.
 const (
 	MissingLocalPayment   DiscrepancyType = "missing_local_payment"   // provider succeeded, order not paid
 	MissingProviderCharge DiscrepancyType = "missing_provider_charge" // order paid, provider has no success

@@ -20,8 +20,8 @@ func RequestIDFrom(ctx context.Context) string {
 	return id
 }
 
-// requestID is Echo's RequestID middleware (SPEC §2: X-Request-ID is the
-// tracing ID) with two additions: the ID goes into the request's context, so
+// requestID is Echo's RequestID middleware (X-Request-ID is the tracing ID,
+// docs/guarantees.md#http-conventions) with two additions: the ID goes into the request's context, so
 // every line logged with that context carries it (see TraceLogs), and a
 // caller's own ID is kept only when it is a short plain token — it ends up
 // in every log line, so it may not be an arbitrary blob.

@@ -519,7 +519,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // provider's code and the order is released at once, as for a decline. The
 // outcome is published here (Observer.PaymentSettled, not final), so the
 // request's idempotency record is completed as failed and the key may run
-// again (SPEC §3): left to the request's own 400 answer, the record would
+// again (docs/guarantees.md#idempotency-rules): left to the request's own 400 answer, the record would
 // read as input never acted on and be dropped.
 func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *domain.ProviderRequestError) (domain.Order, error) {
 	code := re.Code
