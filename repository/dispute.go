@@ -118,11 +118,12 @@ func (s *DisputeStore) Close(ctx context.Context, id string, e domain.DisputeEve
 	if !to.Valid() {
 		return false, fmt.Errorf("close dispute %s: unknown event %q", id, e)
 	}
-	return s.db.guarded(ctx, "close dispute "+id, `UPDATE disputes
-		SET status = ?, closed_at = ?, updated_at = ?
-		WHERE id = ? AND status IN ?`,
-		string(to), ts(now), ts(now), id, names(e.From()))
+	return s.db.guarded(ctx, "close dispute "+id, closeDispute, string(to), ts(now), ts(now), id, names(e.From()))
 }
+
+const closeDispute = `UPDATE disputes
+		SET status = ?, closed_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ?`
 
 // ListByOrder returns an order's disputes, oldest first.
 func (s *DisputeStore) ListByOrder(ctx context.Context, orderID string) ([]domain.Dispute, error) {
