@@ -114,9 +114,12 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 	return ch, nil
 }
 
-// GetCharge looks a charge up by its idempotency key; domain.ErrChargeNotFound means the
-// provider never recorded one under that key.
-func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
+// GetCharge asks about attempt a's charge, by the attempt's ID, the
+// idempotency key its charges were sent under (the sandbox needs nothing
+// else payd recorded); domain.ErrChargeNotFound means the provider never
+// recorded one under that key.
+func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	idempotencyKey := a.ID
 	var out chargeDTO
 	path := "/v1/charges/" + url.PathEscape(idempotencyKey)
 	if err := c.do(ctx, http.MethodGet, path, "", nil, &out); err != nil {

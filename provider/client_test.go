@@ -80,7 +80,7 @@ func TestClientMagicMethods(t *testing.T) {
 			}
 
 			resolve()
-			got, err := sb.Client.GetCharge(ctx, key)
+			got, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: key})
 			if tt.final == "" {
 				if !errors.Is(err, domain.ErrChargeNotFound) {
 					t.Errorf("GetCharge(%s) = %+v, %v; want ErrChargeNotFound", tt.method, got, err)
@@ -196,7 +196,7 @@ func TestClientErrorMapping(t *testing.T) {
 
 	t.Run("timeout keeps the cause", func(t *testing.T) {
 		c, _ := fake(t, hang)
-		_, err := c.GetCharge(context.Background(), "k")
+		_, err := c.GetCharge(context.Background(), domain.Attempt{ID: "k"})
 		if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("GetCharge(hanging) = %v, want ErrProviderUnavailable and DeadlineExceeded", err)
 		}

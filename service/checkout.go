@@ -13,7 +13,14 @@ import (
 // PaymentProvider is what Checkout needs from the payment provider.
 type PaymentProvider interface {
 	Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error)
-	GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error)
+	// GetCharge asks about attempt a's charge. a is payd's record of the
+	// attempt, as the caller just read it: its ID (the charge's
+	// idempotency key), order, money, payment method, status, creation
+	// time and any provider charge ID payd stored. For a key payd has no
+	// attempt under (one a provider event names), a carries only that ID
+	// and the event's order, and no status. domain.ErrChargeNotFound means
+	// the provider has no charge for the attempt.
+	GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error)
 }
 
 // OrphanRefunder takes a charge an order cannot take (a second success, a
@@ -287,7 +294,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		return o, err
 	}
 	a.LeasedUntil = leaseEnd
-	ch, err := s.Provider.GetCharge(ctx, a.ID)
+	ch, err := s.Provider.GetCharge(ctx, a)
 	if errors.Is(err, domain.ErrChargeNotFound) {
 		if s.inFlight(a, s.Now().UTC()) {
 			// A charge request under this key may still reach the

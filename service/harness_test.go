@@ -362,7 +362,7 @@ func (w *world) resolveAsync(t *testing.T) {
 func (w *world) settleFromProvider(t *testing.T, customerID string, a domain.Attempt) (domain.Order, error) {
 	t.Helper()
 	ctx := context.Background()
-	ch, err := w.sb.Client.GetCharge(ctx, a.ID)
+	ch, err := w.sb.Client.GetCharge(ctx, a)
 	if err != nil {
 		t.Fatalf("GetCharge(%s) = %v", a.ID, err)
 	}
@@ -514,9 +514,9 @@ func (p *spyProvider) Charge(ctx context.Context, req domain.ChargeRequest) (dom
 	return ch, err
 }
 
-func (p *spyProvider) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
-	p.record("get", key)
-	return p.inner.GetCharge(ctx, key)
+func (p *spyProvider) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	p.record("get", a.ID)
+	return p.inner.GetCharge(ctx, a)
 }
 
 func (p *spyProvider) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {

@@ -182,7 +182,7 @@ func (s *Checkout) settleHeld(ctx context.Context, a domain.Attempt) {
 // apply pays an order, so it rests on the provider's word now, never on a
 // report payd kept (a held reply that disagreed) or an uploaded file.
 func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (domain.Charge, error) {
-	ch, err := p.GetCharge(ctx, a.ID)
+	ch, err := p.GetCharge(ctx, a)
 	if errors.Is(err, domain.ErrChargeNotFound) {
 		return domain.Charge{}, fmt.Errorf("%w: the provider has no charge for attempt %s", domain.ErrResolutionNotApplicable, a.ID)
 	}

@@ -163,7 +163,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.Pro
 // as an amount_mismatch, as on every other path (ADR 0010). An unreachable
 // provider is an error, so the event is delivered again.
 func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.Attempt, ev domain.ProviderEvent) (string, error) {
-	truth, err := s.Provider.GetCharge(ctx, a.ID)
+	truth, err := s.Provider.GetCharge(ctx, a)
 	if err != nil && !errors.Is(err, domain.ErrChargeNotFound) {
 		return "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
 	}
@@ -186,7 +186,7 @@ func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.At
 // one it reports failed, means the event is false (unconfirmed_payment).
 // A charge still pending is not yet either: its own event comes later.
 func (s *Webhooks) stranger(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
-	truth, err := s.Provider.GetCharge(ctx, ev.IdempotencyKey)
+	truth, err := s.Provider.GetCharge(ctx, domain.Attempt{ID: ev.IdempotencyKey, OrderID: ev.OrderID})
 	switch {
 	case err != nil && !errors.Is(err, domain.ErrChargeNotFound):
 		return "", fmt.Errorf("ask the provider about key %s: %w", truncate(ev.IdempotencyKey, 64), err)
@@ -272,7 +272,7 @@ func (s *Webhooks) contradicts(a domain.Attempt) bool {
 // status agrees with payd's books. An unreachable provider is an error, so
 // the event is delivered again.
 func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Charge, string, error) {
-	truth, err := s.Provider.GetCharge(ctx, a.ID)
+	truth, err := s.Provider.GetCharge(ctx, a)
 	switch {
 	case errors.Is(err, domain.ErrChargeNotFound):
 		return truth, OutcomeIgnored, nil

@@ -250,7 +250,7 @@ type paymentProvider interface {
 // that delivers its webhooks to this very payd.
 func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (paymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, db, log)
+		sp, err := newStripe(cfg, log)
 		return sp, func() {}, err
 	}
 	if cfg.ProviderURL != "" {

@@ -38,10 +38,10 @@ func (p observedProvider) Charge(ctx context.Context, req domain.ChargeRequest) 
 	return ch, err
 }
 
-// GetCharge times a lookup by idempotency key.
-func (p observedProvider) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
+// GetCharge times a lookup of an attempt's charge.
+func (p observedProvider) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
 	start := time.Now()
-	ch, err := p.next.GetCharge(ctx, key)
+	ch, err := p.next.GetCharge(ctx, a)
 	p.observe("lookup", providerOutcome(err), time.Since(start))
 	return ch, err
 }
