@@ -134,11 +134,12 @@ func (w *world) build(db *repository.DB) {
 	w.records, w.discrepancies, w.db, w.ledger, w.disputeStore = records, discrepancies, db, ledger, disputeStore
 	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
 	observer := service.Observers{changes, &observer{w: w}}
+	answers := &payAnswers{w: w}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer,
 		Ledger: ledger, Charges: w.prov, Audit: audit, Disputes: disputeStore}
 	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
-		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
+		Now: now, Orphans: w.refunds, Observer: observer, Answers: answers, ProviderTimeout: providerTimeout,
 		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
 	w.disputes = &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
 		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Finder: w.sb.Client, Now: now, Observer: observer}
@@ -158,9 +159,7 @@ func (w *world) build(db *repository.DB) {
 }
 
 // observer is what these tests hear from the use cases: the payment
-// results Checkout reports, counted, and each pay answer settled outside
-// its request, stored in the request's idempotency record as the HTTP
-// layer's observer stores it (with respond standing in for its rendering).
+// results Checkout reports, counted.
 type observer struct {
 	service.NopObserver
 	w *world
@@ -170,8 +169,13 @@ func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result str
 	o.w.observe(result)
 }
 
-func (o *observer) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) {
-	_ = o.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)
+// payAnswers stores each pay answer settled outside its request in the
+// request's idempotency record, as the HTTP layer's PayRecords does (with
+// respond standing in for its rendering).
+type payAnswers struct{ w *world }
+
+func (p *payAnswers) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) error {
+	return p.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)
 }
 
 func (w *world) observe(result string) {

@@ -6,23 +6,16 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// Observer is told what the use cases did, after they did it: the one port
+// Observer is told what the use cases did, after they did it: the port
 // through which service publishes outcomes to the rest of payd (the event
-// stream, metrics, the idempotency records of pay requests). An observer
-// only watches: it cannot change or fail what happened, so its methods
-// return nothing and must not block for long. Embed NopObserver to
-// implement only some of them.
+// stream, metrics, logs). An observer only watches: it cannot change or
+// fail what happened, so its methods return nothing and must not block for
+// long. Embed NopObserver to implement only some of them. What must be
+// written when a pay answer settles is not watching: that is
+// SettledAnswers.
 type Observer interface {
 	// OrderChanged: the order's status or amounts changed (event stream).
 	OrderChanged(orderID string)
-	// PaymentSettled: the answer of the pay request a.RequestID made for
-	// order o is now known other than by that request's own reply — an
-	// outcome that arrived later (webhook, recoverer), or a refusal the
-	// request's reply alone would not record as an attempt. outcome is what
-	// Checkout.Pay would now return (nil: the order as it is now); final
-	// says whether a retry with the key must be told this outcome rather
-	// than run again.
-	PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool)
 	// PaymentResult: payment attempt a ended as paid, declined, unknown or
 	// held. ctx is the one the outcome was learnt in (its trace).
 	PaymentResult(ctx context.Context, a domain.Attempt, result string)
@@ -43,9 +36,6 @@ type NopObserver struct{}
 
 // OrderChanged does nothing.
 func (NopObserver) OrderChanged(string) {}
-
-// PaymentSettled does nothing.
-func (NopObserver) PaymentSettled(context.Context, domain.Order, domain.Attempt, error, bool) {}
 
 // PaymentResult does nothing.
 func (NopObserver) PaymentResult(context.Context, domain.Attempt, string) {}
@@ -69,13 +59,6 @@ type Observers []Observer
 func (all Observers) OrderChanged(orderID string) {
 	for _, o := range all {
 		o.OrderChanged(orderID)
-	}
-}
-
-// PaymentSettled tells every observer.
-func (all Observers) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
-	for _, ob := range all {
-		ob.PaymentSettled(ctx, o, a, outcome, final)
 	}
 }
 

@@ -21,7 +21,7 @@ var (
 	_ service.OrderFeed        = (*service.Changes)(nil)
 	_ service.Observer         = (*service.Changes)(nil)
 	_ service.Observer         = (*handler.Metrics)(nil)
-	_ service.Observer         = handler.PayRecords{}
+	_ service.SettledAnswers   = handler.PayRecords{}
 	_ idempotency.Observer     = (*handler.Metrics)(nil)
 	_ service.InboxStore       = (*repository.InboxStore)(nil)
 	_ service.DiscrepancyStore = (*repository.DiscrepancyStore)(nil)

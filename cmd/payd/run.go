@@ -329,7 +329,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	// What the use cases do reaches this process's event streams, the
 	// metrics and, for payments settled outside their request, the pay
 	// request's idempotency record.
-	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}, handler.OutcomeLog{Log: log}}
+	observer := service.Observers{changes, metrics, handler.OutcomeLog{Log: log}}
 	rds, eventsLive, err := wireRedis(cfg, idem, changes, metrics, log)
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		refunds.Getter = g
 	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
-		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
+		Now: now, Orphans: refunds, Observer: observer, Answers: handler.PayRecords{Engine: idem}, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db), Ledger: ledger}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
