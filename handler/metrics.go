@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/service"
 )
 
@@ -100,20 +101,22 @@ func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs..
 
 // KeyDecided counts one decision of the idempotency engine
 // (idempotency.Observer).
-func (m *Metrics) KeyDecided(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
+func (m *Metrics) KeyDecided(outcome idempotency.KeyOutcome) {
+	m.idempotency.WithLabelValues(string(outcome)).Inc()
+}
 
 // WebhookApplied counts one handled provider event. The type is the
 // provider's, so types payd does not know are counted as other.
-func (m *Metrics) WebhookApplied(eventType, outcome string) {
+func (m *Metrics) WebhookApplied(eventType string, outcome service.WebhookOutcome) {
 	if !domain.ProviderEventType(eventType).Known() {
 		eventType = "other"
 	}
-	m.webhooks.WithLabelValues(eventType, outcome).Inc()
+	m.webhooks.WithLabelValues(eventType, string(outcome)).Inc()
 }
 
 // PaymentResult counts one payment result.
-func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
-	m.payments.WithLabelValues(result).Inc()
+func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result service.PaymentOutcome) {
+	m.payments.WithLabelValues(string(result)).Inc()
 }
 
 // DiscrepancyRecorded counts one newly recorded discrepancy.

@@ -11,12 +11,13 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // EventReceiver applies verified provider events: each is stored once
 // under msgID, with its body as received.
 type EventReceiver interface {
-	Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error)
+	Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (service.WebhookOutcome, error)
 }
 
 // EventParser reads a verified webhook body into payd's terms (the
@@ -94,7 +95,7 @@ func (h *Webhooks) receive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": outcome})
+	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": string(outcome)})
 }
 
 func (h *Webhooks) rejected(reason string) {

@@ -384,7 +384,7 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 		// Best effort: a lease not given up just runs out.
 		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
-	s.observe(ctx, a, "unknown")
+	s.observe(ctx, a, PaymentUnknown)
 	return o, nil
 }
 
@@ -470,11 +470,11 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			return domain.Order{}, err
 		}
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	case paid:
 		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	default:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
@@ -567,7 +567,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 	if released {
 		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusPending, "", now, o.Version+1
 		s.changed(o.ID)
-		s.observe(ctx, a, "declined")
+		s.observe(ctx, a, PaymentDeclined)
 	}
 	return o, released, nil
 }
@@ -613,6 +613,6 @@ func (s *Checkout) book(ctx context.Context, e domain.LedgerEntry) error {
 
 func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
-func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result string) {
+func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result PaymentOutcome) {
 	s.obs().PaymentResult(ctx, a, result)
 }

@@ -165,8 +165,8 @@ type observer struct {
 	w *world
 }
 
-func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
-	o.w.observe(result)
+func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result service.PaymentOutcome) {
+	o.w.observe(string(result))
 }
 
 // payAnswers stores each pay answer settled outside its request in the
@@ -385,7 +385,7 @@ type event struct {
 
 // receive hands ev to the webhook use case, as the HTTP receiver does once
 // the signature checked out.
-func (w *world) receive(ctx context.Context, ev event) (string, error) {
+func (w *world) receive(ctx context.Context, ev event) (service.WebhookOutcome, error) {
 	d := ev.Data
 	d.Type = ev.Type
 	return w.webhooks.Receive(ctx, ev.ID, d, ev.Payload)

@@ -18,7 +18,7 @@ type Observer interface {
 	OrderChanged(orderID string)
 	// PaymentResult: payment attempt a ended as paid, declined, unknown or
 	// held. ctx is the one the outcome was learnt in (its trace).
-	PaymentResult(ctx context.Context, a domain.Attempt, result string)
+	PaymentResult(ctx context.Context, a domain.Attempt, result PaymentOutcome)
 	// DiscrepancyRecorded: discrepancy d was newly recorded (committed).
 	DiscrepancyRecorded(ctx context.Context, d domain.Discrepancy)
 	// RefundedAutomatically: payd gave back a charge an order could not
@@ -26,10 +26,33 @@ type Observer interface {
 	RefundedAutomatically(ctx context.Context, r domain.Refund)
 	// WebhookApplied: a provider event of eventType was handled with outcome
 	// (applied, duplicate, ignored, discrepancy).
-	WebhookApplied(eventType, outcome string)
+	WebhookApplied(eventType string, outcome WebhookOutcome)
 	// JobDone: a pass of the background job name handled n > 0 rows.
 	JobDone(name string, n int64)
 }
+
+// PaymentOutcome is how a payment attempt ended, as Observer.PaymentResult
+// reports it (payd_payments_total's result label, the outcome log's result).
+type PaymentOutcome string
+
+// Payment outcomes.
+const (
+	PaymentPaid     PaymentOutcome = "paid"
+	PaymentDeclined PaymentOutcome = "declined"
+	// PaymentUnknown: the provider's answer was lost; the recoverer or a
+	// retry must find it.
+	PaymentUnknown PaymentOutcome = "unknown"
+	// PaymentHeld: the provider charged other money than the attempt's; an
+	// operator must settle it (ADR 0010).
+	PaymentHeld PaymentOutcome = "held"
+)
+
+// PaymentOutcomes lists every payment outcome.
+var PaymentOutcomes = []PaymentOutcome{PaymentPaid, PaymentDeclined, PaymentUnknown, PaymentHeld}
+
+// NeedsAction reports whether someone must act on the outcome: the
+// recoverer (unknown) or an operator (held).
+func (o PaymentOutcome) NeedsAction() bool { return o == PaymentUnknown || o == PaymentHeld }
 
 // NopObserver observes nothing; embed it to implement part of Observer.
 type NopObserver struct{}
@@ -38,7 +61,7 @@ type NopObserver struct{}
 func (NopObserver) OrderChanged(string) {}
 
 // PaymentResult does nothing.
-func (NopObserver) PaymentResult(context.Context, domain.Attempt, string) {}
+func (NopObserver) PaymentResult(context.Context, domain.Attempt, PaymentOutcome) {}
 
 // DiscrepancyRecorded does nothing.
 func (NopObserver) DiscrepancyRecorded(context.Context, domain.Discrepancy) {}
@@ -47,7 +70,7 @@ func (NopObserver) DiscrepancyRecorded(context.Context, domain.Discrepancy) {}
 func (NopObserver) RefundedAutomatically(context.Context, domain.Refund) {}
 
 // WebhookApplied does nothing.
-func (NopObserver) WebhookApplied(string, string) {}
+func (NopObserver) WebhookApplied(string, WebhookOutcome) {}
 
 // JobDone does nothing.
 func (NopObserver) JobDone(string, int64) {}
@@ -63,7 +86,7 @@ func (all Observers) OrderChanged(orderID string) {
 }
 
 // PaymentResult tells every observer.
-func (all Observers) PaymentResult(ctx context.Context, a domain.Attempt, result string) {
+func (all Observers) PaymentResult(ctx context.Context, a domain.Attempt, result PaymentOutcome) {
 	for _, o := range all {
 		o.PaymentResult(ctx, a, result)
 	}
@@ -84,7 +107,7 @@ func (all Observers) RefundedAutomatically(ctx context.Context, r domain.Refund)
 }
 
 // WebhookApplied tells every observer.
-func (all Observers) WebhookApplied(eventType, outcome string) {
+func (all Observers) WebhookApplied(eventType string, outcome WebhookOutcome) {
 	for _, o := range all {
 		o.WebhookApplied(eventType, outcome)
 	}

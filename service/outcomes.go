@@ -77,7 +77,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 			return o, mismatchError(a)
 		}
 	}
-	s.observe(ctx, a, "held")
+	s.observe(ctx, a, PaymentHeld)
 	merr := mismatchError(a)
 	if src != domain.SourcePayReply && held {
 		s.publishSettled(ctx, o, a, merr)
@@ -237,7 +237,7 @@ func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) er
 	}
 	if paid {
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	}
 	return nil
 }
