@@ -5,14 +5,11 @@
 package handler
 
 import (
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -323,12 +320,13 @@ func occurrence(c echo.Context, p *Problem) *Problem {
 }
 
 // unreachable reports whether err says a connection could not be made or
-// was lost (the database restarting), as opposed to a fault in payd: the
-// repository marks what it knows of as domain.ErrUnavailable (a lost or
-// refused connection, a server shutting down, a Galera node out of its
-// cluster, a write still conflicting after every retry).
+// was lost (the database restarting), as opposed to a fault in payd. The
+// adapters classify what their drivers and sockets say: the repository
+// marks domain.ErrUnavailable (a lost or refused connection, a server
+// shutting down, a Galera node out of its cluster, a write still
+// conflicting after every retry), the provider adapters
+// domain.ErrProviderUnreachable (a connection to the provider refused or
+// broken).
 func unreachable(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, domain.ErrUnavailable) || errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrProviderUnreachable)
 }

@@ -280,12 +280,12 @@ func (c *Client) do(ctx context.Context, method, path, key string, in, out any) 
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, err)
+		return MarkUnreachable(fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, err))
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 	if err != nil {
-		return fmt.Errorf("%w: read reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err)
+		return MarkUnreachable(fmt.Errorf("%w: read reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err))
 	}
 	if err := statusError(resp.StatusCode, reply); err != nil {
 		return err

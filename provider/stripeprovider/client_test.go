@@ -3,6 +3,7 @@ package stripeprovider_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -304,5 +305,24 @@ func TestUnrecordedAttemptNotFound(t *testing.T) {
 	}
 	if calls := e.fake.Calls(); len(calls) != 0 {
 		t.Fatalf("calls = %v, want none", calls)
+	}
+}
+
+// A Stripe nobody answers at is unreachable (payd answers 503), as the
+// sandbox's client reports it.
+func TestConnectionRefusedIsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_fake", APIBase: "http://" + addr, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.FindCharge(context.Background(), "pi_1")
+	if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, domain.ErrProviderUnreachable) {
+		t.Fatalf("FindCharge(nobody listening) = %v, want ErrProviderUnavailable and ErrProviderUnreachable", err)
 	}
 }
