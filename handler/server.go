@@ -135,7 +135,7 @@ func readyz(ready func(context.Context) error) echo.HandlerFunc {
 		defer cancel()
 		if ready != nil {
 			if err := ready(ctx); err != nil {
-				return problem(http.StatusServiceUnavailable, "not_ready", "Not ready", err.Error())
+				return problem("not_ready", err.Error())
 			}
 		}
 		return writeJSON(c, http.StatusOK, map[string]string{"status": "ready"})

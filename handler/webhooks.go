@@ -54,7 +54,7 @@ func NewWebhooks(r EventReceiver, parse EventParser, secrets string) (*Webhooks,
 // maxMessageID bounds the webhook-id header to what the inbox stores.
 const maxMessageID = 255
 
-var errInvalidSignature = problem(http.StatusUnauthorized, "invalid_signature", "Invalid signature",
+var errInvalidSignature = problem("invalid_signature",
 	"The webhook signature is missing, wrong, or older than 5 minutes.")
 
 // receive checks the signature before anything is stored, then hands the
