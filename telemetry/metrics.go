@@ -1,4 +1,10 @@
-package handler
+// Package telemetry is payd's one adapter for what it tells operators:
+// Prometheus metrics (Metrics, its admin listener), log lines (TraceLogs,
+// OutcomeLog) and OpenTelemetry traces (Tracing), with the provider port
+// timed (ObservedProvider). It watches the use cases through
+// service.Observer and idempotency.Observer; it never imports the HTTP
+// layer nor the wiring, which use it.
+package telemetry
 
 import (
 	"context"
@@ -16,7 +22,7 @@ import (
 	"github.com/payd/payd/service"
 )
 
-// Metrics is payd's Prometheus instrumentation (SPEC §8). It owns its
+// Metrics is payd's Prometheus instrumentation. It owns its
 // registry instead of using the global one, so every server a test builds
 // counts only its own requests and no two servers collide on a name.
 //
@@ -87,7 +93,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // signals.go (ADR 0022)
+	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
 	return m
 }
 
@@ -127,23 +133,24 @@ func (m *Metrics) DiscrepancyRecorded(_ context.Context, d domain.Discrepancy) {
 // JobDone counts the rows a background job handled (service.Observer).
 func (m *Metrics) JobDone(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
 
-// handler serves GET /metrics in the Prometheus text format.
-func (m *Metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+// Scrape serves the metrics in the Prometheus text format, to whatever
+// path it is mounted on (payd's GET /metrics).
+func (m *Metrics) Scrape() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 // Handler is the metrics listener's whole API (PAYD_METRICS_ADDR): GET
 // /metrics and nothing else, so the port can be opened to the scraper alone.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.Handle("GET /metrics", m.Scrape())
 	return mux
 }
 
-// middleware times every request. It runs outside the access log, which has
-// already turned an error into its problem response, so the status it sees
-// is the one the client got.
-func (m *Metrics) middleware(e *echo.Echo) echo.MiddlewareFunc {
+// Middleware times every request e serves. It runs outside the access log,
+// which has already turned an error into its problem response, so the
+// status it sees is the one the client got.
+func (m *Metrics) Middleware(e *echo.Echo) echo.MiddlewareFunc {
 	var once sync.Once
 	known := map[string]bool{}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
