@@ -12,6 +12,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // EventReceiver applies verified provider events: each is stored once
@@ -31,7 +32,7 @@ type Webhooks struct {
 	Parse    EventParser
 	// Rejected, optional, is told of each delivery refused before it was
 	// stored, by reason: invalid_signature or malformed (ADR 0022).
-	Rejected func(reason string)
+	Rejected func(reason telemetry.WebhookRejection)
 	verifier []*standardwebhooks.Webhook
 }
 
@@ -71,12 +72,12 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return err
 	}
 	if !h.verified(raw, c.Request().Header) {
-		h.rejected("invalid_signature")
+		h.rejected(telemetry.RejectedInvalidSignature)
 		return errInvalidSignature
 	}
 	ev, err := h.Parse(raw)
 	if err != nil {
-		h.rejected("malformed")
+		h.rejected(telemetry.RejectedMalformed)
 		if ve := (*domain.ValidationError)(nil); errors.As(err, &ve) {
 			return ve
 		}
@@ -98,7 +99,7 @@ func (h *Webhooks) receive(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": string(outcome)})
 }
 
-func (h *Webhooks) rejected(reason string) {
+func (h *Webhooks) rejected(reason telemetry.WebhookRejection) {
 	if h.Rejected != nil {
 		h.Rejected(reason)
 	}

@@ -67,12 +67,22 @@ func newWebhookRejections() *prometheus.CounterVec {
 	}, []string{"reason"})
 }
 
-// WebhookRejected counts one refused webhook delivery (Webhooks.Rejected).
-func (m *Metrics) WebhookRejected(reason string) {
-	if reason != "invalid_signature" {
-		reason = "malformed"
+// WebhookRejection is why a webhook delivery was refused before it was
+// stored (payd_webhook_rejected_total's reason label).
+type WebhookRejection string
+
+// Webhook rejections.
+const (
+	RejectedInvalidSignature WebhookRejection = "invalid_signature"
+	RejectedMalformed        WebhookRejection = "malformed"
+)
+
+// WebhookRejected counts one refused webhook delivery (handler.Webhooks.Rejected).
+func (m *Metrics) WebhookRejected(reason WebhookRejection) {
+	if reason != RejectedInvalidSignature {
+		reason = RejectedMalformed
 	}
-	m.rejected.WithLabelValues(reason).Inc()
+	m.rejected.WithLabelValues(string(reason)).Inc()
 }
 
 // Provider is every port payd's use cases need from the provider: the
