@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -75,43 +74,43 @@ const (
 var AttemptEvents = []AttemptEvent{AttemptReplyLost, AttemptCharged, AttemptNotCharged, AttemptMismatched,
 	AttemptChargedLate, AttemptApplied, AttemptRejected}
 
-// attemptTransitions is the whole attempt state machine: for each event,
-// the statuses it may leave from and the one it leads to. The repository
+// AttemptMachine is the whole attempt state machine: for each event, the
+// statuses it may leave from and the one it leads to. The repository
 // builds each guarded UPDATE from its entry, so the reply, the webhook, the
-// recoverer and an operator racing on one attempt settle it once.
-var attemptTransitions = map[AttemptEvent]struct {
-	from []AttemptStatus
-	to   AttemptStatus
-}{
-	AttemptReplyLost:   {[]AttemptStatus{AttemptStarted}, AttemptUnknown},
-	AttemptCharged:     {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptSucceeded},
-	AttemptNotCharged:  {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptFailed},
-	AttemptMismatched:  {[]AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptHeld},
-	AttemptChargedLate: {[]AttemptStatus{AttemptFailed, AttemptHeld}, AttemptSucceeded},
-	AttemptApplied:     {[]AttemptStatus{AttemptStarted, AttemptUnknown, AttemptFailed}, AttemptSucceeded},
-	AttemptRejected:    {[]AttemptStatus{AttemptHeld}, AttemptFailed},
-}
+// recoverer and an operator racing on one attempt settle it once. An
+// attempt is recorded started, before the provider is called.
+var AttemptMachine = newMachine("attempt", AttemptStatuses, []AttemptStatus{AttemptStarted},
+	step[AttemptStatus, AttemptEvent]{AttemptReplyLost, []AttemptStatus{AttemptStarted}, AttemptUnknown},
+	step[AttemptStatus, AttemptEvent]{AttemptCharged, []AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptSucceeded},
+	step[AttemptStatus, AttemptEvent]{AttemptNotCharged, []AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptFailed},
+	step[AttemptStatus, AttemptEvent]{AttemptMismatched, []AttemptStatus{AttemptStarted, AttemptUnknown}, AttemptHeld},
+	step[AttemptStatus, AttemptEvent]{AttemptChargedLate, []AttemptStatus{AttemptFailed, AttemptHeld}, AttemptSucceeded},
+	step[AttemptStatus, AttemptEvent]{AttemptApplied, []AttemptStatus{AttemptStarted, AttemptUnknown, AttemptFailed}, AttemptSucceeded},
+	step[AttemptStatus, AttemptEvent]{AttemptRejected, []AttemptStatus{AttemptHeld}, AttemptFailed},
+)
 
 // Unsettled reports whether an attempt in status s may still be settled by
 // the provider's word: the statuses a charge's outcome is written over
 // (AttemptCharged's, AttemptNotCharged's). Only its lease holder may judge it.
-func (s AttemptStatus) Unsettled() bool { return slices.Contains(UnsettledStatuses(), s) }
+func (s AttemptStatus) Unsettled() bool { _, ok := AttemptMachine.Next(s, AttemptCharged); return ok }
 
 // UnsettledStatuses lists the statuses Unsettled accepts: the recoverer's work.
 func UnsettledStatuses() []AttemptStatus { return AttemptCharged.From() }
 
 // From returns the statuses e may leave from (none for an unknown event).
-func (e AttemptEvent) From() []AttemptStatus { return slices.Clone(attemptTransitions[e].from) }
+func (e AttemptEvent) From() []AttemptStatus { return AttemptMachine.From(e) }
 
 // To returns the status e leads to (the zero status for an unknown event).
-func (e AttemptEvent) To() AttemptStatus { return attemptTransitions[e].to }
+func (e AttemptEvent) To() AttemptStatus { return AttemptMachine.To(e) }
 
 // NextAttempt returns the status event leads to from status from, and
 // whether the attempt state machine allows it.
 func NextAttempt(from AttemptStatus, event AttemptEvent) (AttemptStatus, bool) {
-	t, ok := attemptTransitions[event]
-	if !ok || !slices.Contains(t.from, from) {
-		return "", false
-	}
-	return t.to, true
+	return AttemptMachine.Next(from, event)
+}
+
+// SucceededWith reports whether the attempt is recorded as succeeded with
+// the provider's charge chargeID.
+func (a Attempt) SucceededWith(chargeID string) bool {
+	return a.Status == AttemptSucceeded && a.ProviderChargeID == chargeID
 }

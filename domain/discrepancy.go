@@ -9,7 +9,7 @@ import (
 // DiscrepancyType names a way payd's books and the provider's disagree.
 type DiscrepancyType string
 
-// The discrepancy types of SPEC §7.
+// The discrepancy types of docs/guarantees.md#reconciliation-and-books.
 const (
 	MissingLocalPayment   DiscrepancyType = "missing_local_payment"   // provider succeeded, order not paid
 	MissingProviderCharge DiscrepancyType = "missing_provider_charge" // order paid, provider has no success
@@ -48,11 +48,46 @@ func (t DiscrepancyType) Valid() bool {
 	return false
 }
 
-// Discrepancy statuses.
+// DiscrepancyStatus is where a discrepancy stands. The zero value is
+// invalid.
+type DiscrepancyStatus string
+
+// The statuses of a discrepancy.
 const (
-	DiscrepancyOpen      = "open"
-	DiscrepancyResolving = "resolving" // an operator's action is being carried out
-	DiscrepancyResolved  = "resolved"
+	DiscrepancyOpen      DiscrepancyStatus = "open"      // found, waiting for an operator (or payd) to resolve it
+	DiscrepancyResolving DiscrepancyStatus = "resolving" // an operator's action is being carried out
+	DiscrepancyResolved  DiscrepancyStatus = "resolved"  // settled; Resolution says how
+)
+
+// DiscrepancyStatuses lists every discrepancy status.
+var DiscrepancyStatuses = []DiscrepancyStatus{DiscrepancyOpen, DiscrepancyResolving, DiscrepancyResolved}
+
+// Valid reports whether s is a known discrepancy status.
+func (s DiscrepancyStatus) Valid() bool { return DiscrepancyMachine.Valid(s) }
+
+// DiscrepancyEvent is something that happens to a discrepancy.
+type DiscrepancyEvent string
+
+// The events of the discrepancy machine; the comment names the store
+// transition that performs each.
+const (
+	DiscrepancyEventResolve DiscrepancyEvent = "resolve" // Resolve: resolved at once, in one step
+	DiscrepancyEventClaim   DiscrepancyEvent = "claim"   // Claim: taken for one operator's action
+	DiscrepancyEventSettle  DiscrepancyEvent = "settle"  // Settle: the claimed action was carried out
+	DiscrepancyEventUnclaim DiscrepancyEvent = "unclaim" // Unclaim: the claimed action could not be carried out
+)
+
+// DiscrepancyMachine is the whole discrepancy machine. A discrepancy is
+// recorded open, or resolved at once when payd settled it as it found it
+// (a refund recorded as found). An operator's action claims it first
+// (resolving), so two operators choosing different actions cannot both
+// act, and then settles it or gives it back. The repository builds each
+// guarded UPDATE from its entry.
+var DiscrepancyMachine = newMachine("discrepancy", DiscrepancyStatuses, []DiscrepancyStatus{DiscrepancyOpen, DiscrepancyResolved},
+	step[DiscrepancyStatus, DiscrepancyEvent]{DiscrepancyEventResolve, []DiscrepancyStatus{DiscrepancyOpen}, DiscrepancyResolved},
+	step[DiscrepancyStatus, DiscrepancyEvent]{DiscrepancyEventClaim, []DiscrepancyStatus{DiscrepancyOpen}, DiscrepancyResolving},
+	step[DiscrepancyStatus, DiscrepancyEvent]{DiscrepancyEventSettle, []DiscrepancyStatus{DiscrepancyResolving}, DiscrepancyResolved},
+	step[DiscrepancyStatus, DiscrepancyEvent]{DiscrepancyEventUnclaim, []DiscrepancyStatus{DiscrepancyResolving}, DiscrepancyOpen},
 )
 
 // Discrepancy is one disagreement, found by a webhook or a reconciliation
@@ -68,14 +103,9 @@ type Discrepancy struct {
 	ProviderAmount decimal.Decimal
 	LocalAmount    decimal.Decimal
 	Currency       Currency
-	Status         string // open, resolving or resolved
+	Status         DiscrepancyStatus
 	Resolution     string // apply, refund, ignore, auto_refunded
 	Note           string
 	DetectedAt     time.Time
 	ResolvedAt     *time.Time
-}
-
-// ValidDiscrepancyStatus reports whether s is a discrepancy status.
-func ValidDiscrepancyStatus(s string) bool {
-	return s == DiscrepancyOpen || s == DiscrepancyResolving || s == DiscrepancyResolved
 }

@@ -37,22 +37,19 @@ const (
 // DisputeEvents lists every event.
 var DisputeEvents = []DisputeEvent{DisputeEventWin, DisputeEventLose}
 
-// disputeTransitions is the whole dispute machine: a dispute is opened
+// DisputeMachine is the whole dispute machine: a dispute is opened
 // (inserted open) once, and closes once, won or lost. The repository builds
 // each guarded UPDATE from its entry.
-var disputeTransitions = map[DisputeEvent]struct {
-	from []DisputeStatus
-	to   DisputeStatus
-}{
-	DisputeEventWin:  {[]DisputeStatus{DisputeOpen}, DisputeWon},
-	DisputeEventLose: {[]DisputeStatus{DisputeOpen}, DisputeLost},
-}
+var DisputeMachine = newMachine("dispute", DisputeStatuses, []DisputeStatus{DisputeOpen},
+	step[DisputeStatus, DisputeEvent]{DisputeEventWin, []DisputeStatus{DisputeOpen}, DisputeWon},
+	step[DisputeStatus, DisputeEvent]{DisputeEventLose, []DisputeStatus{DisputeOpen}, DisputeLost},
+)
 
 // From returns the statuses e may leave from.
-func (e DisputeEvent) From() []DisputeStatus { return slices.Clone(disputeTransitions[e].from) }
+func (e DisputeEvent) From() []DisputeStatus { return DisputeMachine.From(e) }
 
 // To returns the status e leads to (the zero status for an unknown event).
-func (e DisputeEvent) To() DisputeStatus { return disputeTransitions[e].to }
+func (e DisputeEvent) To() DisputeStatus { return DisputeMachine.To(e) }
 
 // Ledger is the ledger kind of the step e records.
 func (e DisputeEvent) Ledger() LedgerKind {
@@ -64,8 +61,8 @@ func (e DisputeEvent) Ledger() LedgerKind {
 
 // CloseEvent returns the event that closes a dispute as to.
 func CloseEvent(to DisputeStatus) (DisputeEvent, bool) {
-	for e, t := range disputeTransitions {
-		if t.to == to {
+	for _, e := range DisputeMachine.Events() {
+		if DisputeMachine.To(e) == to {
 			return e, true
 		}
 	}
@@ -74,11 +71,11 @@ func CloseEvent(to DisputeStatus) (DisputeEvent, bool) {
 
 // NextDispute returns the status e leads to from s, or ErrInvalidTransition.
 func NextDispute(s DisputeStatus, e DisputeEvent) (DisputeStatus, error) {
-	t, ok := disputeTransitions[e]
-	if !ok || !slices.Contains(t.from, s) {
+	to, ok := DisputeMachine.Next(s, e)
+	if !ok {
 		return "", ErrInvalidTransition
 	}
-	return t.to, nil
+	return to, nil
 }
 
 // Dispute is a customer's dispute of one charge with their bank, as payd

@@ -40,7 +40,7 @@ type RunPage struct {
 // (a webhook, a pay reply, the recoverer, a reconciliation run), newest
 // first by ID. Zero fields do not filter.
 type DiscrepancyFilter struct {
-	Status  string // open, resolving or resolved
+	Status  DiscrepancyStatus
 	Type    DiscrepancyType
 	OrderID string
 	Cursor  string

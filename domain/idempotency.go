@@ -15,6 +15,59 @@ const (
 	RecordFailed     RecordStatus = "failed"     // a definitive business failure: the key may run again
 )
 
+// RecordStatuses lists every record status.
+var RecordStatuses = []RecordStatus{RecordProcessing, RecordSucceeded, RecordFailed}
+
+// Valid reports whether s is a known record status.
+func (s RecordStatus) Valid() bool { return RecordMachine.Valid(s) }
+
+// RecordEvent is something that happens to an idempotency record.
+type RecordEvent string
+
+// The events of the record machine; the comment names the store
+// transition that performs each.
+const (
+	RecordEventSucceed  RecordEvent = "succeed"   // Complete: the request's final answer, replayed from now on
+	RecordEventFail     RecordEvent = "fail"      // Complete: a definitive business failure; the key may run again
+	RecordEventRetry    RecordEvent = "retry"     // Retry: a new attempt under a failed record's key
+	RecordEventTakeOver RecordEvent = "take_over" // TakeOver: a new lease on a record whose lease ran out
+	RecordEventRelease  RecordEvent = "release"   // ReleaseLease: the holder ends its lease early
+	RecordEventReplace  RecordEvent = "replace"   // replaceGone: a new request takes the key of a gone record (Record.Gone)
+)
+
+// RecordMachine is the whole idempotency record machine. Inserting a
+// record, processing, is taking its key's lock; its holder completes it
+// once, succeeded or failed. The repository builds each guarded statement
+// from its entry; conditions the table does not hold (the lease, the
+// expiry, the pay call's order) stay in the SQL. The two completions share
+// one UPDATE, so they share their statuses (a domain test holds them to
+// it). A processing record may also be deleted, by Delete, when its
+// request never ran.
+var RecordMachine = newMachine("record", RecordStatuses, []RecordStatus{RecordProcessing},
+	step[RecordStatus, RecordEvent]{RecordEventSucceed, []RecordStatus{RecordProcessing}, RecordSucceeded},
+	step[RecordStatus, RecordEvent]{RecordEventFail, []RecordStatus{RecordProcessing}, RecordFailed},
+	step[RecordStatus, RecordEvent]{RecordEventRetry, []RecordStatus{RecordFailed}, RecordProcessing},
+	step[RecordStatus, RecordEvent]{RecordEventTakeOver, []RecordStatus{RecordProcessing}, RecordProcessing},
+	step[RecordStatus, RecordEvent]{RecordEventRelease, []RecordStatus{RecordProcessing}, RecordProcessing},
+	step[RecordStatus, RecordEvent]{RecordEventReplace, []RecordStatus{RecordProcessing, RecordSucceeded, RecordFailed}, RecordProcessing},
+)
+
+// CompleteEvent returns the event that completes a record as to:
+// succeeded or failed, and false for any other status.
+func CompleteEvent(to RecordStatus) (RecordEvent, bool) {
+	switch to {
+	case RecordSucceeded:
+		return RecordEventSucceed, true
+	case RecordFailed:
+		return RecordEventFail, true
+	}
+	return "", false
+}
+
+// Locking reports whether a record in status s holds its key's lock while
+// its lease runs (processing): Record.Gone's exception.
+func (s RecordStatus) Locking() bool { return s == RecordProcessing }
+
 var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 
 // Who stored a record's answer.
@@ -62,5 +115,5 @@ type Record struct {
 // not from the next purge: the purge job deletes exactly the gone records,
 // so whether it has run changes nothing a caller sees.
 func (r Record) Gone(now time.Time) bool {
-	return r.ExpiresAt.Before(now) && (r.Status != RecordProcessing || r.LockedUntil.Before(now))
+	return r.ExpiresAt.Before(now) && (!r.Status.Locking() || r.LockedUntil.Before(now))
 }

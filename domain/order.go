@@ -21,13 +21,7 @@ const (
 )
 
 // Valid reports whether s is one of the statuses above.
-func (s OrderStatus) Valid() bool {
-	switch s {
-	case StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired:
-		return true
-	}
-	return false
-}
+func (s OrderStatus) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Final reports whether no payment can ever move the order again.
 func (s OrderStatus) Final() bool {
@@ -55,39 +49,45 @@ var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventE
 // Statuses lists every status, for table tests and documentation.
 var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
 
-// transitions is the whole order state machine: for each event, the
+// OrderMachine is the whole order state machine: for each event, the
 // statuses it may leave from and the one it leads to. Anything else is
 // ErrInvalidTransition. The repository builds each guarded UPDATE from its
-// entry: WHERE status IN (From) ... SET status = To.
-var transitions = map[Event]struct {
-	from []OrderStatus
-	to   OrderStatus
-}{
-	EventClaim:         {[]OrderStatus{StatusPending}, StatusProcessing},
-	EventSucceed:       {[]OrderStatus{StatusProcessing}, StatusPaid},
-	EventRelease:       {[]OrderStatus{StatusProcessing}, StatusPending},
-	EventCancel:        {[]OrderStatus{StatusPending}, StatusCancelled},
-	EventExpire:        {[]OrderStatus{StatusPending}, StatusExpired},
-	EventRefundPartial: {[]OrderStatus{StatusPaid}, StatusPaid},
-	EventRefundFull:    {[]OrderStatus{StatusPaid}, StatusRefunded},
-	EventRefundRefused: {[]OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
-}
+// entry: WHERE status IN (From) ... SET status = To. An order is created
+// pending.
+var OrderMachine = newMachine("order", Statuses, []OrderStatus{StatusPending},
+	step[OrderStatus, Event]{EventClaim, []OrderStatus{StatusPending}, StatusProcessing},
+	step[OrderStatus, Event]{EventSucceed, []OrderStatus{StatusProcessing}, StatusPaid},
+	step[OrderStatus, Event]{EventRelease, []OrderStatus{StatusProcessing}, StatusPending},
+	step[OrderStatus, Event]{EventCancel, []OrderStatus{StatusPending}, StatusCancelled},
+	step[OrderStatus, Event]{EventExpire, []OrderStatus{StatusPending}, StatusExpired},
+	step[OrderStatus, Event]{EventRefundPartial, []OrderStatus{StatusPaid}, StatusPaid},
+	step[OrderStatus, Event]{EventRefundFull, []OrderStatus{StatusPaid}, StatusRefunded},
+	step[OrderStatus, Event]{EventRefundRefused, []OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
+)
 
 // From returns the statuses e may leave from (none for an unknown event).
-func (e Event) From() []OrderStatus { return slices.Clone(transitions[e].from) }
+func (e Event) From() []OrderStatus { return OrderMachine.From(e) }
 
 // To returns the status e leads to (the zero status for an unknown event).
-func (e Event) To() OrderStatus { return transitions[e].to }
+func (e Event) To() OrderStatus { return OrderMachine.To(e) }
 
 // Next returns the status that event leads to from status from, or
 // ErrInvalidTransition.
 func Next(from OrderStatus, event Event) (OrderStatus, error) {
-	t, ok := transitions[event]
-	if !ok || !slices.Contains(t.from, from) {
+	to, ok := OrderMachine.Next(from, event)
+	if !ok {
 		return "", ErrInvalidTransition
 	}
-	return t.to, nil
+	return to, nil
 }
+
+// PaidStatuses are the statuses of an order a charge has paid: paid, or
+// refunded since (in part or in full). WasPaid accepts exactly these.
+func PaidStatuses() []OrderStatus { return []OrderStatus{StatusPaid, StatusRefunded} }
+
+// WasPaid reports whether a charge has paid an order in status s: it is
+// paid, or has been refunded since.
+func (s OrderStatus) WasPaid() bool { return s == StatusPaid || s == StatusRefunded }
 
 // Item is one line of an order. UnitPrice is in the order's currency.
 type Item struct {
@@ -180,4 +180,61 @@ func (o Order) PayOutcome(requestID string) error {
 	default:
 		return ErrOrderNotPayable
 	}
+}
+
+// Apply returns o as event e leaves it at now, the change the store's
+// guarded UPDATE for e makes to its row: the status the order machine
+// gives, the version raised, UpdatedAt now; a claim records requestID as
+// the claiming pay request, a release clears it, a success stamps PaidAt.
+// It refuses, with ErrInvalidTransition, what the guard refuses: a status
+// e does not leave from, a success or release by another request than the
+// claiming one, a claim of an order past its expiry (ErrOrderExpired).
+// The refund events change amounts the store computes; Apply refuses
+// them, and the caller reads the order back.
+func (o Order) Apply(e Event, requestID string, now time.Time) (Order, error) {
+	to, err := Next(o.Status, e)
+	if err != nil {
+		return o, err
+	}
+	switch e {
+	case EventClaim:
+		if !o.ExpiresAt.After(now) {
+			return o, ErrOrderExpired
+		}
+		o.PayRequestID = requestID
+	case EventSucceed:
+		if o.PayRequestID != requestID {
+			return o, ErrInvalidTransition
+		}
+		o.PaidAt = &now
+	case EventRelease:
+		if o.PayRequestID != requestID {
+			return o, ErrInvalidTransition
+		}
+		o.PayRequestID = ""
+	case EventRefundPartial, EventRefundFull, EventRefundRefused:
+		return o, ErrInvalidTransition
+	}
+	o.Status, o.UpdatedAt, o.Version = to, now, o.Version+1
+	return o, nil
+}
+
+// ClaimedBy reports whether attempt a's pay request holds o's claim: o is
+// processing for a's request, whose outcome is still being settled.
+func (o Order) ClaimedBy(a Attempt) bool {
+	return o.Status == StatusProcessing && o.PayRequestID == a.RequestID
+}
+
+// PaidBy reports whether attempt a's pay request paid o: a's request
+// claimed the order and a charge paid it (WasPaid). Whether a is the
+// attempt of that request that succeeded is the attempt's part
+// (PaidByAttempt).
+func (o Order) PaidBy(a Attempt) bool {
+	return o.Status.WasPaid() && o.PayRequestID == a.RequestID
+}
+
+// PaidByAttempt reports whether attempt a is what paid o: a succeeded,
+// and its pay request paid the order.
+func PaidByAttempt(o Order, a Attempt) bool {
+	return a.Status == AttemptSucceeded && o.PaidBy(a)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestNext walks every (status, event) pair of the state machine: the legal
-// ones must lead where SPEC §4 says, every other pair must be refused.
+// ones must lead where docs/guarantees.md#order-state-machine says, every other pair must be refused.
 func TestNext(t *testing.T) {
 	legal := map[OrderStatus]map[Event]OrderStatus{
 		StatusPending:    {EventClaim: StatusProcessing, EventCancel: StatusCancelled, EventExpire: StatusExpired},

@@ -16,6 +16,48 @@ const (
 	RefundFailed    RefundStatus = "failed"    // the provider refused; the reservation was released
 )
 
+// RefundStatuses lists every refund status.
+var RefundStatuses = []RefundStatus{RefundPending, RefundSucceeded, RefundFailed}
+
+// Valid reports whether s is a known refund status.
+func (s RefundStatus) Valid() bool { return RefundMachine.Valid(s) }
+
+// RefundEvent is something that happens to a refund.
+type RefundEvent string
+
+// The events of the refund machine; the comment names the store
+// transition that performs each.
+const (
+	RefundEventSucceed  RefundEvent = "succeed"  // Finish: the provider gave the money back
+	RefundEventFail     RefundEvent = "fail"     // Finish: the provider refused the refund
+	RefundEventIdentify RefundEvent = "identify" // RecordProviderID: the provider named a refund it answered pending
+)
+
+// RefundMachine is the whole refund machine: a refund is recorded pending
+// before the provider is asked, and settles once, succeeded or failed (the
+// reply, the webhook and the recoverer race; exactly one settles it, and
+// so exactly one releases a failed refund's reservation). The repository
+// builds each guarded UPDATE from its entry; Finish performs both
+// settlements with one UPDATE, so they share their statuses (a domain test
+// holds them to it).
+var RefundMachine = newMachine("refund", RefundStatuses, []RefundStatus{RefundPending},
+	step[RefundStatus, RefundEvent]{RefundEventSucceed, []RefundStatus{RefundPending}, RefundSucceeded},
+	step[RefundStatus, RefundEvent]{RefundEventFail, []RefundStatus{RefundPending}, RefundFailed},
+	step[RefundStatus, RefundEvent]{RefundEventIdentify, []RefundStatus{RefundPending}, RefundPending},
+)
+
+// FinishEvent returns the event that settles a refund as to: succeeded or
+// failed, and false for any other status.
+func FinishEvent(to RefundStatus) (RefundEvent, bool) {
+	switch to {
+	case RefundSucceeded:
+		return RefundEventSucceed, true
+	case RefundFailed:
+		return RefundEventFail, true
+	}
+	return "", false
+}
+
 // Refund kinds.
 const (
 	RefundManual = "manual" // an operator gave back part or all of an order's payment

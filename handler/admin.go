@@ -41,7 +41,8 @@ type DiscrepancyResolver interface {
 	Resolve(ctx context.Context, id, action, note string) (domain.Discrepancy, error)
 }
 
-// Admin serves the operators' API (SPEC §7).
+// Admin serves the operators' API (ADR 8,
+// docs/guarantees.md#operators).
 type Admin struct {
 	Service   AdminService
 	Refunds   Refunder

@@ -120,7 +120,7 @@ func toDiscrepancyJSON(d domain.Discrepancy) discrepancyJSON {
 		AttemptID: strPtr(d.AttemptID), ChargeID: strPtr(d.ChargeID),
 		ProviderAmount: amount(d.ProviderAmount, domain.FormatAmount(d.ProviderAmount, cur)),
 		LocalAmount:    amount(d.LocalAmount, domain.FormatAmount(d.LocalAmount, cur)),
-		Currency:       strPtr(string(cur)), Status: d.Status, Resolution: strPtr(d.Resolution), Note: d.Note,
+		Currency:       strPtr(string(cur)), Status: string(d.Status), Resolution: strPtr(d.Resolution), Note: d.Note,
 		DetectedAt: stamp(d.DetectedAt), ResolvedAt: stampPtr(d.ResolvedAt),
 	}
 }
@@ -195,7 +195,7 @@ func toTimelineJSON(t service.Timeline) timelineJSON {
 	}
 	for _, d := range t.Discrepancies {
 		out.Discrepancies = append(out.Discrepancies, toDiscrepancyJSON(d))
-		add(d.DetectedAt, "discrepancy", d.ID, string(d.Type)+" "+d.Status)
+		add(d.DetectedAt, "discrepancy", d.ID, string(d.Type)+" "+string(d.Status))
 	}
 	for _, e := range t.Audit {
 		j := toAuditJSON(e)

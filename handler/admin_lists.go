@@ -78,7 +78,7 @@ type discrepancyPageJSON struct {
 
 func (h *Admin) discrepancies(c echo.Context) error {
 	var invalid domain.ValidationErrors
-	f := domain.DiscrepancyFilter{Status: c.QueryParam("status"), Type: domain.DiscrepancyType(c.QueryParam("type")), OrderID: c.QueryParam("order")}
+	f := domain.DiscrepancyFilter{Status: domain.DiscrepancyStatus(c.QueryParam("status")), Type: domain.DiscrepancyType(c.QueryParam("type")), OrderID: c.QueryParam("order")}
 	f.Cursor, f.Limit = listQuery(c, &invalid)
 	if err := invalid.Err(); err != nil {
 		return err

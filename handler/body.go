@@ -15,7 +15,7 @@ import (
 	"github.com/payd/payd/idempotency"
 )
 
-// MaxBodyBytes is the largest request body payd reads (SPEC §2: 1 MiB).
+// MaxBodyBytes is the largest request body payd reads (1 MiB, docs/guarantees.md#http-conventions).
 const MaxBodyBytes = 1 << 20
 
 const ctxBody = "payd.body"

@@ -65,7 +65,7 @@ func TestToProblem(t *testing.T) {
 
 // TestIdempotencyErrorsThroughTheTable: what the idempotency middleware
 // and engine return reaches the caller through this table with the code,
-// status and Retry-After SPEC §3 names (the middleware's own tests use a
+// status and Retry-After docs/guarantees.md#idempotency-rules names (the middleware's own tests use a
 // stand-in error handler).
 func TestIdempotencyErrorsThroughTheTable(t *testing.T) {
 	tests := []struct {

@@ -8,9 +8,10 @@ import (
 	"github.com/payd/payd/telemetry"
 )
 
-// requestID is Echo's RequestID middleware (X-Request-ID is the tracing
-// ID) with two additions: the ID goes into the request's context, so
-// every line logged with that context carries it (telemetry.TraceLogs), and a
+// requestID is Echo's RequestID middleware (X-Request-ID is the tracing ID,
+// docs/guarantees.md#http-conventions) with two additions: the ID goes into
+// the request's context, so every line logged with that context carries it
+// (telemetry.TraceLogs), and a
 // caller's own ID is kept only when it is a short plain token — it ends up
 // in every log line, so it may not be an arbitrary blob.
 func requestID() echo.MiddlewareFunc {

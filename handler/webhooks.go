@@ -26,7 +26,8 @@ type EventReceiver interface {
 // *domain.ValidationError; any other error means the body is not an event.
 type EventParser func(body []byte) (domain.ProviderEvent, error)
 
-// Webhooks receives the provider's events (SPEC §6).
+// Webhooks receives the provider's events
+// (docs/guarantees.md#webhooks-are-hints).
 type Webhooks struct {
 	Receiver EventReceiver
 	Parse    EventParser

@@ -1,4 +1,5 @@
-// Package idempotency is payd's idempotency mechanism (SPEC §3): the
+// Package idempotency is payd's idempotency mechanism
+// (docs/guarantees.md#idempotency-rules): the
 // engine that takes a request's key or finds what an earlier request with
 // it answered, the store port it keeps records through, the sealing of
 // answers that carry a secret, and the Echo middleware every mutating route
@@ -107,7 +108,8 @@ const (
 	KeyTookOver KeyOutcome = "took_over"
 )
 
-// Engine is the idempotency engine every mutating request goes through (SPEC §3).
+// Engine is the idempotency engine every mutating request goes through
+// (docs/guarantees.md#idempotency-rules).
 // Inserting the record is the lock; its lease says how long the holder may
 // take before another request with the same key may take over and recover.
 type Engine struct {
@@ -283,8 +285,8 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 			// failed (we saw it in flight, or the gate held us off and
 			// it failed after we began), or the original answered 202
 			// and learned of the decline only later: either way this
-			// caller has not seen the decline yet, so it gets it (SPEC
-			// §5), not a second attempt. Paying again takes a new key.
+			// caller has not seen the decline yet, so it gets it
+			// (docs/guarantees.md#idempotency-rules), not a second attempt. Paying again takes a new key.
 			start, err := s.replay(rec)
 			return start, answered, err
 		}

@@ -84,7 +84,7 @@ func wantReplay(t *testing.T, e *idempotency.Engine, c idempotency.Call, status 
 }
 
 // TestEngineFinishDecidesWhatARetryGets: what a request answered decides
-// what the same key gets next (SPEC §3): a success is replayed, a business
+// what the same key gets next (docs/guarantees.md#idempotency-rules): a success is replayed, a business
 // failure runs again, input never acted on frees the key, a 202 keeps it
 // in flight.
 func TestEngineFinishDecidesWhatARetryGets(t *testing.T) {
@@ -477,7 +477,7 @@ func (r finishingRecords) InsertIfAbsent(ctx context.Context, rec domain.Record)
 // TestEngineDuplicateOfAFailureOnAnotherReplica: a duplicate that reaches
 // a replica which has not seen its key while the original runs, and whose
 // insert finds the key taken just before the original fails, is a
-// concurrent duplicate of that failure: it gets the decline (SPEC §5), as
+// concurrent duplicate of that failure: it gets the decline (docs/guarantees.md#idempotency-rules), as
 // it would had it read the record in flight, not a second attempt.
 func TestEngineDuplicateOfAFailureOnAnotherReplica(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {

@@ -110,7 +110,7 @@ func liveRedis(t *testing.T, url string) *redisx.Redis {
 // key (its release lost, as when Redis was slow or the breaker open). A
 // sequential retry finds the lock taken and hears nothing: it is no
 // concurrent duplicate of the declined attempt, so it runs as a new attempt
-// (SPEC §3) rather than being replayed the decline.
+// (docs/guarantees.md#idempotency-rules) rather than being replayed the decline.
 func TestLeftoverLockIsNoDuplicate(t *testing.T) {
 	srv := redistest.Start(t)
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {

@@ -38,7 +38,7 @@ var (
 )
 
 // Middleware is the one mechanism every mutating route goes through
-// (SPEC §3): it reads and fingerprints the request, takes the key or replays
+// (docs/guarantees.md#idempotency-rules): it reads and fingerprints the request, takes the key or replays
 // the stored answer, runs the handler, and stores what it answered.
 type Middleware struct {
 	Engine *Engine

@@ -179,7 +179,7 @@ func uploadBody(t *testing.T, boundary, content string) (body, contentType strin
 	return b.String(), mw.FormDataContentType()
 }
 
-// TestMiddlewareDecisionTable walks every row of SPEC §3 through the
+// TestMiddlewareDecisionTable walks every row of docs/guarantees.md#idempotency-rules through the
 // middleware, on a real database: each row is a sequence of requests, and
 // for each the status, the problem code, whether the stub ran and whether
 // the answer is a byte-identical replay (with Idempotent-Replayed: true).

@@ -49,7 +49,7 @@ func (s *RunStore) List(ctx context.Context, f domain.RunFilter) (domain.RunPage
 func (s *DiscrepancyStore) List(ctx context.Context, f domain.DiscrepancyFilter) (domain.DiscrepancyPage, error) {
 	q := s.db.conn(ctx)
 	if f.Status != "" {
-		q = q.Where("status = ?", f.Status)
+		q = q.Where("status = ?", string(f.Status))
 	}
 	if f.Type != "" {
 		q = q.Where("type = ?", string(f.Type))

@@ -113,7 +113,7 @@ func TestDiscrepancyList(t *testing.T) {
 				mustGuard(t, "Resolve", func() (bool, error) { return s.Resolve(t.Context(), got.ID, "ignore", "", t0) })
 				status = domain.DiscrepancyResolved
 			}
-			all = append(all, made{got.ID, status, in.OrderID, in.Type})
+			all = append(all, made{got.ID, string(status), in.OrderID, in.Type})
 		}
 		want := func(keep func(made) bool) []string {
 			var ids []string

@@ -30,7 +30,7 @@ const backlogQuery = `SELECT
 	(SELECT COUNT(*) FROM webhook_events WHERE processed_at IS NULL),
 	(SELECT COUNT(*) FROM disputes WHERE status = ?)`
 
-var backlogArgs = []any{string(domain.StatusProcessing), domain.DiscrepancyOpen, domain.DiscrepancyResolving,
+var backlogArgs = []any{string(domain.StatusProcessing), string(domain.DiscrepancyOpen), string(domain.DiscrepancyResolving),
 	string(domain.AttemptUnknown), string(domain.DisputeOpen)}
 
 // ReadBacklog reads the backlog (the metrics' gauges, ADR 0022).

@@ -219,9 +219,9 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 // it. Without that wait a replay, GET /v1/requests/{key} or an order read
 // on one node could miss a payment another node's payd just committed —
 // a node applies other nodes' writes asynchronously after certifying
-// them. The wait costs each read about one cluster round trip: on a
-// three-node cluster on loopback, about 60–90 µs more per read
-// (BenchmarkGaleraRead); across data centres, the network's round trip. Writes need no wait: a conflict with another node's write
+// them. The wait costs each read about one cluster round trip
+// (BenchmarkGaleraRead; docs/performance.md); across data centres, the
+// network's round trip. Writes need no wait: a conflict with another node's write
 // fails certification (1213) and is retried (retrying).
 func wsrepOn(ctx context.Context, sqlDB *sql.DB) (bool, error) {
 	var on sql.NullString

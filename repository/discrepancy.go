@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -43,13 +44,13 @@ func discrepancyFromDomain(d domain.Discrepancy) (discrepancyRow, error) {
 	if d.Status == "" {
 		d.Status = domain.DiscrepancyOpen
 	}
-	if d.Status != domain.DiscrepancyOpen && d.Status != domain.DiscrepancyResolved {
+	if !slices.Contains(domain.DiscrepancyMachine.Initial(), d.Status) {
 		return discrepancyRow{}, fmt.Errorf("discrepancy status %q is not valid", d.Status)
 	}
 	row := discrepancyRow{
 		ID: d.ID, RunID: nullString(d.RunID), Type: string(d.Type), Reference: d.Reference,
 		OrderID: nullString(d.OrderID), AttemptID: nullString(d.AttemptID), ChargeID: nullString(d.ChargeID),
-		Currency: nullString(string(d.Currency)), Status: d.Status, Resolution: nullString(d.Resolution),
+		Currency: nullString(string(d.Currency)), Status: string(d.Status), Resolution: nullString(d.Resolution),
 		Note: nullString(d.Note), DetectedAt: ts(d.DetectedAt), ResolvedAt: tsPtr(d.ResolvedAt),
 	}
 	if d.Currency == "" {
@@ -78,7 +79,7 @@ func (r discrepancyRow) toDomain() domain.Discrepancy {
 		OrderID: r.OrderID.String, AttemptID: r.AttemptID.String, ChargeID: r.ChargeID.String,
 		ProviderAmount: domain.FromMinorUnits(r.ProviderAmountMinor.Int64, c),
 		LocalAmount:    domain.FromMinorUnits(r.LocalAmountMinor.Int64, c),
-		Currency:       c, Status: r.Status, Resolution: r.Resolution.String, Note: r.Note.String,
+		Currency:       c, Status: domain.DiscrepancyStatus(r.Status), Resolution: r.Resolution.String, Note: r.Note.String,
 		DetectedAt: r.DetectedAt.time(), ResolvedAt: timePtr(r.ResolvedAt),
 	}
 }
@@ -125,14 +126,22 @@ func (s *DiscrepancyStore) FindByID(ctx context.Context, id string) (domain.Disc
 	return row.toDomain(), nil
 }
 
+// The discrepancy machine's guards, rendered from domain's table.
+var (
+	discrepancyResolve = guardOf(domain.DiscrepancyMachine, domain.DiscrepancyEventResolve)
+	discrepancyClaim   = guardOf(domain.DiscrepancyMachine, domain.DiscrepancyEventClaim)
+	discrepancySettle  = guardOf(domain.DiscrepancyMachine, domain.DiscrepancyEventSettle)
+	discrepancyUnclaim = guardOf(domain.DiscrepancyMachine, domain.DiscrepancyEventUnclaim)
+)
+
 // Resolve moves an open discrepancy to resolved with the operator's
 // resolution and note, and reports whether it did: the status guard lets
 // exactly one of two operators (or retries) resolve it, and the loser
 // re-reads it to learn how it was resolved.
 func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
 	return s.db.guarded(ctx, "resolve discrepancy "+id, `UPDATE discrepancies
-		SET status = 'resolved', resolution = ?, note = ?, resolved_at = ?
-		WHERE id = ? AND status = 'open'`,
+		SET status = `+discrepancyResolve.to+`, resolution = ?, note = ?, resolved_at = ?
+		WHERE id = ? AND status IN `+discrepancyResolve.from,
 		nullString(resolution), nullString(note), ts(now), id)
 }
 
@@ -140,22 +149,22 @@ func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note str
 // so two operators choosing different actions at once cannot both act; it
 // reports whether this caller won.
 func (s *DiscrepancyStore) Claim(ctx context.Context, id, resolution string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "claim discrepancy "+id, `UPDATE discrepancies SET status = 'resolving', resolution = ?
-		WHERE id = ? AND status = 'open'`, resolution, id)
+	return s.db.guarded(ctx, "claim discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancyClaim.to+`, resolution = ?
+		WHERE id = ? AND status IN `+discrepancyClaim.from, resolution, id)
 }
 
 // Settle finishes a claimed resolution (resolving → resolved), only for
 // the action that claimed it.
 func (s *DiscrepancyStore) Settle(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "settle discrepancy "+id, `UPDATE discrepancies SET status = 'resolved', note = ?, resolved_at = ?
-		WHERE id = ? AND status = 'resolving' AND resolution = ?`, nullString(note), ts(now), id, resolution)
+	return s.db.guarded(ctx, "settle discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancySettle.to+`, note = ?, resolved_at = ?
+		WHERE id = ? AND status IN `+discrepancySettle.from+` AND resolution = ?`, nullString(note), ts(now), id, resolution)
 }
 
 // Unclaim gives a claimed discrepancy back (resolving → open) when its
 // action could not be carried out.
 func (s *DiscrepancyStore) Unclaim(ctx context.Context, id, resolution string) (bool, error) {
-	return s.db.guarded(ctx, "unclaim discrepancy "+id, `UPDATE discrepancies SET status = 'open', resolution = NULL
-		WHERE id = ? AND status = 'resolving' AND resolution = ?`, id, resolution)
+	return s.db.guarded(ctx, "unclaim discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancyUnclaim.to+`, resolution = NULL
+		WHERE id = ? AND status IN `+discrepancyUnclaim.from+` AND resolution = ?`, id, resolution)
 }
 
 // ListByOrder returns the discrepancies about orderID, oldest first.
@@ -171,7 +180,7 @@ func (s *DiscrepancyStore) ListByOrder(ctx context.Context, orderID string) ([]d
 // ListOpen returns open discrepancies of type t (of every type when t is
 // empty), oldest first, at most limit (100 when limit <= 0).
 func (s *DiscrepancyStore) ListOpen(ctx context.Context, t domain.DiscrepancyType, limit int) ([]domain.Discrepancy, error) {
-	q := s.db.conn(ctx).Where("status = ?", domain.DiscrepancyOpen)
+	q := s.db.conn(ctx).Where("status = ?", string(domain.DiscrepancyOpen))
 	if t != "" {
 		q = q.Where("type = ?", string(t))
 	}

@@ -62,6 +62,10 @@ func (s *OrderStore) List(ctx context.Context, f domain.OrderFilter) (domain.Ord
 	return page, nil
 }
 
+// paidStatuses are the statuses of an order a charge has paid
+// (domain.OrderStatus.WasPaid), for a status IN guard.
+var paidStatuses = names(domain.PaidStatuses())
+
 // ListPaidBetween returns orders paid in [from, to) that are paid or since
 // refunded, ordered by ID, after the ID cursor after (none when empty), at
 // most limit (100 when limit <= 0), with their items: what reconciliation
@@ -69,7 +73,7 @@ func (s *OrderStore) List(ctx context.Context, f domain.OrderFilter) (domain.Ord
 // not by paid_at, keeps the cursor a plain order ID.
 func (s *OrderStore) ListPaidBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Order, error) {
 	q := s.db.conn(ctx).Where("status IN ? AND paid_at >= ? AND paid_at < ?",
-		[]string{string(domain.StatusPaid), string(domain.StatusRefunded)}, ts(from), ts(to))
+		paidStatuses, ts(from), ts(to))
 	if after != "" {
 		q = q.Where("id > ?", after)
 	}

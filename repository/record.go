@@ -134,7 +134,19 @@ func processingRow(r domain.Record) recordRow {
 
 // goneAt is domain.Record.Gone in SQL, for the record's row, at the time
 // given as its two arguments.
-const goneAt = "expires_at < ? AND (status <> 'processing' OR locked_until < ?)"
+var goneAt = "expires_at < ? AND (status <> " + sqlStatus(domain.RecordProcessing) + " OR locked_until < ?)"
+
+// The record machine's guards, rendered from domain's table. Complete and
+// CompleteInBackground bind the status they set (succeeded or failed):
+// both completions leave from the same statuses (a domain test holds them
+// to it). Delete removes a record in the statuses a completion leaves
+// from: one whose request has not answered.
+var (
+	recordComplete = guardOf(domain.RecordMachine, domain.RecordEventSucceed)
+	recordRetry    = guardOf(domain.RecordMachine, domain.RecordEventRetry)
+	recordTakeOver = guardOf(domain.RecordMachine, domain.RecordEventTakeOver)
+	recordRelease  = guardOf(domain.RecordMachine, domain.RecordEventRelease)
+)
 
 // replaceGone overwrites every column of the record of (row.Scope, row.Key)
 // with row if that record is gone at now, and reports whether it did. One
@@ -159,7 +171,7 @@ func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.T
 func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
 	return s.db.guarded(ctx, "take over idempotency record "+key, `UPDATE idempotency_records
 		SET locked_until = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until < ?`,
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordTakeOver.from+` AND locked_until < ?`,
 		ts(lockedUntil), ts(now), scope, key, ts(now))
 }
 
@@ -169,7 +181,7 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
 	return s.db.guarded(ctx, "release idempotency record "+key, `UPDATE idempotency_records
 		SET locked_until = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND locked_until > ?`,
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordRelease.from+` AND locked_until > ?`,
 		ts(now), ts(now), scope, key, ts(now))
 }
 
@@ -178,9 +190,9 @@ func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now t
 // this caller won it.
 func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
 	return s.db.guarded(ctx, "retry idempotency record "+key, `UPDATE idempotency_records
-		SET status = 'processing', locked_until = ?, response_status = 0, response_body = NULL,
+		SET status = `+recordRetry.to+`, locked_until = ?, response_status = 0, response_body = NULL,
 			response_sealed = ?, completed_by = NULL, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = 'failed'`,
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordRetry.from,
 		ts(lockedUntil), false, ts(now), scope, key)
 }
 
@@ -215,23 +227,23 @@ func (s *RecordStore) Complete(ctx context.Context, scope, key string, status do
 // and a late outcome of the old payment is no answer to that one.
 func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orderID string, status domain.RecordStatus, code int,
 	body []byte, by string, now time.Time) (bool, error) {
-	if status != domain.RecordSucceeded && status != domain.RecordFailed {
+	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
 	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
 		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = 'processing' AND order_id = ?`,
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from+` AND order_id = ?`,
 		string(status), code, body, false, by, ts(now), scope, key, orderID)
 }
 
 func (s *RecordStore) complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
 	body []byte, sealed bool, by string, now time.Time) (bool, error) {
-	if status != domain.RecordSucceeded && status != domain.RecordFailed {
+	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
 	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
 		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = 'processing'`,
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from,
 		string(status), code, body, sealed, by, ts(now), scope, key)
 }
 
@@ -239,7 +251,7 @@ func (s *RecordStore) complete(ctx context.Context, scope, key string, status do
 // (validation failed), leaving the key free. Completed records stay.
 func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 	_, err := s.db.guarded(ctx, "delete idempotency record "+key, `DELETE FROM idempotency_records
-		WHERE scope = ? AND idem_key = ? AND status = 'processing'`, scope, key)
+		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from, scope, key)
 	return err
 }
 

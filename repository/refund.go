@@ -58,6 +58,14 @@ func (r refundRow) toDomain() domain.Refund {
 	}
 }
 
+// The refund machine's guards, rendered from domain's table. Finish
+// performs both settlements with one UPDATE: they leave from the same
+// statuses (a domain test holds them to it).
+var (
+	refundFinish   = guardOf(domain.RefundMachine, domain.RefundEventSucceed)
+	refundIdentify = guardOf(domain.RefundMachine, domain.RefundEventIdentify)
+)
+
 // RefundStore keeps refunds. The unique index on provider_key is what stops
 // one charge being refunded automatically twice, and one manual refund
 // request reaching the provider under two keys.
@@ -101,12 +109,12 @@ func (s *RefundStore) FindByProviderKey(ctx context.Context, key string) (domain
 // (and so exactly one release the reservation of a failed refund). A
 // provider refund ID once learned is a fact: an empty one keeps it.
 func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundStatus, providerRefundID string, now time.Time) (bool, error) {
-	if to != domain.RefundSucceeded && to != domain.RefundFailed {
+	if _, ok := domain.FinishEvent(to); !ok {
 		return false, fmt.Errorf("finish refund %s: status %q is not final", id, to)
 	}
 	return s.db.guarded(ctx, "finish refund "+id, `UPDATE refunds
 		SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
-		WHERE id = ? AND status = 'pending'`,
+		WHERE id = ? AND status IN `+refundFinish.from,
 		string(to), nullString(providerRefundID), ts(now), id)
 }
 
@@ -119,7 +127,7 @@ func (s *RefundStore) RecordProviderID(ctx context.Context, id, providerRefundID
 	}
 	return s.db.guarded(ctx, "record provider id of refund "+id, `UPDATE refunds
 		SET provider_refund_id = ?
-		WHERE id = ? AND status = 'pending' AND provider_refund_id IS NULL`,
+		WHERE id = ? AND status IN `+refundIdentify.from+` AND provider_refund_id IS NULL`,
 		providerRefundID, id)
 }
 

@@ -26,8 +26,8 @@ func (db *DB) conn(ctx context.Context) *gorm.DB {
 // if there is one (through GORM, which holds it), else straight on the
 // pool that serves reads, with database/sql. The replay's record read goes
 // through it: on that fixed SELECT, GORM's statement building and
-// callbacks were ~8% of a replay's CPU (BenchmarkPay/replay/mysql) and
-// did nothing the statement needs. Like conn, it runs detached.
+// callbacks cost a measurable share of a replay's CPU and did nothing the
+// statement needs (docs/performance.md). Like conn, it runs detached.
 func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	if tx, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return tx.WithContext(detached(ctx)).Raw(query, args...).Row()
@@ -71,10 +71,8 @@ func (db *DB) OnDirectStatement(f func()) {
 // Given a context that can be cancelled, both drivers start watching it
 // for every statement — the MySQL driver hands it to a goroutine per
 // connection and takes it back after, SQLite starts one per statement —
-// and those wake-ups cost more CPU than the round trip itself: 52 µs of
-// client CPU per primary-key read with a context that cannot be
-// cancelled, 85–102 µs with one (MariaDB on loopback, one connection,
-// 5,000 reads). So statements run detached (docs/adr/0025): a statement
+// and those wake-ups cost more CPU than the round trip itself
+// (docs/performance.md). So statements run detached (docs/adr/0025): a statement
 // is bounded by the connection's read and write timeouts (30 s unless the
 // URL says otherwise) and by the database's own lock wait timeout, not by
 // the request. The retry policy's waits still end with ctx, and a client

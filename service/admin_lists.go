@@ -34,7 +34,7 @@ func (s *Admin) ListRuns(ctx context.Context, f domain.RunFilter) (domain.RunPag
 // replies, the recoverer and reconciliation runs all record into one store.
 func (s *Admin) ListDiscrepancies(ctx context.Context, f domain.DiscrepancyFilter) (domain.DiscrepancyPage, error) {
 	var invalid domain.ValidationErrors
-	if f.Status != "" && !domain.ValidDiscrepancyStatus(f.Status) {
+	if f.Status != "" && !f.Status.Valid() {
 		invalid = append(invalid, &domain.ValidationError{Field: "status", Reason: "must be open, resolving or resolved"})
 	}
 	if f.Type != "" && !f.Type.Valid() {

@@ -244,7 +244,9 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	if claimed {
 		// The guarded UPDATE matched the version we know, so we know the
 		// row exactly: no re-read.
-		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusProcessing, r.RequestID, now, o.Version+1
+		if *o, err = s.moved(ctx, *o, domain.EventClaim, r.RequestID, now); err != nil {
+			return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
+		}
 		s.changed(o.ID)
 	}
 	return a, claimed, nil
@@ -410,7 +412,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	var err error
 	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
-	if s.Batch != nil && chargeID != "" && (a.Status == domain.AttemptStarted || a.Status == domain.AttemptUnknown) {
+	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() {
 		// The common case in one round trip. The attempt moves only if it
 		// is still unsettled, the order only if the attempt moved — what
 		// the transaction below would do. Nothing written: the
@@ -472,15 +474,16 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		s.changed(o.ID)
 		s.observe(ctx, a, PaymentPaid)
 	case paid:
-		o.Status, o.PaidAt, o.UpdatedAt, o.Version = domain.StatusPaid, &now, now, o.Version+1
+		if o, err = s.moved(ctx, o, domain.EventSucceed, a.RequestID, now); err != nil {
+			return domain.Order{}, err
+		}
 		s.changed(o.ID)
 		s.observe(ctx, a, PaymentPaid)
 	default:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
 		}
-		paidByUs := o.PayRequestID == a.RequestID && (o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
-		if !ours || !paidByUs {
+		if !ours || !o.PaidBy(a) {
 			return o, s.orphan(ctx, o, a, chargeID, src)
 		}
 	}
@@ -526,7 +529,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // provider's code and the order is released at once, as for a decline. The
 // outcome is stored here (SettledAnswers, not final), so the
 // request's idempotency record is completed as failed and the key may run
-// again (SPEC §3): left to the request's own 400 answer, the record would
+// again (docs/guarantees.md#idempotency-rules): left to the request's own 400 answer, the record would
 // read as input never acted on and be dropped.
 func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt, re *domain.ProviderRequestError) (domain.Order, error) {
 	code := re.Code
@@ -565,11 +568,25 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 		return domain.Order{}, false, fmt.Errorf("release order %s: %w", o.ID, err)
 	}
 	if released {
-		o.Status, o.PayRequestID, o.UpdatedAt, o.Version = domain.StatusPending, "", now, o.Version+1
+		if o, err = s.moved(ctx, o, domain.EventRelease, a.RequestID, now); err != nil {
+			return domain.Order{}, false, err
+		}
 		s.changed(o.ID)
 		s.observe(ctx, a, PaymentDeclined)
 	}
 	return o, released, nil
+}
+
+// moved returns order o as event e, by the pay request requestID, left it
+// at now: the store's guarded UPDATE for e matched the order's row, so
+// domain's machine knows the row without a re-read. Should o be older than
+// the row the guard matched (the machine refuses to move it), the order is
+// read back instead.
+func (s *Checkout) moved(ctx context.Context, o domain.Order, e domain.Event, requestID string, now time.Time) (domain.Order, error) {
+	if next, err := o.Apply(e, requestID, now); err == nil {
+		return next, nil
+	}
+	return s.Orders.FindByID(ctx, o.ID)
 }
 
 // publishSettled stores the answer the pay request a.RequestID would now

@@ -116,8 +116,11 @@ var errAdoptLost = errors.New("adoption lost its race")
 // succeeded (ours) and whether this call paid the order.
 func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID string, src domain.LedgerSource, now time.Time) (ours, paid bool, err error) {
 	cur, err := s.Attempts.FindByID(ctx, id)
-	if err != nil || (cur.Status != domain.AttemptFailed && cur.Status != domain.AttemptHeld) {
+	if err != nil {
 		return false, false, err
+	}
+	if _, late := domain.NextAttempt(cur.Status, domain.AttemptChargedLate); !late {
+		return false, false, nil // not failed or held: nothing to adopt
 	}
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 		paid = false // InTx may run fn again after a conflict: start clean

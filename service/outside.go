@@ -178,7 +178,7 @@ func (s *Refunds) refundOf(ctx context.Context, o domain.Order, pr domain.Provid
 	if err != nil {
 		return false, false, err
 	}
-	return false, a.Status == domain.AttemptSucceeded && a.ProviderChargeID == pr.ChargeID, nil
+	return false, a.SucceededWith(pr.ChargeID), nil
 }
 
 // auditOutside records an outside refund in the order's audit trail, the

@@ -329,17 +329,15 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge) (*domain
 	if err != nil {
 		return nil, false, err
 	}
-	paidByAttempt := a.Status == domain.AttemptSucceeded && o.PayRequestID == a.RequestID &&
-		(o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded)
-	settling := !a.Status.Final() && o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID
+	settling := !a.Status.Final() && o.ClaimedBy(a)
 	switch {
-	case paidByAttempt:
+	case domain.PaidByAttempt(o, a):
 		return nil, true, nil
 	case settling:
 		return nil, false, nil
 	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired:
 		d.Type, d.Note = domain.PaidAfterClose, "the provider charged an order that was cancelled or expired"
-	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
+	case o.Status.WasPaid():
 		d.Type, d.Note = domain.DuplicateCharge, "a second successful charge for an order paid by another attempt"
 	default:
 		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged but the order is not paid"

@@ -72,7 +72,7 @@ type Refunds struct {
 func (s *Refunds) Orphan(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) error {
 	var kind domain.DiscrepancyType
 	switch {
-	case o.Status == domain.StatusPaid || o.Status == domain.StatusRefunded:
+	case o.Status.WasPaid():
 		kind = domain.DuplicateCharge
 	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired,
 		o.Status == domain.StatusPending && !s.Now().Before(o.ExpiresAt):

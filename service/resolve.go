@@ -170,7 +170,7 @@ func (s *Resolver) recover(ctx context.Context, d domain.Discrepancy) error {
 	if err != nil {
 		return err
 	}
-	if o.Status == domain.StatusProcessing && o.PayRequestID == a.RequestID {
+	if o.ClaimedBy(a) {
 		return fmt.Errorf("%w: the provider has not settled attempt %s yet", domain.ErrOutcomeUnknown, a.ID)
 	}
 	return nil
@@ -303,14 +303,14 @@ func (s *Resolver) paidBy(ctx context.Context, ch domain.Charge) (domain.Order, 
 	if errors.Is(err, domain.ErrOrderNotFound) {
 		return domain.Order{}, false, nil
 	}
-	if err != nil || (o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded) {
+	if err != nil || !o.Status.WasPaid() {
 		return o, false, err
 	}
 	a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		return o, false, nil
 	}
-	return o, err == nil && a.Status == domain.AttemptSucceeded && a.ProviderChargeID == ch.ID, err
+	return o, err == nil && a.SucceededWith(ch.ID), err
 }
 
 // refundPayment refunds what is left of order o's paying charge ch through

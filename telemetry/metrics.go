@@ -22,7 +22,7 @@ import (
 	"github.com/payd/payd/service"
 )
 
-// Metrics is payd's Prometheus instrumentation. It owns its
+// Metrics is payd's Prometheus instrumentation (ADR 22). It owns its
 // registry instead of using the global one, so every server a test builds
 // counts only its own requests and no two servers collide on a name.
 //

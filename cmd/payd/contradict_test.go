@@ -229,7 +229,7 @@ func TestWebhookOrphanCharges(t *testing.T) {
 				}
 				var seen int
 				for _, d := range s.timeline(id).Discrepancies {
-					if d.Type == string(c.wantType) && d.ChargeID != nil && *d.ChargeID == p.ChargeID && d.Status == domain.DiscrepancyResolved {
+					if d.Type == string(c.wantType) && d.ChargeID != nil && *d.ChargeID == p.ChargeID && d.Status == string(domain.DiscrepancyResolved) {
 						seen++
 					}
 				}

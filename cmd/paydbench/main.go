@@ -7,10 +7,18 @@
 // request, statements per request and payd's peak RSS.
 //
 //	go run ./cmd/paydbench [-db mysql://root:@127.0.0.1:3306/test] [-c 16] [-n 2000] [-redis redis://127.0.0.1:6380/0] [-json]
+//
+// -report docs/performance.md rewrites the generated part of that document
+// with the run's figures and the command that reproduces them, and -chart
+// docs/performance.svg draws them: payd's and the floor's requests per
+// second and p99 latency per phase. -from FILE takes the figures from an
+// earlier run's -json output instead of measuring.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,6 +47,9 @@ type options struct {
 	pprof    string
 	redis    string // empty: payd without Redis; else its PAYD_REDIS_URL
 	payd     string // a payd binary to measure; empty: build ./cmd/payd
+	chart    string // write the SVG chart here; empty: none
+	report   string // write the Markdown report here; empty: none
+	from     string // read the figures from this -json output instead of measuring
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -51,6 +62,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON")
 	fs.StringVar(&o.redis, "redis", "", "PAYD_REDIS_URL for payd (redis://host:port/db or a cluster URL); empty: payd without Redis")
 	fs.StringVar(&o.payd, "payd", "", "a payd binary to measure instead of building ./cmd/payd (to compare two builds)")
+	fs.StringVar(&o.chart, "chart", "", "write an SVG chart of payd's and the floor's req/s and p99 per phase to this file (e.g. docs/performance.svg)")
+	fs.StringVar(&o.report, "report", "", "write the figures as Markdown into this file (e.g. docs/performance.md), between its paydbench markers if it has them")
+	fs.StringVar(&o.from, "from", "", "take the figures from this file, an earlier run's -json output, instead of measuring")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -62,7 +76,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 }
 
 // run is one benchmark: set up, measure payd, stop it, measure the floor,
-// report.
+// report; or, with -from, an earlier run's figures. Then the chart and the
+// Markdown report, when asked for.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -71,20 +86,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "paydbench")
+	var rep *report
+	if o.from != "" {
+		rep, err = readReport(o.from)
+	} else {
+		rep, err = benchmark(ctx, o, stderr)
+	}
 	if err != nil {
 		return err
+	}
+	if rep.Command == "" && o.from == "" {
+		rep.Command = command(args, o)
+	}
+	if err := rep.write(stdout, o.json); err != nil {
+		return err
+	}
+	if o.chart != "" {
+		if err := writeFile(o.chart, rep.writeChart); err != nil {
+			return err
+		}
+	}
+	if o.report != "" {
+		return rep.writeReport(o.report, o.chart)
+	}
+	return nil
+}
+
+// benchmark is one measured run: payd built (or given), a fresh database,
+// payd's phases and the floor's.
+func benchmark(ctx context.Context, o options, stderr io.Writer) (*report, error) {
+	dir, err := os.MkdirTemp("", "paydbench")
+	if err != nil {
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	bin := o.payd
 	if bin == "" {
 		if bin, err = buildPayd(ctx, dir); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	db, err := newDatabase(ctx, o.db, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		if err := db.Drop(context.WithoutCancel(ctx)); err != nil {
@@ -93,9 +137,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	rep, err := measure(ctx, o, bin, dir, db)
 	if err != nil {
+		return nil, err
+	}
+	rep.Date = time.Now().UTC().Format(time.DateOnly)
+	return rep, nil
+}
+
+// readReport reads an earlier run's -json output.
+func readReport(path string) (*report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &rep, nil
+}
+
+// writeFile writes what write produces to path.
+func writeFile(path string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
 		return err
 	}
-	return rep.write(stdout, o.json)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // measure runs payd's phases, then the floor's.

@@ -11,14 +11,19 @@ import (
 
 // report is everything one run measured; -json prints it as it is.
 type report struct {
-	Database string  `json:"database"` // sqlite or mysql
-	Redis    bool    `json:"redis"`    // payd ran with PAYD_REDIS_URL
-	Clients  int     `json:"clients"`
-	Requests int     `json:"requests"`
-	CPUs     int     `json:"cpus"`
-	Phases   []phase `json:"phases"`
-	Ratios   ratios  `json:"ratios"` // payd's throughput over the floor's
-	Pprof    string  `json:"pprof,omitempty"`
+	Database string `json:"database"` // sqlite or mysql
+	Redis    bool   `json:"redis"`    // payd ran with PAYD_REDIS_URL
+	Clients  int    `json:"clients"`
+	Requests int    `json:"requests"`
+	CPUs     int    `json:"cpus"`
+	// GoVersion is the toolchain paydbench was built with; Date the day
+	// of the run (UTC); Command the command line that reproduces it.
+	GoVersion string  `json:"go_version,omitempty"`
+	Date      string  `json:"date,omitempty"`
+	Command   string  `json:"command,omitempty"`
+	Phases    []phase `json:"phases"`
+	Ratios    ratios  `json:"ratios"` // payd's throughput over the floor's
+	Pprof     string  `json:"pprof,omitempty"`
 	// LoadBefore and LoadAfter are the machine's load averages (1, 5, 15
 	// minutes) when the run started and ended.
 	LoadBefore string   `json:"load_average_before,omitempty"`
@@ -65,7 +70,7 @@ type phase struct {
 }
 
 func newReport(o options, dialect string) *report {
-	return &report{Database: dialect, Redis: o.redis != "", Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	return &report{Database: dialect, Redis: o.redis != "", Clients: o.clients, Requests: o.requests, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: loadAverage()}
 }
 
 func newPhase(target, name string, n int, r result, before, after sample) phase {
