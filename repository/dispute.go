@@ -146,7 +146,7 @@ func (s *DisputeStore) OpenForCharge(ctx context.Context, chargeID string) (bool
 	err := s.db.queryRow(ctx, `SELECT COUNT(*) FROM disputes WHERE charge_id = ? AND status = ?`,
 		chargeID, string(domain.DisputeOpen)).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("open disputes of charge %s: %w", chargeID, err)
+		return false, fmt.Errorf("open disputes of charge %s: %w", chargeID, classify(err))
 	}
 	return n > 0, nil
 }
@@ -156,7 +156,7 @@ func (s *DisputeStore) CountOpen(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.queryRow(ctx, `SELECT COUNT(*) FROM disputes WHERE status = ?`, string(domain.DisputeOpen)).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("count open disputes: %w", err)
+		return 0, fmt.Errorf("count open disputes: %w", classify(err))
 	}
 	return n, nil
 }
