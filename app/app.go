@@ -16,9 +16,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/payd/payd/handler"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/telemetry"
 )
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
@@ -26,7 +26,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(handler.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+	return slog.New(telemetry.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }
 
 // now is payd's clock: UTC, at the microsecond precision both databases store.
@@ -71,7 +71,7 @@ type App struct {
 	ln     net.Listener
 	base   string
 	banner io.Writer
-	tr     tracing
+	tr     telemetry.Tracing
 	parts  *Parts
 	closes []func() // run by Close, last first
 }
@@ -112,9 +112,6 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.tp != nil {
-		cfg.tracerProvider = o.tp
-	}
 	a := &App{cfg: cfg, log: newLogger(cfg, o.logs), banner: o.banner}
 	defer func() {
 		if err != nil {
@@ -149,19 +146,19 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 
 	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
 	// still buffered are flushed when payd stops.
-	if a.tr, err = startTracing(ctx, a.cfg); err != nil {
+	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Endpoint: cfg.OTLPEndpoint, Env: cfg.Env, Provider: o.tp}); err != nil {
 		return nil, err
 	}
 	tr := a.tr
 	a.onClose(func() {
 		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := tr.shutdown(flushCtx); err != nil {
+		if err := tr.Shutdown(flushCtx); err != nil {
 			log.Warn("flush traces", "err", err)
 		}
 	})
 
-	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.providerOptions(a.cfg)...)
+	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +194,8 @@ func (a *App) Addr() net.Addr { return a.ln.Addr() }
 // prints the welcome banner once payd listens.
 func (a *App) Serve(ctx context.Context) error {
 	cfg, log, p := a.cfg, a.log, a.parts
-	stopAdmin, err := serveAdmin(cfg, p.Metrics, log)
+	stopAdmin, err := telemetry.ServeAdmin(telemetry.AdminConfig{MetricsAddr: cfg.MetricsAddr, PprofAddr: cfg.PprofAddr,
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}, p.Metrics, log)
 	if err != nil {
 		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
 	}
@@ -214,7 +212,7 @@ func (a *App) Serve(ctx context.Context) error {
 	// Timeouts cut slow and idle clients, so a few of them cannot hold
 	// every connection. Event streams lift the write deadline for
 	// themselves (handler.Events).
-	srv := &http.Server{Handler: a.tr.server(p.Echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+	srv := &http.Server{Handler: a.tr.Server(p.Echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(a.ln) }()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payd/payd/service"
 )
@@ -51,8 +50,6 @@ type Config struct {
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
 	OTLPEndpoint       string // empty: no tracing (ADR 0022)
-
-	tracerProvider trace.TracerProvider // test-only: spans go here instead of OTLP
 
 	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)

@@ -17,20 +17,19 @@ import (
 	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // PaymentProvider is every port payd's use cases need from the provider:
 // the sandbox's client (provider.Client) or Stripe's (stripeprovider.Client).
-type PaymentProvider interface {
-	service.PaymentProvider
-	service.RefundProvider
-	service.ChargeLister
-	// The books (ADR 0030): asked before money moves on anyone's word,
-	// and listed by reconciliation.
-	service.ChargeFinder
-	service.RefundLister
-	service.DisputeLister
-	service.DisputeFinder
+type PaymentProvider = telemetry.Provider
+
+// readBacklog is the backlog gauges' database read.
+func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, error) {
+	return func(ctx context.Context) (telemetry.Backlog, error) {
+		b, err := repository.ReadBacklog(ctx, db)
+		return telemetry.Backlog(b), err
+	}
 }
 
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
@@ -38,7 +37,7 @@ type PaymentProvider interface {
 // that delivers its webhooks to this very payd.
 func providerFor(ctx context.Context, cfg Config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (PaymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, db, log)
+		sp, err := newStripe(cfg, log)
 		return sp, func() {}, err
 	}
 	if cfg.ProviderURL != "" {
@@ -62,8 +61,8 @@ type Parts struct {
 	Echo        *echo.Echo // the HTTP API
 	Jobs        []service.Job
 
-	Metrics *handler.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
-	Redis   *redisx.Redis    // nil without PAYD_REDIS_URL
+	Metrics *telemetry.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
+	Redis   *redisx.Redis      // nil without PAYD_REDIS_URL
 }
 
 func (p *Parts) closeRedis() {
@@ -79,11 +78,11 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
 	}
 	crashAt(cfg.Fault)
-	metrics := handler.NewMetrics()
+	metrics := telemetry.NewMetrics()
 	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))
 	}
-	metrics.WatchBacklog(readBacklog(db), backlogTTL, backlogTimeout)
+	metrics.WatchBacklog(readBacklog(db), telemetry.BacklogTTL, telemetry.BacklogTimeout)
 	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
 		metrics.DBRetried(reason)
 		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
@@ -93,10 +92,10 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 	idem := newIdempotency(cfg, records, sealer, now)
 	idem.Observer = metrics
 	// What the use cases do reaches this process's event streams, the
-	// metrics and, for payments settled outside their request, the pay
-	// request's idempotency record.
+	// metrics and the outcome log; a payment settled outside its request
+	// stores its answer in the pay request's idempotency record.
 	changes := &service.Changes{}
-	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}, handler.OutcomeLog{Log: log}}
+	observer := service.Observers{changes, metrics, telemetry.OutcomeLog{Log: log}}
 	rds, eventsLive, err := wireRedis(cfg, idem, changes, metrics, log)
 	if err != nil {
 		return nil, err
@@ -104,11 +103,11 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 	if rds != nil {
 		observer = append(observer, redisx.Events{Redis: rds})
 	}
-	// Signals (ADR 0022): every provider call timed, the backlog read on
+	// Telemetry (ADR 0022): every provider call timed, the backlog read on
 	// scrape, outcomes logged.
-	uc, err := NewUseCases(cfg, db, client, Hooks{Changes: changes, Observer: observer,
+	uc, err := NewUseCases(cfg, db, client, Hooks{Changes: changes, Observer: observer, Answers: handler.PayRecords{Engine: idem},
 		Timed: func(p PaymentProvider) PaymentProvider {
-			return observedProvider{next: p, observe: metrics.ProviderCalled}
+			return telemetry.ObservedProvider{Next: p, Observe: metrics.ProviderCalled}
 		}})
 	if err != nil {
 		return nil, err
@@ -186,6 +185,9 @@ type Hooks struct {
 	Now      func() time.Time // nil: payd's clock (UTC, microseconds)
 	Changes  *service.Changes // the orders' event feed; nil: a new one
 	Observer service.Observer // what the use cases report to; nil: Changes alone
+	// Answers stores a pay answer settled outside its request (the HTTP
+	// layer's PayRecords); nil: not stored.
+	Answers service.SettledAnswers
 	// Timed wraps the provider port every use case calls (the metrics'
 	// stopwatch); nil: the provider as it is.
 	Timed func(PaymentProvider) PaymentProvider
@@ -258,7 +260,7 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		refunds.Getter = g
 	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
-		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
+		Now: now, Orphans: refunds, Observer: observer, Answers: h.Answers, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db), Ledger: ledger}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies

@@ -1,4 +1,4 @@
-package app
+package telemetry
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/handler"
 )
 
 // TestProviderOutcome: every way a provider call ends falls in the outcome
@@ -16,7 +15,7 @@ import (
 func TestProviderOutcome(t *testing.T) {
 	for _, c := range []struct {
 		err  error
-		want string
+		want ProviderOutcome
 	}{
 		{nil, "ok"},
 		{fmt.Errorf("charge k: %w: %w", domain.ErrProviderUnavailable, context.DeadlineExceeded), "timeout"},
@@ -29,8 +28,8 @@ func TestProviderOutcome(t *testing.T) {
 		if got := providerOutcome(c.err); got != c.want {
 			t.Errorf("providerOutcome(%v) = %q, want %q", c.err, got, c.want)
 		}
-		if !slices.Contains(handler.ProviderOutcomes, providerOutcome(c.err)) {
-			t.Errorf("providerOutcome(%v) = %q, not in handler.ProviderOutcomes", c.err, providerOutcome(c.err))
+		if !slices.Contains(ProviderOutcomes, providerOutcome(c.err)) {
+			t.Errorf("providerOutcome(%v) = %q, not in ProviderOutcomes", c.err, providerOutcome(c.err))
 		}
 	}
 }
