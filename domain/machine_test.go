@@ -169,3 +169,29 @@ func TestPaidBy(t *testing.T) {
 		t.Error("PaidByAttempt does not hold the attempt to succeeded")
 	}
 }
+
+func TestRefundApply(t *testing.T) {
+	r := Refund{ID: "rf", Status: RefundPending}
+	got, ok := r.Apply(RefundEventIdentify, "re_1")
+	if !ok || got.Status != RefundPending || got.ProviderRefundID != "re_1" {
+		t.Errorf("identify = %+v, %v", got, ok)
+	}
+	got, ok = got.Apply(RefundEventSucceed, "")
+	if !ok || got.Status != RefundSucceeded || got.ProviderRefundID != "re_1" {
+		t.Errorf("succeed = %+v, %v; want succeeded, the ID kept", got, ok)
+	}
+	if again, ok := got.Apply(RefundEventFail, "re_2"); ok || again != got {
+		t.Errorf("fail after succeeded = %+v, %v; want refused, unchanged", again, ok)
+	}
+}
+
+func TestAttemptSucceededWith(t *testing.T) {
+	a := Attempt{Status: AttemptSucceeded, ProviderChargeID: "ch_1"}
+	if !a.SucceededWith("ch_1") || a.SucceededWith("ch_2") || a.SucceededWith("") {
+		t.Error("SucceededWith does not hold the charge ID")
+	}
+	a.Status = AttemptHeld
+	if a.SucceededWith("ch_1") {
+		t.Error("a held attempt succeeded with its charge")
+	}
+}

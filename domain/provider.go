@@ -17,6 +17,13 @@ var ErrChargeNotFound = errors.New("provider: not found")
 // (GetCharge) before acting.
 var ErrProviderUnavailable = errors.New("provider: outcome unknown")
 
+// ErrProviderUnreachable marks an ErrProviderUnavailable whose cause is the
+// connection to the provider itself: it could not be made, or was refused
+// or reset. The provider adapters mark it (provider.MarkUnreachable); a
+// request that meets it is answered 503 with Retry-After, as one that
+// meets ErrUnavailable.
+var ErrProviderUnreachable = errors.New("provider: unreachable")
+
 // ProviderRequestError is the provider refusing a request it understood (a
 // 4xx): nothing happened, and sending it again unchanged will not help. Code
 // is the provider's machine code, e.g. idempotency_key_reused or

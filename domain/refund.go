@@ -85,3 +85,20 @@ type Refund struct {
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 }
+
+// Apply returns r as event e leaves it, as the store's guarded UPDATE for
+// e leaves its row: the status the refund machine gives, and the
+// provider's refund ID when one is given (an empty one keeps the known
+// ID). It reports false, with r as it was, where the machine has no such
+// move. The time of the change is the store's: UpdatedAt is left alone.
+func (r Refund) Apply(e RefundEvent, providerRefundID string) (Refund, bool) {
+	to, ok := RefundMachine.Next(r.Status, e)
+	if !ok {
+		return r, false
+	}
+	r.Status = to
+	if providerRefundID != "" {
+		r.ProviderRefundID = providerRefundID
+	}
+	return r, true
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // oneCustomer is a service.CustomerStore that knows one customer by token
@@ -51,8 +52,8 @@ func BenchmarkAuthenticatedRequest(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			customers := &service.Customers{Store: store, Tokens: tokens, Now: time.Now, Cache: tt.cache}
 			e := echo.New()
-			log := slog.New(TraceLogs(slog.NewJSONHandler(discard{}, nil)))
-			e.Use(requestID(), NewMetrics().middleware(e), accessLog(log), recoverPanic)
+			log := slog.New(telemetry.TraceLogs(slog.NewJSONHandler(discard{}, nil)))
+			e.Use(requestID(), telemetry.NewMetrics().Middleware(e), accessLog(log), recoverPanic)
 			e.GET("/v1/orders", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) },
 				RequireCustomer(customers, "adm_"+token))
 			req := httptest.NewRequest(http.MethodGet, "/v1/orders", nil)

@@ -19,22 +19,20 @@ func keyedOf(c echo.Context) service.Keyed {
 	return service.Keyed{Key: idempotency.KeyOf(c), Fingerprint: idempotency.FingerprintOf(c)}
 }
 
-// PayRecords observes Checkout for the idempotency records of pay
-// requests: when a payment's answer becomes known outside its request (a
-// webhook, the recoverer, a refusal), it completes the request's record
-// with what the pay call itself answers for that outcome (RenderPay), so a
-// replay tells the truth instead of a stale 202.
+// PayRecords is Checkout's settled answers (service.SettledAnswers) kept
+// in the idempotency records of pay requests: when a payment's answer
+// becomes known outside its request (a webhook, the recoverer, a refusal),
+// it completes the request's record with what the pay call itself answers
+// for that outcome (RenderPay), so a replay tells the truth instead of a
+// stale 202.
 type PayRecords struct {
-	service.NopObserver
 	Engine *idempotency.Engine
 }
 
-// PaymentSettled completes the record of the pay request a.RequestID. It
-// is best effort: a lost write leaves the record processing, and the next
-// request with the key takes over after the lease and recovers the same
-// outcome from the order. A record already past its TTL is completed
-// too, but a retry no longer sees it (gone, ADR 0011): that retry gets the
-// same outcome from the order, not a replay, by design.
-func (p PayRecords) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
-	_ = p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, RenderPay(o, outcome), final)
+// PaymentSettled completes the record of the pay request a.RequestID. A
+// record already past its TTL is completed too, but a retry no longer sees
+// it (gone, ADR 0011): that retry gets the same outcome from the order,
+// not a replay, by design.
+func (p PayRecords) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) error {
+	return p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, RenderPay(o, outcome), final)
 }

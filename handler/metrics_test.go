@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/telemetry"
 )
 
 func serve(t *testing.T, h http.Handler, method, path string, header http.Header) *httptest.ResponseRecorder {
@@ -38,7 +39,7 @@ func scrape(t *testing.T, h http.Handler) string {
 // route pattern, method and status class, and a caller cannot invent new
 // series with odd paths or methods.
 func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
-	m := NewMetrics()
+	m := telemetry.NewMetrics()
 	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
 	serve(t, e, http.MethodGet, "/healthz", nil)
 	serve(t, e, http.MethodGet, "/healthz", nil)
@@ -68,7 +69,7 @@ func TestMetricsCountRequestsByRoutePattern(t *testing.T) {
 // TestMetricsHooks: what the services report through their hooks shows up
 // under payd_ names, and an event type payd does not know is "other".
 func TestMetricsHooks(t *testing.T) {
-	m := NewMetrics()
+	m := telemetry.NewMetrics()
 	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
 	m.KeyDecided("replayed")
 	m.KeyDecided("replayed")
@@ -150,50 +151,5 @@ func TestRequestIDOnEveryLine(t *testing.T) {
 		if len(lines) != 1 || lines[0]["request_id"] != got {
 			t.Errorf("X-Request-ID sent %q: log lines %v, want one with request_id %q", tc.sent, lines, got)
 		}
-	}
-}
-
-// TestTraceLogs: a line logged with a request's context gets its
-// request_id once, even if the caller named it too; without one, nothing.
-func TestTraceLogs(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(TraceLogs(slog.NewJSONHandler(&buf, nil))).With("component", "test")
-	ctx := context.WithValue(context.Background(), requestIDKey{}, "rid-1")
-	log.InfoContext(ctx, "a")
-	log.InfoContext(ctx, "b", "request_id", "rid-1")
-	log.InfoContext(context.Background(), "c")
-	lines := logLines(t, buf.Bytes())
-	if len(lines) != 3 {
-		t.Fatalf("got %d log lines, want 3", len(lines))
-	}
-	for i, want := range []any{"rid-1", "rid-1", nil} {
-		if lines[i]["request_id"] != want {
-			t.Errorf("line %d request_id = %v, want %v", i, lines[i]["request_id"], want)
-		}
-	}
-	if n := strings.Count(strings.Split(buf.String(), "\n")[1], `"request_id"`); n != 1 {
-		t.Errorf("a line naming request_id itself carries it %d times, want 1", n)
-	}
-	if th, ok := TraceLogs(TraceLogs(slog.DiscardHandler)).(traceHandler); !ok || th.Handler != slog.DiscardHandler {
-		t.Errorf("TraceLogs(TraceLogs(h)) = %#v, want h wrapped once", th)
-	}
-}
-
-// TestDiscrepanciesCountFromZero: each discrepancy type is exported at 0
-// from the start, so the first dispute after a start is an increase of
-// payd_discrepancies_total{type="disputed"} (PaydDisputeOpened), not a new
-// series increase() cannot see.
-func TestDiscrepanciesCountFromZero(t *testing.T) {
-	m := NewMetrics()
-	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
-	out := scrape(t, e)
-	for _, typ := range domain.DiscrepancyTypes {
-		if want := `payd_discrepancies_total{type="` + string(typ) + `"} 0`; !strings.Contains(out, want+"\n") {
-			t.Errorf("a fresh scrape lacks %q:\n%s", want, grep(out, "payd_discrepancies_total"))
-		}
-	}
-	m.DiscrepancyRecorded(t.Context(), domain.Discrepancy{Type: domain.Disputed})
-	if out := scrape(t, e); !strings.Contains(out, `payd_discrepancies_total{type="disputed"} 1`+"\n") {
-		t.Errorf("after a dispute:\n%s", grep(out, "payd_discrepancies_total"))
 	}
 }

@@ -178,7 +178,7 @@ func RenderPay(o domain.Order, err error) idempotency.Response {
 
 // errNotCompleted is a pay request that ended with its order unpaid and
 // payable again: whatever the provider charged for it goes back.
-var errNotCompleted = problem(http.StatusBadGateway, "payment_not_completed", "Payment not completed",
+var errNotCompleted = problem("payment_not_completed",
 	"The payment did not complete and the order is not paid; anything charged for it is refunded. You may try again.")
 
 // unpaid is the error a pay outcome without one stands for, when the order

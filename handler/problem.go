@@ -5,14 +5,11 @@
 package handler
 
 import (
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,19 +48,26 @@ type FieldError struct {
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
 
-func problem(status int, code, title, detail string) *Problem {
-	return &Problem{Type: "/problems/" + code, Title: title, Status: status, Detail: detail, Code: code}
+// problem is a problem of code with detail; its status and title are the
+// code's, from the catalogue (problemTypes), the one place they are
+// written. A code the catalogue lacks is a bug in payd: it panics.
+func problem(code, detail string) *Problem {
+	pt, ok := problemTypes[code]
+	if !ok {
+		panic("handler: problem code " + code + " is not in problemTypes")
+	}
+	return &Problem{Type: "/problems/" + code, Title: pt.Title, Status: pt.Status, Detail: detail, Code: code}
 }
 
 // Problems the handler layer raises itself, before any use case runs.
 var (
-	errMalformedJSON  = problem(http.StatusBadRequest, "validation_failed", "Invalid request", "The request body is not valid JSON.")
-	errTooLarge       = problem(http.StatusRequestEntityTooLarge, "payload_too_large", "Payload too large", "The request body exceeds 1 MiB.")
-	errContentType    = problem(http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported media type", "Send the request body as application/json.")
-	errKeyConflict    = problem(http.StatusBadRequest, "idempotency_key_invalid", "Idempotency key invalid", "The Idempotency-Key header and the request_id field differ.")
-	errRouteNotFound  = problem(http.StatusNotFound, "not_found", "Not found", "No such route.")
-	errMethodNotAllow = problem(http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed", "This route does not accept that method.")
-	errTooManyStreams = retryAfter(problem(http.StatusTooManyRequests, "too_many_streams", "Too many event streams",
+	errMalformedJSON  = problem("validation_failed", "The request body is not valid JSON.")
+	errTooLarge       = problem("payload_too_large", "The request body exceeds 1 MiB.")
+	errContentType    = problem("unsupported_media_type", "Send the request body as application/json.")
+	errKeyConflict    = problem("idempotency_key_invalid", "The Idempotency-Key header and the request_id field differ.")
+	errRouteNotFound  = problem("not_found", "No such route.")
+	errMethodNotAllow = problem("method_not_allowed", "This route does not accept that method.")
+	errTooManyStreams = retryAfter(problem("too_many_streams",
 		"This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."), 5)
 )
 
@@ -73,13 +77,11 @@ func retryAfter(p *Problem, seconds int) *Problem {
 	return p
 }
 
-// errorRow maps the errors it matches to one problem: HTTP status, code,
-// title and the sentence a caller can read.
+// errorRow maps the errors it matches to one problem: its code (whose
+// status and title the catalogue holds) and the sentence a caller can read.
 type errorRow struct {
 	match  func(error) bool
-	status int
 	code   string
-	title  string
 	detail string
 	// adorn, optional, adds what varies per error: a decline code, a
 	// Retry-After, the invalid fields.
@@ -92,80 +94,80 @@ type errorRow struct {
 // tried in order (errors.Is / errors.As); the last matches anything. A
 // *Problem a handler returns answers as itself.
 var errorTable = []errorRow{
-	{match: isValidation, status: http.StatusBadRequest, code: "validation_failed", title: "Invalid request", adorn: listInvalid},
+	{match: isValidation, code: "validation_failed", adorn: listInvalid},
 	rowOf(is(idempotency.ErrMalformedBody), errMalformedJSON),
 	rowOf(is(idempotency.ErrKeyConflict), errKeyConflict),
 	// A payment the provider never received is no decline: before card_declined.
-	{match: notCharged, status: http.StatusBadGateway, code: "payment_not_completed", title: "Payment not completed",
+	{match: notCharged, code: "payment_not_completed",
 		detail: "The payment never reached the provider and nothing was charged. You may try again."},
-	{match: is(domain.ErrKeyMissing), status: http.StatusBadRequest, code: "idempotency_key_missing", title: "Idempotency key missing",
+	{match: is(domain.ErrKeyMissing), code: "idempotency_key_missing",
 		detail: "This request needs an Idempotency-Key header (a UUID v4 is recommended)."},
-	{match: is(domain.ErrKeyInvalid), status: http.StatusBadRequest, code: "idempotency_key_invalid", title: "Idempotency key invalid",
+	{match: is(domain.ErrKeyInvalid), code: "idempotency_key_invalid",
 		detail: "An idempotency key is 1 to 255 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'."},
-	{match: is(domain.ErrKeyInUse), status: http.StatusConflict, code: "idempotency_key_in_use", title: "Request still in progress",
+	{match: is(domain.ErrKeyInUse), code: "idempotency_key_in_use",
 		detail: "A request with this idempotency key is still being processed. Retry after the time in Retry-After.", adorn: retryWhenFree},
-	{match: is(domain.ErrKeyReused), status: http.StatusUnprocessableEntity, code: "idempotency_key_reused", title: "Idempotency key reused",
+	{match: is(domain.ErrKeyReused), code: "idempotency_key_reused",
 		detail: "This idempotency key was already used for a different request. Use a new key for a new request."},
-	{match: is(domain.ErrOrderNotFound), status: http.StatusNotFound, code: "order_not_found", title: "Order not found",
+	{match: is(domain.ErrOrderNotFound), code: "order_not_found",
 		detail: "There is no such order."},
-	{match: is(domain.ErrRecordNotFound), status: http.StatusNotFound, code: "request_not_found", title: "Request not found",
+	{match: is(domain.ErrRecordNotFound), code: "request_not_found",
 		detail: "No request with this idempotency key is known."},
-	{match: is(domain.ErrOrderAlreadyPaid), status: http.StatusConflict, code: "order_already_paid", title: "Order already paid",
+	{match: is(domain.ErrOrderAlreadyPaid), code: "order_already_paid",
 		detail: "This order has already been paid."},
-	{match: is(domain.ErrPaymentInProgress), status: http.StatusConflict, code: "order_payment_in_progress", title: "Payment in progress",
+	{match: is(domain.ErrPaymentInProgress), code: "order_payment_in_progress",
 		detail: "Another payment for this order is in progress."},
 	// order_expired before order_not_payable: an expired order matches both.
-	{match: is(domain.ErrOrderExpired), status: http.StatusConflict, code: "order_expired", title: "Order expired",
+	{match: is(domain.ErrOrderExpired), code: "order_expired",
 		detail: "This order has expired and can no longer be paid."},
-	{match: is(domain.ErrOrderNotPayable), status: http.StatusConflict, code: "order_not_payable", title: "Order not payable",
+	{match: is(domain.ErrOrderNotPayable), code: "order_not_payable",
 		detail: "This order was cancelled or has expired and can no longer be paid."},
-	{match: is(domain.ErrPaymentMethodInvalid), status: http.StatusBadRequest, code: "payment_method_invalid", title: "Payment method invalid",
+	{match: is(domain.ErrPaymentMethodInvalid), code: "payment_method_invalid",
 		detail: "The payment provider does not know this payment method; nothing was charged. Use another one."},
-	{match: is(domain.ErrOrderNotCancelable), status: http.StatusConflict, code: "order_not_cancelable", title: "Order cannot be cancelled",
+	{match: is(domain.ErrOrderNotCancelable), code: "order_not_cancelable",
 		detail: "This order can no longer be cancelled."},
-	{match: is(domain.ErrPaymentDeclined), status: http.StatusPaymentRequired, code: "card_declined", title: "Payment declined",
+	{match: is(domain.ErrPaymentDeclined), code: "card_declined",
 		detail: "The payment was declined. Try another payment method.", adorn: declineCode},
-	{match: is(domain.ErrOutcomeUnknown), status: http.StatusBadGateway, code: "payment_outcome_unknown", title: "Payment outcome unknown",
+	{match: is(domain.ErrOutcomeUnknown), code: "payment_outcome_unknown",
 		detail: "The payment provider did not answer; the outcome will be resolved."},
-	{match: is(domain.ErrAmountMismatch), status: http.StatusBadGateway, code: "payment_amount_mismatch", title: "Payment amount mismatch",
+	{match: is(domain.ErrAmountMismatch), code: "payment_amount_mismatch",
 		detail: "The payment provider reported a charge for another amount or currency than the order's. The order was not paid; an operator will refund or apply the charge. Do not pay again."},
-	{match: is(domain.ErrEmailTaken), status: http.StatusConflict, code: "email_taken", title: "Email already registered",
+	{match: is(domain.ErrEmailTaken), code: "email_taken",
 		detail: "An account with this email address already exists."},
-	{match: is(domain.ErrUnauthorized), status: http.StatusUnauthorized, code: "unauthorized", title: "Unauthorized",
+	{match: is(domain.ErrUnauthorized), code: "unauthorized",
 		detail: "A valid bearer token is required."},
-	{match: is(domain.ErrForbidden), status: http.StatusForbidden, code: "forbidden", title: "Forbidden",
+	{match: is(domain.ErrForbidden), code: "forbidden",
 		detail: "This token is valid but not for this route: customer routes take a customer token, operator routes the admin token."},
-	{match: is(domain.ErrOrderNotRefundable), status: http.StatusConflict, code: "order_not_refundable", title: "Order not refundable",
+	{match: is(domain.ErrOrderNotRefundable), code: "order_not_refundable",
 		detail: "Only a paid order can be refunded."},
-	{match: is(domain.ErrRefundTooLarge), status: http.StatusConflict, code: "refund_too_large", title: "Refund too large",
+	{match: is(domain.ErrRefundTooLarge), code: "refund_too_large",
 		detail: "The refund exceeds what remains refundable on this order; nothing was refunded."},
-	{match: is(domain.ErrRefundRefused), status: http.StatusBadGateway, code: "refund_refused", title: "Refund refused by the provider",
+	{match: is(domain.ErrRefundRefused), code: "refund_refused",
 		detail: "The payment provider refused the refund; nothing was refunded."},
-	{match: is(domain.ErrRunNotFound), status: http.StatusNotFound, code: "reconciliation_not_found", title: "Reconciliation not found",
+	{match: is(domain.ErrRunNotFound), code: "reconciliation_not_found",
 		detail: "There is no such reconciliation run."},
-	{match: is(domain.ErrDiscrepancyNotFound), status: http.StatusNotFound, code: "discrepancy_not_found", title: "Discrepancy not found",
+	{match: is(domain.ErrDiscrepancyNotFound), code: "discrepancy_not_found",
 		detail: "There is no such discrepancy."},
-	{match: is(domain.ErrAlreadyResolved), status: http.StatusConflict, code: "discrepancy_already_resolved", title: "Discrepancy already resolved",
+	{match: is(domain.ErrAlreadyResolved), code: "discrepancy_already_resolved",
 		detail: "This discrepancy was already resolved with another action."},
-	{match: ownedElsewhere, status: http.StatusConflict, code: "charge_belongs_to_other_order", title: "Charge belongs to another order",
+	{match: ownedElsewhere, code: "charge_belongs_to_other_order",
 		detail: "The provider says this charge pays another order; nothing was refunded or applied.", adorn: nameOwner},
-	{match: is(domain.ErrChargeDisputed), status: http.StatusConflict, code: "charge_disputed", title: "Charge disputed",
+	{match: is(domain.ErrChargeDisputed), code: "charge_disputed",
 		detail: "The charge is under an open dispute: the bank has taken the money back, so a refund would give it twice. Nothing was refunded; answer the dispute at the provider."},
-	{match: is(domain.ErrResolutionNotApplicable), status: http.StatusConflict, code: "resolution_not_applicable", title: "Resolution not applicable",
+	{match: is(domain.ErrResolutionNotApplicable), code: "resolution_not_applicable",
 		detail: "This action does not fit this discrepancy; choose another."},
-	{match: is(idempotency.ErrStoredResponseUnreadable), status: http.StatusGone, code: "stored_response_unreadable", title: "Stored response unreadable",
+	{match: is(idempotency.ErrStoredResponseUnreadable), code: "stored_response_unreadable",
 		detail: "The answer stored for this idempotency key was sealed with a secret key this server no longer has, so it cannot be replayed; the request was not executed again. Its token, if any, no longer works either."},
 	// Echo's own refusals, before a handler ran.
 	rowOf(httpStatus(http.StatusNotFound), errRouteNotFound),
 	rowOf(httpStatus(http.StatusMethodNotAllowed), errMethodNotAllow),
 	rowOf(httpStatus(http.StatusRequestEntityTooLarge), errTooLarge),
 	rowOf(httpStatus(http.StatusUnsupportedMediaType), errContentType),
-	{match: httpStatus(0), status: http.StatusBadRequest, code: "http_error", title: "HTTP error", adorn: echoStatus}, // status: the HTTPError's own
+	{match: httpStatus(0), code: "http_error", adorn: echoStatus}, // status: the HTTPError's own
 	// The database restarting is no fault in payd, but an operator wants to know.
-	{match: unreachable, status: http.StatusServiceUnavailable, code: "service_unavailable", title: "Service unavailable",
+	{match: unreachable, code: "service_unavailable",
 		detail: "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.",
 		adorn:  func(p *Problem, _ error) { p.retryAfter = 1 }, unexpected: true},
-	{match: func(error) bool { return true }, status: http.StatusInternalServerError, code: "internal_error", title: "Internal error",
+	{match: func(error) bool { return true }, code: "internal_error",
 		detail: "Something went wrong on our side. It has been logged.", unexpected: true},
 }
 
@@ -180,7 +182,7 @@ func toProblem(err error) (*Problem, bool) {
 		if !row.match(err) {
 			continue
 		}
-		p := problem(row.status, row.code, row.title, row.detail)
+		p := problem(row.code, row.detail)
 		if row.adorn != nil {
 			row.adorn(p, err)
 		}
@@ -192,7 +194,7 @@ func toProblem(err error) (*Problem, bool) {
 // rowOf is the row answering errors that match with the problem p the
 // handler layer also raises itself.
 func rowOf(match func(error) bool, p *Problem) errorRow {
-	return errorRow{match: match, status: p.Status, code: p.Code, title: p.Title, detail: p.Detail}
+	return errorRow{match: match, code: p.Code, detail: p.Detail}
 }
 
 // is matches errors that are target (errors.Is).
@@ -323,12 +325,13 @@ func occurrence(c echo.Context, p *Problem) *Problem {
 }
 
 // unreachable reports whether err says a connection could not be made or
-// was lost (the database restarting), as opposed to a fault in payd: the
-// repository marks what it knows of as domain.ErrUnavailable (a lost or
-// refused connection, a server shutting down, a Galera node out of its
-// cluster, a write still conflicting after every retry).
+// was lost (the database restarting), as opposed to a fault in payd. The
+// adapters classify what their drivers and sockets say: the repository
+// marks domain.ErrUnavailable (a lost or refused connection, a server
+// shutting down, a Galera node out of its cluster, a write still
+// conflicting after every retry), the provider adapters
+// domain.ErrProviderUnreachable (a connection to the provider refused or
+// broken).
 func unreachable(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, domain.ErrUnavailable) || errors.As(err, &op) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET)
+	return errors.Is(err, domain.ErrUnavailable) || errors.Is(err, domain.ErrProviderUnreachable)
 }

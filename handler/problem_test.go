@@ -18,6 +18,10 @@ import (
 // the database" (503, retry) and "a fault in payd" (500).
 func TestToProblem(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	// What the adapters make of a refused connection: the repository's
+	// domain.ErrUnavailable, the provider's domain.ErrProviderUnreachable.
+	dbRefused := fmt.Errorf("%w: %w", domain.ErrUnavailable, refused)
+	providerRefused := fmt.Errorf("%w: %w: %w", domain.ErrProviderUnreachable, domain.ErrProviderUnavailable, refused)
 	tests := []struct {
 		err    error
 		status int
@@ -29,8 +33,15 @@ func TestToProblem(t *testing.T) {
 		{&domain.DeclineError{Code: "insufficient_funds"}, http.StatusPaymentRequired, "card_declined", true},
 		{&domain.DeclineError{Code: domain.NotCharged}, http.StatusBadGateway, "payment_not_completed", true},
 		{&domain.ValidationError{Field: "amount", Reason: "bad"}, http.StatusBadRequest, "validation_failed", true},
-		{fmt.Errorf("find order: %w", refused), http.StatusServiceUnavailable, "service_unavailable", false},
-		{fmt.Errorf("find order: %w", driver.ErrBadConn), http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("find order: %w", dbRefused), http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("find order: %w", fmt.Errorf("%w: %w", domain.ErrUnavailable, driver.ErrBadConn)), http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("refund: %w", providerRefused), http.StatusServiceUnavailable, "service_unavailable", false},
+		// A provider that answered, but not in time or with a 5xx, is no
+		// unreachable dependency.
+		{fmt.Errorf("refund: %w: status 503", domain.ErrProviderUnavailable), http.StatusInternalServerError, "internal_error", false},
+		// Sockets and drivers are the adapters' to classify: an error
+		// none of them marked is a fault in payd.
+		{fmt.Errorf("find order: %w", refused), http.StatusInternalServerError, "internal_error", false},
 		// The repository's word: a write still conflicting after every retry,
 		// a Galera node out of its cluster.
 		{fmt.Errorf("claim order o1: %w", fmt.Errorf("%w: gave up after 5 attempts: %w", domain.ErrUnavailable, errors.New("Error 1213"))),
@@ -45,7 +56,7 @@ func TestToProblem(t *testing.T) {
 			t.Errorf("toProblem(%v) = %d %s (known %v), want %d %s (known %v)", tt.err, p.Status, p.Code, known, tt.status, tt.code, tt.known)
 		}
 	}
-	for _, err := range []error{refused, domain.ErrUnavailable} {
+	for _, err := range []error{dbRefused, providerRefused, domain.ErrUnavailable, domain.ErrProviderUnreachable} {
 		if p, _ := toProblem(err); p.retryAfter < 1 {
 			t.Errorf("toProblem(%v) Retry-After = %d, want at least 1", err, p.retryAfter)
 		}

@@ -10,15 +10,17 @@ import (
 )
 
 // problemType describes one problem code: what a problem's type URI
-// (/problems/{code}) resolves to. Every code payd answers with has one,
-// with the one title all its problems carry (TestOneTitlePerCode).
+// (/problems/{code}) resolves to. Every code payd answers with has one;
+// its status and title are written here only, and every problem of the
+// code takes them from here (problem).
 type problemType struct {
 	Status int
 	Title  string
 	About  string // what happened and what the caller can do
 }
 
-// problemTypes is the catalogue of every problem code payd answers with.
+// problemTypes is the catalogue of every problem code payd answers with:
+// the one table of their statuses and titles.
 var problemTypes = map[string]problemType{
 	"validation_failed":             {400, "Invalid request", "The request body or a query parameter is invalid: not JSON, an unknown field, a value of the wrong type, or a value outside its rules. `errors` lists every invalid field as {param, detail}; correct them all and send again. Nothing was done, and an idempotency key stays free."},
 	"idempotency_key_missing":       {400, "Idempotency key missing", "This route needs an Idempotency-Key header (or a request_id field in the body). Send a fresh UUID v4 per logical request and reuse it for retries of that request."},

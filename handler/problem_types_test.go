@@ -17,16 +17,16 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// usedProblems finds every problem(status, "code", "title", ...) call in
-// the handler package's source: the codes payd can answer with, and the
-// title each call gives its code.
-func usedProblems(t *testing.T) map[string][]string {
+// usedProblems finds every problem("code", ...) call in the handler
+// package's source and every row of errorTable: the codes payd can answer
+// with.
+func usedProblems(t *testing.T) map[string]bool {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := map[string][]string{} // code -> titles, one per call
+	used := map[string]bool{}
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
@@ -41,23 +41,23 @@ func usedProblems(t *testing.T) map[string][]string {
 			if !ok {
 				return true
 			}
-			if fn, isIdent := call.Fun.(*ast.Ident); !isIdent || fn.Name != "problem" || len(call.Args) != 4 {
+			if fn, isIdent := call.Fun.(*ast.Ident); !isIdent || fn.Name != "problem" || len(call.Args) != 2 {
 				return true
 			}
-			if sel, isSel := call.Args[1].(*ast.SelectorExpr); isSel && sel.Sel.Name == "code" {
-				return true // a row of errorTable: checked below
+			if sel, isSel := call.Args[0].(*ast.SelectorExpr); isSel && sel.Sel.Name == "code" {
+				return true // a row of errorTable: added below
 			}
-			code, title := stringLit(call.Args[1]), stringLit(call.Args[2])
-			if code == "" || title == "" {
-				t.Errorf("%s: problem(...) with a code or title that is not a literal: the catalogue cannot be checked", fset.Position(call.Pos()))
+			code := stringLit(call.Args[0])
+			if code == "" {
+				t.Errorf("%s: problem(...) with a code that is not a literal: the catalogue cannot be checked", fset.Position(call.Pos()))
 				return true
 			}
-			used[code] = append(used[code], title)
+			used[code] = true
 			return true
 		})
 	}
 	for _, row := range errorTable {
-		used[row.code] = append(used[row.code], row.title)
+		used[row.code] = true
 	}
 	if len(used) < 30 {
 		t.Fatalf("found %d problem codes in the source, want all of them (30 or more)", len(used))
@@ -75,38 +75,42 @@ func stringLit(e ast.Expr) string {
 }
 
 // TestOneTitlePerCode: every code payd answers with is in the catalogue
-// (so its type URI resolves), every place that raises it gives the same
-// title, and the catalogue holds no code nothing raises.
+// (so its type URI resolves, and its one status and title come from
+// there), every problem carries the catalogue's status and title, and the
+// catalogue holds no code nothing raises.
 func TestOneTitlePerCode(t *testing.T) {
 	used := usedProblems(t)
-	for code, titles := range used {
-		pt, ok := problemTypes[code]
-		if !ok {
+	for code := range used {
+		if _, ok := problemTypes[code]; !ok {
 			t.Errorf("code %q is raised but has no problem type (no /problems/%s page)", code, code)
-			continue
-		}
-		for _, title := range titles {
-			if title != pt.Title {
-				t.Errorf("code %q has title %q somewhere, want its one title %q", code, title, pt.Title)
-			}
 		}
 	}
 	for _, code := range problemCodes() {
-		if _, ok := used[code]; !ok {
+		if !used[code] {
 			t.Errorf("problem type %q is catalogued but never raised", code)
 		}
 	}
+	var all []*Problem
 	for _, row := range errorTable {
-		if pt := problemTypes[row.code]; pt.Status != row.status {
-			t.Errorf("errorTable %s: status %d, catalogue says %d", row.code, row.status, pt.Status)
+		if _, ok := problemTypes[row.code]; !ok {
+			t.Errorf("errorTable row %s has no problem type", row.code)
+			continue
+		}
+		all = append(all, problem(row.code, row.detail))
+	}
+	all = append(all, errMalformedJSON, errTooLarge, errContentType, errKeyConflict, errRouteNotFound,
+		errMethodNotAllow, errTooManyStreams, errNotCompleted, errInvalidSignature)
+	for _, p := range all {
+		if pt := problemTypes[p.Code]; pt.Status != p.Status || pt.Title != p.Title || p.Type != "/problems/"+p.Code {
+			t.Errorf("%s: %d %q %s, catalogue says %d %q", p.Code, p.Status, p.Title, p.Type, pt.Status, pt.Title)
 		}
 	}
-	for _, p := range []*Problem{errMalformedJSON, errTooLarge, errContentType, errKeyConflict, errRouteNotFound,
-		errMethodNotAllow, errTooManyStreams, errNotCompleted, errInvalidSignature} {
-		if pt := problemTypes[p.Code]; pt.Status != p.Status || pt.Title != p.Title {
-			t.Errorf("%s: %d %q, catalogue says %d %q", p.Code, p.Status, p.Title, pt.Status, pt.Title)
+	defer func() {
+		if recover() == nil {
+			t.Error("problem(uncatalogued code) did not panic")
 		}
-	}
+	}()
+	problem("no_such_code", "")
 }
 
 // TestEveryCodeHasAPage: GET /problems/{code} answers 200 for every code,

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/telemetry"
 	"github.com/payd/payd/web"
 )
 
@@ -34,7 +35,7 @@ type Deps struct {
 	Idempotency *idempotency.Engine
 	AdminToken  string
 	Ready       func(ctx context.Context) error // database reachable, migrations applied
-	Metrics     *Metrics                        // nil: a fresh registry (request latency only)
+	Metrics     *telemetry.Metrics              // nil: a fresh registry (request latency only)
 	// MetricsElsewhere leaves /metrics off this server: it has its own
 	// listener (PAYD_METRICS_ADDR), and the public one answers 404.
 	MetricsElsewhere bool
@@ -58,12 +59,12 @@ func New(d Deps) *echo.Echo {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	d.Log = slog.New(TraceLogs(d.Log.Handler()))
+	d.Log = slog.New(telemetry.TraceLogs(d.Log.Handler()))
 	if d.Metrics == nil {
-		d.Metrics = NewMetrics()
+		d.Metrics = telemetry.NewMetrics()
 	}
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
-	e.Use(requestID(), d.Metrics.middleware(e), accessLog(d.Log), recoverPanic)
+	e.Use(requestID(), d.Metrics.Middleware(e), accessLog(d.Log), recoverPanic)
 	routes(e, d)
 	return e
 }
@@ -87,7 +88,7 @@ func routes(e *echo.Echo, d Deps) {
 	e.GET(web.ConsolePrefix, console)
 	e.GET(web.ConsolePrefix+"/*", console)
 	if !d.MetricsElsewhere {
-		e.GET("/metrics", d.Metrics.handler())
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Scrape()))
 	}
 	e.GET("/openapi.yaml", openAPI)
 	e.GET("/problems/:code", problemDoc) // what a problem's type URI names
@@ -135,7 +136,7 @@ func readyz(ready func(context.Context) error) echo.HandlerFunc {
 		defer cancel()
 		if ready != nil {
 			if err := ready(ctx); err != nil {
-				return problem(http.StatusServiceUnavailable, "not_ready", "Not ready", err.Error())
+				return problem("not_ready", err.Error())
 			}
 		}
 		return writeJSON(c, http.StatusOK, map[string]string{"status": "ready"})

@@ -51,5 +51,5 @@ func (h *StripeWebhooks) receive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, map[string]string{"id": id, "outcome": outcome})
+	return writeJSON(c, http.StatusOK, map[string]string{"id": id, "outcome": string(outcome)})
 }

@@ -11,12 +11,14 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // EventReceiver applies verified provider events: each is stored once
 // under msgID, with its body as received.
 type EventReceiver interface {
-	Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error)
+	Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (service.WebhookOutcome, error)
 }
 
 // EventParser reads a verified webhook body into payd's terms (the
@@ -31,7 +33,7 @@ type Webhooks struct {
 	Parse    EventParser
 	// Rejected, optional, is told of each delivery refused before it was
 	// stored, by reason: invalid_signature or malformed (ADR 0022).
-	Rejected func(reason string)
+	Rejected func(reason telemetry.WebhookRejection)
 	verifier []*standardwebhooks.Webhook
 }
 
@@ -54,7 +56,7 @@ func NewWebhooks(r EventReceiver, parse EventParser, secrets string) (*Webhooks,
 // maxMessageID bounds the webhook-id header to what the inbox stores.
 const maxMessageID = 255
 
-var errInvalidSignature = problem(http.StatusUnauthorized, "invalid_signature", "Invalid signature",
+var errInvalidSignature = problem("invalid_signature",
 	"The webhook signature is missing, wrong, or older than 5 minutes.")
 
 // receive checks the signature before anything is stored, then hands the
@@ -71,12 +73,12 @@ func (h *Webhooks) receive(c echo.Context) error {
 		return err
 	}
 	if !h.verified(raw, c.Request().Header) {
-		h.rejected("invalid_signature")
+		h.rejected(telemetry.RejectedInvalidSignature)
 		return errInvalidSignature
 	}
 	ev, err := h.Parse(raw)
 	if err != nil {
-		h.rejected("malformed")
+		h.rejected(telemetry.RejectedMalformed)
 		if ve := (*domain.ValidationError)(nil); errors.As(err, &ve) {
 			return ve
 		}
@@ -95,10 +97,10 @@ func (h *Webhooks) receive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": outcome})
+	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": string(outcome)})
 }
 
-func (h *Webhooks) rejected(reason string) {
+func (h *Webhooks) rejected(reason telemetry.WebhookRejection) {
 	if h.Rejected != nil {
 		h.Rejected(reason)
 	}

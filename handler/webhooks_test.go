@@ -15,14 +15,15 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // receiverFunc is an EventReceiver.
-type receiverFunc func(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error)
+type receiverFunc func(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (service.WebhookOutcome, error)
 
-func (f receiverFunc) Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error) {
+func (f receiverFunc) Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (service.WebhookOutcome, error) {
 	return f(ctx, msgID, ev, payload)
 }
 
@@ -35,7 +36,7 @@ func TestWebhookUsesInjectedParser(t *testing.T) {
 	var gotEv domain.ProviderEvent
 	var gotPayload []byte
 	calls := 0
-	recv := receiverFunc(func(_ context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error) {
+	recv := receiverFunc(func(_ context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (service.WebhookOutcome, error) {
 		calls++
 		gotID, gotEv, gotPayload = msgID, ev, payload
 		return "applied", nil

@@ -89,11 +89,24 @@ func (e *InUseError) Error() string { return domain.ErrKeyInUse.Error() }
 // Is makes errors.Is(err, domain.ErrKeyInUse) match.
 func (e *InUseError) Is(target error) bool { return target == domain.ErrKeyInUse }
 
-// Observer is told of each decision the engine makes about a key:
-// executed, replayed, in_use, reused or took_over. It only watches.
+// Observer is told of each decision the engine makes about a key. It
+// only watches.
 type Observer interface {
-	KeyDecided(outcome string)
+	KeyDecided(outcome KeyOutcome)
 }
+
+// KeyOutcome is a decision the engine made about a key
+// (payd_idempotency_total's outcome label).
+type KeyOutcome string
+
+// Key outcomes.
+const (
+	KeyExecuted KeyOutcome = "executed"
+	KeyReplayed KeyOutcome = "replayed"
+	KeyInUse    KeyOutcome = "in_use"
+	KeyReused   KeyOutcome = "reused"
+	KeyTookOver KeyOutcome = "took_over"
+)
 
 // Engine is the idempotency engine every mutating request goes through
 // (docs/guarantees.md#idempotency-rules).
@@ -147,7 +160,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 			if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
 				// A live copy of another request's success under this key
 				// proves the reuse as well as the row would.
-				s.observe("reused")
+				s.observe(KeyReused)
 				return Start{}, domain.ErrKeyReused
 			}
 			return s.replay(rec)
@@ -224,7 +237,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		r := s.newRecord(c, fp)
 		err := s.Records.InsertIfAbsent(ctx, r)
 		if err == nil {
-			s.observe("executed")
+			s.observe(KeyExecuted)
 			return Start{expiresAt: r.ExpiresAt}, executing, nil
 		}
 		if !errors.Is(err, domain.ErrKeyInUse) {
@@ -243,7 +256,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 	if errors.Is(err, domain.ErrRecordNotFound) {
 		r := s.newRecord(c, fp)
 		if err := s.Records.Insert(ctx, r); err == nil {
-			s.observe("executed")
+			s.observe(KeyExecuted)
 			return Start{expiresAt: r.ExpiresAt}, executing, nil
 		} else if !errors.Is(err, domain.ErrKeyInUse) {
 			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
@@ -254,7 +267,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		return Start{}, answered, fmt.Errorf("find idempotency record: %w", err)
 	}
 	if rec.Fingerprint != fp || rec.Method != c.Method || rec.Path != c.Path {
-		s.observe("reused")
+		s.observe(KeyReused)
 		return Start{}, answered, domain.ErrKeyReused
 	}
 	now := s.Now()
@@ -282,7 +295,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 			return Start{}, answered, fmt.Errorf("retry idempotency record: %w", err)
 		}
 		if won {
-			s.observe("executed")
+			s.observe(KeyExecuted)
 			return Start{expiresAt: rec.ExpiresAt}, executing, nil
 		}
 	case domain.RecordProcessing:
@@ -292,13 +305,13 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 				return Start{}, answered, fmt.Errorf("take over idempotency record: %w", err)
 			}
 			if won {
-				s.observe("took_over")
+				s.observe(KeyTookOver)
 				return Start{TookOver: true, expiresAt: rec.ExpiresAt}, executing, nil
 			}
 			return Start{}, again, nil
 		}
 		if !now.Before(deadline) {
-			s.observe("in_use")
+			s.observe(KeyInUse)
 			return Start{}, answered, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
 		}
 		return Start{}, waiting, nil
@@ -323,7 +336,7 @@ func (s *Engine) replay(rec domain.Record) (Start, error) {
 			return Start{}, fmt.Errorf("%w: %s: %w", ErrStoredResponseUnreadable, rec.Key, err)
 		}
 	}
-	s.observe("replayed")
+	s.observe(KeyReplayed)
 	return Start{Replay: &Response{Status: rec.ResponseStatus, Body: body}}, nil
 }
 
@@ -435,7 +448,7 @@ func notExecuted(status int) bool {
 	return false
 }
 
-func (s *Engine) observe(outcome string) {
+func (s *Engine) observe(outcome KeyOutcome) {
 	if s.Observer != nil {
 		s.Observer.KeyDecided(outcome)
 	}

@@ -114,9 +114,12 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 	return ch, nil
 }
 
-// GetCharge looks a charge up by its idempotency key; domain.ErrChargeNotFound means the
-// provider never recorded one under that key.
-func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
+// GetCharge asks about attempt a's charge, by the attempt's ID, the
+// idempotency key its charges were sent under (the sandbox needs nothing
+// else payd recorded); domain.ErrChargeNotFound means the provider never
+// recorded one under that key.
+func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	idempotencyKey := a.ID
 	var out chargeDTO
 	path := "/v1/charges/" + url.PathEscape(idempotencyKey)
 	if err := c.do(ctx, http.MethodGet, path, "", nil, &out); err != nil {
@@ -277,12 +280,12 @@ func (c *Client) do(ctx context.Context, method, path, key string, in, out any) 
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, err)
+		return MarkUnreachable(fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, err))
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
 	if err != nil {
-		return fmt.Errorf("%w: read reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err)
+		return MarkUnreachable(fmt.Errorf("%w: read reply (status %d): %w", domain.ErrProviderUnavailable, resp.StatusCode, err))
 	}
 	if err := statusError(resp.StatusCode, reply); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestClientMagicMethods(t *testing.T) {
 			}
 
 			resolve()
-			got, err := sb.Client.GetCharge(ctx, key)
+			got, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: key})
 			if tt.final == "" {
 				if !errors.Is(err, domain.ErrChargeNotFound) {
 					t.Errorf("GetCharge(%s) = %+v, %v; want ErrChargeNotFound", tt.method, got, err)
@@ -189,6 +190,9 @@ func TestClientErrorMapping(t *testing.T) {
 		if got := errors.Is(err, domain.ErrChargeNotFound); got != tt.wantNotFound {
 			t.Errorf("%s: errors.Is(%v, ErrChargeNotFound) = %v, want %v", tt.name, err, got, tt.wantNotFound)
 		}
+		if errors.Is(err, domain.ErrProviderUnreachable) {
+			t.Errorf("%s: %v is ErrProviderUnreachable, but the provider answered", tt.name, err)
+		}
 		if !tt.wantUnavailable && !domain.IsProviderRequestError(err, tt.wantCode) {
 			t.Errorf("%s: %v is not a ProviderRequestError with code %q", tt.name, err, tt.wantCode)
 		}
@@ -196,7 +200,7 @@ func TestClientErrorMapping(t *testing.T) {
 
 	t.Run("timeout keeps the cause", func(t *testing.T) {
 		c, _ := fake(t, hang)
-		_, err := c.GetCharge(context.Background(), "k")
+		_, err := c.GetCharge(context.Background(), domain.Attempt{ID: "k"})
 		if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("GetCharge(hanging) = %v, want ErrProviderUnavailable and DeadlineExceeded", err)
 		}
@@ -209,8 +213,8 @@ func TestClientErrorMapping(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		_, err = provider.NewClient("http://"+addr).Charge(context.Background(), chargeReq("k", "pm_ok"))
-		if !errors.Is(err, domain.ErrProviderUnavailable) {
-			t.Errorf("Charge(nobody listening) = %v, want ErrProviderUnavailable", err)
+		if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, domain.ErrProviderUnreachable) {
+			t.Errorf("Charge(nobody listening) = %v, want ErrProviderUnavailable and ErrProviderUnreachable", err)
 		}
 	})
 }
@@ -550,5 +554,35 @@ func TestClientBooksErrorMapping(t *testing.T) {
 	c, _ = fake(t, status(200, strings.Replace(charge, `"12.30","created_at"`, `"x","created_at"`, 1)))
 	if _, err := c.FindCharge(context.Background(), "ch_1"); !errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Errorf("FindCharge(bad disputed_amount) = %v, want ErrProviderUnavailable", err)
+	}
+}
+
+// TestMarkUnreachable: a connection to the provider refused, reset or
+// broken is marked unreachable (payd answers 503); anything else passes
+// unchanged, its cause kept.
+func TestMarkUnreachable(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		err         error
+		unreachable bool
+	}{
+		{fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, refused), true},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
+		{fmt.Errorf("%w: %w", domain.ErrProviderUnavailable, context.DeadlineExceeded), false},
+		{fmt.Errorf("%w: status 503", domain.ErrProviderUnavailable), false},
+		{errors.New("boom"), false},
+	}
+	for _, tt := range tests {
+		got := provider.MarkUnreachable(tt.err)
+		if errors.Is(got, domain.ErrProviderUnreachable) != tt.unreachable {
+			t.Errorf("MarkUnreachable(%v) = %v, want unreachable %v", tt.err, got, tt.unreachable)
+		}
+		if !errors.Is(got, tt.err) {
+			t.Errorf("MarkUnreachable(%v) = %v, lost the cause", tt.err, got)
+		}
+	}
+	if provider.MarkUnreachable(nil) != nil {
+		t.Error("MarkUnreachable(nil) != nil")
 	}
 }

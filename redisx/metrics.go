@@ -37,7 +37,7 @@ func newMetrics() *Metrics {
 	return m
 }
 
-// Collectors returns the metrics, for the registry of handler.Metrics.
+// Collectors returns the metrics, for the registry of telemetry.Metrics.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.replays, m.errors, m.skipped, m.duplicates, m.up}
 }

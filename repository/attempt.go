@@ -31,10 +31,17 @@ type attemptRow struct {
 func (attemptRow) TableName() string { return "payment_attempts" }
 
 // insertAttempt is Create's statement, written out: it runs on every pay,
-// and GORM's Create would reflect on the row each time.
+// and GORM's Create would reflect on the row each time. PayBatch.Claim
+// sends it as insertAttemptIfClaimed.
 const insertAttempt = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
 	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// args are insertAttempt's arguments.
+func (r attemptRow) args() []any {
+	return []any{r.ID, r.OrderID, r.RequestID, r.Status, r.PaymentMethod, r.ProviderChargeID, r.FailureCode,
+		r.Currency, r.AmountMinor, r.CreatedAt, r.UpdatedAt, r.LeasedUntil, r.InFlightUntil}
+}
 
 func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
 	amount, err := toMinor(a.Amount, a.Currency, "amount")
@@ -87,9 +94,7 @@ func NewAttemptStore(db *DB) *AttemptStore { return &AttemptStore{db: db} }
 func (s *AttemptStore) Create(ctx context.Context, a domain.Attempt) error {
 	row, err := attemptFromDomain(a)
 	if err == nil {
-		_, err = s.db.exec(ctx, insertAttempt, row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
-			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
-			row.LeasedUntil, row.InFlightUntil)
+		_, err = s.db.exec(ctx, insertAttempt, row.args()...)
 	}
 	if err != nil {
 		return fmt.Errorf("create attempt %s: %w", a.ID, err)
@@ -151,11 +156,12 @@ func (s *AttemptStore) RecordChargeID(ctx context.Context, id, chargeID string) 
 	if chargeID == "" {
 		return false, nil
 	}
-	return s.db.guarded(ctx, "record charge id of attempt "+id, `UPDATE payment_attempts
-		SET provider_charge_id = ?
-		WHERE id = ? AND provider_charge_id IS NULL AND status IN ?`,
-		chargeID, id, unsettled)
+	return s.db.guarded(ctx, "record charge id of attempt "+id, recordChargeID, chargeID, id, unsettled)
 }
+
+const recordChargeID = `UPDATE payment_attempts
+		SET provider_charge_id = ?
+		WHERE id = ? AND provider_charge_id IS NULL AND status IN ?`
 
 // Succeed moves a started or unknown attempt to succeeded: the provider
 // charged the attempt's money.
@@ -217,7 +223,7 @@ func (s *AttemptStore) settle(ctx context.Context, ev domain.AttemptEvent, what,
 		string(ev.To()), nullString(chargeID), nullString(failureCode), ts(now), id, names(from))
 }
 
-// settleAttempt is settle's statement (PayBatch.SucceedAndPay sends it too).
+// settleAttempt is settle's statement (PayBatch.SucceedAndPay's first).
 const settleAttempt = `UPDATE payment_attempts
 		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
 		WHERE id = ? AND status IN ?`
@@ -247,10 +253,11 @@ func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, l
 // never ask the provider and settle the same attempt at once. A worker
 // that dies just lets its lease run out.
 func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Time) (bool, error) {
-	return s.db.guarded(ctx, "lease attempt "+id, `UPDATE payment_attempts SET leased_until = ?
-		WHERE id = ? AND status IN ? AND (leased_until IS NULL OR leased_until < ?)`,
-		ts(until), id, unsettled, ts(now))
+	return s.db.guarded(ctx, "lease attempt "+id, leaseAttempt, ts(until), id, unsettled, ts(now))
 }
+
+const leaseAttempt = `UPDATE payment_attempts SET leased_until = ?
+		WHERE id = ? AND status IN ? AND (leased_until IS NULL OR leased_until < ?)`
 
 // Resend records that the worker holding the lease that ends at held is
 // about to send a charge request under the attempt's key again, which may
@@ -258,19 +265,21 @@ func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Tim
 // the worker, until then. It reports false, and nothing may be sent, when
 // the attempt is settled or the lease is no longer the caller's.
 func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.Time) (bool, error) {
-	return s.db.guarded(ctx, "resend attempt "+id, `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
-		WHERE id = ? AND status IN ? AND leased_until = ?`,
-		ts(until), ts(until), id, unsettled, ts(held))
+	return s.db.guarded(ctx, "resend attempt "+id, resendAttempt, ts(until), ts(until), id, unsettled, ts(held))
 }
+
+const resendAttempt = `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
+		WHERE id = ? AND status IN ? AND leased_until = ?`
 
 // Unlease ends the lease that ends at held, when its worker is done with the
 // attempt before then (the request answered 202), so a retry after a
 // restart may ask the provider at once. The lease's end is its token: a
 // lease someone else took since is left alone.
 func (s *AttemptStore) Unlease(ctx context.Context, id string, held time.Time) (bool, error) {
-	return s.db.guarded(ctx, "unlease attempt "+id,
-		`UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`, id, ts(held))
+	return s.db.guarded(ctx, "unlease attempt "+id, unleaseAttempt, id, ts(held))
 }
+
+const unleaseAttempt = `UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`
 
 func attemptsToDomain(rows []attemptRow) []domain.Attempt {
 	out := make([]domain.Attempt, len(rows))

@@ -39,7 +39,7 @@ func ReadBacklog(ctx context.Context, db *DB) (Backlog, error) {
 		b      Backlog
 		oldest *utcTime
 	)
-	row := db.conn(ctx).Raw(backlogQuery, backlogArgs...).Row()
+	row := db.queryRow(ctx, backlogQuery, backlogArgs...)
 	if err := row.Scan(&b.OrdersProcessing, &b.DiscrepanciesOpen, &oldest, &b.WebhookEventsPending, &b.DisputesOpen); err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-	"unicode"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -52,9 +50,7 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 	}
 	matched, err := b.db.batch(ctx,
 		claimStatement(a.OrderID, a.RequestID, version, now),
-		statement{insertAttempt, []any{row.ID, row.OrderID, row.RequestID, row.Status, row.PaymentMethod,
-			row.ProviderChargeID, row.FailureCode, row.Currency, row.AmountMinor, row.CreatedAt, row.UpdatedAt,
-			row.LeasedUntil, row.InFlightUntil}},
+		statement{insertAttempt, insertAttemptIfClaimed, row.args()},
 	)
 	if err != nil {
 		return false, fmt.Errorf("claim order %s: %w", a.OrderID, err)
@@ -86,9 +82,9 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	}
 	succeed, pay := domain.AttemptCharged, domain.EventSucceed
 	matched, err := b.db.batch(ctx,
-		statement{settleAttempt, []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
-		statement{insertLedgerEntry, ledger.args()},
-		statement{markPaid, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
+		statement{settleAttempt, "", []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
+		statement{insertLedgerEntry, insertLedgerEntryIfSettled, ledger.args()},
+		statement{markPaid, markPaidIfBooked, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -103,12 +99,39 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	return matched >= 2, matched == 3, nil
 }
 
-// statement is one SQL statement and its arguments, as the stores pass
-// them (a []string argument stands for an IN list).
+// statement is one statement of a batch and its arguments (a []string
+// argument stands for an IN list). query is the statement as its store
+// sends it. ifPrevious is the same statement written out to act only if
+// the statement before it matched exactly one row, for the MySQL packet:
+// every statement of a batch but its first has one.
 type statement struct {
-	query string
-	args  []any
+	query, ifPrevious string
+	args              []any
 }
+
+// The statements PayBatch's packets send after their first, each its
+// store's statement with "ROW_COUNT() = 1" added to its condition: the
+// number of rows the statement before it matched (clientFoundRows), which
+// keeps its value while this one runs. An INSERT's VALUES become a SELECT
+// of the same values FROM DUAL, so that it can have a WHERE.
+// TestPacketStatements holds each to its store's statement.
+const (
+	// insertAttemptIfClaimed is insertAttempt, after the claim.
+	insertAttemptIfClaimed = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
+	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+
+	// insertLedgerEntryIfSettled is insertLedgerEntry, after the
+	// attempt's success.
+	insertLedgerEntryIfSettled = `INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency,
+	amount_minor, source, actor, note, created_at)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+
+	// markPaidIfBooked is markPaid, after the charge's ledger entry.
+	markPaidIfBooked = `UPDATE orders
+		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ? AND ROW_COUNT() = 1`
+)
 
 // batch runs stmts in one transaction of its own. Each statement after
 // the first runs only if the one before it matched exactly one row; the
@@ -156,69 +179,8 @@ func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 	return matched, nil
 }
 
-// rowCountGuard is what batchMySQL adds to each statement after the first:
-// ROW_COUNT() is the number of rows the statement before it matched
-// (clientFoundRows), so the statement does nothing unless that was one.
-const rowCountGuard = "ROW_COUNT() = 1"
-
-// guarded holds guardedByPrevious's answers: the batches send a few
-// constant statements, and each is rewritten once.
-var guarded sync.Map // query → its guarded text
-
-// guardedOnce is guardedByPrevious, remembered.
-func guardedOnce(query string) (string, error) {
-	if g, ok := guarded.Load(query); ok {
-		return g.(string), nil
-	}
-	g, err := guardedByPrevious(query)
-	if err != nil {
-		return "", err
-	}
-	guarded.Store(query, g)
-	return g, nil
-}
-
-// guardedByPrevious returns query so that it acts only if the statement
-// before it matched exactly one row. An UPDATE, or an INSERT ... SELECT,
-// whose query ends with its one WHERE clause (no subquery, ORDER BY or
-// LIMIT) gets its condition bracketed and "AND ROW_COUNT() = 1" after it;
-// an INSERT ... VALUES (...) becomes INSERT ... SELECT ... FROM DUAL WHERE
-// ROW_COUNT() = 1, the same columns and values. Anything else is refused:
-// a guard that might not bind is worse than none.
-func guardedByPrevious(query string) (string, error) {
-	q := strings.TrimSpace(query)
-	u := strings.ToUpper(q)
-	refuse := fmt.Errorf("batch: cannot guard %q by the statement before it", query)
-	if strings.Contains(u, "ON DUPLICATE") || strings.Contains(u, "ORDER BY") || strings.Contains(u, "LIMIT") {
-		return "", refuse
-	}
-	if strings.HasPrefix(u, "INSERT INTO ") && strings.HasSuffix(q, ")") && !strings.Contains(u, "SELECT") {
-		i := strings.LastIndex(u, "VALUES (")
-		if i < 0 {
-			return "", refuse
-		}
-		return q[:i] + "SELECT " + q[i+len("VALUES ("):len(q)-1] + " FROM DUAL WHERE " + rowCountGuard, nil
-	}
-	w := strings.LastIndex(u, "WHERE ")
-	if w <= 0 || !unicode.IsSpace(rune(q[w-1])) {
-		return "", refuse
-	}
-	head, cond := u[:w], strings.TrimSpace(q[w+len("WHERE "):])
-	selects := strings.Count(head, "SELECT")
-	switch {
-	case strings.HasPrefix(u, "UPDATE ") && selects == 0:
-	case strings.HasPrefix(u, "INSERT INTO ") && selects == 1 && !strings.Contains(head, "VALUES"):
-	default:
-		return "", refuse
-	}
-	if strings.Contains(strings.ToUpper(cond), "SELECT") || strings.Count(cond, "(") != strings.Count(cond, ")") {
-		return "", refuse
-	}
-	return q[:w] + "WHERE (" + cond + ") AND " + rowCountGuard, nil
-}
-
-// batchMySQL sends START TRANSACTION, stmts (each after the first guarded
-// by guardedByPrevious) and COMMIT as one multi-statement packet on one
+// batchMySQL sends START TRANSACTION, stmts (the first's query, then each
+// other's ifPrevious) and COMMIT as one multi-statement packet on one
 // connection, and reads how many rows each statement matched.
 //
 // A statement that fails stops the packet there, before COMMIT; the
@@ -234,10 +196,10 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 	for i, s := range stmts {
 		query := s.query
 		if i > 0 {
-			var err error
-			if query, err = guardedOnce(query); err != nil {
-				return 0, err
-			}
+			query = s.ifPrevious
+		}
+		if query == "" {
+			return 0, fmt.Errorf("batch: statement %d has no form for the packet", i+1)
 		}
 		q, a, err := expandArgs(query, s.args, len(args))
 		if err != nil {
@@ -305,65 +267,4 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 		return nil
 	})
 	return matched, err
-}
-
-// expandArgs numbers query's arguments from offset for the driver and
-// spreads each []string argument into an IN list: "IN ?" with two values
-// becomes "IN (?, ?)", and with none "IN (NULL)", as GORM writes them.
-// Other arguments are converted as database/sql converts them; a slice
-// other than []string or []byte is not a list here and fails. Store
-// queries hold no '?' but their placeholders. Batches and exec use it.
-func expandArgs(query string, args []any, offset int) (string, []driver.NamedValue, error) {
-	var b strings.Builder
-	out := make([]driver.NamedValue, 0, len(args))
-	next := 0
-	add := func(v any) error {
-		// The driver's default conversion, as database/sql applies it:
-		// a Valuer's Value (NULL for a nil pointer to one), pointers
-		// dereferenced, basic kinds to int64, float64, bool, string.
-		v, err := driver.DefaultParameterConverter.ConvertValue(v)
-		if err != nil {
-			return err
-		}
-		out = append(out, driver.NamedValue{Ordinal: offset + len(out) + 1, Value: v})
-		return nil
-	}
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		if next >= len(args) {
-			return "", nil, fmt.Errorf("more placeholders than arguments in %q", query)
-		}
-		arg := args[next]
-		next++
-		list, ok := arg.([]string)
-		if !ok {
-			b.WriteByte('?')
-			if err := add(arg); err != nil {
-				return "", nil, err
-			}
-			continue
-		}
-		if len(list) == 0 {
-			b.WriteString("(NULL)") // as GORM writes an empty list: matches nothing
-			continue
-		}
-		b.WriteByte('(')
-		for i, v := range list {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteByte('?')
-			if err := add(v); err != nil {
-				return "", nil, err
-			}
-		}
-		b.WriteByte(')')
-	}
-	if next != len(args) {
-		return "", nil, fmt.Errorf("%d arguments for %d placeholders in %q", len(args), next, query)
-	}
-	return b.String(), out, nil
 }

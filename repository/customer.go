@@ -54,26 +54,37 @@ func (s *CustomerStore) Create(ctx context.Context, c domain.Customer) error {
 // FindByTokenHash returns the customer whose token hashes to hash, or
 // domain.ErrCustomerNotFound.
 func (s *CustomerStore) FindByTokenHash(ctx context.Context, hash string) (domain.Customer, error) {
-	return s.findBy(ctx, "token_hash", hash)
+	return s.findBy(ctx, "token_hash", findCustomerByTokenHash, hash)
 }
 
 // FindByEmail returns the customer with that (normalized) email, or
 // domain.ErrCustomerNotFound.
 func (s *CustomerStore) FindByEmail(ctx context.Context, email string) (domain.Customer, error) {
-	return s.findBy(ctx, "email", email)
+	return s.findBy(ctx, "email", findCustomerByEmail, email)
 }
 
-// findBy loads one customer by a unique column. Errors name the column,
-// never the value: it is personal data or a credential hash.
-func (s *CustomerStore) findBy(ctx context.Context, column, value string) (domain.Customer, error) {
-	// Written out and scanned by hand: authentication runs it on every
-	// request, and GORM's Take would reflect on the row each time.
+// The reads of one customer by a unique column, written out and scanned
+// by hand (customerRow.fields): authentication runs the first on every
+// request the token cache does not answer, and GORM's Take would reflect
+// on the row each time.
+const (
+	findCustomerByTokenHash = `SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
+		FROM customers WHERE token_hash = ?`
+	findCustomerByEmail = `SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
+		FROM customers WHERE email = ?`
+)
+
+// fields are the scan destinations of the findCustomerBy statements.
+func (r *customerRow) fields() []any {
+	return []any{&r.ID, &r.Email, &r.Name, &r.TokenHash, &r.RequestID, &r.RequestFP, &r.CreatedAt}
+}
+
+// findBy loads one customer with query, a read by column. Errors name the
+// column, never the value: it is personal data or a credential hash.
+func (s *CustomerStore) findBy(ctx context.Context, column, query, value string) (domain.Customer, error) {
 	var r customerRow
-	err := s.db.conn(ctx).Raw(`SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
-		FROM customers WHERE `+column+` = ?`, value).
-		Row().Scan(&r.ID, &r.Email, &r.Name, &r.TokenHash, &r.RequestID, &r.RequestFP, &r.CreatedAt)
-	if err != nil {
-		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(classify(err), domain.ErrCustomerNotFound))
+	if err := s.db.queryRow(ctx, query, value).Scan(r.fields()...); err != nil {
+		return domain.Customer{}, fmt.Errorf("find customer by %s: %w", column, notFound(err, domain.ErrCustomerNotFound))
 	}
 	return r.toDomain(), nil
 }

@@ -1,9 +1,12 @@
-// Package repository is payd's storage adapter: GORM stores for customers,
+// Package repository is payd's storage adapter: stores for customers,
 // orders, payment attempts, idempotency records, the webhook inbox, refunds,
-// discrepancies, reconciliation runs and the audit log on MySQL/MariaDB or
-// on SQLite, the transactor that lets the service group their calls, and the
-// migration runner. It hides GORM and the drivers: callers see domain types
-// and domain errors only.
+// discrepancies, disputes, the ledger, reconciliation runs and the audit
+// log on MySQL/MariaDB or on SQLite, the transactor that lets the service
+// group their calls, and the migration runner. Every statement a store
+// writes out goes on one executor, the pool or the caller's transaction;
+// GORM builds the rest from the row models (docs/adr/0033-one-way-to-sql.md).
+// It hides GORM and the drivers: callers see domain types and domain
+// errors only.
 package repository
 
 import (
@@ -53,12 +56,14 @@ const sqliteReadPragmas = "_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 // under WAL, beside the one writer connection.
 const sqliteReaders = 4
 
-// DB is an open payd database: a connection pool, the dialect it speaks and
-// the GORM handle the stores use.
+// DB is an open payd database: a connection pool, the dialect it speaks,
+// the executor the stores send the statements they write out on, and the
+// GORM handle for the statements GORM builds (docs/adr/0033).
 type DB struct {
 	gorm    *gorm.DB
-	sql     *sql.DB // every write; on SQLite, one connection
-	read    *sql.DB // SQLite: the reader pool; nil when sql serves reads too
+	pool    executor // outside a transaction: sql, or sqlitePools over sql and read
+	sql     *sql.DB  // every write; on SQLite, one connection
+	read    *sql.DB  // SQLite: the reader pool; nil when sql serves reads too
 	dialect migrations.Dialect
 	galera  bool // a MariaDB Galera node (wsrep_on): reads wait for the cluster (wsrep_sync_wait)
 
@@ -116,7 +121,7 @@ func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string)
 		read.SetMaxIdleConns(sqliteReaders)
 		pool = sqlitePools{write: write, read: read}
 	}
-	db, err := finishOpen(ctx, write, &sqlite.Dialector{Conn: pool}, migrations.SQLite)
+	db, err := finishOpen(ctx, write, pool, &sqlite.Dialector{Conn: pool}, migrations.SQLite)
 	if err != nil {
 		if read != nil {
 			read.Close()
@@ -160,7 +165,7 @@ func (db *DB) useWAL(ctx context.Context) error {
 	var mode string
 	var err error
 	for range 100 {
-		err = db.gorm.WithContext(ctx).Raw("PRAGMA journal_mode = WAL").Scan(&mode).Error
+		err = db.queryRow(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
 		if err == nil && (mode == "wal" || mode == "memory") {
 			return nil
 		}
@@ -201,7 +206,7 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 	// Below any sensible server wait_timeout, so the pool drops idle
 	// connections before the server does.
 	sqlDB.SetConnMaxIdleTime(time.Minute)
-	db, err := finishOpen(ctx, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
+	db, err := finishOpen(ctx, sqlDB, sqlDB, gormmysql.New(gormmysql.Config{Conn: sqlDB}), migrations.MySQL)
 	if err != nil {
 		return nil, err
 	}
@@ -341,8 +346,9 @@ func setDefault(d *time.Duration, v time.Duration) {
 	}
 }
 
-// finishOpen wraps the pool in GORM and checks the connection.
-func finishOpen(ctx context.Context, sqlDB *sql.DB, d gorm.Dialector, dialect migrations.Dialect) (*DB, error) {
+// finishOpen wraps the pool in GORM (d, built on pool) and checks the
+// connection. sqlDB is the writers' pool.
+func finishOpen(ctx context.Context, sqlDB *sql.DB, pool executor, d gorm.Dialector, dialect migrations.Dialect) (*DB, error) {
 	g, err := gorm.Open(d, &gorm.Config{
 		// Each store method is one statement or runs in an explicit InTx:
 		// no hidden BEGIN/COMMIT around single statements.
@@ -359,7 +365,7 @@ func finishOpen(ctx context.Context, sqlDB *sql.DB, d gorm.Dialector, dialect mi
 		sqlDB.Close()
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
-	db := &DB{gorm: g, sql: sqlDB, dialect: dialect, retry: defaultRetry}
+	db := &DB{gorm: g, pool: pool, sql: sqlDB, dialect: dialect, retry: defaultRetry}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, err

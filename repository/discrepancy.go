@@ -134,14 +134,33 @@ var (
 	discrepancyUnclaim = guardOf(domain.DiscrepancyMachine, domain.DiscrepancyEventUnclaim)
 )
 
+// The discrepancy's guarded statements, each built once from the guards
+// above (TestDerivedStatements has them written out in full).
+var (
+	// resolveDiscrepancy is Resolve's.
+	resolveDiscrepancy = `UPDATE discrepancies
+		SET status = ` + discrepancyResolve.to + `, resolution = ?, note = ?, resolved_at = ?
+		WHERE id = ? AND status IN ` + discrepancyResolve.from
+
+	// claimDiscrepancy is Claim's.
+	claimDiscrepancy = `UPDATE discrepancies SET status = ` + discrepancyClaim.to + `, resolution = ?
+		WHERE id = ? AND status IN ` + discrepancyClaim.from
+
+	// settleDiscrepancy is Settle's.
+	settleDiscrepancy = `UPDATE discrepancies SET status = ` + discrepancySettle.to + `, note = ?, resolved_at = ?
+		WHERE id = ? AND status IN ` + discrepancySettle.from + ` AND resolution = ?`
+
+	// unclaimDiscrepancy is Unclaim's.
+	unclaimDiscrepancy = `UPDATE discrepancies SET status = ` + discrepancyUnclaim.to + `, resolution = NULL
+		WHERE id = ? AND status IN ` + discrepancyUnclaim.from + ` AND resolution = ?`
+)
+
 // Resolve moves an open discrepancy to resolved with the operator's
 // resolution and note, and reports whether it did: the status guard lets
 // exactly one of two operators (or retries) resolve it, and the loser
 // re-reads it to learn how it was resolved.
 func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "resolve discrepancy "+id, `UPDATE discrepancies
-		SET status = `+discrepancyResolve.to+`, resolution = ?, note = ?, resolved_at = ?
-		WHERE id = ? AND status IN `+discrepancyResolve.from,
+	return s.db.guarded(ctx, "resolve discrepancy "+id, resolveDiscrepancy,
 		nullString(resolution), nullString(note), ts(now), id)
 }
 
@@ -149,22 +168,19 @@ func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note str
 // so two operators choosing different actions at once cannot both act; it
 // reports whether this caller won.
 func (s *DiscrepancyStore) Claim(ctx context.Context, id, resolution string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "claim discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancyClaim.to+`, resolution = ?
-		WHERE id = ? AND status IN `+discrepancyClaim.from, resolution, id)
+	return s.db.guarded(ctx, "claim discrepancy "+id, claimDiscrepancy, resolution, id)
 }
 
 // Settle finishes a claimed resolution (resolving → resolved), only for
 // the action that claimed it.
 func (s *DiscrepancyStore) Settle(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "settle discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancySettle.to+`, note = ?, resolved_at = ?
-		WHERE id = ? AND status IN `+discrepancySettle.from+` AND resolution = ?`, nullString(note), ts(now), id, resolution)
+	return s.db.guarded(ctx, "settle discrepancy "+id, settleDiscrepancy, nullString(note), ts(now), id, resolution)
 }
 
 // Unclaim gives a claimed discrepancy back (resolving → open) when its
 // action could not be carried out.
 func (s *DiscrepancyStore) Unclaim(ctx context.Context, id, resolution string) (bool, error) {
-	return s.db.guarded(ctx, "unclaim discrepancy "+id, `UPDATE discrepancies SET status = `+discrepancyUnclaim.to+`, resolution = NULL
-		WHERE id = ? AND status IN `+discrepancyUnclaim.from+` AND resolution = ?`, id, resolution)
+	return s.db.guarded(ctx, "unclaim discrepancy "+id, unclaimDiscrepancy, id, resolution)
 }
 
 // ListByOrder returns the discrepancies about orderID, oldest first.

@@ -118,11 +118,12 @@ func (s *DisputeStore) Close(ctx context.Context, id string, e domain.DisputeEve
 	if !to.Valid() {
 		return false, fmt.Errorf("close dispute %s: unknown event %q", id, e)
 	}
-	return s.db.guarded(ctx, "close dispute "+id, `UPDATE disputes
-		SET status = ?, closed_at = ?, updated_at = ?
-		WHERE id = ? AND status IN ?`,
-		string(to), ts(now), ts(now), id, names(e.From()))
+	return s.db.guarded(ctx, "close dispute "+id, closeDispute, string(to), ts(now), ts(now), id, names(e.From()))
 }
+
+const closeDispute = `UPDATE disputes
+		SET status = ?, closed_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ?`
 
 // ListByOrder returns an order's disputes, oldest first.
 func (s *DisputeStore) ListByOrder(ctx context.Context, orderID string) ([]domain.Dispute, error) {
@@ -145,7 +146,7 @@ func (s *DisputeStore) OpenForCharge(ctx context.Context, chargeID string) (bool
 	err := s.db.queryRow(ctx, `SELECT COUNT(*) FROM disputes WHERE charge_id = ? AND status = ?`,
 		chargeID, string(domain.DisputeOpen)).Scan(&n)
 	if err != nil {
-		return false, fmt.Errorf("open disputes of charge %s: %w", chargeID, err)
+		return false, fmt.Errorf("open disputes of charge %s: %w", chargeID, classify(err))
 	}
 	return n > 0, nil
 }
@@ -155,7 +156,7 @@ func (s *DisputeStore) CountOpen(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.queryRow(ctx, `SELECT COUNT(*) FROM disputes WHERE status = ?`, string(domain.DisputeOpen)).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("count open disputes: %w", err)
+		return 0, fmt.Errorf("count open disputes: %w", classify(err))
 	}
 	return n, nil
 }

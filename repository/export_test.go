@@ -48,3 +48,14 @@ var (
 // BacklogQuery is ReadBacklog's statement and its arguments, for the
 // query-plan test.
 var BacklogQuery, BacklogArgs = backlogQuery, backlogArgs
+
+// MigrateTo applies db's migrations up to version only, for tests of a
+// later migration on rows stored before it.
+func MigrateTo(ctx context.Context, db *DB, version int64) error {
+	p, err := newMigrator(db, true)
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}

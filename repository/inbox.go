@@ -83,13 +83,15 @@ func (s *InboxStore) Receive(ctx context.Context, e domain.WebhookEvent) (domain
 // truth and the second ("no change") must not overwrite it. Marking an
 // event that is already marked, or unknown, changes nothing and is no error.
 func (s *InboxStore) MarkProcessed(ctx context.Context, id, outcome string, now time.Time) error {
-	_, err := s.db.exec(ctx, `UPDATE webhook_events SET outcome = ?, processed_at = ?
-		WHERE id = ? AND processed_at IS NULL`, nullString(outcome), ts(now), id)
+	_, err := s.db.exec(ctx, markProcessed, nullString(outcome), ts(now), id)
 	if err != nil {
 		return fmt.Errorf("mark webhook event %s processed: %w", id, err)
 	}
 	return nil
 }
+
+const markProcessed = `UPDATE webhook_events SET outcome = ?, processed_at = ?
+		WHERE id = ? AND processed_at IS NULL`
 
 // ListByOrder returns the events that name orderID, oldest first.
 func (s *InboxStore) ListByOrder(ctx context.Context, orderID string) ([]domain.WebhookEvent, error) {

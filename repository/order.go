@@ -182,11 +182,11 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	// it on every read (EXPLAIN: "Using temporary; Using filesort"), which
 	// cost it more CPU than the rest of the read; the few items are sorted
 	// here instead.
-	rows, err := s.db.conn(ctx).Raw(`SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
+	rows, err := s.db.query(ctx, `SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
-	 WHERE o.id = ?`, id).Rows()
+	 WHERE o.id = ?`, id)
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
+		return domain.Order{}, fmt.Errorf("find order %s: %w", id, err)
 	}
 	defer rows.Close()
 	var o orderRow

@@ -36,9 +36,9 @@ func claimStatement(id, requestID string, version int64, now time.Time) statemen
 	ev := domain.EventClaim
 	args := []any{string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now)}
 	if version == domain.AnyVersion {
-		return statement{claimOrder, args}
+		return statement{query: claimOrder, args: args}
 	}
-	return statement{claimOrderAt, append(args, version)}
+	return statement{query: claimOrderAt, args: append(args, version)}
 }
 
 const (
@@ -56,7 +56,8 @@ func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, now tim
 		string(ev.To()), ts(now), ts(now), id, names(ev.From()), requestID)
 }
 
-// markPaid is MarkPaid's statement (PayBatch.SucceedAndPay sends it too).
+// markPaid is MarkPaid's statement (PayBatch.SucceedAndPay sends it as
+// markPaidIfBooked).
 const markPaid = `UPDATE orders
 		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ? AND pay_request_id = ?`
@@ -66,30 +67,33 @@ const markPaid = `UPDATE orders
 // request that claimed the order may release it.
 func (s *OrderStore) Release(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
 	ev := domain.EventRelease
-	return s.db.guarded(ctx, "release order "+id, `UPDATE orders
-		SET status = ?, pay_request_id = NULL, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND pay_request_id = ?`,
-		string(ev.To()), ts(now), id, names(ev.From()), requestID)
+	return s.db.guarded(ctx, "release order "+id, releaseOrder, string(ev.To()), ts(now), id, names(ev.From()), requestID)
 }
+
+const releaseOrder = `UPDATE orders
+		SET status = ?, pay_request_id = NULL, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
 // Cancel moves a pending order to cancelled. A processing order cannot be
 // cancelled: money may be moving.
 func (s *OrderStore) Cancel(ctx context.Context, id string, now time.Time) (bool, error) {
 	ev := domain.EventCancel
-	return s.db.guarded(ctx, "cancel order "+id, `UPDATE orders
-		SET status = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ?`,
-		string(ev.To()), ts(now), id, names(ev.From()))
+	return s.db.guarded(ctx, "cancel order "+id, cancelOrder, string(ev.To()), ts(now), id, names(ev.From()))
 }
+
+const cancelOrder = `UPDATE orders
+		SET status = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ?`
 
 // expire moves one pending order that is due at now to expired.
 func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool, error) {
 	ev := domain.EventExpire
-	return s.db.guarded(ctx, "expire order "+id, `UPDATE orders
-		SET status = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND expires_at <= ?`,
-		string(ev.To()), ts(now), id, names(ev.From()), ts(now))
+	return s.db.guarded(ctx, "expire order "+id, expireOrder, string(ev.To()), ts(now), id, names(ev.From()), ts(now))
 }
+
+const expireOrder = `UPDATE orders
+		SET status = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND expires_at <= ?`
 
 // ExpireDue moves pending orders whose expires_at is at or before now to
 // expired, the oldest first and at most limit of them (100 when limit <= 0),
@@ -142,12 +146,14 @@ func (s *OrderStore) AddRefund(ctx context.Context, id string, minor int64, now 
 		return false, fmt.Errorf("add refund to order %s: amount %d minor units is not positive", id, minor)
 	}
 	full, partial := domain.EventRefundFull, domain.EventRefundPartial
-	return s.db.guarded(ctx, "add refund to order "+id, `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ? ELSE ? END,
-			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND amount_minor - refunded_minor >= ?`,
+	return s.db.guarded(ctx, "add refund to order "+id, addRefund,
 		minor, string(full.To()), string(partial.To()), minor, ts(now), id, names(full.From()), minor)
 }
+
+const addRefund = `UPDATE orders
+		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ? ELSE ? END,
+			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND amount_minor - refunded_minor >= ?`
 
 // SubtractRefund gives back a reservation made by AddRefund when the
 // provider refused the refund, and reports whether it could: the order is
@@ -161,11 +167,13 @@ func (s *OrderStore) SubtractRefund(ctx context.Context, id string, minor int64,
 		return false, fmt.Errorf("subtract refund from order %s: amount %d minor units is not positive", id, minor)
 	}
 	ev := domain.EventRefundRefused
-	return s.db.guarded(ctx, "subtract refund from order "+id, `UPDATE orders
-		SET status = ?, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND refunded_minor >= ?`,
+	return s.db.guarded(ctx, "subtract refund from order "+id, subtractRefund,
 		string(ev.To()), minor, ts(now), id, names(ev.From()), minor)
 }
+
+const subtractRefund = `UPDATE orders
+		SET status = ?, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND refunded_minor >= ?`
 
 // batchSize bounds the rows one background statement touches, so a job
 // never holds locks on a huge range.

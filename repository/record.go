@@ -148,6 +148,55 @@ var (
 	recordRelease  = guardOf(domain.RecordMachine, domain.RecordEventRelease)
 )
 
+// The record's guarded statements, each built once from the guards above
+// (TestDerivedStatements has them written out in full).
+var (
+	// replaceGoneRecord is replaceGone's.
+	replaceGoneRecord = `UPDATE idempotency_records
+		SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
+			response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?
+		WHERE scope = ? AND idem_key = ? AND ` + goneAt
+
+	// takeOverRecord is TakeOver's.
+	takeOverRecord = `UPDATE idempotency_records
+		SET locked_until = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status IN ` + recordTakeOver.from + ` AND locked_until < ?`
+
+	// releaseRecordLease is ReleaseLease's.
+	releaseRecordLease = `UPDATE idempotency_records
+		SET locked_until = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status IN ` + recordRelease.from + ` AND locked_until > ?`
+
+	// retryRecord is Retry's.
+	retryRecord = `UPDATE idempotency_records
+		SET status = ` + recordRetry.to + `, locked_until = ?, response_status = 0, response_body = NULL,
+			response_sealed = ?, completed_by = NULL, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status IN ` + recordRetry.from
+
+	// completeRecord is Complete's (through complete).
+	completeRecord = `UPDATE idempotency_records
+		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
+
+	// completeRecordOfOrder is CompleteInBackground's.
+	completeRecordOfOrder = completeRecord + ` AND order_id = ?`
+
+	// deleteRecord is Delete's.
+	deleteRecord = `DELETE FROM idempotency_records
+		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
+
+	// purgeRecord is PurgeExpired's, for each record it found gone.
+	purgeRecord = `DELETE FROM idempotency_records
+		WHERE scope = ? AND idem_key = ? AND ` + goneAt
+)
+
+// claimBackgroundAnswer is Complete's second statement: the record holds
+// the very answer the request carries, stored in the background, and is
+// marked as the request's own.
+const claimBackgroundAnswer = `UPDATE idempotency_records
+		SET completed_by = ?, updated_at = ?
+		WHERE scope = ? AND idem_key = ? AND status = ? AND response_status = ? AND completed_by = ?`
+
 // replaceGone overwrites every column of the record of (row.Scope, row.Key)
 // with row if that record is gone at now, and reports whether it did. One
 // UPDATE guarded by the gone predicate, like TakeOver: of callers replacing
@@ -156,10 +205,7 @@ var (
 // on InnoDB, INSERTs waiting on a deleted key take shared locks that
 // deadlock each other.
 func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "replace gone idempotency record "+row.Key, `UPDATE idempotency_records
-		SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
-			response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?
-		WHERE scope = ? AND idem_key = ? AND `+goneAt,
+	return s.db.guarded(ctx, "replace gone idempotency record "+row.Key, replaceGoneRecord,
 		row.Method, row.Path, row.Fingerprint, row.Status, false, row.OrderID,
 		row.LockedUntil, row.CreatedAt, row.UpdatedAt, row.ExpiresAt, row.Scope, row.Key, ts(now), ts(now))
 }
@@ -169,9 +215,7 @@ func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.T
 // callers that saw the same dead lease, the first UPDATE moves
 // locked_until past now and every later one matches nothing.
 func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.db.guarded(ctx, "take over idempotency record "+key, `UPDATE idempotency_records
-		SET locked_until = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordTakeOver.from+` AND locked_until < ?`,
+	return s.db.guarded(ctx, "take over idempotency record "+key, takeOverRecord,
 		ts(lockedUntil), ts(now), scope, key, ts(now))
 }
 
@@ -179,9 +223,7 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 // request with its key may take it over at once instead of waiting the
 // lease out (payd does this for the records it holds when it shuts down).
 func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "release idempotency record "+key, `UPDATE idempotency_records
-		SET locked_until = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordRelease.from+` AND locked_until > ?`,
+	return s.db.guarded(ctx, "release idempotency record "+key, releaseRecordLease,
 		ts(now), ts(now), scope, key, ts(now))
 }
 
@@ -189,10 +231,7 @@ func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now t
 // stored response, for a new attempt under the same key; it reports whether
 // this caller won it.
 func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.db.guarded(ctx, "retry idempotency record "+key, `UPDATE idempotency_records
-		SET status = `+recordRetry.to+`, locked_until = ?, response_status = 0, response_body = NULL,
-			response_sealed = ?, completed_by = NULL, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordRetry.from,
+	return s.db.guarded(ctx, "retry idempotency record "+key, retryRecord,
 		ts(lockedUntil), false, ts(now), scope, key)
 }
 
@@ -211,9 +250,7 @@ func (s *RecordStore) Complete(ctx context.Context, scope, key string, status do
 	if err != nil || done {
 		return done, err
 	}
-	_, err = s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
-		SET completed_by = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status = ? AND response_status = ? AND completed_by = ?`,
+	_, err = s.db.guarded(ctx, "complete idempotency record "+key, claimBackgroundAnswer,
 		domain.CompletedByRequest, ts(now), scope, key, string(status), code, domain.CompletedInBackground)
 	return false, err
 }
@@ -230,9 +267,7 @@ func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orde
 	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
-		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from+` AND order_id = ?`,
+	return s.db.guarded(ctx, "complete idempotency record "+key, completeRecordOfOrder,
 		string(status), code, body, false, by, ts(now), scope, key, orderID)
 }
 
@@ -241,17 +276,14 @@ func (s *RecordStore) complete(ctx context.Context, scope, key string, status do
 	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.db.guarded(ctx, "complete idempotency record "+key, `UPDATE idempotency_records
-		SET status = ?, response_status = ?, response_body = ?, response_sealed = ?, completed_by = ?, updated_at = ?
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from,
+	return s.db.guarded(ctx, "complete idempotency record "+key, completeRecord,
 		string(status), code, body, sealed, by, ts(now), scope, key)
 }
 
 // Delete removes a processing record whose request never executed
 // (validation failed), leaving the key free. Completed records stay.
 func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
-	_, err := s.db.guarded(ctx, "delete idempotency record "+key, `DELETE FROM idempotency_records
-		WHERE scope = ? AND idem_key = ? AND status IN `+recordComplete.from, scope, key)
+	_, err := s.db.guarded(ctx, "delete idempotency record "+key, deleteRecord, scope, key)
 	return err
 }
 
@@ -276,8 +308,7 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 	}
 	var n int64
 	for _, k := range keys {
-		ok, err := s.db.guarded(ctx, "purge idempotency record "+k.IdemKey, `DELETE FROM idempotency_records
-			WHERE scope = ? AND idem_key = ? AND `+goneAt, k.Scope, k.IdemKey, ts(now), ts(now))
+		ok, err := s.db.guarded(ctx, "purge idempotency record "+k.IdemKey, purgeRecord, k.Scope, k.IdemKey, ts(now), ts(now))
 		if err != nil {
 			return n, err
 		}

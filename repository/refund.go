@@ -66,6 +66,20 @@ var (
 	refundIdentify = guardOf(domain.RefundMachine, domain.RefundEventIdentify)
 )
 
+// The refund's guarded statements, each built once from the guards above
+// (TestDerivedStatements has them written out in full).
+var (
+	// finishRefund is Finish's.
+	finishRefund = `UPDATE refunds
+		SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
+		WHERE id = ? AND status IN ` + refundFinish.from
+
+	// recordRefundProviderID is RecordProviderID's.
+	recordRefundProviderID = `UPDATE refunds
+		SET provider_refund_id = ?
+		WHERE id = ? AND status IN ` + refundIdentify.from + ` AND provider_refund_id IS NULL`
+)
+
 // RefundStore keeps refunds. The unique index on provider_key is what stops
 // one charge being refunded automatically twice, and one manual refund
 // request reaching the provider under two keys.
@@ -112,9 +126,7 @@ func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundSta
 	if _, ok := domain.FinishEvent(to); !ok {
 		return false, fmt.Errorf("finish refund %s: status %q is not final", id, to)
 	}
-	return s.db.guarded(ctx, "finish refund "+id, `UPDATE refunds
-		SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
-		WHERE id = ? AND status IN `+refundFinish.from,
+	return s.db.guarded(ctx, "finish refund "+id, finishRefund,
 		string(to), nullString(providerRefundID), ts(now), id)
 }
 
@@ -125,10 +137,7 @@ func (s *RefundStore) RecordProviderID(ctx context.Context, id, providerRefundID
 	if providerRefundID == "" {
 		return false, nil
 	}
-	return s.db.guarded(ctx, "record provider id of refund "+id, `UPDATE refunds
-		SET provider_refund_id = ?
-		WHERE id = ? AND status IN `+refundIdentify.from+` AND provider_refund_id IS NULL`,
-		providerRefundID, id)
+	return s.db.guarded(ctx, "record provider id of refund "+id, recordRefundProviderID, providerRefundID, id)
 }
 
 // ListByOrder returns an order's refunds, oldest first.

@@ -180,61 +180,15 @@ func (db *DB) retrying(ctx context.Context, fn func() error) error {
 	}
 }
 
-// write runs one writing statement (stmt builds it on the handle it is
-// given) under the retry policy and returns the rows it affected.
-func (db *DB) write(ctx context.Context, stmt func(*gorm.DB) *gorm.DB) (int64, error) {
-	var n int64
-	err := db.retrying(ctx, func() error {
-		if err := db.injected("statement"); err != nil {
-			return err
-		}
-		res := stmt(db.conn(ctx))
-		n = res.RowsAffected
-		return res.Error
-	})
-	return n, err
-}
-
-// exec runs one writing SQL statement under the retry policy (write) and
-// returns the rows it matched. In ctx's transaction it runs through GORM,
-// which holds the transaction; otherwise straight on the writers' pool
-// with database/sql, its []string arguments spread into IN lists as GORM
-// would (expandArgs): GORM's statement building and callbacks are work a
-// fixed statement does not need, on every guarded transition and on the
-// idempotency record's insert.
-func (db *DB) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if inTx(ctx, db) {
-		return db.write(ctx, func(c *gorm.DB) *gorm.DB { return c.Exec(query, args...) })
-	}
-	q, named, err := expandArgs(query, args, 0)
-	if err != nil {
-		return 0, err
-	}
-	values := make([]any, len(named))
-	for i, v := range named {
-		values[i] = v.Value
-	}
-	var n int64
-	err = db.retrying(ctx, func() error {
-		if err := db.injected("statement"); err != nil {
-			return err
-		}
-		db.countDirect()
-		res, err := db.sql.ExecContext(detached(ctx), q, values...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
-}
-
-// create inserts value (a row struct, or a slice of them) under the retry
-// policy (write).
+// create inserts value (a row struct, or a slice of them) through GORM,
+// under the retry policy.
 func (db *DB) create(ctx context.Context, value any) error {
-	_, err := db.write(ctx, func(c *gorm.DB) *gorm.DB { return c.Create(value) })
-	return err
+	return db.retrying(ctx, func() error {
+		if err := db.injected("statement"); err != nil {
+			return err
+		}
+		return db.conn(ctx).Create(value).Error
+	})
 }
 
 // injected is the error a test made the next statement or commit fail

@@ -75,10 +75,7 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 	if r.FinishedAt == nil {
 		return errors.New("finish reconciliation run " + r.ID + ": no finish time")
 	}
-	n, err := s.db.exec(ctx, `UPDATE reconciliation_runs
-		SET matched = ?, found = ?, new_found = ?, finished_at = ?
-		WHERE id = ?`,
-		r.Matched, r.Found, r.New, ts(*r.FinishedAt), r.ID)
+	n, err := s.db.exec(ctx, finishRun, r.Matched, r.Found, r.New, ts(*r.FinishedAt), r.ID)
 	if err != nil {
 		return fmt.Errorf("finish reconciliation run %s: %w", r.ID, err)
 	}
@@ -88,6 +85,10 @@ func (s *RunStore) Finish(ctx context.Context, r domain.ReconciliationRun) error
 	}
 	return nil
 }
+
+const finishRun = `UPDATE reconciliation_runs
+		SET matched = ?, found = ?, new_found = ?, finished_at = ?
+		WHERE id = ?`
 
 // AddFinding records that run runID saw discrepancy discrepancyID. Adding
 // it again is no error: a run that meets one discrepancy twice (a charge
@@ -109,9 +110,9 @@ func (s *RunStore) FindByID(ctx context.Context, id string) (domain.Reconciliati
 		return domain.ReconciliationRun{}, fmt.Errorf("find reconciliation run %s: %w", id, notFound(err, domain.ErrRunNotFound))
 	}
 	var found []discrepancyRow
-	err := s.db.conn(ctx).Raw(`SELECT d.* FROM discrepancies d
-		JOIN reconciliation_findings f ON f.discrepancy_id = d.id
-		WHERE f.run_id = ? ORDER BY d.detected_at, d.id`, id).Scan(&found).Error
+	err := s.db.conn(ctx).Table("discrepancies d").Select("d.*").
+		Joins("JOIN reconciliation_findings f ON f.discrepancy_id = d.id").
+		Where("f.run_id = ?", id).Order("d.detected_at, d.id").Find(&found).Error
 	if err != nil {
 		return domain.ReconciliationRun{}, fmt.Errorf("find reconciliation run %s: load findings: %w", id, err)
 	}

@@ -8,8 +8,9 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqlitePools is the connection pool GORM sees on SQLite: two database/sql
-// pools on the same file, and every statement sent to the right one.
+// sqlitePools is the connection pool GORM and the executor see on SQLite
+// outside a transaction: two database/sql pools on the same file, and
+// every statement sent to the right one.
 //
 //   - write has a single connection. Every transaction and every statement
 //     that may write runs on it, so payd's writers queue in Go's pool (a

@@ -2,7 +2,6 @@ package repository
 
 import (
 	"context"
-	"database/sql"
 
 	"gorm.io/gorm"
 )
@@ -12,72 +11,17 @@ import (
 // another (the sandbox's) that see the same context.
 type txKey struct{ db *DB }
 
-// conn returns the handle a store method runs on: the transaction in ctx if
-// there is one for this database, else the pool; bound to ctx's values but
-// not to its cancellation (detached).
+// conn returns the GORM handle for the statements GORM builds (models and
+// filtered lists, docs/adr/0033): the transaction in ctx if there is one
+// for this database, else the pool; bound to ctx's values but not to its
+// cancellation (detached). Statements payd writes out go on the executor
+// (DB.on), which is the same transaction or pool.
 func (db *DB) conn(ctx context.Context) *gorm.DB {
 	if tx, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
 		return tx.WithContext(detached(ctx))
 	}
 	return db.gorm.WithContext(detached(ctx))
 }
-
-// queryRow runs a read of one row: in ctx's transaction for this database
-// if there is one (through GORM, which holds it), else straight on the
-// pool that serves reads, with database/sql. The replay's record read goes
-// through it: on that fixed SELECT, GORM's statement building and
-// callbacks cost a measurable share of a replay's CPU and did nothing the
-// statement needs (docs/performance.md). Like conn, it runs detached.
-func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if tx, ok := ctx.Value(txKey{db}).(*gorm.DB); ok {
-		return tx.WithContext(detached(ctx)).Raw(query, args...).Row()
-	}
-	pool := db.sql
-	if db.read != nil {
-		pool = db.read
-	}
-	db.countDirect()
-	return pool.QueryRowContext(detached(ctx), query, args...)
-}
-
-// countDirect tells the OnDirectStatement hooks of one statement.
-func (db *DB) countDirect() {
-	if hooks := db.direct.Load(); hooks != nil {
-		for _, f := range *hooks {
-			f()
-		}
-	}
-}
-
-// OnDirectStatement has f called for every statement a store sends
-// straight through database/sql instead of GORM (queryRow, exec), so that a
-// statement counter built on GORM's callbacks sees those too
-// (internal/dbtest). Each call adds one more f.
-func (db *DB) OnDirectStatement(f func()) {
-	for {
-		old := db.direct.Load()
-		var hooks []func()
-		if old != nil {
-			hooks = append(hooks, *old...)
-		}
-		hooks = append(hooks, f)
-		if db.direct.CompareAndSwap(old, &hooks) {
-			return
-		}
-	}
-}
-
-// detached is ctx without its cancellation and deadline, for the drivers.
-// Given a context that can be cancelled, both drivers start watching it
-// for every statement — the MySQL driver hands it to a goroutine per
-// connection and takes it back after, SQLite starts one per statement —
-// and those wake-ups cost more CPU than the round trip itself
-// (docs/performance.md). So statements run detached (docs/adr/0025): a statement
-// is bounded by the connection's read and write timeouts (30 s unless the
-// URL says otherwise) and by the database's own lock wait timeout, not by
-// the request. The retry policy's waits still end with ctx, and a client
-// that hangs up no longer cuts a statement, or a transaction, in half.
-func detached(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // inTx reports whether ctx carries a transaction on db.
 func inTx(ctx context.Context, db *DB) bool {

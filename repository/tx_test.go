@@ -175,3 +175,33 @@ func TestInTxSeesConcurrentCommit(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestInTxHoldsWrittenOutStatements: the statements a store writes out go
+// on the transaction's connection, beside GORM's, so a rollback undoes
+// them and, before it, the transaction reads what they wrote while
+// everyone else reads the row as it was.
+func TestInTxHoldsWrittenOutStatements(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		tx, orders := repository.NewTransactor(db), repository.NewOrderStore(db)
+		o := newOrder(t, db)
+		err := tx.InTx(t.Context(), func(ctx context.Context) error {
+			if ok, err := orders.Claim(ctx, o.ID, "r1", domain.AnyVersion, t0); err != nil || !ok {
+				return fmt.Errorf("Claim = %v, %v; want true, nil", ok, err)
+			}
+			if got, err := orders.FindByID(ctx, o.ID); err != nil || got.Status != domain.StatusProcessing {
+				return fmt.Errorf("FindByID in the transaction = %v, %v; want processing", got.Status, err)
+			}
+			if got, err := orders.FindByID(t.Context(), o.ID); err != nil || got.Status != domain.StatusPending {
+				return fmt.Errorf("FindByID outside the transaction = %v, %v; want pending", got.Status, err)
+			}
+			return errBoom
+		})
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("InTx(claim, fail) = %v, want %v", err, errBoom)
+		}
+		if got := findOrder(t, db, o.ID); got.Status != domain.StatusPending || got.Version != o.Version {
+			t.Errorf("after the rollback the order is %s at version %d, want pending at %d", got.Status, got.Version, o.Version)
+		}
+	})
+}

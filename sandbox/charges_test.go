@@ -177,7 +177,7 @@ func TestListChargesWindow(t *testing.T) {
 
 func TestGetChargeNotFound(t *testing.T) {
 	sb := sandboxtest.New(t, fastConfig(sandboxtest.SQLiteURL(t)))
-	if _, err := sb.Client.GetCharge(context.Background(), "never-used"); !errors.Is(err, domain.ErrChargeNotFound) {
+	if _, err := sb.Client.GetCharge(context.Background(), domain.Attempt{ID: "never-used"}); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Fatalf("GetCharge(never-used) = %v, want ErrChargeNotFound", err)
 	}
 }

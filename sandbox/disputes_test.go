@@ -123,7 +123,7 @@ func TestDisputeOpensOnceAfterDelay(t *testing.T) {
 			!d.CreatedAt.Equal(t0.Add(cfg.AsyncDelay)) || !d.ClosedAt.IsZero() {
 			t.Errorf("dispute = %+v, want open, fraudulent, 12.30 USD of %s", d, ch.ID)
 		}
-		got, err := a.Client.GetCharge(ctx, "d")
+		got, err := a.Client.GetCharge(ctx, domain.Attempt{ID: "d"})
 		if err != nil || !got.DisputedAmount.Equal(dec("12.30")) || got.Status != domain.ChargeSucceeded {
 			t.Errorf("GetCharge(d) = %+v, %v; want 12.30 disputed", got, err)
 		}
@@ -230,7 +230,7 @@ func TestCloseDispute(t *testing.T) {
 		if status, body := closeDispute(t, sb, d.ID, `{"status":"lost"}`); status != http.StatusConflict || !strings.Contains(body, `"code":"dispute_closed"`) {
 			t.Errorf("close lost after won = %d %s, want 409 dispute_closed", status, body)
 		}
-		if c, _ := sb.Client.GetCharge(ctx, "d"); !c.DisputedAmount.IsZero() {
+		if c, _ := sb.Client.GetCharge(ctx, domain.Attempt{ID: "d"}); !c.DisputedAmount.IsZero() {
 			t.Errorf("won dispute: DisputedAmount = %v, want 0", c.DisputedAmount)
 		}
 		closed := eventData(t, sb, "dispute.closed")
@@ -291,7 +291,7 @@ func TestDisputeLostAndRefunds(t *testing.T) {
 		if _, err := sb.CloseDispute(ctx, d.ID, domain.DisputeWon); err == nil {
 			t.Errorf("CloseDispute(won after lost) = nil error, want dispute_closed")
 		}
-		c, err := sb.Client.GetCharge(ctx, "d")
+		c, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: "d"})
 		if err != nil || !c.DisputedAmount.Equal(dec("12.30")) || !c.RefundedAmount.IsZero() {
 			t.Errorf("GetCharge after lost = %+v, %v; want 12.30 disputed, nothing refunded", c, err)
 		}
@@ -343,7 +343,7 @@ func TestDisputeRefundLimits(t *testing.T) {
 		if _, err := sb.Client.Refund(ctx, refundReq("late", chWon.ID, "6.00")); err != nil {
 			t.Errorf("Refund(the rest after a won dispute) = %v", err)
 		}
-		if c, _ := sb.Client.GetCharge(ctx, "won"); !c.RefundedAmount.Equal(dec("10.00")) || !c.DisputedAmount.IsZero() {
+		if c, _ := sb.Client.GetCharge(ctx, domain.Attempt{ID: "won"}); !c.RefundedAmount.Equal(dec("10.00")) || !c.DisputedAmount.IsZero() {
 			t.Errorf("GetCharge(won) = %+v, want 10.00 refunded, nothing disputed", c)
 		}
 	})

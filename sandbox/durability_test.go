@@ -31,11 +31,11 @@ func TestDurableAcrossRestart(t *testing.T) {
 		rcv := newReceiver(t, secret, 0)
 		cfg.WebhookURL = rcv.URL
 		second := sandboxtest.New(t, cfg)
-		got, err := second.Client.GetCharge(ctx, "ok")
+		got, err := second.Client.GetCharge(ctx, domain.Attempt{ID: "ok"})
 		if err != nil || got.ID != ok.ID || got.Status != domain.ChargeSucceeded {
 			t.Fatalf("GetCharge(ok) after restart = %+v, %v; want %s succeeded", got, err, ok.ID)
 		}
-		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != domain.ChargePending {
+		if got, _ := second.Client.GetCharge(ctx, domain.Attempt{ID: "async"}); got.Status != domain.ChargePending {
 			t.Fatalf("GetCharge(async) after restart = %s, want still pending", got.Status)
 		}
 		ds, err := second.Deliveries(ctx)
@@ -54,7 +54,7 @@ func TestDurableAcrossRestart(t *testing.T) {
 		if len(byKey(evs, "ok")) != 1 || len(byKey(evs, "async")) != 1 {
 			t.Fatalf("after restart delivered %d events, want one for ok and one for async", len(evs))
 		}
-		if got, _ := second.Client.GetCharge(ctx, "async"); got.Status != domain.ChargeSucceeded {
+		if got, _ := second.Client.GetCharge(ctx, domain.Attempt{ID: "async"}); got.Status != domain.ChargeSucceeded {
 			t.Errorf("GetCharge(async) = %s, want succeeded", got.Status)
 		}
 		if charges, _ := second.Charges(ctx); len(charges) != 2 {

@@ -31,7 +31,7 @@ func TestRefunds(t *testing.T) {
 		}
 		refunded := func(want string) {
 			t.Helper()
-			got, err := sb.Client.GetCharge(ctx, "c1")
+			got, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: "c1"})
 			if err != nil || !got.RefundedAmount.Equal(dec(want)) {
 				t.Fatalf("GetCharge(c1).RefundedAmount = %v (%v), want %s", got.RefundedAmount, err, want)
 			}
@@ -152,7 +152,7 @@ func TestRefundsConcurrent(t *testing.T) {
 		if len(unexpected) > 0 || len(sameKeyIDs) != 1 {
 			t.Fatalf("10 replays of one refund: ids %v, errors %v; want one id", sameKeyIDs, unexpected)
 		}
-		if got, _ := sb.Client.GetCharge(ctx, "c2"); !got.RefundedAmount.Equal(dec("3.00")) {
+		if got, _ := sb.Client.GetCharge(ctx, domain.Attempt{ID: "c2"}); !got.RefundedAmount.Equal(dec("3.00")) {
 			t.Fatalf("RefundedAmount = %v, want 3.00", got.RefundedAmount)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
@@ -48,7 +49,7 @@ func TestSettlementCSV(t *testing.T) {
 		if _, err := sb.Client.Charge(ctx, chargeReq("next", "pm_ok")); err != nil {
 			t.Fatal(err)
 		}
-		bc, err := sb.Client.GetCharge(ctx, "b")
+		bc, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: "b"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func TestWebhooksForEveryOutcome(t *testing.T) {
 				if !errors.Is(err, domain.ErrProviderUnavailable) {
 					t.Fatalf("Charge(pm_timeout) = %v, want ErrProviderUnavailable", err)
 				}
-				ch, err = sb.Client.GetCharge(ctx, m)
+				ch, err = sb.Client.GetCharge(ctx, domain.Attempt{ID: m})
 			}
 			if err != nil {
 				t.Fatalf("Charge(%s) = %v", m, err)
@@ -71,7 +71,7 @@ func TestWebhooksForEveryOutcome(t *testing.T) {
 				e.Currency != "USD" || !strings.HasPrefix(e.ID, "evt_") {
 				t.Errorf("%s: event = %+v, want %s %s %q for charge %s", m, e, w.typ, w.status, w.failureCode, charged[m].ID)
 			}
-			if ch, err := sb.Client.GetCharge(ctx, m); err != nil || ch.Status != w.status {
+			if ch, err := sb.Client.GetCharge(ctx, domain.Attempt{ID: m}); err != nil || ch.Status != w.status {
 				t.Errorf("GetCharge(%s) = %v %v, want %s", m, ch.Status, err, w.status)
 			}
 		}

@@ -118,7 +118,7 @@ func TestOutsideRefundIsBooked(t *testing.T) {
 		// Delivered twice, and by two replicas at once: booked once.
 		other := w.replica()
 		var wg sync.WaitGroup
-		outs := make([]string, 2)
+		outs := make([]service.WebhookOutcome, 2)
 		errs := make([]error, 2)
 		for i, r := range []*world{w, other} {
 			wg.Add(1)

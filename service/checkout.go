@@ -13,7 +13,14 @@ import (
 // PaymentProvider is what Checkout needs from the payment provider.
 type PaymentProvider interface {
 	Charge(ctx context.Context, req domain.ChargeRequest) (domain.Charge, error)
-	GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error)
+	// GetCharge asks about attempt a's charge. a is payd's record of the
+	// attempt, as the caller just read it: its ID (the charge's
+	// idempotency key), order, money, payment method, status, creation
+	// time and any provider charge ID payd stored. For a key payd has no
+	// attempt under (one a provider event names), a carries only that ID
+	// and the event's order, and no status. domain.ErrChargeNotFound means
+	// the provider has no charge for the attempt.
+	GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error)
 }
 
 // OrphanRefunder takes a charge an order cannot take (a second success, a
@@ -38,8 +45,11 @@ type Checkout struct {
 	// (ADR 0030).
 	Ledger LedgerStore
 	// Observer, optional, is told of each transition, result and
-	// discrepancy, and of every pay answer settled outside its request.
+	// discrepancy.
 	Observer Observer
+	// Answers, optional, stores every pay answer settled outside its
+	// request, for the request's replays.
+	Answers SettledAnswers
 
 	// ProviderTimeout is the deadline of one charge request
 	// (PAYD_PROVIDER_TIMEOUT; domain.DefaultProviderTimeout when zero).
@@ -289,7 +299,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 		return o, err
 	}
 	a.LeasedUntil = leaseEnd
-	ch, err := s.Provider.GetCharge(ctx, a.ID)
+	ch, err := s.Provider.GetCharge(ctx, a)
 	if errors.Is(err, domain.ErrChargeNotFound) {
 		if s.inFlight(a, s.Now().UTC()) {
 			// A charge request under this key may still reach the
@@ -320,9 +330,9 @@ func (s *Checkout) resend(ctx context.Context, o domain.Order, a domain.Attempt)
 // settle applies the provider's answer about attempt a. src says who told
 // payd (it goes into the ledger); domain.SourcePayReply means the pay
 // request itself is waiting for this answer. When it is not (webhook,
-// recoverer), the outcome is published (Observer.
-// PaymentSettled) so the request's idempotency record can be completed and
-// a later replay tells the truth instead of a stale 202.
+// recoverer), the outcome is stored (SettledAnswers) so the request's
+// idempotency record can be completed and a later replay tells the truth
+// instead of a stale 202.
 func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, err error, src domain.LedgerSource) (domain.Order, error) {
 	switch {
 	case err != nil || ch.Status == domain.ChargePending:
@@ -376,13 +386,13 @@ func (s *Checkout) unknown(ctx context.Context, o domain.Order, a domain.Attempt
 		// Best effort: a lease not given up just runs out.
 		_, _ = s.Attempts.Unlease(ctx, a.ID, a.LeasedUntil)
 	}
-	s.observe(ctx, a, "unknown")
+	s.observe(ctx, a, PaymentUnknown)
 	return o, nil
 }
 
 // Settle applies an outcome that arrived outside the pay request (a
 // webhook, the recoverer) to attempt a of order o, and publishes what the
-// pay call would now answer (Observer.PaymentSettled).
+// pay call would now answer (SettledAnswers).
 // ch must carry the amount and currency the provider reported: a success
 // for other money is held, never applied (domain.ErrAmountMismatch).
 func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
@@ -462,13 +472,13 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			return domain.Order{}, err
 		}
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	case paid:
 		if o, err = s.moved(ctx, o, domain.EventSucceed, a.RequestID, now); err != nil {
 			return domain.Order{}, err
 		}
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	default:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
@@ -517,7 +527,7 @@ func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, c
 // refused settles a charge request the provider refused outright (a 4xx it
 // understood): nothing was charged, so the attempt fails with the
 // provider's code and the order is released at once, as for a decline. The
-// outcome is published here (Observer.PaymentSettled, not final), so the
+// outcome is stored here (SettledAnswers, not final), so the
 // request's idempotency record is completed as failed and the key may run
 // again (docs/guarantees.md#idempotency-rules): left to the request's own 400 answer, the record would
 // read as input never acted on and be dropped.
@@ -533,7 +543,7 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 	outcome := refusalOutcome(code)
 	if released {
 		// Not final: nothing was charged, the key may run again.
-		s.obs().PaymentSettled(ctx, o, a, outcome, false)
+		s.answer(ctx, o, a, outcome, false)
 	}
 	return o, outcome
 }
@@ -562,7 +572,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 			return domain.Order{}, false, err
 		}
 		s.changed(o.ID)
-		s.observe(ctx, a, "declined")
+		s.observe(ctx, a, PaymentDeclined)
 	}
 	return o, released, nil
 }
@@ -579,11 +589,8 @@ func (s *Checkout) moved(ctx context.Context, o domain.Order, e domain.Event, re
 	return s.Orders.FindByID(ctx, o.ID)
 }
 
-// publishSettled publishes the answer the pay request a.RequestID would now
-// get, for its idempotency record. Completing it is best effort: if that
-// write is lost, the record stays processing and the next request with the
-// key takes over after the lease and recovers the same outcome from the
-// order.
+// publishSettled stores the answer the pay request a.RequestID would now
+// get, for its idempotency record.
 func (s *Checkout) publishSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error) {
 	// A payment the provider never received is no decline: the key stays
 	// free to try again. Nor is a held charge final: an operator (or the
@@ -591,7 +598,17 @@ func (s *Checkout) publishSettled(ctx context.Context, o domain.Order, a domain.
 	// how from the order. Anything else is the truth a replay must tell.
 	var decline *domain.DeclineError
 	final := (!errors.As(outcome, &decline) || decline.Code != domain.NotCharged) && !errors.Is(outcome, domain.ErrAmountMismatch)
-	s.obs().PaymentSettled(ctx, o, a, outcome, final)
+	s.answer(ctx, o, a, outcome, final)
+}
+
+// answer stores outcome as the answer of the pay request a.RequestID
+// (SettledAnswers). It is best effort: if that write is lost, the record
+// stays processing and the next request with the key takes over after the
+// lease and recovers the same outcome from the order.
+func (s *Checkout) answer(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
+	if s.Answers != nil {
+		_ = s.Answers.PaymentSettled(ctx, o, a, outcome, final)
+	}
 }
 
 // orphan hands a charge the order cannot take (a second success, a success
@@ -613,6 +630,6 @@ func (s *Checkout) book(ctx context.Context, e domain.LedgerEntry) error {
 
 func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
-func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result string) {
+func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result PaymentOutcome) {
 	s.obs().PaymentResult(ctx, a, result)
 }

@@ -46,7 +46,7 @@ const maxDisputeID = 200
 // events open the dispute (if new); closed (won or lost) and funds
 // reinstated (won) close it, opening it first if its opening was never
 // seen.
-func (s *Disputes) Apply(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+func (s *Disputes) Apply(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	pd := domain.ProviderDispute{
 		ID: ev.DisputeID, ChargeID: ev.ChargeID, IdempotencyKey: ev.IdempotencyKey, OrderID: ev.OrderID,
 		Amount: ev.Amount, Currency: ev.Currency, Status: domain.DisputeOpen, Reason: ev.Reason, CreatedAt: ev.CreatedAt,
@@ -273,7 +273,7 @@ func (s *Disputes) discrepancy(ctx context.Context, pd domain.ProviderDispute, o
 
 // unconfirmed records a dispute event the provider's own records do not
 // bear out (no such dispute, or of another charge): nothing is booked.
-func (s *Disputes) unconfirmed(ctx context.Context, ev domain.ProviderEvent, pd domain.ProviderDispute) (string, error) {
+func (s *Disputes) unconfirmed(ctx context.Context, ev domain.ProviderEvent, pd domain.ProviderDispute) (WebhookOutcome, error) {
 	if s.Discrepancies == nil {
 		return OutcomeIgnored, nil
 	}
@@ -292,7 +292,7 @@ func (s *Disputes) unconfirmed(ctx context.Context, ev domain.ProviderEvent, pd 
 }
 
 // unreadable records a dispute event payd cannot book.
-func (s *Disputes) unreadable(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+func (s *Disputes) unreadable(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	if ev.Type == domain.EventDisputeUpdated || s.Discrepancies == nil {
 		return OutcomeIgnored, nil
 	}

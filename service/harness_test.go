@@ -134,11 +134,12 @@ func (w *world) build(db *repository.DB) {
 	w.records, w.discrepancies, w.db, w.ledger, w.disputeStore = records, discrepancies, db, ledger, disputeStore
 	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
 	observer := service.Observers{changes, &observer{w: w}}
+	answers := &payAnswers{w: w}
 	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
 		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer,
 		Ledger: ledger, Charges: w.prov, Audit: audit, Disputes: disputeStore}
 	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
-		Now: now, Orphans: w.refunds, Observer: observer, ProviderTimeout: providerTimeout,
+		Now: now, Orphans: w.refunds, Observer: observer, Answers: answers, ProviderTimeout: providerTimeout,
 		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
 	w.disputes = &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
 		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Finder: w.sb.Client, Now: now, Observer: observer}
@@ -158,20 +159,23 @@ func (w *world) build(db *repository.DB) {
 }
 
 // observer is what these tests hear from the use cases: the payment
-// results Checkout reports, counted, and each pay answer settled outside
-// its request, stored in the request's idempotency record as the HTTP
-// layer's observer stores it (with respond standing in for its rendering).
+// results Checkout reports, counted.
 type observer struct {
 	service.NopObserver
 	w *world
 }
 
-func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
-	o.w.observe(result)
+func (o *observer) PaymentResult(_ context.Context, _ domain.Attempt, result service.PaymentOutcome) {
+	o.w.observe(string(result))
 }
 
-func (o *observer) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) {
-	_ = o.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)
+// payAnswers stores each pay answer settled outside its request in the
+// request's idempotency record, as the HTTP layer's PayRecords does (with
+// respond standing in for its rendering).
+type payAnswers struct{ w *world }
+
+func (p *payAnswers) PaymentSettled(ctx context.Context, ord domain.Order, a domain.Attempt, outcome error, final bool) error {
+	return p.w.idem.Complete(ctx, domain.CustomerScope(ord.CustomerID), a.RequestID, ord.ID, respond(ord, outcome), final)
 }
 
 func (w *world) observe(result string) {
@@ -362,7 +366,7 @@ func (w *world) resolveAsync(t *testing.T) {
 func (w *world) settleFromProvider(t *testing.T, customerID string, a domain.Attempt) (domain.Order, error) {
 	t.Helper()
 	ctx := context.Background()
-	ch, err := w.sb.Client.GetCharge(ctx, a.ID)
+	ch, err := w.sb.Client.GetCharge(ctx, a)
 	if err != nil {
 		t.Fatalf("GetCharge(%s) = %v", a.ID, err)
 	}
@@ -381,7 +385,7 @@ type event struct {
 
 // receive hands ev to the webhook use case, as the HTTP receiver does once
 // the signature checked out.
-func (w *world) receive(ctx context.Context, ev event) (string, error) {
+func (w *world) receive(ctx context.Context, ev event) (service.WebhookOutcome, error) {
 	d := ev.Data
 	d.Type = ev.Type
 	return w.webhooks.Receive(ctx, ev.ID, d, ev.Payload)
@@ -514,9 +518,9 @@ func (p *spyProvider) Charge(ctx context.Context, req domain.ChargeRequest) (dom
 	return ch, err
 }
 
-func (p *spyProvider) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
-	p.record("get", key)
-	return p.inner.GetCharge(ctx, key)
+func (p *spyProvider) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	p.record("get", a.ID)
+	return p.inner.GetCharge(ctx, a)
 }
 
 func (p *spyProvider) FindCharge(ctx context.Context, chargeID string) (domain.Charge, error) {

@@ -6,26 +6,19 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// Observer is told what the use cases did, after they did it: the one port
+// Observer is told what the use cases did, after they did it: the port
 // through which service publishes outcomes to the rest of payd (the event
-// stream, metrics, the idempotency records of pay requests). An observer
-// only watches: it cannot change or fail what happened, so its methods
-// return nothing and must not block for long. Embed NopObserver to
-// implement only some of them.
+// stream, metrics, logs). An observer only watches: it cannot change or
+// fail what happened, so its methods return nothing and must not block for
+// long. Embed NopObserver to implement only some of them. What must be
+// written when a pay answer settles is not watching: that is
+// SettledAnswers.
 type Observer interface {
 	// OrderChanged: the order's status or amounts changed (event stream).
 	OrderChanged(orderID string)
-	// PaymentSettled: the answer of the pay request a.RequestID made for
-	// order o is now known other than by that request's own reply — an
-	// outcome that arrived later (webhook, recoverer), or a refusal the
-	// request's reply alone would not record as an attempt. outcome is what
-	// Checkout.Pay would now return (nil: the order as it is now); final
-	// says whether a retry with the key must be told this outcome rather
-	// than run again.
-	PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool)
 	// PaymentResult: payment attempt a ended as paid, declined, unknown or
 	// held. ctx is the one the outcome was learnt in (its trace).
-	PaymentResult(ctx context.Context, a domain.Attempt, result string)
+	PaymentResult(ctx context.Context, a domain.Attempt, result PaymentOutcome)
 	// DiscrepancyRecorded: discrepancy d was newly recorded (committed).
 	DiscrepancyRecorded(ctx context.Context, d domain.Discrepancy)
 	// RefundedAutomatically: payd gave back a charge an order could not
@@ -33,10 +26,33 @@ type Observer interface {
 	RefundedAutomatically(ctx context.Context, r domain.Refund)
 	// WebhookApplied: a provider event of eventType was handled with outcome
 	// (applied, duplicate, ignored, discrepancy).
-	WebhookApplied(eventType, outcome string)
+	WebhookApplied(eventType string, outcome WebhookOutcome)
 	// JobDone: a pass of the background job name handled n > 0 rows.
 	JobDone(name string, n int64)
 }
+
+// PaymentOutcome is how a payment attempt ended, as Observer.PaymentResult
+// reports it (payd_payments_total's result label, the outcome log's result).
+type PaymentOutcome string
+
+// Payment outcomes.
+const (
+	PaymentPaid     PaymentOutcome = "paid"
+	PaymentDeclined PaymentOutcome = "declined"
+	// PaymentUnknown: the provider's answer was lost; the recoverer or a
+	// retry must find it.
+	PaymentUnknown PaymentOutcome = "unknown"
+	// PaymentHeld: the provider charged other money than the attempt's; an
+	// operator must settle it (ADR 0010).
+	PaymentHeld PaymentOutcome = "held"
+)
+
+// PaymentOutcomes lists every payment outcome.
+var PaymentOutcomes = []PaymentOutcome{PaymentPaid, PaymentDeclined, PaymentUnknown, PaymentHeld}
+
+// NeedsAction reports whether someone must act on the outcome: the
+// recoverer (unknown) or an operator (held).
+func (o PaymentOutcome) NeedsAction() bool { return o == PaymentUnknown || o == PaymentHeld }
 
 // NopObserver observes nothing; embed it to implement part of Observer.
 type NopObserver struct{}
@@ -44,11 +60,8 @@ type NopObserver struct{}
 // OrderChanged does nothing.
 func (NopObserver) OrderChanged(string) {}
 
-// PaymentSettled does nothing.
-func (NopObserver) PaymentSettled(context.Context, domain.Order, domain.Attempt, error, bool) {}
-
 // PaymentResult does nothing.
-func (NopObserver) PaymentResult(context.Context, domain.Attempt, string) {}
+func (NopObserver) PaymentResult(context.Context, domain.Attempt, PaymentOutcome) {}
 
 // DiscrepancyRecorded does nothing.
 func (NopObserver) DiscrepancyRecorded(context.Context, domain.Discrepancy) {}
@@ -57,7 +70,7 @@ func (NopObserver) DiscrepancyRecorded(context.Context, domain.Discrepancy) {}
 func (NopObserver) RefundedAutomatically(context.Context, domain.Refund) {}
 
 // WebhookApplied does nothing.
-func (NopObserver) WebhookApplied(string, string) {}
+func (NopObserver) WebhookApplied(string, WebhookOutcome) {}
 
 // JobDone does nothing.
 func (NopObserver) JobDone(string, int64) {}
@@ -72,15 +85,8 @@ func (all Observers) OrderChanged(orderID string) {
 	}
 }
 
-// PaymentSettled tells every observer.
-func (all Observers) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) {
-	for _, ob := range all {
-		ob.PaymentSettled(ctx, o, a, outcome, final)
-	}
-}
-
 // PaymentResult tells every observer.
-func (all Observers) PaymentResult(ctx context.Context, a domain.Attempt, result string) {
+func (all Observers) PaymentResult(ctx context.Context, a domain.Attempt, result PaymentOutcome) {
 	for _, o := range all {
 		o.PaymentResult(ctx, a, result)
 	}
@@ -101,7 +107,7 @@ func (all Observers) RefundedAutomatically(ctx context.Context, r domain.Refund)
 }
 
 // WebhookApplied tells every observer.
-func (all Observers) WebhookApplied(eventType, outcome string) {
+func (all Observers) WebhookApplied(eventType string, outcome WebhookOutcome) {
 	for _, o := range all {
 		o.WebhookApplied(eventType, outcome)
 	}

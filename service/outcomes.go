@@ -77,7 +77,7 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 			return o, mismatchError(a)
 		}
 	}
-	s.observe(ctx, a, "held")
+	s.observe(ctx, a, PaymentHeld)
 	merr := mismatchError(a)
 	if src != domain.SourcePayReply && held {
 		s.publishSettled(ctx, o, a, merr)
@@ -185,7 +185,7 @@ func (s *Checkout) settleHeld(ctx context.Context, a domain.Attempt) {
 // apply pays an order, so it rests on the provider's word now, never on a
 // report payd kept (a held reply that disagreed) or an uploaded file.
 func providerStandsBy(ctx context.Context, p PaymentProvider, a domain.Attempt, chargeID string) (domain.Charge, error) {
-	ch, err := p.GetCharge(ctx, a.ID)
+	ch, err := p.GetCharge(ctx, a)
 	if errors.Is(err, domain.ErrChargeNotFound) {
 		return domain.Charge{}, fmt.Errorf("%w: the provider has no charge for attempt %s", domain.ErrResolutionNotApplicable, a.ID)
 	}
@@ -240,7 +240,7 @@ func (s *Checkout) ApplyHeld(ctx context.Context, attemptID, chargeID string) er
 	}
 	if paid {
 		s.changed(o.ID)
-		s.observe(ctx, a, "paid")
+		s.observe(ctx, a, PaymentPaid)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ const ActorProvider = "provider"
 // refund.succeeded webhook): payd's own refund is confirmed, once; a
 // refund payd never asked for is money given back all the same, and is
 // recorded as an outside refund (Outside).
-func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	if ev.IdempotencyKey != "" {
 		_, err := s.Store.FindByProviderKey(ctx, ev.IdempotencyKey)
 		switch {
@@ -51,7 +51,7 @@ func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (string
 // do not show is not recorded but kept as a refund_amount_mismatch for an
 // operator. A refund of payd's own (its provider key or ID is payd's) or
 // one recorded already is OutcomeIgnored.
-func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src domain.LedgerSource) (string, error) {
+func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src domain.LedgerSource) (WebhookOutcome, error) {
 	if pr.Status != domain.ChargeSucceeded || pr.ID == "" {
 		return OutcomeIgnored, nil
 	}
@@ -202,7 +202,7 @@ func (s *Refunds) auditOutside(ctx context.Context, orderID string, pr domain.Pr
 
 // outsideMismatch records, once, a reported refund payd could not record
 // as an outside refund, for an operator.
-func (s *Refunds) outsideMismatch(ctx context.Context, pr domain.ProviderRefund, orderID, why string) (string, error) {
+func (s *Refunds) outsideMismatch(ctx context.Context, pr domain.ProviderRefund, orderID, why string) (WebhookOutcome, error) {
 	if s.Discrepancies == nil {
 		return OutcomeIgnored, nil
 	}

@@ -2,7 +2,8 @@
 // and cancelling orders, paying them exactly once, refunds, webhooks,
 // reconciliation and the background jobs. It speaks only payd's domain
 // terms (no HTTP), and tells the rest of payd what happened through one
-// port, Observer. It owns transactions and the
+// port, Observer, which only watches; pay answers settled outside their
+// request are stored through SettledAnswers. It owns transactions and the
 // order of steps; the stores and the provider it needs are declared here, as
 // small interfaces, and implemented elsewhere (repository, provider).
 package service

@@ -19,7 +19,7 @@ const ResolveRecorded = "recorded"
 // (Refunds.Outside): it asks the provider's books first and records the
 // refund once.
 type OutsideRecorder interface {
-	Outside(ctx context.Context, pr domain.ProviderRefund, src domain.LedgerSource) (string, error)
+	Outside(ctx context.Context, pr domain.ProviderRefund, src domain.LedgerSource) (WebhookOutcome, error)
 }
 
 // refundSlack widens the provider's refund list past the window's end,

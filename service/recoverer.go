@@ -93,7 +93,7 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	ch, err := r.Provider.GetCharge(ctx, a.ID)
+	ch, err := r.Provider.GetCharge(ctx, a)
 	switch {
 	case errors.Is(err, domain.ErrChargeNotFound) && r.Checkout.inFlight(a, r.Now().UTC()):
 		// A charge request under this key may still reach the provider

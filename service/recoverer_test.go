@@ -179,7 +179,7 @@ type slowLookups struct {
 	before func()
 }
 
-func (p *slowLookups) GetCharge(ctx context.Context, key string) (domain.Charge, error) {
+func (p *slowLookups) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
 	p.before()
-	return p.spyProvider.GetCharge(ctx, key)
+	return p.spyProvider.GetCharge(ctx, a)
 }

@@ -174,7 +174,7 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 			if _, err := s.Store.RecordProviderID(ctx, r.ID, pr.ID); err != nil {
 				return r, err
 			}
-			r.ProviderRefundID = pr.ID
+			r, _ = r.Apply(domain.RefundEventIdentify, pr.ID)
 		}
 		return r, nil
 	case domain.ChargeFailed:
@@ -186,7 +186,7 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 	if err := s.succeeded(ctx, r, pr.ID, src); err != nil {
 		return r, err
 	}
-	r.Status, r.ProviderRefundID = domain.RefundSucceeded, pr.ID
+	r, _ = r.Apply(domain.RefundEventSucceed, pr.ID) // r is pending: ask is asked only about pending refunds
 	return r, nil
 }
 
@@ -265,7 +265,7 @@ func (s *Refunds) refundMismatch(ctx context.Context, r domain.Refund, providerR
 // Confirmed applies a refund.succeeded webhook: the refund it names becomes
 // succeeded, once — only if the event's amount and currency are the
 // refund's; otherwise it is recorded as an amount_mismatch and not applied.
-func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, amount, currency string) (string, error) {
+func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, amount, currency string) (WebhookOutcome, error) {
 	r, err := s.Store.FindByProviderKey(ctx, providerKey)
 	if errors.Is(err, domain.ErrRefundNotFound) {
 		return OutcomeIgnored, nil
@@ -292,7 +292,7 @@ func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, 
 // provider first answered pending has failed (or was cancelled). A pending
 // one takes the refused path — marked failed, its reservation given back
 // to the order — once; anything else changes nothing.
-func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID string) (string, error) {
+func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID string) (WebhookOutcome, error) {
 	r, err := s.Store.FindByProviderKey(ctx, providerKey)
 	if errors.Is(err, domain.ErrRefundNotFound) {
 		return OutcomeIgnored, nil

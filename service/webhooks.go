@@ -39,12 +39,17 @@ type Webhooks struct {
 	Disputes *Disputes
 }
 
-// Webhook outcomes, stored on the inbox row and reported to the provider.
+// WebhookOutcome is how a provider event was handled: stored on its inbox
+// row, reported to the provider and counted (payd_webhooks_total's outcome
+// label).
+type WebhookOutcome string
+
+// Webhook outcomes.
 const (
-	OutcomeApplied     = "applied"
-	OutcomeDuplicate   = "duplicate"
-	OutcomeIgnored     = "ignored"
-	OutcomeDiscrepancy = "discrepancy"
+	OutcomeApplied     WebhookOutcome = "applied"
+	OutcomeDuplicate   WebhookOutcome = "duplicate"
+	OutcomeIgnored     WebhookOutcome = "ignored"
+	OutcomeDiscrepancy WebhookOutcome = "discrepancy"
 )
 
 // Receive stores the event once, under msgID (the message id every
@@ -52,7 +57,7 @@ const (
 // applies it. A redelivery of an event already applied changes nothing;
 // one whose first delivery died before it was applied is applied now
 // (applying is idempotent).
-func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (string, error) {
+func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.ProviderEvent, payload []byte) (WebhookOutcome, error) {
 	stored, isNew, err := s.Inbox.Receive(ctx, domain.WebhookEvent{
 		ID: msgID, Type: string(ev.Type), OrderID: ev.OrderID, AttemptID: ev.IdempotencyKey,
 		ChargeID: ev.ChargeID, Payload: payload, ReceivedAt: s.Now().UTC(),
@@ -68,14 +73,14 @@ func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.Provider
 	if err != nil {
 		return "", err
 	}
-	if err := s.Inbox.MarkProcessed(ctx, msgID, outcome, s.Now().UTC()); err != nil {
+	if err := s.Inbox.MarkProcessed(ctx, msgID, string(outcome), s.Now().UTC()); err != nil {
 		return "", fmt.Errorf("mark event %s processed: %w", msgID, err)
 	}
 	s.observe(string(ev.Type), outcome)
 	return outcome, nil
 }
 
-func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
+func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	switch ev.Type {
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, msgID, ev)
@@ -103,7 +108,7 @@ func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEv
 // books is settled by the provider's record too (ADR 0010): events arrive
 // late, twice and out of order, the provider's record does not. Every
 // success goes through Checkout's money check.
-func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
+func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	a, err := s.Attempts.FindByID(ctx, ev.IdempotencyKey)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
 		if ev.Type == domain.EventPaymentFailed {
@@ -162,8 +167,8 @@ func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.Pro
 // is applied all the same, through the money check: it holds the attempt
 // as an amount_mismatch, as on every other path (ADR 0010). An unreachable
 // provider is an error, so the event is delivered again.
-func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.Attempt, ev domain.ProviderEvent) (string, error) {
-	truth, err := s.Provider.GetCharge(ctx, a.ID)
+func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.Attempt, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	truth, err := s.Provider.GetCharge(ctx, a)
 	if err != nil && !errors.Is(err, domain.ErrChargeNotFound) {
 		return "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
 	}
@@ -185,8 +190,8 @@ func (s *Webhooks) confirmSuccess(ctx context.Context, msgID string, a domain.At
 // payd never asked for (missing_local_payment, for an operator); none, or
 // one it reports failed, means the event is false (unconfirmed_payment).
 // A charge still pending is not yet either: its own event comes later.
-func (s *Webhooks) stranger(ctx context.Context, msgID string, ev domain.ProviderEvent) (string, error) {
-	truth, err := s.Provider.GetCharge(ctx, ev.IdempotencyKey)
+func (s *Webhooks) stranger(ctx context.Context, msgID string, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	truth, err := s.Provider.GetCharge(ctx, domain.Attempt{ID: ev.IdempotencyKey, OrderID: ev.OrderID})
 	switch {
 	case err != nil && !errors.Is(err, domain.ErrChargeNotFound):
 		return "", fmt.Errorf("ask the provider about key %s: %w", truncate(ev.IdempotencyKey, 64), err)
@@ -225,7 +230,7 @@ func denial(truth domain.Charge, err error, ev domain.ProviderEvent) string {
 // provider's, not the event's. The reference is the message id, so a
 // redelivery of the same message records nothing new, and the inbox row
 // under that id keeps the event as received.
-func (s *Webhooks) unconfirmed(ctx context.Context, msgID string, disc domain.Discrepancy, truth domain.Charge, ev domain.ProviderEvent, said string) (string, error) {
+func (s *Webhooks) unconfirmed(ctx context.Context, msgID string, disc domain.Discrepancy, truth domain.Charge, ev domain.ProviderEvent, said string) (WebhookOutcome, error) {
 	disc.Type, disc.Reference, disc.ChargeID = domain.UnconfirmedPayment, msgID, truncate(ev.ChargeID, 64)
 	if disc.Reference == "" {
 		disc.Reference = ev.IdempotencyKey
@@ -242,7 +247,7 @@ func (s *Webhooks) unconfirmed(ctx context.Context, msgID string, disc domain.Di
 }
 
 // settle applies ch, the outcome the provider stands by, to attempt a.
-func (s *Webhooks) settle(ctx context.Context, a domain.Attempt, ch domain.Charge) (string, error) {
+func (s *Webhooks) settle(ctx context.Context, a domain.Attempt, ch domain.Charge) (WebhookOutcome, error) {
 	o, err := s.Orders.FindByID(ctx, a.OrderID)
 	if err != nil {
 		return "", err
@@ -271,8 +276,8 @@ func (s *Webhooks) contradicts(a domain.Attempt) bool {
 // its own path settles it), a charge still pending, or a charge whose
 // status agrees with payd's books. An unreachable provider is an error, so
 // the event is delivered again.
-func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Charge, string, error) {
-	truth, err := s.Provider.GetCharge(ctx, a.ID)
+func (s *Webhooks) askProvider(ctx context.Context, a domain.Attempt) (domain.Charge, WebhookOutcome, error) {
+	truth, err := s.Provider.GetCharge(ctx, a)
 	switch {
 	case errors.Is(err, domain.ErrChargeNotFound):
 		return truth, OutcomeIgnored, nil
@@ -300,7 +305,7 @@ func failedCharge(a domain.Attempt, ev domain.ProviderEvent) domain.Charge {
 // answer it (with evidence, at the provider) or accept it. payd moves no
 // order on it (ADR 0019). The dispute's ID is the reference, so a
 // redelivery records nothing new.
-func (s *Webhooks) disputed(ctx context.Context, ev domain.ProviderEvent) (string, error) {
+func (s *Webhooks) disputed(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	disc := domain.Discrepancy{Type: domain.Disputed, Reference: ev.ID, ChargeID: ev.ChargeID,
 		Note: "the customer disputed the payment (reason: " + ev.FailureCode + "); answer it at the provider"}
 	if disc.Reference == "" {
@@ -316,7 +321,7 @@ func (s *Webhooks) disputed(ctx context.Context, ev domain.ProviderEvent) (strin
 
 // discrepancy records disc with the money ev reports, quoted as the
 // provider wrote it when payd cannot hold it exactly (withProviderAmount).
-func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev domain.ProviderEvent) (string, error) {
+func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev domain.ProviderEvent) (WebhookOutcome, error) {
 	disc = withProviderAmount(disc, ev.AmountText, ev.Currency)
 	if disc.Reference == "" {
 		disc.Reference = ev.IdempotencyKey
@@ -325,7 +330,7 @@ func (s *Webhooks) discrepancy(ctx context.Context, disc domain.Discrepancy, ev 
 }
 
 // record stores a discrepancy an event revealed, once.
-func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (string, error) {
+func (s *Webhooks) record(ctx context.Context, disc domain.Discrepancy) (WebhookOutcome, error) {
 	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(disc, s.Now))
 	if err != nil {
 		return "", fmt.Errorf("record %s: %w", disc.Type, err)
@@ -342,6 +347,6 @@ func newDiscrepancy(d domain.Discrepancy, now func() time.Time) domain.Discrepan
 	return d
 }
 
-func (s *Webhooks) observe(eventType, outcome string) {
+func (s *Webhooks) observe(eventType string, outcome WebhookOutcome) {
 	observing(s.Observer).WebhookApplied(eventType, outcome)
 }

@@ -31,7 +31,7 @@ func TestWebhookDuplicateAppliedOnce(t *testing.T) {
 
 		other := w.replica()
 		var wg sync.WaitGroup
-		outcomes := make([]string, 2)
+		outcomes := make([]service.WebhookOutcome, 2)
 		for i, p := range []*world{w, other} {
 			wg.Add(1)
 			go func() {
@@ -200,7 +200,7 @@ func eventOf(t *testing.T, w *world, orderID string, typ domain.ProviderEventTyp
 
 // receiveTwice delivers ev, wanting outcome, then again, wanting a
 // duplicate.
-func receiveTwice(t *testing.T, w *world, ev event, outcome string) {
+func receiveTwice(t *testing.T, w *world, ev event, outcome service.WebhookOutcome) {
 	t.Helper()
 	ctx := context.Background()
 	if out, err := w.receive(ctx, ev); err != nil || out != outcome {

@@ -30,7 +30,7 @@ func (s *stack) discrepancies(orderID string) []domain.Discrepancy {
 // attempt's key, asked of the sandbox directly (not through the hostile proxy).
 func (s *stack) truthOf(attemptID string) domain.Charge {
 	s.t.Helper()
-	ch, err := s.directProvider().GetCharge(context.Background(), attemptID)
+	ch, err := s.directProvider().GetCharge(context.Background(), domain.Attempt{ID: attemptID})
 	if err != nil {
 		s.t.Fatalf("sandbox GetCharge(%s): %v", attemptID, err)
 	}

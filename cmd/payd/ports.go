@@ -6,6 +6,7 @@ import (
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // Compile-time checks that the adapters satisfy the ports service and
@@ -20,9 +21,9 @@ var (
 	_ service.OrphanRefunder   = (*service.Refunds)(nil)
 	_ service.OrderFeed        = (*service.Changes)(nil)
 	_ service.Observer         = (*service.Changes)(nil)
-	_ service.Observer         = (*handler.Metrics)(nil)
-	_ service.Observer         = handler.PayRecords{}
-	_ idempotency.Observer     = (*handler.Metrics)(nil)
+	_ service.Observer         = (*telemetry.Metrics)(nil)
+	_ service.SettledAnswers   = handler.PayRecords{}
+	_ idempotency.Observer     = (*telemetry.Metrics)(nil)
 	_ service.InboxStore       = (*repository.InboxStore)(nil)
 	_ service.DiscrepancyStore = (*repository.DiscrepancyStore)(nil)
 	_ service.RefundStore      = (*repository.RefundStore)(nil)
@@ -34,9 +35,7 @@ var (
 	_ service.RefundLister     = (*provider.Client)(nil)
 	_ service.OutsideRecorder  = (*service.Refunds)(nil)
 
-	// Signals (ADR 22): the timed provider port and the outcome log.
-	_ service.PaymentProvider = observedProvider{}
-	_ service.RefundProvider  = observedProvider{}
-	_ service.ChargeLister    = observedProvider{}
-	_ service.Observer        = handler.OutcomeLog{}
+	// Telemetry (ADR 22): the timed provider port and the outcome log.
+	_ telemetry.Provider = telemetry.ObservedProvider{}
+	_ service.Observer   = telemetry.OutcomeLog{}
 )

@@ -114,7 +114,7 @@ func (s *stack) stage(tok string) staged {
 	}
 	a6 := s.attemptIn(st.stuck, "unknown")
 	if !within(20*time.Second, func() bool {
-		c, err := s.directProvider().GetCharge(ctx, a6)
+		c, err := s.directProvider().GetCharge(ctx, domain.Attempt{ID: a6})
 		return err == nil && c.Status == domain.ChargeSucceeded
 	}) {
 		s.t.Fatalf("the sandbox did not settle the pm_async charge of %s", st.stuck)
@@ -135,7 +135,7 @@ func (s *stack) loseOutcome(tok, orderID string) (string, string) {
 		s.t.Fatalf("pay pm_timeout = %d %s, want 202", r.Status, r.Body)
 	}
 	a := s.attemptIn(orderID, "unknown")
-	ch, err := s.directProvider().GetCharge(s.t.Context(), a)
+	ch, err := s.directProvider().GetCharge(s.t.Context(), domain.Attempt{ID: a})
 	if err != nil || ch.Status != domain.ChargeSucceeded {
 		s.t.Fatalf("GetCharge(%s) = %+v, %v; want succeeded", a, ch, err)
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/payd/payd/handler"
 	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // wireRedis puts Redis in front of the database when PAYD_REDIS_URL names
@@ -18,7 +18,7 @@ import (
 // copies of succeeded answers, and order events across replicas. It returns
 // nil without it, and payd runs exactly as it would without this file.
 // eventsLive tells the event streams when they may rest their poll.
-func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, metrics *handler.Metrics,
+func wireRedis(cfg config, idem *idempotency.Engine, changes *service.Changes, metrics *telemetry.Metrics,
 	log *slog.Logger) (rds *redisx.Redis, eventsLive func() bool, err error) {
 	if cfg.RedisURL == "" {
 		return nil, nil, nil

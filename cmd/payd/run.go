@@ -23,6 +23,7 @@ import (
 	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // run is payd's whole life: parse the command line, then serve, migrate,
@@ -83,7 +84,7 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	return slog.New(handler.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+	return slog.New(telemetry.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }
 
 // now is payd's clock: UTC, at the microsecond precision both databases store.
@@ -158,19 +159,19 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
 	// still buffered are flushed when payd stops.
-	tr, err := startTracing(ctx, cfg)
+	tr, err := telemetry.StartTracing(ctx, telemetry.TracingConfig{Endpoint: cfg.OTLPEndpoint, Env: cfg.Env, Provider: cfg.tracerProvider})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := tr.shutdown(flushCtx); err != nil {
+		if err := tr.Shutdown(flushCtx); err != nil {
 			log.Warn("flush traces", "err", err)
 		}
 	}()
 
-	prov, stopSandbox, err := providerFor(ctx, cfg, base, db, log, tr.providerOptions(cfg)...)
+	prov, stopSandbox, err := providerFor(ctx, cfg, base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,8 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer a.closeRedis()
-	stopAdmin, err := serveAdmin(cfg, a.metrics, log)
+	stopAdmin, err := telemetry.ServeAdmin(telemetry.AdminConfig{MetricsAddr: cfg.MetricsAddr, PprofAddr: cfg.PprofAddr,
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}, a.metrics, log)
 	if err != nil {
 		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
 	}
@@ -201,7 +203,7 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	// Timeouts cut slow and idle clients, so a few of them cannot hold
 	// every connection. Event streams lift the write deadline for
 	// themselves (handler.Events).
-	srv := &http.Server{Handler: tr.server(a.echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+	srv := &http.Server{Handler: tr.Server(a.echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -233,16 +235,14 @@ func serve(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 // paymentProvider is every port payd's use cases need from the provider:
 // the sandbox's client (provider.Client) or Stripe's (stripeprovider.Client).
-type paymentProvider interface {
-	service.PaymentProvider
-	service.RefundProvider
-	service.ChargeLister
-	// The books (ADR 0030): asked before money moves on anyone's word,
-	// and listed by reconciliation.
-	service.ChargeFinder
-	service.RefundLister
-	service.DisputeLister
-	service.DisputeFinder
+type paymentProvider = telemetry.Provider
+
+// readBacklog is the backlog gauges' database read.
+func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, error) {
+	return func(ctx context.Context) (telemetry.Backlog, error) {
+		b, err := repository.ReadBacklog(ctx, db)
+		return telemetry.Backlog(b), err
+	}
 }
 
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
@@ -250,7 +250,7 @@ type paymentProvider interface {
 // that delivers its webhooks to this very payd.
 func providerFor(ctx context.Context, cfg config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (paymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, db, log)
+		sp, err := newStripe(cfg, log)
 		return sp, func() {}, err
 	}
 	if cfg.ProviderURL != "" {
@@ -273,8 +273,8 @@ type app struct {
 	echo *echo.Echo
 	jobs []service.Job
 
-	metrics *handler.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
-	redis   *redisx.Redis    // nil without PAYD_REDIS_URL
+	metrics *telemetry.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
+	redis   *redisx.Redis      // nil without PAYD_REDIS_URL
 }
 
 func (a *app) closeRedis() {
@@ -309,14 +309,14 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		disputeStore  = repository.NewDisputeStore(db)
 		changes       = &service.Changes{}
 	)
-	metrics := handler.NewMetrics()
+	metrics := telemetry.NewMetrics()
 	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))
 	}
-	// Signals (ADR 0022): every provider call timed, the backlog read on
+	// Telemetry (ADR 0022): every provider call timed, the backlog read on
 	// scrape, outcomes logged.
-	prov := observedProvider{next: client, observe: metrics.ProviderCalled}
-	metrics.WatchBacklog(readBacklog(db), backlogTTL, backlogTimeout)
+	prov := telemetry.ObservedProvider{Next: client, Observe: metrics.ProviderCalled}
+	metrics.WatchBacklog(readBacklog(db), telemetry.BacklogTTL, telemetry.BacklogTimeout)
 	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
 		metrics.DBRetried(reason)
 		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
@@ -329,7 +329,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 	// What the use cases do reaches this process's event streams, the
 	// metrics and, for payments settled outside their request, the pay
 	// request's idempotency record.
-	observer := service.Observers{changes, metrics, handler.PayRecords{Engine: idem}, handler.OutcomeLog{Log: log}}
+	observer := service.Observers{changes, metrics, telemetry.OutcomeLog{Log: log}}
 	rds, eventsLive, err := wireRedis(cfg, idem, changes, metrics, log)
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ func wire(cfg config, db *repository.DB, client paymentProvider, log *slog.Logge
 		refunds.Getter = g
 	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
-		Now: now, Orphans: refunds, Observer: observer, ProviderTimeout: cfg.ProviderTimeout,
+		Now: now, Orphans: refunds, Observer: observer, Answers: handler.PayRecords{Engine: idem}, ProviderTimeout: cfg.ProviderTimeout,
 		Batch: repository.NewPayBatch(db), Ledger: ledger}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies

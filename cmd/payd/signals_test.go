@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +16,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
-
-	"github.com/payd/payd/domain"
-	"github.com/payd/payd/handler"
 )
 
 // scrapeFamilies GETs url and parses the Prometheus text format.
@@ -248,29 +241,5 @@ func TestAlertRules(t *testing.T) {
 	}
 	if _, err := os.Stat("../../deploy/prometheus/alerts.yml"); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestProviderOutcome: every way a provider call ends falls in the outcome
-// label's fixed set, the way an operator reads it.
-func TestProviderOutcome(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want string
-	}{
-		{nil, "ok"},
-		{fmt.Errorf("charge k: %w: %w", domain.ErrProviderUnavailable, context.DeadlineExceeded), "timeout"},
-		{fmt.Errorf("charge k: %w: %w", domain.ErrProviderUnavailable, context.Canceled), "canceled"},
-		{fmt.Errorf("charge k: %w: status 503", domain.ErrProviderUnavailable), "unavailable"},
-		{fmt.Errorf("get charge k: %w: %w", domain.ErrChargeNotFound, &domain.ProviderRequestError{StatusCode: 404}), "not_found"},
-		{fmt.Errorf("refund k: %w", &domain.ProviderRequestError{StatusCode: 409, Code: "refund_exceeds_charge"}), "refused"},
-		{errors.New("provider: base URL must be absolute"), "error"},
-	} {
-		if got := providerOutcome(c.err); got != c.want {
-			t.Errorf("providerOutcome(%v) = %q, want %q", c.err, got, c.want)
-		}
-		if !slices.Contains(handler.ProviderOutcomes, providerOutcome(c.err)) {
-			t.Errorf("providerOutcome(%v) = %q, not in handler.ProviderOutcomes", c.err, providerOutcome(c.err))
-		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/provider/stripeprovider"
-	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
 	"github.com/payd/payd/web"
 )
@@ -96,11 +95,11 @@ func (c *config) checkStripe(sub string) error {
 	return nil
 }
 
-// newStripe builds the Stripe adapter; it asks payd's own attempt store
-// what it recorded before it asks Stripe (ADR 0020).
-func newStripe(cfg config, db *repository.DB, log *slog.Logger) (*stripeprovider.Client, error) {
+// newStripe builds the Stripe adapter; payd tells it what it recorded of
+// an attempt with each question about it (ADR 0020).
+func newStripe(cfg config, log *slog.Logger) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
-		Timeout: cfg.ProviderTimeout, Attempts: repository.NewAttemptStore(db).FindByID, Now: now,
+		Timeout: cfg.ProviderTimeout, Now: now,
 		Skipped: func(id, reason string) {
 			log.Warn("reconciliation skipped a Stripe PaymentIntent payd cannot read", "payment_intent", id, "reason", reason)
 		}})

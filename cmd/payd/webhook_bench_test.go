@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 )
 
@@ -82,7 +83,7 @@ func (a *benchApp) processingEvents(b testing.TB, n int) [][]byte {
 	}
 	events := make([][]byte, n)
 	for i := range n {
-		ch, err := a.prov.GetCharge(context.Background(), attempts[i])
+		ch, err := a.prov.GetCharge(context.Background(), domain.Attempt{ID: attempts[i]})
 		if err != nil {
 			b.Fatalf("GetCharge(%s) = %v", attempts[i], err)
 		}

@@ -116,7 +116,7 @@ func (s *stack) asyncOrder(token, amount string) (orderID, key string, p payment
 	var ch domain.Charge
 	eventually(s.t, settleWait, "sandbox charge never succeeded", func() bool {
 		var err error
-		ch, err = s.directProvider().GetCharge(context.Background(), a.ID)
+		ch, err = s.directProvider().GetCharge(context.Background(), domain.Attempt{ID: a.ID})
 		return err == nil && ch.Status == domain.ChargeSucceeded
 	})
 	return orderID, key, payment{AttemptID: a.ID, ChargeID: ch.ID, OrderID: orderID, Amount: amount, Currency: "USD"}

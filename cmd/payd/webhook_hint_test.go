@@ -41,7 +41,7 @@ func TestWebhookSuccessNotChargedIsNotApplied(t *testing.T) {
 			t.Fatalf("pay(pm_error) = %d %s, want 202", r.Status, r.Body)
 		}
 		a := s.onlyAttempt(id)
-		if _, err := s.directProvider().GetCharge(context.Background(), a.ID); !errors.Is(err, domain.ErrChargeNotFound) {
+		if _, err := s.directProvider().GetCharge(context.Background(), domain.Attempt{ID: a.ID}); !errors.Is(err, domain.ErrChargeNotFound) {
 			t.Fatalf("sandbox GetCharge(%s) = %v, want no charge", a.ID, err)
 		}
 		forged := payment{AttemptID: a.ID, ChargeID: "ch_made_up_" + a.ID[:8], OrderID: id, Amount: "25.00", Currency: "USD"}

@@ -35,10 +35,10 @@ func TestStubHonoursKeys(t *testing.T) {
 	if _, err := c.Charge(ctx, other); !domain.IsProviderRequestError(err, "idempotency_key_reused") {
 		t.Errorf("Charge(k1, other amount) = %v, want idempotency_key_reused", err)
 	}
-	if got, err := c.GetCharge(ctx, "k1"); err != nil || got.ID != first.ID {
+	if got, err := c.GetCharge(ctx, domain.Attempt{ID: "k1"}); err != nil || got.ID != first.ID {
 		t.Errorf("GetCharge(k1) = %q, %v, want %q", got.ID, err, first.ID)
 	}
-	if _, err := c.GetCharge(ctx, "nope"); !errors.Is(err, domain.ErrChargeNotFound) {
+	if _, err := c.GetCharge(ctx, domain.Attempt{ID: "nope"}); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Errorf("GetCharge(nope) = %v, want domain.ErrChargeNotFound", err)
 	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // Counter counts the SQL statements a database handle sends, for tests and
-// benchmarks that bound statements per request: through GORM and, for the
-// reads the stores send straight through database/sql, through the
-// handle's hook. BEGIN and COMMIT are not counted: they do not pass through
+// benchmarks that bound statements per request: those GORM builds, through
+// its callbacks, and those the stores write out and send on their
+// executor, through the handle's hook (OnDirectStatement). BEGIN and COMMIT are not counted: they do not pass through
 // GORM's callbacks.
 type Counter struct{ n atomic.Int64 }
 

@@ -41,10 +41,6 @@ const ReplayWindow = 23 * time.Hour
 // as an unknown outcome, to be asked again (ADR 0020).
 const SearchLag = 10 * time.Minute
 
-// AttemptLookup returns what payd recorded for an attempt: its stored
-// PaymentIntent ID, and the request it sent, for a replay.
-type AttemptLookup func(ctx context.Context, id string) (domain.Attempt, error)
-
 // Config configures a Client.
 type Config struct {
 	SecretKey string // sk_test_… or sk_live_…
@@ -54,9 +50,7 @@ type Config struct {
 	Timeout time.Duration // one call; domain.DefaultProviderTimeout when zero
 	// HTTPClient, optional, carries the transport (the timeout still applies).
 	HTTPClient *http.Client
-	// Attempts looks up an attempt when payd asks about it (GetCharge).
-	Attempts AttemptLookup
-	Now      func() time.Time
+	Now        func() time.Time
 	// Skipped, optional, is told of each PaymentIntent ListCharges leaves
 	// out because payd cannot read it (a currency payd does not take).
 	Skipped func(id, reason string)
@@ -65,11 +59,10 @@ type Config struct {
 // Client is the Stripe adapter. It never logs (stripe-go's logger is
 // silenced): every failure is returned, once, to the caller.
 type Client struct {
-	sc       *stripe.Client
-	timeout  time.Duration
-	attempts AttemptLookup
-	now      func() time.Time
-	skipped  func(id, reason string)
+	sc      *stripe.Client
+	timeout time.Duration
+	now     func() time.Time
+	skipped func(id, reason string)
 }
 
 // New returns a Stripe client. A missing key is an error: nothing could be sent.
@@ -90,11 +83,10 @@ func New(cfg Config) (*Client, error) {
 		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
 	}
 	c := &Client{
-		sc:       stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc))),
-		timeout:  cfg.Timeout,
-		attempts: cfg.Attempts,
-		now:      cfg.Now,
-		skipped:  cfg.Skipped,
+		sc:      stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc))),
+		timeout: cfg.Timeout,
+		now:     cfg.Now,
+		skipped: cfg.Skipped,
 	}
 	if c.timeout <= 0 {
 		c.timeout = domain.DefaultProviderTimeout
@@ -123,24 +115,19 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 	return toCharge(pi)
 }
 
-// GetCharge asks Stripe about the attempt whose ID is idempotencyKey: by
-// its PaymentIntent ID when payd stored one; otherwise by repeating the
-// attempt's very create under the same key, which Stripe answers with the
-// first result (or carries out, once, if it never arrived) — for an
-// attempt still started or unknown only; otherwise, and past ReplayWindow,
-// by a metadata search, which is eventually consistent
+// GetCharge asks Stripe about attempt a, payd's record of it: by its
+// PaymentIntent ID when payd stored one; otherwise by repeating the
+// attempt's very create under the same key (its ID), which Stripe answers
+// with the first result (or carries out, once, if it never arrived) — for
+// an attempt still started or unknown only; otherwise, and past
+// ReplayWindow, by a metadata search, which is eventually consistent
 // (ADR 0020). domain.ErrChargeNotFound means Stripe has no PaymentIntent
-// for the attempt.
-func (c *Client) GetCharge(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
-	if c.attempts == nil {
-		return domain.Charge{}, fmt.Errorf("get charge %s: stripe adapter has no attempt lookup", idempotencyKey)
-	}
-	a, err := c.attempts(ctx, idempotencyKey)
-	if errors.Is(err, domain.ErrAttemptNotFound) {
-		return domain.Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, domain.ErrChargeNotFound)
-	}
-	if err != nil {
-		return domain.Charge{}, fmt.Errorf("get charge %s: %w", idempotencyKey, err)
+// for the attempt. An attempt payd has no record of (no status: a key an
+// event named) has none that payd created.
+func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
+	idempotencyKey := a.ID
+	if a.Status == "" {
+		return domain.Charge{}, fmt.Errorf("get charge %s: %w: payd recorded no such attempt", idempotencyKey, domain.ErrChargeNotFound)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -3,6 +3,7 @@ package stripeprovider_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -16,21 +17,24 @@ import (
 	"github.com/payd/payd/provider/stripeprovider"
 )
 
-// attempts is a tiny attempt store standing in for payd's, for GetCharge.
+// attempts is a tiny attempt store standing in for payd's: what payd
+// recorded of each attempt, which it hands GetCharge.
 type attempts struct {
 	mu sync.Mutex
 	m  map[string]domain.Attempt
 }
 
 func (s *attempts) put(a domain.Attempt) { s.mu.Lock(); s.m[a.ID] = a; s.mu.Unlock() }
-func (s *attempts) get(_ context.Context, id string) (domain.Attempt, error) {
+
+// record is payd's record of attempt id, or only its id (no status) when
+// payd has none, as the service passes a key a provider event names.
+func (s *attempts) record(id string) domain.Attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a, ok := s.m[id]
-	if !ok {
-		return domain.Attempt{}, domain.ErrAttemptNotFound
+	if a, ok := s.m[id]; ok {
+		return a
 	}
-	return a, nil
+	return domain.Attempt{ID: id}
 }
 
 type env struct {
@@ -44,7 +48,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{fake: stripefake.New(t.Cleanup), store: &attempts{m: map[string]domain.Attempt{}}, now: time.Now().UTC()}
 	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_fake", APIBase: e.fake.URL(), Timeout: 2 * time.Second,
-		Attempts: e.store.get, Now: func() time.Time { return e.now }})
+		Now: func() time.Time { return e.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +112,7 @@ func TestLostReplyAskedByReplay(t *testing.T) {
 	if _, err := e.c.Charge(context.Background(), req); !errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Fatalf("Charge with a lost reply = %v, want ErrProviderUnavailable", err)
 	}
-	ch, err := e.c.GetCharge(context.Background(), req.IdempotencyKey)
+	ch, err := e.c.GetCharge(context.Background(), e.store.record(req.IdempotencyKey))
 	if err != nil || ch.Status != domain.ChargeSucceeded {
 		t.Fatalf("GetCharge = %+v, %v, want succeeded", ch, err)
 	}
@@ -129,7 +133,7 @@ func TestGetChargeByStoredID(t *testing.T) {
 	a.ProviderChargeID = ch.ID
 	e.store.put(a)
 	e.fake.Authenticate(ch.ID, true)
-	got, err := e.c.GetCharge(context.Background(), a.ID)
+	got, err := e.c.GetCharge(context.Background(), e.store.record(a.ID))
 	if err != nil || got.Status != domain.ChargeSucceeded || got.ID != ch.ID {
 		t.Fatalf("GetCharge after 3DS = %+v, %v, want %s succeeded", got, err, ch.ID)
 	}
@@ -150,14 +154,14 @@ func TestPastReplayWindowSearches(t *testing.T) {
 	}
 	e.attempt("att-old-never", stripefake.PMVisa)
 	e.now = e.now.Add(stripeprovider.ReplayWindow + time.Minute)
-	if _, err := e.c.GetCharge(context.Background(), "att-old-never"); !errors.Is(err, domain.ErrProviderUnavailable) {
+	if _, err := e.c.GetCharge(context.Background(), e.store.record("att-old-never")); !errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Fatalf("GetCharge(old, never sent) within the search lag = %v, want ErrProviderUnavailable", err)
 	}
 	e.now = e.now.Add(stripeprovider.SearchLag)
-	if ch, err := e.c.GetCharge(context.Background(), "att-old-charged"); err != nil || ch.Status != domain.ChargeSucceeded {
+	if ch, err := e.c.GetCharge(context.Background(), e.store.record("att-old-charged")); err != nil || ch.Status != domain.ChargeSucceeded {
 		t.Fatalf("GetCharge(old, charged) = %+v, %v", ch, err)
 	}
-	if _, err := e.c.GetCharge(context.Background(), "att-old-never"); !errors.Is(err, domain.ErrChargeNotFound) {
+	if _, err := e.c.GetCharge(context.Background(), e.store.record("att-old-never")); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Fatalf("GetCharge(old, never sent) = %v, want ErrChargeNotFound", err)
 	}
 	if n := e.fake.Created("ord-att-old-never"); n != 0 {
@@ -172,7 +176,7 @@ func TestSettledAttemptNotReplayed(t *testing.T) {
 	a, _ := e.attempt("att-failed", stripefake.PMVisa)
 	a.Status = domain.AttemptFailed
 	e.store.put(a)
-	if _, err := e.c.GetCharge(context.Background(), a.ID); !errors.Is(err, domain.ErrChargeNotFound) {
+	if _, err := e.c.GetCharge(context.Background(), e.store.record(a.ID)); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Fatalf("GetCharge(failed, never sent) = %v, want ErrChargeNotFound", err)
 	}
 	if n := e.fake.Created(a.OrderID); n != 0 {
@@ -244,7 +248,7 @@ func TestStoredIDNotFoundIsUnknown(t *testing.T) {
 	a, _ := e.attempt("att-gone", stripefake.PMVisa)
 	a.ProviderChargeID, a.Status = "pi_not_on_this_account", domain.AttemptUnknown
 	e.store.put(a)
-	_, err := e.c.GetCharge(context.Background(), a.ID)
+	_, err := e.c.GetCharge(context.Background(), e.store.record(a.ID))
 	if !errors.Is(err, domain.ErrProviderUnavailable) || errors.Is(err, domain.ErrChargeNotFound) {
 		t.Fatalf("GetCharge(stored id Stripe does not know) = %v, want ErrProviderUnavailable only", err)
 	}
@@ -287,5 +291,38 @@ func TestCancelCharge(t *testing.T) {
 	}
 	if !slices.Contains(e.fake.Calls(), "POST /v1/payment_intents/"+ch.ID+"/cancel") {
 		t.Fatalf("calls = %v, want a cancel", e.fake.Calls())
+	}
+}
+
+// A key payd recorded no attempt under (one an event names) has no
+// PaymentIntent payd created: the adapter says so without asking Stripe,
+// and creates nothing.
+func TestUnrecordedAttemptNotFound(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.c.GetCharge(context.Background(), domain.Attempt{ID: "att-stranger", OrderID: "ord-att-stranger"})
+	if !errors.Is(err, domain.ErrChargeNotFound) {
+		t.Fatalf("GetCharge(unrecorded) = %v, want ErrChargeNotFound", err)
+	}
+	if calls := e.fake.Calls(); len(calls) != 0 {
+		t.Fatalf("calls = %v, want none", calls)
+	}
+}
+
+// A Stripe nobody answers at is unreachable (payd answers 503), as the
+// sandbox's client reports it.
+func TestConnectionRefusedIsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_fake", APIBase: "http://" + addr, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.FindCharge(context.Background(), "pi_1")
+	if !errors.Is(err, domain.ErrProviderUnavailable) || !errors.Is(err, domain.ErrProviderUnreachable) {
+		t.Fatalf("FindCharge(nobody listening) = %v, want ErrProviderUnavailable and ErrProviderUnreachable", err)
 	}
 }

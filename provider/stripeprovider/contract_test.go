@@ -145,7 +145,7 @@ func checkContract(t reporter, base string) {
 	now := time.Now().UTC()
 	store := &attempts{m: map[string]domain.Attempt{}}
 	c, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_123", APIBase: base, Timeout: 10 * time.Second,
-		Attempts: store.get, Now: func() time.Time { return now }})
+		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 		return
@@ -157,20 +157,20 @@ func checkContract(t reporter, base string) {
 	_, err = c.Charge(ctx, req)
 	accepted(t, "create and confirm a PaymentIntent", err)
 
-	store.put(domain.Attempt{ID: "att-replay", OrderID: "ord", PaymentMethod: "pm_card_visa", Amount: req.Amount, Currency: "USD", CreatedAt: now})
-	_, err = c.GetCharge(ctx, "att-replay")
+	store.put(domain.Attempt{ID: "att-replay", OrderID: "ord", Status: domain.AttemptStarted, PaymentMethod: "pm_card_visa", Amount: req.Amount, Currency: "USD", CreatedAt: now})
+	_, err = c.GetCharge(ctx, store.record("att-replay"))
 	accepted(t, "replay the create", err)
 
-	a := domain.Attempt{ID: "att-stored", ProviderChargeID: "pi_123", Amount: req.Amount, Currency: "USD", CreatedAt: now}
+	a := domain.Attempt{ID: "att-stored", Status: domain.AttemptUnknown, ProviderChargeID: "pi_123", Amount: req.Amount, Currency: "USD", CreatedAt: now}
 	store.put(a)
-	_, err = c.GetCharge(ctx, "att-stored")
+	_, err = c.GetCharge(ctx, store.record("att-stored"))
 	accepted(t, "retrieve a PaymentIntent", err)
 
 	_, err = c.CancelCharge(ctx, a, "pi_123")
 	accepted(t, "cancel a PaymentIntent", err)
 
-	store.put(domain.Attempt{ID: "att-old", Amount: req.Amount, Currency: "USD", CreatedAt: now.Add(-48 * time.Hour)})
-	_, err = c.GetCharge(ctx, "att-old")
+	store.put(domain.Attempt{ID: "att-old", Status: domain.AttemptFailed, Amount: req.Amount, Currency: "USD", CreatedAt: now.Add(-48 * time.Hour)})
+	_, err = c.GetCharge(ctx, store.record("att-old"))
 	accepted(t, "search PaymentIntents by metadata", err)
 
 	_, err = c.Refund(ctx, domain.ProviderRefundRequest{IdempotencyKey: "rf-contract", ChargeID: "pi_123", Amount: decimal.RequireFromString("5.00"), Currency: "USD", Reason: "asked"})

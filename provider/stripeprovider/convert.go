@@ -10,6 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 )
 
 // createParams is the one PaymentIntent create payd sends for an attempt.
@@ -243,7 +244,7 @@ func declineOr(err error, what string) (domain.Charge, error) {
 func wrap(err error, what string) error {
 	var se *stripe.Error
 	if !errors.As(err, &se) {
-		return fmt.Errorf("%s: %w: %w", what, domain.ErrProviderUnavailable, err)
+		return provider.MarkUnreachable(fmt.Errorf("%s: %w: %w", what, domain.ErrProviderUnavailable, err))
 	}
 	st := se.HTTPStatusCode
 	switch {

@@ -1,10 +1,11 @@
-package main
+package telemetry
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -18,47 +19,58 @@ import (
 	"github.com/payd/payd/provider"
 )
 
-// tracing is payd's OpenTelemetry tracing (ADR 0022): off unless
+// Tracing is payd's OpenTelemetry tracing (ADR 0022): off unless
 // OTEL_EXPORTER_OTLP_ENDPOINT is set. Off means nothing is wrapped — no
 // span is made, no header added — so it costs nothing. Nothing is global:
 // the tracer provider and the W3C propagator are handed to the server
 // handler and the provider client that use them.
-type tracing struct {
-	tp       trace.TracerProvider // nil: tracing is off
-	shutdown func(context.Context) error
+type Tracing struct {
+	tp trace.TracerProvider // nil: tracing is off
+	// Shutdown flushes the spans still batched and stops exporting.
+	Shutdown func(context.Context) error
+}
+
+// TracingConfig says where spans go.
+type TracingConfig struct {
+	// Endpoint is the OTLP/HTTP collector's base URL
+	// (OTEL_EXPORTER_OTLP_ENDPOINT); empty is tracing off.
+	Endpoint string
+	Env      string // PAYD_ENV, a resource attribute of every span
+	// Provider, optional (tests), is used instead of an exporter.
+	Provider trace.TracerProvider
 }
 
 // propagator is the W3C trace context (traceparent, tracestate).
 var propagator = propagation.TraceContext{}
 
-// startTracing exports spans over OTLP/HTTP to cfg.OTLPEndpoint (the
+// StartTracing exports spans over OTLP/HTTP to cfg.Endpoint (the
 // collector's base URL: spans go to its /v1/traces), batched. A test may
-// hand its own provider in cfg.tracerProvider instead.
-func startTracing(ctx context.Context, cfg config) (tracing, error) {
-	off := tracing{shutdown: func(context.Context) error { return nil }}
-	if cfg.tracerProvider != nil {
-		return tracing{tp: cfg.tracerProvider, shutdown: off.shutdown}, nil
+// hand its own provider in cfg.Provider instead.
+func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
+	off := Tracing{Shutdown: func(context.Context) error { return nil }}
+	if cfg.Provider != nil {
+		return Tracing{tp: cfg.Provider, Shutdown: off.Shutdown}, nil
 	}
-	if cfg.OTLPEndpoint == "" {
+	if cfg.Endpoint == "" {
 		return off, nil
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.OTLPEndpoint, "/")+"/v1/traces"))
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/traces"))
 	if err != nil {
 		return off, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "payd"), attribute.String("payd.env", cfg.Env))))
-	return tracing{tp: tp, shutdown: tp.Shutdown}, nil
+	return Tracing{tp: tp, Shutdown: tp.Shutdown}, nil
 }
 
-// on reports whether spans are made.
-func (t tracing) on() bool { return t.tp != nil }
+// On reports whether spans are made.
+func (t Tracing) On() bool { return t.tp != nil }
 
-// server wraps payd's handler: one server span per request, continuing the
+// Server wraps payd's handler: one server span per request, continuing the
 // caller's trace when it sent a traceparent. The span is named after the
 // route once Echo has matched it (routeSpan).
-func (t tracing) server(e *echo.Echo) http.Handler {
-	if !t.on() {
+func (t Tracing) Server(e *echo.Echo) http.Handler {
+	if !t.On() {
 		return e
 	}
 	e.Use(routeSpan)
@@ -89,12 +101,13 @@ func routeSpan(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// providerOptions make the provider client send through an instrumented
+// ProviderOptions make the provider client send through an instrumented
 // transport: a client span per call, and the traceparent header so the
-// provider's own traces join payd's.
-func (t tracing) providerOptions(cfg config) []provider.Option {
-	opts := []provider.Option{provider.WithTimeout(cfg.ProviderTimeout)}
-	if !t.on() {
+// provider's own traces join payd's. timeout is one call's
+// (PAYD_PROVIDER_TIMEOUT).
+func (t Tracing) ProviderOptions(timeout time.Duration) []provider.Option {
+	opts := []provider.Option{provider.WithTimeout(timeout)}
+	if !t.On() {
 		return opts
 	}
 	hc := &http.Client{Transport: otelhttp.NewTransport(provider.NewTransport(),

@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"context"
@@ -9,17 +9,24 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
-
-	"github.com/payd/payd/handler"
 )
 
-// serveAdmin starts the listeners only operators reach: /metrics on
-// PAYD_METRICS_ADDR when set, and the Go profiler (/debug/pprof/) on
-// PAYD_PPROF_ADDR when set. The same address serves both. The profiler is
+// AdminConfig configures the listeners only operators reach.
+type AdminConfig struct {
+	MetricsAddr string // PAYD_METRICS_ADDR: /metrics; empty: none
+	PprofAddr   string // PAYD_PPROF_ADDR: /debug/pprof/; empty: none
+	// The public listener's timeouts (PAYD_READ_TIMEOUT, ...), which the
+	// admin listeners keep too, but for the profiler's write deadline.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+}
+
+// ServeAdmin starts the listeners only operators reach: /metrics on
+// cfg.MetricsAddr when set, and the Go profiler (/debug/pprof/) on
+// cfg.PprofAddr when set. The same address serves both. The profiler is
 // never mounted on the public listener: it reveals the program's insides
 // and can keep a CPU busy for as long as a caller asks. The returned
 // function stops them.
-func serveAdmin(cfg config, m *handler.Metrics, log *slog.Logger) (func(), error) {
+func ServeAdmin(cfg AdminConfig, m *Metrics, log *slog.Logger) (func(), error) {
 	muxes := map[string]*http.ServeMux{}
 	mux := func(addr string) *http.ServeMux {
 		if muxes[addr] == nil {
@@ -63,7 +70,7 @@ func mountPprof(mux *http.ServeMux) {
 // serveAdminOn serves h on addr until the returned function stops it. A
 // CPU profile or trace runs for as long as its ?seconds= asks, so the
 // write deadline does not apply to the profiler's listener.
-func serveAdminOn(cfg config, addr string, h http.Handler, log *slog.Logger) (func(), error) {
+func serveAdminOn(cfg AdminConfig, addr string, h http.Handler, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

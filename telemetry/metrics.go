@@ -1,4 +1,10 @@
-package handler
+// Package telemetry is payd's one adapter for what it tells operators:
+// Prometheus metrics (Metrics, its admin listener), log lines (TraceLogs,
+// OutcomeLog) and OpenTelemetry traces (Tracing), with the provider port
+// timed (ObservedProvider). It watches the use cases through
+// service.Observer and idempotency.Observer; it never imports the HTTP
+// layer nor the wiring, which use it.
+package telemetry
 
 import (
 	"context"
@@ -12,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/service"
 )
 
@@ -86,7 +93,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // signals.go (ADR 0022)
+	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
 	return m
 }
 
@@ -100,20 +107,22 @@ func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs..
 
 // KeyDecided counts one decision of the idempotency engine
 // (idempotency.Observer).
-func (m *Metrics) KeyDecided(outcome string) { m.idempotency.WithLabelValues(outcome).Inc() }
+func (m *Metrics) KeyDecided(outcome idempotency.KeyOutcome) {
+	m.idempotency.WithLabelValues(string(outcome)).Inc()
+}
 
 // WebhookApplied counts one handled provider event. The type is the
 // provider's, so types payd does not know are counted as other.
-func (m *Metrics) WebhookApplied(eventType, outcome string) {
+func (m *Metrics) WebhookApplied(eventType string, outcome service.WebhookOutcome) {
 	if !domain.ProviderEventType(eventType).Known() {
 		eventType = "other"
 	}
-	m.webhooks.WithLabelValues(eventType, outcome).Inc()
+	m.webhooks.WithLabelValues(eventType, string(outcome)).Inc()
 }
 
 // PaymentResult counts one payment result.
-func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result string) {
-	m.payments.WithLabelValues(result).Inc()
+func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result service.PaymentOutcome) {
+	m.payments.WithLabelValues(string(result)).Inc()
 }
 
 // DiscrepancyRecorded counts one newly recorded discrepancy.
@@ -124,23 +133,24 @@ func (m *Metrics) DiscrepancyRecorded(_ context.Context, d domain.Discrepancy) {
 // JobDone counts the rows a background job handled (service.Observer).
 func (m *Metrics) JobDone(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
 
-// handler serves GET /metrics in the Prometheus text format.
-func (m *Metrics) handler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+// Scrape serves the metrics in the Prometheus text format, to whatever
+// path it is mounted on (payd's GET /metrics).
+func (m *Metrics) Scrape() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 // Handler is the metrics listener's whole API (PAYD_METRICS_ADDR): GET
 // /metrics and nothing else, so the port can be opened to the scraper alone.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.Handle("GET /metrics", m.Scrape())
 	return mux
 }
 
-// middleware times every request. It runs outside the access log, which has
-// already turned an error into its problem response, so the status it sees
-// is the one the client got.
-func (m *Metrics) middleware(e *echo.Echo) echo.MiddlewareFunc {
+// Middleware times every request e serves. It runs outside the access log,
+// which has already turned an error into its problem response, so the
+// status it sees is the one the client got.
+func (m *Metrics) Middleware(e *echo.Echo) echo.MiddlewareFunc {
 	var once sync.Once
 	known := map[string]bool{}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

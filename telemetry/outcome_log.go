@@ -1,4 +1,4 @@
-package handler
+package telemetry
 
 import (
 	"context"
@@ -21,12 +21,12 @@ type OutcomeLog struct {
 
 // PaymentResult logs a payment's outcome: paid and declined as information,
 // unknown and held as warnings (an operator or the recoverer must act).
-func (l OutcomeLog) PaymentResult(ctx context.Context, a domain.Attempt, result string) {
+func (l OutcomeLog) PaymentResult(ctx context.Context, a domain.Attempt, result service.PaymentOutcome) {
 	level := slog.LevelInfo
-	if result == "unknown" || result == "held" {
+	if result.NeedsAction() {
 		level = slog.LevelWarn
 	}
-	l.Log.Log(ctx, level, "payment outcome", "result", result, "order_id", a.OrderID, "attempt_id", a.ID,
+	l.Log.Log(ctx, level, "payment outcome", "result", string(result), "order_id", a.OrderID, "attempt_id", a.ID,
 		"amount", domain.FormatAmount(a.Amount, a.Currency), "currency", string(a.Currency))
 }
 

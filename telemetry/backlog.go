@@ -1,4 +1,4 @@
-package handler
+package telemetry
 
 import (
 	"context"
@@ -10,61 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ProviderOutcomes are the values of the outcome label of
-// payd_provider_request_duration_seconds: a fixed set, whatever the provider
-// answers (ADR 0022).
-var ProviderOutcomes = []string{"ok", "declined", "not_found", "refused", "timeout", "unavailable", "canceled", "error"}
-
-// ProviderOperations are the values of its operation label.
-var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges", "find_charge", "list_refunds", "list_disputes", "find_dispute"}
-
-// providerBuckets run from a fast sandbox reply to past the longest
-// provider timeout one would configure.
-var providerBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
-
-func newProviderHistogram() *prometheus.HistogramVec {
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "payd_provider_request_duration_seconds",
-		Help:    "Latency of calls to the payment provider by operation (charge, lookup, refund, list_charges) and outcome (ok, declined, not_found, refused, timeout, unavailable, canceled, error).",
-		Buckets: providerBuckets,
-	}, []string{"operation", "outcome"})
-}
-
-// ProviderCalled times one call to the provider. Labels outside the fixed
-// sets are counted as "error"/"other", so no caller grows the series.
-func (m *Metrics) ProviderCalled(operation, outcome string, d time.Duration) {
-	if !oneOf(ProviderOperations, operation) {
-		operation = "other"
-	}
-	if !oneOf(ProviderOutcomes, outcome) {
-		outcome = "error"
-	}
-	m.provider.WithLabelValues(operation, outcome).Observe(d.Seconds())
-}
-
-func oneOf(set []string, s string) bool {
-	for _, v := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func newWebhookRejections() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "payd_webhook_rejected_total",
-		Help: "Provider webhook deliveries refused before being stored, by reason: invalid_signature, malformed.",
-	}, []string{"reason"})
-}
-
-// WebhookRejected counts one refused webhook delivery (Webhooks.Rejected).
-func (m *Metrics) WebhookRejected(reason string) {
-	if reason != "invalid_signature" {
-		reason = "malformed"
-	}
-	m.rejected.WithLabelValues(reason).Inc()
-}
+// Backlog gauges are read from the database at most once per BacklogTTL
+// per replica, each read bounded by BacklogTimeout (ADR 0022).
+const (
+	BacklogTTL     = 15 * time.Second
+	BacklogTimeout = 2 * time.Second
+)
 
 // buildInfo is payd_build_info: always 1, its labels say which payd this is.
 func buildInfo() prometheus.Collector {

@@ -1,10 +1,12 @@
-package handler
+package telemetry
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // TestBacklogCached: the backlog is read once per TTL however often payd is
@@ -36,7 +39,7 @@ func TestBacklogCached(t *testing.T) {
 				OldestUnknownAttempt: clock.Add(-90 * time.Second)}, nil
 		}}
 	m.Register(c)
-	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
+	e := m.Handler()
 
 	for range 5 {
 		scrape(t, e)
@@ -67,7 +70,7 @@ func TestBacklogCached(t *testing.T) {
 // fixed sets, and payd_build_info names the Go version.
 func TestProviderCalledLabels(t *testing.T) {
 	m := NewMetrics()
-	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: m})
+	e := m.Handler()
 	m.ProviderCalled("charge", "ok", 30*time.Millisecond)
 	m.ProviderCalled("charge; drop table", "<script>", time.Second)
 	m.WebhookRejected("invalid_signature")
@@ -93,8 +96,8 @@ func TestOutcomeLog(t *testing.T) {
 	var buf bytes.Buffer
 	l := OutcomeLog{Log: slog.New(slog.NewTextHandler(&buf, nil))}
 	ctx := context.Background()
-	l.PaymentResult(ctx, domain.Attempt{ID: "att-1", OrderID: "ord-1", Amount: decimal.RequireFromString("9.50"), Currency: "EUR"}, "paid")
-	l.PaymentResult(ctx, domain.Attempt{ID: "att-2", OrderID: "ord-2"}, "unknown")
+	l.PaymentResult(ctx, domain.Attempt{ID: "att-1", OrderID: "ord-1", Amount: decimal.RequireFromString("9.50"), Currency: "EUR"}, service.PaymentPaid)
+	l.PaymentResult(ctx, domain.Attempt{ID: "att-2", OrderID: "ord-2"}, service.PaymentUnknown)
 	l.DiscrepancyRecorded(ctx, domain.Discrepancy{ID: "dis-1", Type: domain.DuplicateCharge, OrderID: "ord-1", ChargeID: "ch_9", Status: domain.DiscrepancyResolved})
 	l.DiscrepancyRecorded(ctx, domain.Discrepancy{ID: "dis-2", RunID: "run-1", Type: domain.MissingProviderCharge, OrderID: "ord-2", Status: domain.DiscrepancyOpen})
 	l.RefundedAutomatically(ctx, domain.Refund{ID: "ref-1", OrderID: "ord-1", ChargeID: "ch_9", Amount: decimal.RequireFromString("9.50"),
@@ -110,5 +113,46 @@ func TestOutcomeLog(t *testing.T) {
 		if i >= len(lines) || !strings.Contains(lines[i], want) {
 			t.Errorf("log line %d = %q, want it to contain %q", i, lines, want)
 		}
+	}
+}
+
+// scrape returns GET /metrics of h.
+func scrape(t *testing.T, h http.Handler) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d, want 200", rec.Code)
+	}
+	return rec.Body.String()
+}
+
+// grep returns the lines of s that contain substr, comments left out.
+func grep(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestDiscrepanciesCountFromZero: each discrepancy type is exported at 0
+// from the start, so the first dispute after a start is an increase of
+// payd_discrepancies_total{type="disputed"} (PaydDisputeOpened), not a new
+// series increase() cannot see.
+func TestDiscrepanciesCountFromZero(t *testing.T) {
+	m := NewMetrics()
+	e := m.Handler()
+	out := scrape(t, e)
+	for _, typ := range domain.DiscrepancyTypes {
+		if want := `payd_discrepancies_total{type="` + string(typ) + `"} 0`; !strings.Contains(out, want+"\n") {
+			t.Errorf("a fresh scrape lacks %q:\n%s", want, grep(out, "payd_discrepancies_total"))
+		}
+	}
+	m.DiscrepancyRecorded(t.Context(), domain.Discrepancy{Type: domain.Disputed})
+	if out := scrape(t, e); !strings.Contains(out, `payd_discrepancies_total{type="disputed"} 1`+"\n") {
+		t.Errorf("after a dispute:\n%s", grep(out, "payd_discrepancies_total"))
 	}
 }
