@@ -18,8 +18,8 @@ import (
 )
 
 // Config is every setting of payd. Each has an environment variable (a
-// name operators rely on, never renamed) and a flag of the same name that
-// overrides it.
+// name operators rely on, never renamed: docs/guarantees.md#configuration)
+// and a flag of the same name that overrides it.
 type Config struct {
 	Env                string
 	Addr               string

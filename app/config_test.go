@@ -69,7 +69,7 @@ func TestConfigDevelopmentDefaults(t *testing.T) {
 	}
 	if c.Addr != "127.0.0.1:8080" || c.DatabaseURL != "sqlite://payd.db" || c.Lease != 30*time.Second ||
 		c.InflightWait != 2*time.Second || c.IdempotencyTTL != 24*time.Hour || c.OrderTTL != 30*time.Minute || c.SandboxAddr != "127.0.0.1:0" {
-		t.Errorf("defaults = %+v, want the documented defaults (docs/guarantees.md#operations)", c)
+		t.Errorf("defaults = %+v, want the documented defaults (docs/guarantees.md#configuration)", c)
 	}
 	if len(c.generated) != 3 || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.AdminToken) < 24 || len(c.SecretKey) < 24 {
 		t.Errorf("development secrets = %v, want all three made up", c.generated)
