@@ -18,7 +18,7 @@ import (
 	"github.com/payd/payd/repository"
 )
 
-// TestCrashThenRetry is the crash matrix (docs/guarantees.md#faults-database-replicas-provider-process): payd is killed (kill -9)
+// TestCrashThenRetry is the crash matrix (docs/guarantees.md#faults): payd is killed (kill -9)
 // at each point of a payment, restarted on the same database, and the
 // customer retries with the same key. Whatever the point, the provider
 // charged once, the order is paid, and the retry's answer is what every

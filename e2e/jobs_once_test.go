@@ -368,7 +368,7 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 		// stored on the key's record (PayRecords), as long as that record
 		// lives: the record TTL here is 4s, and on a busy machine (SQLite
 		// above all, one writer) the seeding and the recovery can outlast
-		// it. A record past its TTL is absent (docs/guarantees.md#keys-after-they-expire), so the retry then
+		// it. A record past its TTL is absent (docs/guarantees.md#key-expiry), so the retry then
 		// runs anew and resolves through the order's pay_request_id to the
 		// same 200 paid, without Idempotent-Replayed: by design, not a lost
 		// update of the record. Only a retry whose record outlived it must

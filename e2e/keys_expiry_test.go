@@ -188,7 +188,7 @@ func TestExpiredKeyIsFree(t *testing.T) {
 }
 
 // TestPayAfterKeyExpiry: a repeated pay under a key whose record expired or
-// was purged resolves through the order's pay_request_id (docs/guarantees.md#keys-after-they-expire): the
+// was purged resolves through the order's pay_request_id (docs/guarantees.md#key-expiry): the
 // same outcome, no second charge.
 func TestPayAfterKeyExpiry(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {

@@ -721,7 +721,7 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	}
 	g := r.s.db.Gorm()
 	var busy []string
-	// An order held for an operator (docs/guarantees.md#the-money-is-checked-on-every-path: a charge for another amount is
+	// An order held for an operator (docs/guarantees.md#money-checked: a charge for another amount is
 	// never applied; payd may leave it to an operator) is settled as far as
 	// payd can take it alone.
 	if err := g.Raw(`SELECT id FROM orders WHERE status = 'processing' AND id IN ? AND id NOT IN
@@ -935,7 +935,7 @@ func (r *propRun) check(o *propOrder) []string {
 
 	// 1. At most one successful charge that is not refunded. A charge for
 	// another amount or currency than the order's can never pay it
-	// (docs/guarantees.md#the-money-is-checked-on-every-path); payd refunds it or records it as an amount_mismatch for an
+	// (docs/guarantees.md#money-checked); payd refunds it or records it as an amount_mismatch for an
 	// operator, and only then may it stay unrefunded.
 	var kept []domain.Charge
 	paidByMismatch := false
@@ -1087,7 +1087,7 @@ func (r *propRun) check(o *propOrder) []string {
 
 	// 5. Replaying a completed key returns the stored reply, byte for
 	// byte, and what it claims agrees with the order as GET shows it. (A key
-	// the request itself completed as failed runs again instead: docs/guarantees.md#the-idempotency-rules.)
+	// the request itself completed as failed runs again instead: docs/guarantees.md#idempotency-rules.)
 	for _, k := range o.plan.Keys {
 		rec, ok := f.records[k.Key]
 		if !ok || !(rec.Status == domain.RecordSucceeded || rec.Status == domain.RecordFailed && rec.CompletedBy == domain.CompletedInBackground) {

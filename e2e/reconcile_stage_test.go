@@ -16,7 +16,7 @@ import (
 )
 
 // staged is a reconciliation scenario: one order for each kind of
-// disagreement docs/guarantees.md#reconciliation-and-the-books names, made on purpose, and what a run must find.
+// disagreement docs/guarantees.md#reconciliation-and-books names, made on purpose, and what a run must find.
 type staged struct {
 	want           map[string]string // "type reference" → the resolution that fits it
 	matched        int               // provider charges payd's books agree with

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// TestReconciliation stages every discrepancy type (docs/guarantees.md#reconciliation-and-the-books; see stage),
+// TestReconciliation stages every discrepancy type (docs/guarantees.md#reconciliation-and-books; see stage),
 // then reconciles the window against the provider's charge list and, on a
 // second stack, against the uploaded settlement CSV: a dry run records
 // nothing; the run finds exactly the staged disagreements; each is resolved
