@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -144,7 +143,7 @@ func (s *AttemptStore) Latest(ctx context.Context, orderID, requestID string) (d
 // MarkUnknown moves a started attempt to unknown: the provider's reply was
 // lost, and the provider must be asked before anything else is done.
 func (s *AttemptStore) MarkUnknown(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptReplyLost, "mark unknown", id, chargeID, "", now)
+	return s.settle(ctx, act{"mark unknown attempt", id}, markUnknownAttempt, chargeID, "", now)
 }
 
 // RecordChargeID stores the provider's charge ID of an attempt still
@@ -156,30 +155,31 @@ func (s *AttemptStore) RecordChargeID(ctx context.Context, id, chargeID string) 
 	if chargeID == "" {
 		return false, nil
 	}
-	return s.db.guarded(ctx, "record charge id of attempt "+id, recordChargeID, chargeID, id, unsettled)
+	return s.db.guarded(ctx, act{"record charge id of attempt", id}, recordChargeID, chargeID, id)
 }
 
-const recordChargeID = `UPDATE payment_attempts
+// recordChargeID is RecordChargeID's.
+var recordChargeID = `UPDATE payment_attempts
 		SET provider_charge_id = ?
-		WHERE id = ? AND provider_charge_id IS NULL AND status IN ?`
+		WHERE id = ? AND provider_charge_id IS NULL AND status IN ` + unsettledIn
 
 // Succeed moves a started or unknown attempt to succeeded: the provider
 // charged the attempt's money.
 func (s *AttemptStore) Succeed(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptCharged, "succeed", id, chargeID, "", now)
+	return s.settle(ctx, act{"succeed attempt", id}, succeedAttempt, chargeID, "", now)
 }
 
 // Fail moves a started or unknown attempt to failed with failureCode: the
 // provider definitively charged nothing.
 func (s *AttemptStore) Fail(ctx context.Context, id, chargeID, failureCode string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptNotCharged, "fail", id, chargeID, failureCode, now)
+	return s.settle(ctx, act{"fail attempt", id}, failAttempt, chargeID, failureCode, now)
 }
 
 // Hold moves a started or unknown attempt to held, failure code
 // amount_mismatch: the provider charged another amount or currency than
 // the attempt's, and an operator decides (ADR 0010).
 func (s *AttemptStore) Hold(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptMismatched, "hold", id, chargeID, string(domain.AmountMismatch), now)
+	return s.settle(ctx, act{"hold attempt", id}, holdAttempt, chargeID, string(domain.AmountMismatch), now)
 }
 
 // Adopt moves a failed or held attempt to succeeded: the provider's word,
@@ -188,49 +188,69 @@ func (s *AttemptStore) Hold(ctx context.Context, id, chargeID string, now time.T
 // moves only if it still stands there, so an attempt an operator moved
 // from held to failed meanwhile (its charge refunded) is not adopted.
 func (s *AttemptStore) Adopt(ctx context.Context, id string, from domain.AttemptStatus, chargeID string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptChargedLate, "adopt", id, chargeID, "", now, from)
+	query, ok := adoptAttempt[from]
+	if !ok {
+		return false, nil // a status the event does not leave from matches nothing
+	}
+	return s.settle(ctx, act{"adopt attempt", id}, query, chargeID, "", now)
 }
 
 // Apply moves a started, unknown or failed attempt to succeeded: an
 // operator applies a charge the provider stands by that payd never saw
 // succeed (a missing local payment). A held attempt is Adopt's.
 func (s *AttemptStore) Apply(ctx context.Context, id, chargeID string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptApplied, "apply", id, chargeID, "", now)
+	return s.settle(ctx, act{"apply attempt", id}, applyAttempt, chargeID, "", now)
 }
 
 // Reject moves a held attempt to failed, failure code amount_mismatch: an
 // operator refunded the charge held for other money.
 func (s *AttemptStore) Reject(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.settle(ctx, domain.AttemptRejected, "reject", id, "", string(domain.AmountMismatch), now)
+	return s.settle(ctx, act{"reject attempt", id}, rejectAttempt, "", string(domain.AmountMismatch), now)
 }
 
-// settle performs event ev on attempt id; what names it in an error. With
-// only, the attempt moves only from that one of ev's statuses; a status ev
-// does not leave from matches nothing.
-func (s *AttemptStore) settle(ctx context.Context, ev domain.AttemptEvent, what, id, chargeID, failureCode string,
-	now time.Time, only ...domain.AttemptStatus) (bool, error) {
-	from := ev.From()
-	if len(from) == 0 {
-		return false, fmt.Errorf("%s attempt %s: no status to move from", what, id)
-	}
-	if len(only) > 0 {
-		from = slices.DeleteFunc(from, func(st domain.AttemptStatus) bool { return !slices.Contains(only, st) })
-		if len(from) == 0 {
-			return false, nil
-		}
-	}
-	return s.db.guarded(ctx, what+" attempt "+id, settleAttempt,
-		string(ev.To()), nullString(chargeID), nullString(failureCode), ts(now), id, names(from))
+// settle sends query, one of the settlements below, for attempt what.row.
+func (s *AttemptStore) settle(ctx context.Context, what act, query, chargeID, failureCode string, now time.Time) (bool, error) {
+	return s.db.guarded(ctx, what, query, nullString(chargeID), nullString(failureCode), ts(now), what.row)
 }
 
-// settleAttempt is settle's statement (PayBatch.SucceedAndPay's first).
-const settleAttempt = `UPDATE payment_attempts
-		SET status = ?, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
-		WHERE id = ? AND status IN ?`
+// settleAttempt is the statement of every settlement, with g's statuses.
+func settleAttempt(g statusGuard) string {
+	return `UPDATE payment_attempts
+		SET status = ` + g.to + `, provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+		WHERE id = ? AND status IN ` + g.from
+}
+
+// The settlements of an attempt, each built once from domain's table
+// (TestDerivedStatements has them written out in full).
+var (
+	markUnknownAttempt = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptReplyLost))
+	// succeedAttempt is Succeed's (and PayBatch.SucceedAndPay's first).
+	succeedAttempt = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptCharged))
+	failAttempt    = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptNotCharged))
+	holdAttempt    = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptMismatched))
+	applyAttempt   = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptApplied))
+	rejectAttempt  = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptRejected))
+	// adoptAttempt is Adopt's, from each status the event leaves from.
+	adoptAttempt = settleFromEach(domain.AttemptChargedLate)
+)
+
+// settleFromEach renders ev's settlement once for each status it leaves
+// from, moving the attempt only from that one.
+func settleFromEach(ev domain.AttemptEvent) map[domain.AttemptStatus]string {
+	out := make(map[domain.AttemptStatus]string)
+	for _, from := range ev.From() {
+		out[from] = settleAttempt(statusGuard{from: sqlStatuses(from), to: sqlStatus(ev.To())})
+	}
+	return out
+}
 
 // unsettled are the statuses of an attempt whose outcome the provider may
 // still settle: the recoverer's work, and what a lease may be taken on.
-var unsettled = names(domain.UnsettledStatuses())
+// unsettledIn is the same as a guard's "status IN" list.
+var (
+	unsettled   = names(domain.UnsettledStatuses())
+	unsettledIn = sqlStatuses(domain.UnsettledStatuses()...)
+)
 
 // ListUnsettled returns attempts in status started or unknown last updated
 // before olderThan, oldest first, at most limit (100 when limit <= 0): the
@@ -253,11 +273,12 @@ func (s *AttemptStore) ListUnsettled(ctx context.Context, olderThan time.Time, l
 // never ask the provider and settle the same attempt at once. A worker
 // that dies just lets its lease run out.
 func (s *AttemptStore) Lease(ctx context.Context, id string, now, until time.Time) (bool, error) {
-	return s.db.guarded(ctx, "lease attempt "+id, leaseAttempt, ts(until), id, unsettled, ts(now))
+	return s.db.guarded(ctx, act{"lease attempt", id}, leaseAttempt, ts(until), id, ts(now))
 }
 
-const leaseAttempt = `UPDATE payment_attempts SET leased_until = ?
-		WHERE id = ? AND status IN ? AND (leased_until IS NULL OR leased_until < ?)`
+// leaseAttempt is Lease's.
+var leaseAttempt = `UPDATE payment_attempts SET leased_until = ?
+		WHERE id = ? AND status IN ` + unsettledIn + ` AND (leased_until IS NULL OR leased_until < ?)`
 
 // Resend records that the worker holding the lease that ends at held is
 // about to send a charge request under the attempt's key again, which may
@@ -265,18 +286,19 @@ const leaseAttempt = `UPDATE payment_attempts SET leased_until = ?
 // the worker, until then. It reports false, and nothing may be sent, when
 // the attempt is settled or the lease is no longer the caller's.
 func (s *AttemptStore) Resend(ctx context.Context, id string, held, until time.Time) (bool, error) {
-	return s.db.guarded(ctx, "resend attempt "+id, resendAttempt, ts(until), ts(until), id, unsettled, ts(held))
+	return s.db.guarded(ctx, act{"resend attempt", id}, resendAttempt, ts(until), ts(until), id, ts(held))
 }
 
-const resendAttempt = `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
-		WHERE id = ? AND status IN ? AND leased_until = ?`
+// resendAttempt is Resend's.
+var resendAttempt = `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
+		WHERE id = ? AND status IN ` + unsettledIn + ` AND leased_until = ?`
 
 // Unlease ends the lease that ends at held, when its worker is done with the
 // attempt before then (the request answered 202), so a retry after a
 // restart may ask the provider at once. The lease's end is its token: a
 // lease someone else took since is left alone.
 func (s *AttemptStore) Unlease(ctx context.Context, id string, held time.Time) (bool, error) {
-	return s.db.guarded(ctx, "unlease attempt "+id, unleaseAttempt, id, ts(held))
+	return s.db.guarded(ctx, act{"unlease attempt", id}, unleaseAttempt, id, ts(held))
 }
 
 const unleaseAttempt = `UPDATE payment_attempts SET leased_until = NULL WHERE id = ? AND leased_until = ?`

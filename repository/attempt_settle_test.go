@@ -2,17 +2,18 @@ package repository
 
 import (
 	"testing"
-	"time"
 
 	"github.com/payd/payd/domain"
 )
 
 // TestAttemptSettleNeedsAStatus: a settlement the attempt table gives no
-// status to move from is a mistake, reported as an error, not a guard that
-// refused. It fails before the store is touched.
+// status to move from is a mistake, refused when its statement is built
+// at start-up, not a guard that refuses at run time.
 func TestAttemptSettleNeedsAStatus(t *testing.T) {
-	s := &AttemptStore{}
-	if _, err := s.settle(t.Context(), domain.AttemptEvent("nope"), "nope", "a", "", "", time.Unix(0, 0)); err == nil {
-		t.Errorf("settle(from nothing) = nil error, want an error")
-	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("settleAttempt(from nothing) did not panic")
+		}
+	}()
+	settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptEvent("nope")))
 }

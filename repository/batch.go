@@ -80,11 +80,10 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
-	succeed, pay := domain.AttemptCharged, domain.EventSucceed
 	matched, err := b.db.batch(ctx,
-		statement{settleAttempt, "", []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
+		statement{succeedAttempt, "", []any{nullString(chargeID), nullString(""), ts(now), a.ID}},
 		statement{insertLedgerEntry, insertLedgerEntryIfSettled, ledger.args()},
-		statement{markPaid, markPaidIfBooked, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
+		statement{markPaid, markPaidIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID}},
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -99,8 +98,7 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	return matched >= 2, matched == 3, nil
 }
 
-// statement is one statement of a batch and its arguments (a []string
-// argument stands for an IN list). query is the statement as its store
+// statement is one statement of a batch and its arguments. query is the statement as its store
 // sends it. ifPrevious is the same statement written out to act only if
 // the statement before it matched exactly one row, for the MySQL packet:
 // every statement of a batch but its first has one.
@@ -126,12 +124,12 @@ const (
 	insertLedgerEntryIfSettled = `INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency,
 	amount_minor, source, actor, note, created_at)
 	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
-
-	// markPaidIfBooked is markPaid, after the charge's ledger entry.
-	markPaidIfBooked = `UPDATE orders
-		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND pay_request_id = ? AND ROW_COUNT() = 1`
 )
+
+// markPaidIfBooked is markPaid, after the charge's ledger entry.
+var markPaidIfBooked = `UPDATE orders
+		SET status = ` + orderPay.to + `, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderPay.from + ` AND pay_request_id = ? AND ROW_COUNT() = 1`
 
 // batch runs stmts in one transaction of its own. Each statement after
 // the first runs only if the one before it matched exactly one row; the
@@ -179,6 +177,21 @@ func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 	return matched, nil
 }
 
+// appendArgs appends args to named, numbered on from named's, as the
+// driver takes a packet's arguments: converted as database/sql converts
+// the executor's (a Valuer's Value, NULL for a nil pointer to one,
+// pointers dereferenced, basic kinds to int64, float64, bool, string).
+func appendArgs(named []driver.NamedValue, args []any) ([]driver.NamedValue, error) {
+	for _, arg := range args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(arg)
+		if err != nil {
+			return nil, err
+		}
+		named = append(named, driver.NamedValue{Ordinal: len(named) + 1, Value: v})
+	}
+	return named, nil
+}
+
 // batchMySQL sends START TRANSACTION, stmts (the first's query, then each
 // other's ifPrevious) and COMMIT as one multi-statement packet on one
 // connection, and reads how many rows each statement matched.
@@ -201,13 +214,12 @@ func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
 		if query == "" {
 			return 0, fmt.Errorf("batch: statement %d has no form for the packet", i+1)
 		}
-		q, a, err := expandArgs(query, s.args, len(args))
-		if err != nil {
-			return 0, err
-		}
 		sqlText.WriteString(";\n")
-		sqlText.WriteString(q)
-		args = append(args, a...)
+		sqlText.WriteString(query)
+		var err error
+		if args, err = appendArgs(args, s.args); err != nil {
+			return 0, fmt.Errorf("batch: statement %d: %w", i+1, err)
+		}
 	}
 	if err := db.injected("statement"); err != nil {
 		return 0, err

@@ -160,7 +160,7 @@ var (
 // exactly one of two operators (or retries) resolve it, and the loser
 // re-reads it to learn how it was resolved.
 func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "resolve discrepancy "+id, resolveDiscrepancy,
+	return s.db.guarded(ctx, act{"resolve discrepancy", id}, resolveDiscrepancy,
 		nullString(resolution), nullString(note), ts(now), id)
 }
 
@@ -168,19 +168,19 @@ func (s *DiscrepancyStore) Resolve(ctx context.Context, id, resolution, note str
 // so two operators choosing different actions at once cannot both act; it
 // reports whether this caller won.
 func (s *DiscrepancyStore) Claim(ctx context.Context, id, resolution string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "claim discrepancy "+id, claimDiscrepancy, resolution, id)
+	return s.db.guarded(ctx, act{"claim discrepancy", id}, claimDiscrepancy, resolution, id)
 }
 
 // Settle finishes a claimed resolution (resolving → resolved), only for
 // the action that claimed it.
 func (s *DiscrepancyStore) Settle(ctx context.Context, id, resolution, note string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "settle discrepancy "+id, settleDiscrepancy, nullString(note), ts(now), id, resolution)
+	return s.db.guarded(ctx, act{"settle discrepancy", id}, settleDiscrepancy, nullString(note), ts(now), id, resolution)
 }
 
 // Unclaim gives a claimed discrepancy back (resolving → open) when its
 // action could not be carried out.
 func (s *DiscrepancyStore) Unclaim(ctx context.Context, id, resolution string) (bool, error) {
-	return s.db.guarded(ctx, "unclaim discrepancy "+id, unclaimDiscrepancy, id, resolution)
+	return s.db.guarded(ctx, act{"unclaim discrepancy", id}, unclaimDiscrepancy, id, resolution)
 }
 
 // ListByOrder returns the discrepancies about orderID, oldest first.

@@ -114,16 +114,26 @@ func (s *DisputeStore) FindByProviderID(ctx context.Context, id string) (domain.
 // that race, or two deliveries of one, exactly one matches the row, and a
 // closed dispute is never changed again.
 func (s *DisputeStore) Close(ctx context.Context, id string, e domain.DisputeEvent, now time.Time) (bool, error) {
-	to := e.To()
-	if !to.Valid() {
+	query, ok := closeDispute[e]
+	if !ok {
 		return false, fmt.Errorf("close dispute %s: unknown event %q", id, e)
 	}
-	return s.db.guarded(ctx, "close dispute "+id, closeDispute, string(to), ts(now), ts(now), id, names(e.From()))
+	return s.db.guarded(ctx, act{"close dispute", id}, query, ts(now), ts(now), id)
 }
 
-const closeDispute = `UPDATE disputes
-		SET status = ?, closed_at = ?, updated_at = ?
-		WHERE id = ? AND status IN ?`
+// closeDispute is Close's statement for each event of domain's dispute
+// machine (won, lost), built once from its table (TestDerivedStatements
+// has them written out in full).
+var closeDispute = func() map[domain.DisputeEvent]string {
+	out := make(map[domain.DisputeEvent]string)
+	for _, e := range domain.DisputeMachine.Events() {
+		g := guardOf(domain.DisputeMachine, e)
+		out[e] = `UPDATE disputes
+		SET status = ` + g.to + `, closed_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ` + g.from
+	}
+	return out
+}()
 
 // ListByOrder returns an order's disputes, oldest first.
 func (s *DisputeStore) ListByOrder(ctx context.Context, orderID string) ([]domain.Dispute, error) {

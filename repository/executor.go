@@ -3,10 +3,6 @@ package repository
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"fmt"
-	"slices"
-	"strings"
 
 	"gorm.io/gorm"
 )
@@ -45,18 +41,14 @@ func (db *DB) on(ctx context.Context) executor {
 // one, a conflict is the transaction's to retry (retrying). Like every
 // statement, it runs detached.
 func (db *DB) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	q, values, err := spread(query, args)
-	if err != nil {
-		return 0, err
-	}
 	on := db.on(ctx)
 	var n int64
-	err = db.retrying(ctx, func() error {
+	err := db.retrying(ctx, func() error {
 		if err := db.injected("statement"); err != nil {
 			return err
 		}
 		db.countDirect()
-		res, err := on.ExecContext(detached(ctx), q, values...)
+		res, err := on.ExecContext(detached(ctx), query, args...)
 		if err != nil {
 			return err
 		}
@@ -68,40 +60,24 @@ func (db *DB) exec(ctx context.Context, query string, args ...any) (int64, error
 
 // query sends a read of any number of rows.
 func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	q, values, err := spread(query, args)
-	if err != nil {
-		return nil, err
-	}
 	db.countDirect()
-	rows, err := db.on(ctx).QueryContext(detached(ctx), q, values...)
+	rows, err := db.on(ctx).QueryContext(detached(ctx), query, args...)
 	return rows, classify(err)
 }
 
 // queryRow sends a read of one row; its Scan reports sql.ErrNoRows when
 // there is none.
 func (db *DB) queryRow(ctx context.Context, query string, args ...any) singleRow {
-	q, values, err := spread(query, args)
-	if err != nil {
-		return singleRow{err: err}
-	}
 	db.countDirect()
-	return singleRow{row: db.on(ctx).QueryRowContext(detached(ctx), q, values...)}
+	return singleRow{row: db.on(ctx).QueryRowContext(detached(ctx), query, args...)}
 }
 
 // singleRow is queryRow's answer: a *sql.Row whose errors are classified
 // (classify) like every other statement's.
-type singleRow struct {
-	row *sql.Row
-	err error
-}
+type singleRow struct{ row *sql.Row }
 
 // Scan copies the row's columns into dest.
-func (r singleRow) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	return classify(r.row.Scan(dest...))
-}
+func (r singleRow) Scan(dest ...any) error { return classify(r.row.Scan(dest...)) }
 
 // countDirect tells the OnDirectStatement hooks of one statement.
 func (db *DB) countDirect() {
@@ -128,93 +104,6 @@ func (db *DB) OnDirectStatement(f func()) {
 			return
 		}
 	}
-}
-
-// spread returns query and args as the executor sends them: a statement
-// with a []string argument (a status IN ? guard) has it spread into an IN
-// list (expandArgs); any other is sent as it is, and database/sql
-// converts its arguments.
-func spread(query string, args []any) (string, []any, error) {
-	if !slices.ContainsFunc(args, isList) {
-		return query, args, nil
-	}
-	q, named, err := expandArgs(query, args, 0)
-	if err != nil {
-		return "", nil, err
-	}
-	values := make([]any, len(named))
-	for i, v := range named {
-		values[i] = v.Value
-	}
-	return q, values, nil
-}
-
-func isList(arg any) bool {
-	_, ok := arg.([]string)
-	return ok
-}
-
-// expandArgs numbers query's arguments from offset for the driver and
-// spreads each []string argument into an IN list: "IN ?" with two values
-// becomes "IN (?, ?)", and with none "IN (NULL)", which matches nothing.
-// Other arguments are converted as database/sql converts them; a slice
-// other than []string or []byte is not a list here and fails. Store
-// queries hold no '?' but their placeholders. The executor (spread) and
-// the MySQL packets (batchMySQL, which hands the driver its arguments
-// itself) use it.
-func expandArgs(query string, args []any, offset int) (string, []driver.NamedValue, error) {
-	var b strings.Builder
-	out := make([]driver.NamedValue, 0, len(args))
-	next := 0
-	add := func(v any) error {
-		// The driver's default conversion, as database/sql applies it:
-		// a Valuer's Value (NULL for a nil pointer to one), pointers
-		// dereferenced, basic kinds to int64, float64, bool, string.
-		v, err := driver.DefaultParameterConverter.ConvertValue(v)
-		if err != nil {
-			return err
-		}
-		out = append(out, driver.NamedValue{Ordinal: offset + len(out) + 1, Value: v})
-		return nil
-	}
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		if next >= len(args) {
-			return "", nil, fmt.Errorf("more placeholders than arguments in %q", query)
-		}
-		arg := args[next]
-		next++
-		list, ok := arg.([]string)
-		if !ok {
-			b.WriteByte('?')
-			if err := add(arg); err != nil {
-				return "", nil, err
-			}
-			continue
-		}
-		if len(list) == 0 {
-			b.WriteString("(NULL)") // as GORM writes an empty list: matches nothing
-			continue
-		}
-		b.WriteByte('(')
-		for i, v := range list {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteByte('?')
-			if err := add(v); err != nil {
-				return "", nil, err
-			}
-		}
-		b.WriteByte(')')
-	}
-	if next != len(args) {
-		return "", nil, fmt.Errorf("%d arguments for %d placeholders in %q", len(args), next, query)
-	}
-	return b.String(), out, nil
 }
 
 // detached is ctx without its cancellation and deadline, for the drivers.

@@ -11,8 +11,9 @@ import (
 // Each transition of the order state machine is one guarded UPDATE whose
 // WHERE clause holds the statuses it starts from (and, where it matters,
 // the request that claimed the order). The statuses on both sides come
-// from domain's table (Event.From, Event.To), so the guards cannot drift
-// from it. Under concurrency the database decides: exactly one caller's
+// from domain's table (Event.From, Event.To), rendered into the
+// statement's text once, when payd starts (guardOf), so the guards cannot
+// drift from it and only a row's values are bound. Under concurrency the database decides: exactly one caller's
 // UPDATE matches the row, every other caller's matches nothing and reports
 // false, and then re-reads the order to learn why. version=version+1 makes
 // every match a change.
@@ -28,72 +29,100 @@ import (
 // without reading it again.
 func (s *OrderStore) Claim(ctx context.Context, id, requestID string, version int64, now time.Time) (bool, error) {
 	st := claimStatement(id, requestID, version, now)
-	return s.db.guarded(ctx, "claim order "+id, st.query, st.args...)
+	return s.db.guarded(ctx, act{"claim order", id}, st.query, st.args...)
 }
 
 // claimStatement is Claim's statement (PayBatch.Claim sends it too).
 func claimStatement(id, requestID string, version int64, now time.Time) statement {
-	ev := domain.EventClaim
-	args := []any{string(ev.To()), requestID, ts(now), id, names(ev.From()), ts(now)}
 	if version == domain.AnyVersion {
-		return statement{query: claimOrder, args: args}
+		return statement{query: claimOrder, args: []any{requestID, ts(now), id, ts(now)}}
 	}
-	return statement{query: claimOrderAt, args: append(args, version)}
+	return statement{query: claimOrderAt, args: []any{requestID, ts(now), id, ts(now), version}}
 }
 
-const (
+// The order machine's guards, rendered from domain's table. AddRefund
+// performs the full and the partial refund with one UPDATE: they leave
+// from the same statuses (a domain test holds them to it).
+var (
+	orderClaim         = guardOf(domain.OrderMachine, domain.EventClaim)
+	orderPay           = guardOf(domain.OrderMachine, domain.EventSucceed)
+	orderRelease       = guardOf(domain.OrderMachine, domain.EventRelease)
+	orderCancel        = guardOf(domain.OrderMachine, domain.EventCancel)
+	orderExpire        = guardOf(domain.OrderMachine, domain.EventExpire)
+	orderRefundFull    = guardOf(domain.OrderMachine, domain.EventRefundFull)
+	orderRefundPartial = guardOf(domain.OrderMachine, domain.EventRefundPartial)
+	orderRefundRefused = guardOf(domain.OrderMachine, domain.EventRefundRefused)
+)
+
+// The order's guarded statements, each built once from the guards above
+// (TestDerivedStatements has them written out in full).
+var (
+	// claimOrder is Claim's (and PayBatch.Claim's first).
 	claimOrder = `UPDATE orders
-		SET status = ?, pay_request_id = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND expires_at > ?`
+		SET status = ` + orderClaim.to + `, pay_request_id = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderClaim.from + ` AND expires_at > ?`
+
+	// claimOrderAt is Claim's for an order still at the version its
+	// caller read.
 	claimOrderAt = claimOrder + ` AND version = ?`
+
+	// markPaid is MarkPaid's (PayBatch.SucceedAndPay sends it as
+	// markPaidIfBooked).
+	markPaid = `UPDATE orders
+		SET status = ` + orderPay.to + `, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderPay.from + ` AND pay_request_id = ?`
+
+	// releaseOrder is Release's.
+	releaseOrder = `UPDATE orders
+		SET status = ` + orderRelease.to + `, pay_request_id = NULL, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderRelease.from + ` AND pay_request_id = ?`
+
+	// cancelOrder is Cancel's.
+	cancelOrder = `UPDATE orders
+		SET status = ` + orderCancel.to + `, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderCancel.from
+
+	// expireOrder is expire's.
+	expireOrder = `UPDATE orders
+		SET status = ` + orderExpire.to + `, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderExpire.from + ` AND expires_at <= ?`
+
+	// addRefund is AddRefund's. Its CASE picks the full or the partial
+	// refund's status.
+	addRefund = `UPDATE orders
+		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
+			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderRefundFull.from + ` AND amount_minor - refunded_minor >= ?`
+
+	// subtractRefund is SubtractRefund's.
+	subtractRefund = `UPDATE orders
+		SET status = ` + orderRefundRefused.to + `, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderRefundRefused.from + ` AND refunded_minor >= ?`
 )
 
 // MarkPaid moves a processing order to paid, only for the request that
 // claimed it: a late success of another request never pays the order.
 func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	ev := domain.EventSucceed
-	return s.db.guarded(ctx, "mark paid order "+id, markPaid,
-		string(ev.To()), ts(now), ts(now), id, names(ev.From()), requestID)
+	return s.db.guarded(ctx, act{"mark paid order", id}, markPaid, ts(now), ts(now), id, requestID)
 }
-
-// markPaid is MarkPaid's statement (PayBatch.SucceedAndPay sends it as
-// markPaidIfBooked).
-const markPaid = `UPDATE orders
-		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the
 // request that claimed the order may release it.
 func (s *OrderStore) Release(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	ev := domain.EventRelease
-	return s.db.guarded(ctx, "release order "+id, releaseOrder, string(ev.To()), ts(now), id, names(ev.From()), requestID)
+	return s.db.guarded(ctx, act{"release order", id}, releaseOrder, ts(now), id, requestID)
 }
-
-const releaseOrder = `UPDATE orders
-		SET status = ?, pay_request_id = NULL, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
 // Cancel moves a pending order to cancelled. A processing order cannot be
 // cancelled: money may be moving.
 func (s *OrderStore) Cancel(ctx context.Context, id string, now time.Time) (bool, error) {
-	ev := domain.EventCancel
-	return s.db.guarded(ctx, "cancel order "+id, cancelOrder, string(ev.To()), ts(now), id, names(ev.From()))
+	return s.db.guarded(ctx, act{"cancel order", id}, cancelOrder, ts(now), id)
 }
-
-const cancelOrder = `UPDATE orders
-		SET status = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ?`
 
 // expire moves one pending order that is due at now to expired.
 func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	ev := domain.EventExpire
-	return s.db.guarded(ctx, "expire order "+id, expireOrder, string(ev.To()), ts(now), id, names(ev.From()), ts(now))
+	return s.db.guarded(ctx, act{"expire order", id}, expireOrder, ts(now), id, ts(now))
 }
-
-const expireOrder = `UPDATE orders
-		SET status = ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND expires_at <= ?`
 
 // ExpireDue moves pending orders whose expires_at is at or before now to
 // expired, the oldest first and at most limit of them (100 when limit <= 0),
@@ -145,15 +174,8 @@ func (s *OrderStore) AddRefund(ctx context.Context, id string, minor int64, now 
 	if minor <= 0 {
 		return false, fmt.Errorf("add refund to order %s: amount %d minor units is not positive", id, minor)
 	}
-	full, partial := domain.EventRefundFull, domain.EventRefundPartial
-	return s.db.guarded(ctx, "add refund to order "+id, addRefund,
-		minor, string(full.To()), string(partial.To()), minor, ts(now), id, names(full.From()), minor)
+	return s.db.guarded(ctx, act{"add refund to order", id}, addRefund, minor, minor, ts(now), id, minor)
 }
-
-const addRefund = `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ? ELSE ? END,
-			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND amount_minor - refunded_minor >= ?`
 
 // SubtractRefund gives back a reservation made by AddRefund when the
 // provider refused the refund, and reports whether it could: the order is
@@ -166,14 +188,8 @@ func (s *OrderStore) SubtractRefund(ctx context.Context, id string, minor int64,
 	if minor <= 0 {
 		return false, fmt.Errorf("subtract refund from order %s: amount %d minor units is not positive", id, minor)
 	}
-	ev := domain.EventRefundRefused
-	return s.db.guarded(ctx, "subtract refund from order "+id, subtractRefund,
-		string(ev.To()), minor, ts(now), id, names(ev.From()), minor)
+	return s.db.guarded(ctx, act{"subtract refund from order", id}, subtractRefund, minor, ts(now), id, minor)
 }
-
-const subtractRefund = `UPDATE orders
-		SET status = ?, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ? AND refunded_minor >= ?`
 
 // batchSize bounds the rows one background statement touches, so a job
 // never holds locks on a huge range.

@@ -205,7 +205,7 @@ const claimBackgroundAnswer = `UPDATE idempotency_records
 // on InnoDB, INSERTs waiting on a deleted key take shared locks that
 // deadlock each other.
 func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "replace gone idempotency record "+row.Key, replaceGoneRecord,
+	return s.db.guarded(ctx, act{"replace gone idempotency record", row.Key}, replaceGoneRecord,
 		row.Method, row.Path, row.Fingerprint, row.Status, false, row.OrderID,
 		row.LockedUntil, row.CreatedAt, row.UpdatedAt, row.ExpiresAt, row.Scope, row.Key, ts(now), ts(now))
 }
@@ -215,7 +215,7 @@ func (s *RecordStore) replaceGone(ctx context.Context, row recordRow, now time.T
 // callers that saw the same dead lease, the first UPDATE moves
 // locked_until past now and every later one matches nothing.
 func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.db.guarded(ctx, "take over idempotency record "+key, takeOverRecord,
+	return s.db.guarded(ctx, act{"take over idempotency record", key}, takeOverRecord,
 		ts(lockedUntil), ts(now), scope, key, ts(now))
 }
 
@@ -223,7 +223,7 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 // request with its key may take it over at once instead of waiting the
 // lease out (payd does this for the records it holds when it shuts down).
 func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, "release idempotency record "+key, releaseRecordLease,
+	return s.db.guarded(ctx, act{"release idempotency record", key}, releaseRecordLease,
 		ts(now), ts(now), scope, key, ts(now))
 }
 
@@ -231,7 +231,7 @@ func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now t
 // stored response, for a new attempt under the same key; it reports whether
 // this caller won it.
 func (s *RecordStore) Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error) {
-	return s.db.guarded(ctx, "retry idempotency record "+key, retryRecord,
+	return s.db.guarded(ctx, act{"retry idempotency record", key}, retryRecord,
 		ts(lockedUntil), false, ts(now), scope, key)
 }
 
@@ -250,7 +250,7 @@ func (s *RecordStore) Complete(ctx context.Context, scope, key string, status do
 	if err != nil || done {
 		return done, err
 	}
-	_, err = s.db.guarded(ctx, "complete idempotency record "+key, claimBackgroundAnswer,
+	_, err = s.db.guarded(ctx, act{"complete idempotency record", key}, claimBackgroundAnswer,
 		domain.CompletedByRequest, ts(now), scope, key, string(status), code, domain.CompletedInBackground)
 	return false, err
 }
@@ -267,7 +267,7 @@ func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orde
 	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.db.guarded(ctx, "complete idempotency record "+key, completeRecordOfOrder,
+	return s.db.guarded(ctx, act{"complete idempotency record", key}, completeRecordOfOrder,
 		string(status), code, body, false, by, ts(now), scope, key, orderID)
 }
 
@@ -276,14 +276,14 @@ func (s *RecordStore) complete(ctx context.Context, scope, key string, status do
 	if _, ok := domain.CompleteEvent(status); !ok {
 		return false, fmt.Errorf("complete idempotency record %s: status %q is not final", key, status)
 	}
-	return s.db.guarded(ctx, "complete idempotency record "+key, completeRecord,
+	return s.db.guarded(ctx, act{"complete idempotency record", key}, completeRecord,
 		string(status), code, body, sealed, by, ts(now), scope, key)
 }
 
 // Delete removes a processing record whose request never executed
 // (validation failed), leaving the key free. Completed records stay.
 func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
-	_, err := s.db.guarded(ctx, "delete idempotency record "+key, deleteRecord, scope, key)
+	_, err := s.db.guarded(ctx, act{"delete idempotency record", key}, deleteRecord, scope, key)
 	return err
 }
 
@@ -308,7 +308,7 @@ func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int
 	}
 	var n int64
 	for _, k := range keys {
-		ok, err := s.db.guarded(ctx, "purge idempotency record "+k.IdemKey, purgeRecord, k.Scope, k.IdemKey, ts(now), ts(now))
+		ok, err := s.db.guarded(ctx, act{"purge idempotency record", k.IdemKey}, purgeRecord, k.Scope, k.IdemKey, ts(now), ts(now))
 		if err != nil {
 			return n, err
 		}

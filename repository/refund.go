@@ -126,7 +126,7 @@ func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundSta
 	if _, ok := domain.FinishEvent(to); !ok {
 		return false, fmt.Errorf("finish refund %s: status %q is not final", id, to)
 	}
-	return s.db.guarded(ctx, "finish refund "+id, finishRefund,
+	return s.db.guarded(ctx, act{"finish refund", id}, finishRefund,
 		string(to), nullString(providerRefundID), ts(now), id)
 }
 
@@ -137,7 +137,7 @@ func (s *RefundStore) RecordProviderID(ctx context.Context, id, providerRefundID
 	if providerRefundID == "" {
 		return false, nil
 	}
-	return s.db.guarded(ctx, "record provider id of refund "+id, recordRefundProviderID, providerRefundID, id)
+	return s.db.guarded(ctx, act{"record provider id of refund", id}, recordRefundProviderID, providerRefundID, id)
 }
 
 // ListByOrder returns an order's refunds, oldest first.

@@ -1,14 +1,77 @@
 package repository
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/payd/payd/domain"
+)
 
 // TestDerivedStatements writes out in full the guarded statements built
-// once from domain's refund, discrepancy and idempotency record machines:
+// once, when payd starts, from domain's order, attempt, dispute, refund,
+// discrepancy and idempotency record machines (and the packets' forms):
 // what each sends, and a check that the text built from the tables is the
 // text intended. A change to a machine's table that moves a guard fails
 // here until the statement below is changed with it.
 func TestDerivedStatements(t *testing.T) {
+	if len(adoptAttempt) != len(domain.AttemptChargedLate.From()) || len(closeDispute) != len(domain.DisputeMachine.Events()) {
+		t.Errorf("adoptAttempt has %d statements, closeDispute %d: one for each status and event, written out below", len(adoptAttempt), len(closeDispute))
+	}
 	for _, tc := range []struct{ name, got, want string }{
+		{"claimOrder", claimOrder, `UPDATE orders SET status = 'processing', pay_request_id = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('pending') AND expires_at > ?`},
+		{"claimOrderAt", claimOrderAt, `UPDATE orders SET status = 'processing', pay_request_id = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('pending') AND expires_at > ? AND version = ?`},
+		{"markPaid", markPaid, `UPDATE orders SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ?`},
+		{"markPaidIfBooked", markPaidIfBooked, `UPDATE orders SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ? AND ROW_COUNT() = 1`},
+		{"releaseOrder", releaseOrder, `UPDATE orders SET status = 'pending', pay_request_id = NULL, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ?`},
+		{"cancelOrder", cancelOrder, `UPDATE orders SET status = 'cancelled', version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('pending')`},
+		{"expireOrder", expireOrder, `UPDATE orders SET status = 'expired', version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('pending') AND expires_at <= ?`},
+		{"addRefund", addRefund, `UPDATE orders
+			SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+				refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('paid') AND amount_minor - refunded_minor >= ?`},
+		{"subtractRefund", subtractRefund, `UPDATE orders
+			SET status = 'paid', refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('paid', 'refunded') AND refunded_minor >= ?`},
+		{"markUnknownAttempt", markUnknownAttempt, `UPDATE payment_attempts
+			SET status = 'unknown', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('started')`},
+		{"succeedAttempt", succeedAttempt, `UPDATE payment_attempts
+			SET status = 'succeeded', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('started', 'unknown')`},
+		{"failAttempt", failAttempt, `UPDATE payment_attempts
+			SET status = 'failed', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('started', 'unknown')`},
+		{"holdAttempt", holdAttempt, `UPDATE payment_attempts
+			SET status = 'held', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('started', 'unknown')`},
+		{"applyAttempt", applyAttempt, `UPDATE payment_attempts
+			SET status = 'succeeded', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('started', 'unknown', 'failed')`},
+		{"rejectAttempt", rejectAttempt, `UPDATE payment_attempts
+			SET status = 'failed', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('held')`},
+		{"adoptAttempt[failed]", adoptAttempt[domain.AttemptFailed], `UPDATE payment_attempts
+			SET status = 'succeeded', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('failed')`},
+		{"adoptAttempt[held]", adoptAttempt[domain.AttemptHeld], `UPDATE payment_attempts
+			SET status = 'succeeded', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
+			WHERE id = ? AND status IN ('held')`},
+		{"recordChargeID", recordChargeID, `UPDATE payment_attempts SET provider_charge_id = ?
+			WHERE id = ? AND provider_charge_id IS NULL AND status IN ('started', 'unknown')`},
+		{"leaseAttempt", leaseAttempt, `UPDATE payment_attempts SET leased_until = ?
+			WHERE id = ? AND status IN ('started', 'unknown') AND (leased_until IS NULL OR leased_until < ?)`},
+		{"resendAttempt", resendAttempt, `UPDATE payment_attempts SET in_flight_until = ?, leased_until = ?
+			WHERE id = ? AND status IN ('started', 'unknown') AND leased_until = ?`},
+		{"closeDispute[win]", closeDispute[domain.DisputeEventWin], `UPDATE disputes SET status = 'won', closed_at = ?, updated_at = ?
+			WHERE id = ? AND status IN ('open')`},
+		{"closeDispute[lose]", closeDispute[domain.DisputeEventLose], `UPDATE disputes SET status = 'lost', closed_at = ?, updated_at = ?
+			WHERE id = ? AND status IN ('open')`},
 		{"replaceGoneRecord", replaceGoneRecord, `UPDATE idempotency_records
 			SET method = ?, path = ?, fingerprint = ?, status = ?, response_status = 0, response_body = NULL,
 				response_sealed = ?, order_id = ?, completed_by = NULL, locked_until = ?, created_at = ?, updated_at = ?, expires_at = ?

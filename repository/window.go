@@ -57,10 +57,7 @@ func (s *WindowStore) Claim(ctx context.Context, from, to time.Time, owner strin
 	if !isUniqueViolation(err) {
 		return false, fmt.Errorf("claim reconcile window ending %v: %w", to, err)
 	}
-	return s.db.guarded(ctx, fmt.Sprintf("take over reconcile window ending %v", to), `UPDATE reconcile_windows
-		SET claimed_by = ?, locked_until = ?, claims = claims + 1
-		WHERE window_to = ? AND run_id IS NULL AND locked_until < ?`,
-		owner, ts(until), ts(to), ts(now))
+	return s.guarded(ctx, "take over", to, takeOverWindow, owner, ts(until), ts(to), ts(now))
 }
 
 // Finish records that owner's run runID reconciled the window ending at
@@ -68,20 +65,43 @@ func (s *WindowStore) Claim(ctx context.Context, from, to time.Time, owner strin
 // transaction, false rolls the run back: a claimer whose lease lapsed and
 // was taken over records nothing.
 func (s *WindowStore) Finish(ctx context.Context, to time.Time, owner, runID string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, fmt.Sprintf("finish reconcile window ending %v", to), `UPDATE reconcile_windows
-		SET run_id = ?, finished_at = ?
-		WHERE window_to = ? AND claimed_by = ? AND run_id IS NULL`,
-		runID, ts(now), ts(to), owner)
+	return s.guarded(ctx, "finish", to, finishWindow, runID, ts(now), ts(to), owner)
 }
 
 // Release gives an unfinished window back at once (its run failed), so
 // the next tick of any replica may claim it again without waiting out the
 // lease.
 func (s *WindowStore) Release(ctx context.Context, to time.Time, owner string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, fmt.Sprintf("release reconcile window ending %v", to), `UPDATE reconcile_windows
+	return s.guarded(ctx, "release", to, releaseWindow, ts(now.Add(-time.Microsecond)), ts(to), owner)
+}
+
+// The window's guarded statements.
+const (
+	// takeOverWindow is Claim's, for a window claimed before: only an
+	// unfinished one whose lease has lapsed.
+	takeOverWindow = `UPDATE reconcile_windows
+		SET claimed_by = ?, locked_until = ?, claims = claims + 1
+		WHERE window_to = ? AND run_id IS NULL AND locked_until < ?`
+
+	// finishWindow is Finish's: only by its claimer, once.
+	finishWindow = `UPDATE reconcile_windows
+		SET run_id = ?, finished_at = ?
+		WHERE window_to = ? AND claimed_by = ? AND run_id IS NULL`
+
+	// releaseWindow is Release's: only by its claimer, unfinished.
+	releaseWindow = `UPDATE reconcile_windows
 		SET locked_until = ?
-		WHERE window_to = ? AND claimed_by = ? AND run_id IS NULL`,
-		ts(now.Add(-time.Microsecond)), ts(to), owner)
+		WHERE window_to = ? AND claimed_by = ? AND run_id IS NULL`
+)
+
+// guarded runs one of the window's guarded statements (DB.guarded), naming
+// the window by its end in an error, written out only if there is one.
+func (s *WindowStore) guarded(ctx context.Context, does string, to time.Time, query string, args ...any) (bool, error) {
+	n, err := s.db.exec(ctx, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("%s reconcile window ending %v: %w", does, to, err)
+	}
+	return n == 1, nil
 }
 
 // Find returns the window ending at to, or domain.ErrWindowNotFound.
