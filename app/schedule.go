@@ -17,7 +17,7 @@ func reconcileJobs(cfg Config, db *repository.DB, r *service.Reconciler, log *sl
 	}
 	s := &service.ReconcileSchedule{Reconciler: r, Windows: repository.NewWindowStore(db), Every: cfg.ReconcileEvery,
 		Lease: scheduleLease, Timeout: scheduleTimeout, Now: now, Log: log}
-	return []service.Job{{Name: "reconcile_schedule", Every: s.TickEvery(), Run: s.Tick, Log: log, Observer: obs}}
+	return []service.Job{{Name: service.JobReconcileSchedule, Every: s.TickEvery(), Run: s.Tick, Log: log, Observer: obs}}
 }
 
 // A scheduled run is cut off after scheduleTimeout, well inside the lease

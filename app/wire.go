@@ -83,7 +83,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))
 	}
 	metrics.WatchBacklog(readBacklog(db), telemetry.BacklogTTL, telemetry.BacklogTimeout)
-	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
+	db.OnRetry(func(ctx context.Context, reason domain.RetryReason, attempt int, err error) {
 		metrics.DBRetried(reason)
 		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
 	})
@@ -155,9 +155,9 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		CheckoutPage:   checkoutPage(cfg),
 	})
 	jobs := []service.Job{
-		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
-		{Name: "expire_orders", Every: 10 * time.Second, Run: uc.Expire, Log: log, Observer: observer},
-		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
+		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
+		{Name: service.JobExpireOrders, Every: 10 * time.Second, Run: uc.Expire, Log: log, Observer: observer},
+		{Name: service.JobRecoverPayments, Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
 	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds}, nil

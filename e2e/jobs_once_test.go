@@ -54,7 +54,7 @@ import (
 
 // jobCase is one background job under test.
 type jobCase struct {
-	job string // the name wire gives the job
+	job service.JobName // the name wire gives the job
 	// seed makes rows due for the job through replica 0's API and returns
 	// how long until they are due. want, called once they are, is how
 	// many rows the job must act on; check, after the run, holds the rows.
@@ -275,7 +275,7 @@ func (h *jobTrio) retries() float64 {
 // runAtOnce starts the named job on every replica at the same instant;
 // each runs passes until one acts on nothing. It returns how many rows
 // each replica's passes reported.
-func (h *jobTrio) runAtOnce(name string) [galeratest.Nodes]int64 {
+func (h *jobTrio) runAtOnce(name service.JobName) [galeratest.Nodes]int64 {
 	t := h.t
 	var counts [galeratest.Nodes]int64
 	start := make(chan struct{})

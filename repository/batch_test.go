@@ -383,7 +383,7 @@ func TestPayBatchRerunLoses(t *testing.T) {
 			}
 			return nil
 		})
-		db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
+		db.OnRetry(func(ctx context.Context, reason domain.RetryReason, attempt int, err error) {
 			reruns++
 			if won, err := repository.NewOrderStore(other).Claim(ctx, o.ID, "winner", domain.AnyVersion, t0); err != nil || !won {
 				t.Errorf("winner's Claim = %v, %v; want true", won, err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/repository"
 )
 
@@ -88,9 +89,9 @@ func TestGaleraClaimRace(t *testing.T) {
 	urls := galeraDatabase(t, servers[:2])
 	dbs := []*repository.DB{openGalera(t, urls[0]), openGalera(t, urls[1])}
 	var mu sync.Mutex
-	retries := map[string]int{}
+	retries := map[domain.RetryReason]int{}
 	for _, db := range dbs {
-		db.OnRetry(func(_ context.Context, reason string, _ int, _ error) {
+		db.OnRetry(func(_ context.Context, reason domain.RetryReason, _ int, _ error) {
 			mu.Lock()
 			retries[reason]++
 			mu.Unlock()

@@ -60,13 +60,6 @@ const (
 	sqliteLocked = 6
 )
 
-// Retry reasons, the label of payd_db_retries_total.
-const (
-	reasonDeadlock    = "deadlock"          // MySQL 1213: deadlock or Galera certification failure
-	reasonLockTimeout = "lock_wait_timeout" // MySQL 1205
-	reasonBusy        = "sqlite_busy"       // SQLITE_BUSY / SQLITE_LOCKED
-)
-
 // retryReason says why err is worth running the whole statement or
 // transaction again, or "" when it is not. Each of these errors means the
 // database undid the work: MySQL rolls the transaction back on a deadlock,
@@ -74,14 +67,14 @@ const (
 // transaction's COMMIT, SQLite refuses the statement. A lock wait timeout
 // undoes only the statement, but payd returns every error out of a
 // transaction, which then rolls back whole.
-func retryReason(err error) string {
+func retryReason(err error) domain.RetryReason {
 	var my *mysql.MySQLError
 	if errors.As(err, &my) {
 		switch my.Number {
 		case mysqlDeadlock:
-			return reasonDeadlock
+			return domain.RetryDeadlock
 		case mysqlLockWaitTimeout:
-			return reasonLockTimeout
+			return domain.RetryLockTimeout
 		}
 		return ""
 	}
@@ -89,7 +82,7 @@ func retryReason(err error) string {
 	if errors.As(err, &lite) {
 		switch lite.Code() & 0xff {
 		case sqliteBusy, sqliteLocked:
-			return reasonBusy
+			return domain.RetrySQLiteBusy
 		}
 	}
 	return ""
@@ -140,7 +133,7 @@ func classifyCallbacks(g *gorm.DB) error {
 // RetryFunc is told of every retry payd takes: why (deadlock,
 // lock_wait_timeout, sqlite_busy), which run failed (1 for the first) and
 // the error. It must be quick and safe for concurrent use.
-type RetryFunc func(ctx context.Context, reason string, attempt int, err error)
+type RetryFunc func(ctx context.Context, reason domain.RetryReason, attempt int, err error)
 
 // OnRetry sets the function told of every retry (for the
 // payd_db_retries_total metric and a debug log). Set it before serving.

@@ -50,15 +50,15 @@ func failFirst(point string, n int, err error) (func(string) error, *atomic.Int3
 }
 
 // countRetries counts the retries db reports, by reason.
-func countRetries(db *repository.DB) func(reason string) int {
+func countRetries(db *repository.DB) func(reason domain.RetryReason) int {
 	var mu sync.Mutex
-	n := map[string]int{}
-	db.OnRetry(func(_ context.Context, reason string, _ int, _ error) {
+	n := map[domain.RetryReason]int{}
+	db.OnRetry(func(_ context.Context, reason domain.RetryReason, _ int, _ error) {
 		mu.Lock()
 		n[reason]++
 		mu.Unlock()
 	})
-	return func(reason string) int {
+	return func(reason domain.RetryReason) int {
 		mu.Lock()
 		defer mu.Unlock()
 		return n[reason]
@@ -313,7 +313,7 @@ func TestSQLiteBusyRetried(t *testing.T) {
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		err         error
-		retry       string
+		retry       domain.RetryReason
 		unavailable bool
 	}{
 		{errDeadlock, "deadlock", false},

@@ -12,7 +12,7 @@ import (
 // database never do a unit of work twice: the second statement to reach a
 // row finds its guard false and affects nothing.
 type Job struct {
-	Name  string
+	Name  JobName
 	Every time.Duration
 	Run   func(ctx context.Context) (int64, error) // returns how many rows it handled
 	Log   *slog.Logger
@@ -48,6 +48,18 @@ func (j Job) Loop(ctx context.Context) {
 		}
 	}
 }
+
+// JobName names a background job: the job label of
+// payd_background_jobs_rows_total and of its log lines.
+type JobName string
+
+// The background jobs.
+const (
+	JobPurgeIdempotency  JobName = "purge_idempotency"
+	JobExpireOrders      JobName = "expire_orders"
+	JobRecoverPayments   JobName = "recover_payments"
+	JobReconcileSchedule JobName = "reconcile_schedule"
+)
 
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500

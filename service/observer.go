@@ -28,7 +28,7 @@ type Observer interface {
 	// (applied, duplicate, ignored, discrepancy).
 	WebhookApplied(eventType string, outcome WebhookOutcome)
 	// JobDone: a pass of the background job name handled n > 0 rows.
-	JobDone(name string, n int64)
+	JobDone(name JobName, n int64)
 }
 
 // PaymentOutcome is how a payment attempt ended, as Observer.PaymentResult
@@ -73,7 +73,7 @@ func (NopObserver) RefundedAutomatically(context.Context, domain.Refund) {}
 func (NopObserver) WebhookApplied(string, WebhookOutcome) {}
 
 // JobDone does nothing.
-func (NopObserver) JobDone(string, int64) {}
+func (NopObserver) JobDone(JobName, int64) {}
 
 // Observers tells every observer in it, in order.
 type Observers []Observer
@@ -114,7 +114,7 @@ func (all Observers) WebhookApplied(eventType string, outcome WebhookOutcome) {
 }
 
 // JobDone tells every observer.
-func (all Observers) JobDone(name string, n int64) {
+func (all Observers) JobDone(name JobName, n int64) {
 	for _, o := range all {
 		o.JobDone(name, n)
 	}

@@ -99,7 +99,9 @@ func NewMetrics() *Metrics {
 
 // DBRetried counts one retry of a database transaction or statement, by
 // reason (repository.DB.OnRetry). The reasons are a fixed set.
-func (m *Metrics) DBRetried(reason string) { m.dbRetries.WithLabelValues(reason).Inc() }
+func (m *Metrics) DBRetried(reason domain.RetryReason) {
+	m.dbRetries.WithLabelValues(string(reason)).Inc()
+}
 
 // Register adds collectors to payd's registry, e.g. the database pools'
 // statistics (collectors.NewDBStatsCollector).
@@ -131,7 +133,9 @@ func (m *Metrics) DiscrepancyRecorded(_ context.Context, d domain.Discrepancy) {
 }
 
 // JobDone counts the rows a background job handled (service.Observer).
-func (m *Metrics) JobDone(name string, n int64) { m.jobs.WithLabelValues(name).Add(float64(n)) }
+func (m *Metrics) JobDone(name service.JobName, n int64) {
+	m.jobs.WithLabelValues(string(name)).Add(float64(n))
+}
 
 // Scrape serves the metrics in the Prometheus text format, to whatever
 // path it is mounted on (payd's GET /metrics).
