@@ -8,9 +8,9 @@ import (
 )
 
 // sqlStatuses renders statuses as the list a guard's "status IN" holds,
-// as in ('open', 'resolving'), for statements whose statuses are written
-// into their text rather than bound: the refund, discrepancy and
-// idempotency record guards, built once from domain's machines. Statuses
+// as in ('open', 'resolving'). Every guarded statement has its statuses
+// written into its text this way, once, when the package is loaded, from
+// domain's machines; none is bound or spread at run time. Statuses
 // are domain's constants; one that is not a plain lower-case name panics
 // at start-up, so nothing but a status ever reaches the text.
 func sqlStatuses[S ~string](statuses ...S) string {
@@ -38,8 +38,8 @@ func sqlStatus[S ~string](s S) string {
 }
 
 // statusGuard is one event of a domain machine rendered for a guarded
-// statement that writes its statuses into its text: the statuses the
-// event leaves from, as a list for "status IN", and the one it sets.
+// statement: the statuses the event leaves from, as a list for
+// "status IN", and the one it sets.
 type statusGuard struct{ from, to string }
 
 // guardOf renders event e of machine m.
