@@ -278,7 +278,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	}
 	switch a.Status {
 	case domain.AttemptSucceeded:
-		return s.succeed(ctx, o, a, a.ProviderChargeID, domain.SourcePayReply)
+		return s.succeed(ctx, o, a, domain.Charge{ID: a.ProviderChargeID}, domain.SourcePayReply)
 	case domain.AttemptFailed:
 		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, domain.SourcePayReply)
 	case domain.AttemptHeld:
@@ -344,7 +344,7 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
 		return s.hold(ctx, o, a, ch, src)
 	case ch.Status == domain.ChargeSucceeded:
-		return s.succeed(ctx, o, a, ch.ID, src)
+		return s.succeed(ctx, o, a, ch, src)
 	case s.Canceller != nil && ch.ID != "" && a.Status.Unsettled():
 		// Cancelled first, released after: a released order whose failed
 		// charge could still be completed might be paid twice (ADR 0019).
@@ -407,12 +407,24 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // the order if the order can still take it. A success the order cannot
 // take — it was paid by another charge, or cancelled or expired — goes
 // back to the customer.
-func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) (domain.Order, error) {
+//
+// ch is the provider's charge as it was reported (only its ID when the
+// attempt was settled already). Outside refunds of it that were reported
+// before the order was paid are in the ledger but not in the order's
+// refunded amount; the transaction that pays the order counts them
+// (countOutside). The one-round-trip batch cannot read the ledger, so it
+// pays only when nothing can be there to count: on the pay reply (which
+// learned of the charge from its own request) for a charge the provider
+// reports nothing refunded of. Every other settlement takes the
+// transaction below, which reads the ledger once the order is paid.
+func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
+	chargeID := ch.ID
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
+	var counted bool             // outside refunds booked before the payment were counted
 	var err error
 	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
-	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() {
+	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() && src == domain.SourcePayReply && ch.RefundedAmount.IsZero() {
 		// The common case in one round trip. The attempt moves only if it
 		// is still unsettled, the order only if the attempt moved — what
 		// the transaction below would do. Nothing written: the
@@ -428,7 +440,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	}
 	if !settled {
 		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-			ours, paid = false, false // InTx may run fn again after a conflict: start clean
+			ours, paid, counted = false, false, false // InTx may run fn again after a conflict: start clean
 			finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
 			if err != nil {
 				return err
@@ -452,6 +464,11 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
 				return err
 			}
+			if paid {
+				if counted, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now); err != nil {
+					return err
+				}
+			}
 			fault("before_settle_commit")
 			return nil
 		})
@@ -467,7 +484,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	}
 	fault("after_settle_commit")
 	switch {
-	case adopted:
+	case adopted || (paid && counted):
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
 		}
