@@ -62,6 +62,10 @@ const markPaid = `UPDATE orders
 		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
+// markPaidAt is markPaid for an order still at the version its caller
+// read (PayBatch.SucceedAndPay's, as markPaidAtIfBooked).
+const markPaidAt = markPaid + ` AND version = ?`
+
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the
 // request that claimed the order may release it.

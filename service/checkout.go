@@ -82,7 +82,9 @@ type PayBatch interface {
 	// OrderStore.MarkPaid). settled: a moved and entry is recorded; paid:
 	// the order moved too. Not settled: nothing was written (also when
 	// entry's reference was recorded already).
-	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error)
+	// Unless version is domain.AnyVersion, the order moves only if it is
+	// still at version too.
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -413,15 +415,19 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // before the order was paid are in the ledger but not in the order's
 // refunded amount; the transaction that pays the order counts them
 // (countOutside). The one-round-trip batch cannot read the ledger, so it
-// pays only when nothing can be there to count: on the pay reply (which
-// learned of the charge from its own request) for a charge the provider
-// reports nothing refunded of. Every other settlement takes the
-// transaction below, which reads the ledger once the order is paid.
+// pays only when nothing can be there to count: on the pay reply, whose o
+// was read (or claimed) before the provider was asked, for a charge the
+// provider reports nothing refunded of, and only while the order is still
+// at o's version (an outside refund recorded since raised it,
+// OrderStore.Lock). Every other settlement takes the transaction below,
+// which reads the ledger once the order is paid. The answer is the order
+// as this payment left it, paid (a pay that succeeds answers paid); the
+// refunds counted with it are the order's next state, which its watchers
+// are told of and every read shows.
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
 	chargeID := ch.ID
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
-	var counted bool             // outside refunds booked before the payment were counted
 	var err error
 	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
 	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() && src == domain.SourcePayReply && ch.RefundedAmount.IsZero() {
@@ -432,15 +438,18 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		fault("before_settle_commit")
 		mine := a
 		mine.OrderID = o.ID
-		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), now)
+		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), o.Version, now)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
 		ours = settled
 	}
-	if !settled {
+	if !settled || !paid {
+		// Settled but not paid: the order was moved, or recorded something
+		// since o was read (an outside refund of this charge: it must be
+		// counted as the order is paid). The transaction learns which.
 		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-			ours, paid, counted = false, false, false // InTx may run fn again after a conflict: start clean
+			ours, paid = false, false // InTx may run fn again after a conflict: start clean
 			finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
 			if err != nil {
 				return err
@@ -465,7 +474,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 				return err
 			}
 			if paid {
-				if counted, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now); err != nil {
+				if _, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now); err != nil {
 					return err
 				}
 			}
@@ -484,7 +493,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 	}
 	fault("after_settle_commit")
 	switch {
-	case adopted || (paid && counted):
+	case adopted:
 		if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 			return domain.Order{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // An outside refund can be reported while the order it refunds is still
@@ -84,6 +85,54 @@ func TestOutsideRefundBeforeTheOrderIsPaid(t *testing.T) {
 				}
 				if again := w.get(t, cust, o.ID); again.Status != tc.wantStatus || !again.RefundedAmount.Equal(dec(tc.refund)) {
 					t.Errorf("order after the repeats = %s refunded %s, want %s refunded %s", again.Status, again.RefundedAmount, tc.wantStatus, tc.refund)
+				}
+				if ds := w.discrepanciesOf(t, o.ID); len(ds) != 0 {
+					t.Errorf("discrepancies = %+v, want none", ds)
+				}
+			})
+		})
+	}
+}
+
+// The pay reply itself can be overtaken: the provider charged, the charge
+// was refunded at its dashboard and the refund reported and booked, all
+// before the reply reached payd. The reply's charge says nothing refunded
+// (it was taken before the refund); the order's version, raised when the
+// refund was recorded, tells the settlement to count it.
+func TestOutsideRefundBeforeThePayReply(t *testing.T) {
+	for _, tc := range []struct {
+		name, refund string
+		wantStatus   domain.OrderStatus
+	}{
+		{"full", "10.00", domain.StatusRefunded},
+		{"partial", "4.00", domain.StatusPaid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, w *world) {
+				ctx := context.Background()
+				cust := w.customer(t)
+				o := w.order(t, cust, "10.00")
+				var booked []service.WebhookOutcome
+				w.prov.afterCharge = func(ch domain.Charge) {
+					pr := w.outside(t, ch.ID, tc.refund)
+					out, err := w.webhooks.Receive(ctx, "msg-"+newKey(), refundEvent(pr, o.ID), []byte("{}"))
+					if err != nil {
+						t.Errorf("Receive(refund.succeeded) = %v", err)
+					}
+					booked = append(booked, out)
+				}
+				got, err := w.pay(cust, o.ID, newKey(), "pm_ok")
+				w.prov.afterCharge = nil
+				if err != nil || got.Status != domain.StatusPaid {
+					t.Fatalf("Pay = %v, %v, want paid: the payment succeeded", got.Status, err)
+				}
+				if len(booked) != 1 || booked[0] != service.OutcomeApplied {
+					t.Fatalf("refund webhook outcomes = %v, want one applied", booked)
+				}
+				now, m, entries, _ := w.books(t, o.ID)
+				wantMoney(t, m, "10.00", tc.refund, "0", "0")
+				if now.Status != tc.wantStatus || !now.RefundedAmount.Equal(dec(tc.refund)) {
+					t.Errorf("order = %s refunded %s, want %s refunded %s (ledger %+v)", now.Status, now.RefundedAmount, tc.wantStatus, tc.refund, entries)
 				}
 				if ds := w.discrepanciesOf(t, o.ID); len(ds) != 0 {
 					t.Errorf("discrepancies = %+v, want none", ds)
