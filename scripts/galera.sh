@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A three-node MariaDB Galera cluster on loopback, for payd's scale-out tests
-# (cmd/payd galera_*_test.go, internal/galeratest) and for trying payd by hand.
+# (e2e/galera_*_test.go, internal/galeratest) and for trying payd by hand.
 #   scripts/galera.sh up      # fresh init (wipes $BASE/node{1,2,3}), bootstrap, join, create db payd
 #   scripts/galera.sh status
 #   scripts/galera.sh down    # stops the nodes by their pid files only

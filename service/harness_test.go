@@ -1,8 +1,9 @@
 package service_test
 
-// This file is the only place the service tests build payd's use cases:
-// the stores on a real database (internal/dbtest), the real sandbox
-// provider (sandboxtest), the clock, and the hooks. The tests themselves
+// This file is the only place the service tests build payd's use cases,
+// through app.NewUseCases as payd builds them: the stores on a real
+// database (internal/dbtest), the real sandbox provider (sandboxtest), the
+// clock, and the hooks. The tests themselves
 // speak in use-case methods and domain outcomes only, so a change to how
 // the graph is wired changes this file alone.
 
@@ -19,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/internal/dbtest"
@@ -107,55 +109,25 @@ func (w *world) replica() *world {
 	return r
 }
 
+// build wires payd's use cases on db as payd wires them (app.NewUseCases),
+// with the test's clock, provider and observer, and the timings above.
 func (w *world) build(db *repository.DB) {
-	const secret = "service-test-secret-key-0123456789"
-	sealer, err := idempotency.NewSealer(secret)
+	cfg := app.Config{SecretKey: "service-test-secret-key-0123456789", IdempotencyTTL: 24 * time.Hour, InflightWait: 0,
+		Lease: lease, OrderTTL: orderTTL, ProviderTimeout: providerTimeout, MaxAmount: domain.DefaultMaxAmount.String()}
+	idem, err := app.NewIdempotency(cfg, db, w.clock.Now)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	tokens, err := service.NewTokens(secret)
+	changes := &service.Changes{}
+	uc, err := app.NewUseCases(cfg, db, w.prov, app.Hooks{Now: w.clock.Now, Changes: changes,
+		Observer: service.Observers{changes, &observer{w: w}}, Answers: &payAnswers{w: w}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	var (
-		now           = w.clock.Now
-		tx            = repository.NewTransactor(db)
-		orders        = repository.NewOrderStore(db)
-		attempts      = repository.NewAttemptStore(db)
-		records       = repository.NewRecordStore(db)
-		discrepancies = repository.NewDiscrepancyStore(db)
-		refundStore   = repository.NewRefundStore(db)
-		inbox         = repository.NewInboxStore(db)
-		ledger        = repository.NewLedgerStore(db)
-		disputeStore  = repository.NewDisputeStore(db)
-		audit         = repository.NewAuditStore(db)
-		changes       = &service.Changes{}
-	)
-	w.records, w.discrepancies, w.db, w.ledger, w.disputeStore = records, discrepancies, db, ledger, disputeStore
-	w.idem = &idempotency.Engine{Records: records, Sealer: sealer, Lease: lease, InflightWait: 0, TTL: 24 * time.Hour, Now: now}
-	observer := service.Observers{changes, &observer{w: w}}
-	answers := &payAnswers{w: w}
-	w.refunds = &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
-		Discrepancies: discrepancies, Provider: w.prov, Now: now, Observer: observer,
-		Ledger: ledger, Charges: w.prov, Audit: audit, Disputes: disputeStore}
-	w.checkout = &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: w.prov,
-		Now: now, Orphans: w.refunds, Observer: observer, Answers: answers, ProviderTimeout: providerTimeout,
-		Discrepancies: discrepancies, Batch: repository.NewPayBatch(db), Ledger: ledger}
-	w.disputes = &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
-		Discrepancies: discrepancies, Audit: audit, Charges: w.sb.Client, Finder: w.sb.Client, Now: now, Observer: observer}
-	w.webhooks = &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders, Checkout: w.checkout, Refunds: w.refunds,
-		Discrepancies: discrepancies, Now: now, Provider: w.prov, Observer: observer, Disputes: w.disputes}
-	w.admin = &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore,
-		Discrepancies: discrepancies, Ledger: ledger, Disputes: disputeStore, Now: now}
-	w.recoverer = &service.Recoverer{Checkout: w.checkout, Attempts: attempts, Orders: orders, Provider: w.prov, Refunds: w.refunds, Lease: lease, Now: now}
-	w.reconciler = &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies,
-		Runs: repository.NewRunStore(db), Provider: w.prov, Lease: lease, Now: now, Observer: observer,
-		Ledger: ledger, Disputes: w.sb.Client, DisputeBook: w.disputes}
-	w.resolver = &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: w.checkout,
-		Recoverer: w.recoverer, Refunds: w.refunds, Charges: w.prov, Now: now, Ledger: ledger}
-	w.customers = &service.Customers{Store: repository.NewCustomerStore(db), Tokens: tokens, Now: now, ReplayWindow: 24 * time.Hour}
-	w.orders = &service.Orders{Store: orders, Attempts: attempts, Limits: domain.DefaultLimits, TTL: orderTTL, Now: now, Observer: observer, Feed: changes}
-	w.expire = service.ExpireOrders(orders, now, observer)
+	w.idem, w.db, w.records = idem, db, repository.NewRecordStore(db)
+	w.customers, w.orders, w.checkout, w.refunds, w.disputes = uc.Customers, uc.Orders, uc.Checkout, uc.Refunds, uc.Disputes
+	w.webhooks, w.recoverer, w.reconciler, w.resolver, w.admin = uc.Webhooks, uc.Recoverer, uc.Reconciler, uc.Resolver, uc.Admin
+	w.expire, w.discrepancies, w.ledger, w.disputeStore = uc.Expire, uc.Discrepancies, uc.Ledger, uc.DisputeStore
 }
 
 // observer is what these tests hear from the use cases: the payment
@@ -605,4 +577,19 @@ func statusesOf(cs []charge) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ListRefunds is the sandbox's refund list, as reconciliation reads it.
+func (p *spyProvider) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
+	return p.inner.ListRefunds(ctx, from, to)
+}
+
+// ListDisputes is the sandbox's dispute list, as reconciliation reads it.
+func (p *spyProvider) ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error) {
+	return p.inner.ListDisputes(ctx, from, to)
+}
+
+// FindDispute is the sandbox's dispute by its ID.
+func (p *spyProvider) FindDispute(ctx context.Context, id string) (domain.ProviderDispute, error) {
+	return p.inner.FindDispute(ctx, id)
 }

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/payd/payd/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := cli.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "payd:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,267 @@
+// Package app is payd put together: its configuration (every PAYD_*
+// variable and flag, and the checks that refuse unsafe settings) and the
+// one wiring of stores, services and handlers, Build, that `payd serve`
+// and every end-to-end test run.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/telemetry"
+)
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(telemetry.TraceLogs(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+}
+
+// now is payd's clock: UTC, at the microsecond precision both databases store.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// Migrate is `payd migrate up|status`: apply the pending migrations, or
+// list every migration and whether it is applied.
+func Migrate(ctx context.Context, action string, cfg Config, stdout io.Writer) error {
+	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if action == "up" {
+		if err := repository.Migrate(ctx, db); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	}
+	states, err := repository.MigrationStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		state := "pending"
+		if s.Applied {
+			state = "applied " + s.AppliedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(stdout, "%05d  %-36s %s\n", s.Version, s.Name, state)
+	}
+	return nil
+}
+
+// App is payd built: its database open and migrated, its listener bound,
+// its provider reachable and every use case wired to them. Serve runs it;
+// Close releases what Build took.
+type App struct {
+	cfg    Config
+	log    *slog.Logger
+	db     *repository.DB
+	ln     net.Listener
+	base   string
+	banner io.Writer
+	tr     telemetry.Tracing
+	parts  *Parts
+	closes []func() // run by Close, last first
+}
+
+// options are Build's optional inputs.
+type options struct {
+	logs, banner io.Writer
+	ln           net.Listener
+	tp           trace.TracerProvider
+}
+
+// Option changes how Build builds payd.
+type Option func(*options)
+
+// Logs sends payd's JSON log to w (the command line: stderr).
+func Logs(w io.Writer) Option { return func(o *options) { o.logs = w } }
+
+// Banner sends the welcome banner Serve prints to w (the command line:
+// stdout).
+func Banner(w io.Writer) Option { return func(o *options) { o.banner = w } }
+
+// Listener serves on ln instead of a listener on PAYD_ADDR.
+func Listener(ln net.Listener) Option { return func(o *options) { o.ln = ln } }
+
+// TracerProvider records spans in tp instead of exporting them over OTLP
+// (tests).
+func TracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tp = tp }
+}
+
+// Build opens and migrates the database, keeps the development secrets,
+// binds the listener, starts tracing and the provider (the in-process
+// sandbox unless PAYD_PROVIDER_URL or PAYD_PROVIDER=stripe says otherwise)
+// and wires payd. It is the one place payd's object graph is built: main
+// and every end-to-end test come through it.
+func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) {
+	o := options{logs: io.Discard, banner: io.Discard}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &App{cfg: cfg, log: newLogger(cfg, o.logs), banner: o.banner}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	log := a.log
+	repository.LogDriverTo(log)
+	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	a.db = db
+	a.onClose(func() { _ = db.Close() })
+	log.Info("database opened", "dialect", db.Dialect(), "galera", db.Galera())
+	if err := repository.Migrate(ctx, db); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	// Only once the database is there: a payd that cannot reach it leaves
+	// no secrets file behind.
+	if err := a.cfg.keepDevSecrets(); err != nil {
+		return nil, err
+	}
+	if a.ln = o.ln; a.ln == nil {
+		if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, err
+		}
+	}
+	ln := a.ln
+	a.onClose(func() { _ = ln.Close() })
+	a.base = "http://" + ln.Addr().String()
+
+	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
+	// still buffered are flushed when payd stops.
+	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Endpoint: cfg.OTLPEndpoint, Env: cfg.Env, Provider: o.tp}); err != nil {
+		return nil, err
+	}
+	tr := a.tr
+	a.onClose(func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(flushCtx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	})
+
+	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
+	if err != nil {
+		return nil, err
+	}
+	a.onClose(stopSandbox)
+	if sandbox, ok := prov.(*provider.Client); ok && a.cfg.ProviderURL == "" {
+		a.cfg.sandboxURL = sandbox.BaseURL() // printed in the banner
+	}
+
+	if a.parts, err = Wire(a.cfg, db, prov, log); err != nil {
+		return nil, err
+	}
+	a.onClose(a.parts.closeRedis)
+	return a, nil
+}
+
+// onClose adds f to what Close runs.
+func (a *App) onClose(f func()) { a.closes = append(a.closes, f) }
+
+// Close releases what Build took: Redis, the sandbox, the traces still
+// buffered, the listener and the database, in that order.
+func (a *App) Close() {
+	for i := len(a.closes) - 1; i >= 0; i-- {
+		a.closes[i]()
+	}
+	a.closes = nil
+}
+
+// Addr is where payd listens.
+func (a *App) Addr() net.Addr { return a.ln.Addr() }
+
+// Serve runs the API until ctx ends, then shuts down gracefully: the
+// listener closes, in-flight requests finish, background jobs stop. It
+// prints the welcome banner once payd listens.
+func (a *App) Serve(ctx context.Context) error {
+	cfg, log, p := a.cfg, a.log, a.parts
+	stopAdmin, err := telemetry.ServeAdmin(telemetry.AdminConfig{MetricsAddr: cfg.MetricsAddr, PprofAddr: cfg.PprofAddr,
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}, p.Metrics, log)
+	if err != nil {
+		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
+	}
+	defer stopAdmin()
+	jobsCtx, stopJobs := context.WithCancel(ctx)
+	defer stopJobs()
+	for _, j := range p.Jobs {
+		go j.Loop(jobsCtx)
+	}
+	if p.Redis != nil {
+		go p.Redis.Listen(jobsCtx)
+	}
+
+	// Timeouts cut slow and idle clients, so a few of them cannot hold
+	// every connection. Event streams lift the write deadline for
+	// themselves (handler.Events).
+	srv := &http.Server{Handler: a.tr.Server(p.Echo), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(a.ln) }()
+	log.Info("payd listening", "addr", a.ln.Addr().String(), "env", cfg.Env)
+	printWelcome(a.banner, cfg, a.base)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	stopJobs()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	// In-flight requests have finished; payments left with an unknown
+	// outcome keep their records processing. Release those leases so a
+	// retry (on another replica, or after restart) recovers them at once.
+	if n, err := p.Idempotency.ReleaseHeld(shutdownCtx); err != nil {
+		log.Warn("release leases", "err", err, "released", n)
+	} else if n > 0 {
+		log.Info("released leases", "count", n)
+	}
+	log.Info("payd stopped")
+	return nil
+}
+
+// Run is `payd serve`: Build, Serve until ctx ends, Close.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	a, err := Build(ctx, cfg, Logs(stderr), Banner(stdout))
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Serve(ctx)
+}
+
+func ready(ctx context.Context, db *repository.DB) error {
+	if err := db.Ping(ctx); err != nil {
+		return errors.New("database unreachable")
+	}
+	pending, err := repository.Pending(ctx, db)
+	if err != nil {
+		return errors.New("migration state unknown")
+	}
+	if pending {
+		return errors.New("migrations pending")
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/payd/payd/service"
+)
+
+// minSecretBytes is the least a Standard Webhooks secret may decode to,
+// and the least length of an admin token or secret key: 192 bits.
+const minSecretBytes = 24
+
+// checkSecret refuses, in production, a secret an attacker could guess. A
+// webhook setting may list several whsec_ secrets (rotation): each one is
+// checked, since payd accepts a signature by any of them.
+func checkSecret(name, val string) error {
+	if name != "PAYD_WEBHOOK_SECRET" {
+		if weakSecret(val) || lowEntropy([]byte(val)) {
+			return fmt.Errorf("%s must be set to a strong secret (24+ random characters, not a placeholder or a repeated pattern) when PAYD_ENV=production", name)
+		}
+		return nil
+	}
+	secrets := webhookSecrets(val)
+	if len(secrets) == 0 {
+		return fmt.Errorf("%s must be set to one or more whsec_... secrets when PAYD_ENV=production", name)
+	}
+	for i, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+		if err != nil || len(key) < minSecretBytes || lowEntropy(key) || weakSecret(s) {
+			// The position, never the secret, goes into the message.
+			return fmt.Errorf("%s: secret %d of %d must be whsec_ and the base64 of at least %d random bytes when PAYD_ENV=production", name, i+1, len(secrets), minSecretBytes)
+		}
+	}
+	return nil
+}
+
+// checkSecretKeyAlone refuses, in production, a PAYD_SECRET_KEY that is
+// also another secret payd holds: an admin or operator token, or a webhook
+// secret. Whoever holds that other secret (an operator, the provider, the
+// sandbox's host) would hold the key that seals stored replies and signs
+// customer tokens. The message names the other setting, never the secret.
+func (c *Config) checkSecretKeyAlone(sub string) error {
+	if c.Env != "production" || sub == "sandbox" || sub == "migrate" || c.SecretKey == "" {
+		return nil
+	}
+	others := []struct{ name, val string }{{"PAYD_ADMIN_TOKEN", c.AdminToken}}
+	for _, o := range c.operators {
+		others = append(others, struct{ name, val string }{"PAYD_ADMIN_TOKENS (operator " + o.Name + ")", o.Token})
+	}
+	for _, w := range []struct{ name, val string }{{"PAYD_WEBHOOK_SECRET", c.WebhookSecret}, {"STRIPE_WEBHOOK_SECRET", c.Stripe.WebhookSecret}} {
+		others = append(others, w)
+		for _, s := range webhookSecrets(w.val) {
+			others = append(others, struct{ name, val string }{w.name, s})
+		}
+	}
+	for _, o := range others {
+		if o.val != "" && subtle.ConstantTimeCompare([]byte(o.val), []byte(c.SecretKey)) == 1 {
+			return fmt.Errorf("PAYD_SECRET_KEY must differ from %s when PAYD_ENV=production: each secret has its own holder", o.name)
+		}
+	}
+	return nil
+}
+
+// lowEntropy reports a secret made of few distinct symbols or of one short
+// unit repeated (aaaa…, abab…, ab12ab12…): long, yet easy to guess.
+func lowEntropy(b []byte) bool {
+	distinct := map[byte]bool{}
+	for _, c := range b {
+		distinct[c] = true
+	}
+	if len(distinct) < 8 {
+		return true
+	}
+	for period := 1; period <= len(b)/2; period++ {
+		repeats := true
+		for i := period; i < len(b) && repeats; i++ {
+			repeats = b[i] == b[i-period]
+		}
+		if repeats {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSettings refuses, in every environment, settings that would let
+// payd start and then fail at its first use of them.
+func (c *Config) checkSettings() error {
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
+	}
+	// A pay call waits for one provider call (PAYD_PROVIDER_TIMEOUT) and may
+	// settle after it: it must be able to answer before the write deadline
+	// cuts the connection, or the client sees a reset for a payment made.
+	if m := service.InFlightMargin(c.ProviderTimeout); c.ProviderTimeout > 0 && c.WriteTimeout <= c.ProviderTimeout+m {
+		return fmt.Errorf("PAYD_WRITE_TIMEOUT (%v) must be longer than PAYD_PROVIDER_TIMEOUT (%v) plus a margin of %v: a pay call must be able to answer",
+			c.WriteTimeout, c.ProviderTimeout, m)
+	}
+	for _, u := range []struct{ name, val string }{
+		{"PAYD_PROVIDER_URL", c.ProviderURL},
+		{"PAYD_SANDBOX_WEBHOOK_URL", c.SandboxWebhookURL},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", c.OTLPEndpoint},
+	} {
+		if u.val == "" {
+			continue
+		}
+		p, err := url.Parse(u.val)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%s must be an http:// or https:// URL with a host, not %q", u.name, redactURL(u.val))
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("PAYD_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	n, err := strconv.Atoi(c.maxStreams)
+	if err != nil || n < 1 {
+		return fmt.Errorf("PAYD_MAX_STREAMS_PER_CUSTOMER must be a whole number of at least 1, not %q", c.maxStreams)
+	}
+	c.MaxStreams = n
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("PAYD_METRICS_ADDR must be host:port (such as 127.0.0.1:9090), not %q", c.MetricsAddr)
+		}
+	}
+	if c.PprofAddr != "" {
+		_, port, err := net.SplitHostPort(c.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("PAYD_PPROF_ADDR must be host:port (such as 127.0.0.1:6060), not %q", c.PprofAddr)
+		}
+		if c.PprofAddr == c.Addr && port != "0" { // :0 picks a port of its own
+			return errors.New("PAYD_PPROF_ADDR must differ from PAYD_ADDR: the profiler is never served on the public listener")
+		}
+	}
+	return nil
+}
+
+// redactURL keeps a URL's password out of an error message.
+func redactURL(s string) string {
+	if p, err := url.Parse(s); err == nil {
+		return p.Redacted()
+	}
+	return "(unparsable)"
+}

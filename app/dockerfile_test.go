@@ -1,0 +1,112 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// dockerStage is one FROM ... stage of a Dockerfile: its base image and
+// its instructions, continuation lines joined.
+type dockerStage struct {
+	from  string
+	lines []string
+}
+
+func parseDockerfile(t *testing.T, path string) []dockerStage {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile(`\\\n\s*`).ReplaceAllString(string(b), " ")
+	var stages []dockerStage
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "FROM "); ok {
+			stages = append(stages, dockerStage{from: strings.Fields(rest)[0]})
+			continue
+		}
+		if len(stages) == 0 {
+			t.Fatalf("%s: %q before the first FROM", path, line)
+		}
+		stages[len(stages)-1].lines = append(stages[len(stages)-1].lines, line)
+	}
+	return stages
+}
+
+func (s dockerStage) find(instr string) []string {
+	var out []string
+	for _, l := range s.lines {
+		if rest, ok := strings.CutPrefix(l, instr+" "); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// TestDockerfileBuildsPayd: the image compose builds compiles ./cmd/payd
+// statically with a Go release go.mod accepts, and runs it as a non-root
+// user, serving by default on the port compose publishes.
+func TestDockerfileBuildsPayd(t *testing.T) {
+	c := loadCompose(t)
+	for _, name := range []string{"payd", "sandbox"} {
+		b := c.Services[name].Build
+		if b == nil {
+			t.Fatalf("service %s has no build section", name)
+		}
+		if _, err := os.Stat(filepath.Join(repoRoot, b.Context, b.Dockerfile)); err != nil {
+			t.Fatalf("service %s builds from %s/%s: %v", name, b.Context, b.Dockerfile, err)
+		}
+	}
+	stages := parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
+	if len(stages) < 2 {
+		t.Fatalf("Dockerfile has %d stages, want a build stage and a slim final one", len(stages))
+	}
+	build, final := stages[0], stages[len(stages)-1]
+
+	goMod, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(goMod)
+	if goLine == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	if img := build.from; !strings.HasPrefix(img, "golang:"+string(goLine[1])) {
+		t.Errorf("build stage FROM %s, want golang:%s (go.mod's go line)", img, goLine[1])
+	}
+	var built bool
+	for _, run := range build.find("RUN") {
+		if strings.Contains(run, "go build") && strings.Contains(run, "./cmd/payd") {
+			built = true
+			if !strings.Contains(run, "CGO_ENABLED=0") {
+				t.Errorf("go build runs without CGO_ENABLED=0: the binary would not be static")
+			}
+		}
+	}
+	if !built {
+		t.Errorf("no RUN go build ... ./cmd/payd in the build stage")
+	}
+	user := final.find("USER")
+	if len(user) == 0 || regexp.MustCompile(`^(root|0)(:|$)`).MatchString(user[len(user)-1]) {
+		t.Errorf("final stage USER = %v, want a non-root user", user)
+	}
+	entry, cmd := final.find("ENTRYPOINT"), final.find("CMD")
+	if len(entry) != 1 || !strings.Contains(entry[0], "payd") || len(cmd) != 1 || !strings.Contains(cmd[0], `"serve"`) {
+		t.Errorf("ENTRYPOINT %v CMD %v, want payd with serve by default", entry, cmd)
+	}
+	_, port := hostPort(t, c.Services["payd"].Environment["PAYD_ADDR"])
+	if expose := final.find("EXPOSE"); len(expose) != 1 || expose[0] != port {
+		t.Errorf("EXPOSE %v, want %s (PAYD_ADDR in compose)", expose, port)
+	}
+	ignore, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
+	if err != nil || !regexp.MustCompile(`(?m)^\.env$`).Match(ignore) || !regexp.MustCompile(`(?m)^\*\.db$`).Match(ignore) {
+		t.Errorf(".dockerignore must keep .env and *.db out of the build context (err %v)", err)
+	}
+}

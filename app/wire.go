@@ -1,0 +1,302 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/handler"
+	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/redisx"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
+)
+
+// PaymentProvider is every port payd's use cases need from the provider:
+// the sandbox's client (provider.Client) or Stripe's (stripeprovider.Client).
+type PaymentProvider = telemetry.Provider
+
+// readBacklog is the backlog gauges' database read.
+func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, error) {
+	return func(ctx context.Context) (telemetry.Backlog, error) {
+		b, err := repository.ReadBacklog(ctx, db)
+		return telemetry.Backlog(b), err
+	}
+}
+
+// providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
+// the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on loopback
+// that delivers its webhooks to this very payd.
+func providerFor(ctx context.Context, cfg Config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (PaymentProvider, func(), error) {
+	if cfg.Stripe.Provider == "stripe" {
+		sp, err := newStripe(cfg, log)
+		return sp, func() {}, err
+	}
+	if cfg.ProviderURL != "" {
+		return provider.NewClient(cfg.ProviderURL, opts...), func() {}, nil
+	}
+	hook := cfg.SandboxWebhookURL
+	if hook == "" {
+		hook = base + "/v1/webhooks/provider"
+	}
+	stop, addr, err := startSandbox(ctx, cfg, hook, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	return provider.NewClient("http://"+addr, opts...), stop, nil
+}
+
+// Parts is payd wired together: what Serve runs, and what tests that run
+// several replicas on one database drive.
+type Parts struct {
+	Idempotency *idempotency.Engine
+	Echo        *echo.Echo // the HTTP API
+	Jobs        []service.Job
+
+	Metrics *telemetry.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
+	Redis   *redisx.Redis      // nil without PAYD_REDIS_URL
+}
+
+func (p *Parts) closeRedis() {
+	if p.Redis != nil {
+		_ = p.Redis.Close()
+	}
+}
+
+// Wire builds stores → services → handlers on db, charging through client.
+func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logger) (*Parts, error) {
+	sealer, err := idempotency.NewSealer(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
+	}
+	crashAt(cfg.Fault)
+	metrics := telemetry.NewMetrics()
+	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
+		metrics.Register(collectors.NewDBStatsCollector(pool, name))
+	}
+	metrics.WatchBacklog(readBacklog(db), telemetry.BacklogTTL, telemetry.BacklogTimeout)
+	db.OnRetry(func(ctx context.Context, reason string, attempt int, err error) {
+		metrics.DBRetried(reason)
+		log.DebugContext(ctx, "database conflict, retrying", "reason", reason, "attempt", attempt, "err", err)
+	})
+
+	records := repository.NewRecordStore(db)
+	idem := newIdempotency(cfg, records, sealer, now)
+	idem.Observer = metrics
+	// What the use cases do reaches this process's event streams, the
+	// metrics and the outcome log; a payment settled outside its request
+	// stores its answer in the pay request's idempotency record.
+	changes := &service.Changes{}
+	observer := service.Observers{changes, metrics, telemetry.OutcomeLog{Log: log}}
+	rds, eventsLive, err := wireRedis(cfg, idem, changes, metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	if rds != nil {
+		observer = append(observer, redisx.Events{Redis: rds})
+	}
+	// Telemetry (ADR 0022): every provider call timed, the backlog read on
+	// scrape, outcomes logged.
+	uc, err := NewUseCases(cfg, db, client, Hooks{Changes: changes, Observer: observer, Answers: handler.PayRecords{Engine: idem},
+		Timed: func(p PaymentProvider) PaymentProvider {
+			return telemetry.ObservedProvider{Next: p, Observe: metrics.ProviderCalled}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	stripeHooks, err := stripeWebhooks(cfg, client, uc.Webhooks) // nil unless PAYD_PROVIDER=stripe
+	if err != nil {
+		return nil, fmt.Errorf("STRIPE_WEBHOOK_SECRET: %w", err)
+	}
+	var webhooks *handler.Webhooks // the sandbox's events: nil in Stripe mode, one endpoint per mode
+	if stripeHooks == nil {
+		if webhooks, err = handler.NewWebhooks(uc.Webhooks, provider.ParseEvent, cfg.WebhookSecret); err != nil {
+			return nil, fmt.Errorf("PAYD_WEBHOOK_SECRET: %w", err)
+		}
+		webhooks.Rejected = metrics.WebhookRejected
+	}
+	admin := &handler.Admin{
+		Service:     uc.Admin,
+		Refunds:     uc.Refunds,
+		Reconcile:   uc.Reconciler,
+		Resolver:    uc.Resolver,
+		Records:     idem,
+		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
+	}
+	e := handler.New(handler.Deps{
+		Log:         log,
+		Customers:   uc.Customers,
+		Orders:      uc.Orders,
+		Checkout:    uc.Checkout,
+		Webhooks:    webhooks,
+		Admin:       admin,
+		EventPoll:   time.Second,
+		EventsLive:  eventsLive,
+		Idempotency: idem,
+		AdminToken:  cfg.AdminToken,
+		Operators:   cfg.operators,
+		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
+		Metrics:     metrics,
+
+		MetricsElsewhere: cfg.MetricsAddr != "",
+		MaxStreams:       cfg.MaxStreams,
+
+		// The provider (stripe.go): /v1/webhooks/stripe in Stripe
+		// mode, and what the checkout page pays with.
+		StripeWebhooks: stripeHooks,
+		CheckoutPage:   checkoutPage(cfg),
+	})
+	jobs := []service.Job{
+		{Name: "purge_idempotency", Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
+		{Name: "expire_orders", Every: 10 * time.Second, Run: uc.Expire, Log: log, Observer: observer},
+		{Name: "recover_payments", Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
+	}
+	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
+	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds}, nil
+}
+
+// NewIdempotency is the idempotency engine on db's records, with payd's
+// settings and clock (nil: payd's).
+func NewIdempotency(cfg Config, db *repository.DB, clock func() time.Time) (*idempotency.Engine, error) {
+	sealer, err := idempotency.NewSealer(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
+	}
+	if clock == nil {
+		clock = now
+	}
+	return newIdempotency(cfg, repository.NewRecordStore(db), sealer, clock), nil
+}
+
+func newIdempotency(cfg Config, records *repository.RecordStore, sealer *idempotency.Sealer, now func() time.Time) *idempotency.Engine {
+	return &idempotency.Engine{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now}
+}
+
+// Hooks are what NewUseCases takes from its caller besides the settings.
+type Hooks struct {
+	Now      func() time.Time // nil: payd's clock (UTC, microseconds)
+	Changes  *service.Changes // the orders' event feed; nil: a new one
+	Observer service.Observer // what the use cases report to; nil: Changes alone
+	// Answers stores a pay answer settled outside its request (the HTTP
+	// layer's PayRecords); nil: not stored.
+	Answers service.SettledAnswers
+	// Timed wraps the provider port every use case calls (the metrics'
+	// stopwatch); nil: the provider as it is.
+	Timed func(PaymentProvider) PaymentProvider
+}
+
+// UseCases is payd's services on one database, wired to each other, to
+// their stores and to the provider: what the HTTP handlers and the jobs
+// serve, and what the service tests drive.
+type UseCases struct {
+	Customers  *service.Customers
+	Orders     *service.Orders
+	Checkout   *service.Checkout
+	Refunds    *service.Refunds
+	Disputes   *service.Disputes
+	Webhooks   *service.Webhooks
+	Recoverer  *service.Recoverer
+	Reconciler *service.Reconciler
+	Resolver   *service.Resolver
+	Admin      *service.Admin
+	Expire     func(context.Context) (int64, error) // the expire_orders job
+
+	// The stores tests read beside the use cases.
+	Discrepancies *repository.DiscrepancyStore
+	Ledger        *repository.LedgerStore
+	DisputeStore  *repository.DisputeStore
+}
+
+// NewUseCases builds stores → services on db, charging through client.
+func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks) (*UseCases, error) {
+	tokens, err := service.NewTokens(cfg.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
+	}
+	now := now // payd's clock, unless the caller brings one
+	if h.Now != nil {
+		now = h.Now
+	}
+	changes := h.Changes
+	if changes == nil {
+		changes = &service.Changes{}
+	}
+	observer := h.Observer
+	if observer == nil {
+		observer = changes
+	}
+	prov := client
+	if h.Timed != nil {
+		prov = h.Timed(client)
+	}
+	var (
+		tx            = repository.NewTransactor(db)
+		orders        = repository.NewOrderStore(db)
+		attempts      = repository.NewAttemptStore(db)
+		custs         = repository.NewCustomerStore(db)
+		discrepancies = repository.NewDiscrepancyStore(db)
+		refundStore   = repository.NewRefundStore(db)
+		audit         = repository.NewAuditStore(db)
+		inbox         = repository.NewInboxStore(db)
+		runs          = repository.NewRunStore(db)
+		ledger        = repository.NewLedgerStore(db)
+		disputeStore  = repository.NewDisputeStore(db)
+	)
+	limits := domain.DefaultLimits
+	limits.MaxAmount = decimal.RequireFromString(cfg.MaxAmount)
+
+	refunds := &service.Refunds{Tx: tx, Orders: orders, Attempts: attempts, Store: refundStore,
+		Discrepancies: discrepancies, Provider: prov, Now: now, Observer: observer,
+		Ledger: ledger, Charges: prov, Audit: audit, Disputes: disputeStore}
+	if g, ok := client.(service.RefundGetter); ok { // Stripe: a pending refund is asked by its ID
+		refunds.Getter = g
+	}
+	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
+		Now: now, Orphans: refunds, Observer: observer, Answers: h.Answers, ProviderTimeout: cfg.ProviderTimeout,
+		Batch: repository.NewPayBatch(db), Ledger: ledger}
+	// A charge reported for other money is recorded, on every path (ADR 0010).
+	checkout.Discrepancies = discrepancies
+	if c, ok := client.(service.ChargeCanceller); ok { // Stripe: a failed PaymentIntent is cancelled before release
+		checkout.Canceller = c
+	}
+	disputes := &service.Disputes{Tx: tx, Store: disputeStore, Ledger: ledger, Orders: orders, Attempts: attempts,
+		Discrepancies: discrepancies, Audit: audit, Charges: prov, Finder: prov, Now: now, Observer: observer}
+	receiver := &service.Webhooks{Inbox: inbox, Attempts: attempts, Orders: orders,
+		Checkout: checkout, Refunds: refunds, Discrepancies: discrepancies, Now: now, Provider: prov, // Provider: ADR 0010
+		Observer: observer, Disputes: disputes}
+	receiver.SameCharge = cfg.Stripe.Provider == "stripe" // a Stripe event for another PaymentIntent is a discrepancy
+	recoverer := &service.Recoverer{Checkout: checkout, Attempts: attempts, Orders: orders, Provider: prov, Refunds: refunds, Lease: cfg.Lease, Now: now,
+		ActionTTL: cfg.OrderTTL}
+	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
+		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
+		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger, // refunds compared too
+		Disputes: prov, DisputeBook: disputes} // and disputes, with the provider's list
+	return &UseCases{
+		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
+			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
+		Orders:     &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
+		Checkout:   checkout,
+		Refunds:    refunds,
+		Disputes:   disputes,
+		Webhooks:   receiver,
+		Recoverer:  recoverer,
+		Reconciler: reconciler,
+		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
+			Recoverer: recoverer, Refunds: refunds, Charges: prov, Now: now, Ledger: ledger},
+		Admin: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
+			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},
+		Expire: service.ExpireOrders(orders, now, observer),
+
+		Discrepancies: discrepancies,
+		Ledger:        ledger,
+		DisputeStore:  disputeStore,
+	}, nil
+}

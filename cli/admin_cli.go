@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payd/payd/client"
+)
+
+// adminAbout is `payd help admin`: every verb, for operators.
+const adminAbout = `Talks to a running payd's operator API (/v1/admin/...) with the generated client.
+Prints tables for people; -json prints payd's JSON answer for scripts.
+
+  payd admin orders search [-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]
+  payd admin orders show ORDER_ID             the order and its timeline, each entry with its outcome
+  payd admin reconcile run -from T [-to T] [-file settlement.csv] [-dry-run] [-key K]
+  payd admin reconcile show RUN_ID            a run and the discrepancies it found
+  payd admin reconcile list [-limit N] [-cursor C]
+  payd admin discrepancies list [-status open|resolving|resolved] [-type T] [-order ID]
+  payd admin discrepancies resolve DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]
+
+Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -admin-token
+(PAYD_ADMIN_TOKEN; prefer the variable: a flag shows in the process list) and -json.
+Times T are RFC 3339 (2026-01-31T00:00:00Z) or a duration before now (24h).
+A run or a resolution is sent with one idempotency key, repeated on a lost answer;
+-key K sets it, so a script that reruns a command after a timeout acts once.
+An answer other than success prints payd's problem and exits 1.`
+
+// adminConn is what every admin verb needs: where payd is, the operator
+// token, and how to print.
+type adminConn struct {
+	url, token string
+	json       bool
+	api        *client.Client
+	out        io.Writer
+}
+
+// adminFlags are the flags every verb shares, defaulting to PAYD_URL and
+// PAYD_ADMIN_TOKEN.
+func adminFlags(name string, getenv func(string) string) (*flag.FlagSet, *adminConn) {
+	a := &adminConn{}
+	fs := flag.NewFlagSet("payd admin "+name, flag.ContinueOnError)
+	url := getenv("PAYD_URL")
+	if url == "" {
+		url = "http://127.0.0.1:8080"
+	}
+	fs.StringVar(&a.url, "url", url, "base URL of the running payd (PAYD_URL)")
+	// The token's default is read after parsing, so -h never prints it.
+	fs.StringVar(&a.token, "admin-token", "", "operator token (default PAYD_ADMIN_TOKEN; the variable keeps it out of the process list)")
+	fs.BoolVar(&a.json, "json", false, "print payd's JSON answer instead of a table")
+	return fs, a
+}
+
+// adminCommand is `payd admin GROUP VERB ...`.
+func adminCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		printCommandUsage(stdout, "admin", nil)
+		if len(args) == 0 {
+			return errors.New("usage: payd admin orders|reconcile|discrepancies VERB (run 'payd help admin')")
+		}
+		return nil
+	}
+	if len(args) < 2 {
+		return fmt.Errorf("usage: payd admin %s VERB (run 'payd help admin')", args[0])
+	}
+	name := args[0] + " " + args[1]
+	makeVerb, ok := adminVerbs[name]
+	if !ok {
+		return fmt.Errorf("unknown admin command %q (run 'payd help admin')", name)
+	}
+	verb := makeVerb()
+	fs, a := adminFlags(name, getenv)
+	verb.flags(fs)
+	pos, err := parseAdminFlags(fs, name, verb.usage, args[2:], stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != verb.nargs {
+		return fmt.Errorf("usage: payd admin %s %s (run 'payd help admin')", name, verb.usage)
+	}
+	if a.token == "" {
+		a.token = getenv("PAYD_ADMIN_TOKEN")
+	}
+	if a.token == "" {
+		return errors.New("no operator token: set PAYD_ADMIN_TOKEN (or -admin-token)")
+	}
+	a.out = stdout
+	a.api, err = client.NewClient(strings.TrimRight(a.url, "/"),
+		client.WithHTTPClient(&http.Client{Timeout: 2 * time.Minute}),
+		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+a.token)
+			r.Header.Set("Accept", "application/json")
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("-url %q: %w", a.url, err)
+	}
+	return verb.run(ctx, a, pos)
+}
+
+// parseAdminFlags parses flags placed before or after the positional
+// arguments (`orders show ID -json` as well as `orders show -json ID`).
+func parseAdminFlags(fs *flag.FlagSet, name, usage string, args []string, w io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(w, "usage: payd admin %s %s\n\nflags:\n", name, usage)
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			return nil, errHelpShown
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (run 'payd admin %s -h' for its flags)", err, name)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+}
+
+// apiError is an answer other than success, in payd's words (RFC 9457).
+type apiError struct {
+	status              int
+	code, title, detail string
+	fields              []string
+}
+
+func (e *apiError) Error() string {
+	if e.status == http.StatusUnauthorized {
+		return "payd refused the operator token (401 unauthorized): set PAYD_ADMIN_TOKEN to an operator token"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "payd answered %d", e.status)
+	if e.code != "" {
+		fmt.Fprintf(&b, " %s", e.code)
+	}
+	if e.title != "" {
+		fmt.Fprintf(&b, ": %s", e.title)
+	}
+	if e.detail != "" {
+		fmt.Fprintf(&b, " — %s", e.detail)
+	}
+	for _, f := range e.fields {
+		fmt.Fprintf(&b, "\n  %s", f)
+	}
+	return b.String()
+}
+
+// answer reads a response: its body on success (2xx), else an apiError.
+func (a *adminConn) answer(res *http.Response, err error) ([]byte, *http.Response, error) {
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach payd at %s (is it running? set PAYD_URL): %w", a.url, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read payd's answer: %w", err)
+	}
+	if res.StatusCode/100 == 2 {
+		return body, res, nil
+	}
+	var p client.Problem
+	e := &apiError{status: res.StatusCode}
+	if json.Unmarshal(body, &p) == nil {
+		e.code, e.title = string(p.Code), p.Title
+		if p.Detail != nil {
+			e.detail = *p.Detail
+		}
+		if p.Errors != nil {
+			for _, f := range *p.Errors {
+				e.fields = append(e.fields, f.Param+": "+f.Detail)
+			}
+		}
+	}
+	return nil, res, e
+}
+
+// get reads one admin resource into v (and prints it with -json).
+func (a *adminConn) get(res *http.Response, err error, v any) error {
+	body, _, err := a.answer(res, err)
+	if err != nil {
+		return err
+	}
+	return a.decode(body, v)
+}
+
+// decode parses payd's answer into v; with -json it prints the answer
+// instead, indented, and v stays empty (the caller prints nothing).
+func (a *adminConn) decode(body []byte, v any) error {
+	if a.json {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, body, "", "  "); err != nil {
+			return fmt.Errorf("payd's answer is not JSON: %w", err)
+		}
+		buf.WriteByte('\n')
+		_, err := a.out.Write(buf.Bytes())
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("payd's answer is not what this payd admin expects: %w", err)
+	}
+	return nil
+}
+
+// change sends a request that changes something, with one idempotency key
+// for the intent: a lost answer (no response, or a 5xx) is asked for again
+// with the same key, so payd acts once.
+func (a *adminConn) change(ctx context.Context, send func() (*http.Response, error)) ([]byte, *http.Response, error) {
+	var body []byte
+	var res *http.Response
+	var err error
+	for n := 1; ; n++ {
+		body, res, err = a.answer(send())
+		var ae *apiError
+		lost := err != nil && (!errors.As(err, &ae) || ae.status >= 500)
+		if !lost || n == 3 {
+			return body, res, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(time.Duration(n) * 500 * time.Millisecond):
+		}
+	}
+}
+
+// newIntentKey is the key of one command's change: -key, or a new UUID.
+func newIntentKey(key string) string {
+	if key != "" {
+		return key
+	}
+	return uuid.NewString()
+}
+
+// flagTime reads a time flag: RFC 3339, or a duration before now.
+func flagTime(name, v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("-%s %q: want an RFC 3339 time (2026-01-31T00:00:00Z) or a duration before now (24h)", name, v)
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/client"
+)
+
+// TestPrintTimelineBooks: `payd admin orders show` prints the order's money
+// summary, its ledger entries (who booked them, the operator by name) and
+// its disputes with their status; an order with no books says so.
+func TestPrintTimelineBooks(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	closed := at.Add(time.Hour)
+	alice := "alice"
+	tl := client.Timeline{
+		Order: client.AdminOrder{Id: "ord-1", Status: "paid", Amount: "10.00", Currency: "USD", RefundedAmount: "3.00", CreatedAt: at,
+			Money: client.Books{Charged: "10.00", Refunded: "3.00", Disputed: "0.00", Lost: "7.00", Net: "0.00"}},
+		Ledger: []client.LedgerEntry{
+			{Id: "l1", Kind: "charge", Amount: "10.00", Currency: "USD", Source: "pay_reply", ChargeId: "ch_1", CreatedAt: at},
+			{Id: "l2", Kind: "refund", Amount: "3.00", Currency: "USD", Source: "operator", Actor: &alice, ChargeId: "ch_1", Note: "damaged", CreatedAt: at},
+			{Id: "l3", Kind: "dispute_lost", Amount: "7.00", Currency: "USD", Source: "webhook", ChargeId: "ch_1", CreatedAt: closed},
+		},
+		Disputes: []client.Dispute{{Id: "dp_1", ChargeId: "ch_1", Status: "lost", Amount: "7.00", Currency: "USD", Reason: "fraudulent", OpenedAt: at, ClosedAt: &closed}},
+		Timeline: []client.TimelineEntry{
+			{At: at, Kind: "ledger", Id: "l1", Summary: "charge 10.00 USD (pay_reply)"},
+			{At: at, Kind: "dispute", Id: "dp_1", Summary: "dispute of 7.00 USD: fraudulent"},
+		},
+	}
+	var out bytes.Buffer
+	printTimeline(&out, tl)
+	wantLines(t, "orders show", out.String(),
+		`^money\s+charged 10.00  refunded 3.00  disputed 0.00  lost 7.00  net 0.00 USD$`,
+		`ledger\s+booked\s+charge 10.00 USD \(pay_reply\)\s+l1$`,
+		`dispute\s+lost\s+dispute of 7.00 USD: fraudulent\s+dp_1$`,
+		`^LEDGER\s+KIND\s+AMOUNT\s+SOURCE\s+AT\s+CHARGE\s+NOTE`,
+		`^l1\s+charge\s+10.00 USD\s+pay_reply\s+2026-11-30 12:00:00\s+ch_1\s*$`,
+		`^l2\s+refund\s+3.00 USD\s+operator \(alice\)\s+2026-11-30 12:00:00\s+ch_1\s+damaged$`,
+		`^l3\s+dispute_lost\s+7.00 USD\s+webhook\s+2026-11-30 13:00:00\s+ch_1`,
+		`^DISPUTE\s+STATUS\s+AMOUNT\s+REASON\s+CHARGE\s+OPENED\s+CLOSED`,
+		`^dp_1\s+lost\s+7.00 USD\s+fraudulent\s+ch_1\s+2026-11-30 12:00:00\s+2026-11-30 13:00:00$`,
+	)
+
+	out.Reset()
+	printTimeline(&out, client.Timeline{Order: client.AdminOrder{Id: "ord-2", Currency: "USD",
+		Money: client.Books{Charged: "0.00", Refunded: "0.00", Disputed: "0.00", Lost: "0.00", Net: "0.00"}}})
+	wantLines(t, "orders show, no books", out.String(), `^money\s+charged 0.00 .* net 0.00 USD$`, `^no ledger entry$`)
+	if bytes.Contains(out.Bytes(), []byte("DISPUTE")) {
+		t.Errorf("an order without disputes printed a dispute table:\n%s", out.String())
+	}
+}
+
+// wantLines fails unless out has a line matching each of wants.
+func wantLines(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !regexp.MustCompile(`(?m)` + w).MatchString(out) {
+			t.Errorf("%s printed:\n%s\nwant a line matching %q", what, out, w)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/payd/payd/client"
+)
+
+// adminVerb is one `payd admin GROUP VERB`: its flags, how many positional
+// arguments it takes, and what it does.
+type adminVerb struct {
+	usage string // its arguments and main flags, for messages
+	nargs int
+	flags func(fs *flag.FlagSet)
+	run   func(ctx context.Context, a *adminConn, pos []string) error
+}
+
+// adminVerbs makes each verb afresh (its flags bind to its own variables).
+var adminVerbs = map[string]func() adminVerb{
+	"orders search":         ordersSearch,
+	"orders show":           ordersShow,
+	"reconcile run":         reconcileRun,
+	"reconcile show":        reconcileShow,
+	"reconcile list":        reconcileList,
+	"discrepancies list":    discrepanciesList,
+	"discrepancies resolve": discrepanciesResolve,
+}
+
+func ordersSearch() adminVerb {
+	var status, customer, from, to, cursor string
+	var limit int
+	return adminVerb{
+		usage: "[-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&status, "status", "", "only orders in this status (pending, processing, paid, refunded, cancelled, expired)")
+			fs.StringVar(&customer, "customer", "", "a customer ID or email")
+			fs.StringVar(&from, "from", "", "created at or after (RFC 3339, or a duration before now)")
+			fs.StringVar(&to, "to", "", "created before (RFC 3339, or a duration before now)")
+			fs.IntVar(&limit, "limit", 20, "orders per page")
+			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			p := client.SearchOrdersParams{Limit: &limit}
+			now := time.Now()
+			var err error
+			if p.From, err = optTime("from", from, now); err != nil {
+				return err
+			}
+			if p.To, err = optTime("to", to, now); err != nil {
+				return err
+			}
+			if status != "" {
+				s := client.StatusFilter(status)
+				p.Status = &s
+			}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			if customer != "" {
+				p.Customer = &customer // payd takes an ID or an email
+			}
+			var page client.OrderPage
+			res, err := a.api.SearchOrders(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
+				return err
+			}
+			printOrders(a.out, page)
+			return nil
+		},
+	}
+}
+
+func optTime(name, v string, now time.Time) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	t, err := flagTime(name, v, now)
+	return &t, err
+}
+
+func ordersShow() adminVerb {
+	return adminVerb{
+		usage: "ORDER_ID",
+		nargs: 1,
+		flags: func(*flag.FlagSet) {},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			var t client.Timeline
+			res, err := a.api.OrderTimeline(ctx, pos[0])
+			if err := a.get(res, err, &t); err != nil || a.json {
+				return err
+			}
+			printTimeline(a.out, t)
+			return nil
+		},
+	}
+}
+
+func reconcileRun() adminVerb {
+	var from, to, file, key string
+	var dry bool
+	return adminVerb{
+		usage: "-from T [-to T] [-file settlement.csv] [-dry-run] [-key K]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&from, "from", "", "start of the window (RFC 3339, or a duration before now); required")
+			fs.StringVar(&to, "to", "0s", "end of the window (RFC 3339, or a duration before now; default now)")
+			fs.StringVar(&file, "file", "", "the provider's settlement CSV to reconcile against (default: its charge list)")
+			fs.BoolVar(&dry, "dry-run", false, "find discrepancies without recording anything")
+			fs.StringVar(&key, "key", "", "idempotency key of this run (default: a new one); reuse it to repeat a run whose answer was lost")
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			if from == "" {
+				return fmt.Errorf("-from is required (run 'payd admin reconcile run -h')")
+			}
+			now := time.Now()
+			f, err := flagTime("from", from, now)
+			if err != nil {
+				return err
+			}
+			t, err := flagTime("to", to, now)
+			if err != nil {
+				return err
+			}
+			params := &client.ReconcileParams{IdempotencyKey: newIntentKey(key)}
+			var send func() (*http.Response, error)
+			if file == "" {
+				body := client.ReconcileRequest{From: f, To: t, DryRun: &dry}
+				send = func() (*http.Response, error) { return a.api.Reconcile(ctx, params, body) }
+			} else {
+				ctype, form, err := settlementForm(file, f, t, dry)
+				if err != nil {
+					return err
+				}
+				send = func() (*http.Response, error) {
+					return a.api.ReconcileWithBody(ctx, params, ctype, bytes.NewReader(form))
+				}
+			}
+			body, _, err := a.change(ctx, send)
+			if err != nil {
+				return err
+			}
+			var run client.Run
+			if err := a.decode(body, &run); err != nil || a.json {
+				return err
+			}
+			printRun(a.out, run)
+			return nil
+		},
+	}
+}
+
+// settlementForm is the multipart body of a run over a settlement file,
+// made once so a repeated request is the same request.
+func settlementForm(path string, from, to time.Time, dry bool) (string, []byte, error) {
+	csv, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("-file: %w", err)
+	}
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	for k, v := range map[string]string{"from": from.Format(time.RFC3339), "to": to.Format(time.RFC3339), "dry_run": fmt.Sprint(dry)} {
+		if err := w.WriteField(k, v); err != nil {
+			return "", nil, err
+		}
+	}
+	part, err := w.CreateFormFile("file", filepath.Base(path))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := part.Write(csv); err != nil {
+		return "", nil, err
+	}
+	if err := w.Close(); err != nil {
+		return "", nil, err
+	}
+	return w.FormDataContentType(), b.Bytes(), nil
+}
+
+func reconcileShow() adminVerb {
+	return adminVerb{
+		usage: "RUN_ID",
+		nargs: 1,
+		flags: func(*flag.FlagSet) {},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			var run client.Run
+			res, err := a.api.GetRun(ctx, pos[0])
+			if err := a.get(res, err, &run); err != nil || a.json {
+				return err
+			}
+			printRun(a.out, run)
+			return nil
+		},
+	}
+}
+
+func reconcileList() adminVerb {
+	var limit int
+	var cursor string
+	return adminVerb{
+		usage: "[-limit N] [-cursor C]",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&limit, "limit", 20, "runs per page")
+			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			p := client.ListRunsParams{Limit: &limit}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			var page client.RunPage
+			res, err := a.api.ListRuns(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
+				return err
+			}
+			printRuns(a.out, page)
+			return nil
+		},
+	}
+}
+
+func discrepanciesList() adminVerb {
+	var status, typ, order, cursor string
+	var limit int
+	return adminVerb{
+		usage: "[-status open|resolving|resolved] [-type T] [-order ID]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&status, "status", "open", "open, resolving or resolved")
+			fs.StringVar(&typ, "type", "", "only this type (missing_local_payment, amount_mismatch, ...)")
+			fs.StringVar(&order, "order", "", "only about this order ID")
+			fs.IntVar(&limit, "limit", 50, "discrepancies per page")
+			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			st := client.ListDiscrepanciesParamsStatus(status)
+			p := client.ListDiscrepanciesParams{Status: &st, Limit: &limit}
+			if typ != "" {
+				t := client.DiscrepancyType(typ)
+				p.Type = &t
+			}
+			if order != "" {
+				p.Order = &order
+			}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			var page client.DiscrepancyPage
+			res, err := a.api.ListDiscrepancies(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
+				return err
+			}
+			printDiscrepancies(a.out, page.Data)
+			printCursor(a.out, page.NextCursor)
+			return nil
+		},
+	}
+}
+
+func discrepanciesResolve() adminVerb {
+	var action, note, run, key string
+	return adminVerb{
+		usage: "DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&action, "action", "", "apply, refund or ignore; required")
+			fs.StringVar(&note, "note", "", "why (kept with the resolution and on the audit trail)")
+			fs.StringVar(&run, "run", "", "resolve it as reported by this run (default: by its ID alone, whoever found it)")
+			fs.StringVar(&key, "key", "", "idempotency key of this resolution (default: a new one); reuse it to repeat one whose answer was lost")
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			if action == "" {
+				return fmt.Errorf("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
+			}
+			did, idemKey := pos[0], newIntentKey(key)
+			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				if run != "" {
+					return a.api.ResolveDiscrepancy(ctx, run, did, &client.ResolveDiscrepancyParams{IdempotencyKey: idemKey}, body)
+				}
+				return a.api.ResolveDiscrepancyByID(ctx, did, &client.ResolveDiscrepancyByIDParams{IdempotencyKey: idemKey}, body)
+			})
+			if err != nil {
+				return err
+			}
+			var d client.Discrepancy
+			if err := a.decode(out, &d); err != nil || a.json {
+				return err
+			}
+			replayed := ""
+			if res.Header.Get("Idempotent-Replayed") == "true" {
+				replayed = " (payd replayed its earlier answer to this key)"
+			}
+			fmt.Fprintf(a.out, "discrepancy %s (%s %s) %s: %s%s\n", d.Id, d.Type, d.Reference, d.Status, deref(d.Resolution), replayed)
+			return nil
+		},
+	}
+}
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return string(*p)
+}

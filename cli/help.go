@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/payd/payd/app"
+)
+
+// command is one of payd's subcommands, for `payd help`.
+type command struct {
+	name, args, summary, about string
+}
+
+// commands are payd's subcommands, as `payd help` lists them.
+var commands = []command{
+	{"serve", "[flags]", "run the HTTP API (the default command)",
+		"Serves the HTTP API until interrupted, applying pending migrations first. Without\n" +
+			"PAYD_PROVIDER_URL it starts the sandbox payment provider in-process. In development,\n" +
+			"secrets not set are made up once and kept beside the database (ADR 12)."},
+	{"migrate", "up|status [flags]", "apply pending database migrations, or list them",
+		"up applies the pending migrations; status lists every migration and whether it is applied."},
+	{"sandbox", "[flags]", "run the sandbox payment provider on its own",
+		"Runs the sandbox provider (the provider API payd's PAYD_PROVIDER_URL points at), delivering\n" +
+			"its webhooks to PAYD_SANDBOX_WEBHOOK_URL signed with PAYD_WEBHOOK_SECRET."},
+	{"demo", "[flags]", "walk a running payd through register, order, pay, replay and /v1/requests/{key}",
+		"Drives a running payd (start it first with `payd serve`) through the README's walkthrough\n" +
+			"and prints each exchange: method, path, status and body. Tokens are shortened in the output."},
+	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
+	{"admin", "orders|reconcile|discrepancies VERB [flags]", "search orders, reconcile, resolve discrepancies on a running payd", adminAbout},
+	{"version", "", "print payd's module version and VCS revision", "Prints the build information Go recorded in the binary."},
+	{"help", "[command]", "describe payd, or one command and its flags", "payd help COMMAND describes COMMAND and lists its flags only."},
+}
+
+// errHelpShown ends a command whose help was asked for: success, exit 0.
+var errHelpShown = errors.New("help shown")
+
+// printUsage describes payd and lists its commands.
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "payd is a payment and order backend.\n\nusage: payd [command] [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nEvery flag of serve, migrate and sandbox has an environment variable (PAYD_LEASE → -lease).\nRun 'payd help COMMAND' for one command's flags.")
+}
+
+// printCommandUsage describes one command and the flags of fs, if any.
+func printCommandUsage(w io.Writer, name string, fs *flag.FlagSet) {
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		fmt.Fprintf(w, "usage: payd %s %s\n\n%s\n\n%s\n", c.name, c.args, c.summary, c.about)
+	}
+	if fs == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nflags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// help is `payd help [command]`.
+func help(args []string, w io.Writer) error {
+	switch {
+	case len(args) == 0:
+		printUsage(w)
+		return nil
+	case len(args) > 1:
+		return errors.New("usage: payd help [command]")
+	}
+	switch name := args[0]; name {
+	case "serve", "migrate", "sandbox":
+		printCommandUsage(w, name, app.FlagSet(name))
+	case "demo":
+		fs, _ := demoFlags(nil)
+		printCommandUsage(w, name, fs)
+	case "version", "help", "admin":
+		printCommandUsage(w, name, nil)
+	default:
+		return fmt.Errorf("unknown command %q: run 'payd help' for the list", name)
+	}
+	return nil
+}
+
+// parseFlags parses args into fs: -h and --help describe the command on w
+// (errHelpShown); a wrong flag says where the right ones are listed.
+func parseFlags(fs *flag.FlagSet, name string, args []string, w io.Writer) error {
+	fs.SetOutput(io.Discard) // errors are returned, help goes to w
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandUsage(w, name, fs)
+		return errHelpShown
+	}
+	if err != nil {
+		return fmt.Errorf("%w (run 'payd help %s' for its flags)", err, name)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s (run 'payd help %s')", strings.Join(fs.Args(), " "), name)
+	}
+	return nil
+}
+
+// printVersion is `payd version`: what Go recorded at build time.
+func printVersion(w io.Writer) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(w, "payd: no build information in this binary")
+		return
+	}
+	vcs := map[string]string{}
+	for _, s := range bi.Settings {
+		vcs[s.Key] = s.Value
+	}
+	fmt.Fprintf(w, "payd %s\n  module    %s\n", bi.Main.Version, bi.Main.Path)
+	if rev := vcs["vcs.revision"]; rev != "" {
+		if vcs["vcs.modified"] == "true" {
+			rev += " (with uncommitted changes)"
+		}
+		fmt.Fprintf(w, "  revision  %s\n", rev)
+	} else {
+		fmt.Fprintln(w, "  revision  unknown (built outside a git checkout, or with -buildvcs=false)")
+	}
+	if t := vcs["vcs.time"]; t != "" {
+		fmt.Fprintf(w, "  committed %s\n", t)
+	}
+	fmt.Fprintf(w, "  go        %s\n", bi.GoVersion)
+}

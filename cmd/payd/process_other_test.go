@@ -1,9 +1,0 @@
-//go:build !linux
-
-package main
-
-import "os/exec"
-
-// dieWithParent has no portable equivalent outside Linux: there a test
-// binary that dies mid-test may leave its payd processes running.
-func dieWithParent(*exec.Cmd) {}

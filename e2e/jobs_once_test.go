@@ -1,0 +1,559 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/app"
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/galeratest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/provider"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
+
+// Jobs exactly once, by hand. Three payd replicas are wired as run wires
+// them (wire), each on its own database handle: its own Galera node, or
+// one database named three times. Their background jobs do not tick: the
+// test seeds many due rows, then starts the same job on all three replicas
+// at the same instant and lets each run passes until one finds nothing.
+// What each pass returned is the number of rows that replica acted on, so
+// "exactly once" is arithmetic: the three sums add up to the rows that were
+// due, and the rows show one change each.
+//
+// Why by hand and not through the job loops: the loops tick on fixed
+// intervals (purge every minute), so a test of them waits and reads counts
+// back from logs; the property under test is the guarded statement each
+// pass runs per row, which the loop only repeats. Job.Loop itself is
+// covered by TestReplicaJobsOnce (three payd processes, real ticks).
+//
+// A job is found by the name run gives it (app.Parts.Jobs), so a new job is one
+// more jobCase — its name, how to make rows due, and what "done once" means
+// for them — plus, when it is off by default, its setting in jobsEnv. The
+// reconciliation schedule (PAYD_RECONCILE_EVERY, ADR 0021) is such a case:
+// its "row" is a window, and a replica's count is the windows it ran.
+
+// jobCase is one background job under test.
+type jobCase struct {
+	job string // the name wire gives the job
+	// seed makes rows due for the job through replica 0's API and returns
+	// how long until they are due. want, called once they are, is how
+	// many rows the job must act on; check, after the run, holds the rows.
+	seed func(h *jobTrio) (due time.Duration, want func() int64, check func())
+}
+
+// jobCases are the jobs of run, in the order they run: the recoverer first
+// (its payments would otherwise expire or lose their records), the purge
+// last (every record of the earlier cases is gone by then).
+var jobCases = []jobCase{
+	{job: "recover_payments", seed: (*jobTrio).seedUnknown},
+	{job: "expire_orders", seed: (*jobTrio).seedDue},
+	{job: "reconcile_schedule", seed: (*jobTrio).seedWindow},
+	{job: "purge_idempotency", seed: (*jobTrio).seedRecords},
+}
+
+// jobsEnv keeps every deadline short: a lost reply is the recoverer's after
+// 1s, a record is gone after 4s, an order expires after 10s (long enough
+// to pay a released order again on a busy machine), and a reconciliation
+// window closes every 5s (off by default, so it is set here).
+var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s",
+	"PAYD_RECONCILE_EVERY": jobsReconcileEvery.String()}
+
+// jobsReconcileEvery is the schedule's period in jobsEnv: short, so the
+// test waits little for a window to close, and long enough that the one
+// window under test is reconciled well before the next one closes.
+const jobsReconcileEvery = 5 * time.Second
+
+// TestGaleraJobsOnce runs each background job on three replicas on three
+// Galera nodes at once: a row two nodes both act on is a certification
+// conflict at COMMIT for one of them, which must retry and then find the
+// row done, not count it twice.
+func TestGaleraJobsOnce(t *testing.T) {
+	c := galeratest.Require(t)
+	nodes := c.NewDatabase(t)
+	h := startJobTrio(t, nodes)
+	h.conflicts = galeraConflicts(t, nodes)
+	h.runCases(jobCases)
+}
+
+// galeraConflicts sums, over the nodes, the transactions Galera failed in
+// certification or aborted for a replicated write (wsrep_local_cert_failures,
+// wsrep_local_bf_aborts): the conflicts between nodes, including those
+// Galera settled itself by retrying an autocommit statement, which payd
+// never sees as errors. The counters are the node's, so the test is
+// alone on the cluster when it reads them.
+func galeraConflicts(t *testing.T, urls [galeratest.Nodes]string) func() int64 {
+	var pools []*sql.DB
+	for _, u := range urls {
+		pools = append(pools, openDB(t, u).Pools()["payd"])
+	}
+	return func() int64 {
+		var sum int64
+		for _, p := range pools {
+			rows, err := p.QueryContext(t.Context(), "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var name string
+				var v int64
+				if err := rows.Scan(&name, &v); err != nil {
+					t.Fatal(err)
+				}
+				sum += v
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sum
+	}
+}
+
+// TestReplicaJobsAtOnce is TestGaleraJobsOnce on one database: SQLite, and
+// MariaDB when PAYD_TEST_MYSQL_DSN is set.
+func TestReplicaJobsAtOnce(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		t.Parallel() // mostly waiting for rows to fall due
+		u := dbtest.NewURL(t, migrations.Dialect(dialect))
+		startJobTrio(t, [galeratest.Nodes]string{u, u, u}).runCases(jobCases)
+	})
+}
+
+// jobTrio is three wired payd apps whose jobs the test runs by hand, each
+// with an HTTP front (the test seeds through replica 0's), and the provider
+// they share (it records webhooks but delivers none: the jobs resolve by
+// asking), behind a front that can lose charge requests.
+type jobTrio struct {
+	t     *testing.T
+	apps  [galeratest.Nodes]*app.Parts
+	apis  [galeratest.Nodes]*driver
+	api   *driver // apis[0]
+	token string
+	db    *repository.DB
+	prov  *procProvider
+	drop  sync.Map // order IDs whose charge requests the front drops unsent
+	// conflicts, on Galera, counts the cluster's conflicts so far
+	// (galeraConflicts); nil on one database.
+	conflicts func() int64
+}
+
+func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
+	t.Helper()
+	h := &jobTrio{t: t, prov: startProcProvider(t, "")}
+	provURL := h.startDropFront()
+	log := slog.New(slog.DiscardHandler)
+	for i, u := range urls {
+		cfg, err := loadConfig("serve", nil, paydEnv(u, provURL, jobsEnv).get, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := openDB(t, u)
+		if i == 0 {
+			if err := repository.Migrate(t.Context(), db); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.apps[i], err = app.Wire(cfg, db, provider.NewClient(provURL, provider.WithTimeout(cfg.ProviderTimeout)), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h.apps[i].Echo)
+		t.Cleanup(srv.Close)
+		h.apis[i] = newDriver(t, fmt.Sprintf("payd-%d", i+1), srv.URL)
+	}
+	h.api = h.apis[0]
+	_, h.token = h.api.register(newEmail())
+	h.db = openDB(t, urls[0])
+	return h
+}
+
+// startDropFront puts a front before the provider that drops, unsent and
+// unanswered, the charge requests of the orders in h.drop: to payd that is
+// a lost reply like any other (the outcome is unknown), but the provider
+// never saw the attempt.
+func (h *jobTrio) startDropFront() string {
+	target, err := url.Parse(h.prov.url)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hangUp := func(w http.ResponseWriter) {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The sandbox hung up (pm_timeout): so does the front.
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { hangUp(w) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
+			body, _ := io.ReadAll(r.Body)
+			var in struct {
+				OrderID string `json:"order_id"`
+			}
+			_ = json.Unmarshal(body, &in)
+			if _, drop := h.drop.Load(in.OrderID); drop {
+				hangUp(w)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	h.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// runCases seeds and runs each case in turn.
+func (h *jobTrio) runCases(cases []jobCase) {
+	for _, c := range cases {
+		due, want, check := c.seed(h)
+		time.Sleep(due)
+		w := want()
+		retries, conflicts := h.retries(), h.conflictCount()
+		counts := h.runAtOnce(c.job)
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		h.t.Logf("%s: %d rows due, acted on per replica %v; payd retried %v statements or transactions%s",
+			c.job, w, counts, h.retries()-retries, h.conflictsSince(conflicts))
+		if total != w {
+			h.t.Errorf("%s acted on %d rows over the replicas (%v), want the %d due, each once", c.job, total, counts, w)
+		}
+		check()
+	}
+}
+
+// conflictCount is h.conflicts(), 0 without it.
+func (h *jobTrio) conflictCount() int64 {
+	if h.conflicts == nil {
+		return 0
+	}
+	return h.conflicts()
+}
+
+// conflictsSince says how many Galera conflicts there were since before.
+func (h *jobTrio) conflictsSince(before int64) string {
+	if h.conflicts == nil {
+		return ""
+	}
+	return fmt.Sprintf(", Galera conflicts (certification failures, brute-force aborts) %d", h.conflicts()-before)
+}
+
+// retries sums payd_db_retries_total over the replicas: the conflicts
+// (a certification failure at COMMIT on Galera, SQLITE_BUSY, a deadlock)
+// they ran a statement or transaction again for.
+func (h *jobTrio) retries() float64 {
+	var sum float64
+	for _, d := range h.apis {
+		v, _ := scrapeSum(h.t, d.base+"/metrics", "payd_db_retries_total")
+		sum += v
+	}
+	return sum
+}
+
+// runAtOnce starts the named job on every replica at the same instant;
+// each runs passes until one acts on nothing. It returns how many rows
+// each replica's passes reported.
+func (h *jobTrio) runAtOnce(name string) [galeratest.Nodes]int64 {
+	t := h.t
+	var counts [galeratest.Nodes]int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range h.apps {
+		k := slices.IndexFunc(a.Jobs, func(j service.Job) bool { return j.Name == name })
+		if k < 0 {
+			t.Fatalf("run wires no job %q", name)
+		}
+		job := a.Jobs[k]
+		wg.Go(func() {
+			<-start
+			for pass := 0; pass < 10; pass++ {
+				n, err := job.Run(context.Background())
+				counts[i] += n
+				if err != nil {
+					t.Errorf("%s pass %d on replica %d: %v", name, pass, i+1, err)
+				}
+				if n == 0 {
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return counts
+}
+
+// seedUnknown pays orders with pm_timeout: the provider charges each and
+// loses the reply, so each attempt is unknown until the recoverer asks.
+// Every fourth charge request is dropped before the provider: the
+// recoverer must release that order as never charged, and the customer's
+// retry with the same key, on another replica, then claims it again and
+// pays it — one charge in all (ADR 0017).
+func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
+	const n = 40
+	t := h.t
+	ids, keys, methods := make([]string, n), make([]string, n), make([]string, n)
+	forEach(8, n, func(i int) {
+		ids[i], keys[i], methods[i] = h.api.order(h.token, "3.00"), uuid.NewString(), "pm_timeout"
+		if i%4 == 0 {
+			h.drop.Store(ids[i], true)
+			methods[i] = "pm_ok" // never reaches the provider this time
+		}
+		if r, err := h.api.tryPay(h.token, ids[i], keys[i], methods[i]); err != nil || r.Status != http.StatusAccepted {
+			t.Errorf("Pay pm_timeout = %d %s (err %v), want 202", r.Status, r.Body, err)
+		}
+	})
+	// What payd asked of the provider at pay time; from here on only one
+	// GET per attempt may come, from the replica that leased it.
+	var attempts []struct{ ID, OrderID string }
+	scanRows(t, h.db, &attempts, "SELECT id, order_id FROM payment_attempts WHERE status = 'unknown'")
+	if len(attempts) != n {
+		t.Fatalf("unknown attempts = %d, want %d", len(attempts), n)
+	}
+	sent := map[string]int{}
+	for _, a := range attempts {
+		sent[a.ID] = len(h.prov.callsFor(a.ID))
+	}
+	// Unknown attempts are the recoverer's once the lease has passed since
+	// the charge request, and once no such request can still be in flight.
+	return 1500 * time.Millisecond, func() int64 { return n }, func() {
+		released := map[string]bool{}
+		for _, a := range attempts {
+			// Paid, charged once; or, when the charge request never
+			// reached the provider (dropped, or cut short by payd's own
+			// timeout), released as never charged (pending again, no
+			// charge): either way one step past the claim.
+			o := readOrder(t, h.db, a.OrderID)
+			charges := len(chargesAt(t, h.prov.sb, a.OrderID, "succeeded"))
+			_, dropped := h.drop.Load(a.OrderID)
+			if o.Version != 3 || !(o.Status == "paid" && charges == 1 && !dropped || o.Status == "pending" && charges == 0) {
+				t.Errorf("order %s (charge request dropped: %v) = %+v with %d provider charges, want paid at version 3 charged once, or released pending at version 3 never charged",
+					a.OrderID, dropped, o, charges)
+			}
+			released[a.OrderID] = o.Status == "pending"
+			calls := h.prov.callsFor(a.ID)
+			if asked := calls[sent[a.ID]:]; !slices.Equal(asked, []string{"GET"}) || slices.Contains(calls[:sent[a.ID]], "GET") {
+				t.Errorf("provider calls for attempt %s = %v (%d at pay time), want one GET added: asked once, by one replica", a.ID, calls, sent[a.ID])
+			}
+		}
+		// The same key again, on the next replica: a released order is
+		// claimed again and paid, charged once; a paid one is a replay.
+		// (A pm_timeout charge request cut short by payd's own timeout
+		// before the provider recorded it is released too; sent again, its
+		// reply is lost again: 202, charged once, left to the recoverer.)
+		//
+		// A paid order's retry is a replay of the answer the recoverer
+		// stored on the key's record (PayRecords), as long as that record
+		// lives: the record TTL here is 4s, and on a busy machine (SQLite
+		// above all, one writer) the seeding and the recovery can outlast
+		// it. A record past its TTL is absent (docs/guarantees.md#key-expiry), so the retry then
+		// runs anew and resolves through the order's pay_request_id to the
+		// same 200 paid, without Idempotent-Replayed: by design, not a lost
+		// update of the record. Only a retry whose record outlived it must
+		// be a replay.
+		var recs []struct{ IdemKey, ExpiresAt, Status string }
+		scanRows(t, h.db, &recs, "SELECT idem_key, expires_at, status FROM idempotency_records")
+		expires, recStatus := map[string]time.Time{}, map[string]string{}
+		for _, r := range recs {
+			expires[r.IdemKey], recStatus[r.IdemKey] = dbTime(t, r.ExpiresAt), r.Status
+		}
+		again, retried := make([]reply, n), 0
+		var replayed, expired sync.Map
+		forEach(4, n, func(i int) {
+			h.drop.Delete(ids[i])
+			r, err := h.apis[(i+1)%len(h.apis)].tryPay(h.token, ids[i], keys[i], methods[i])
+			live := expires[keys[i]].After(time.Now()) // so it was when payd read it
+			again[i] = r
+			// (On a slow run, -race above all, payd's own 500ms deadline
+			// can cut a pm_ok request short too: 202 as well.)
+			lost := released[ids[i]] && r.Status == http.StatusAccepted
+			// Not released, it is a replay while its record lives, or once
+			// the record expired the order read back as paid; either way no
+			// new attempt (below).
+			if !lost && (err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) ||
+				released[ids[i]] && r.Header.Get("Idempotent-Replayed") == "true") {
+				t.Errorf("Pay(%q) again on payd-%d (released: %v) = %d %s (err %v), want 200 paid, executed anew if released",
+					keys[i], (i+1)%len(h.apis)+1, released[ids[i]], r.Status, r.Body, err)
+			}
+			if released[ids[i]] {
+				return
+			}
+			if !live {
+				expired.Store(i, true)
+				return
+			}
+			replayed.Store(i, true)
+			if recStatus[keys[i]] != "succeeded" || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("Pay(%q) again on payd-%d, its record live (%s until %v) = %d (Idempotent-Replayed %q), want the recoverer's stored 200 replayed",
+					keys[i], (i+1)%len(h.apis)+1, recStatus[keys[i]], expires[keys[i]], r.Status, r.Header.Get("Idempotent-Replayed"))
+			}
+		})
+		count := func(m *sync.Map) (k int) {
+			m.Range(func(any, any) bool { k++; return true })
+			return k
+		}
+		t.Logf("recover_payments: paid orders' retries by the same key: %d replayed from the record the recoverer completed, %d after the record expired (order read back as paid)",
+			count(&replayed), count(&expired))
+		for i, id := range ids {
+			if released[id] {
+				retried++
+			}
+			o := readOrder(t, h.db, id)
+			won := countRows(t, h.db, "payment_attempts WHERE order_id = ? AND status = 'succeeded'", id)
+			c := len(chargesAt(t, h.prov.sb, id, "succeeded"))
+			if again[i].Status == http.StatusAccepted {
+				// The recoverer's to settle: charged at most once is what
+				// counts here (a request cut short before it was sent
+				// charged nothing yet).
+				won, o.Status, c = 1, "paid", max(c, 1)
+			}
+			tries := countRows(t, h.db, "payment_attempts WHERE order_id = ?", id)
+			if c != 1 || o.Status != "paid" || won != 1 || tries != map[bool]int64{false: 1, true: 2}[released[id]] {
+				t.Errorf("order %d (%s, released: %v) = %+v with %d attempts, %d succeeded, %d provider charges; want paid by one attempt (a second only after a release), charged once",
+					i, id, released[id], o, tries, won, c)
+			}
+		}
+		if retried < n/4 {
+			t.Errorf("released orders = %d, want at least the %d whose charge requests were dropped", retried, n/4)
+		}
+		t.Logf("recover_payments: %d of %d lost replies were never charged and released, then paid again by the same key, charged once", retried, n)
+	}
+}
+
+// seedDue creates orders nobody pays: due for expiry after the order TTL.
+func (h *jobTrio) seedDue() (time.Duration, func() int64, func()) {
+	const n = 150
+	t := h.t
+	ids := make([]string, n)
+	forEach(8, n, func(i int) { ids[i] = h.api.order(h.token, "1.00") })
+	// Due: these, and any order of an earlier case released unpaid.
+	return 10500 * time.Millisecond, func() int64 { return countRows(t, h.db, "orders WHERE status = 'pending'") }, func() {
+		for _, id := range ids {
+			if o := readOrder(t, h.db, id); o.Status != "expired" || o.Version != 2 {
+				t.Errorf("order %s = %+v, want expired at version 2 (one transition)", id, o)
+			}
+		}
+		if n := countRows(t, h.db, "orders WHERE status = 'pending'"); n != 0 {
+			t.Errorf("pending orders left = %d, want 0", n)
+		}
+	}
+}
+
+// seedRecords registers customers, each under its own idempotency key:
+// their records, and every record of the earlier cases, are gone after
+// the record TTL.
+func (h *jobTrio) seedRecords() (time.Duration, func() int64, func()) {
+	const n = 120
+	t := h.t
+	forEach(8, n, func(int) { h.api.register(newEmail()) })
+	// Every record was written more than the TTL ago: the purge has all of
+	// them to delete, these and the earlier cases'.
+	return 4500 * time.Millisecond, func() int64 {
+			all := countRows(t, h.db, "idempotency_records")
+			if all < n {
+				t.Errorf("idempotency records = %d before the purge, want at least the %d registrations'", all, n)
+			}
+			return all
+		}, func() {
+			if left := countRows(t, h.db, "idempotency_records"); left != 0 {
+				t.Errorf("idempotency records left after the purge = %d, want 0", left)
+			}
+		}
+}
+
+// seedWindow charges orders behind payd's back at the provider, each
+// under a key payd never used, so the window they fall in has that many
+// discrepancies to find (missing_local_payment), and waits until the
+// window closes. Done once means: one claim of that window (the other
+// replicas lose the claim, on another Galera node a certification
+// conflict, and reconcile nothing), one scheduled run, which is the
+// window's, each discrepancy recorded once and linked once to that run,
+// and the run's counts agreeing with what it linked.
+func (h *jobTrio) seedWindow() (time.Duration, func() int64, func()) {
+	const n = 12
+	t := h.t
+	every := jobsReconcileEvery
+	orders, charges := make([]string, n), make([]string, n)
+	prov := provider.NewClient(h.prov.url)
+	forEach(4, n, func(i int) {
+		orders[i] = h.api.order(h.token, "4.00")
+		ch, err := prov.Charge(t.Context(), domain.ChargeRequest{IdempotencyKey: uuid.NewString(), OrderID: orders[i],
+			Amount: decimal.RequireFromString("4.00"), Currency: "USD", PaymentMethod: "pm_ok"})
+		if err != nil || ch.Status != domain.ChargeSucceeded {
+			t.Errorf("Charge behind payd's back = %+v, %v; want succeeded", ch, err)
+		}
+		charges[i] = ch.ID
+	})
+	// The window ending at the next multiple of the period covers the two
+	// periods before it, so every charge above (seeding takes far less
+	// than a period); it is the schedule's from then until the period after.
+	to := time.Now().UTC().Truncate(every).Add(every)
+	from := to.Add(-2 * every)
+	for i, c := range charges {
+		if c == "" {
+			t.Fatalf("charge %d was not made", i)
+		}
+	}
+	return time.Until(to) + 300*time.Millisecond, func() int64 { return 1 }, func() {
+		var windows []struct {
+			To        string
+			ClaimedBy string
+			Claims    int
+			RunID     *string
+		}
+		scanRows(t, h.db, &windows, "SELECT window_to AS `to`, claimed_by, claims, run_id FROM reconcile_windows")
+		if len(windows) != 1 || !dbTime(t, windows[0].To).Equal(to) || windows[0].Claims != 1 || windows[0].RunID == nil {
+			t.Fatalf("reconcile windows = %+v, want the one ending %v, claimed once and finished", windows, to)
+		}
+		var runs []struct {
+			ID, Source, From, To string
+			Found, NewFound      int64
+		}
+		scanRows(t, h.db, &runs, "SELECT id, source, window_from AS `from`, window_to AS `to`, found, new_found FROM reconciliation_runs")
+		if len(runs) != 1 || runs[0].ID != *windows[0].RunID || runs[0].Source != "schedule" ||
+			!dbTime(t, runs[0].From).Equal(from) || !dbTime(t, runs[0].To).Equal(to) {
+			t.Fatalf("reconciliation runs = %+v, want one, the schedule's run %s of [%v, %v)", runs, *windows[0].RunID, from, to)
+		}
+		run := runs[0]
+		for i, c := range charges {
+			if got := countRows(t, h.db, "discrepancies WHERE type = 'missing_local_payment' AND reference = ? AND order_id = ?", c, orders[i]); got != 1 {
+				t.Errorf("missing_local_payment discrepancies for charge %s = %d, want 1", c, got)
+			}
+		}
+		// Besides the charges, the run may find payments still unsettled
+		// from the first case (a slow run's 202, stuck_processing): every
+		// finding is new (no run came before), recorded once and linked
+		// once.
+		linked := countRows(t, h.db, "reconciliation_findings WHERE run_id = ?", run.ID)
+		recorded := countRows(t, h.db, "discrepancies WHERE run_id = ?", run.ID)
+		all := countRows(t, h.db, "discrepancies")
+		missing := countRows(t, h.db, "discrepancies WHERE type = 'missing_local_payment'")
+		if run.Found < n || run.NewFound != run.Found || linked != run.Found || recorded != run.Found || all != run.Found || missing != n {
+			t.Errorf("run found %d (%d new), linked %d findings, recorded %d discrepancies (%d in all, %d missing_local_payment); want all the same, at least %d, the %d charges behind payd's back among them, once each",
+				run.Found, run.NewFound, linked, recorded, all, missing, n, n)
+		}
+		t.Logf("reconcile_schedule: window [%v, %v) reconciled once by run %s: %d found, %d new, %d linked", from, to, run.ID, run.Found, run.NewFound, linked)
+	}
+}

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/migrations"
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
+
+// TestBadSettlementFile: a settlement CSV with one bad line is refused as a
+// whole with 400 validation_failed naming the line and the field, before
+// anything is written: no run, no discrepancy, no finding — on both
+// databases. The same file with the line fixed is accepted.
+func TestBadSettlementFile(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect), tuned(silentSandbox))
+		_, tok := s.register("settle@example.com")
+		from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+		s.paidOrder(tok, "10.00")
+		to := time.Now().UTC().Add(time.Minute).Truncate(time.Second)
+		good := s.settlementCSV()
+		if n := strings.Count(good, "\n"); n != 2 {
+			t.Fatalf("settlement has %d lines, want a header and one charge:\n%s", n, good)
+		}
+		stamp := time.Now().UTC().Format(time.RFC3339)
+		line := func(chargeID, key, orderID, typ, status, amount, currency, created string) string {
+			return strings.Join([]string{chargeID, key, orderID, typ, status, amount, currency, created, ""}, ",") + "\n" // no refund_id
+		}
+		ok := line("ch_unknown_1", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp)
+		if r := s.uploadSettlement(uuid.NewString(), from, to, true, good+ok); r.Status != http.StatusOK {
+			t.Fatalf("dry run of a good file = %d %s, want 200", r.Status, r.Body)
+		}
+		bad := []struct {
+			name, line, field string
+		}{
+			{"exponent", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "1e30", "USD", stamp), "amount"},
+			{"too many decimals", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.001", "USD", stamp), "amount"},
+			{"too many digits", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", strings.Repeat("9", 30), "USD", stamp), "amount"},
+			{"negative", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "-5.00", "USD", stamp), "amount"},
+			{"zero", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "0.00", "USD", stamp), "amount"},
+			{"long charge id", line("ch_"+strings.Repeat("x", 300), uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp), "charge_id"},
+			{"empty charge id", line("", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp), "charge_id"},
+			{"long key", line("ch_x", strings.Repeat("k", 300), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp), "idempotency_key"},
+			{"long order id", line("ch_x", uuid.NewString(), strings.Repeat("o", 100), "charge", "succeeded", "5.00", "USD", stamp), "order_id"},
+			{"not UTF-8", line("ch_\xff\xfe", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", stamp), "charge_id"},
+			{"unknown currency", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "XYZ", stamp), "currency"},
+			{"unknown status", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "settled-ish", "5.00", "USD", stamp), "status"},
+			{"unknown type", line("ch_x", uuid.NewString(), uuid.NewString(), "payout", "succeeded", "5.00", "USD", stamp), "type"},
+			{"bad time", line("ch_x", uuid.NewString(), uuid.NewString(), "charge", "succeeded", "5.00", "USD", "yesterday"), "created_at"},
+			{"charge listed twice", good[strings.Index(good, "\n")+1:], "charge_id"},
+		}
+		for _, b := range bad {
+			// The bad line is line 4: header, the real charge, a good line, then it.
+			for _, dry := range []bool{false, true} {
+				r := s.uploadSettlement(uuid.NewString(), from, to, dry, good+ok+b.line)
+				if r.Status != http.StatusBadRequest || r.code(t) != "validation_failed" {
+					t.Errorf("%s (dry %v): upload = %d %s, want 400 validation_failed", b.name, dry, r.Status, r.Body)
+					continue
+				}
+				detail, _ := r.json(t)["detail"].(string)
+				if !strings.Contains(detail, "line 4") || !strings.Contains(detail, b.field) {
+					t.Errorf("%s: detail %q, want it to name line 4 and %s", b.name, detail, b.field)
+				}
+			}
+			if n := s.count("reconciliation_runs") + s.count("discrepancies") + s.count("reconciliation_findings"); n != 0 {
+				t.Fatalf("%s: %d rows written for a refused file, want 0", b.name, n)
+			}
+		}
+		if r := s.uploadSettlement(uuid.NewString(), from, to, false, good+ok); r.Status != http.StatusCreated {
+			t.Errorf("upload of a good file = %d %s, want 201", r.Status, r.Body)
+		}
+		if n := s.count("reconciliation_runs WHERE finished_at IS NULL"); n != 0 {
+			t.Errorf("%d runs left unfinished, want 0", n)
+		}
+	})
+}
+
+// failingDiscrepancies is payd's discrepancy store that fails its nth
+// Record, as a database that goes away in the middle of a run would.
+type failingDiscrepancies struct {
+	*repository.DiscrepancyStore
+	n, calls int
+}
+
+func (f *failingDiscrepancies) Record(ctx context.Context, d domain.Discrepancy) (domain.Discrepancy, bool, error) {
+	if f.calls++; f.calls == f.n {
+		return domain.Discrepancy{}, false, errors.New("connection lost")
+	}
+	return f.DiscrepancyStore.Record(ctx, d)
+}
+
+// TestRunFailingMidwayLeavesNothing: a reconciliation that fails after its
+// first finding was recorded leaves no run behind (none unfinished), no
+// discrepancy and no finding; run again, it records everything once.
+func TestRunFailingMidwayLeavesNothing(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		db := dbtest.Open(t, migrations.Dialect(dialect))
+		store := &failingDiscrepancies{DiscrepancyStore: repository.NewDiscrepancyStore(db), n: 2}
+		rec := &service.Reconciler{Orders: repository.NewOrderStore(db), Attempts: repository.NewAttemptStore(db), Discrepancies: store,
+			Runs: repository.NewRunStore(db), Tx: repository.NewTransactor(db), Lease: time.Minute, Now: now}
+		from := now().Add(-time.Hour)
+		charges := []domain.Charge{
+			{ID: "ch_a", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("1.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
+			{ID: "ch_b", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("2.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
+		}
+		req := service.ReconcileRequest{From: from, To: now().Add(time.Hour), Charges: charges}
+		if _, err := rec.Run(context.Background(), req); err == nil {
+			t.Fatal("Run with a failing store = nil, want an error")
+		}
+		count := func(q string) int64 {
+			var n int64
+			if err := db.Gorm().Raw("SELECT COUNT(*) FROM " + q).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count("reconciliation_runs") + count("discrepancies") + count("reconciliation_findings"); n != 0 {
+			t.Errorf("a failed run left %d rows (%d unfinished runs), want 0", n, count("reconciliation_runs WHERE finished_at IS NULL"))
+		}
+		run, err := rec.Run(context.Background(), req)
+		if err != nil || run.FinishedAt == nil || run.New != 2 {
+			t.Fatalf("Run again = %+v, %v, want a finished run with 2 new discrepancies", run, err)
+		}
+		if n := count("reconciliation_runs WHERE finished_at IS NOT NULL"); n != 1 {
+			t.Errorf("finished runs = %d, want 1", n)
+		}
+	})
+}
