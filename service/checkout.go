@@ -170,7 +170,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // otherwise Pay reads the order as it would have without it.
 func (s *Checkout) created(r PayRequest) (domain.Order, bool) {
 	o, ok := s.Orders.TakeCreated(r.OrderID)
-	if !ok || o.CustomerID != r.CustomerID || o.Status != domain.StatusPending || !o.ExpiresAt.After(s.Now().UTC()) {
+	if !ok || o.CustomerID != r.CustomerID || !o.Claimable(s.Now().UTC()) {
 		return domain.Order{}, false
 	}
 	return o, true
@@ -240,7 +240,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	if err != nil {
 		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
 	}
-	if !claimed && !o.ExpiresAt.After(now) {
+	if !claimed && o.Expired(now) {
 		return domain.Attempt{}, false, domain.ErrOrderExpired // the UPDATE's time guard refused it
 	}
 	if claimed {
