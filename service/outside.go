@@ -192,7 +192,7 @@ func (s *Refunds) ownRefund(ctx context.Context, o domain.Order, pr domain.Provi
 // a charge that does not pay o yet is booked without being counted; the
 // settlement that pays o by that charge counts it (countOutside).
 func (s *Refunds) pays(ctx context.Context, o domain.Order, pr domain.ProviderRefund) (bool, error) {
-	if o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded {
+	if !o.Status.WasPaid() {
 		return false, nil
 	}
 	a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
