@@ -18,8 +18,9 @@ import (
 // settlement of a successful charge with its ledger entry — in one round
 // trip each on MySQL instead of four and five: START TRANSACTION, the
 // transaction's statements and COMMIT go in one multi-statement packet.
-// See docs/adr/0026-pay-transactions-in-one-round-trip.md (which takes
-// over from ADR 0024's two).
+// See docs/adr/0034-pay-path-performance.md (each pay transaction one
+// packet, where it once took two round trips) and ADR 0033 for the packets'
+// statements.
 //
 // The statements are the stores' own, and every one is guarded; each
 // statement after the first runs only if the one before it matched
@@ -72,18 +73,27 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 // reference is taken (the charge is booked already, and the whole
 // transaction rolled back) — and the caller settles step by step, whose
 // Append takes a repeat in its stride. Settled but not paid: the order was
-// no longer processing for a.RequestID, and the attempt's success and its
-// charge are committed alone, as Checkout.succeed's transaction commits
-// them: the money moved whether or not the order can take it.
-func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error) {
+// no longer processing for a.RequestID (or, unless version is
+// domain.AnyVersion, no longer at version: something was recorded about it
+// since its caller read it, such as an outside refund of this charge, ADR
+// 0030), and the attempt's success and its charge are committed alone, as
+// Checkout.succeed's transaction commits them: the money moved whether or
+// not the order can take it, and the caller pays the order step by step.
+func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error) {
 	ledger, err := ledgerFromDomain(entry)
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
+	var paying statement
+	if version == domain.AnyVersion {
+		paying = statement{markPaid, markPaidIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID}}
+	} else {
+		paying = statement{markPaidAt, markPaidAtIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID, version}}
+	}
 	matched, err := b.db.batch(ctx,
 		statement{succeedAttempt, "", []any{nullString(chargeID), nullString(""), ts(now), a.ID}},
 		statement{insertLedgerEntry, insertLedgerEntryIfSettled, ledger.args()},
-		statement{markPaid, markPaidIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID}},
+		paying,
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -126,10 +136,17 @@ const (
 	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
 )
 
-// markPaidIfBooked is markPaid, after the charge's ledger entry.
-var markPaidIfBooked = `UPDATE orders
+var (
+	// markPaidIfBooked is markPaid, after the charge's ledger entry.
+	markPaidIfBooked = `UPDATE orders
 		SET status = ` + orderPay.to + `, paid_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ` + orderPay.from + ` AND pay_request_id = ? AND ROW_COUNT() = 1`
+
+	// markPaidAtIfBooked is markPaidAt, after the charge's ledger entry.
+	markPaidAtIfBooked = `UPDATE orders
+		SET status = ` + orderPay.to + `, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ` + orderPay.from + ` AND pay_request_id = ? AND version = ? AND ROW_COUNT() = 1`
+)
 
 // batch runs stmts in one transaction of its own. Each statement after
 // the first runs only if the one before it matched exactly one row; the

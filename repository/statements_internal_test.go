@@ -25,6 +25,10 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE id = ? AND status IN ('processing') AND pay_request_id = ?`},
 		{"markPaidIfBooked", markPaidIfBooked, `UPDATE orders SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('processing') AND pay_request_id = ? AND ROW_COUNT() = 1`},
+		{"markPaidAt", markPaidAt, `UPDATE orders SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ? AND version = ?`},
+		{"markPaidAtIfBooked", markPaidAtIfBooked, `UPDATE orders SET status = 'paid', paid_at = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ? AND version = ? AND ROW_COUNT() = 1`},
 		{"releaseOrder", releaseOrder, `UPDATE orders SET status = 'pending', pay_request_id = NULL, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('processing') AND pay_request_id = ?`},
 		{"cancelOrder", cancelOrder, `UPDATE orders SET status = 'cancelled', version = version + 1, updated_at = ?
