@@ -27,9 +27,9 @@ type replicaSet struct {
 }
 
 // startReplicas starts payd as n OS processes at once (startPaydProc n
-// times) on one fresh database of the dialect on sets (default: SQLite),
-// against one sandbox without webhooks, each with withEnv's settings on
-// top. Unless premigrated, they also migrate the database at once.
+// times) on one fresh database of on's dialect (default: SQLite), against
+// one sandbox without webhooks, each with withEnv's settings on top.
+// Unless premigrated, they also migrate the database at once.
 func startReplicas(t *testing.T, n int, opts ...option) *replicaSet {
 	t.Helper()
 	o := options(opts)
