@@ -56,7 +56,7 @@ func printTimeline(w io.Writer, t client.Timeline) {
 	printBooks(w, t)
 	var open []client.Discrepancy
 	for _, d := range t.Discrepancies {
-		if d.Status == "open" {
+		if d.Status == client.DiscrepancyStatusOpen {
 			open = append(open, d)
 		}
 	}

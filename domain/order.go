@@ -182,6 +182,14 @@ func (o Order) PayOutcome(requestID string) error {
 	}
 }
 
+// Expired reports whether the order's time to be paid has run out at now.
+func (o Order) Expired(now time.Time) bool { return !o.ExpiresAt.After(now) }
+
+// Claimable reports whether a pay request may claim the order at now: it
+// is pending and not expired, which is what the claim's guard asks of the
+// row.
+func (o Order) Claimable(now time.Time) bool { return o.Status == StatusPending && !o.Expired(now) }
+
 // Apply returns o as event e leaves it at now, the change the store's
 // guarded UPDATE for e makes to its row: the status the order machine
 // gives, the version raised, UpdatedAt now; a claim records requestID as
@@ -198,7 +206,7 @@ func (o Order) Apply(e Event, requestID string, now time.Time) (Order, error) {
 	}
 	switch e {
 	case EventClaim:
-		if !o.ExpiresAt.After(now) {
+		if o.Expired(now) {
 			return o, ErrOrderExpired
 		}
 		o.PayRequestID = requestID

@@ -72,19 +72,26 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 // reference is taken (the charge is booked already, and the whole
 // transaction rolled back) — and the caller settles step by step, whose
 // Append takes a repeat in its stride. Settled but not paid: the order was
-// no longer processing for a.RequestID, and the attempt's success and its
-// charge are committed alone, as Checkout.succeed's transaction commits
-// them: the money moved whether or not the order can take it.
-func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error) {
+// no longer processing for a.RequestID (or, unless version is
+// domain.AnyVersion, no longer at version: something was recorded about it
+// since its caller read it, such as an outside refund of this charge, ADR
+// 0030), and the attempt's success and its charge are committed alone, as
+// Checkout.succeed's transaction commits them: the money moved whether or
+// not the order can take it, and the caller pays the order step by step.
+func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error) {
 	ledger, err := ledgerFromDomain(entry)
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
 	succeed, pay := domain.AttemptCharged, domain.EventSucceed
+	paying := statement{markPaid, markPaidIfBooked, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}}
+	if version != domain.AnyVersion {
+		paying = statement{markPaidAt, markPaidAtIfBooked, append(paying.args, version)}
+	}
 	matched, err := b.db.batch(ctx,
 		statement{settleAttempt, "", []any{string(succeed.To()), nullString(chargeID), nullString(""), ts(now), a.ID, names(succeed.From())}},
 		statement{insertLedgerEntry, insertLedgerEntryIfSettled, ledger.args()},
-		statement{markPaid, markPaidIfBooked, []any{string(pay.To()), ts(now), ts(now), a.OrderID, names(pay.From()), a.RequestID}},
+		paying,
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -131,6 +138,11 @@ const (
 	markPaidIfBooked = `UPDATE orders
 		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ? AND pay_request_id = ? AND ROW_COUNT() = 1`
+
+	// markPaidAtIfBooked is markPaidAt, after the charge's ledger entry.
+	markPaidAtIfBooked = `UPDATE orders
+		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND status IN ? AND pay_request_id = ? AND version = ? AND ROW_COUNT() = 1`
 )
 
 // batch runs stmts in one transaction of its own. Each statement after

@@ -23,6 +23,7 @@ func TestPacketStatements(t *testing.T) {
 		{"insertAttemptIfClaimed", insertAttemptIfClaimed, fromValues(insertAttempt)},
 		{"insertLedgerEntryIfSettled", insertLedgerEntryIfSettled, fromValues(insertLedgerEntry)},
 		{"markPaidIfBooked", markPaidIfBooked, markPaid + " AND " + guard},
+		{"markPaidAtIfBooked", markPaidAtIfBooked, markPaidAt + " AND " + guard},
 	} {
 		if oneLine(tc.got) != oneLine(tc.want) {
 			t.Errorf("%s = %q\nwant %q", tc.name, oneLine(tc.got), oneLine(tc.want))

@@ -62,6 +62,10 @@ const markPaid = `UPDATE orders
 		SET status = ?, paid_at = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ? AND pay_request_id = ?`
 
+// markPaidAt is markPaid for an order still at the version its caller
+// read (PayBatch.SucceedAndPay's, as markPaidAtIfBooked).
+const markPaidAt = markPaid + ` AND version = ?`
+
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the
 // request that claimed the order may release it.
@@ -187,3 +191,30 @@ func batchSize(limit int) int {
 	}
 	return limit
 }
+
+// Lock takes order id's row for the caller's transaction and returns the
+// order as it is now. It is no transition: it raises the order's version
+// and nothing else, so that it is a write, the one thing every database
+// payd runs on orders by. On InnoDB the row stays locked until the
+// transaction ends and a transaction that changes the order waits for it
+// (a plain read would see the old row and wait for nothing); on Galera,
+// which certifies written rows and not read locks, a transaction on
+// another node that changed the order meanwhile conflicts with this one
+// and is undone (1213), so InTx runs it again. The order read after it is
+// therefore the order as committed by everyone before this transaction, and
+// no transaction that changes the order commits between the read and this
+// transaction's end. Outside refunds use it to decide, against the order's
+// settlement, which of the two counts a refund reported before the order
+// was paid (ADR 0030). domain.ErrOrderNotFound when there is no such order.
+func (s *OrderStore) Lock(ctx context.Context, id string) (domain.Order, error) {
+	n, err := s.db.exec(ctx, lockOrder, id)
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("lock order %s: %w", id, err)
+	}
+	if n != 1 {
+		return domain.Order{}, domain.ErrOrderNotFound
+	}
+	return s.FindByID(ctx, id)
+}
+
+const lockOrder = `UPDATE orders SET version = version + 1 WHERE id = ?`

@@ -82,7 +82,9 @@ type PayBatch interface {
 	// OrderStore.MarkPaid). settled: a moved and entry is recorded; paid:
 	// the order moved too. Not settled: nothing was written (also when
 	// entry's reference was recorded already).
-	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, now time.Time) (settled, paid bool, err error)
+	// Unless version is domain.AnyVersion, the order moves only if it is
+	// still at version too.
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -168,7 +170,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // otherwise Pay reads the order as it would have without it.
 func (s *Checkout) created(r PayRequest) (domain.Order, bool) {
 	o, ok := s.Orders.TakeCreated(r.OrderID)
-	if !ok || o.CustomerID != r.CustomerID || o.Status != domain.StatusPending || !o.ExpiresAt.After(s.Now().UTC()) {
+	if !ok || o.CustomerID != r.CustomerID || !o.Claimable(s.Now().UTC()) {
 		return domain.Order{}, false
 	}
 	return o, true
@@ -238,7 +240,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	if err != nil {
 		return domain.Attempt{}, false, fmt.Errorf("claim order %s: %w", o.ID, err)
 	}
-	if !claimed && !o.ExpiresAt.After(now) {
+	if !claimed && o.Expired(now) {
 		return domain.Attempt{}, false, domain.ErrOrderExpired // the UPDATE's time guard refused it
 	}
 	if claimed {
@@ -278,7 +280,7 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 	}
 	switch a.Status {
 	case domain.AttemptSucceeded:
-		return s.succeed(ctx, o, a, a.ProviderChargeID, domain.SourcePayReply)
+		return s.succeed(ctx, o, a, domain.Charge{ID: a.ProviderChargeID}, domain.SourcePayReply)
 	case domain.AttemptFailed:
 		return s.fail(ctx, o, a, a.ProviderChargeID, a.FailureCode, domain.SourcePayReply)
 	case domain.AttemptHeld:
@@ -344,7 +346,7 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
 		return s.hold(ctx, o, a, ch, src)
 	case ch.Status == domain.ChargeSucceeded:
-		return s.succeed(ctx, o, a, ch.ID, src)
+		return s.succeed(ctx, o, a, ch, src)
 	case s.Canceller != nil && ch.ID != "" && a.Status.Unsettled():
 		// Cancelled first, released after: a released order whose failed
 		// charge could still be completed might be paid twice (ADR 0019).
@@ -407,12 +409,28 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // the order if the order can still take it. A success the order cannot
 // take — it was paid by another charge, or cancelled or expired — goes
 // back to the customer.
-func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, chargeID string, src domain.LedgerSource) (domain.Order, error) {
+//
+// ch is the provider's charge as it was reported (only its ID when the
+// attempt was settled already). Outside refunds of it that were reported
+// before the order was paid are in the ledger but not in the order's
+// refunded amount; the transaction that pays the order counts them
+// (countOutside). The one-round-trip batch cannot read the ledger, so it
+// pays only when nothing can be there to count: on the pay reply, whose o
+// was read (or claimed) before the provider was asked, for a charge the
+// provider reports nothing refunded of, and only while the order is still
+// at o's version (an outside refund recorded since raised it,
+// OrderStore.Lock). Every other settlement takes the transaction below,
+// which reads the ledger once the order is paid. The answer is the order
+// as this payment left it, paid (a pay that succeeds answers paid); the
+// refunds counted with it are the order's next state, which its watchers
+// are told of and every read shows.
+func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
+	chargeID := ch.ID
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded
 	var err error
 	var settled bool // the batch wrote: the attempt moved (and the order, when paid)
-	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() {
+	if s.Batch != nil && chargeID != "" && a.Status.Unsettled() && src == domain.SourcePayReply && ch.RefundedAmount.IsZero() {
 		// The common case in one round trip. The attempt moves only if it
 		// is still unsettled, the order only if the attempt moved — what
 		// the transaction below would do. Nothing written: the
@@ -420,13 +438,16 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		fault("before_settle_commit")
 		mine := a
 		mine.OrderID = o.ID
-		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), now)
+		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), o.Version, now)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
 		ours = settled
 	}
-	if !settled {
+	if !settled || !paid {
+		// Settled but not paid: the order was moved, or recorded something
+		// since o was read (an outside refund of this charge: it must be
+		// counted as the order is paid). The transaction learns which.
 		err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 			ours, paid = false, false // InTx may run fn again after a conflict: start clean
 			finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
@@ -451,6 +472,11 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 			}
 			if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
 				return err
+			}
+			if paid {
+				if _, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now); err != nil {
+					return err
+				}
 			}
 			fault("before_settle_commit")
 			return nil

@@ -413,6 +413,7 @@ type spyProvider struct {
 	misreport   bool                       // charge replies report one unit more than was charged
 	lostRefunds int                        // the replies to the next n refund requests are lost; the provider refunds
 	disputed    map[string]decimal.Decimal // charge ID → what an open dispute withdrew (the sandbox has no disputes yet)
+	afterCharge func(domain.Charge)        // runs once the provider charged, before its reply reaches payd
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -486,6 +487,12 @@ func (p *spyProvider) Charge(ctx context.Context, req domain.ChargeRequest) (dom
 	ch, err := p.inner.Charge(ctx, req)
 	if err == nil && misreport {
 		ch.Amount = ch.Amount.Add(decimal.NewFromInt(1))
+	}
+	p.mu.Lock()
+	after := p.afterCharge
+	p.mu.Unlock()
+	if err == nil && after != nil {
+		after(ch)
 	}
 	return ch, err
 }

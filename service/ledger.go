@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 )
 
@@ -72,4 +74,38 @@ func seenChargeEntry(orderID string, ch domain.Charge, src domain.LedgerSource, 
 		ChargeID: ch.ID, Amount: ch.Amount, Currency: cur, Source: src, CreatedAt: now,
 		Note: "as the provider's books show it",
 	}, true
+}
+
+// countOutside counts into order orderID's refunded amount the outside
+// refunds of its charge chargeID that its ledger holds already: refunds
+// made at the provider and reported before the order was paid by that
+// charge, which could not be counted then (Refunds.Outside). It runs in the
+// transaction that marks the order paid, right after that guarded UPDATE:
+// the order's row is then this transaction's, so an outside refund either
+// committed before (and is read here) or is recorded after and counts
+// itself (ADR 0030). The count goes through the order's one guarded
+// refund UPDATE (OrderStore.AddRefund), so a full refund moves the order
+// to refunded. It reports whether it changed the order.
+func countOutside(ctx context.Context, l LedgerStore, orders OrderStore, orderID, chargeID string, cur domain.Currency, now time.Time) (bool, error) {
+	if l == nil || chargeID == "" {
+		return false, nil
+	}
+	entries, err := l.ListByOrder(ctx, orderID)
+	if err != nil {
+		return false, err
+	}
+	sum := decimal.Zero
+	for _, e := range entries {
+		if e.Kind == domain.LedgerOutsideRefund && e.ChargeID == chargeID {
+			sum = sum.Add(e.Amount)
+		}
+	}
+	if !sum.IsPositive() {
+		return false, nil
+	}
+	// The provider confirmed each refund against the charge before it was
+	// booked (Refunds.refundShown), and the charge is the order's payment
+	// for the order's money: the guard cannot refuse an order paid just
+	// now. Should it, the payment stands and the ledger keeps the refunds.
+	return orders.AddRefund(ctx, orderID, domain.MinorUnits(sum, cur), now)
 }

@@ -145,6 +145,12 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 		if paid, err = s.Orders.MarkPaid(ctx, o.ID, cur.RequestID, now); err == nil && !paid {
 			err = errAdoptLost // a held attempt whose order was released meanwhile
 		}
+		if err != nil {
+			return err
+		}
+		// Refunded at the provider before payd took the charge as the
+		// order's payment: counted now (ADR 0030).
+		_, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now)
 		return err
 	})
 	if errors.Is(err, errAdoptLost) {

@@ -43,8 +43,10 @@ func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (Webhoo
 // provider's refund ID, as payd's own refunds' are) and, when the charge
 // is the order's payment, counted in the order's refunded amount by the
 // same guarded UPDATE payd's refunds use, so a full outside refund moves
-// the order to refunded. The audit trail records it with the provider as
-// actor.
+// the order to refunded. A refund reported before its charge paid the
+// order (the refund's webhook overtook the payment's outcome) is booked
+// alone, and the settlement that pays the order by that charge counts it
+// (ADR 0030). The audit trail records it with the provider as actor.
 //
 // The report is a hint: the provider is asked first (Charges) which order
 // the charge pays and how much of it is refunded, and a refund its books
@@ -89,7 +91,7 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 	if pr.Currency != string(o.Currency) || !pr.Amount.IsPositive() {
 		return s.outsideMismatch(ctx, pr, o.ID, "the refund is in "+truncate(pr.Currency, 8)+", the order in "+string(o.Currency))
 	}
-	own, paying, err := s.refundOf(ctx, o, pr)
+	own, err := s.ownRefund(ctx, o, pr)
 	if err != nil || own {
 		if own {
 			return OutcomeIgnored, nil
@@ -97,9 +99,9 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 		return "", err
 	}
 	now := s.Now().UTC()
-	var isNew, counted bool
+	var isNew, paying, counted bool
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		isNew, counted = false, false // InTx may run fn again after a conflict: start clean
+		isNew, paying, counted = false, false, false // InTx may run fn again after a conflict: start clean
 		e := domain.LedgerEntry{
 			ID: newID(), OrderID: o.ID, Kind: domain.LedgerOutsideRefund, Reference: domain.RefundReference(pr.ID),
 			ChargeID: pr.ChargeID, Amount: pr.Amount, Currency: o.Currency, Source: src, CreatedAt: now,
@@ -109,6 +111,20 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 			if isNew, err = s.Ledger.Append(ctx, e); err != nil || !isNew {
 				return err
 			}
+		}
+		// Whether the charge pays the order is decided on the order's row
+		// taken for this transaction, never on the read above: the order
+		// may be being paid by this very charge right now. Either its
+		// settlement committed first, and the order reads paid here and
+		// the refund is counted now; or it waits for this transaction and
+		// then counts the refund booked here (countOutside). Exactly one
+		// of the two counts it, on one database or on a Galera cluster.
+		cur, err := s.Orders.Lock(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		if paying, err = s.pays(ctx, cur, pr); err != nil {
+			return err
 		}
 		if paying {
 			if counted, err = s.Orders.AddRefund(ctx, o.ID, domain.MinorUnits(pr.Amount, o.Currency), now); err != nil {
@@ -156,29 +172,37 @@ func (s *Refunds) refundShown(ctx context.Context, ch domain.Charge, pr domain.P
 	return ch.RefundedAmount.GreaterThanOrEqual(booked), nil
 }
 
-// refundOf reports whether pr is one of payd's own refunds of order o (by
-// the provider's refund ID), and whether its charge is o's payment.
-func (s *Refunds) refundOf(ctx context.Context, o domain.Order, pr domain.ProviderRefund) (own, paying bool, err error) {
+// ownRefund reports whether pr is one of payd's own refunds of order o
+// (by the provider's refund ID).
+func (s *Refunds) ownRefund(ctx context.Context, o domain.Order, pr domain.ProviderRefund) (bool, error) {
 	rs, err := s.Store.ListByOrder(ctx, o.ID)
 	if err != nil {
-		return false, false, err
+		return false, err
 	}
 	for _, r := range rs {
 		if r.ProviderRefundID == pr.ID {
-			return true, false, nil
+			return true, nil
 		}
 	}
-	if o.Status != domain.StatusPaid && o.Status != domain.StatusRefunded {
-		return false, false, nil
+	return false, nil
+}
+
+// pays reports whether pr's charge is order o's payment: o is paid (or
+// refunded) and its paying attempt succeeded with that charge. A refund of
+// a charge that does not pay o yet is booked without being counted; the
+// settlement that pays o by that charge counts it (countOutside).
+func (s *Refunds) pays(ctx context.Context, o domain.Order, pr domain.ProviderRefund) (bool, error) {
+	if !o.Status.WasPaid() {
+		return false, nil
 	}
 	a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
-		return false, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return false, false, err
+		return false, err
 	}
-	return false, a.SucceededWith(pr.ChargeID), nil
+	return a.SucceededWith(pr.ChargeID), nil
 }
 
 // auditOutside records an outside refund in the order's audit trail, the

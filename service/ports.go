@@ -41,6 +41,11 @@ type OrderStore interface {
 	Create(ctx context.Context, o domain.Order) error
 	// FindByID returns the order with its items, or domain.ErrOrderNotFound.
 	FindByID(ctx context.Context, id string) (domain.Order, error)
+	// Lock takes the order's row for the caller's transaction (a write:
+	// it raises the version) and returns the order as it is now, so that
+	// no transaction that changes the order commits between that read and
+	// the caller's end (ADR 0030's outside refunds).
+	Lock(ctx context.Context, id string) (domain.Order, error)
 	// FindByCreateRequest returns the customer's order created under
 	// requestID, or domain.ErrOrderNotFound.
 	FindByCreateRequest(ctx context.Context, customerID, requestID string) (domain.Order, error)

@@ -208,6 +208,13 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 		if err != nil {
 			return err
 		}
+		if paid {
+			// Refunded at the provider before the charge paid the
+			// order: counted now (ADR 0030).
+			if _, err := countOutside(ctx, s.Ledger, s.Orders, a.OrderID, d.ChargeID, a.Currency, now); err != nil {
+				return err
+			}
+		}
 		if !paid {
 			o, err := s.Orders.FindByID(ctx, a.OrderID)
 			if err != nil {
