@@ -105,8 +105,11 @@ func TracerProvider(tp trace.TracerProvider) Option {
 // Build opens and migrates the database, keeps the development secrets,
 // binds the listener, starts tracing and the provider (the in-process
 // sandbox unless PAYD_PROVIDER_URL or PAYD_PROVIDER=stripe says otherwise)
-// and wires payd. It is the one place payd's object graph is built: main
-// and every end-to-end test come through it.
+// and wires payd through Wire. main comes through it (cli.Main runs serve
+// with it), and so do the end-to-end tests that start payd in-process or as
+// an OS process of the built binary; the few that need several replicas on
+// one database of their own, or a provider stand-in of their own, call Wire
+// directly and serve its Echo with httptest.
 func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) {
 	o := options{logs: io.Discard, banner: io.Discard}
 	for _, opt := range opts {

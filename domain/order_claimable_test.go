@@ -10,9 +10,9 @@ import (
 func TestOrderClaimable(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
-		status   domain.OrderStatus
-		expires  time.Time
-		expired  bool
+		status    domain.OrderStatus
+		expires   time.Time
+		expired   bool
 		claimable bool
 	}{
 		{domain.StatusPending, now.Add(time.Second), false, true},

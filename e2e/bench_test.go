@@ -146,14 +146,14 @@ func BenchmarkPay(b *testing.B) {
 // adds a query is noticed. On MySQL, in round trips on the wire: a new pay
 // in at most 4 (the idempotency record's insert, the claim transaction,
 // the settlement transaction with the charge's ledger entry, the record's
-// completion; each transaction is one packet, ADR 0026), a replay in 1. On
+// completion; each transaction is one packet, ADR 0034), a replay in 1. On
 // SQLite, in statements: at most 7 (the ledger entry's INSERT is the
 // seventh) and 1. The key is new to this process, so its record is inserted
 // without being read first, and the replay's key is known, so its record
-// is read without an insert first (ADR 0028; a key's first sight on a
+// is read without an insert first (ADR 0034; a key's first sight on a
 // replica that did not take it costs one more statement). The order was
 // created by this process just before, so the pay claims it as created,
-// without reading it (ADR 0027; an order created elsewhere costs the read,
+// without reading it (ADR 0034; an order created elsewhere costs the read,
 // one more). The token was verified by that creation, so authentication is
 // answered from the token cache (service.TokenCache) and costs none.
 func TestStatementBudget(t *testing.T) {

@@ -126,7 +126,7 @@ type Engine struct {
 	mu   sync.Mutex
 	held map[[2]string]time.Time // keys this process left processing (202), with their lease end
 
-	recent recentKeys // keys this process looked at lately: their repeats read first (ADR 0028)
+	recent recentKeys // keys this process looked at lately: their repeats read first (ADR 0034)
 }
 
 // Begin takes the key for c, or finds what an earlier request with it
@@ -151,7 +151,7 @@ func (s *Engine) Begin(ctx context.Context, c Call) (Start, error) {
 	defer unwatch()
 	// A key this process has not looked at lately is most likely new:
 	// the first look inserts its record straight away, and reads it only
-	// if that finds the key taken (ADR 0028).
+	// if that finds the key taken (ADR 0034).
 	k := [2]string{c.Scope, c.Key}
 	fresh := !s.recent.seen(k)
 	s.recent.add(k) // a duplicate arriving meanwhile reads first

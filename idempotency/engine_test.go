@@ -382,7 +382,7 @@ func TestFingerprint(t *testing.T) {
 }
 
 // TestEngineRepeatOnAnotherReplica: a repeat that reaches a replica which
-// has not seen its key (so it tries to insert the record first, ADR 0028)
+// has not seen its key (so it tries to insert the record first, ADR 0034)
 // gets what it would get from the original's replica: the replay of a
 // success, ErrKeyReused for another request, a new execution after a
 // failure, ErrKeyInUse while the original runs and a takeover after its

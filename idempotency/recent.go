@@ -6,7 +6,7 @@ import "sync"
 // with scope and key, a few MiB at most.
 const recentCapacity = 10_000
 
-// recentKeys remembers the last keys this process looked at (ADR 0028).
+// recentKeys remembers the last keys this process looked at (ADR 0034).
 // A key it has not seen is most likely new, and Begin tries to insert its
 // record at once; a key it has seen is most likely a repeat (a replay, a
 // double click), and Begin reads the record first. Only the cost depends

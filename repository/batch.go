@@ -18,8 +18,9 @@ import (
 // settlement of a successful charge with its ledger entry — in one round
 // trip each on MySQL instead of four and five: START TRANSACTION, the
 // transaction's statements and COMMIT go in one multi-statement packet.
-// See docs/adr/0026-pay-transactions-in-one-round-trip.md (which takes
-// over from ADR 0024's two).
+// See docs/adr/0034-pay-path-performance.md (each pay transaction one
+// packet, where it once took two round trips) and ADR 0033 for the packets'
+// statements.
 //
 // The statements are the stores' own, and every one is guarded; each
 // statement after the first runs only if the one before it matched

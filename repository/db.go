@@ -295,7 +295,7 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 //   - interpolateParams: one round trip per statement instead of
 //     prepare/execute/close (safe: the connection charset is utf8mb4);
 //   - multiStatements: PayBatch sends a transaction, COMMIT included, in
-//     one packet (ADRs 0024, 0026). Every statement payd sends is a constant with
+//     one packet (ADR 0034). Every statement payd sends is a constant with
 //     placeholders and every value is escaped by interpolateParams, so no
 //     input can become a second statement;
 //   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut;

@@ -222,7 +222,7 @@ func expandArgs(query string, args []any, offset int) (string, []driver.NamedVal
 // for every statement — the MySQL driver hands it to a goroutine per
 // connection and takes it back after, SQLite starts one per statement —
 // and those wake-ups cost more CPU than the round trip itself
-// (docs/performance.md). So statements run detached (docs/adr/0025): a statement
+// (docs/performance.md). So statements run detached (ADR 0034): a statement
 // is bounded by the connection's read and write timeouts (30 s unless the
 // URL says otherwise) and by the database's own lock wait timeout, not by
 // the request. The retry policy's waits still end with ctx, and a client

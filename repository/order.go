@@ -155,7 +155,7 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 // TakeCreated returns the order id as this store created it, once, if it
 // still remembers it: what FindByID would have returned right after the
 // creation. The order may have changed since; only a claim guarded by its
-// version (Claim, PayBatch.Claim) may act on it (ADR 0027).
+// version (Claim, PayBatch.Claim) may act on it (ADR 0034).
 func (s *OrderStore) TakeCreated(id string) (domain.Order, bool) { return s.created.take(id) }
 
 // FindByCreateRequest returns the customer's order created under requestID,

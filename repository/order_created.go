@@ -12,7 +12,7 @@ import (
 const createdCapacity = 10_000
 
 // createdOrders remembers the orders this process created last, as they
-// were written (ADR 0027), so the pay that usually follows a creation can
+// were written (ADR 0034), so the pay that usually follows a creation can
 // claim the order without reading it first. It is a hint, never the
 // truth: the claim is guarded by the version remembered here, and every
 // change to an order raises its version, so a remembered order that has

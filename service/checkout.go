@@ -58,7 +58,7 @@ type Checkout struct {
 	// currency than the attempt's (ADR 0010).
 	Discrepancies DiscrepancyStore
 	// Batch, optional, runs the claim and a success's settlement in fewer
-	// round trips (repository.PayBatch, ADR 0024); without it they run
+	// round trips (repository.PayBatch, ADR 0034); without it they run
 	// statement by statement in Tx.
 	Batch PayBatch
 	// Canceller, optional (nil for the sandbox, whose failed charges are
@@ -68,7 +68,7 @@ type Checkout struct {
 }
 
 // PayBatch runs the pay path's two hot transactions as single units, in
-// one round trip each on MySQL (repository.PayBatch, ADR 0026): each
+// one round trip each on MySQL (repository.PayBatch, ADR 0034): each
 // guarded statement runs only if the one before it matched its row.
 type PayBatch interface {
 	// Claim moves a's order from pending (at version) to processing for
@@ -166,7 +166,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // created is the order r pays as this process created it, when it still
 // remembers it (OrderStore.TakeCreated) and it is r's customer's, pending
 // and not expired as remembered. The claim is guarded by its version, so
-// it acts only if the row is still exactly this order (ADR 0027);
+// it acts only if the row is still exactly this order (ADR 0034);
 // otherwise Pay reads the order as it would have without it.
 func (s *Checkout) created(r PayRequest) (domain.Order, bool) {
 	o, ok := s.Orders.TakeCreated(r.OrderID)

@@ -461,7 +461,7 @@ func TestPaySameKeyConcurrently(t *testing.T) {
 }
 
 // TestPayOrderChangedSinceCreated: the order a replica remembers from
-// creating it is a hint, not the truth (ADR 0027). Changed since on
+// creating it is a hint, not the truth (ADR 0034). Changed since on
 // another replica, the pay decides from the order as it is: cancelled, it
 // is not payable and nothing is charged; claimed, declined and released,
 // it is paid, and the answer carries the order's real version, as a read
@@ -500,7 +500,7 @@ func TestPayOrderChangedSinceCreated(t *testing.T) {
 }
 
 // TestPayClaimsRememberedOrderWithoutReading: the replica that created an
-// order pays it without reading it (ADR 0027): one statement fewer than
+// order pays it without reading it (ADR 0034): one statement fewer than
 // the same pay of an order another replica created, with the same answer.
 func TestPayClaimsRememberedOrderWithoutReading(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
