@@ -76,6 +76,10 @@ const (
 	CompletedInBackground = "background" // a webhook or the recoverer settled the payment after the request answered 202
 )
 
+// RecordCompleters lists who may store a record's answer (the CHECK on
+// idempotency_records.completed_by holds to it).
+var RecordCompleters = []string{CompletedByRequest, CompletedInBackground}
+
 // ValidKey reports whether k is an acceptable idempotency key.
 func ValidKey(k string) bool { return keyPattern.MatchString(k) }
 

@@ -15,3 +15,19 @@ type WebhookEvent struct {
 	ReceivedAt  time.Time
 	ProcessedAt *time.Time // nil until applied: a redelivery of an unprocessed event applies it
 }
+
+// WebhookOutcome is how a provider event was handled: stored on its inbox
+// row (webhook_events.outcome, whose CHECK holds to WebhookOutcomes),
+// reported to the provider and counted (payd_webhooks_total's outcome label).
+type WebhookOutcome string
+
+// Webhook outcomes.
+const (
+	OutcomeApplied     WebhookOutcome = "applied"
+	OutcomeDuplicate   WebhookOutcome = "duplicate"
+	OutcomeIgnored     WebhookOutcome = "ignored"
+	OutcomeDiscrepancy WebhookOutcome = "discrepancy"
+)
+
+// WebhookOutcomes lists every webhook outcome.
+var WebhookOutcomes = []WebhookOutcome{OutcomeApplied, OutcomeDuplicate, OutcomeIgnored, OutcomeDiscrepancy}

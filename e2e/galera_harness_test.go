@@ -27,7 +27,7 @@ import (
 // The Galera harness: three payd replicas through run, each on its own
 // node of the cluster of scripts/galera.sh, one sandbox they all charge,
 // whose webhooks a round-robin front hands to any replica. The same three
-// replicas run on one database too (startTrio with one URL thrice), so
+// replicas run on one database too (startTrio onNodes of one URL thrice), so
 // that a storm proven on the cluster is proven on one MariaDB and SQLite.
 
 // galeraSet is the three replicas, the cluster (nil on one database) and
@@ -45,20 +45,28 @@ type galeraSet struct {
 }
 
 // startGalera boots the sandbox and three replicas on a fresh database of
-// the cluster. The first replica migrates the database; the others start
-// on the migrated schema.
-func startGalera(t *testing.T, extra env) *galeraSet {
+// the cluster (startTrio onNodes of it), each with withEnv's settings on
+// top. The first replica migrates the database; the others start on the
+// migrated schema.
+func startGalera(t *testing.T, opts ...option) *galeraSet {
 	t.Helper()
 	c := galeratest.Require(t)
-	g := startTrio(t, c.NewDatabase(t), extra)
+	g := startTrio(t, append(opts, onNodes(c.NewDatabase(t)))...)
 	g.cluster = c
 	return g
 }
 
-// startTrio boots the sandbox and three replicas, replica i on urls[i]:
-// three nodes of a cluster, or one database named three times.
-func startTrio(t *testing.T, urls [galeratest.Nodes]string, extra env) *galeraSet {
+// startTrio boots the sandbox and three replicas, each started by start,
+// replica i on the i-th URL of onNodes: three nodes of a cluster, or one
+// database named three times. withEnv's settings go on top of each
+// replica's own.
+func startTrio(t *testing.T, opts ...option) *galeraSet {
 	t.Helper()
+	o := options(opts)
+	if o.stackOnly() || o.dialect != "" || o.premigrated || o.nodes == nil {
+		t.Fatalf("startTrio takes onNodes (required) and withEnv (given: %+v)", o)
+	}
+	urls, extra := *o.nodes, o.env
 	g := &galeraSet{t: t, urls: urls}
 	sbL, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -29,7 +29,7 @@ type nodeOp struct {
 // answers: nothing is charged twice, nothing is lost.
 func TestGaleraNodeDeath(t *testing.T) {
 	const victim = 2 // node 3, and the replica on it
-	g := startGalera(t, env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s"})
+	g := startGalera(t, withEnv(env{"PAYD_LEASE": "10s", "PAYD_PROVIDER_TIMEOUT": "5s"}))
 	_, token := g.reps[0].register(newEmail())
 
 	var phase atomic.Value

@@ -33,7 +33,7 @@ type galeraTally struct {
 // replica. Then payments whose replies were lost (pm_timeout) are settled
 // by the recoverer running on all three, each exactly once.
 func TestGaleraStorm(t *testing.T) {
-	startGalera(t, stormEnv).storm()
+	startGalera(t, withEnv(stormEnv)).storm()
 }
 
 // TestReplicaStorm is TestGaleraStorm's storm with the three replicas on
@@ -42,7 +42,7 @@ func TestGaleraStorm(t *testing.T) {
 func TestReplicaStorm(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		u := dbtest.NewURL(t, migrations.Dialect(dialect))
-		startTrio(t, [galeratest.Nodes]string{u, u, u}, stormEnv).storm()
+		startTrio(t, onNodes([galeratest.Nodes]string{u, u, u}), withEnv(stormEnv)).storm()
 	})
 }
 

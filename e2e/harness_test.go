@@ -30,6 +30,7 @@ import (
 	"github.com/payd/payd/cli"
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/galeratest"
 	"github.com/payd/payd/internal/stripefake"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/provider"
@@ -352,7 +353,7 @@ type stack struct {
 	seen    *traceparents    // tracedBy: the traceparent headers the sandbox was sent
 }
 
-// stackOptions are what start's options set.
+// stackOptions are what the starters' options set (see The starters).
 type stackOptions struct {
 	dialect string
 	env     env
@@ -365,6 +366,24 @@ type stackOptions struct {
 	exact   env    // asConfigured
 	peer    *stack // peerOf
 	provURL string // providerAt
+
+	nodes       *[galeratest.Nodes]string // onNodes: startTrio's and startJobTrio's databases
+	premigrated bool                      // premigrated: startReplicas migrates first
+}
+
+// options are opts applied in turn, over nothing set.
+func options(opts []option) stackOptions {
+	o := stackOptions{env: env{}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// stackOnly reports whether o sets an option only start takes: its
+// sandbox, proxies and modes.
+func (o stackOptions) stackOnly() bool {
+	return len(o.tunes) > 0 || o.hostile || o.gated || o.stripe || o.traced || o.exact != nil || o.peer != nil || o.provURL != ""
 }
 
 // option sets up the stack start boots.
@@ -420,14 +439,55 @@ func peerOf(s *stack) option { return func(o *stackOptions) { o.peer = s } }
 // providerAt has a peer charge through url instead of the sandbox.
 func providerAt(url string) option { return func(o *stackOptions) { o.provURL = url } }
 
+// onNodes puts replica i of a trio on urls[i]: three nodes of a Galera
+// cluster, or one database named three times (startTrio, startJobTrio).
+func onNodes(urls [galeratest.Nodes]string) option {
+	return func(o *stackOptions) { o.nodes = &urls }
+}
+
+// premigrated has startReplicas run `payd migrate up` before the replicas
+// start, so they start within moments of each other and their background
+// jobs tick nearly together; without it they also migrate the database at
+// once.
+func premigrated() option { return func(o *stackOptions) { o.premigrated = true } }
+
+// The starters. start is the one way to start payd; the others start
+// several payds, or one as an OS process, and take start's options where
+// they apply (a starter handed one it does not take fails the test):
+//
+//   - start(t, opts...): one payd in this process, with its own sandbox, on
+//     a fresh database (on), or another payd on a stack's database and
+//     sandbox (peerOf).
+//   - startTrio(t, onNodes(urls), withEnv(e)) and startGalera(t, withEnv(e))
+//     (galera_harness_test.go): three payds, each started by start, one per
+//     node of a Galera cluster or one database thrice, behind a round-robin
+//     webhook front.
+//   - startPaydProc(t, name, e) (process_test.go): one payd as an OS
+//     process, for the tests that kill it with SIGKILL, restart it on the
+//     same database or need a process boundary. It is not an option of
+//     start because those tests hold the process (the *paydProc, with its
+//     exit status), not a stack, and compose its settings around fixtures
+//     that outlive it (procProvider, hookRelay, chargeGate), where start's
+//     stack owns a sandbox whose webhooks point at one payd's address.
+//   - startReplicas(t, n, on(d), premigrated(), withEnv(e)) (replicas_test.go):
+//     startPaydProc n times at once on one fresh database.
+//   - startJobTrio(t, onNodes(urls)) (jobs_once_test.go): three payds wired
+//     by app.Wire but not served, so the test runs their jobs by hand.
+//
+// startInproc, startBuilt and launch below are start's own helpers, not
+// starters: only start (and startTrio through it) calls them.
+
 // start boots a sandbox and payd on a fresh database, as the options say,
 // and stops both when the test ends. It is the one way the end-to-end
 // tests start an in-process stack.
 func start(t *testing.T, opts ...option) *stack {
 	t.Helper()
-	o := stackOptions{dialect: "sqlite", env: env{}}
-	for _, opt := range opts {
-		opt(&o)
+	o := options(opts)
+	if o.dialect == "" {
+		o.dialect = "sqlite"
+	}
+	if o.nodes != nil || o.premigrated {
+		t.Fatal("start takes one database: onNodes is startTrio's, premigrated is startReplicas'")
 	}
 	if o.exact != nil {
 		return &stack{inproc: startInproc(t, o.exact)}
@@ -522,8 +582,8 @@ type inproc struct {
 }
 
 // startInproc runs `payd serve` through the command line with the settings
-// e (start's way in), waits until it listens and stops it when the test
-// ends.
+// e, waits until it listens and stops it when the test ends. It is start's
+// helper; tests call start.
 func startInproc(t *testing.T, e env) *inproc {
 	t.Helper()
 	return launch(t, func(ctx context.Context, stdout, stderr io.Writer) error {
@@ -532,7 +592,8 @@ func startInproc(t *testing.T, e env) *inproc {
 }
 
 // launch runs payd's main until ctx ends, waits until it listens and
-// stops it when the test ends.
+// stops it when the test ends: the common part of startInproc and
+// startBuilt.
 func launch(t *testing.T, main func(ctx context.Context, stdout, stderr io.Writer) error) *inproc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -551,7 +612,7 @@ func launch(t *testing.T, main func(ctx context.Context, stdout, stderr io.Write
 
 // startBuilt builds payd from e with app.Build and opts and serves it, as
 // `payd serve` does, waits until it listens and stops it when the test
-// ends.
+// ends. It is start's helper for tracedBy; tests call start.
 func startBuilt(t *testing.T, e env, opts ...app.Option) *inproc {
 	t.Helper()
 	cfg, err := loadConfig("serve", nil, e.get, io.Discard)

@@ -90,7 +90,7 @@ const jobsReconcileEvery = 5 * time.Second
 func TestGaleraJobsOnce(t *testing.T) {
 	c := galeratest.Require(t)
 	nodes := c.NewDatabase(t)
-	h := startJobTrio(t, nodes)
+	h := startJobTrio(t, onNodes(nodes))
 	h.conflicts = galeraConflicts(t, nodes)
 	h.runCases(jobCases)
 }
@@ -135,7 +135,7 @@ func TestReplicaJobsAtOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Parallel() // mostly waiting for rows to fall due
 		u := dbtest.NewURL(t, migrations.Dialect(dialect))
-		startJobTrio(t, [galeratest.Nodes]string{u, u, u}).runCases(jobCases)
+		startJobTrio(t, onNodes([galeratest.Nodes]string{u, u, u})).runCases(jobCases)
 	})
 }
 
@@ -157,8 +157,18 @@ type jobTrio struct {
 	conflicts func() int64
 }
 
-func startJobTrio(t *testing.T, urls [galeratest.Nodes]string) *jobTrio {
+// startJobTrio wires three payds by app.Wire, replica i on the i-th URL
+// of onNodes, with jobsEnv's settings, and serves their APIs but not their
+// job loops: the test runs the jobs by hand (runAtOnce). It is not start
+// because start serves payd whole, loops included, and hands back no
+// app.Parts to run a job from.
+func startJobTrio(t *testing.T, opts ...option) *jobTrio {
 	t.Helper()
+	o := options(opts)
+	if o.stackOnly() || o.dialect != "" || o.premigrated || len(o.env) > 0 || o.nodes == nil {
+		t.Fatalf("startJobTrio takes onNodes (required) and nothing else (given: %+v)", o)
+	}
+	urls := *o.nodes
 	h := &jobTrio{t: t, prov: startProcProvider(t, "")}
 	provURL := h.startDropFront()
 	log := slog.New(slog.DiscardHandler)

@@ -93,9 +93,14 @@ type paydProc struct {
 	state  *os.ProcessState // set before exited closes
 }
 
-// startPaydProc runs payd with the PAYD_* settings e (and none inherited
-// from the test's environment), waits until it listens and stops it when
-// the test ends.
+// startPaydProc runs payd as an OS process with the PAYD_* settings e (and
+// none inherited from the test's environment), waits until it listens and
+// stops it when the test ends. It is start's variant for a process
+// boundary, not an option of start: the caller holds the process (to kill
+// it with SIGKILL, read its exit status, restart it on the same database)
+// rather than a stack, and builds e around fixtures that outlive it
+// (procProvider, hookRelay, chargeGate), where start's stack owns a sandbox
+// whose webhooks point at one payd's address.
 func startPaydProc(t *testing.T, name string, e env) *paydProc {
 	t.Helper()
 	p, err := launchPaydProc(t, paydExecutable(t), name, e)

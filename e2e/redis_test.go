@@ -75,7 +75,7 @@ func flushRedis(t *testing.T, url string) {
 func TestRedisReplicasPayOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		redisKinds(t, func(t *testing.T, url string) {
-			rs := startReplicas(t, dialect, 3, true, env{"PAYD_REDIS_URL": url})
+			rs := startReplicas(t, 3, on(dialect), premigrated(), withEnv(env{"PAYD_REDIS_URL": url}))
 			_, token := rs.procs[0].register(newEmail())
 			id := rs.procs[1].order(token, "7.00")
 			key := uuid.NewString()
@@ -194,7 +194,7 @@ func TestRedisKilledMidLoad(t *testing.T) {
 // half-way; then every answer, charge, log line and metric is judged.
 func killedMidLoad(t *testing.T, dialect, url string, kill func(scope string), recover func()) {
 	{
-		rs := startReplicas(t, dialect, 3, true, env{"PAYD_REDIS_URL": url})
+		rs := startReplicas(t, 3, on(dialect), premigrated(), withEnv(env{"PAYD_REDIS_URL": url}))
 		custID, token := rs.procs[0].register(newEmail())
 		const orders, dups = 40, 6
 		ids := make([]string, orders)
@@ -281,7 +281,7 @@ func killedMidLoad(t *testing.T, dialect, url string, kill func(scope string), r
 func TestRedisEventsAcrossReplicas(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		srv := redistest.Start(t)
-		rs := startReplicas(t, dialect, 2, true, env{"PAYD_REDIS_URL": srv.URL(), "PAYD_MAX_STREAMS_PER_CUSTOMER": "20"})
+		rs := startReplicas(t, 2, on(dialect), premigrated(), withEnv(env{"PAYD_REDIS_URL": srv.URL(), "PAYD_MAX_STREAMS_PER_CUSTOMER": "20"}))
 		a, b := rs.procs[0], rs.procs[1]
 		_, token := a.register(newEmail())
 		var lat []time.Duration

@@ -19,7 +19,7 @@ func TestReplicaJobsOnce(t *testing.T) {
 	const toExpire, toRecover = 30, 6
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Parallel() // mostly waiting for the jobs' ticks
-		rs := startReplicas(t, dialect, 3, true, env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"})
+		rs := startReplicas(t, 3, on(dialect), premigrated(), withEnv(env{"PAYD_LEASE": "1s", "PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_ORDER_TTL": "3s"}))
 		_, token := rs.procs[0].register(newEmail())
 
 		// Payments whose reply the provider loses: 202, attempt unknown.

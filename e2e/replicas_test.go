@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -25,17 +26,20 @@ type replicaSet struct {
 	prov  *procProvider
 }
 
-// startReplicas starts n payd processes at once on a fresh database
-// against one sandbox without webhooks. Unless premigrated, they also
-// migrate the database at once; premigrated (`payd migrate up` first),
-// they start within moments of each other, so their background jobs tick
-// nearly together and contend for the same rows.
-func startReplicas(t *testing.T, dialect string, n int, premigrated bool, extra env) *replicaSet {
+// startReplicas starts payd as n OS processes at once (startPaydProc n
+// times) on one fresh database of on's dialect (default: SQLite), against
+// one sandbox without webhooks, each with withEnv's settings on top.
+// Unless premigrated, they also migrate the database at once.
+func startReplicas(t *testing.T, n int, opts ...option) *replicaSet {
 	t.Helper()
+	o := options(opts)
+	if o.stackOnly() || o.nodes != nil {
+		t.Fatalf("startReplicas takes on, withEnv and premigrated (given: %+v)", o)
+	}
 	rs := &replicaSet{t: t, prov: startProcProvider(t, ""), procs: make([]*paydProc, n)}
-	dbURL := dbtest.NewURL(t, migrations.Dialect(dialect))
+	dbURL := dbtest.NewURL(t, migrations.Dialect(cmp.Or(o.dialect, "sqlite")))
 	exe := paydExecutable(t)
-	if premigrated {
+	if o.premigrated {
 		cmd := exec.Command(exe, "migrate", "up")
 		cmd.Dir, cmd.Env = t.TempDir(), childEnv(env{"PAYD_DATABASE_URL": dbURL})
 		if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("migrations applied")) {
@@ -46,7 +50,7 @@ func startReplicas(t *testing.T, dialect string, n int, premigrated bool, extra 
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			rs.procs[i], errs[i] = launchPaydProc(t, exe, fmt.Sprintf("payd-%d", i+1), paydEnv(dbURL, rs.prov.url, extra))
+			rs.procs[i], errs[i] = launchPaydProc(t, exe, fmt.Sprintf("payd-%d", i+1), paydEnv(dbURL, rs.prov.url, o.env))
 		})
 	}
 	wg.Wait()
@@ -102,7 +106,7 @@ func (rs *replicaSet) succeededCharges(orderID string) int {
 // but one are refused with a conflict.
 func TestReplicasPayOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		rs := startReplicas(t, dialect, 3, false, nil)
+		rs := startReplicas(t, 3, on(dialect))
 		_, token := rs.procs[0].register(newEmail())
 
 		t.Run("same key", func(t *testing.T) {

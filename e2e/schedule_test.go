@@ -23,7 +23,7 @@ func TestReplicaReconcileScheduleOnce(t *testing.T) {
 	every := time.Second
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Parallel() // mostly waiting for the schedule's windows
-		rs := startReplicas(t, dialect, 3, true, env{"PAYD_RECONCILE_EVERY": every.String(), "PAYD_LEASE": "10m"})
+		rs := startReplicas(t, 3, on(dialect), premigrated(), withEnv(env{"PAYD_RECONCILE_EVERY": every.String(), "PAYD_LEASE": "10m"}))
 		_, token := rs.procs[0].register(newEmail())
 		stranger := rs.procs[1].order(token, "5.00")
 		ch, err := provider.NewClient(rs.prov.url).Charge(t.Context(), domain.ChargeRequest{IdempotencyKey: uuid.NewString(), OrderID: stranger,

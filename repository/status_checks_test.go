@@ -1,10 +1,13 @@
 package repository_test
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
@@ -34,7 +37,21 @@ func strs[S ~string](ss []S) []string {
 	return out
 }
 
-// statusColumns lists every status-like column of payd's schema.
+// statusColumns lists every status-like column of payd's schema: each
+// column that holds one of a closed set of values domain lists in one
+// place. Columns that look alike but are left without a CHECK:
+//   - webhook_events.type: the provider's event type, stored for every
+//     signed event, also of types payd ignores ("other", charge.disputed
+//     before disputes): an open set.
+//   - discrepancies.resolution: the operators' actions and payd's own
+//     (apply, refund, ignore, auto_refunded, recorded) are service's
+//     constants in three files, not one list, and the claim compares the
+//     column with the resolution asked (Claim/Settle/Unclaim).
+//   - reconciliation_runs.source: "provider", "csv" or who started the run
+//     ("schedule"), literals in service, not one list.
+//   - audit_log.action and actor, payment_attempts.failure_code and
+//     payment_method, disputes.reason: names chosen by operators or the
+//     provider, open sets.
 var statusColumns = []statusColumn{
 	{"orders", "status", "orders_status", strs(domain.OrderMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
 		return `INSERT INTO orders (id, customer_id, status, currency, amount_minor, expires_at, created_at, updated_at)
@@ -60,6 +77,18 @@ var statusColumns = []statusColumn{
 		return `INSERT INTO discrepancies (id, type, reference, status, detected_at)
 			VALUES (?, 'amount_mismatch', ?, ?, ?)`, []any{id, id, v, checkTime}
 	}},
+	{"discrepancies", "type", "discrepancies_type", strs(domain.DiscrepancyTypes), func(_ checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO discrepancies (id, type, reference, status, detected_at)
+			VALUES (?, ?, ?, 'open', ?)`, []any{id, v, id, checkTime}
+	}},
+	{"webhook_events", "outcome", "webhook_events_outcome", strs(domain.WebhookOutcomes), func(_ checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO webhook_events (id, type, payload, outcome, received_at, processed_at)
+			VALUES (?, 'payment.succeeded', '{}', ?, ?, ?)`, []any{id, v, checkTime, checkTime}
+	}},
+	{"idempotency_records", "completed_by", "idempotency_records_completed_by", domain.RecordCompleters, func(_ checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO idempotency_records (scope, idem_key, method, path, fingerprint, status, response_status, completed_by, locked_until, created_at, updated_at, expires_at)
+			VALUES ('public', ?, 'POST', '/v1/x', 'fp', 'succeeded', 200, ?, ?, ?, ?, ?)`, []any{id, v, checkTime, checkTime, checkTime, checkTime}
+	}},
 	{"disputes", "status", "disputes_status", strs(domain.DisputeMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
 		return `INSERT INTO disputes (id, provider_dispute_id, order_id, charge_id, status, currency, amount_minor, opened_at, updated_at)
 			VALUES (?, ?, ?, 'ch_1', ?, 'USD', 100, ?, ?)`, []any{id, id, f.orderID, v, checkTime, checkTime}
@@ -82,9 +111,72 @@ func idColumn(table string) string {
 	return "id"
 }
 
+// refusedByCheck reports whether err is c's CHECK refusing a value:
+// MariaDB's ER_CONSTRAINT_FAILED (4025, "CONSTRAINT `name` failed for
+// ..."), SQLite's SQLITE_CONSTRAINT_CHECK (275, "CHECK constraint failed:
+// name", or the expression of a CHECK the table was created with, which
+// SQLite leaves unnamed). Any other error (a syntax error, a missing
+// column, a foreign key, another CHECK) is not the refusal asked for.
+func refusedByCheck(err error, c statusColumn) bool {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number == 4025 && strings.Contains(my.Message, "`"+c.constraint+"`")
+	}
+	var lite interface{ Code() int }
+	if errors.As(err, &lite) && lite.Code() == 275 {
+		msg := err.Error()
+		return strings.Contains(msg, "CHECK constraint failed: "+c.constraint) || strings.Contains(msg, "CHECK constraint failed: "+c.column+" IN (")
+	}
+	return false
+}
+
+// column returns the statusColumn of table.column.
+func column(t *testing.T, table, col string) statusColumn {
+	t.Helper()
+	for _, c := range statusColumns {
+		if c.table == table && c.column == col {
+			return c
+		}
+	}
+	t.Fatalf("no status column %s.%s", table, col)
+	return statusColumn{}
+}
+
+// TestRefusedByCheckIsSpecific: refusedByCheck counts only the CHECK it
+// is asked about, on both databases: a foreign key, a missing column, a
+// unique key or another column's CHECK refusing the row is not it.
+func TestRefusedByCheckIsSpecific(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		o := newOrder(t, db)
+		fix := checkFixture{customerID: o.CustomerID, orderID: o.ID}
+		attempts, status, kind := column(t, "payment_attempts", "status"), column(t, "refunds", "status"), column(t, "refunds", "kind")
+		refuse := func(what string, c statusColumn, want bool, q string, args ...any) {
+			t.Helper()
+			err := db.Gorm().Exec(q, args...).Error
+			if err == nil {
+				t.Fatalf("%s: stored; want it refused", what)
+			}
+			if got := refusedByCheck(err, c); got != want {
+				t.Errorf("%s: refusedByCheck(%v, %s) = %v, want %v", what, err, c.constraint, got, want)
+			}
+		}
+		q, args := attempts.insert(checkFixture{orderID: newID()}, newID(), string(domain.AttemptStarted))
+		refuse("an attempt of no order", attempts, false, q, args...)
+		refuse("a missing column", attempts, false, "INSERT INTO payment_attempts (no_such_column) VALUES ('started')")
+		q, args = kind.insert(fix, newID(), "bogus")
+		refuse("an unknown kind, asked as the status", status, false, q, args...)
+		refuse("an unknown kind, asked as the kind", kind, true, q, args...)
+		id := newID()
+		q, args = status.insert(fix, id, string(domain.RefundPending))
+		force(t, db, q, args...)
+		refuse("a second refund of one provider key", status, false, q, args...)
+	})
+}
+
 // TestStatusChecksRefuseUnknown: on both databases, every status-like
-// column takes each value of its domain set, and refuses any other, on
-// INSERT and on UPDATE, leaving the row as it was.
+// column takes each value of its domain set, and its CHECK refuses any
+// other, on INSERT and on UPDATE, leaving the row as it was.
 func TestStatusChecksRefuseUnknown(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		db := dbtest.Open(t, d)
@@ -102,12 +194,12 @@ func TestStatusChecksRefuseUnknown(t *testing.T) {
 				}
 				for _, bad := range []string{"bogus", "", strings.ToUpper(c.values[0])} { // (MariaDB pads: "paid " is "paid")
 					q, args := c.insert(fix, newID(), bad)
-					if err := db.Gorm().Exec(q, args...).Error; err == nil {
-						t.Errorf("insert %s = %q stored; want it refused", c.column, bad)
+					if err := db.Gorm().Exec(q, args...).Error; !refusedByCheck(err, c) {
+						t.Errorf("insert %s = %q: %v; want it refused by CHECK %s", c.column, bad, err, c.constraint)
 					}
 					err := db.Gorm().Exec("UPDATE "+c.table+" SET "+c.column+" = ? WHERE "+idColumn(c.table)+" = ?", bad, kept).Error
-					if err == nil {
-						t.Errorf("update %s to %q stored; want it refused", c.column, bad)
+					if !refusedByCheck(err, c) {
+						t.Errorf("update %s to %q: %v; want it refused by CHECK %s", c.column, bad, err, c.constraint)
 					}
 					var got string
 					if err := db.Gorm().Raw("SELECT "+c.column+" FROM "+c.table+" WHERE "+idColumn(c.table)+" = ?", kept).Scan(&got).Error; err != nil || got != c.values[len(c.values)-1] {
@@ -181,10 +273,11 @@ func checkList(t *testing.T, clause, column string) []string {
 	return out
 }
 
-// TestStatusChecksKeepRows: the migration that adds the CHECKs keeps every
-// row stored before it (SQLite builds the tables again), and the foreign
-// keys still hold after it: an order's items go with it, an attempt needs
-// its order.
+// TestStatusChecksKeepRows: the migrations that add the CHECKs (00015,
+// 00016) keep every row stored before them, also those whose outcome or
+// completed_by is still NULL, and every index (SQLite builds the tables
+// again), and the foreign keys still hold after them: an order's items go
+// with it, an attempt needs its order.
 func TestStatusChecksKeepRows(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		db, err := repository.Open(t.Context(), dbtest.NewURL(t, d))
@@ -211,15 +304,43 @@ func TestStatusChecksKeepRows(t *testing.T) {
 			tables[c.table] = true
 		}
 		force(t, db, `INSERT INTO order_items (order_id, position, sku, name, quantity, unit_price_minor) VALUES (?, 0, 'sku', 'n', 1, 100)`, order)
+		// an event not applied yet, a record still processing
+		force(t, db, `INSERT INTO webhook_events (id, type, payload, received_at) VALUES (?, 'payment.succeeded', '{}', ?)`, newID(), checkTime)
+		force(t, db, `INSERT INTO idempotency_records (scope, idem_key, method, path, fingerprint, status, locked_until, created_at, updated_at, expires_at)
+			VALUES ('public', ?, 'POST', '/v1/x', 'fp', 'processing', ?, ?, ?, ?)`, newID(), checkTime, checkTime, checkTime, checkTime)
 		count := func(table string) (n int64) {
 			if err := db.Gorm().Raw("SELECT COUNT(*) FROM " + table).Scan(&n).Error; err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		before := map[string]int64{"order_items": count("order_items")}
+		// each index of table: its name, whether unique, its columns in order
+		indexes := func(table string) (out []string) {
+			q := `SELECT il.name || ' ' || il."unique" || ' ' || (SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(il.name) ORDER BY seqno))
+				FROM pragma_index_list(?) il WHERE il.origin = 'c' ORDER BY il.name`
+			if d == migrations.MySQL {
+				q = `SELECT CONCAT(INDEX_NAME, ' ', 1 - NON_UNIQUE, ' ', GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX SEPARATOR ','))
+					FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME <> 'PRIMARY'
+					GROUP BY INDEX_NAME, NON_UNIQUE ORDER BY INDEX_NAME`
+			}
+			if err := db.Gorm().Raw(q, table).Scan(&out).Error; err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		tables["order_items"] = true
+		nulls := []string{"webhook_events WHERE outcome IS NULL", "idempotency_records WHERE completed_by IS NULL"}
+		before, beforeIdx := map[string]int64{}, map[string][]string{}
 		for table := range tables {
-			before[table] = count(table)
+			before[table], beforeIdx[table] = count(table), indexes(table)
+		}
+		if len(beforeIdx["discrepancies"]) == 0 || len(beforeIdx["webhook_events"]) == 0 {
+			t.Fatalf("no index read: %q", beforeIdx)
+		}
+		for _, q := range nulls {
+			if before[q] = count(q); before[q] == 0 {
+				t.Fatalf("%s: no row", q)
+			}
 		}
 		if err := repository.Migrate(t.Context(), db); err != nil {
 			t.Fatal(err)
@@ -227,6 +348,11 @@ func TestStatusChecksKeepRows(t *testing.T) {
 		for table, n := range before {
 			if got := count(table); got != n {
 				t.Errorf("%s: %d rows after the migration, %d before", table, got, n)
+			}
+		}
+		for table, idx := range beforeIdx {
+			if got := indexes(table); !slices.Equal(got, idx) {
+				t.Errorf("%s: indexes %q after the migration, %q before", table, got, idx)
 			}
 		}
 		q, args := statusColumns[1].insert(checkFixture{orderID: newID()}, newID(), string(domain.AttemptStarted))

@@ -39,17 +39,16 @@ type Webhooks struct {
 	Disputes *Disputes
 }
 
-// WebhookOutcome is how a provider event was handled: stored on its inbox
-// row, reported to the provider and counted (payd_webhooks_total's outcome
-// label).
-type WebhookOutcome string
+// WebhookOutcome is how a provider event was handled: domain's list, which
+// the inbox's CHECK holds to.
+type WebhookOutcome = domain.WebhookOutcome
 
 // Webhook outcomes.
 const (
-	OutcomeApplied     WebhookOutcome = "applied"
-	OutcomeDuplicate   WebhookOutcome = "duplicate"
-	OutcomeIgnored     WebhookOutcome = "ignored"
-	OutcomeDiscrepancy WebhookOutcome = "discrepancy"
+	OutcomeApplied     = domain.OutcomeApplied
+	OutcomeDuplicate   = domain.OutcomeDuplicate
+	OutcomeIgnored     = domain.OutcomeIgnored
+	OutcomeDiscrepancy = domain.OutcomeDiscrepancy
 )
 
 // Receive stores the event once, under msgID (the message id every
