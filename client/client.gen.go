@@ -1972,7 +1972,7 @@ type ClientInterface interface {
 
 	// Readyz The database is reachable and every migration applied
 	//
-	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. A readiness probe: an instance that is not ready should get no traffic.
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2505,7 +2505,7 @@ func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...Req
 
 // Readyz The database is reachable and every migration applied
 //
-// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. A readiness probe: an instance that is not ready should get no traffic.
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4937,7 +4937,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse The database is reachable and every migration applied
 	//
-	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. A readiness probe: an instance that is not ready should get no traffic.
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8956,7 +8956,7 @@ func (c *ClientWithResponses) ProblemTypeWithResponse(ctx context.Context, code 
 
 // ReadyzWithResponse The database is reachable and every migration applied
 //
-// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. A readiness probe: an instance that is not ready should get no traffic.
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
 //
 // Returns a wrapper object for the known response body format(s).
 //
