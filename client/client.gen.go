@@ -1949,7 +1949,8 @@ type ClientInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -2452,7 +2453,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -4908,7 +4910,8 @@ type ClientWithResponsesInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -8909,7 +8912,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
