@@ -605,6 +605,9 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	if !strings.Contains(job.Annotations["helm.sh/hook-delete-policy"], "before-hook-creation") {
 		t.Errorf("Job hook-delete-policy = %q, want before-hook-creation (else the next upgrade finds the old Job)", job.Annotations["helm.sh/hook-delete-policy"])
 	}
+	if job.Annotations["helm.sh/hook-output-log-policy"] != "hook-failed" {
+		t.Errorf("Job hook-output-log-policy = %q, want hook-failed (helm shows a failed migration's log)", job.Annotations["helm.sh/hook-output-log-policy"])
+	}
 	spec := job.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
 		t.Fatalf("Job has %d containers, want 1", len(spec.Containers))
@@ -654,6 +657,13 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	}
 	if sw >= jw {
 		t.Errorf("Secret hook-weight %d, Job %d: the Secret must be made first", sw, jw)
+	}
+	// It lives only while the hooks run: Helm deletes it after them, also
+	// when the Job failed, and replaces a leftover before the next run.
+	for _, p := range []string{"before-hook-creation", "hook-succeeded"} {
+		if !slices.Contains(strings.Split(s.Annotations["helm.sh/hook-delete-policy"], ","), p) {
+			t.Errorf("Secret %s hook-delete-policy = %q, want %s in it", s.Name, s.Annotations["helm.sh/hook-delete-policy"], p)
+		}
 	}
 	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets["databaseURL"] {
 		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets["databaseURL"])
