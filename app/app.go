@@ -259,16 +259,18 @@ func (a *App) Serve(ctx context.Context) error {
 // second SIGTERM or SIGINT ends the delay at once (the first one ended
 // Serve's ctx in main); the server failing ends it with that error.
 func (a *App) drain(errc <-chan error) error {
-	a.parts.Drain()
 	delay := a.cfg.ShutdownDelay
 	if delay <= 0 {
+		a.parts.Drain()
 		return nil
 	}
 	// Registered only now: the first signal has already been taken by
-	// main's handler and ended ctx.
+	// main's handler and ended ctx. Before /readyz turns, so whoever sees
+	// the 503 can cut the delay short.
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
+	a.parts.Drain()
 	a.log.Info("draining", "delay", delay.String())
 	t := time.NewTimer(delay)
 	defer t.Stop()
