@@ -40,6 +40,7 @@ type Config struct {
 	ReadTimeout        time.Duration // a whole request, body included, must arrive within it
 	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
 	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
+	ShutdownDelay      time.Duration // after SIGTERM, /readyz answers 503 this long before the listener drains (0: at once)
 	MetricsAddr        string        // empty: /metrics on the main listener; else its own listener here
 	PprofAddr          string        // empty: no profiler; else net/http/pprof on its own listener here
 	MaxStreams         int           // open event streams one customer may hold
@@ -125,6 +126,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_READ_TIMEOUT", "read-timeout", "30s", "the longest a client may take to send one request, body included", nil, &c.ReadTimeout},
 		{"PAYD_WRITE_TIMEOUT", "write-timeout", "90s", "the longest one reply may take, handling included (event streams excepted)", nil, &c.WriteTimeout},
 		{"PAYD_IDLE_TIMEOUT", "idle-timeout", "60s", "how long an idle keep-alive connection stays open", nil, &c.IdleTimeout},
+		{"PAYD_SHUTDOWN_DELAY", "shutdown-delay", "5s", "after SIGTERM, serve this long with /readyz answering 503 before the listener drains (0: drain at once)", nil, &c.ShutdownDelay},
 		{"PAYD_METRICS_ADDR", "metrics-addr", "", "a separate listen address for /metrics (empty: /metrics on the main listener)", &c.MetricsAddr, nil},
 		{"PAYD_PPROF_ADDR", "pprof", "", "serve the Go profiler (/debug/pprof/) on this address, never the main one (empty: off; may equal PAYD_METRICS_ADDR)", &c.PprofAddr, nil},
 		{"PAYD_MAX_STREAMS_PER_CUSTOMER", "max-streams-per-customer", "5", "open event streams one customer may hold; past it 429", &c.maxStreams, nil},
@@ -195,8 +197,11 @@ func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet
 			continue
 		}
 		d, err := time.ParseDuration(*durs[s.env])
-		if err != nil || d < 0 {
+		if err != nil {
 			return c, fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
+		}
+		if d < 0 {
+			return c, fmt.Errorf("%s: %q is negative, want 0 or a duration such as 30s", s.env, *durs[s.env])
 		}
 		*s.dur = d
 	}
