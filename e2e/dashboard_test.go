@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -88,6 +92,29 @@ func expandGrafana(q string, vars map[string]bool) (string, error) {
 
 // labelValuesQuery is a Prometheus variable's query: label_values(selector, label).
 var labelValuesQuery = regexp.MustCompile(`^label_values\((.+),\s*([A-Za-z_][A-Za-z0-9_]*)\)$`)
+
+// TestDashboardSchema: deploy/grafana/payd.json decodes strictly into
+// Grafana's dashboard model (the foundation SDK's types, generated from
+// Grafana's schemas, with the panel and query plugins' own): a misspelt
+// or misplaced field, a missing required one or a wrong type fails here,
+// without a Grafana.
+func TestDashboardSchema(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy/grafana/payd.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins.RegisterDefaultPlugins()
+	var d dashboard.Dashboard
+	// The SDK returns its error list typed even when empty.
+	if err := d.UnmarshalJSONStrict(raw); err != nil {
+		if be, ok := errors.AsType[cog.BuildErrors](err); !ok || len(be) > 0 {
+			t.Fatalf("payd.json is not a dashboard Grafana's schema accepts:\n%v", err)
+		}
+	}
+	if len(d.Panels) == 0 {
+		t.Fatal("payd.json: no panels")
+	}
+}
 
 // TestDashboard: deploy/grafana/payd.json is a Grafana dashboard whose
 // every query is PromQL Prometheus parses once Grafana's variables are
