@@ -66,6 +66,7 @@ func New(d Deps) *echo.Echo {
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
 	e.Use(requestID(), d.Metrics.Middleware(e), accessLog(d.Log), recoverPanic)
 	routes(e, d)
+	d.Metrics.ExportRoutes(e.Routes())
 	return e
 }
 
