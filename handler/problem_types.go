@@ -58,6 +58,7 @@ var problemTypes = map[string]problemType{
 	"not_found":                     {404, "Not found", "No such route, or no such problem type."},
 	"method_not_allowed":            {405, "Method not allowed", "The route exists but does not accept this method."},
 	"too_many_streams":              {429, "Too many event streams", "This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."},
+	"rate_limited":                  {429, "Too many requests", "This caller sent more requests than payd allows: PAYD_RATE_LIMIT per second with bursts of PAYD_RATE_LIMIT_BURST, per customer, per operator, or per client IP for requests without a valid token (provider webhooks have their own limit). Nothing was done. Retry after the time in Retry-After, with the same idempotency key if the request had one; the RateLimit-Policy and RateLimit fields tell the limit and what is left of it."},
 	"http_error":                    {400, "HTTP error", "The HTTP request was refused before payd read it; the status and detail say why."},
 	"not_ready":                     {503, "Not ready", "payd cannot serve yet: its database is unreachable or its migrations are not applied."},
 	"service_unavailable":           {503, "Service unavailable", "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe."},
