@@ -230,6 +230,8 @@ func TestRateLimitPublicByIP(t *testing.T) {
 	wantStatus(t, call(e, "GET", web.Prefix, "203.0.113.3", ""), "checkout page", 200)
 	wantLimited(t, call(e, "GET", "/openapi.yaml", "203.0.113.1", "", "X-Forwarded-For", "198.51.100.99"), "ip", 2, 2000)
 	wantStatus(t, call(e, "GET", "/openapi.yaml", "203.0.113.2", ""), "another address", 200)
+	wantStatus(t, call(e, "GET", "/openapi.yaml", "::ffff:203.0.113.2", ""), "that address, IPv4-mapped", 200)
+	wantLimited(t, call(e, "GET", "/openapi.yaml", "203.0.113.2", ""), "ip", 2, 2000)
 
 	wantStatus(t, call(e, "GET", "/openapi.yaml", "2001:db8::1", ""), "IPv6", 200)
 	wantStatus(t, call(e, "GET", "/openapi.yaml", "2001:db8::2", ""), "IPv6, same /64", 200)
