@@ -327,6 +327,7 @@ const (
 	ProblemCodePaymentMethodInvalid       ProblemCode = "payment_method_invalid"
 	ProblemCodePaymentNotCompleted        ProblemCode = "payment_not_completed"
 	ProblemCodePaymentOutcomeUnknown      ProblemCode = "payment_outcome_unknown"
+	ProblemCodeRateLimited                ProblemCode = "rate_limited"
 	ProblemCodeReconciliationNotFound     ProblemCode = "reconciliation_not_found"
 	ProblemCodeRefundRefused              ProblemCode = "refund_refused"
 	ProblemCodeRefundTooLarge             ProblemCode = "refund_too_large"
@@ -400,6 +401,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodePaymentNotCompleted:
 		return true
 	case ProblemCodePaymentOutcomeUnknown:
+		return true
+	case ProblemCodeRateLimited:
 		return true
 	case ProblemCodeReconciliationNotFound:
 		return true
@@ -733,7 +736,7 @@ type AdminRecord struct {
 	Method      string    `json:"method"`
 	Path        string    `json:"path"`
 
-	// Response Null while the request is processing.
+	// Response The answer stored for the request; null while the request is processing.
 	Response *StoredResponse   `json:"response"`
 	Scope    string            `json:"scope"`
 	Status   AdminRecordStatus `json:"status"`
@@ -837,8 +840,10 @@ type CreateOrderRequest struct {
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency  Currency        `json:"currency"`
-	Items     []ItemRequest   `json:"items"`
+	Currency Currency      `json:"currency"`
+	Items    []ItemRequest `json:"items"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (if both are sent they must be equal); without either, no dedupe.
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -870,13 +875,17 @@ type Discrepancy struct {
 	Currency  *string `json:"currency"`
 
 	// DetectedAt RFC 3339 UTC.
-	DetectedAt       Timestamp `json:"detected_at"`
-	Id               string    `json:"id"`
-	LocalAmount      *Money    `json:"local_amount"`
-	Note             string    `json:"note"`
-	OrderId          *string   `json:"order_id"`
-	ProviderAmount   *Money    `json:"provider_amount"`
-	ProviderChargeId *string   `json:"provider_charge_id"`
+	DetectedAt Timestamp `json:"detected_at"`
+	Id         string    `json:"id"`
+
+	// LocalAmount What payd's books say (a Money string); null when payd has no payment for it.
+	LocalAmount *string `json:"local_amount"`
+	Note        string  `json:"note"`
+	OrderId     *string `json:"order_id"`
+
+	// ProviderAmount What the provider's record says was charged (a Money string); null when the provider has no charge.
+	ProviderAmount   *string `json:"provider_amount"`
+	ProviderChargeId *string `json:"provider_charge_id"`
 
 	// Reference What it is about (a charge ID, an order ID); payd records one discrepancy per type and reference.
 	Reference string `json:"reference"`
@@ -980,6 +989,7 @@ type ItemRequest struct {
 
 // KeyOnlyRequest defines model for KeyOnlyRequest.
 type KeyOnlyRequest struct {
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -1142,8 +1152,10 @@ type PayRequest struct {
 	// PaymentMethod With the sandbox provider: pm_ok, pm_declined,
 	// pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error,
 	// pm_dispute (succeeds; the sandbox then opens a dispute of it).
-	PaymentMethod string          `json:"payment_method"`
-	RequestId     *IdempotencyKey `json:"request_id,omitempty"`
+	PaymentMethod string `json:"payment_method"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // Problem RFC 9457 problem details with payd's stable machine code.
@@ -1227,7 +1239,9 @@ type ReconcileRequest struct {
 	DryRun *bool `json:"dry_run,omitempty"`
 
 	// From RFC 3339 UTC.
-	From      Timestamp       `json:"from"`
+	From Timestamp `json:"from"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 
 	// To RFC 3339 UTC.
@@ -1286,7 +1300,7 @@ type Record struct {
 	Method    string    `json:"method"`
 	Path      string    `json:"path"`
 
-	// Response Null while the request is processing.
+	// Response The answer stored for the request; null while the request is processing.
 	Response *StoredResponse `json:"response"`
 	Status   RecordStatus    `json:"status"`
 }
@@ -1327,8 +1341,10 @@ type RefundStatus string
 // RefundRequest defines model for RefundRequest.
 type RefundRequest struct {
 	// Amount Omit to refund everything that remains.
-	Amount    *Money          `json:"amount,omitempty"`
-	Reason    string          `json:"reason"`
+	Amount *Money `json:"amount,omitempty"`
+	Reason string `json:"reason"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -1340,9 +1356,11 @@ type RefundResult struct {
 
 // RegisterRequest defines model for RegisterRequest.
 type RegisterRequest struct {
-	Email     openapi_types.Email `json:"email"`
-	Name      string              `json:"name"`
-	RequestId *IdempotencyKey     `json:"request_id,omitempty"`
+	Email openapi_types.Email `json:"email"`
+	Name  string              `json:"name"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // Registration defines model for Registration.
@@ -1355,9 +1373,11 @@ type Registration struct {
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
-	Action    ResolveRequestAction `json:"action"`
-	Note      *string              `json:"note,omitempty"`
-	RequestId *IdempotencyKey      `json:"request_id,omitempty"`
+	Action ResolveRequestAction `json:"action"`
+	Note   *string              `json:"note,omitempty"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // ResolveRequestAction defines model for ResolveRequest.Action.
@@ -1439,7 +1459,7 @@ type Status struct {
 // StatusStatus defines model for Status.Status.
 type StatusStatus string
 
-// StoredResponse defines model for StoredResponse.
+// StoredResponse The answer stored for the request; null while the request is processing.
 type StoredResponse struct {
 	// Body The stored body, as the original request answered it (absent when sealed).
 	Body interface{} `json:"body,omitempty"`
@@ -1502,8 +1522,8 @@ type WebhookEvent struct {
 	Outcome *string `json:"outcome"`
 
 	// Payload The verified body, as received (null if it was not JSON).
-	Payload     interface{} `json:"payload"`
-	ProcessedAt *time.Time  `json:"processed_at"`
+	Payload     *map[string]interface{} `json:"payload"`
+	ProcessedAt *time.Time              `json:"processed_at"`
 
 	// ReceivedAt RFC 3339 UTC.
 	ReceivedAt Timestamp `json:"received_at"`
@@ -1516,8 +1536,8 @@ type Cursor = string
 // IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
 type IdempotencyKeyOptional = IdempotencyKey
 
-// IdempotencyKeyRequired defines model for IdempotencyKeyRequired.
-type IdempotencyKeyRequired = IdempotencyKey
+// IdempotencyKeyOrRequestID defines model for IdempotencyKeyOrRequestID.
+type IdempotencyKeyOrRequestID = IdempotencyKey
 
 // Limit defines model for Limit.
 type Limit = int
@@ -1551,6 +1571,9 @@ type OrderNotFound = Problem
 
 // PayloadTooLarge RFC 9457 problem details with payd's stable machine code.
 type PayloadTooLarge = Problem
+
+// RateLimited RFC 9457 problem details with payd's stable machine code.
+type RateLimited = Problem
 
 // ServiceUnavailable RFC 9457 problem details with payd's stable machine code.
 type ServiceUnavailable = Problem
@@ -1594,9 +1617,17 @@ type ListDiscrepanciesParamsStatus string
 
 // ResolveDiscrepancyByIDParams defines parameters for ResolveDiscrepancyByID.
 type ResolveDiscrepancyByIDParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // SearchOrdersParams defines parameters for SearchOrders.
@@ -1623,9 +1654,17 @@ type SearchOrdersParams struct {
 
 // RefundOrderParams defines parameters for RefundOrder.
 type RefundOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
@@ -1638,23 +1677,47 @@ type ListRunsParams struct {
 
 // ReconcileParams defines parameters for Reconcile.
 type ReconcileParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ResolveDiscrepancyParams defines parameters for ResolveDiscrepancy.
 type ResolveDiscrepancyParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // RegisterCustomerParams defines parameters for RegisterCustomer.
 type RegisterCustomerParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ListOrdersParams defines parameters for ListOrders.
@@ -1669,22 +1732,41 @@ type ListOrdersParams struct {
 
 // CreateOrderParams defines parameters for CreateOrder.
 type CreateOrderParams struct {
-	// IdempotencyKey The request ID; without one the request is not deduplicated.
+	// IdempotencyKey The request's idempotency key, here or as the JSON body's
+	// `request_id` (both present and different: 400
+	// `idempotency_key_invalid`). Without either, the request is not
+	// deduplicated.
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // CancelOrderParams defines parameters for CancelOrder.
 type CancelOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // PayOrderParams defines parameters for PayOrder.
 type PayOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ProviderWebhookParams defines parameters for ProviderWebhook.
@@ -1695,7 +1777,7 @@ type ProviderWebhookParams struct {
 	// WebhookTimestamp Unix seconds; older or newer than 5 minutes is refused.
 	WebhookTimestamp string `json:"webhook-timestamp"`
 
-	// WebhookSignature `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, several separated by spaces.
+	// WebhookSignature `v1,<base64 HMAC-SHA256 of id.timestamp.body>` with PAYD_WEBHOOK_SECRET, several separated by spaces (secret rotation).
 	WebhookSignature string `json:"webhook-signature"`
 }
 
@@ -1828,6 +1910,8 @@ type ClientInterface interface {
 
 	// ConsoleAsset A file of the operators' console (script, style sheet)
 	//
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 	ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1842,10 +1926,14 @@ type ClientInterface interface {
 
 	// CheckoutAsset A file of the checkout page (script, style sheet)
 	//
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz The process is up
+	//
+	// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1861,7 +1949,8 @@ type ClientInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -1869,6 +1958,8 @@ type ClientInterface interface {
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Openapi This document
+	//
+	// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 	//
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1882,10 +1973,14 @@ type ClientInterface interface {
 
 	// Readyz The database is reachable and every migration applied
 	//
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCustomers List customers, newest first, or find one by email
+	//
+	// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 	//
 	// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
 	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1901,6 +1996,8 @@ type ClientInterface interface {
 	ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDiscrepancy One discrepancy, whoever found it
+	//
+	// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 	//
 	// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
 	GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1938,10 +2035,14 @@ type ClientInterface interface {
 
 	// SearchOrders Search every customer's orders
 	//
+	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	//
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+	//
+	// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 	//
 	// Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 	OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1981,6 +2082,9 @@ type ClientInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1994,6 +2098,9 @@ type ClientInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2001,6 +2108,8 @@ type ClientInterface interface {
 	Reconcile(ctx context.Context, params *ReconcileParams, body ReconcileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRun A reconciliation run with its counts and discrepancies
+	//
+	// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 	//
 	// Corresponds with GET /v1/admin/reconciliations/{id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2058,6 +2167,8 @@ type ClientInterface interface {
 
 	// ListOrders The caller's orders, newest first
 	//
+	// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+	//
 	// Corresponds with GET /v1/orders (the `ListOrders` operationId).
 	ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2081,10 +2192,14 @@ type ClientInterface interface {
 
 	// GetOrder One of the caller's orders, with its payment attempts
 	//
+	// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+	//
 	// Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
 	GetOrder(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelOrderWithBody Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2092,6 +2207,8 @@ type ClientInterface interface {
 	CancelOrderWithBody(ctx context.Context, id OrderID, params *CancelOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelOrder Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2132,6 +2249,8 @@ type ClientInterface interface {
 
 	// GetRequest What became of one of the caller's requests, by its idempotency key
 	//
+	// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+	//
 	// Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
 	GetRequest(ctx context.Context, key IdempotencyKey, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2146,6 +2265,14 @@ type ClientInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2163,6 +2290,14 @@ type ClientInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2182,6 +2317,11 @@ type ClientInterface interface {
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -2199,6 +2339,11 @@ type ClientInterface interface {
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2228,6 +2373,8 @@ func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // ConsoleAsset A file of the operators' console (script, style sheet)
+//
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
 //
 // Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 func (c *Client) ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2263,6 +2410,8 @@ func (c *Client) CheckoutPage(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CheckoutAsset A file of the checkout page (script, style sheet)
 //
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+//
 // Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckoutAssetRequest(c.Server, asset)
@@ -2277,6 +2426,8 @@ func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...
 }
 
 // Healthz The process is up
+//
+// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 //
 // Corresponds with GET /healthz (the `Healthz` operationId).
 func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2302,7 +2453,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -2320,6 +2472,8 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 }
 
 // Openapi This document
+//
+// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 //
 // Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2353,6 +2507,8 @@ func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...Req
 
 // Readyz The database is reachable and every migration applied
 //
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+//
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
@@ -2367,6 +2523,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 }
 
 // ListCustomers List customers, newest first, or find one by email
+//
+// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 //
 // Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
 func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2402,6 +2560,8 @@ func (c *Client) ListDiscrepancies(ctx context.Context, params *ListDiscrepancie
 }
 
 // GetDiscrepancy One discrepancy, whoever found it
+//
+// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 //
 // Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
 func (c *Client) GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2479,6 +2639,8 @@ func (c *Client) InspectRecord(ctx context.Context, scope string, key Idempotenc
 
 // SearchOrders Search every customer's orders
 //
+// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+//
 // Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSearchOrdersRequest(c.Server, params)
@@ -2493,6 +2655,8 @@ func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, r
 }
 
 // OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+//
+// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 //
 // Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 func (c *Client) OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2572,6 +2736,9 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2595,6 +2762,9 @@ func (c *Client) ReconcileWithBody(ctx context.Context, params *ReconcileParams,
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2612,6 +2782,8 @@ func (c *Client) Reconcile(ctx context.Context, params *ReconcileParams, body Re
 }
 
 // GetRun A reconciliation run with its counts and discrepancies
+//
+// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 //
 // Corresponds with GET /v1/admin/reconciliations/{id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2729,6 +2901,8 @@ func (c *Client) RegisterCustomer(ctx context.Context, params *RegisterCustomerP
 
 // ListOrders The caller's orders, newest first
 //
+// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+//
 // Corresponds with GET /v1/orders (the `ListOrders` operationId).
 func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrdersRequest(c.Server, params)
@@ -2782,6 +2956,8 @@ func (c *Client) CreateOrder(ctx context.Context, params *CreateOrderParams, bod
 
 // GetOrder One of the caller's orders, with its payment attempts
 //
+// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+//
 // Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
 func (c *Client) GetOrder(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOrderRequest(c.Server, id)
@@ -2796,6 +2972,8 @@ func (c *Client) GetOrder(ctx context.Context, id OrderID, reqEditors ...Request
 }
 
 // CancelOrderWithBody Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2813,6 +2991,8 @@ func (c *Client) CancelOrderWithBody(ctx context.Context, id OrderID, params *Ca
 }
 
 // CancelOrder Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2893,6 +3073,8 @@ func (c *Client) PayOrder(ctx context.Context, id OrderID, params *PayOrderParam
 
 // GetRequest What became of one of the caller's requests, by its idempotency key
 //
+// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+//
 // Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
 func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRequestRequest(c.Server, key)
@@ -2917,6 +3099,14 @@ func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors 
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2944,6 +3134,14 @@ func (c *Client) ProviderWebhookWithBody(ctx context.Context, params *ProviderWe
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2973,6 +3171,11 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -3000,6 +3203,11 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3540,14 +3748,16 @@ func NewResolveDiscrepancyByIDRequestWithBody(server string, did string, params 
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -3789,14 +3999,16 @@ func NewRefundOrderRequestWithBody(server string, id OrderID, params *RefundOrde
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -3908,14 +4120,16 @@ func NewReconcileRequestWithBody(server string, params *ReconcileParams, content
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4009,14 +4223,16 @@ func NewResolveDiscrepancyRequestWithBody(server string, id string, did string, 
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4089,14 +4305,16 @@ func NewRegisterCustomerRequestWithBody(server string, params *RegisterCustomerP
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4316,14 +4534,16 @@ func NewCancelOrderRequestWithBody(server string, id OrderID, params *CancelOrde
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4410,14 +4630,16 @@ func NewPayOrderRequestWithBody(server string, id OrderID, params *PayOrderParam
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4641,6 +4863,8 @@ type ClientWithResponsesInterface interface {
 
 	// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 	//
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
@@ -4659,12 +4883,16 @@ type ClientWithResponsesInterface interface {
 
 	// CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 	//
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*CheckoutAssetResponse, error)
 
 	// HealthzWithResponse The process is up
+	//
+	// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4682,7 +4910,8 @@ type ClientWithResponsesInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -4692,6 +4921,8 @@ type ClientWithResponsesInterface interface {
 	MetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MetricsResponse, error)
 
 	// OpenapiWithResponse This document
+	//
+	// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4709,12 +4940,16 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse The database is reachable and every migration applied
 	//
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
 	// ListCustomersWithResponse List customers, newest first, or find one by email
+	//
+	// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4734,6 +4969,8 @@ type ClientWithResponsesInterface interface {
 	ListDiscrepanciesWithResponse(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*ListDiscrepanciesResponse, error)
 
 	// GetDiscrepancyWithResponse One discrepancy, whoever found it
+	//
+	// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4775,12 +5012,16 @@ type ClientWithResponsesInterface interface {
 
 	// SearchOrdersWithResponse Search every customer's orders
 	//
+	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrdersWithResponse(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*SearchOrdersResponse, error)
 
 	// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+	//
+	// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4824,6 +5065,9 @@ type ClientWithResponsesInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4837,6 +5081,9 @@ type ClientWithResponsesInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4844,6 +5091,8 @@ type ClientWithResponsesInterface interface {
 	ReconcileWithResponse(ctx context.Context, params *ReconcileParams, body ReconcileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReconcileResponse, error)
 
 	// GetRunWithResponse A reconciliation run with its counts and discrepancies
+	//
+	// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4905,6 +5154,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListOrdersWithResponse The caller's orders, newest first
 	//
+	// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orders (the `ListOrders` operationId).
@@ -4930,6 +5181,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOrderWithResponse One of the caller's orders, with its payment attempts
 	//
+	// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
@@ -4937,12 +5190,16 @@ type ClientWithResponsesInterface interface {
 
 	// CancelOrderWithBodyWithResponse Cancel a pending order
 	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithBodyWithResponse(ctx context.Context, id OrderID, params *CancelOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
 	// CancelOrderWithResponse Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4985,6 +5242,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetRequestWithResponse What became of one of the caller's requests, by its idempotency key
 	//
+	// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
@@ -5002,6 +5261,14 @@ type ClientWithResponsesInterface interface {
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
@@ -5018,6 +5285,14 @@ type ClientWithResponsesInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5037,6 +5312,11 @@ type ClientWithResponsesInterface interface {
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -5055,15 +5335,36 @@ type ClientWithResponsesInterface interface {
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
 	StripeWebhookWithResponse(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error)
 }
 
+// ConsolePageResponse429Headers the declared response headers of an HTTP 429 response for ConsolePage
+type ConsolePageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type ConsolePageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConsolePageResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConsolePageResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5095,9 +5396,25 @@ func (r ConsolePageResponse) ContentType() string {
 	return ""
 }
 
+// ConsoleAssetResponse429Headers the declared response headers of an HTTP 429 response for ConsoleAsset
+type ConsoleAssetResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type ConsoleAssetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConsoleAssetResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConsoleAssetResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5129,9 +5446,25 @@ func (r ConsoleAssetResponse) ContentType() string {
 	return ""
 }
 
+// CheckoutPageResponse429Headers the declared response headers of an HTTP 429 response for CheckoutPage
+type CheckoutPageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type CheckoutPageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckoutPageResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckoutPageResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5163,9 +5496,25 @@ func (r CheckoutPageResponse) ContentType() string {
 	return ""
 }
 
+// CheckoutAssetResponse429Headers the declared response headers of an HTTP 429 response for CheckoutAsset
+type CheckoutAssetResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type CheckoutAssetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckoutAssetResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckoutAssetResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5241,6 +5590,13 @@ func (r HealthzResponse) ContentType() string {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetBody returns the raw response body bytes
@@ -5272,16 +5628,32 @@ func (r MetricsResponse) ContentType() string {
 	return ""
 }
 
+// OpenapiResponse429Headers the declared response headers of an HTTP 429 response for Openapi
+type OpenapiResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type OpenapiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *string
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OpenapiResponse429Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r OpenapiResponse) GetYAML200() *string {
 	return r.YAML200
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r OpenapiResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5313,6 +5685,13 @@ func (r OpenapiResponse) ContentType() string {
 	return ""
 }
 
+// ProblemTypeResponse429Headers the declared response headers of an HTTP 429 response for ProblemType
+type ProblemTypeResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 type ProblemTypeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5325,6 +5704,10 @@ type ProblemTypeResponse struct {
 	}
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProblemTypeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5340,6 +5723,11 @@ func (r ProblemTypeResponse) GetJSON200() *struct {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ProblemTypeResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ProblemTypeResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -5429,6 +5817,13 @@ type ListCustomersResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListCustomersResponse429Headers the declared response headers of an HTTP 429 response for ListCustomers
+type ListCustomersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ListCustomersResponse503Headers the declared response headers of an HTTP 503 response for ListCustomers
 type ListCustomersResponse503Headers struct {
 	RetryAfter int
@@ -5445,6 +5840,8 @@ type ListCustomersResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5453,6 +5850,8 @@ type ListCustomersResponse struct {
 	Headers401 *ListCustomersResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListCustomersResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCustomersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListCustomersResponse503Headers
 }
@@ -5475,6 +5874,11 @@ func (r ListCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListCustomersResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCustomersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5526,6 +5930,13 @@ type ListDiscrepanciesResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListDiscrepanciesResponse429Headers the declared response headers of an HTTP 429 response for ListDiscrepancies
+type ListDiscrepanciesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ListDiscrepanciesResponse503Headers the declared response headers of an HTTP 503 response for ListDiscrepancies
 type ListDiscrepanciesResponse503Headers struct {
 	RetryAfter int
@@ -5542,6 +5953,8 @@ type ListDiscrepanciesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5550,6 +5963,8 @@ type ListDiscrepanciesResponse struct {
 	Headers401 *ListDiscrepanciesResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListDiscrepanciesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDiscrepanciesResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListDiscrepanciesResponse503Headers
 }
@@ -5572,6 +5987,11 @@ func (r ListDiscrepanciesResponse) GetApplicationproblemJSON401() *Unauthorized 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListDiscrepanciesResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListDiscrepanciesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5623,6 +6043,13 @@ type GetDiscrepancyResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for GetDiscrepancy
+type GetDiscrepancyResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // GetDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for GetDiscrepancy
 type GetDiscrepancyResponse503Headers struct {
 	RetryAfter int
@@ -5639,6 +6066,8 @@ type GetDiscrepancyResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5647,6 +6076,8 @@ type GetDiscrepancyResponse struct {
 	Headers401 *GetDiscrepancyResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetDiscrepancyResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetDiscrepancyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetDiscrepancyResponse503Headers
 }
@@ -5669,6 +6100,11 @@ func (r GetDiscrepancyResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetDiscrepancyResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5730,6 +6166,13 @@ type ResolveDiscrepancyByIDResponse409Headers struct {
 	RetryAfter *int
 }
 
+// ResolveDiscrepancyByIDResponse429Headers the declared response headers of an HTTP 429 response for ResolveDiscrepancyByID
+type ResolveDiscrepancyByIDResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ResolveDiscrepancyByIDResponse503Headers the declared response headers of an HTTP 503 response for ResolveDiscrepancyByID
 type ResolveDiscrepancyByIDResponse503Headers struct {
 	RetryAfter int
@@ -5756,6 +6199,8 @@ type ResolveDiscrepancyByIDResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
@@ -5770,6 +6215,8 @@ type ResolveDiscrepancyByIDResponse struct {
 	Headers403 *ResolveDiscrepancyByIDResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveDiscrepancyByIDResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveDiscrepancyByIDResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveDiscrepancyByIDResponse503Headers
 }
@@ -5817,6 +6264,11 @@ func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON415() *Unsuppor
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveDiscrepancyByIDResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5873,6 +6325,13 @@ type InspectRecordResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// InspectRecordResponse429Headers the declared response headers of an HTTP 429 response for InspectRecord
+type InspectRecordResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // InspectRecordResponse503Headers the declared response headers of an HTTP 503 response for InspectRecord
 type InspectRecordResponse503Headers struct {
 	RetryAfter int
@@ -5891,6 +6350,8 @@ type InspectRecordResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5899,6 +6360,8 @@ type InspectRecordResponse struct {
 	Headers401 *InspectRecordResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *InspectRecordResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InspectRecordResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *InspectRecordResponse503Headers
 }
@@ -5926,6 +6389,11 @@ func (r InspectRecordResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r InspectRecordResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r InspectRecordResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5977,6 +6445,13 @@ type SearchOrdersResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// SearchOrdersResponse429Headers the declared response headers of an HTTP 429 response for SearchOrders
+type SearchOrdersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // SearchOrdersResponse503Headers the declared response headers of an HTTP 503 response for SearchOrders
 type SearchOrdersResponse503Headers struct {
 	RetryAfter int
@@ -5993,6 +6468,8 @@ type SearchOrdersResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6001,6 +6478,8 @@ type SearchOrdersResponse struct {
 	Headers401 *SearchOrdersResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *SearchOrdersResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SearchOrdersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SearchOrdersResponse503Headers
 }
@@ -6023,6 +6502,11 @@ func (r SearchOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r SearchOrdersResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SearchOrdersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6074,6 +6558,13 @@ type OrderTimelineResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// OrderTimelineResponse429Headers the declared response headers of an HTTP 429 response for OrderTimeline
+type OrderTimelineResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // OrderTimelineResponse503Headers the declared response headers of an HTTP 503 response for OrderTimeline
 type OrderTimelineResponse503Headers struct {
 	RetryAfter int
@@ -6090,6 +6581,8 @@ type OrderTimelineResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6098,6 +6591,8 @@ type OrderTimelineResponse struct {
 	Headers401 *OrderTimelineResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *OrderTimelineResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OrderTimelineResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *OrderTimelineResponse503Headers
 }
@@ -6120,6 +6615,11 @@ func (r OrderTimelineResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r OrderTimelineResponse) GetApplicationproblemJSON404() *OrderNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r OrderTimelineResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6181,6 +6681,13 @@ type RefundOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// RefundOrderResponse429Headers the declared response headers of an HTTP 429 response for RefundOrder
+type RefundOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // RefundOrderResponse503Headers the declared response headers of an HTTP 503 response for RefundOrder
 type RefundOrderResponse503Headers struct {
 	RetryAfter int
@@ -6207,6 +6714,8 @@ type RefundOrderResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
@@ -6221,6 +6730,8 @@ type RefundOrderResponse struct {
 	Headers403 *RefundOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RefundOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RefundOrderResponse503Headers
 }
@@ -6268,6 +6779,11 @@ func (r RefundOrderResponse) GetApplicationproblemJSON415() *UnsupportedMediaTyp
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r RefundOrderResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RefundOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6324,6 +6840,13 @@ type ListRunsResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListRunsResponse429Headers the declared response headers of an HTTP 429 response for ListRuns
+type ListRunsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ListRunsResponse503Headers the declared response headers of an HTTP 503 response for ListRuns
 type ListRunsResponse503Headers struct {
 	RetryAfter int
@@ -6340,6 +6863,8 @@ type ListRunsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6348,6 +6873,8 @@ type ListRunsResponse struct {
 	Headers401 *ListRunsResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListRunsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRunsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListRunsResponse503Headers
 }
@@ -6370,6 +6897,11 @@ func (r ListRunsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6431,6 +6963,13 @@ type ReconcileResponse409Headers struct {
 	RetryAfter *int
 }
 
+// ReconcileResponse429Headers the declared response headers of an HTTP 429 response for Reconcile
+type ReconcileResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ReconcileResponse503Headers the declared response headers of an HTTP 503 response for Reconcile
 type ReconcileResponse503Headers struct {
 	RetryAfter int
@@ -6457,6 +6996,8 @@ type ReconcileResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6469,6 +7010,8 @@ type ReconcileResponse struct {
 	Headers403 *ReconcileResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReconcileResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReconcileResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReconcileResponse503Headers
 }
@@ -6516,6 +7059,11 @@ func (r ReconcileResponse) GetApplicationproblemJSON415() *UnsupportedMediaType 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ReconcileResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReconcileResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6567,6 +7115,13 @@ type GetRunResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRunResponse429Headers the declared response headers of an HTTP 429 response for GetRun
+type GetRunResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // GetRunResponse503Headers the declared response headers of an HTTP 503 response for GetRun
 type GetRunResponse503Headers struct {
 	RetryAfter int
@@ -6583,6 +7138,8 @@ type GetRunResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6591,6 +7148,8 @@ type GetRunResponse struct {
 	Headers401 *GetRunResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetRunResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRunResponse503Headers
 }
@@ -6613,6 +7172,11 @@ func (r GetRunResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6674,6 +7238,13 @@ type ResolveDiscrepancyResponse409Headers struct {
 	RetryAfter *int
 }
 
+// ResolveDiscrepancyResponse429Headers the declared response headers of an HTTP 429 response for ResolveDiscrepancy
+type ResolveDiscrepancyResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ResolveDiscrepancyResponse503Headers the declared response headers of an HTTP 503 response for ResolveDiscrepancy
 type ResolveDiscrepancyResponse503Headers struct {
 	RetryAfter int
@@ -6700,6 +7271,8 @@ type ResolveDiscrepancyResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
@@ -6714,6 +7287,8 @@ type ResolveDiscrepancyResponse struct {
 	Headers403 *ResolveDiscrepancyResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveDiscrepancyResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveDiscrepancyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveDiscrepancyResponse503Headers
 }
@@ -6761,6 +7336,11 @@ func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON415() *UnsupportedM
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveDiscrepancyResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6817,6 +7397,13 @@ type WhoamiResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// WhoamiResponse429Headers the declared response headers of an HTTP 429 response for Whoami
+type WhoamiResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
 type WhoamiResponse503Headers struct {
 	RetryAfter int
@@ -6831,6 +7418,8 @@ type WhoamiResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6839,6 +7428,8 @@ type WhoamiResponse struct {
 	Headers401 *WhoamiResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *WhoamiResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WhoamiResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *WhoamiResponse503Headers
 }
@@ -6856,6 +7447,11 @@ func (r WhoamiResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r WhoamiResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6907,6 +7503,13 @@ type RegisterCustomerResponse409Headers struct {
 	RetryAfter *int
 }
 
+// RegisterCustomerResponse429Headers the declared response headers of an HTTP 429 response for RegisterCustomer
+type RegisterCustomerResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // RegisterCustomerResponse503Headers the declared response headers of an HTTP 503 response for RegisterCustomer
 type RegisterCustomerResponse503Headers struct {
 	RetryAfter int
@@ -6929,6 +7532,8 @@ type RegisterCustomerResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6937,6 +7542,8 @@ type RegisterCustomerResponse struct {
 	Headers201 *RegisterCustomerResponse201Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RegisterCustomerResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RegisterCustomerResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RegisterCustomerResponse503Headers
 }
@@ -6974,6 +7581,11 @@ func (r RegisterCustomerResponse) GetApplicationproblemJSON415() *UnsupportedMed
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r RegisterCustomerResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RegisterCustomerResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7025,6 +7637,13 @@ type ListOrdersResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// ListOrdersResponse429Headers the declared response headers of an HTTP 429 response for ListOrders
+type ListOrdersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ListOrdersResponse503Headers the declared response headers of an HTTP 503 response for ListOrders
 type ListOrdersResponse503Headers struct {
 	RetryAfter int
@@ -7041,6 +7660,8 @@ type ListOrdersResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7049,6 +7670,8 @@ type ListOrdersResponse struct {
 	Headers401 *ListOrdersResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *ListOrdersResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOrdersResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListOrdersResponse503Headers
 }
@@ -7071,6 +7694,11 @@ func (r ListOrdersResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListOrdersResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListOrdersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7133,6 +7761,13 @@ type CreateOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CreateOrderResponse429Headers the declared response headers of an HTTP 429 response for CreateOrder
+type CreateOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // CreateOrderResponse503Headers the declared response headers of an HTTP 503 response for CreateOrder
 type CreateOrderResponse503Headers struct {
 	RetryAfter int
@@ -7157,6 +7792,8 @@ type CreateOrderResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7169,6 +7806,8 @@ type CreateOrderResponse struct {
 	Headers403 *CreateOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateOrderResponse503Headers
 }
@@ -7211,6 +7850,11 @@ func (r CreateOrderResponse) GetApplicationproblemJSON415() *UnsupportedMediaTyp
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r CreateOrderResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7262,6 +7906,13 @@ type GetOrderResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetOrderResponse429Headers the declared response headers of an HTTP 429 response for GetOrder
+type GetOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // GetOrderResponse503Headers the declared response headers of an HTTP 503 response for GetOrder
 type GetOrderResponse503Headers struct {
 	RetryAfter int
@@ -7278,6 +7929,8 @@ type GetOrderResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OrderNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7286,6 +7939,8 @@ type GetOrderResponse struct {
 	Headers401 *GetOrderResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetOrderResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOrderResponse503Headers
 }
@@ -7308,6 +7963,11 @@ func (r GetOrderResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetOrderResponse) GetApplicationproblemJSON404() *OrderNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7369,6 +8029,13 @@ type CancelOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// CancelOrderResponse429Headers the declared response headers of an HTTP 429 response for CancelOrder
+type CancelOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // CancelOrderResponse503Headers the declared response headers of an HTTP 503 response for CancelOrder
 type CancelOrderResponse503Headers struct {
 	RetryAfter int
@@ -7395,6 +8062,8 @@ type CancelOrderResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7407,6 +8076,8 @@ type CancelOrderResponse struct {
 	Headers403 *CancelOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CancelOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CancelOrderResponse503Headers
 }
@@ -7454,6 +8125,11 @@ func (r CancelOrderResponse) GetApplicationproblemJSON415() *UnsupportedMediaTyp
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r CancelOrderResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7507,7 +8183,9 @@ type OrderEventsResponse403Headers struct {
 
 // OrderEventsResponse429Headers the declared response headers of an HTTP 429 response for OrderEvents
 type OrderEventsResponse429Headers struct {
-	RetryAfter *int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
 }
 
 // OrderEventsResponse503Headers the declared response headers of an HTTP 503 response for OrderEvents
@@ -7629,6 +8307,13 @@ type PayOrderResponse409Headers struct {
 	RetryAfter *int
 }
 
+// PayOrderResponse429Headers the declared response headers of an HTTP 429 response for PayOrder
+type PayOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // PayOrderResponse503Headers the declared response headers of an HTTP 503 response for PayOrder
 type PayOrderResponse503Headers struct {
 	RetryAfter int
@@ -7659,6 +8344,8 @@ type PayOrderResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
@@ -7677,6 +8364,8 @@ type PayOrderResponse struct {
 	Headers403 *PayOrderResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *PayOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PayOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PayOrderResponse503Headers
 }
@@ -7736,6 +8425,11 @@ func (r PayOrderResponse) GetApplicationproblemJSON422() *KeyReused {
 	return r.ApplicationproblemJSON422
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PayOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r PayOrderResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
@@ -7790,6 +8484,13 @@ type GetRequestResponse403Headers struct {
 	WWWAuthenticate *string
 }
 
+// GetRequestResponse429Headers the declared response headers of an HTTP 429 response for GetRequest
+type GetRequestResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // GetRequestResponse503Headers the declared response headers of an HTTP 503 response for GetRequest
 type GetRequestResponse503Headers struct {
 	RetryAfter int
@@ -7808,6 +8509,8 @@ type GetRequestResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7816,6 +8519,8 @@ type GetRequestResponse struct {
 	Headers401 *GetRequestResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *GetRequestResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRequestResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetRequestResponse503Headers
 }
@@ -7843,6 +8548,11 @@ func (r GetRequestResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRequestResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRequestResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7884,6 +8594,13 @@ func (r GetRequestResponse) ContentType() string {
 	return ""
 }
 
+// ProviderWebhookResponse429Headers the declared response headers of an HTTP 429 response for ProviderWebhook
+type ProviderWebhookResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // ProviderWebhookResponse503Headers the declared response headers of an HTTP 503 response for ProviderWebhook
 type ProviderWebhookResponse503Headers struct {
 	RetryAfter int
@@ -7904,10 +8621,14 @@ type ProviderWebhookResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProviderWebhookResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ProviderWebhookResponse503Headers
 }
@@ -7940,6 +8661,11 @@ func (r ProviderWebhookResponse) GetApplicationproblemJSON413() *PayloadTooLarge
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ProviderWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ProviderWebhookResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -7981,6 +8707,13 @@ func (r ProviderWebhookResponse) ContentType() string {
 	return ""
 }
 
+// StripeWebhookResponse429Headers the declared response headers of an HTTP 429 response for StripeWebhook
+type StripeWebhookResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
 // StripeWebhookResponse503Headers the declared response headers of an HTTP 503 response for StripeWebhook
 type StripeWebhookResponse503Headers struct {
 	RetryAfter int
@@ -8001,10 +8734,14 @@ type StripeWebhookResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StripeWebhookResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StripeWebhookResponse503Headers
 }
@@ -8037,6 +8774,11 @@ func (r StripeWebhookResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r StripeWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StripeWebhookResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8099,6 +8841,8 @@ func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEd
 
 // ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 //
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
@@ -8129,6 +8873,8 @@ func (c *ClientWithResponses) CheckoutPageWithResponse(ctx context.Context, reqE
 
 // CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 //
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
@@ -8141,6 +8887,8 @@ func (c *ClientWithResponses) CheckoutAssetWithResponse(ctx context.Context, ass
 }
 
 // HealthzWithResponse The process is up
+//
+// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8164,7 +8912,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -8180,6 +8929,8 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 }
 
 // OpenapiWithResponse This document
+//
+// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8209,6 +8960,8 @@ func (c *ClientWithResponses) ProblemTypeWithResponse(ctx context.Context, code 
 
 // ReadyzWithResponse The database is reachable and every migration applied
 //
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
@@ -8221,6 +8974,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 }
 
 // ListCustomersWithResponse List customers, newest first, or find one by email
+//
+// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8252,6 +9007,8 @@ func (c *ClientWithResponses) ListDiscrepanciesWithResponse(ctx context.Context,
 }
 
 // GetDiscrepancyWithResponse One discrepancy, whoever found it
+//
+// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8317,6 +9074,8 @@ func (c *ClientWithResponses) InspectRecordWithResponse(ctx context.Context, sco
 
 // SearchOrdersWithResponse Search every customer's orders
 //
+// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
@@ -8329,6 +9088,8 @@ func (c *ClientWithResponses) SearchOrdersWithResponse(ctx context.Context, para
 }
 
 // OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+//
+// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8396,6 +9157,9 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8415,6 +9179,9 @@ func (c *ClientWithResponses) ReconcileWithBodyWithResponse(ctx context.Context,
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8428,6 +9195,8 @@ func (c *ClientWithResponses) ReconcileWithResponse(ctx context.Context, params 
 }
 
 // GetRunWithResponse A reconciliation run with its counts and discrepancies
+//
+// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8525,6 +9294,8 @@ func (c *ClientWithResponses) RegisterCustomerWithResponse(ctx context.Context, 
 
 // ListOrdersWithResponse The caller's orders, newest first
 //
+// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orders (the `ListOrders` operationId).
@@ -8568,6 +9339,8 @@ func (c *ClientWithResponses) CreateOrderWithResponse(ctx context.Context, param
 
 // GetOrderWithResponse One of the caller's orders, with its payment attempts
 //
+// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
@@ -8581,6 +9354,8 @@ func (c *ClientWithResponses) GetOrderWithResponse(ctx context.Context, id Order
 
 // CancelOrderWithBodyWithResponse Cancel a pending order
 //
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
@@ -8593,6 +9368,8 @@ func (c *ClientWithResponses) CancelOrderWithBodyWithResponse(ctx context.Contex
 }
 
 // CancelOrderWithResponse Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8659,6 +9436,8 @@ func (c *ClientWithResponses) PayOrderWithResponse(ctx context.Context, id Order
 
 // GetRequestWithResponse What became of one of the caller's requests, by its idempotency key
 //
+// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
@@ -8682,6 +9461,14 @@ func (c *ClientWithResponses) GetRequestWithResponse(ctx context.Context, key Id
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
@@ -8704,6 +9491,14 @@ func (c *ClientWithResponses) ProviderWebhookWithBodyWithResponse(ctx context.Co
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8729,6 +9524,11 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -8752,6 +9552,11 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8777,6 +9582,43 @@ func ParseConsolePageResponse(rsp *http.Response) (*ConsolePageResponse, error) 
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ConsolePageResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
 	return response, nil
 }
 
@@ -8791,6 +9633,43 @@ func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error
 	response := &ConsoleAssetResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ConsoleAssetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8809,6 +9688,43 @@ func ParseCheckoutPageResponse(rsp *http.Response) (*CheckoutPageResponse, error
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CheckoutPageResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
 	return response, nil
 }
 
@@ -8823,6 +9739,43 @@ func ParseCheckoutAssetResponse(rsp *http.Response) (*CheckoutAssetResponse, err
 	response := &CheckoutAssetResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CheckoutAssetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8867,6 +9820,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
 	return response, nil
 }
 
@@ -8891,6 +9854,40 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 		}
 		response.YAML200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers OpenapiResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -8929,9 +9926,43 @@ func ParseProblemTypeResponse(rsp *http.Response) (*ProblemTypeResponse, error) 
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case rsp.StatusCode == 200:
 		// Content-type (text/html) unsupported
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ProblemTypeResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -9012,6 +10043,13 @@ func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9049,6 +10087,30 @@ func ParseListCustomersResponse(rsp *http.Response) (*ListCustomersResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCustomersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListCustomersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9106,6 +10168,13 @@ func ParseListDiscrepanciesResponse(rsp *http.Response) (*ListDiscrepanciesRespo
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9143,6 +10212,30 @@ func ParseListDiscrepanciesResponse(rsp *http.Response) (*ListDiscrepanciesRespo
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDiscrepanciesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListDiscrepanciesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9200,6 +10293,13 @@ func ParseGetDiscrepancyResponse(rsp *http.Response) (*GetDiscrepancyResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9237,6 +10337,30 @@ func ParseGetDiscrepancyResponse(rsp *http.Response) (*GetDiscrepancyResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetDiscrepancyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9329,6 +10453,13 @@ func ParseResolveDiscrepancyByIDResponse(rsp *http.Response) (*ResolveDiscrepanc
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9393,6 +10524,30 @@ func ParseResolveDiscrepancyByIDResponse(rsp *http.Response) (*ResolveDiscrepanc
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveDiscrepancyByIDResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyByIDResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9457,6 +10612,13 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9494,6 +10656,30 @@ func ParseInspectRecordResponse(rsp *http.Response) (*InspectRecordResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers InspectRecordResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers InspectRecordResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9551,6 +10737,13 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9588,6 +10781,30 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers SearchOrdersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SearchOrdersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9645,6 +10862,13 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9682,6 +10906,30 @@ func ParseOrderTimelineResponse(rsp *http.Response) (*OrderTimelineResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers OrderTimelineResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers OrderTimelineResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9774,6 +11022,13 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9838,6 +11093,30 @@ func ParseRefundOrderResponse(rsp *http.Response) (*RefundOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -9895,6 +11174,13 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9932,6 +11218,30 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRunsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListRunsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10024,6 +11334,13 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10081,6 +11398,30 @@ func ParseReconcileResponse(rsp *http.Response) (*ReconcileResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReconcileResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReconcileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10138,6 +11479,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10175,6 +11523,30 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRunResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRunResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10267,6 +11639,13 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10331,6 +11710,30 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveDiscrepancyResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10381,6 +11784,13 @@ func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10418,6 +11828,30 @@ func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers WhoamiResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers WhoamiResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10496,6 +11930,13 @@ func ParseRegisterCustomerResponse(rsp *http.Response) (*RegisterCustomerRespons
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10533,6 +11974,30 @@ func ParseRegisterCustomerResponse(rsp *http.Response) (*RegisterCustomerRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RegisterCustomerResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RegisterCustomerResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10590,6 +12055,13 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10627,6 +12099,30 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOrdersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListOrdersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10712,6 +12208,13 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10776,6 +12279,30 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10833,6 +12360,13 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10870,6 +12404,30 @@ func ParseGetOrderResponse(rsp *http.Response) (*GetOrderResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -10962,6 +12520,13 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11019,6 +12584,30 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11115,6 +12704,20 @@ func ParseOrderEventsResponse(rsp *http.Response) (*OrderEventsResponse, error) 
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers OrderEventsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -11229,6 +12832,13 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 		}
 		response.ApplicationproblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11313,6 +12923,30 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 			headers.RetryAfter = &value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers PayOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PayOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11377,6 +13011,13 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11414,6 +13055,30 @@ func ParseGetRequestResponse(rsp *http.Response) (*GetRequestResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRequestResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetRequestResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11485,6 +13150,13 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11502,6 +13174,30 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ProviderWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ProviderWebhookResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -11573,6 +13269,13 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11590,6 +13293,30 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers StripeWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StripeWebhookResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

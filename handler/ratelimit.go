@@ -129,8 +129,7 @@ func (l *limit) refuse(c echo.Context, wait time.Duration) error {
 	l.limited(l.name)
 	secs := seconds(wait)
 	l.announce(c, quota{remaining: 0, reset: secs})
-	return retryAfter(problem("rate_limited",
-		"Too many requests from this caller; nothing was done. Retry after the time in Retry-After (with the same idempotency key, if the request had one)."), secs)
+	return rateLimited(secs)
 }
 
 // by limits requests by the key of each; a request over the limit never
