@@ -55,6 +55,7 @@ type Config struct {
 	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
 	RedisURL       string       // empty: no Redis (ADR 0018)
+	limitsConfig                // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -137,7 +138,7 @@ func (c *Config) settings(sub string) []setting {
 		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
-	}, append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...)...)
+	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), c.limitSettings()...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -274,6 +275,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkSecretKeyAlone(sub); err != nil {
+		return err
+	}
+	if err := c.checkLimits(); err != nil {
 		return err
 	}
 	return c.checkSettings()
