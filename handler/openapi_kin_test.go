@@ -146,3 +146,50 @@ func TestOpenAPIHasExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDescribesRateLimited: every operation but the probes and
+// /metrics can answer 429 rate_limited with Retry-After, RateLimit-Policy
+// and RateLimit, through the shared component (or, where the route has a
+// 429 of its own, a response that names rate_limited and carries the same
+// headers).
+func TestOpenAPIDescribesRateLimited(t *testing.T) {
+	doc := loadKin(t)
+	rl := doc.Components.Responses["RateLimited"]
+	if rl == nil || rl.Value == nil {
+		t.Fatal("components/responses/RateLimited is missing")
+	}
+	headers := []string{"Retry-After", "RateLimit-Policy", "RateLimit"}
+	for _, h := range headers {
+		if rl.Value.Headers[h] == nil {
+			t.Errorf("components/responses/RateLimited has no %s header", h)
+		}
+	}
+	never := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			r := op.Responses.Status(429)
+			if never[path] {
+				if r != nil {
+					t.Errorf("%s %s is never rate limited but documents a 429", method, path)
+				}
+				continue
+			}
+			if r == nil || r.Value == nil {
+				t.Errorf("%s %s: no 429 response", method, path)
+				continue
+			}
+			if r.Ref == "#/components/responses/RateLimited" {
+				continue
+			}
+			for _, h := range headers {
+				if r.Value.Headers[h] == nil {
+					t.Errorf("%s %s: its 429 has no %s header", method, path, h)
+				}
+			}
+			mt := r.Value.Content["application/problem+json"]
+			if mt == nil || mt.Examples["rate_limited"] == nil {
+				t.Errorf("%s %s: its 429 does not name rate_limited", method, path)
+			}
+		}
+	}
+}

@@ -71,6 +71,14 @@ var (
 		"This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."), 5)
 )
 
+// rateLimited is the problem of a request over its caller's rate limit,
+// to be retried after seconds (at least 1). The limiter sets the
+// RateLimit-Policy and RateLimit headers itself.
+func rateLimited(seconds int) *Problem {
+	return retryAfter(problem("rate_limited",
+		"Too many requests from this caller. Retry after the time in Retry-After."), max(seconds, 1))
+}
+
 // retryAfter sets the Retry-After seconds a problem answers with.
 func retryAfter(p *Problem, seconds int) *Problem {
 	p.retryAfter = seconds

@@ -57,6 +57,7 @@ var problemTypes = map[string]problemType{
 	"unsupported_media_type":        {415, "Unsupported media type", "Send the request body as application/json (a settlement file as multipart/form-data)."},
 	"not_found":                     {404, "Not found", "No such route, or no such problem type."},
 	"method_not_allowed":            {405, "Method not allowed", "The route exists but does not accept this method."},
+	"rate_limited":                  {429, "Too many requests", "This caller (a customer token, an operator token, or a client address on a route without a token) sent more requests than payd allows (PAYD_RATE_LIMIT per second, bursts up to PAYD_RATE_LIMIT_BURST). The request was refused before payd read it: nothing was done, and an idempotency key stays free. Retry after the seconds in Retry-After; the RateLimit-Policy and RateLimit headers give the quota and what is left of it."},
 	"too_many_streams":              {429, "Too many event streams", "This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."},
 	"http_error":                    {400, "HTTP error", "The HTTP request was refused before payd read it; the status and detail say why."},
 	"not_ready":                     {503, "Not ready", "payd cannot serve yet: its database is unreachable or its migrations are not applied."},

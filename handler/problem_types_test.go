@@ -99,7 +99,7 @@ func TestOneTitlePerCode(t *testing.T) {
 		all = append(all, problem(row.code, row.detail))
 	}
 	all = append(all, errMalformedJSON, errTooLarge, errContentType, errKeyConflict, errRouteNotFound,
-		errMethodNotAllow, errTooManyStreams, errNotCompleted, errInvalidSignature)
+		errMethodNotAllow, errTooManyStreams, errNotCompleted, errInvalidSignature, rateLimited(1))
 	for _, p := range all {
 		if pt := problemTypes[p.Code]; pt.Status != p.Status || pt.Title != p.Title || p.Type != "/problems/"+p.Code {
 			t.Errorf("%s: %d %q %s, catalogue says %d %q", p.Code, p.Status, p.Title, p.Type, pt.Status, pt.Title)
