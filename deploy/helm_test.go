@@ -275,9 +275,6 @@ func settingNames(t *testing.T) map[string]bool {
 	if len(names) < 20 {
 		t.Fatalf("found only %d settings in payd's flags", len(names))
 	}
-	// The shutdown delay the chart sets is in the specification and on its
-	// way into payd; drop this line once payd's flags list it.
-	names["PAYD_SHUTDOWN_DELAY"] = true
 	return names
 }
 
