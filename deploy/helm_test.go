@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/payd/payd/app"
+	"github.com/payd/payd/telemetry"
 )
 
 // The chart in helm/payd is rendered with the pinned helm and every
@@ -229,8 +230,8 @@ func optional[T any](t *testing.T, r rendered, kind string) (T, bool) {
 
 // chartValues is the part of a values file the assertions read.
 type chartValues struct {
-	ReplicaCount *int `json:"replicaCount"`
-	Secrets      map[string]string
+	ReplicaCount *int         `json:"replicaCount"`
+	Secrets      chartSecrets `json:"secrets"`
 	Provider     struct {
 		Name string `json:"name"`
 	} `json:"provider"`
@@ -248,6 +249,29 @@ type chartValues struct {
 	} `json:"persistence"`
 }
 
+// chartSecrets is the values' secrets: section.
+type chartSecrets struct {
+	ExistingSecret string            `json:"existingSecret"`
+	DatabaseURL    string            `json:"databaseURL"`
+	RedisURL       string            `json:"redisURL"`
+	Extra          map[string]string `json:"extra"`
+	all            map[string]any
+}
+
+// values is every secret value the set gives, the extra ones included.
+func (s chartSecrets) values() []string {
+	var vs []string
+	for k, v := range s.all {
+		if str, ok := v.(string); ok && str != "" && k != "existingSecret" {
+			vs = append(vs, str)
+		}
+	}
+	for _, v := range s.Extra {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
 func readValues(t *testing.T, path string) chartValues {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -255,14 +279,21 @@ func readValues(t *testing.T, path string) chartValues {
 		t.Fatal(err)
 	}
 	var v chartValues
+	var raw struct {
+		Secrets map[string]any `json:"secrets"`
+	}
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	if err := yaml.Unmarshal(b, &v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	v.Secrets.all = raw.Secrets
 	return v
 }
 
-// settingNames is every environment variable payd reads, from its own
-// flag set (each usage ends "(env NAME)").
+// settingNames is every environment variable payd reads: its own flags'
+// (each usage ends "(env NAME)") and the OTEL_* variables of its tracing.
 func settingNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
@@ -274,6 +305,9 @@ func settingNames(t *testing.T) map[string]bool {
 	})
 	if len(names) < 20 {
 		t.Fatalf("found only %d settings in payd's flags", len(names))
+	}
+	for _, n := range telemetry.TracingVariables {
+		names[n] = true
 	}
 	return names
 }
@@ -360,13 +394,8 @@ func podSpecs(r rendered) map[string]corev1.PodSpec {
 // secret setting is a plain env value, and the ConfigMap holds only
 // settings payd knows.
 func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string, known map[string]bool) {
-	var values []string
-	for _, s := range v.Secrets {
-		if s != "" && s != v.Secrets["existingSecret"] {
-			values = append(values, s)
-		}
-	}
-	if v.Secrets["existingSecret"] == "" && len(values) < 4 {
+	values := v.Secrets.values()
+	if v.Secrets.ExistingSecret == "" && len(values) < 4 {
 		t.Fatalf("the values set has %d secret values, want at least 4", len(values))
 	}
 	for _, m := range r.manifests {
@@ -413,7 +442,7 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 			t.Errorf("ConfigMap %s = %q, want %q", k, cm.Data[k], want)
 		}
 	}
-	if v.Secrets["existingSecret"] != "" {
+	if v.Secrets.ExistingSecret != "" {
 		if n := len(r.all("Secret")); n != 0 {
 			t.Errorf("with secrets.existingSecret the chart made %d Secrets, want none", n)
 		}
@@ -426,14 +455,19 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 		}
 	}
 	for k := range sec.Data {
-		if !slices.Contains(secretNames, k) {
-			t.Errorf("Secret holds %s, which is not one of payd's secret settings", k)
+		if _, extra := v.Secrets.Extra[k]; !slices.Contains(secretNames, k) && !extra {
+			t.Errorf("Secret holds %s, which is neither one of payd's secret settings nor in secrets.extra", k)
 		}
 	}
-	if got, want := string(sec.Data["PAYD_DATABASE_URL"]), v.Secrets["databaseURL"]; got != want {
+	for k, want := range v.Secrets.Extra {
+		if got := string(sec.Data[k]); got != want {
+			t.Errorf("Secret %s = %q, want secrets.extra's %q", k, got, want)
+		}
+	}
+	if got, want := string(sec.Data["PAYD_DATABASE_URL"]), v.Secrets.DatabaseURL; got != want {
 		t.Errorf("Secret PAYD_DATABASE_URL = %q, want the value's %q", got, want)
 	}
-	if got, want := string(sec.Data["PAYD_REDIS_URL"]), v.Secrets["redisURL"]; got != want {
+	if got, want := string(sec.Data["PAYD_REDIS_URL"]), v.Secrets.RedisURL; got != want {
 		t.Errorf("Secret PAYD_REDIS_URL = %q, want the value's %q", got, want)
 	}
 }
@@ -507,7 +541,7 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 	}
 
 	// Secrets come in through the Secret, whole.
-	secretName := v.Secrets["existingSecret"]
+	secretName := v.Secrets.ExistingSecret
 	if secretName == "" {
 		secretName = "rel-payd"
 	}
@@ -524,7 +558,7 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 		checkSecurity(t, name, ps)
 	}
 
-	sqlite := strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:")
+	sqlite := strings.HasPrefix(v.Secrets.DatabaseURL, "sqlite:")
 	switch {
 	case v.Autoscaling.Enabled:
 		if d.Spec.Replicas != nil {
@@ -587,7 +621,7 @@ func checkSecurity(t *testing.T, name string, spec corev1.PodSpec) {
 // reading the database URL from a Secret that exists when it runs.
 func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	job, ok := optional[*batchv1.Job](t, r, "Job")
-	if strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:") {
+	if strings.HasPrefix(v.Secrets.DatabaseURL, "sqlite:") {
 		if ok {
 			t.Error("on SQLite the chart renders a migrations Job; it cannot reach the pod's volume (payd serve migrates its file)")
 		}
@@ -633,7 +667,7 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	if ref == nil || ref.Key != "PAYD_DATABASE_URL" {
 		t.Fatalf("Job env = %+v, want PAYD_DATABASE_URL from a Secret", c.Env)
 	}
-	if name := v.Secrets["existingSecret"]; name != "" {
+	if name := v.Secrets.ExistingSecret; name != "" {
 		if ref.Name != name {
 			t.Errorf("Job reads Secret %s, want the existing %s", ref.Name, name)
 		}
@@ -662,8 +696,8 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 			t.Errorf("Secret %s hook-delete-policy = %q, want %s in it", s.Name, s.Annotations["helm.sh/hook-delete-policy"], p)
 		}
 	}
-	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets["databaseURL"] {
-		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets["databaseURL"])
+	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets.DatabaseURL {
+		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets.DatabaseURL)
 	}
 	if len(s.Data) != 1 {
 		t.Errorf("Job's Secret holds %d keys, want only PAYD_DATABASE_URL", len(s.Data))
@@ -789,10 +823,12 @@ func TestChartRefuses(t *testing.T) {
 		{"no admin token", []string{"-f", mariadb, "--set", "secrets.adminToken="}, "secrets.adminToken is required"},
 		{"stripe without its keys", []string{"-f", mariadb, "--set", "provider.name=stripe"}, "secrets.stripeSecretKey is required"},
 		{"unknown provider", []string{"-f", mariadb, "--set", "provider.name=paypal"}, "provider.name must be"},
+		{"extra secret with a bad name", []string{"-f", mariadb, "--set", "secrets.extra.bad-name=x"}, "secrets.extra.bad-name"},
 		{"secret as a plain extra env", []string{"-f", mariadb, "--set", "extraEnv[0].name=PAYD_SECRET_KEY", "--set", "extraEnv[0].value=x"}, "extraEnv PAYD_SECRET_KEY is a secret"},
 	}
-	// Every secret setting payd has, put under env:, is refused.
-	for _, name := range app.SecretSettings() {
+	// Every secret setting payd has, put under env:, is refused, and the
+	// OTLP exporter's headers (a collector's token).
+	for _, name := range append(app.SecretSettings(), "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS") {
 		cases = append(cases, struct {
 			name string
 			args []string
