@@ -47,6 +47,7 @@ type Metrics struct {
 	dbRetries     *prometheus.CounterVec
 	provider      *prometheus.HistogramVec
 	rejected      *prometheus.CounterVec
+	rateLimited   *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -85,11 +86,13 @@ func NewMetrics() *Metrics {
 			Help: "Database transactions and statements run again after a conflict: deadlock (incl. Galera certification), lock_wait_timeout, sqlite_busy.",
 		}, []string{"reason"}),
 		provider: newProviderHistogram(), rejected: newWebhookRejections(),
+		rateLimited: newRateLimited(),
 	}
 	m.startAtZero()
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
+	m.reg.MustRegister(m.rateLimited)                       // ratelimit.go (ADR 0037)
 	return m
 }
 
