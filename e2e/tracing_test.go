@@ -15,7 +15,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/payd/payd/internal/otlptest"
-	"github.com/payd/payd/internal/redistest"
 	"github.com/payd/payd/telemetry"
 )
 
@@ -262,40 +261,45 @@ func TestTracingExportsOTLP(t *testing.T) {
 	}
 }
 
-// TestTracingRedis: with Redis in front of the database, a pay's Redis
-// commands are client spans under its server span, named after the
-// command, with no key or value among their attributes.
+// TestTracingRedis: with Redis in front of the database, a single server
+// or a cluster, a pay's Redis commands are client spans under its server
+// span, named after the command, with no key or value among their
+// attributes.
 func TestTracingRedis(t *testing.T) {
-	rcv := otlptest.NewGRPC(t)
-	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
-	srv := redistest.Start(t)
-	s := start(t, on("sqlite"), withEnv(env{"PAYD_REDIS_URL": srv.URL()}))
-	secrets := tracedPay(t, s)
-	s.stop()
-	spans := rcv.Spans()
-	var pay otlptest.Span
-	for _, sp := range spans {
-		if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
-			pay = sp
+	redisKinds(t, func(t *testing.T, url string) {
+		rcv := otlptest.NewGRPC(t)
+		otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
+		s := start(t, on("sqlite"), withEnv(env{"PAYD_REDIS_URL": url}))
+		secrets := tracedPay(t, s)
+		s.stop()
+		spans := rcv.Spans()
+		var pay otlptest.Span
+		for _, sp := range spans {
+			if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
+				pay = sp
+			}
 		}
-	}
-	if pay.SpanID == "" {
-		t.Fatalf("no pay server span among %v", spanNames(spans))
-	}
-	var cmds []string
-	for _, sp := range spans {
-		if sp.Attrs["db.system"] != "redis" {
-			continue
+		if pay.SpanID == "" {
+			t.Fatalf("no pay server span among %v", spanNames(spans))
 		}
-		if _, ok := sp.Attrs["db.statement"]; ok {
-			t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)
+		var cmds []string
+		for _, sp := range spans {
+			if sp.Attrs["db.system"] != "redis" {
+				continue
+			}
+			if _, ok := sp.Attrs["db.statement"]; ok {
+				t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)
+			}
+			if _, ok := sp.Attrs["code.function"]; ok {
+				t.Errorf("redis span %q records its caller: %v", sp.Name, sp.Attrs)
+			}
+			checkNoSecrets(t, sp, secrets)
+			if otlptest.Ancestor(spans, sp, pay.SpanID) {
+				cmds = append(cmds, sp.Name)
+			}
 		}
-		checkNoSecrets(t, sp, secrets)
-		if otlptest.Ancestor(spans, sp, pay.SpanID) {
-			cmds = append(cmds, sp.Name)
+		if len(cmds) == 0 {
+			t.Errorf("no redis span under the pay's server span; spans %v", spanNames(spans))
 		}
-	}
-	if len(cmds) == 0 {
-		t.Errorf("no redis span under the pay's server span; spans %v", spanNames(spans))
-	}
+	})
 }
