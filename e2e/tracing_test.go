@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/otlptest"
+	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/telemetry"
 )
 
@@ -173,6 +175,31 @@ func TestTracingBySpec(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTracingBySpecProcess: the same of the built binary, `payd serve` as
+// an OS process whose environment holds the variables, as a container's
+// does: gRPC to OTEL_EXPORTER_OTLP_ENDPOINT, flushed on SIGTERM.
+func TestTracingBySpecProcess(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		rcv := otlptest.NewGRPC(t)
+		prov := startProcProvider(t, "")
+		e := env{}
+		for _, k := range telemetry.TracingVariables {
+			e[k] = "" // none of the test's own
+		}
+		e["OTEL_SERVICE_NAME"], e["OTEL_EXPORTER_OTLP_PROTOCOL"], e["OTEL_EXPORTER_OTLP_ENDPOINT"] = "payd-eu", "grpc", rcv.Endpoint
+		p := startPaydProc(t, "payd", paydEnv(dbtest.NewURL(t, migrations.Dialect(dialect)), prov.url, e))
+		email := newEmail()
+		_, tok := p.register(email)
+		order := p.order(tok, "73.19")
+		key := uuid.NewString()
+		if r := p.pay(tok, order, key, "pm_ok"); r.Status != http.StatusOK {
+			t.Fatalf("Pay = %d %s, want 200", r.Status, r.Body)
+		}
+		p.stop()
+		checkPayTrace(t, rcv.Spans(), dialect, []string{"73.19", "7319", email, tok, key})
+	})
 }
 
 // checkPayTrace finds the pay's server span among spans, with payd-eu's
