@@ -128,7 +128,7 @@ func reconcileRun() adminVerb {
 			if err != nil {
 				return err
 			}
-			params := &client.ReconcileParams{IdempotencyKey: newIntentKey(key)}
+			params := &client.ReconcileParams{IdempotencyKey: new(newIntentKey(key))}
 			var send func() (*http.Response, error)
 			if file == "" {
 				body := client.ReconcileRequest{From: f, To: t, DryRun: &dry}
@@ -281,9 +281,9 @@ func discrepanciesResolve() adminVerb {
 			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}
 			out, res, err := a.change(ctx, func() (*http.Response, error) {
 				if run != "" {
-					return a.api.ResolveDiscrepancy(ctx, run, did, &client.ResolveDiscrepancyParams{IdempotencyKey: idemKey}, body)
+					return a.api.ResolveDiscrepancy(ctx, run, did, &client.ResolveDiscrepancyParams{IdempotencyKey: &idemKey}, body)
 				}
-				return a.api.ResolveDiscrepancyByID(ctx, did, &client.ResolveDiscrepancyByIDParams{IdempotencyKey: idemKey}, body)
+				return a.api.ResolveDiscrepancyByID(ctx, did, &client.ResolveDiscrepancyByIDParams{IdempotencyKey: &idemKey}, body)
 			})
 			if err != nil {
 				return err

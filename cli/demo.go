@@ -51,7 +51,7 @@ func demo(ctx context.Context, args []string, w io.Writer) error {
 	// malformed; the demo sends -email as given and shows payd's answer.
 	body, raw := jsonBody(map[string]string{"email": o.email, "name": "Ada Demo"})
 	regKey := uuid.NewString()
-	req, err := client.NewRegisterCustomerRequestWithBody(server, &client.RegisterCustomerParams{IdempotencyKey: regKey}, "application/json", body)
+	req, err := client.NewRegisterCustomerRequestWithBody(server, &client.RegisterCustomerParams{IdempotencyKey: &regKey}, "application/json", body)
 	reg, err := d.exchange("register", req, err, raw, http.StatusCreated)
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func demo(ctx context.Context, args []string, w io.Writer) error {
 	key := uuid.NewString()
 	pay := func(step string) (demoReply, error) {
 		body, raw := jsonBody(client.PayOrderJSONRequestBody{PaymentMethod: "pm_ok"})
-		req, err := client.NewPayOrderRequestWithBody(server, order.Id, &client.PayOrderParams{IdempotencyKey: key}, "application/json", body)
+		req, err := client.NewPayOrderRequestWithBody(server, order.Id, &client.PayOrderParams{IdempotencyKey: &key}, "application/json", body)
 		return d.exchange(step, req, err, raw, http.StatusOK)
 	}
 	first, err := pay("pay")

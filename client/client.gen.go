@@ -736,7 +736,7 @@ type AdminRecord struct {
 	Method      string    `json:"method"`
 	Path        string    `json:"path"`
 
-	// Response Null while the request is processing.
+	// Response The answer stored for the request; null while the request is processing.
 	Response *StoredResponse   `json:"response"`
 	Scope    string            `json:"scope"`
 	Status   AdminRecordStatus `json:"status"`
@@ -840,8 +840,10 @@ type CreateOrderRequest struct {
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency  Currency        `json:"currency"`
-	Items     []ItemRequest   `json:"items"`
+	Currency Currency      `json:"currency"`
+	Items    []ItemRequest `json:"items"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (if both are sent they must be equal); without either, no dedupe.
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -873,13 +875,17 @@ type Discrepancy struct {
 	Currency  *string `json:"currency"`
 
 	// DetectedAt RFC 3339 UTC.
-	DetectedAt       Timestamp `json:"detected_at"`
-	Id               string    `json:"id"`
-	LocalAmount      *Money    `json:"local_amount"`
-	Note             string    `json:"note"`
-	OrderId          *string   `json:"order_id"`
-	ProviderAmount   *Money    `json:"provider_amount"`
-	ProviderChargeId *string   `json:"provider_charge_id"`
+	DetectedAt Timestamp `json:"detected_at"`
+	Id         string    `json:"id"`
+
+	// LocalAmount What payd's books say (a Money string); null when payd has no payment for it.
+	LocalAmount *string `json:"local_amount"`
+	Note        string  `json:"note"`
+	OrderId     *string `json:"order_id"`
+
+	// ProviderAmount What the provider's record says was charged (a Money string); null when the provider has no charge.
+	ProviderAmount   *string `json:"provider_amount"`
+	ProviderChargeId *string `json:"provider_charge_id"`
 
 	// Reference What it is about (a charge ID, an order ID); payd records one discrepancy per type and reference.
 	Reference string `json:"reference"`
@@ -983,6 +989,7 @@ type ItemRequest struct {
 
 // KeyOnlyRequest defines model for KeyOnlyRequest.
 type KeyOnlyRequest struct {
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -1145,8 +1152,10 @@ type PayRequest struct {
 	// PaymentMethod With the sandbox provider: pm_ok, pm_declined,
 	// pm_insufficient_funds, pm_async, pm_async_fail, pm_timeout, pm_error,
 	// pm_dispute (succeeds; the sandbox then opens a dispute of it).
-	PaymentMethod string          `json:"payment_method"`
-	RequestId     *IdempotencyKey `json:"request_id,omitempty"`
+	PaymentMethod string `json:"payment_method"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // Problem RFC 9457 problem details with payd's stable machine code.
@@ -1230,7 +1239,9 @@ type ReconcileRequest struct {
 	DryRun *bool `json:"dry_run,omitempty"`
 
 	// From RFC 3339 UTC.
-	From      Timestamp       `json:"from"`
+	From Timestamp `json:"from"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 
 	// To RFC 3339 UTC.
@@ -1289,7 +1300,7 @@ type Record struct {
 	Method    string    `json:"method"`
 	Path      string    `json:"path"`
 
-	// Response Null while the request is processing.
+	// Response The answer stored for the request; null while the request is processing.
 	Response *StoredResponse `json:"response"`
 	Status   RecordStatus    `json:"status"`
 }
@@ -1330,8 +1341,10 @@ type RefundStatus string
 // RefundRequest defines model for RefundRequest.
 type RefundRequest struct {
 	// Amount Omit to refund everything that remains.
-	Amount    *Money          `json:"amount,omitempty"`
-	Reason    string          `json:"reason"`
+	Amount *Money `json:"amount,omitempty"`
+	Reason string `json:"reason"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
@@ -1343,9 +1356,11 @@ type RefundResult struct {
 
 // RegisterRequest defines model for RegisterRequest.
 type RegisterRequest struct {
-	Email     openapi_types.Email `json:"email"`
-	Name      string              `json:"name"`
-	RequestId *IdempotencyKey     `json:"request_id,omitempty"`
+	Email openapi_types.Email `json:"email"`
+	Name  string              `json:"name"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // Registration defines model for Registration.
@@ -1358,9 +1373,11 @@ type Registration struct {
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
-	Action    ResolveRequestAction `json:"action"`
-	Note      *string              `json:"note,omitempty"`
-	RequestId *IdempotencyKey      `json:"request_id,omitempty"`
+	Action ResolveRequestAction `json:"action"`
+	Note   *string              `json:"note,omitempty"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
 // ResolveRequestAction defines model for ResolveRequest.Action.
@@ -1442,7 +1459,7 @@ type Status struct {
 // StatusStatus defines model for Status.Status.
 type StatusStatus string
 
-// StoredResponse defines model for StoredResponse.
+// StoredResponse The answer stored for the request; null while the request is processing.
 type StoredResponse struct {
 	// Body The stored body, as the original request answered it (absent when sealed).
 	Body interface{} `json:"body,omitempty"`
@@ -1505,8 +1522,8 @@ type WebhookEvent struct {
 	Outcome *string `json:"outcome"`
 
 	// Payload The verified body, as received (null if it was not JSON).
-	Payload     interface{} `json:"payload"`
-	ProcessedAt *time.Time  `json:"processed_at"`
+	Payload     *map[string]interface{} `json:"payload"`
+	ProcessedAt *time.Time              `json:"processed_at"`
 
 	// ReceivedAt RFC 3339 UTC.
 	ReceivedAt Timestamp `json:"received_at"`
@@ -1519,8 +1536,8 @@ type Cursor = string
 // IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
 type IdempotencyKeyOptional = IdempotencyKey
 
-// IdempotencyKeyRequired defines model for IdempotencyKeyRequired.
-type IdempotencyKeyRequired = IdempotencyKey
+// IdempotencyKeyOrRequestID defines model for IdempotencyKeyOrRequestID.
+type IdempotencyKeyOrRequestID = IdempotencyKey
 
 // Limit defines model for Limit.
 type Limit = int
@@ -1600,9 +1617,17 @@ type ListDiscrepanciesParamsStatus string
 
 // ResolveDiscrepancyByIDParams defines parameters for ResolveDiscrepancyByID.
 type ResolveDiscrepancyByIDParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // SearchOrdersParams defines parameters for SearchOrders.
@@ -1629,9 +1654,17 @@ type SearchOrdersParams struct {
 
 // RefundOrderParams defines parameters for RefundOrder.
 type RefundOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ListRunsParams defines parameters for ListRuns.
@@ -1644,23 +1677,47 @@ type ListRunsParams struct {
 
 // ReconcileParams defines parameters for Reconcile.
 type ReconcileParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ResolveDiscrepancyParams defines parameters for ResolveDiscrepancy.
 type ResolveDiscrepancyParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // RegisterCustomerParams defines parameters for RegisterCustomer.
 type RegisterCustomerParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ListOrdersParams defines parameters for ListOrders.
@@ -1675,22 +1732,41 @@ type ListOrdersParams struct {
 
 // CreateOrderParams defines parameters for CreateOrder.
 type CreateOrderParams struct {
-	// IdempotencyKey The request ID; without one the request is not deduplicated.
+	// IdempotencyKey The request's idempotency key, here or as the JSON body's
+	// `request_id` (both present and different: 400
+	// `idempotency_key_invalid`). Without either, the request is not
+	// deduplicated.
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // CancelOrderParams defines parameters for CancelOrder.
 type CancelOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // PayOrderParams defines parameters for PayOrder.
 type PayOrderParams struct {
-	// IdempotencyKey The request ID (a UUID v4 is recommended). May instead be sent as
-	// the body field `request_id`; one of the two is required.
-	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
 // ProviderWebhookParams defines parameters for ProviderWebhook.
@@ -1701,7 +1777,7 @@ type ProviderWebhookParams struct {
 	// WebhookTimestamp Unix seconds; older or newer than 5 minutes is refused.
 	WebhookTimestamp string `json:"webhook-timestamp"`
 
-	// WebhookSignature `v1,<base64 HMAC-SHA256 of id.timestamp.body>`, several separated by spaces.
+	// WebhookSignature `v1,<base64 HMAC-SHA256 of id.timestamp.body>` with PAYD_WEBHOOK_SECRET, several separated by spaces (secret rotation).
 	WebhookSignature string `json:"webhook-signature"`
 }
 
@@ -1834,6 +1910,8 @@ type ClientInterface interface {
 
 	// ConsoleAsset A file of the operators' console (script, style sheet)
 	//
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 	ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1848,10 +1926,14 @@ type ClientInterface interface {
 
 	// CheckoutAsset A file of the checkout page (script, style sheet)
 	//
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz The process is up
+	//
+	// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1867,7 +1949,8 @@ type ClientInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -1875,6 +1958,8 @@ type ClientInterface interface {
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Openapi This document
+	//
+	// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 	//
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1888,10 +1973,14 @@ type ClientInterface interface {
 
 	// Readyz The database is reachable and every migration applied
 	//
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCustomers List customers, newest first, or find one by email
+	//
+	// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 	//
 	// Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
 	ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1907,6 +1996,8 @@ type ClientInterface interface {
 	ListDiscrepancies(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDiscrepancy One discrepancy, whoever found it
+	//
+	// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 	//
 	// Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
 	GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1944,10 +2035,14 @@ type ClientInterface interface {
 
 	// SearchOrders Search every customer's orders
 	//
+	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	//
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+	//
+	// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 	//
 	// Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 	OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1987,6 +2082,9 @@ type ClientInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2000,6 +2098,9 @@ type ClientInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2007,6 +2108,8 @@ type ClientInterface interface {
 	Reconcile(ctx context.Context, params *ReconcileParams, body ReconcileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRun A reconciliation run with its counts and discrepancies
+	//
+	// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 	//
 	// Corresponds with GET /v1/admin/reconciliations/{id} (the `GetRun` operationId).
 	GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2064,6 +2167,8 @@ type ClientInterface interface {
 
 	// ListOrders The caller's orders, newest first
 	//
+	// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+	//
 	// Corresponds with GET /v1/orders (the `ListOrders` operationId).
 	ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2087,10 +2192,14 @@ type ClientInterface interface {
 
 	// GetOrder One of the caller's orders, with its payment attempts
 	//
+	// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+	//
 	// Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
 	GetOrder(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelOrderWithBody Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2098,6 +2207,8 @@ type ClientInterface interface {
 	CancelOrderWithBody(ctx context.Context, id OrderID, params *CancelOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelOrder Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2138,6 +2249,8 @@ type ClientInterface interface {
 
 	// GetRequest What became of one of the caller's requests, by its idempotency key
 	//
+	// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+	//
 	// Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
 	GetRequest(ctx context.Context, key IdempotencyKey, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2152,6 +2265,14 @@ type ClientInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2169,6 +2290,14 @@ type ClientInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2188,6 +2317,11 @@ type ClientInterface interface {
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -2205,6 +2339,11 @@ type ClientInterface interface {
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2234,6 +2373,8 @@ func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn)
 }
 
 // ConsoleAsset A file of the operators' console (script, style sheet)
+//
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
 //
 // Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 func (c *Client) ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2269,6 +2410,8 @@ func (c *Client) CheckoutPage(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CheckoutAsset A file of the checkout page (script, style sheet)
 //
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+//
 // Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckoutAssetRequest(c.Server, asset)
@@ -2283,6 +2426,8 @@ func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...
 }
 
 // Healthz The process is up
+//
+// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 //
 // Corresponds with GET /healthz (the `Healthz` operationId).
 func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2308,7 +2453,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -2326,6 +2472,8 @@ func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 }
 
 // Openapi This document
+//
+// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 //
 // Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2359,6 +2507,8 @@ func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...Req
 
 // Readyz The database is reachable and every migration applied
 //
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+//
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
@@ -2373,6 +2523,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 }
 
 // ListCustomers List customers, newest first, or find one by email
+//
+// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 //
 // Corresponds with GET /v1/admin/customers (the `ListCustomers` operationId).
 func (c *Client) ListCustomers(ctx context.Context, params *ListCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2408,6 +2560,8 @@ func (c *Client) ListDiscrepancies(ctx context.Context, params *ListDiscrepancie
 }
 
 // GetDiscrepancy One discrepancy, whoever found it
+//
+// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 //
 // Corresponds with GET /v1/admin/discrepancies/{did} (the `GetDiscrepancy` operationId).
 func (c *Client) GetDiscrepancy(ctx context.Context, did string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2485,6 +2639,8 @@ func (c *Client) InspectRecord(ctx context.Context, scope string, key Idempotenc
 
 // SearchOrders Search every customer's orders
 //
+// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+//
 // Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSearchOrdersRequest(c.Server, params)
@@ -2499,6 +2655,8 @@ func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, r
 }
 
 // OrderTimeline An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+//
+// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 //
 // Corresponds with GET /v1/admin/orders/{id} (the `OrderTimeline` operationId).
 func (c *Client) OrderTimeline(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2578,6 +2736,9 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2601,6 +2762,9 @@ func (c *Client) ReconcileWithBody(ctx context.Context, params *ReconcileParams,
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2618,6 +2782,8 @@ func (c *Client) Reconcile(ctx context.Context, params *ReconcileParams, body Re
 }
 
 // GetRun A reconciliation run with its counts and discrepancies
+//
+// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 //
 // Corresponds with GET /v1/admin/reconciliations/{id} (the `GetRun` operationId).
 func (c *Client) GetRun(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2735,6 +2901,8 @@ func (c *Client) RegisterCustomer(ctx context.Context, params *RegisterCustomerP
 
 // ListOrders The caller's orders, newest first
 //
+// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+//
 // Corresponds with GET /v1/orders (the `ListOrders` operationId).
 func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOrdersRequest(c.Server, params)
@@ -2788,6 +2956,8 @@ func (c *Client) CreateOrder(ctx context.Context, params *CreateOrderParams, bod
 
 // GetOrder One of the caller's orders, with its payment attempts
 //
+// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+//
 // Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
 func (c *Client) GetOrder(ctx context.Context, id OrderID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOrderRequest(c.Server, id)
@@ -2802,6 +2972,8 @@ func (c *Client) GetOrder(ctx context.Context, id OrderID, reqEditors ...Request
 }
 
 // CancelOrderWithBody Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2819,6 +2991,8 @@ func (c *Client) CancelOrderWithBody(ctx context.Context, id OrderID, params *Ca
 }
 
 // CancelOrder Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2899,6 +3073,8 @@ func (c *Client) PayOrder(ctx context.Context, id OrderID, params *PayOrderParam
 
 // GetRequest What became of one of the caller's requests, by its idempotency key
 //
+// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+//
 // Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
 func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRequestRequest(c.Server, key)
@@ -2923,6 +3099,14 @@ func (c *Client) GetRequest(ctx context.Context, key IdempotencyKey, reqEditors 
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2950,6 +3134,14 @@ func (c *Client) ProviderWebhookWithBody(ctx context.Context, params *ProviderWe
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2979,6 +3171,11 @@ func (c *Client) ProviderWebhook(ctx context.Context, params *ProviderWebhookPar
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -3006,6 +3203,11 @@ func (c *Client) StripeWebhookWithBody(ctx context.Context, params *StripeWebhoo
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3546,14 +3748,16 @@ func NewResolveDiscrepancyByIDRequestWithBody(server string, did string, params 
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -3795,14 +3999,16 @@ func NewRefundOrderRequestWithBody(server string, id OrderID, params *RefundOrde
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -3914,14 +4120,16 @@ func NewReconcileRequestWithBody(server string, params *ReconcileParams, content
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4015,14 +4223,16 @@ func NewResolveDiscrepancyRequestWithBody(server string, id string, did string, 
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4095,14 +4305,16 @@ func NewRegisterCustomerRequestWithBody(server string, params *RegisterCustomerP
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4322,14 +4534,16 @@ func NewCancelOrderRequestWithBody(server string, id OrderID, params *CancelOrde
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4416,14 +4630,16 @@ func NewPayOrderRequestWithBody(server string, id OrderID, params *PayOrderParam
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -4647,6 +4863,8 @@ type ClientWithResponsesInterface interface {
 
 	// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 	//
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
@@ -4665,12 +4883,16 @@ type ClientWithResponsesInterface interface {
 
 	// CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 	//
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*CheckoutAssetResponse, error)
 
 	// HealthzWithResponse The process is up
+	//
+	// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4688,7 +4910,8 @@ type ClientWithResponsesInterface interface {
 	// `payd_payments_total{result}` (paid, declined, unknown, held),
 	// `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 	// `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-	// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+	// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+	// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 	// Served here unless PAYD_METRICS_ADDR is set; then only on that
 	// listener, and this one answers 404.
 	//
@@ -4698,6 +4921,8 @@ type ClientWithResponsesInterface interface {
 	MetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MetricsResponse, error)
 
 	// OpenapiWithResponse This document
+	//
+	// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4715,12 +4940,16 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse The database is reachable and every migration applied
 	//
+	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
 	// ListCustomersWithResponse List customers, newest first, or find one by email
+	//
+	// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4740,6 +4969,8 @@ type ClientWithResponsesInterface interface {
 	ListDiscrepanciesWithResponse(ctx context.Context, params *ListDiscrepanciesParams, reqEditors ...RequestEditorFn) (*ListDiscrepanciesResponse, error)
 
 	// GetDiscrepancyWithResponse One discrepancy, whoever found it
+	//
+	// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4781,12 +5012,16 @@ type ClientWithResponsesInterface interface {
 
 	// SearchOrdersWithResponse Search every customer's orders
 	//
+	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrdersWithResponse(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*SearchOrdersResponse, error)
 
 	// OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+	//
+	// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4830,6 +5065,9 @@ type ClientWithResponsesInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4843,6 +5081,9 @@ type ClientWithResponsesInterface interface {
 	// `file`, with `from` and `to` as form fields. A run is idempotent:
 	// re-running a window finds nothing new once resolved. `dry_run`
 	// answers 200 with the findings and records nothing. Audited.
+	// An upload takes its idempotency key from the `Idempotency-Key`
+	// header only (a form field named `request_id` is not read as one):
+	// without the header it is 400 `idempotency_key_missing`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4850,6 +5091,8 @@ type ClientWithResponsesInterface interface {
 	ReconcileWithResponse(ctx context.Context, params *ReconcileParams, body ReconcileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReconcileResponse, error)
 
 	// GetRunWithResponse A reconciliation run with its counts and discrepancies
+	//
+	// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4911,6 +5154,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListOrdersWithResponse The caller's orders, newest first
 	//
+	// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orders (the `ListOrders` operationId).
@@ -4936,6 +5181,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOrderWithResponse One of the caller's orders, with its payment attempts
 	//
+	// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
@@ -4943,12 +5190,16 @@ type ClientWithResponsesInterface interface {
 
 	// CancelOrderWithBodyWithResponse Cancel a pending order
 	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithBodyWithResponse(ctx context.Context, id OrderID, params *CancelOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
 
 	// CancelOrderWithResponse Cancel a pending order
+	//
+	// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4991,6 +5242,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetRequestWithResponse What became of one of the caller's requests, by its idempotency key
 	//
+	// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
@@ -5008,6 +5261,14 @@ type ClientWithResponsesInterface interface {
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
@@ -5024,6 +5285,14 @@ type ClientWithResponsesInterface interface {
 	// `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 	// Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 	// answers 404 `not_found`, one webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): the provider authenticates each
+	// delivery by its Standard Webhooks signature, the three `webhook-*`
+	// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+	// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+	// missing, wrong or stale signature is 401 `invalid_signature`, and
+	// nothing is stored. Deliveries are rate limited apart from other
+	// callers, and generously.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5043,6 +5312,11 @@ type ClientWithResponsesInterface interface {
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
 	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -5060,6 +5334,11 @@ type ClientWithResponsesInterface interface {
 	// included, is stored and answered 200 `ignored`. Served only in Stripe
 	// mode: in sandbox mode this endpoint answers 404 `not_found`, one
 	// webhook endpoint per provider mode.
+	//
+	// No bearer token (`security: []`): Stripe authenticates each delivery
+	// by its `Stripe-Signature` header; a missing, wrong or stale
+	// signature is 401 `invalid_signature`, and nothing is stored.
+	// Deliveries are rate limited apart from other callers, and generously.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5311,6 +5590,13 @@ func (r HealthzResponse) ContentType() string {
 type MetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r MetricsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetBody returns the raw response body bytes
@@ -8555,6 +8841,8 @@ func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEd
 
 // ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 //
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
@@ -8585,6 +8873,8 @@ func (c *ClientWithResponses) CheckoutPageWithResponse(ctx context.Context, reqE
 
 // CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 //
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
@@ -8597,6 +8887,8 @@ func (c *ClientWithResponses) CheckoutAssetWithResponse(ctx context.Context, ass
 }
 
 // HealthzWithResponse The process is up
+//
+// Answers 200 as long as the process serves HTTP; it reads no database. A liveness probe.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8620,7 +8912,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // `payd_payments_total{result}` (paid, declined, unknown, held),
 // `payd_discrepancies_total{type}`, `payd_job_rows_total{job}`,
 // `payd_db_retries_total{reason}` (deadlock, lock_wait_timeout,
-// sqlite_busy); plus the Go runtime's `go_*` and the process's `process_*`.
+// sqlite_busy), `payd_rate_limited_total{limit}` (customer, operator,
+// ip, webhook); plus the Go runtime's `go_*` and the process's `process_*`.
 // Served here unless PAYD_METRICS_ADDR is set; then only on that
 // listener, and this one answers 404.
 //
@@ -8636,6 +8929,8 @@ func (c *ClientWithResponses) MetricsWithResponse(ctx context.Context, reqEditor
 }
 
 // OpenapiWithResponse This document
+//
+// The OpenAPI 3.0.3 document payd serves, as YAML: the one description of every route, from which payd's Go client is generated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8665,6 +8960,8 @@ func (c *ClientWithResponses) ProblemTypeWithResponse(ctx context.Context, code 
 
 // ReadyzWithResponse The database is reachable and every migration applied
 //
+// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
@@ -8677,6 +8974,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 }
 
 // ListCustomersWithResponse List customers, newest first, or find one by email
+//
+// Every registered customer, newest first, cursor-paginated (pass `next_cursor` as `cursor`); with `email`, only the customer registered with that address (an empty page if none).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8708,6 +9007,8 @@ func (c *ClientWithResponses) ListDiscrepanciesWithResponse(ctx context.Context,
 }
 
 // GetDiscrepancyWithResponse One discrepancy, whoever found it
+//
+// One discrepancy by its ID, whether a reconciliation run, a webhook, a pay reply, the recoverer or an automatic refund found it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8773,6 +9074,8 @@ func (c *ClientWithResponses) InspectRecordWithResponse(ctx context.Context, sco
 
 // SearchOrdersWithResponse Search every customer's orders
 //
+// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
@@ -8785,6 +9088,8 @@ func (c *ClientWithResponses) SearchOrdersWithResponse(ctx context.Context, para
 }
 
 // OrderTimelineWithResponse An order with its attempts, webhook events, refunds, discrepancies, audit trail, ledger and disputes
+//
+// Everything payd knows about one order, for operators: the order with its books (`order.money`), its payment attempts, the webhook events about it, its refunds, discrepancies, audit trail, ledger and disputes, and all of them merged in time order (`timeline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8852,6 +9157,9 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8871,6 +9179,9 @@ func (c *ClientWithResponses) ReconcileWithBodyWithResponse(ctx context.Context,
 // `file`, with `from` and `to` as form fields. A run is idempotent:
 // re-running a window finds nothing new once resolved. `dry_run`
 // answers 200 with the findings and records nothing. Audited.
+// An upload takes its idempotency key from the `Idempotency-Key`
+// header only (a form field named `request_id` is not read as one):
+// without the header it is 400 `idempotency_key_missing`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8884,6 +9195,8 @@ func (c *ClientWithResponses) ReconcileWithResponse(ctx context.Context, params 
 }
 
 // GetRunWithResponse A reconciliation run with its counts and discrepancies
+//
+// One reconciliation run: its window, source, counts and the discrepancies it found. An unknown run is 404 `reconciliation_not_found`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8981,6 +9294,8 @@ func (c *ClientWithResponses) RegisterCustomerWithResponse(ctx context.Context, 
 
 // ListOrdersWithResponse The caller's orders, newest first
 //
+// The caller's own orders, newest first, optionally only those in one status; cursor-paginated (pass `next_cursor` as `cursor`). An unknown status or a limit outside 1 to 100 is 400 `validation_failed`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orders (the `ListOrders` operationId).
@@ -9024,6 +9339,8 @@ func (c *ClientWithResponses) CreateOrderWithResponse(ctx context.Context, param
 
 // GetOrderWithResponse One of the caller's orders, with its payment attempts
 //
+// One of the caller's orders with every payment attempt made for it. Another customer's order is 404 `order_not_found`, as if it did not exist; an ID that is not one is 404 too.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orders/{id} (the `GetOrder` operationId).
@@ -9037,6 +9354,8 @@ func (c *ClientWithResponses) GetOrderWithResponse(ctx context.Context, id Order
 
 // CancelOrderWithBodyWithResponse Cancel a pending order
 //
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
@@ -9049,6 +9368,8 @@ func (c *ClientWithResponses) CancelOrderWithBodyWithResponse(ctx context.Contex
 }
 
 // CancelOrderWithResponse Cancel a pending order
+//
+// Cancels a pending order, so that it can no longer be paid. An order being paid, paid or already closed is 409 `order_not_cancelable`. The body is optional: it may carry only `request_id`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9115,6 +9436,8 @@ func (c *ClientWithResponses) PayOrderWithResponse(ctx context.Context, id Order
 
 // GetRequestWithResponse What became of one of the caller's requests, by its idempotency key
 //
+// The idempotency record of one of the caller's own requests, by its key: whether it is still processing, and the answer stored for it. A checkout page reloaded in the middle of a payment learns from it what became of the payment. A record past `expires_at` is gone (404 `request_not_found`).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/requests/{key} (the `GetRequest` operationId).
@@ -9138,6 +9461,14 @@ func (c *ClientWithResponses) GetRequestWithResponse(ctx context.Context, key Id
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/webhooks/provider (the `ProviderWebhook` operationId).
@@ -9160,6 +9491,14 @@ func (c *ClientWithResponses) ProviderWebhookWithBodyWithResponse(ctx context.Co
 // `discrepancy` and recorded as `unconfirmed_payment` (ADR 0031).
 // Served only in sandbox mode: with PAYD_PROVIDER=stripe this endpoint
 // answers 404 `not_found`, one webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): the provider authenticates each
+// delivery by its Standard Webhooks signature, the three `webhook-*`
+// headers below, an HMAC-SHA256 with PAYD_WEBHOOK_SECRET over
+// `webhook-id.webhook-timestamp.body` with a 5-minute tolerance. A
+// missing, wrong or stale signature is 401 `invalid_signature`, and
+// nothing is stored. Deliveries are rate limited apart from other
+// callers, and generously.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9185,6 +9524,11 @@ func (c *ClientWithResponses) ProviderWebhookWithResponse(ctx context.Context, p
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
 //
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
@@ -9208,6 +9552,11 @@ func (c *ClientWithResponses) StripeWebhookWithBodyWithResponse(ctx context.Cont
 // included, is stored and answered 200 `ignored`. Served only in Stripe
 // mode: in sandbox mode this endpoint answers 404 `not_found`, one
 // webhook endpoint per provider mode.
+//
+// No bearer token (`security: []`): Stripe authenticates each delivery
+// by its `Stripe-Signature` header; a missing, wrong or stale
+// signature is 401 `invalid_signature`, and nothing is stored.
+// Deliveries are rate limited apart from other callers, and generously.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9469,6 +9818,16 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 	response := &MetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	}
 
 	return response, nil

@@ -55,11 +55,11 @@ func TestGeneratedClientDrivesPayd(t *testing.T) {
 
 		regKey := uuid.NewString()
 		reg := client.RegisterRequest{Email: types.Email("client-" + uuid.NewString() + "@example.com"), Name: "Ada Lovelace"}
-		r1, err := c.RegisterCustomerWithResponse(ctx, &client.RegisterCustomerParams{IdempotencyKey: regKey}, reg)
+		r1, err := c.RegisterCustomerWithResponse(ctx, &client.RegisterCustomerParams{IdempotencyKey: &regKey}, reg)
 		if err != nil || r1.JSON201 == nil {
 			t.Fatalf("RegisterCustomer = %v, %s; want 201", err, answer(r1))
 		}
-		r2, err := c.RegisterCustomerWithResponse(ctx, &client.RegisterCustomerParams{IdempotencyKey: regKey}, reg)
+		r2, err := c.RegisterCustomerWithResponse(ctx, &client.RegisterCustomerParams{IdempotencyKey: &regKey}, reg)
 		if err != nil || r2.JSON201 == nil {
 			t.Fatalf("RegisterCustomer replay = %v, %s; want 201", err, answer(r2))
 		}
@@ -82,7 +82,7 @@ func TestGeneratedClientDrivesPayd(t *testing.T) {
 		id := o.JSON201.Id
 
 		payKey := uuid.NewString()
-		p1, err := c.PayOrderWithResponse(ctx, id, &client.PayOrderParams{IdempotencyKey: payKey}, client.PayRequest{PaymentMethod: "pm_ok"}, auth)
+		p1, err := c.PayOrderWithResponse(ctx, id, &client.PayOrderParams{IdempotencyKey: &payKey}, client.PayRequest{PaymentMethod: "pm_ok"}, auth)
 		if err != nil || p1.JSON200 == nil || p1.JSON200.Status != client.OrderStatusPaid {
 			t.Fatalf("PayOrder = %v, %s; want 200 paid", err, answer(p1))
 		}
@@ -96,7 +96,7 @@ func TestGeneratedClientDrivesPayd(t *testing.T) {
 			t.Fatalf("order after paying = %s", g.Body)
 		}
 
-		p2, err := c.PayOrderWithResponse(ctx, id, &client.PayOrderParams{IdempotencyKey: payKey}, client.PayRequest{PaymentMethod: "pm_ok"}, auth)
+		p2, err := c.PayOrderWithResponse(ctx, id, &client.PayOrderParams{IdempotencyKey: &payKey}, client.PayRequest{PaymentMethod: "pm_ok"}, auth)
 		if err != nil || p2.JSON200 == nil {
 			t.Fatalf("PayOrder replay = %v, %s; want 200", err, answer(p2))
 		}

@@ -225,7 +225,7 @@ func (d *driver) do(r request) reply {
 // register creates a customer and returns its ID and token.
 func (d *driver) register(email string) (string, string) {
 	d.t.Helper()
-	r := d.as("")(client.NewRegisterCustomerRequest(d.server(), &client.RegisterCustomerParams{IdempotencyKey: uuid.NewString()},
+	r := d.as("")(client.NewRegisterCustomerRequest(d.server(), &client.RegisterCustomerParams{IdempotencyKey: new(uuid.NewString())},
 		client.RegisterRequest{Email: openapi_types.Email(email), Name: "Test Customer"}))
 	if r.Status != http.StatusCreated {
 		d.t.Fatalf("register(%s) = %d %s, want 201", email, r.Status, r.Body)
@@ -288,7 +288,7 @@ func (d *driver) refund(orderID, key, amount string) reply {
 	if amount != "" {
 		body.Amount = &amount
 	}
-	return d.as(testAdminToken)(client.NewRefundOrderRequest(d.server(), orderID, &client.RefundOrderParams{IdempotencyKey: key}, body))
+	return d.as(testAdminToken)(client.NewRefundOrderRequest(d.server(), orderID, &client.RefundOrderParams{IdempotencyKey: &key}, body))
 }
 
 // timeline reads GET /v1/admin/orders/{id}.

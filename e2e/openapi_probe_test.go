@@ -16,9 +16,18 @@ import (
 type probeOp struct {
 	method, path string
 	security     []string // scheme names
-	key          string   // "required", "optional" or ""
+	key          string   // "header or body", "optional" or ""
+	signed       bool     // it takes a Standard Webhooks signature
 	okTypes      []string // media types of the 200 response
 }
+
+// The two ways the document describes an Idempotency-Key header: optional
+// because the body's request_id may stand in for it (one of the two is
+// required), or optional outright (order creation, without dedupe).
+const (
+	keyHeaderOrBody = "#/components/parameters/IdempotencyKeyOrRequestID"
+	keyOptional     = "#/components/parameters/IdempotencyKeyOptional"
+)
 
 func documentedOps(t *testing.T) []probeOp {
 	t.Helper()
@@ -40,8 +49,18 @@ func documentedOps(t *testing.T) []probeOp {
 				}
 			}
 			for _, prm := range op.Parameters {
-				if prm.Value.In == openapi3.ParameterInHeader && prm.Value.Name == "Idempotency-Key" {
-					p.key = map[bool]string{true: "required", false: "optional"}[prm.Value.Required]
+				if prm.Value.In != openapi3.ParameterInHeader {
+					continue
+				}
+				switch {
+				case prm.Value.Name == "Idempotency-Key" && prm.Ref == keyHeaderOrBody:
+					p.key = "header or body"
+				case prm.Value.Name == "Idempotency-Key" && prm.Ref == keyOptional:
+					p.key = "optional"
+				case prm.Value.Name == "Idempotency-Key":
+					t.Errorf("%s %s: Idempotency-Key is neither %s nor %s", method, path, keyHeaderOrBody, keyOptional)
+				case prm.Value.Name == "webhook-signature" && prm.Value.Required:
+					p.signed = true
 				}
 			}
 			if ok := op.Responses.Status(http.StatusOK); ok != nil {
@@ -57,8 +76,10 @@ func documentedOps(t *testing.T) []probeOp {
 
 // TestOpenAPIMatchesBehaviour asks the running payd what the document
 // promises: operations documented as needing a token refuse a request
-// without one (401), those needing an idempotency key refuse one without it
-// (400 idempotency_key_missing), an optional key is optional, the webhook
+// without one (401), those needing an idempotency key in the header or the
+// body refuse one with neither (400 idempotency_key_missing), take the
+// body's request_id alone, and refuse the two when they differ (400
+// idempotency_key_invalid); an optional key is optional, the webhook
 // refuses an unsigned event, and the open GET routes answer 200 with a
 // documented media type.
 func TestOpenAPIMatchesBehaviour(t *testing.T) {
@@ -68,6 +89,16 @@ func TestOpenAPIMatchesBehaviour(t *testing.T) {
 	ops := documentedOps(t)
 	if len(ops) < 20 {
 		t.Fatalf("openapi.yaml documents %d operations, want the whole API", len(ops))
+	}
+	kinds := map[string]int{}
+	for _, op := range ops {
+		kinds[op.key]++
+		if op.signed {
+			kinds["signed"]++
+		}
+	}
+	if kinds["header or body"] < 5 || kinds["optional"] != 1 || kinds["signed"] != 1 {
+		t.Fatalf("operations by key and signature = %v, want the keyed routes, order creation and the provider webhook", kinds)
 	}
 	for _, op := range ops {
 		path := param.ReplaceAllStringFunc(op.path, func(p string) string {
@@ -88,7 +119,7 @@ func TestOpenAPIMatchesBehaviour(t *testing.T) {
 			if r.Status != http.StatusOK || !contains(op.okTypes, ct) {
 				t.Errorf("%s = %d %q, want 200 with one of %v", name, r.Status, ct, op.okTypes)
 			}
-		case contains(op.security, "webhookSignature"):
+		case op.signed:
 			if r := s.do(req); r.Status != http.StatusUnauthorized || r.code(t) != "invalid_signature" {
 				t.Errorf("%s unsigned = %d %s, want 401 invalid_signature", name, r.Status, r.Body)
 			}
@@ -107,9 +138,19 @@ func TestOpenAPIMatchesBehaviour(t *testing.T) {
 			}
 		}
 		switch op.key {
-		case "required":
+		case "header or body":
 			if r := s.do(req); r.Status != http.StatusBadRequest || r.code(t) != "idempotency_key_missing" {
-				t.Errorf("%s without Idempotency-Key = %d %s, want 400 idempotency_key_missing", name, r.Status, r.Body)
+				t.Errorf("%s without Idempotency-Key or request_id = %d %s, want 400 idempotency_key_missing", name, r.Status, r.Body)
+			}
+			inBody := req
+			inBody.body = `{"request_id":"` + uuid.NewString() + `"}`
+			if r := s.do(inBody); r.Status < 400 || r.code(t) == "idempotency_key_missing" || r.code(t) == "idempotency_key_invalid" {
+				// Nothing to pay, refund or resolve: a problem, but not the key's.
+				t.Errorf("%s with only the body's request_id = %d %s, want a problem other than the key's", name, r.Status, r.Body)
+			}
+			inBody.key = uuid.NewString()
+			if r := s.do(inBody); r.Status != http.StatusBadRequest || r.code(t) != "idempotency_key_invalid" {
+				t.Errorf("%s with Idempotency-Key and request_id differing = %d %s, want 400 idempotency_key_invalid", name, r.Status, r.Body)
 			}
 		case "optional":
 			if r := s.do(req); r.Status < 400 || r.code(t) == "idempotency_key_missing" {

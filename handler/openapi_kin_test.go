@@ -193,3 +193,36 @@ func TestOpenAPIDescribesRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDeclaresSecurity: every operation says how it is
+// authenticated, a bearer scheme or `security: []` for a public one (the
+// document has no default), so a gateway never has to guess; the webhooks
+// are public and name their signature header instead.
+func TestOpenAPIDeclaresSecurity(t *testing.T) {
+	doc := loadKin(t)
+	if len(doc.Security) != 0 {
+		t.Errorf("openapi.yaml has a default security %v; each operation declares its own", doc.Security)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security == nil {
+				t.Errorf("%s %s declares no security (a scheme, or [] when public)", method, path)
+				continue
+			}
+			if !strings.HasPrefix(path, "/v1/webhooks/") {
+				continue
+			}
+			if len(*op.Security) != 0 {
+				t.Errorf("%s %s: security %v, want [] (a webhook is authenticated by its signature)", method, path, *op.Security)
+			}
+			signed := false
+			for _, p := range op.Parameters {
+				name := strings.ToLower(p.Value.Name)
+				signed = signed || p.Value.In == "header" && p.Value.Required && (name == "webhook-signature" || name == "stripe-signature")
+			}
+			if !signed {
+				t.Errorf("%s %s: no required signature header", method, path)
+			}
+		}
+	}
+}

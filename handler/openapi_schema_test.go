@@ -154,7 +154,9 @@ func TestOpenAPISchemasMatchRendering(t *testing.T) {
 				t.Errorf("%s.%s: required = %v, want %v (omitempty %v)", name, key, required[key], !f.omitempty, f.omitempty)
 			}
 			nullable := !f.omitempty && (f.typ.Kind() == reflect.Pointer || f.typ == rawJSON)
-			if got := p["nullable"] == true; got != nullable {
+			// A reference is nullable when the schema it names is (OAS
+			// 3.0.3 wants nullable beside a type, not beside a $ref).
+			if got := d.resolve(t, p)["nullable"] == true; got != nullable {
 				t.Errorf("%s.%s: nullable = %v, want %v", name, key, got, nullable)
 			}
 		}

@@ -1,0 +1,115 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "payd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's resource name: fullnameOverride, else release-chart (once). */}}
+{{- define "payd.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "payd.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels of every resource. */}}
+{{- define "payd.labels" -}}
+helm.sh/chart: {{ include "payd.chart" . }}
+app.kubernetes.io/name: {{ include "payd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The labels that pick payd's serving pods (Deployment, Service, PDB,
+ServiceMonitor). The component keeps the migrations Job's pod out.
+*/}}
+{{- define "payd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "payd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{- define "payd.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "payd.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "payd.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The Secret holding payd's secret settings (the chart's or yours). */}}
+{{- define "payd.secretName" -}}
+{{- default (include "payd.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* "true" when the database URL in the values is SQLite. */}}
+{{- define "payd.sqlite" -}}
+{{- if hasPrefix "sqlite:" (lower (.Values.secrets.databaseURL | toString)) }}true{{ end }}
+{{- end }}
+
+{{/*
+The grace period: preStop sleep + payd's shutdown delay + its drain +
+a margin. Computed here, never set apart, so it cannot fall short of them.
+*/}}
+{{- define "payd.terminationGracePeriodSeconds" -}}
+{{- $s := .Values.shutdown }}
+{{- add (int $s.preStopSleepSeconds) (int $s.shutdownDelaySeconds) (int $s.drainSeconds) (int $s.marginSeconds) }}
+{{- end }}
+
+{{/* The names of payd's secret settings: never in env or extraEnv values. */}}
+{{- define "payd.secretEnvNames" -}}
+PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SECRET_KEY STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET PAYD_REDIS_URL PAYD_SANDBOX_DATABASE_URL
+{{- end }}
+
+{{/* Refuse values payd cannot run with; called by every template that needs them. */}}
+{{- define "payd.validate" -}}
+{{- $secretNames := splitList " " (include "payd.secretEnvNames" .) }}
+{{- range $k, $v := .Values.env }}
+{{- if has $k $secretNames }}
+{{- fail (printf "env.%s is a secret: set it under secrets: (or in secrets.existingSecret), not in env" $k) }}
+{{- end }}
+{{- end }}
+{{- range .Values.extraEnv }}
+{{- if and (has .name $secretNames) (hasKey . "value") }}
+{{- fail (printf "extraEnv %s is a secret: set it under secrets: (or valueFrom a Secret), not as a plain value" .name) }}
+{{- end }}
+{{- end }}
+{{- if not (has .Values.provider.name (list "sandbox" "stripe")) }}
+{{- fail (printf "provider.name must be sandbox or stripe, not %q" .Values.provider.name) }}
+{{- end }}
+{{- if not .Values.secrets.existingSecret }}
+{{- $_ := required "secrets.databaseURL is required (mysql://USER:PASS@HOST:PORT/DB), or set secrets.existingSecret" .Values.secrets.databaseURL }}
+{{- $_ := required "secrets.adminToken is required (payd refuses to start in production without it), or set secrets.existingSecret" .Values.secrets.adminToken }}
+{{- $_ := required "secrets.webhookSecret is required (whsec_...), or set secrets.existingSecret" .Values.secrets.webhookSecret }}
+{{- $_ := required "secrets.secretKey is required, or set secrets.existingSecret" .Values.secrets.secretKey }}
+{{- if eq .Values.provider.name "stripe" }}
+{{- $_ := required "secrets.stripeSecretKey is required with provider.name=stripe" .Values.secrets.stripeSecretKey }}
+{{- $_ := required "secrets.stripeWebhookSecret is required with provider.name=stripe" .Values.secrets.stripeWebhookSecret }}
+{{- end }}
+{{- end }}
+{{- if include "payd.sqlite" . }}
+{{- if or (gt (int .Values.replicaCount) 1) .Values.autoscaling.enabled }}
+{{- fail "a sqlite:// database serves one payd process: set replicaCount=1 and autoscaling.enabled=false, or use MariaDB/MySQL" }}
+{{- end }}
+{{- end }}
+{{- range $k := list "preStopSleepSeconds" "shutdownDelaySeconds" "drainSeconds" "marginSeconds" }}
+{{- if lt (int (index $.Values.shutdown $k)) 0 }}
+{{- fail (printf "shutdown.%s must not be negative" $k) }}
+{{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,810 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/payd/payd/app"
+	"github.com/payd/payd/telemetry"
+)
+
+// The chart in helm/payd is rendered with the pinned helm and every
+// manifest decoded strictly into its Kubernetes type, so a misspelt field,
+// a wrong nesting or a value of the wrong type fails here, without a
+// cluster. CI sets PAYD_TEST_REQUIRE_HELM=1: there, a helm that cannot be
+// built fails the test instead of skipping it.
+
+const (
+	chartDir = "helm/payd"
+	helmPkg  = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+	// paydDrain is how long payd lets in-flight requests finish after its
+	// shutdown delay (app.Serve).
+	paydDrain = 30 * time.Second
+)
+
+var (
+	helmOnce sync.Once
+	helmErr  error
+)
+
+// helm runs the pinned helm with args. The first call builds it (a minute
+// or two; the Go build cache keeps it for the next runs).
+func helm(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	helmOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "run", helmPkg, "version").CombinedOutput()
+		if err != nil {
+			helmErr = fmt.Errorf("go run %s version: %v\n%s", helmPkg, err, out)
+		}
+	})
+	if helmErr != nil {
+		if os.Getenv("PAYD_TEST_REQUIRE_HELM") == "1" {
+			t.Fatalf("helm is required (PAYD_TEST_REQUIRE_HELM=1) but could not be built: %v", helmErr)
+		}
+		t.Skipf("helm could not be built (set PAYD_TEST_REQUIRE_HELM=1 to fail instead): %v", helmErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", helmPkg}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// render is `helm template` of the chart with the values files and --set
+// arguments given.
+func render(t *testing.T, extra ...string) (string, error) {
+	t.Helper()
+	out, errOut, err := helm(t, append([]string{"template", "rel", chartDir, "--namespace", "payments"}, extra...)...)
+	if err != nil {
+		return out, fmt.Errorf("%v: %s", err, errOut)
+	}
+	return out, nil
+}
+
+// manifest is one rendered document, decoded into its Kubernetes type.
+type manifest struct {
+	source     string // the template it came from
+	apiVersion string
+	kind       string
+	obj        any
+}
+
+// newObject is the Go type of every kind the chart may render. A kind not
+// here fails the test: add its type before the chart renders it.
+func newObject(apiVersion, kind string) (any, bool) {
+	switch apiVersion + "/" + kind {
+	case "v1/ConfigMap":
+		return &corev1.ConfigMap{}, true
+	case "v1/Secret":
+		return &corev1.Secret{}, true
+	case "v1/Service":
+		return &corev1.Service{}, true
+	case "v1/ServiceAccount":
+		return &corev1.ServiceAccount{}, true
+	case "v1/PersistentVolumeClaim":
+		return &corev1.PersistentVolumeClaim{}, true
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}, true
+	case "batch/v1/Job":
+		return &batchv1.Job{}, true
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}, true
+	case "autoscaling/v2/HorizontalPodAutoscaler":
+		return &autoscalingv2.HorizontalPodAutoscaler{}, true
+	case "monitoring.coreos.com/v1/ServiceMonitor":
+		return &monitoringv1.ServiceMonitor{}, true
+	}
+	return nil, false
+}
+
+var (
+	docSep    = regexp.MustCompile(`(?m)^---[ \t]*$`)
+	sourceRef = regexp.MustCompile(`(?m)^# Source: (\S+)`)
+)
+
+// decodeStrict decodes JSON into v refusing unknown fields, as the
+// encoding/json decoder does, and also fields in the wrong case and
+// duplicate fields, which it lets through and the API server does not.
+func decodeStrict(js []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("data after the object")
+	}
+	strict, err := kjson.UnmarshalStrict(js, v)
+	if err != nil {
+		return err
+	}
+	if len(strict) > 0 {
+		return fmt.Errorf("%v", strict)
+	}
+	return nil
+}
+
+// decode splits helm's output into documents and decodes each strictly.
+func decode(t *testing.T, out string) []manifest {
+	t.Helper()
+	var ms []manifest
+	for _, d := range docSep.Split(out, -1) {
+		var probe struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		js, err := yaml.YAMLToJSONStrict([]byte(d))
+		if err != nil {
+			t.Fatalf("a rendered document is not YAML: %v\n%s", err, d)
+		}
+		if string(js) == "null" {
+			continue // comments only, or empty
+		}
+		if err := json.Unmarshal(js, &probe); err != nil {
+			t.Fatalf("a rendered document is not an object: %v\n%s", err, d)
+		}
+		src := ""
+		if m := sourceRef.FindStringSubmatch(d); m != nil {
+			src = m[1]
+		}
+		obj, ok := newObject(probe.APIVersion, probe.Kind)
+		if !ok {
+			t.Fatalf("%s renders %s %s, a kind this test does not know", src, probe.APIVersion, probe.Kind)
+		}
+		if err := decodeStrict(js, obj); err != nil {
+			t.Fatalf("%s: %s %s does not decode strictly: %v\n%s", src, probe.APIVersion, probe.Kind, err, d)
+		}
+		ms = append(ms, manifest{source: src, apiVersion: probe.APIVersion, kind: probe.Kind, obj: obj})
+	}
+	if len(ms) == 0 {
+		t.Fatalf("helm rendered nothing:\n%s", out)
+	}
+	return ms
+}
+
+// rendered is one value set's manifests by kind and name.
+type rendered struct {
+	out       string
+	manifests []manifest
+}
+
+func (r rendered) all(kind string) []any {
+	var objs []any
+	for _, m := range r.manifests {
+		if m.kind == kind {
+			objs = append(objs, m.obj)
+		}
+	}
+	return objs
+}
+
+func one[T any](t *testing.T, r rendered, kind string) T {
+	t.Helper()
+	objs := r.all(kind)
+	if len(objs) != 1 {
+		t.Fatalf("rendered %d %s, want 1", len(objs), kind)
+	}
+	return objs[0].(T)
+}
+
+func optional[T any](t *testing.T, r rendered, kind string) (T, bool) {
+	t.Helper()
+	var zero T
+	objs := r.all(kind)
+	switch len(objs) {
+	case 0:
+		return zero, false
+	case 1:
+		return objs[0].(T), true
+	}
+	t.Fatalf("rendered %d %s, want at most 1", len(objs), kind)
+	return zero, false
+}
+
+// chartValues is the part of a values file the assertions read.
+type chartValues struct {
+	ReplicaCount *int `json:"replicaCount"`
+	Secrets      map[string]string
+	Provider     struct {
+		Name string `json:"name"`
+	} `json:"provider"`
+	Metrics *struct {
+		Port int `json:"port"`
+	} `json:"metrics"`
+	ServiceMonitor struct {
+		Enabled bool `json:"enabled"`
+	} `json:"serviceMonitor"`
+	Autoscaling struct {
+		Enabled bool `json:"enabled"`
+	} `json:"autoscaling"`
+	Persistence struct {
+		Enabled bool `json:"enabled"`
+	} `json:"persistence"`
+}
+
+func readValues(t *testing.T, path string) chartValues {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v chartValues
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+// settingNames is every environment variable payd reads, from its own
+// flag set (each usage ends "(env NAME)"), and the OTEL_* variables of
+// its tracing.
+func settingNames(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	envRef := regexp.MustCompile(`\(env ([A-Z0-9_]+)\)$`)
+	app.FlagSet("serve").VisitAll(func(f *flag.Flag) {
+		if m := envRef.FindStringSubmatch(f.Usage); m != nil {
+			names[m[1]] = true
+		}
+	})
+	if len(names) < 20 {
+		t.Fatalf("found only %d settings in payd's flags", len(names))
+	}
+	for _, name := range telemetry.TracingVariables { // OpenTelemetry's own, no flags (ADR 0035)
+		names[name] = true
+	}
+	// The shutdown delay the chart sets is in the specification and on its
+	// way into payd; drop this line once payd's flags list it.
+	names["PAYD_SHUTDOWN_DELAY"] = true
+	return names
+}
+
+// TestChartRendersStrictly renders every values file in helm/payd/ci (the
+// files CI lints) and checks each manifest and what payd needs of them.
+func TestChartRendersStrictly(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("want the five value sets in %s/ci, found %v (%v)", chartDir, files, err)
+	}
+	known := settingNames(t)
+	secretNames := app.SecretSettings()
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), "-values.yaml"), func(t *testing.T) {
+			t.Parallel()
+			out, err := render(t, "-f", f)
+			if err != nil {
+				t.Fatalf("helm template -f %s: %v", f, err)
+			}
+			r := rendered{out: out, manifests: decode(t, out)}
+			v := readValues(t, f)
+			checkNames(t, r)
+			checkSecrets(t, r, v, secretNames, known)
+			checkDeployment(t, r, v)
+			checkMigrations(t, r, v)
+			checkServices(t, r, v)
+			checkOptional(t, r, v)
+		})
+	}
+}
+
+// checkNames: every name and label is one the API server accepts.
+func checkNames(t *testing.T, r rendered) {
+	t.Helper()
+	for _, m := range r.manifests {
+		meta := metaOf(m.obj)
+		if errs := validation.IsDNS1123Subdomain(meta.Name); len(errs) > 0 {
+			t.Errorf("%s %s: name %q: %v", m.source, m.kind, meta.Name, errs)
+		}
+		if m.kind == "Service" || m.kind == "Deployment" {
+			if errs := validation.IsDNS1035Label(meta.Name); len(errs) > 0 {
+				t.Errorf("%s %s: name %q: %v", m.source, m.kind, meta.Name, errs)
+			}
+		}
+		for k, val := range meta.Labels {
+			if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(val)...); len(errs) > 0 {
+				t.Errorf("%s %s: label %s=%s: %v", m.source, m.kind, k, val, errs)
+			}
+		}
+	}
+}
+
+type objectMeta struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+func metaOf(obj any) objectMeta {
+	b, _ := json.Marshal(obj)
+	var o struct {
+		Metadata objectMeta `json:"metadata"`
+	}
+	_ = json.Unmarshal(b, &o)
+	return o.Metadata
+}
+
+// podSpecs are the pod templates the chart renders: the Deployment's and
+// the migrations Job's.
+func podSpecs(r rendered) map[string]corev1.PodSpec {
+	specs := map[string]corev1.PodSpec{}
+	for _, o := range r.all("Deployment") {
+		d := o.(*appsv1.Deployment)
+		specs["Deployment "+d.Name] = d.Spec.Template.Spec
+	}
+	for _, o := range r.all("Job") {
+		j := o.(*batchv1.Job)
+		specs["Job "+j.Name] = j.Spec.Template.Spec
+	}
+	return specs
+}
+
+// checkSecrets: no secret value appears anywhere but in a Secret, no
+// secret setting is a plain env value, and the ConfigMap holds only
+// settings payd knows.
+func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string, known map[string]bool) {
+	t.Helper()
+	var values []string
+	for _, s := range v.Secrets {
+		if s != "" && s != v.Secrets["existingSecret"] {
+			values = append(values, s)
+		}
+	}
+	if v.Secrets["existingSecret"] == "" && len(values) < 4 {
+		t.Fatalf("the values set has %d secret values, want at least 4", len(values))
+	}
+	for _, m := range r.manifests {
+		if m.kind == "Secret" {
+			continue
+		}
+		b, _ := json.Marshal(m.obj)
+		for _, s := range values {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s %s shows a secret value (%.12s…)", m.source, m.kind, s)
+			}
+		}
+	}
+	for _, s := range values {
+		if strings.Contains(r.out, s) {
+			t.Errorf("helm's output shows a secret value in clear (%.12s…); Secrets hold them base64-encoded", s)
+		}
+	}
+	for name, spec := range podSpecs(r) {
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			for _, e := range c.Env {
+				if slices.Contains(secretNames, e.Name) && (e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+					t.Errorf("%s container %s: %s is not taken from a Secret", name, c.Name, e.Name)
+				}
+			}
+			for _, ef := range c.EnvFrom {
+				if ef.ConfigMapRef != nil && ef.Prefix != "" || ef.SecretRef != nil && ef.Prefix != "" {
+					t.Errorf("%s container %s: envFrom with prefix %q renames payd's settings", name, c.Name, ef.Prefix)
+				}
+			}
+		}
+	}
+	cm := one[*corev1.ConfigMap](t, r, "ConfigMap")
+	for k := range cm.Data {
+		if slices.Contains(secretNames, k) {
+			t.Errorf("ConfigMap holds the secret setting %s", k)
+		}
+		if !known[k] {
+			t.Errorf("ConfigMap sets %s, which payd does not read", k)
+		}
+	}
+	for k, want := range map[string]string{"PAYD_ENV": "production", "PAYD_ADDR": "0.0.0.0:8080"} {
+		if cm.Data[k] != want {
+			t.Errorf("ConfigMap %s = %q, want %q", k, cm.Data[k], want)
+		}
+	}
+	if v.Secrets["existingSecret"] != "" {
+		if n := len(r.all("Secret")); n != 0 {
+			t.Errorf("with secrets.existingSecret the chart made %d Secrets, want none", n)
+		}
+		return
+	}
+	sec := secretNamed(t, r, "rel-payd")
+	for _, k := range []string{"PAYD_DATABASE_URL", "PAYD_ADMIN_TOKEN", "PAYD_WEBHOOK_SECRET", "PAYD_SECRET_KEY"} {
+		if len(sec.Data[k]) == 0 {
+			t.Errorf("Secret has no %s", k)
+		}
+	}
+	for k := range sec.Data {
+		if !slices.Contains(secretNames, k) {
+			t.Errorf("Secret holds %s, which is not one of payd's secret settings", k)
+		}
+	}
+	if got, want := string(sec.Data["PAYD_DATABASE_URL"]), v.Secrets["databaseURL"]; got != want {
+		t.Errorf("Secret PAYD_DATABASE_URL = %q, want the value's %q", got, want)
+	}
+	if got, want := string(sec.Data["PAYD_REDIS_URL"]), v.Secrets["redisURL"]; got != want {
+		t.Errorf("Secret PAYD_REDIS_URL = %q, want the value's %q", got, want)
+	}
+}
+
+func secretNamed(t *testing.T, r rendered, name string) *corev1.Secret {
+	t.Helper()
+	for _, o := range r.all("Secret") {
+		if s := o.(*corev1.Secret); s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no Secret %s rendered", name)
+	return nil
+}
+
+// checkDeployment: probes, the shutdown sequence and the security context.
+func checkDeployment(t *testing.T, r rendered, v chartValues) {
+	t.Helper()
+	d := one[*appsv1.Deployment](t, r, "Deployment")
+	spec := d.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("Deployment has %d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if !slices.Equal(c.Args, []string{"serve"}) {
+		t.Errorf("payd's args = %v, want [serve]", c.Args)
+	}
+	port := map[string]int32{}
+	for _, p := range c.Ports {
+		port[p.Name] = p.ContainerPort
+	}
+	if port["http"] != 8080 {
+		t.Errorf("container port http = %d, want 8080 (PAYD_ADDR)", port["http"])
+	}
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{{"readiness", c.ReadinessProbe, "/readyz"}, {"liveness", c.LivenessProbe, "/healthz"}, {"startup", c.StartupProbe, "/healthz"}} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("no HTTP %s probe", p.name)
+			continue
+		}
+		if p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
+			t.Errorf("%s probe = %s on port %s, want %s on http", p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), p.path)
+		}
+	}
+
+	// The shutdown: preStop sleep, then SIGTERM, then /readyz 503 for
+	// PAYD_SHUTDOWN_DELAY, then the drain. The grace period must cover all
+	// of it, with room to spare, or the kubelet kills payd mid-request.
+	var preStop time.Duration
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Exec != nil {
+			t.Errorf("preStop = %+v, want the sleep action (the image has no shell)", c.Lifecycle.PreStop)
+		} else {
+			preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+		}
+	}
+	cm := one[*corev1.ConfigMap](t, r, "ConfigMap")
+	delay, err := time.ParseDuration(cm.Data["PAYD_SHUTDOWN_DELAY"])
+	if err != nil || delay <= 0 {
+		t.Errorf("ConfigMap PAYD_SHUTDOWN_DELAY = %q, want a positive duration", cm.Data["PAYD_SHUTDOWN_DELAY"])
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		t.Fatal("no terminationGracePeriodSeconds")
+	}
+	grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	if need := preStop + delay + paydDrain; grace <= need {
+		t.Errorf("terminationGracePeriodSeconds = %v, want more than preStop %v + PAYD_SHUTDOWN_DELAY %v + drain %v = %v",
+			grace, preStop, delay, paydDrain, need)
+	}
+
+	// Secrets come in through the Secret, whole.
+	secretName := v.Secrets["existingSecret"]
+	if secretName == "" {
+		secretName = "rel-payd"
+	}
+	var fromSecret, fromConfig bool
+	for _, ef := range c.EnvFrom {
+		fromSecret = fromSecret || ef.SecretRef != nil && ef.SecretRef.Name == secretName
+		fromConfig = fromConfig || ef.ConfigMapRef != nil && ef.ConfigMapRef.Name == cm.Name
+	}
+	if !fromSecret || !fromConfig {
+		t.Errorf("envFrom = %+v, want Secret %s and ConfigMap %s", c.EnvFrom, secretName, cm.Name)
+	}
+
+	for name, ps := range podSpecs(r) {
+		checkSecurity(t, name, ps)
+	}
+
+	sqlite := strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:")
+	switch {
+	case v.Autoscaling.Enabled:
+		if d.Spec.Replicas != nil {
+			t.Errorf("with the HPA on, the Deployment sets replicas=%d: each upgrade would reset the HPA's count", *d.Spec.Replicas)
+		}
+	case sqlite:
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("on SQLite replicas=%v strategy=%s, want 1 and Recreate (one process per file)", d.Spec.Replicas, d.Spec.Strategy.Type)
+		}
+	default:
+		want := 2
+		if v.ReplicaCount != nil {
+			want = *v.ReplicaCount
+		}
+		if d.Spec.Replicas == nil || int(*d.Spec.Replicas) != want {
+			t.Errorf("replicas = %v, want %d", d.Spec.Replicas, want)
+		}
+		ru := d.Spec.Strategy.RollingUpdate
+		if ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.IntValue() != 0 {
+			t.Errorf("rolling update = %+v, want maxUnavailable 0", ru)
+		}
+	}
+	if v.Persistence.Enabled {
+		if one[*corev1.PersistentVolumeClaim](t, r, "PersistentVolumeClaim") == nil {
+			t.Error("persistence on, no PVC")
+		}
+	}
+}
+
+// checkSecurity: non-root 65532, read-only root, no capabilities, the
+// runtime's seccomp profile, no service account token.
+func checkSecurity(t *testing.T, name string, spec corev1.PodSpec) {
+	t.Helper()
+	psc := spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod securityContext = %+v, want non-root 65532 and seccomp RuntimeDefault", name, psc)
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		t.Errorf("%s: the service account token is mounted; payd never calls the Kubernetes API", name)
+	}
+	for _, c := range spec.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			sc.RunAsUser == nil || *sc.RunAsUser != 65532 ||
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s container %s: securityContext = %+v, want read-only root, no privilege escalation, drop ALL, 65532, RuntimeDefault", name, c.Name, sc)
+		}
+		if c.Resources.Requests == nil {
+			t.Errorf("%s container %s: no resource requests", name, c.Name)
+		}
+		if c.Image == "" || strings.HasSuffix(c.Image, ":") {
+			t.Errorf("%s container %s: image %q has no tag", name, c.Name, c.Image)
+		}
+	}
+}
+
+// checkMigrations: `payd migrate up` as a pre-install/pre-upgrade hook,
+// reading the database URL from a Secret that exists when it runs.
+func checkMigrations(t *testing.T, r rendered, v chartValues) {
+	t.Helper()
+	job, ok := optional[*batchv1.Job](t, r, "Job")
+	if strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:") {
+		if ok {
+			t.Error("on SQLite the chart renders a migrations Job; it cannot reach the pod's volume (payd serve migrates its file)")
+		}
+		return
+	}
+	if !ok {
+		t.Fatal("no migrations Job")
+	}
+	if hooks := strings.Split(job.Annotations["helm.sh/hook"], ","); !slices.Contains(hooks, "pre-install") || !slices.Contains(hooks, "pre-upgrade") {
+		t.Errorf("Job helm.sh/hook = %q, want pre-install,pre-upgrade", job.Annotations["helm.sh/hook"])
+	}
+	if !strings.Contains(job.Annotations["helm.sh/hook-delete-policy"], "before-hook-creation") {
+		t.Errorf("Job hook-delete-policy = %q, want before-hook-creation (else the next upgrade finds the old Job)", job.Annotations["helm.sh/hook-delete-policy"])
+	}
+	spec := job.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("Job has %d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if !slices.Equal(c.Args, []string{"migrate", "up"}) || len(c.Command) != 0 {
+		t.Errorf("Job runs command=%v args=%v, want the image's payd with args [migrate up]", c.Command, c.Args)
+	}
+	if spec.RestartPolicy != corev1.RestartPolicyNever && spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+		t.Errorf("Job restartPolicy = %q", spec.RestartPolicy)
+	}
+	d := one[*appsv1.Deployment](t, r, "Deployment")
+	if c.Image != d.Spec.Template.Spec.Containers[0].Image {
+		t.Errorf("Job image %s, Deployment image %s: the migrations must be the release's", c.Image, d.Spec.Template.Spec.Containers[0].Image)
+	}
+	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels)
+	if sel.Matches(labels.Set(job.Spec.Template.Labels)) {
+		t.Errorf("the Job's pod labels %v match the Deployment's selector: the Service would send it traffic", job.Spec.Template.Labels)
+	}
+	var ref *corev1.SecretKeySelector
+	for _, e := range c.Env {
+		if e.Name == "PAYD_DATABASE_URL" && e.ValueFrom != nil {
+			ref = e.ValueFrom.SecretKeyRef
+		}
+	}
+	if ref == nil || ref.Key != "PAYD_DATABASE_URL" {
+		t.Fatalf("Job env = %+v, want PAYD_DATABASE_URL from a Secret", c.Env)
+	}
+	if name := v.Secrets["existingSecret"]; name != "" {
+		if ref.Name != name {
+			t.Errorf("Job reads Secret %s, want the existing %s", ref.Name, name)
+		}
+		return
+	}
+	// The release's own Secret does not exist yet when a pre-install hook
+	// runs: the Job's must be a hook itself, made before the Job.
+	s := secretNamed(t, r, ref.Name)
+	if s.Annotations["helm.sh/hook"] != job.Annotations["helm.sh/hook"] {
+		t.Errorf("Secret %s helm.sh/hook = %q, want the Job's %q", s.Name, s.Annotations["helm.sh/hook"], job.Annotations["helm.sh/hook"])
+	}
+	var sw, jw int
+	if _, err := fmt.Sscan(s.Annotations["helm.sh/hook-weight"], &sw); err != nil {
+		t.Errorf("Secret %s hook-weight %q: %v", s.Name, s.Annotations["helm.sh/hook-weight"], err)
+	}
+	if _, err := fmt.Sscan(job.Annotations["helm.sh/hook-weight"], &jw); err != nil {
+		t.Errorf("Job hook-weight %q: %v", job.Annotations["helm.sh/hook-weight"], err)
+	}
+	if sw >= jw {
+		t.Errorf("Secret hook-weight %d, Job %d: the Secret must be made first", sw, jw)
+	}
+	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets["databaseURL"] {
+		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets["databaseURL"])
+	}
+	if len(s.Data) != 1 {
+		t.Errorf("Job's Secret holds %d keys, want only PAYD_DATABASE_URL", len(s.Data))
+	}
+}
+
+// checkServices: the Service and the ServiceMonitor reach payd's pods.
+func checkServices(t *testing.T, r rendered, v chartValues) {
+	t.Helper()
+	d := one[*appsv1.Deployment](t, r, "Deployment")
+	svc := one[*corev1.Service](t, r, "Service")
+	podLabels := labels.Set(d.Spec.Template.Labels)
+	if !labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(podLabels) {
+		t.Errorf("the Deployment's selector %v does not match its pods %v", d.Spec.Selector.MatchLabels, podLabels)
+	}
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+		t.Errorf("the Service's selector %v does not match payd's pods %v", svc.Spec.Selector, podLabels)
+	}
+	containerPorts := map[string]bool{}
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		containerPorts[p.Name] = true
+	}
+	svcPorts := map[string]bool{}
+	for _, p := range svc.Spec.Ports {
+		svcPorts[p.Name] = true
+		if !containerPorts[p.TargetPort.String()] {
+			t.Errorf("Service port %s targets %s, not a container port", p.Name, p.TargetPort.String())
+		}
+	}
+	metricsPort := 9090
+	if v.Metrics != nil {
+		metricsPort = v.Metrics.Port
+	}
+	cm := one[*corev1.ConfigMap](t, r, "ConfigMap")
+	if metricsPort == 0 && cm.Data["PAYD_METRICS_ADDR"] != "" || metricsPort != 0 && cm.Data["PAYD_METRICS_ADDR"] != fmt.Sprintf("0.0.0.0:%d", metricsPort) {
+		t.Errorf("PAYD_METRICS_ADDR = %q for metrics.port %d", cm.Data["PAYD_METRICS_ADDR"], metricsPort)
+	}
+	sm, ok := optional[*monitoringv1.ServiceMonitor](t, r, "ServiceMonitor")
+	if ok != v.ServiceMonitor.Enabled {
+		t.Fatalf("ServiceMonitor rendered %v, serviceMonitor.enabled %v", ok, v.ServiceMonitor.Enabled)
+	}
+	if !ok {
+		return
+	}
+	if !labels.SelectorFromSet(sm.Spec.Selector.MatchLabels).Matches(labels.Set(svc.Labels)) {
+		t.Errorf("the ServiceMonitor's selector %v does not match the Service's labels %v", sm.Spec.Selector.MatchLabels, svc.Labels)
+	}
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("ServiceMonitor has %d endpoints, want 1", len(sm.Spec.Endpoints))
+	}
+	ep := sm.Spec.Endpoints[0]
+	wantPort := "metrics"
+	if metricsPort == 0 {
+		wantPort = "http"
+	}
+	if ep.Port != wantPort || !svcPorts[ep.Port] || ep.Path != "/metrics" {
+		t.Errorf("ServiceMonitor scrapes port %q path %q, want Service port %s path /metrics", ep.Port, ep.Path, wantPort)
+	}
+}
+
+// checkOptional: the PDB always, the HPA only when asked for.
+func checkOptional(t *testing.T, r rendered, v chartValues) {
+	t.Helper()
+	d := one[*appsv1.Deployment](t, r, "Deployment")
+	pdb := one[*policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget")
+	if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
+		t.Errorf("PDB sets maxUnavailable %v and minAvailable %v: want exactly one", pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
+	}
+	if pdb.Spec.Selector == nil || !labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the PDB's selector %v does not match payd's pods", pdb.Spec.Selector)
+	}
+	hpa, ok := optional[*autoscalingv2.HorizontalPodAutoscaler](t, r, "HorizontalPodAutoscaler")
+	if ok != v.Autoscaling.Enabled {
+		t.Fatalf("HPA rendered %v, autoscaling.enabled %v", ok, v.Autoscaling.Enabled)
+	}
+	if !ok {
+		return
+	}
+	ref := hpa.Spec.ScaleTargetRef
+	if ref.Kind != "Deployment" || ref.Name != d.Name || ref.APIVersion != "apps/v1" {
+		t.Errorf("HPA scales %+v, want Deployment %s", ref, d.Name)
+	}
+	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 || hpa.Spec.MaxReplicas < *hpa.Spec.MinReplicas || len(hpa.Spec.Metrics) == 0 {
+		t.Errorf("HPA min %v max %d metrics %d", hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, len(hpa.Spec.Metrics))
+	}
+}
+
+// TestChartRefuses renders value sets payd cannot run with: helm must fail,
+// naming the problem.
+func TestChartRefuses(t *testing.T) {
+	mariadb := filepath.Join(chartDir, "ci", "mariadb-values.yaml")
+	sqlite := filepath.Join(chartDir, "ci", "sqlite-values.yaml")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"sqlite with replicas", []string{"-f", sqlite, "--set", "replicaCount=2"}, "sqlite"},
+		{"sqlite with the HPA", []string{"-f", sqlite, "--set", "autoscaling.enabled=true"}, "sqlite"},
+		{"no database", []string{"-f", mariadb, "--set", "secrets.databaseURL="}, "secrets.databaseURL is required"},
+		{"no admin token", []string{"-f", mariadb, "--set", "secrets.adminToken="}, "secrets.adminToken is required"},
+		{"stripe without its keys", []string{"-f", mariadb, "--set", "provider.name=stripe"}, "secrets.stripeSecretKey is required"},
+		{"unknown provider", []string{"-f", mariadb, "--set", "provider.name=paypal"}, "provider.name must be"},
+		{"secret as a plain extra env", []string{"-f", mariadb, "--set", "extraEnv[0].name=PAYD_SECRET_KEY", "--set", "extraEnv[0].value=x"}, "extraEnv PAYD_SECRET_KEY is a secret"},
+	}
+	// Every secret setting payd has, put under env:, is refused.
+	for _, name := range app.SecretSettings() {
+		cases = append(cases, struct {
+			name string
+			args []string
+			want string
+		}{"secret in env " + name, []string{"-f", mariadb, "--set", "env." + name + "=leaked"}, "env." + name + " is a secret"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := render(t, c.args...)
+			if err == nil {
+				t.Fatalf("helm template %v succeeded, want an error naming %q:\n%.2000s", c.args, c.want, out)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("helm template %v: %v\nwant it to say %q", c.args, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartLints runs `helm lint --strict` with every values file CI uses.
+func TestChartLints(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no values files in helm/payd/ci")
+	}
+	args := []string{"lint", "--strict", chartDir}
+	for _, f := range files {
+		out, errOut, err := helm(t, append(args, "-f", f)...)
+		if err != nil {
+			t.Errorf("helm lint --strict -f %s: %v\n%s%s", f, err, out, errOut)
+		}
+	}
+}
