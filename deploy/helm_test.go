@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -247,6 +248,10 @@ type chartValues struct {
 	Persistence struct {
 		Enabled bool `json:"enabled"`
 	} `json:"persistence"`
+	Image struct {
+		Repository string `json:"repository"`
+		Tag        string `json:"tag"`
+	} `json:"image"`
 }
 
 // chartSecrets is the values' secrets: section.
@@ -494,6 +499,17 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 	c := spec.Containers[0]
 	if !slices.Equal(c.Args, []string{"serve"}) {
 		t.Errorf("payd's args = %v, want [serve]", c.Args)
+	}
+	// The image tag defaults to the chart's appVersion.
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if b, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml")); err != nil || yaml.Unmarshal(b, &chart) != nil || chart.AppVersion == "" {
+		t.Fatalf("Chart.yaml has no appVersion (%v)", err)
+	}
+	repo, tag := cmp.Or(v.Image.Repository, "payd"), cmp.Or(v.Image.Tag, chart.AppVersion)
+	if want := repo + ":" + tag; c.Image != want {
+		t.Errorf("payd's image = %s, want %s", c.Image, want)
 	}
 	port := map[string]int32{}
 	for _, p := range c.Ports {
