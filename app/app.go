@@ -126,8 +126,24 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 		}
 	}()
 	log := a.log
+	// Tracing (ADR 0022, ADR 0035): as the OTEL_* variables say, off
+	// unless they name an exporter; spans still buffered are flushed when
+	// payd stops. Started first: the database's pools are wrapped when it
+	// is on.
+	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Env: cfg.Env, Provider: o.tp}); err != nil {
+		return nil, err
+	}
+	tr := a.tr
+	a.cfg.tracing = tr
+	a.onClose(func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(flushCtx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	})
 	repository.LogDriverTo(log)
-	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	db, err := repository.Open(ctx, cfg.DatabaseURL, tr.DatabaseOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -150,20 +166,6 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	ln := a.ln
 	a.onClose(func() { _ = ln.Close() })
 	a.base = "http://" + ln.Addr().String()
-
-	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
-	// still buffered are flushed when payd stops.
-	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Endpoint: cfg.OTLPEndpoint, Env: cfg.Env, Provider: o.tp}); err != nil {
-		return nil, err
-	}
-	tr := a.tr
-	a.onClose(func() {
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tr.Shutdown(flushCtx); err != nil {
-			log.Warn("flush traces", "err", err)
-		}
-	})
 
 	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
 	if err != nil {

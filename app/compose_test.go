@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/payd/payd/telemetry"
 )
 
 // No Docker engine runs where payd is developed, so docker-compose.yml and
@@ -95,6 +97,9 @@ func TestComposeSetsOnlyKnownSettings(t *testing.T) {
 		for _, s := range (&Config{}).settings(sub) {
 			known[s.env] = true
 		}
+	}
+	for _, name := range telemetry.TracingVariables {
+		known[name] = true
 	}
 	for _, name := range []string{"payd", "sandbox"} {
 		for k := range c.Services[name].Environment {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // Config is every setting of payd. Each has an environment variable (a
@@ -50,11 +51,12 @@ type Config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
-	OTLPEndpoint       string // empty: no tracing (ADR 0022)
 
-	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
-	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
-	RedisURL       string       // empty: no Redis (ADR 0018)
+	operatorConfig                   // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
+	Stripe         stripeConfig      // PAYD_PROVIDER and STRIPE_* (stripe.go)
+	RedisURL       string            // empty: no Redis (ADR 0018)
+	limitsConfig                     // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
+	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -134,10 +136,8 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
-		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
-		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
-	}, append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...)...)
+	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), c.limitSettings()...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -205,7 +205,13 @@ func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet
 		}
 		*s.dur = d
 	}
-	return c, c.check(sub)
+	if err := c.check(sub); err != nil {
+		return c, err
+	}
+	if sub == "serve" { // tracing is the OTEL_* variables' alone (ADR 0035)
+		return c, telemetry.CheckTracingEnv(getenv)
+	}
+	return c, nil
 }
 
 // FlagSet is the flags of subcommand sub with their defaults, for its help.
@@ -274,6 +280,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkSecretKeyAlone(sub); err != nil {
+		return err
+	}
+	if err := c.checkLimits(); err != nil {
 		return err
 	}
 	return c.checkSettings()

@@ -162,6 +162,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		// mode, and what the checkout page pays with.
 		StripeWebhooks: stripeHooks,
 		CheckoutPage:   checkoutPage(cfg),
+		RateLimits:     cfg.RateLimits, // ADR 0037
 	})
 	jobs := []service.Job{
 		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},

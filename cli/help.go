@@ -21,7 +21,8 @@ var commands = []command{
 	{"serve", "[flags]", "run the HTTP API (the default command)",
 		"Serves the HTTP API until interrupted, applying pending migrations first. Without\n" +
 			"PAYD_PROVIDER_URL it starts the sandbox payment provider in-process. In development,\n" +
-			"secrets not set are made up once and kept beside the database (ADR 12)."},
+			"secrets not set are made up once and kept beside the database (ADR 12).\n" +
+			"Tracing is configured by the OpenTelemetry OTEL_* variables alone (README, \"Traces\")."},
 	{"migrate", "up|status [flags]", "apply pending database migrations, or list them",
 		"up applies the pending migrations; status lists every migration and whether it is applied."},
 	{"sandbox", "[flags]", "run the sandbox payment provider on its own",
