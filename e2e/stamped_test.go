@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/internal/dbtest"
+	"github.com/payd/payd/internal/otlptest"
 	"github.com/payd/payd/migrations"
 )
 
@@ -36,8 +38,8 @@ func dockerLdflags(t *testing.T, args map[string]string) string {
 }
 
 // TestStampedBuild builds payd as the Dockerfile does, with its VERSION
-// and REVISION build arguments set: `payd version` and payd_build_info
-// show them. (A -X naming a variable that does not exist is ignored by
+// and REVISION build arguments set: `payd version`, payd_build_info and
+// the traces' service.version show them. (A -X naming a variable that does not exist is ignored by
 // the linker, so only a build shows the flags work.) The same binary's
 // healthcheck exits 0, 1 and 2 as `payd help healthcheck` says.
 func TestStampedBuild(t *testing.T) {
@@ -58,13 +60,19 @@ func TestStampedBuild(t *testing.T) {
 	}
 
 	prov := startProcProvider(t, "")
-	p, err := launchPaydProc(t, exe, "payd-stamped", paydEnv(dbtest.NewURL(t, migrations.Dialect("sqlite")), prov.url, nil))
+	rcv := otlptest.NewHTTP(t)
+	p, err := launchPaydProc(t, exe, "payd-stamped", paydEnv(dbtest.NewURL(t, migrations.Dialect("sqlite")), prov.url,
+		env{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fams := scrapeFamilies(t, p.base+"/metrics")
 	if v, ok := sample(fams, "payd_build_info", map[string]string{"version": version, "revision": revision}); !ok || v != 1 {
 		t.Errorf("payd_build_info{version=%q,revision=%q} = %v (found %v), want 1; series: %v", version, revision, v, ok, fams["payd_build_info"])
+	}
+	p.register(newEmail())
+	if sp, ok := rcv.WaitFor(30*time.Second, func(s otlptest.Span) bool { return s.Resource["service.version"] != "" }); !ok || sp.Resource["service.version"] != version {
+		t.Errorf("traces' resource service.version = %q (a span received: %v), want %q", sp.Resource["service.version"], ok, version)
 	}
 
 	addr := strings.TrimPrefix(p.base, "http://")

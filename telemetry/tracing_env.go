@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -16,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/payd/payd/internal/version"
 )
 
 // tracingEnv is what payd decides from the OTEL_* variables of the
@@ -242,19 +243,14 @@ func tracingResource(ctx context.Context, env, version string) (*resource.Resour
 	return res, nil
 }
 
-// BuildVersion is the version and VCS revision of this binary as Go
-// recorded them: "(devel)" and "unknown" when it does not know.
-func BuildVersion() (version, revision string) {
-	version, revision = "(devel)", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				revision = s.Value
-			}
-		}
+// BuildVersion is the version and VCS revision of this binary: stamped
+// with -ldflags, else as Go recorded them (internal/version); "(devel)"
+// and "unknown" when neither says.
+func BuildVersion() (string, string) {
+	bi := version.Read()
+	revision := bi.Revision
+	if revision == "" {
+		revision = "unknown"
 	}
-	return version, revision
+	return bi.Version, revision
 }
