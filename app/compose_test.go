@@ -41,8 +41,10 @@ type composeService struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
 	Healthcheck *struct {
-		Test []string `yaml:"test"`
+		Test    []string `yaml:"test"`
+		Timeout string   `yaml:"timeout"`
 	} `yaml:"healthcheck"`
+	StopGracePeriod string `yaml:"stop_grace_period"`
 }
 
 func loadCompose(t *testing.T) composeFile {

@@ -50,6 +50,10 @@ type Deps struct {
 	// serves /v1/webhooks/stripe.
 	CheckoutPage   web.Config
 	StripeWebhooks *StripeWebhooks
+
+	// RateLimits are the request rate limits (ADR 0037); the zero value
+	// limits nothing.
+	RateLimits RateLimits
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -64,16 +68,22 @@ func New(d Deps) *echo.Echo {
 		d.Metrics = telemetry.NewMetrics()
 	}
 	e.HTTPErrorHandler = ErrorHandler(d.Log)
+	e.IPExtractor = ipExtractor(d.RateLimits.TrustedProxies)
 	e.Use(requestID(), d.Metrics.Middleware(e), accessLog(d.Log), recoverPanic)
 	routes(e, d)
+	d.Metrics.ExportRoutes(e.Routes())
 	return e
 }
 
-// routes lists every route payd serves, in one place.
+// routes lists every route payd serves, in one place. Every route but the
+// probes and /metrics is rate limited, before its idempotency middleware
+// (ADR 0037): a probe must answer however loaded payd is.
 func routes(e *echo.Echo, d Deps) {
 	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: body}
 	ops := newOperators(d.AdminToken, d.Operators)
-	customer := requireCustomer(d.Customers, func(tok string) bool { return ops.match(tok) != "" })
+	limits := newLimiters(d.RateLimits, d.Metrics)
+	public := limits.public()
+	customer := limits.customers(requireCustomer(d.Customers, func(tok string) bool { return ops.match(tok) != "" }))
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
@@ -82,19 +92,19 @@ func routes(e *echo.Echo, d Deps) {
 	e.GET("/healthz", healthz)
 	e.GET("/readyz", readyz(d.Ready))
 	checkout := echo.WrapHandler(web.HandlerFor(d.CheckoutPage)) // the checkout page and its assets
-	e.GET(web.Prefix, checkout)
-	e.GET(web.Prefix+"/*", checkout)
+	e.GET(web.Prefix, checkout, public)
+	e.GET(web.Prefix+"/*", checkout, public)
 	console := echo.WrapHandler(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
-	e.GET(web.ConsolePrefix, console)
-	e.GET(web.ConsolePrefix+"/*", console)
+	e.GET(web.ConsolePrefix, console, public)
+	e.GET(web.ConsolePrefix+"/*", console, public)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Scrape()))
 	}
-	e.GET("/openapi.yaml", openAPI)
-	e.GET("/problems/:code", problemDoc) // what a problem's type URI names
+	e.GET("/openapi.yaml", openAPI, public)
+	e.GET("/problems/:code", problemDoc, public) // what a problem's type URI names
 
 	v1 := e.Group("/v1")
-	v1.POST("/customers", customers.register, idem.Wrap(idempotency.KeySealed))
+	v1.POST("/customers", customers.register, public, idem.Wrap(idempotency.KeySealed))
 	v1.POST("/orders", orders.create, customer, idem.Wrap(idempotency.KeyOptional))
 	v1.GET("/orders", orders.list, customer)
 	v1.GET("/orders/:id", orders.get, customer, validIDs(orderID))
@@ -104,10 +114,11 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/requests/:key", requests.get, customer)
 	// One webhook endpoint per provider mode: each answers 404 when its
 	// receiver is nil.
-	v1.POST("/webhooks/provider", d.Webhooks.receive)     // 404 when PAYD_PROVIDER=stripe
-	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive) // 404 unless PAYD_PROVIDER=stripe
+	// Their own limit: a provider's retry storm must not spend a customer's.
+	v1.POST("/webhooks/provider", d.Webhooks.receive, limits.webhooks())     // 404 when PAYD_PROVIDER=stripe
+	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive, limits.webhooks()) // 404 unless PAYD_PROVIDER=stripe
 
-	admin, a := requireOperator(ops, d.Customers), d.Admin
+	admin, a := limits.operators(requireOperator(ops, d.Customers)), d.Admin
 	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -240,21 +239,4 @@ func tracingResource(ctx context.Context, env, version string) (*resource.Resour
 		return nil, fmt.Errorf("tracing resource: %w", err)
 	}
 	return res, nil
-}
-
-// BuildVersion is the version and VCS revision of this binary as Go
-// recorded them: "(devel)" and "unknown" when it does not know.
-func BuildVersion() (version, revision string) {
-	version, revision = "(devel)", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				revision = s.Value
-			}
-		}
-	}
-	return version, revision
 }
