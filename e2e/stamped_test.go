@@ -41,7 +41,8 @@ func dockerLdflags(t *testing.T, args map[string]string) string {
 // and REVISION build arguments set: `payd version`, payd_build_info and
 // the traces' service.version show them. (A -X naming a variable that does not exist is ignored by
 // the linker, so only a build shows the flags work.) The same binary's
-// healthcheck exits 0, 1 and 2 as `payd help healthcheck` says.
+// healthcheck exits 0, 1 and 2 as `payd help healthcheck` says, and its
+// traces carry the version as service.version.
 func TestStampedBuild(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -60,9 +61,9 @@ func TestStampedBuild(t *testing.T) {
 	}
 
 	prov := startProcProvider(t, "")
-	rcv := otlptest.NewHTTP(t)
-	p, err := launchPaydProc(t, exe, "payd-stamped", paydEnv(dbtest.NewURL(t, migrations.Dialect("sqlite")), prov.url,
-		env{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"}))
+	rcv := otlptest.NewGRPC(t)
+	traced := env{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint, "OTEL_SERVICE_NAME": "", "OTEL_RESOURCE_ATTRIBUTES": ""}
+	p, err := launchPaydProc(t, exe, "payd-stamped", paydEnv(dbtest.NewURL(t, migrations.Dialect("sqlite")), prov.url, traced))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +105,5 @@ func TestStampedBuild(t *testing.T) {
 			t.Errorf("%s printed %q, want %q", name, stderr.String(), tt.stderr)
 		}
 	}
+
 }

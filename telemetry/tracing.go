@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payd/payd/internal/version"
 	"github.com/payd/payd/provider"
 )
 
@@ -34,7 +35,9 @@ type Tracing struct {
 type TracingConfig struct {
 	Env string // PAYD_ENV: payd.env and deployment.environment.name, unless OTEL_RESOURCE_ATTRIBUTES says otherwise
 	// Version is service.version unless OTEL_RESOURCE_ATTRIBUTES says
-	// otherwise; empty: the binary's build version (BuildVersion).
+	// otherwise; empty: the binary's build version (internal/version: stamped
+	// with -ldflags, else the toolchain's record), as payd_build_info and
+	// `payd version` show it.
 	Version string
 	// Provider, optional (tests), is used instead of an exporter: tracing
 	// is then on whatever the variables say.
@@ -64,11 +67,11 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 	if err != nil {
 		return off, err
 	}
-	version := cfg.Version
-	if version == "" {
-		version, _ = BuildVersion()
+	serviceVersion := cfg.Version
+	if serviceVersion == "" {
+		serviceVersion = version.Read().Version
 	}
-	res, err := tracingResource(ctx, cfg.Env, version)
+	res, err := tracingResource(ctx, cfg.Env, serviceVersion)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
 		return off, err

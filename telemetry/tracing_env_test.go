@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/payd/payd/internal/otlptest"
+	"github.com/payd/payd/internal/version"
 )
 
 // otelVars are the variables these tests set; each test starts with all
@@ -96,12 +97,12 @@ func TestTracingResource(t *testing.T) {
 }
 
 // TestTracingBuildVersion: without a version of its own, service.version
-// is the binary's build version, never empty.
+// is the binary's build version, as payd_build_info has it, never empty.
 func TestTracingBuildVersion(t *testing.T) {
 	rcv := otlptest.NewHTTP(t)
 	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
 	traceOne(t, TracingConfig{Env: "development"})
-	want, _ := BuildVersion()
+	want := version.Read().Version
 	spans := rcv.Spans()
 	if len(spans) != 1 || spans[0].Resource["service.version"] != want || want == "" {
 		t.Fatalf("spans %v, want one with service.version %q", spans, want)

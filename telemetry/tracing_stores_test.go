@@ -136,3 +136,41 @@ func TestDBOperation(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStatementTraced is what a span costs one statement: the same
+// read on a pool opened plainly (tracing off) and through otelsql inside a
+// request's span (on, spans dropped by a no-op exporter).
+//
+//	go test -run '^$' -bench BenchmarkStatementTraced -benchmem ./telemetry
+func BenchmarkStatementTraced(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			var tr Tracing
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())))
+				defer func() { _ = tp.Shutdown(context.Background()) }()
+				tr = Tracing{tp: tp}
+			}
+			db, err := repository.Open(b.Context(), dbtest.NewURL(b, migrations.SQLite), tr.DatabaseOptions()...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			ctx := context.Background()
+			if on {
+				var span trace.Span
+				ctx, span = tr.tp.Tracer("bench").Start(ctx, "request")
+				defer span.End()
+			}
+			g := db.Gorm()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var n int64
+				if err := g.WithContext(ctx).Raw("SELECT ?", 1).Scan(&n).Error; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
