@@ -51,7 +51,7 @@ func TestHelpDescribesEachSubcommand(t *testing.T) {
 		{[]string{"-h"}, []string{"serve", "migrate", "sandbox", "demo", "healthcheck", "version", "help"}, nil},
 		{[]string{"--help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
 		{[]string{"help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
-		{[]string{"help", "serve"}, []string{"payd serve", "-admin-token", "-lease", "PAYD_LEASE", "\n  -pprof string", "PAYD_PPROF_ADDR"}, []string{"\n  -url "}},
+		{[]string{"help", "serve"}, []string{"payd serve", "-admin-token", "-lease", "PAYD_LEASE", "\n  -pprof string", "PAYD_PPROF_ADDR", "OTEL_* variables alone"}, []string{"\n  -url ", "-otlp-endpoint"}},
 		{[]string{"serve", "-h"}, []string{"payd serve", "-admin-token"}, nil},
 		{[]string{"serve", "--help"}, []string{"payd serve", "-admin-token"}, nil},
 		{[]string{"sandbox", "-h"}, []string{"payd sandbox", "-sandbox-addr", "-webhook-secret"}, []string{"-admin-token", "-secret-key", "-lease", "-provider-url"}},

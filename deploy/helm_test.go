@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/payd/payd/app"
+	"github.com/payd/payd/telemetry"
 )
 
 // The chart in helm/payd is rendered with the pinned helm and every
@@ -262,7 +263,8 @@ func readValues(t *testing.T, path string) chartValues {
 }
 
 // settingNames is every environment variable payd reads, from its own
-// flag set (each usage ends "(env NAME)").
+// flag set (each usage ends "(env NAME)"), and the OTEL_* variables of
+// its tracing.
 func settingNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
@@ -274,6 +276,9 @@ func settingNames(t *testing.T) map[string]bool {
 	})
 	if len(names) < 20 {
 		t.Fatalf("found only %d settings in payd's flags", len(names))
+	}
+	for _, name := range telemetry.TracingVariables { // OpenTelemetry's own, no flags (ADR 0035)
+		names[name] = true
 	}
 	return names
 }
@@ -404,9 +409,7 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 		if slices.Contains(secretNames, k) {
 			t.Errorf("ConfigMap holds the secret setting %s", k)
 		}
-		// OpenTelemetry's own variables are read by its SDK, not by payd's
-		// settings (README "Traces").
-		if !known[k] && !strings.HasPrefix(k, "OTEL_") {
+		if !known[k] {
 			t.Errorf("ConfigMap sets %s, which payd does not read", k)
 		}
 	}

@@ -14,8 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/otlptest"
-	"github.com/payd/payd/internal/redistest"
+	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/telemetry"
 )
 
@@ -176,6 +177,31 @@ func TestTracingBySpec(t *testing.T) {
 	}
 }
 
+// TestTracingBySpecProcess: the same of the built binary, `payd serve` as
+// an OS process whose environment holds the variables, as a container's
+// does: gRPC to OTEL_EXPORTER_OTLP_ENDPOINT, flushed on SIGTERM.
+func TestTracingBySpecProcess(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		rcv := otlptest.NewGRPC(t)
+		prov := startProcProvider(t, "")
+		e := env{}
+		for _, k := range telemetry.TracingVariables {
+			e[k] = "" // none of the test's own
+		}
+		e["OTEL_SERVICE_NAME"], e["OTEL_EXPORTER_OTLP_PROTOCOL"], e["OTEL_EXPORTER_OTLP_ENDPOINT"] = "payd-eu", "grpc", rcv.Endpoint
+		p := startPaydProc(t, "payd", paydEnv(dbtest.NewURL(t, migrations.Dialect(dialect)), prov.url, e))
+		email := newEmail()
+		_, tok := p.register(email)
+		order := p.order(tok, "73.19")
+		key := uuid.NewString()
+		if r := p.pay(tok, order, key, "pm_ok"); r.Status != http.StatusOK {
+			t.Fatalf("Pay = %d %s, want 200", r.Status, r.Body)
+		}
+		p.stop()
+		checkPayTrace(t, rcv.Spans(), dialect, []string{"73.19", "7319", email, tok, key})
+	})
+}
+
 // checkPayTrace finds the pay's server span among spans, with payd-eu's
 // resource, and database spans beneath it.
 func checkPayTrace(t *testing.T, spans []otlptest.Span, dialect string, secrets []string) {
@@ -262,40 +288,45 @@ func TestTracingExportsOTLP(t *testing.T) {
 	}
 }
 
-// TestTracingRedis: with Redis in front of the database, a pay's Redis
-// commands are client spans under its server span, named after the
-// command, with no key or value among their attributes.
+// TestTracingRedis: with Redis in front of the database, a single server
+// or a cluster, a pay's Redis commands are client spans under its server
+// span, named after the command, with no key or value among their
+// attributes.
 func TestTracingRedis(t *testing.T) {
-	rcv := otlptest.NewGRPC(t)
-	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
-	srv := redistest.Start(t)
-	s := start(t, on("sqlite"), withEnv(env{"PAYD_REDIS_URL": srv.URL()}))
-	secrets := tracedPay(t, s)
-	s.stop()
-	spans := rcv.Spans()
-	var pay otlptest.Span
-	for _, sp := range spans {
-		if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
-			pay = sp
+	redisKinds(t, func(t *testing.T, url string) {
+		rcv := otlptest.NewGRPC(t)
+		otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
+		s := start(t, on("sqlite"), withEnv(env{"PAYD_REDIS_URL": url}))
+		secrets := tracedPay(t, s)
+		s.stop()
+		spans := rcv.Spans()
+		var pay otlptest.Span
+		for _, sp := range spans {
+			if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
+				pay = sp
+			}
 		}
-	}
-	if pay.SpanID == "" {
-		t.Fatalf("no pay server span among %v", spanNames(spans))
-	}
-	var cmds []string
-	for _, sp := range spans {
-		if sp.Attrs["db.system"] != "redis" {
-			continue
+		if pay.SpanID == "" {
+			t.Fatalf("no pay server span among %v", spanNames(spans))
 		}
-		if _, ok := sp.Attrs["db.statement"]; ok {
-			t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)
+		var cmds []string
+		for _, sp := range spans {
+			if sp.Attrs["db.system"] != "redis" {
+				continue
+			}
+			if _, ok := sp.Attrs["db.statement"]; ok {
+				t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)
+			}
+			if _, ok := sp.Attrs["code.function"]; ok {
+				t.Errorf("redis span %q records its caller: %v", sp.Name, sp.Attrs)
+			}
+			checkNoSecrets(t, sp, secrets)
+			if otlptest.Ancestor(spans, sp, pay.SpanID) {
+				cmds = append(cmds, sp.Name)
+			}
 		}
-		checkNoSecrets(t, sp, secrets)
-		if otlptest.Ancestor(spans, sp, pay.SpanID) {
-			cmds = append(cmds, sp.Name)
+		if len(cmds) == 0 {
+			t.Errorf("no redis span under the pay's server span; spans %v", spanNames(spans))
 		}
-	}
-	if len(cmds) == 0 {
-		t.Errorf("no redis span under the pay's server span; spans %v", spanNames(spans))
-	}
+	})
 }

@@ -23,6 +23,7 @@ var otelVars = []string{
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 	"OTEL_PROPAGATORS", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 }
 
 // otelEnv sets the OTEL_* variables to vars, every other one of otelVars
@@ -201,6 +202,26 @@ func TestTracingProtocol(t *testing.T) {
 			traceOne(t, TracingConfig{Env: "development"})
 			if len(want.Spans()) != 1 || len(other.Spans()) != 0 {
 				t.Errorf("spans: %d at the receiver of the chosen protocol, %d at the other; want 1 and 0", len(want.Spans()), len(other.Spans()))
+			}
+		})
+	}
+}
+
+// TestTracingHeaders: OTEL_EXPORTER_OTLP_HEADERS and its traces form,
+// read by the exporter, go with every export over either protocol.
+func TestTracingHeaders(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(proto, func(t *testing.T) {
+			rcv := otlptest.NewHTTP(t)
+			if proto == "grpc" {
+				rcv = otlptest.NewGRPC(t)
+			}
+			otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": proto,
+				"OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=eu%201", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=Bearer%20k1"})
+			traceOne(t, TracingConfig{Env: "development"})
+			hs := rcv.Headers()
+			if len(hs) != 1 || hs[0]["authorization"] != "Bearer k1" {
+				t.Errorf("export headers = %v, want authorization: Bearer k1", hs)
 			}
 		})
 	}

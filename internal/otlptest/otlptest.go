@@ -24,6 +24,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/encoding/gzip" // OTEL_EXPORTER_OTLP_COMPRESSION=gzip
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -51,7 +52,8 @@ type Receiver struct {
 	spans   []Span
 	exports int
 	paths   []string
-	added   chan struct{} // closed and replaced on every export
+	headers []map[string]string // of each export: HTTP headers, or gRPC metadata (lower-case keys)
+	added   chan struct{}       // closed and replaced on every export
 }
 
 func newReceiver() *Receiver { return &Receiver{added: make(chan struct{})} }
@@ -90,8 +92,13 @@ type traceService struct {
 	r *Receiver
 }
 
-func (s traceService) Export(_ context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	s.r.add(req)
+func (s traceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := map[string]string{}
+	for k, v := range md {
+		h[k] = strings.Join(v, ",")
+	}
+	s.r.add(req, h)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
 }
 
@@ -118,13 +125,17 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusBadRequest)
 		return
 	}
-	r.add(&msg)
+	h := map[string]string{}
+	for k, v := range req.Header {
+		h[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	r.add(&msg, h)
 	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }
 
-func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest) {
+func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest, headers map[string]string) {
 	var got []Span
 	for _, rs := range req.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
@@ -152,6 +163,7 @@ func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest) {
 	defer r.mu.Unlock()
 	r.spans = append(r.spans, got...)
 	r.exports++
+	r.headers = append(r.headers, headers)
 	close(r.added)
 	r.added = make(chan struct{})
 }
@@ -205,6 +217,14 @@ func (r *Receiver) Exports() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.exports
+}
+
+// Headers is the headers (HTTP) or metadata (gRPC) of every export
+// received, keys in lower case.
+func (r *Receiver) Headers() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.headers)
 }
 
 // Paths is the path of every HTTP request received (HTTP receivers).
