@@ -88,10 +88,10 @@ func healthURL(addr string) (string, error) {
 		addr = app.FlagSet("serve").Lookup("addr").DefValue
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	if err != nil || port == "" {
 		return "", fmt.Errorf("PAYD_ADDR %q is not HOST:PORT; pass -url", addr)
 	}
-	if port == "0" || port == "" {
+	if port == "0" {
 		return "", fmt.Errorf("PAYD_ADDR %q picks a free port at start; pass -url", addr)
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {

@@ -106,6 +106,7 @@ func TestHealthcheckDefaultURL(t *testing.T) {
 		{"payd:8080", "http://payd:8080/healthz", ""},
 		{"127.0.0.1:0", "", "picks a free port"},
 		{"8080", "", "not HOST:PORT"},
+		{"127.0.0.1:", "", "not HOST:PORT"},
 	}
 	for _, tt := range tests {
 		got, err := healthURL(tt.addr)
