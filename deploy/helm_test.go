@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -230,8 +231,8 @@ func optional[T any](t *testing.T, r rendered, kind string) (T, bool) {
 
 // chartValues is the part of a values file the assertions read.
 type chartValues struct {
-	ReplicaCount *int `json:"replicaCount"`
-	Secrets      map[string]string
+	ReplicaCount *int         `json:"replicaCount"`
+	Secrets      chartSecrets `json:"secrets"`
 	Provider     struct {
 		Name string `json:"name"`
 	} `json:"provider"`
@@ -247,6 +248,33 @@ type chartValues struct {
 	Persistence struct {
 		Enabled bool `json:"enabled"`
 	} `json:"persistence"`
+	Image struct {
+		Repository string `json:"repository"`
+		Tag        string `json:"tag"`
+	} `json:"image"`
+}
+
+// chartSecrets is the values' secrets: section.
+type chartSecrets struct {
+	ExistingSecret string            `json:"existingSecret"`
+	DatabaseURL    string            `json:"databaseURL"`
+	RedisURL       string            `json:"redisURL"`
+	Extra          map[string]string `json:"extra"`
+	all            map[string]any
+}
+
+// values is every secret value the set gives, the extra ones included.
+func (s chartSecrets) values() []string {
+	var vs []string
+	for k, v := range s.all {
+		if str, ok := v.(string); ok && str != "" && k != "existingSecret" {
+			vs = append(vs, str)
+		}
+	}
+	for _, v := range s.Extra {
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 func readValues(t *testing.T, path string) chartValues {
@@ -256,9 +284,16 @@ func readValues(t *testing.T, path string) chartValues {
 		t.Fatal(err)
 	}
 	var v chartValues
+	var raw struct {
+		Secrets map[string]any `json:"secrets"`
+	}
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 	if err := yaml.Unmarshal(b, &v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	v.Secrets.all = raw.Secrets
 	return v
 }
 
@@ -318,7 +353,7 @@ func checkNames(t *testing.T, r rendered) {
 		if errs := validation.IsDNS1123Subdomain(meta.Name); len(errs) > 0 {
 			t.Errorf("%s %s: name %q: %v", m.source, m.kind, meta.Name, errs)
 		}
-		if m.kind == "Service" || m.kind == "Deployment" {
+		if m.kind == "Service" { // a Service name is a DNS label
 			if errs := validation.IsDNS1035Label(meta.Name); len(errs) > 0 {
 				t.Errorf("%s %s: name %q: %v", m.source, m.kind, meta.Name, errs)
 			}
@@ -365,13 +400,8 @@ func podSpecs(r rendered) map[string]corev1.PodSpec {
 // secret setting is a plain env value, and the ConfigMap holds only
 // settings payd knows.
 func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string, known map[string]bool) {
-	var values []string
-	for _, s := range v.Secrets {
-		if s != "" && s != v.Secrets["existingSecret"] {
-			values = append(values, s)
-		}
-	}
-	if v.Secrets["existingSecret"] == "" && len(values) < 4 {
+	values := v.Secrets.values()
+	if v.Secrets.ExistingSecret == "" && len(values) < 4 {
 		t.Fatalf("the values set has %d secret values, want at least 4", len(values))
 	}
 	for _, m := range r.manifests {
@@ -418,7 +448,7 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 			t.Errorf("ConfigMap %s = %q, want %q", k, cm.Data[k], want)
 		}
 	}
-	if v.Secrets["existingSecret"] != "" {
+	if v.Secrets.ExistingSecret != "" {
 		if n := len(r.all("Secret")); n != 0 {
 			t.Errorf("with secrets.existingSecret the chart made %d Secrets, want none", n)
 		}
@@ -431,14 +461,19 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 		}
 	}
 	for k := range sec.Data {
-		if !slices.Contains(secretNames, k) {
-			t.Errorf("Secret holds %s, which is not one of payd's secret settings", k)
+		if _, extra := v.Secrets.Extra[k]; !slices.Contains(secretNames, k) && !extra {
+			t.Errorf("Secret holds %s, which is neither one of payd's secret settings nor in secrets.extra", k)
 		}
 	}
-	if got, want := string(sec.Data["PAYD_DATABASE_URL"]), v.Secrets["databaseURL"]; got != want {
+	for k, want := range v.Secrets.Extra {
+		if got := string(sec.Data[k]); got != want {
+			t.Errorf("Secret %s = %q, want secrets.extra's %q", k, got, want)
+		}
+	}
+	if got, want := string(sec.Data["PAYD_DATABASE_URL"]), v.Secrets.DatabaseURL; got != want {
 		t.Errorf("Secret PAYD_DATABASE_URL = %q, want the value's %q", got, want)
 	}
-	if got, want := string(sec.Data["PAYD_REDIS_URL"]), v.Secrets["redisURL"]; got != want {
+	if got, want := string(sec.Data["PAYD_REDIS_URL"]), v.Secrets.RedisURL; got != want {
 		t.Errorf("Secret PAYD_REDIS_URL = %q, want the value's %q", got, want)
 	}
 }
@@ -464,6 +499,17 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 	c := spec.Containers[0]
 	if !slices.Equal(c.Args, []string{"serve"}) {
 		t.Errorf("payd's args = %v, want [serve]", c.Args)
+	}
+	// The image tag defaults to the chart's appVersion.
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if b, err := os.ReadFile(filepath.Join(chartDir, "Chart.yaml")); err != nil || yaml.Unmarshal(b, &chart) != nil || chart.AppVersion == "" {
+		t.Fatalf("Chart.yaml has no appVersion (%v)", err)
+	}
+	repo, tag := cmp.Or(v.Image.Repository, "payd"), cmp.Or(v.Image.Tag, chart.AppVersion)
+	if want := repo + ":" + tag; c.Image != want {
+		t.Errorf("payd's image = %s, want %s", c.Image, want)
 	}
 	port := map[string]int32{}
 	for _, p := range c.Ports {
@@ -499,8 +545,8 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 	}
 	cm := one[*corev1.ConfigMap](t, r, "ConfigMap")
 	delay, err := time.ParseDuration(cm.Data["PAYD_SHUTDOWN_DELAY"])
-	if err != nil || delay <= 0 {
-		t.Errorf("ConfigMap PAYD_SHUTDOWN_DELAY = %q, want a positive duration", cm.Data["PAYD_SHUTDOWN_DELAY"])
+	if err != nil || delay < 0 {
+		t.Errorf("ConfigMap PAYD_SHUTDOWN_DELAY = %q, want a duration, 0 or more", cm.Data["PAYD_SHUTDOWN_DELAY"])
 	}
 	if spec.TerminationGracePeriodSeconds == nil {
 		t.Fatal("no terminationGracePeriodSeconds")
@@ -512,7 +558,7 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 	}
 
 	// Secrets come in through the Secret, whole.
-	secretName := v.Secrets["existingSecret"]
+	secretName := v.Secrets.ExistingSecret
 	if secretName == "" {
 		secretName = "rel-payd"
 	}
@@ -529,7 +575,7 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 		checkSecurity(t, name, ps)
 	}
 
-	sqlite := strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:")
+	sqlite := strings.HasPrefix(v.Secrets.DatabaseURL, "sqlite:")
 	switch {
 	case v.Autoscaling.Enabled:
 		if d.Spec.Replicas != nil {
@@ -592,7 +638,7 @@ func checkSecurity(t *testing.T, name string, spec corev1.PodSpec) {
 // reading the database URL from a Secret that exists when it runs.
 func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	job, ok := optional[*batchv1.Job](t, r, "Job")
-	if strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:") {
+	if strings.HasPrefix(v.Secrets.DatabaseURL, "sqlite:") {
 		if ok {
 			t.Error("on SQLite the chart renders a migrations Job; it cannot reach the pod's volume (payd serve migrates its file)")
 		}
@@ -606,6 +652,9 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	}
 	if !strings.Contains(job.Annotations["helm.sh/hook-delete-policy"], "before-hook-creation") {
 		t.Errorf("Job hook-delete-policy = %q, want before-hook-creation (else the next upgrade finds the old Job)", job.Annotations["helm.sh/hook-delete-policy"])
+	}
+	if job.Annotations["helm.sh/hook-output-log-policy"] != "hook-failed" {
+		t.Errorf("Job hook-output-log-policy = %q, want hook-failed (helm shows a failed migration's log)", job.Annotations["helm.sh/hook-output-log-policy"])
 	}
 	spec := job.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
@@ -635,7 +684,7 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	if ref == nil || ref.Key != "PAYD_DATABASE_URL" {
 		t.Fatalf("Job env = %+v, want PAYD_DATABASE_URL from a Secret", c.Env)
 	}
-	if name := v.Secrets["existingSecret"]; name != "" {
+	if name := v.Secrets.ExistingSecret; name != "" {
 		if ref.Name != name {
 			t.Errorf("Job reads Secret %s, want the existing %s", ref.Name, name)
 		}
@@ -657,8 +706,15 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	if sw >= jw {
 		t.Errorf("Secret hook-weight %d, Job %d: the Secret must be made first", sw, jw)
 	}
-	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets["databaseURL"] {
-		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets["databaseURL"])
+	// It lives only while the hooks run: Helm deletes it after them, also
+	// when the Job failed, and replaces a leftover before the next run.
+	for _, p := range []string{"before-hook-creation", "hook-succeeded"} {
+		if !slices.Contains(strings.Split(s.Annotations["helm.sh/hook-delete-policy"], ","), p) {
+			t.Errorf("Secret %s hook-delete-policy = %q, want %s in it", s.Name, s.Annotations["helm.sh/hook-delete-policy"], p)
+		}
+	}
+	if got := string(s.Data["PAYD_DATABASE_URL"]); got != v.Secrets.DatabaseURL {
+		t.Errorf("Job's Secret PAYD_DATABASE_URL = %q, want %q", got, v.Secrets.DatabaseURL)
 	}
 	if len(s.Data) != 1 {
 		t.Errorf("Job's Secret holds %d keys, want only PAYD_DATABASE_URL", len(s.Data))
@@ -784,10 +840,12 @@ func TestChartRefuses(t *testing.T) {
 		{"no admin token", []string{"-f", mariadb, "--set", "secrets.adminToken="}, "secrets.adminToken is required"},
 		{"stripe without its keys", []string{"-f", mariadb, "--set", "provider.name=stripe"}, "secrets.stripeSecretKey is required"},
 		{"unknown provider", []string{"-f", mariadb, "--set", "provider.name=paypal"}, "provider.name must be"},
+		{"extra secret with a bad name", []string{"-f", mariadb, "--set", "secrets.extra.bad-name=x"}, "secrets.extra.bad-name"},
 		{"secret as a plain extra env", []string{"-f", mariadb, "--set", "extraEnv[0].name=PAYD_SECRET_KEY", "--set", "extraEnv[0].value=x"}, "extraEnv PAYD_SECRET_KEY is a secret"},
 	}
-	// Every secret setting payd has, put under env:, is refused.
-	for _, name := range app.SecretSettings() {
+	// Every secret setting payd has, put under env:, is refused, and the
+	// OTLP exporter's headers (a collector's token).
+	for _, name := range append(app.SecretSettings(), "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS") {
 		cases = append(cases, struct {
 			name string
 			args []string

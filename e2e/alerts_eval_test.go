@@ -224,6 +224,10 @@ func TestAlertsFireOnBadSeries(t *testing.T) {
 		{"Redis down", "PaydRedisDown", `payd_redis_up{job="payd",instance="a:8080"} 1x3 0x12`, 14 * time.Minute, []string{`{instance="a:8080", job="payd"}`}},
 		{"Redis back", "PaydRedisDown", `payd_redis_up{job="payd",instance="a:8080"} 1x3 0x8 1x4`, 14 * time.Minute, nil},
 
+		{"webhooks refused", "PaydWebhooksRateLimited", `payd_rate_limited_total{job="payd",instance="a:8080",limit="webhook"} 0x5 40x5`, 7 * time.Minute, []string{`{job="payd"}`}},
+		{"customers refused", "PaydWebhooksRateLimited", `payd_rate_limited_total{job="payd",instance="a:8080",limit="customer"} 0x5 40x5
+			payd_rate_limited_total{job="payd",instance="a:8080",limit="webhook"} 0x10`, 7 * time.Minute, nil},
+
 		{"a dispute, counter from 0", "PaydDisputeOpened", `payd_discrepancies_total{job="payd",type="disputed"} 0x5 1x5`, 7 * time.Minute, []string{`{}`}},
 		{"a dispute, counter born with it", "PaydDisputeOpened", `payd_discrepancies_total{job="payd",type="disputed"} _x5 1x5`, 7 * time.Minute, nil},
 	} {

@@ -75,6 +75,7 @@ func TestCountersStartAtZero(t *testing.T) {
 	one("payd_db_retries_total", "reason", strs(domain.RetryReasons))
 	one("payd_webhook_rejected_total", "reason", strs(telemetry.WebhookRejections))
 	one("payd_redis_replays_total", "result", []string{"hit", "miss"})
+	one("payd_rate_limited_total", "limit", strs(telemetry.RateLimits))
 	for _, typ := range append(strs(domain.ProviderEventTypes), "other") {
 		for _, o := range strs(domain.WebhookOutcomes) {
 			wants = append(wants, want{"payd_webhook_events_total", map[string]string{"type": typ, "outcome": o}})
@@ -126,6 +127,7 @@ func TestLabelEnumsListed(t *testing.T) {
 		{"domain", "ProviderEventType", strs(domain.ProviderEventTypes)},
 		{"telemetry", "ProviderOutcome", strs(telemetry.ProviderOutcomes)},
 		{"telemetry", "WebhookRejection", strs(telemetry.WebhookRejections)},
+		{"telemetry", "RateLimit", strs(telemetry.RateLimits)},
 	} {
 		consts := typedConsts(t, filepath.Join(repoRoot, c.dir), c.typ)
 		if len(consts) == 0 {

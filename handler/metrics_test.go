@@ -153,3 +153,26 @@ func TestRequestIDOnEveryLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsRoutesStartAtZero: each route's 5xx latency series is
+// exported at 0 before its first request, and no other status class nor
+// an unmatched or odd-method series is.
+func TestMetricsRoutesStartAtZero(t *testing.T) {
+	e := New(Deps{Log: slog.New(slog.DiscardHandler), Metrics: telemetry.NewMetrics()})
+	out := scrape(t, e)
+	n := 0
+	for _, r := range e.Routes() {
+		want := `payd_http_request_duration_seconds_count{method="` + r.Method + `",route="` + r.Path + `",status="5xx"} 0`
+		if !strings.Contains(out, want) {
+			t.Errorf("GET /metrics lacks %s", want)
+		}
+		n++
+	}
+	if n < 20 {
+		t.Fatalf("%d routes, want payd's", n)
+	}
+	series := grep(out, "payd_http_request_duration_seconds_count")
+	if got := strings.Count(series, "\n") + 1; got != n {
+		t.Errorf("%d request series before any request, want %d (one per route):\n%s", got, n, series)
+	}
+}

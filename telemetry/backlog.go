@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/payd/payd/internal/version"
 )
 
 // Backlog gauges are read from the database at most once per BacklogTTL
@@ -21,15 +19,11 @@ const (
 // buildInfo is payd_build_info: always 1, its labels say which payd this
 // is (stamped with -ldflags, else the toolchain's record: internal/version).
 func buildInfo() prometheus.Collector {
-	bi := version.Read()
-	revision := bi.Revision
-	if revision == "" {
-		revision = "unknown"
-	}
+	version, revision := BuildVersion()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "payd_build_info",
 		Help:        "Which payd runs: version, VCS revision and Go version as labels; always 1.",
-		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
 	})
 	g.Set(1)
 	return g

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/payd/payd/internal/version"
 )
 
 // tracingEnv is what payd decides from the OTEL_* variables of the
@@ -239,4 +241,16 @@ func tracingResource(ctx context.Context, env, version string) (*resource.Resour
 		return nil, fmt.Errorf("tracing resource: %w", err)
 	}
 	return res, nil
+}
+
+// BuildVersion is the version and VCS revision of this binary: stamped
+// with -ldflags, else as Go recorded them (internal/version); "(devel)"
+// and "unknown" when neither says.
+func BuildVersion() (string, string) {
+	bi := version.Read()
+	revision := bi.Revision
+	if revision == "" {
+		revision = "unknown"
+	}
+	return bi.Version, revision
 }

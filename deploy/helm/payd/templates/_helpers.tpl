@@ -71,9 +71,12 @@ a margin. Computed here, never set apart, so it cannot fall short of them.
 {{- add (int $s.preStopSleepSeconds) (int $s.shutdownDelaySeconds) (int $s.drainSeconds) (int $s.marginSeconds) }}
 {{- end }}
 
-{{/* The names of payd's secret settings: never in env or extraEnv values. */}}
+{{/*
+The names of payd's secret settings, and of the OpenTelemetry exporter's
+headers (a collector's token goes there): never in env or extraEnv values.
+*/}}
 {{- define "payd.secretEnvNames" -}}
-PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SECRET_KEY STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET PAYD_REDIS_URL PAYD_SANDBOX_DATABASE_URL
+PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SECRET_KEY STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET PAYD_REDIS_URL PAYD_SANDBOX_DATABASE_URL OTEL_EXPORTER_OTLP_HEADERS OTEL_EXPORTER_OTLP_TRACES_HEADERS
 {{- end }}
 
 {{/* Refuse values payd cannot run with; called by every template that needs them. */}}
@@ -87,6 +90,11 @@ PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SE
 {{- range .Values.extraEnv }}
 {{- if and (has .name $secretNames) (hasKey . "value") }}
 {{- fail (printf "extraEnv %s is a secret: set it under secrets: (or valueFrom a Secret), not as a plain value" .name) }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := .Values.secrets.extra }}
+{{- if not (regexMatch "^[A-Z_][A-Z0-9_]*$" $k) }}
+{{- fail (printf "secrets.extra.%s: a variable name is upper case letters, digits and _" $k) }}
 {{- end }}
 {{- end }}
 {{- if not (has .Values.provider.name (list "sandbox" "stripe")) }}
