@@ -29,8 +29,8 @@ import (
 // value in it is a ? placeholder, and the bound arguments are never
 // recorded (ADR 0035). An error is recorded as its type (error.type), not
 // its message: a driver's message may quote a value (MySQL's "Duplicate
-// entry '…'"). Statements outside a traced request or job — background
-// polls — make no span (parentOnly).
+// entry '…'"). Statements outside any span — background polls — make
+// none (parentOnly).
 func (t Tracing) DatabaseOptions() []repository.Option {
 	if !t.On() {
 		return nil
