@@ -93,8 +93,12 @@ func TestRateLimitCountsReplays(t *testing.T) {
 		create := request{method: "POST", path: "/v1/orders", token: tok, key: uuid.NewString(), body: client.CreateOrderRequest{
 			Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: "4.00"}}}}
 		for i := range 3 {
-			if r := s.do(create); r.Status != http.StatusCreated || (i > 0) != (r.Header.Get("Idempotent-Replayed") == "true") {
+			r := s.do(create)
+			if r.Status != http.StatusCreated || (i > 0) != (r.Header.Get("Idempotent-Replayed") == "true") {
 				t.Fatalf("create #%d = %d replayed %q, want 201 (a replay after the first)", i+1, r.Status, r.Header.Get("Idempotent-Replayed"))
+			}
+			if got, want := r.Header.Get("RateLimit"), fmt.Sprintf(`"customer";r=%d;t=`, 2-i); !strings.HasPrefix(got, want) {
+				t.Errorf("create #%d: RateLimit = %q, want %s...", i+1, got, want)
 			}
 		}
 		if r := s.do(create); r.Status != http.StatusTooManyRequests || r.code(t) != "rate_limited" {
