@@ -12,6 +12,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -122,8 +126,24 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 		}
 	}()
 	log := a.log
+	// Tracing (ADR 0022, ADR 0035): as the OTEL_* variables say, off
+	// unless they name an exporter; spans still buffered are flushed when
+	// payd stops. Started first: the database's pools are wrapped when it
+	// is on.
+	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Env: cfg.Env, Provider: o.tp}); err != nil {
+		return nil, err
+	}
+	tr := a.tr
+	a.cfg.tracing = tr
+	a.onClose(func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.Shutdown(flushCtx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	})
 	repository.LogDriverTo(log)
-	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	db, err := repository.Open(ctx, cfg.DatabaseURL, tr.DatabaseOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -146,20 +166,6 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	ln := a.ln
 	a.onClose(func() { _ = ln.Close() })
 	a.base = "http://" + ln.Addr().String()
-
-	// Tracing (ADR 0022): on only with OTEL_EXPORTER_OTLP_ENDPOINT; spans
-	// still buffered are flushed when payd stops.
-	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Endpoint: cfg.OTLPEndpoint, Env: cfg.Env, Provider: o.tp}); err != nil {
-		return nil, err
-	}
-	tr := a.tr
-	a.onClose(func() {
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tr.Shutdown(flushCtx); err != nil {
-			log.Warn("flush traces", "err", err)
-		}
-	})
 
 	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
 	if err != nil {
@@ -192,9 +198,10 @@ func (a *App) Close() {
 // Addr is where payd listens.
 func (a *App) Addr() net.Addr { return a.ln.Addr() }
 
-// Serve runs the API until ctx ends, then shuts down gracefully: the
-// listener closes, in-flight requests finish, background jobs stop. It
-// prints the welcome banner once payd listens.
+// Serve runs the API until ctx ends, then shuts down gracefully: /readyz
+// answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves (drain),
+// then the listener closes, in-flight requests finish, background jobs
+// stop. It prints the welcome banner once payd listens.
 func (a *App) Serve(ctx context.Context) error {
 	cfg, log, p := a.cfg, a.log, a.parts
 	stopAdmin, err := telemetry.ServeAdmin(telemetry.AdminConfig{MetricsAddr: cfg.MetricsAddr, PprofAddr: cfg.PprofAddr,
@@ -227,6 +234,9 @@ func (a *App) Serve(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	if err := a.drain(errc); err != nil {
+		return err
+	}
 	stopJobs()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -245,6 +255,37 @@ func (a *App) Serve(ctx context.Context) error {
 	return nil
 }
 
+// drain is the shutdown delay (PAYD_SHUTDOWN_DELAY): /readyz answers 503
+// while every other route serves as before, so a load balancer or
+// Kubernetes takes payd out of rotation before its listener closes. A
+// second SIGTERM or SIGINT ends the delay at once (the first one ended
+// Serve's ctx in main); the server failing ends it with that error.
+func (a *App) drain(errc <-chan error) error {
+	delay := a.cfg.ShutdownDelay
+	if delay <= 0 {
+		a.parts.Drain()
+		return nil
+	}
+	// Registered only now: the first signal has already been taken by
+	// main's handler and ended ctx. Before /readyz turns, so whoever sees
+	// the 503 can cut the delay short.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	a.parts.Drain()
+	a.log.Info("draining", "delay", delay.String())
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case sig := <-again:
+		a.log.Info("draining cut short", "signal", sig.String())
+	case err := <-errc:
+		return err
+	}
+	return nil
+}
+
 // Run is `payd serve`: Build, Serve until ctx ends, Close.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	a, err := Build(ctx, cfg, Logs(stderr), Banner(stdout))
@@ -255,7 +296,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	return a.Serve(ctx)
 }
 
-func ready(ctx context.Context, db *repository.DB) error {
+// ready is /readyz: payd shutting down, its database unreachable or its
+// migrations pending is not ready.
+func ready(ctx context.Context, db *repository.DB, draining *atomic.Bool) error {
+	if draining.Load() {
+		return errors.New("shutting down")
+	}
 	if err := db.Ping(ctx); err != nil {
 		return errors.New("database unreachable")
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/payd/payd/telemetry"
 )
 
 // No Docker engine runs where payd is developed, so docker-compose.yml and
@@ -39,8 +41,10 @@ type composeService struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
 	Healthcheck *struct {
-		Test []string `yaml:"test"`
+		Test    []string `yaml:"test"`
+		Timeout string   `yaml:"timeout"`
 	} `yaml:"healthcheck"`
+	StopGracePeriod string `yaml:"stop_grace_period"`
 }
 
 func loadCompose(t *testing.T) composeFile {
@@ -93,6 +97,9 @@ func TestComposeSetsOnlyKnownSettings(t *testing.T) {
 		for _, s := range (&Config{}).settings(sub) {
 			known[s.env] = true
 		}
+	}
+	for _, name := range telemetry.TracingVariables {
+		known[name] = true
 	}
 	for _, name := range []string{"payd", "sandbox"} {
 		for k := range c.Services[name].Environment {

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/service"
+	"github.com/payd/payd/telemetry"
 )
 
 // Config is every setting of payd. Each has an environment variable (a
@@ -40,6 +41,7 @@ type Config struct {
 	ReadTimeout        time.Duration // a whole request, body included, must arrive within it
 	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
 	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
+	ShutdownDelay      time.Duration // after SIGTERM, /readyz answers 503 this long before the listener drains (0: at once)
 	MetricsAddr        string        // empty: /metrics on the main listener; else its own listener here
 	PprofAddr          string        // empty: no profiler; else net/http/pprof on its own listener here
 	MaxStreams         int           // open event streams one customer may hold
@@ -49,12 +51,12 @@ type Config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	ProviderTimeout    time.Duration
-	OTLPEndpoint       string // empty: no tracing (ADR 0022)
 
-	operatorConfig              // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
-	Stripe         stripeConfig // PAYD_PROVIDER and STRIPE_* (stripe.go)
-	RedisURL       string       // empty: no Redis (ADR 0018)
-	limitsConfig                // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
+	operatorConfig                   // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
+	Stripe         stripeConfig      // PAYD_PROVIDER and STRIPE_* (stripe.go)
+	RedisURL       string            // empty: no Redis (ADR 0018)
+	limitsConfig                     // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
+	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
 	generated   []string // names of secrets made up at start (development only)
 	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
@@ -126,6 +128,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_READ_TIMEOUT", "read-timeout", "30s", "the longest a client may take to send one request, body included", nil, &c.ReadTimeout},
 		{"PAYD_WRITE_TIMEOUT", "write-timeout", "90s", "the longest one reply may take, handling included (event streams excepted)", nil, &c.WriteTimeout},
 		{"PAYD_IDLE_TIMEOUT", "idle-timeout", "60s", "how long an idle keep-alive connection stays open", nil, &c.IdleTimeout},
+		{"PAYD_SHUTDOWN_DELAY", "shutdown-delay", "5s", "after SIGTERM, serve this long with /readyz answering 503 before the listener drains (0: drain at once)", nil, &c.ShutdownDelay},
 		{"PAYD_METRICS_ADDR", "metrics-addr", "", "a separate listen address for /metrics (empty: /metrics on the main listener)", &c.MetricsAddr, nil},
 		{"PAYD_PPROF_ADDR", "pprof", "", "serve the Go profiler (/debug/pprof/) on this address, never the main one (empty: off; may equal PAYD_METRICS_ADDR)", &c.PprofAddr, nil},
 		{"PAYD_MAX_STREAMS_PER_CUSTOMER", "max-streams-per-customer", "5", "open event streams one customer may hold; past it 429", &c.maxStreams, nil},
@@ -133,8 +136,6 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
-		// The OpenTelemetry name, so the usual deployment setting works (ADR 0022).
-		{"OTEL_EXPORTER_OTLP_ENDPOINT", "otlp-endpoint", "", "OTLP/HTTP collector base URL to export traces to, e.g. http://127.0.0.1:4318 (empty: tracing off)", &c.OTLPEndpoint, nil},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
 	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), c.limitSettings()...)...)
 }
@@ -196,12 +197,21 @@ func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet
 			continue
 		}
 		d, err := time.ParseDuration(*durs[s.env])
-		if err != nil || d < 0 {
+		if err != nil {
 			return c, fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
+		}
+		if d < 0 {
+			return c, fmt.Errorf("%s: %q is negative, want 0 or a duration such as 30s", s.env, *durs[s.env])
 		}
 		*s.dur = d
 	}
-	return c, c.check(sub)
+	if err := c.check(sub); err != nil {
+		return c, err
+	}
+	if sub == "serve" { // tracing is the OTEL_* variables' alone (ADR 0035)
+		return c, telemetry.CheckTracingEnv(getenv)
+	}
+	return c, nil
 }
 
 // FlagSet is the flags of subcommand sub with their defaults, for its help.

@@ -106,7 +106,6 @@ func (c *Config) checkSettings() error {
 	for _, u := range []struct{ name, val string }{
 		{"PAYD_PROVIDER_URL", c.ProviderURL},
 		{"PAYD_SANDBOX_WEBHOOK_URL", c.SandboxWebhookURL},
-		{"OTEL_EXPORTER_OTLP_ENDPOINT", c.OTLPEndpoint},
 	} {
 		if u.val == "" {
 			continue

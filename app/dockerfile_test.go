@@ -1,9 +1,11 @@
 package app
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -109,4 +111,75 @@ func TestDockerfileBuildsPayd(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^\.env$`).Match(ignore) || !regexp.MustCompile(`(?m)^\*\.db$`).Match(ignore) {
 		t.Errorf(".dockerignore must keep .env and *.db out of the build context (err %v)", err)
 	}
+}
+
+// stampVars are the variables the build stamps with -X (internal/version).
+var stampVars = []string{"github.com/payd/payd/internal/version.version", "github.com/payd/payd/internal/version.revision"}
+
+// TestDockerfileStampsAndChecks: the build stage takes VERSION and REVISION
+// as build arguments with defaults and links them into payd with -X (an
+// end-to-end test builds with these very flags); the final stage checks
+// payd's health with payd itself, in exec form, since the image has no
+// shell; the README's go build line stamps the same variables.
+func TestDockerfileStampsAndChecks(t *testing.T) {
+	stages := parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
+	build, final := stages[0], stages[len(stages)-1]
+	args := map[string]string{}
+	for _, a := range build.find("ARG") {
+		k, v, _ := strings.Cut(a, "=")
+		args[k] = v
+	}
+	if args["VERSION"] == "" || args["REVISION"] == "" {
+		t.Errorf("build stage ARGs %v, want VERSION and REVISION with defaults", args)
+	}
+	var ldflags string
+	for _, run := range build.find("RUN") {
+		if m := regexp.MustCompile(`-ldflags="([^"]*)"`).FindStringSubmatch(run); m != nil && strings.Contains(run, "go build") {
+			ldflags = m[1]
+		}
+	}
+	for i, want := range []string{"-X " + stampVars[0] + "=${VERSION}", "-X " + stampVars[1] + "=${REVISION}"} {
+		if !strings.Contains(ldflags, want) {
+			t.Errorf("go build -ldflags=%q, want %q (%s)", ldflags, want, stampVars[i])
+		}
+	}
+
+	entry := final.find("ENTRYPOINT")
+	var exe []string
+	if len(entry) != 1 || json.Unmarshal([]byte(entry[0]), &exe) != nil || len(exe) == 0 {
+		t.Fatalf("ENTRYPOINT %v, want exec form", entry)
+	}
+	hc := final.find("HEALTHCHECK")
+	if len(hc) != 1 {
+		t.Fatalf("final stage HEALTHCHECK %v, want one", hc)
+	}
+	_, cmd, ok := strings.Cut(hc[0], "CMD ")
+	var argv []string
+	if !ok || json.Unmarshal([]byte(cmd), &argv) != nil || len(argv) < 2 || argv[0] != exe[0] || argv[1] != "healthcheck" {
+		t.Errorf("HEALTHCHECK %q, want CMD [%q, \"healthcheck\", ...] in exec form (no shell in the image)", hc[0], exe[0])
+	}
+	if m := regexp.MustCompile(`--timeout=(\d+)s`).FindStringSubmatch(hc[0]); m == nil || atoi(m[1]) <= 2 {
+		t.Errorf("HEALTHCHECK %q, want a --timeout longer than payd healthcheck's own 2s", hc[0])
+	}
+
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.SplitSeq(string(readme), "\n") {
+		if strings.HasPrefix(l, "go build ") && strings.Contains(l, "-ldflags") {
+			line = l
+		}
+	}
+	for _, v := range stampVars {
+		if !strings.Contains(line, "-X "+v+"=$(git ") {
+			t.Errorf("README's go build line %q does not stamp %s from git", line, v)
+		}
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

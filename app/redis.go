@@ -28,6 +28,9 @@ func wireRedis(cfg Config, idem *idempotency.Engine, changes *service.Changes, m
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := cfg.tracing.Redis(client); err != nil { // a span per command when tracing is on
+		return nil, nil, err
+	}
 	rds = redisx.New(client, log, changes)
 	metrics.Register(rds.Metrics().Collectors()...)
 	idem.Gate, idem.Replays = rds, rds

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -63,7 +64,14 @@ type Parts struct {
 
 	Metrics *telemetry.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
 	Redis   *redisx.Redis      // nil without PAYD_REDIS_URL
+
+	draining *atomic.Bool // set by Drain: /readyz answers 503 from then on
 }
+
+// Drain makes /readyz answer 503 not_ready ("shutting down") from now on,
+// while every other route serves as before: a load balancer stops sending
+// new work before the listener closes (Serve, PAYD_SHUTDOWN_DELAY).
+func (p *Parts) Drain() { p.draining.Store(true) }
 
 func (p *Parts) closeRedis() {
 	if p.Redis != nil {
@@ -131,6 +139,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
 	}
+	draining := new(atomic.Bool)
 	e := handler.New(handler.Deps{
 		Log:         log,
 		Customers:   uc.Customers,
@@ -143,7 +152,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Idempotency: idem,
 		AdminToken:  cfg.AdminToken,
 		Operators:   cfg.operators,
-		Ready:       func(ctx context.Context) error { return ready(ctx, db) },
+		Ready:       func(ctx context.Context) error { return ready(ctx, db, draining) },
 		Metrics:     metrics,
 
 		MetricsElsewhere: cfg.MetricsAddr != "",
@@ -161,7 +170,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		{Name: service.JobRecoverPayments, Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
-	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds}, nil
+	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds, draining: draining}, nil
 }
 
 // NewIdempotency is the idempotency engine on db's records, with payd's

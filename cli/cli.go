@@ -54,6 +54,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return demo(ctx, args, stdout)
 	case "admin": // operators' CLI against a running payd (admin_cli.go)
 		return adminCommand(ctx, args, getenv, stdout)
+	case "healthcheck": // a container's HEALTHCHECK (healthcheck.go)
+		return healthcheck(ctx, args, getenv, stdout)
 	case "version":
 		if err := parseFlags(flag.NewFlagSet("payd version", flag.ContinueOnError), sub, args, stdout); err != nil {
 			return err

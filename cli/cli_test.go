@@ -48,7 +48,7 @@ func TestHelpDescribesEachSubcommand(t *testing.T) {
 		args          []string
 		want, notWant []string
 	}{
-		{[]string{"-h"}, []string{"serve", "migrate", "sandbox", "demo", "version", "help"}, nil},
+		{[]string{"-h"}, []string{"serve", "migrate", "sandbox", "demo", "healthcheck", "version", "help"}, nil},
 		{[]string{"--help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
 		{[]string{"help"}, []string{"serve", "migrate", "sandbox", "demo", "version"}, nil},
 		{[]string{"help", "serve"}, []string{"payd serve", "-admin-token", "-lease", "PAYD_LEASE", "\n  -pprof string", "PAYD_PPROF_ADDR"}, []string{"\n  -url "}},
@@ -61,6 +61,8 @@ func TestHelpDescribesEachSubcommand(t *testing.T) {
 		{[]string{"help", "migrate"}, []string{"payd migrate", "-database-url"}, []string{"-admin-token"}},
 		{[]string{"demo", "-h"}, []string{"payd demo", "-url", "http://127.0.0.1:8080"}, []string{"-admin-token", "-database-url"}},
 		{[]string{"help", "demo"}, []string{"payd demo", "-url"}, nil},
+		{[]string{"help", "healthcheck"}, []string{"payd healthcheck", "-url", "-timeout", "/healthz", "PAYD_ADDR"}, []string{"-admin-token"}},
+		{[]string{"healthcheck", "-h"}, []string{"payd healthcheck", "-url"}, nil},
 		{[]string{"help", "version"}, []string{"payd version"}, []string{"-admin-token"}},
 		{[]string{"version", "-h"}, []string{"payd version"}, nil},
 		{[]string{"help", "help"}, []string{"payd help"}, nil},

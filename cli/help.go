@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/payd/payd/app"
+	"github.com/payd/payd/internal/version"
 )
 
 // command is one of payd's subcommands, for `payd help`.
@@ -21,7 +21,8 @@ var commands = []command{
 	{"serve", "[flags]", "run the HTTP API (the default command)",
 		"Serves the HTTP API until interrupted, applying pending migrations first. Without\n" +
 			"PAYD_PROVIDER_URL it starts the sandbox payment provider in-process. In development,\n" +
-			"secrets not set are made up once and kept beside the database (ADR 12)."},
+			"secrets not set are made up once and kept beside the database (ADR 12).\n" +
+			"Tracing is configured by the OpenTelemetry OTEL_* variables alone (README, \"Traces\")."},
 	{"migrate", "up|status [flags]", "apply pending database migrations, or list them",
 		"up applies the pending migrations; status lists every migration and whether it is applied."},
 	{"sandbox", "[flags]", "run the sandbox payment provider on its own",
@@ -32,7 +33,9 @@ var commands = []command{
 			"and prints each exchange: method, path, status and body. Tokens are shortened in the output."},
 	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
 	{"admin", "orders|reconcile|discrepancies VERB [flags]", "search orders, reconcile, resolve discrepancies on a running payd", adminAbout},
-	{"version", "", "print payd's module version and VCS revision", "Prints the build information Go recorded in the binary."},
+	{"healthcheck", "[-url URL] [-timeout D]", "exit 0 if payd answers 2xx, 1 if not: a container's HEALTHCHECK", healthcheckAbout},
+	{"version", "", "print payd's version and VCS revision", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
+		"the build information Go recorded in the binary."},
 	{"help", "[command]", "describe payd, or one command and its flags", "payd help COMMAND describes COMMAND and lists its flags only."},
 }
 
@@ -43,7 +46,7 @@ var errHelpShown = errors.New("help shown")
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "payd is a payment and order backend.\n\nusage: payd [command] [flags]\n\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nEvery flag of serve, migrate and sandbox has an environment variable (PAYD_LEASE → -lease).\nRun 'payd help COMMAND' for one command's flags.")
 }
@@ -80,6 +83,9 @@ func help(args []string, w io.Writer) error {
 	case "demo":
 		fs, _ := demoFlags(nil)
 		printCommandUsage(w, name, fs)
+	case "healthcheck":
+		fs, _, _ := healthcheckFlags()
+		printCommandUsage(w, name, fs)
 	case "version", "help", "admin":
 		printCommandUsage(w, name, nil)
 	default:
@@ -107,28 +113,21 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, w io.Writer) error
 	return nil
 }
 
-// printVersion is `payd version`: what Go recorded at build time.
+// printVersion is `payd version`: the version and revision stamped at
+// link time, else what Go recorded at build time (internal/version).
 func printVersion(w io.Writer) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		fmt.Fprintln(w, "payd: no build information in this binary")
-		return
-	}
-	vcs := map[string]string{}
-	for _, s := range bi.Settings {
-		vcs[s.Key] = s.Value
-	}
-	fmt.Fprintf(w, "payd %s\n  module    %s\n", bi.Main.Version, bi.Main.Path)
-	if rev := vcs["vcs.revision"]; rev != "" {
-		if vcs["vcs.modified"] == "true" {
+	bi := version.Read()
+	fmt.Fprintf(w, "payd %s\n  module    %s\n", bi.Version, bi.Module)
+	if rev := bi.Revision; rev != "" {
+		if bi.Modified {
 			rev += " (with uncommitted changes)"
 		}
 		fmt.Fprintf(w, "  revision  %s\n", rev)
 	} else {
-		fmt.Fprintln(w, "  revision  unknown (built outside a git checkout, or with -buildvcs=false)")
+		fmt.Fprintln(w, "  revision  unknown (built outside a git checkout, or with -buildvcs=false, and not stamped with -ldflags)")
 	}
-	if t := vcs["vcs.time"]; t != "" {
-		fmt.Fprintf(w, "  committed %s\n", t)
+	if bi.Time != "" {
+		fmt.Fprintf(w, "  committed %s\n", bi.Time)
 	}
-	fmt.Fprintf(w, "  go        %s\n", bi.GoVersion)
+	fmt.Fprintf(w, "  go        %s\n", bi.Go)
 }

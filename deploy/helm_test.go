@@ -275,9 +275,6 @@ func settingNames(t *testing.T) map[string]bool {
 	if len(names) < 20 {
 		t.Fatalf("found only %d settings in payd's flags", len(names))
 	}
-	// The shutdown delay the chart sets is in the specification and on its
-	// way into payd; drop this line once payd's flags list it.
-	names["PAYD_SHUTDOWN_DELAY"] = true
 	return names
 }
 
@@ -311,7 +308,6 @@ func TestChartRendersStrictly(t *testing.T) {
 
 // checkNames: every name and label is one the API server accepts.
 func checkNames(t *testing.T, r rendered) {
-	t.Helper()
 	for _, m := range r.manifests {
 		meta := metaOf(m.obj)
 		if errs := validation.IsDNS1123Subdomain(meta.Name); len(errs) > 0 {
@@ -364,7 +360,6 @@ func podSpecs(r rendered) map[string]corev1.PodSpec {
 // secret setting is a plain env value, and the ConfigMap holds only
 // settings payd knows.
 func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string, known map[string]bool) {
-	t.Helper()
 	var values []string
 	for _, s := range v.Secrets {
 		if s != "" && s != v.Secrets["existingSecret"] {
@@ -409,7 +404,9 @@ func checkSecrets(t *testing.T, r rendered, v chartValues, secretNames []string,
 		if slices.Contains(secretNames, k) {
 			t.Errorf("ConfigMap holds the secret setting %s", k)
 		}
-		if !known[k] {
+		// OpenTelemetry's own variables are read by its SDK, not by payd's
+		// settings (README "Traces").
+		if !known[k] && !strings.HasPrefix(k, "OTEL_") {
 			t.Errorf("ConfigMap sets %s, which payd does not read", k)
 		}
 	}
@@ -456,7 +453,6 @@ func secretNamed(t *testing.T, r rendered, name string) *corev1.Secret {
 
 // checkDeployment: probes, the shutdown sequence and the security context.
 func checkDeployment(t *testing.T, r rendered, v chartValues) {
-	t.Helper()
 	d := one[*appsv1.Deployment](t, r, "Deployment")
 	spec := d.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
@@ -563,7 +559,6 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 // checkSecurity: non-root 65532, read-only root, no capabilities, the
 // runtime's seccomp profile, no service account token.
 func checkSecurity(t *testing.T, name string, spec corev1.PodSpec) {
-	t.Helper()
 	psc := spec.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
@@ -593,7 +588,6 @@ func checkSecurity(t *testing.T, name string, spec corev1.PodSpec) {
 // checkMigrations: `payd migrate up` as a pre-install/pre-upgrade hook,
 // reading the database URL from a Secret that exists when it runs.
 func checkMigrations(t *testing.T, r rendered, v chartValues) {
-	t.Helper()
 	job, ok := optional[*batchv1.Job](t, r, "Job")
 	if strings.HasPrefix(v.Secrets["databaseURL"], "sqlite:") {
 		if ok {
@@ -668,37 +662,57 @@ func checkMigrations(t *testing.T, r rendered, v chartValues) {
 	}
 }
 
-// checkServices: the Service and the ServiceMonitor reach payd's pods.
+// checkServices: the Services and the ServiceMonitor reach payd's pods;
+// /metrics (no auth) is on a ClusterIP Service of its own when it has its
+// own port, never on the API Service.
 func checkServices(t *testing.T, r rendered, v chartValues) {
-	t.Helper()
 	d := one[*appsv1.Deployment](t, r, "Deployment")
-	svc := one[*corev1.Service](t, r, "Service")
 	podLabels := labels.Set(d.Spec.Template.Labels)
 	if !labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(podLabels) {
 		t.Errorf("the Deployment's selector %v does not match its pods %v", d.Spec.Selector.MatchLabels, podLabels)
-	}
-	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
-		t.Errorf("the Service's selector %v does not match payd's pods %v", svc.Spec.Selector, podLabels)
 	}
 	containerPorts := map[string]bool{}
 	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
 		containerPorts[p.Name] = true
 	}
-	svcPorts := map[string]bool{}
-	for _, p := range svc.Spec.Ports {
-		svcPorts[p.Name] = true
-		if !containerPorts[p.TargetPort.String()] {
-			t.Errorf("Service port %s targets %s, not a container port", p.Name, p.TargetPort.String())
-		}
-	}
 	metricsPort := 9090
 	if v.Metrics != nil {
 		metricsPort = v.Metrics.Port
+	}
+	services := map[string]*corev1.Service{}
+	for _, o := range r.all("Service") {
+		svc := o.(*corev1.Service)
+		services[svc.Name] = svc
+		if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
+			t.Errorf("Service %s's selector %v does not match payd's pods %v", svc.Name, svc.Spec.Selector, podLabels)
+		}
+		for _, p := range svc.Spec.Ports {
+			if !containerPorts[p.TargetPort.String()] {
+				t.Errorf("Service %s port %s targets %s, not a container port", svc.Name, p.Name, p.TargetPort.String())
+			}
+		}
+	}
+	api, ok := services["rel-payd"]
+	if !ok || len(api.Spec.Ports) != 1 || api.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Fatalf("want Service rel-payd with the one port http, have %v", services)
+	}
+	metrics, hasMetrics := services["rel-payd-metrics"]
+	wantServices := 1
+	if metricsPort != 0 {
+		wantServices = 2
+	}
+	if hasMetrics != (metricsPort != 0) || len(services) != wantServices {
+		t.Errorf("Services %v for metrics.port %d, want rel-payd and, with a port, rel-payd-metrics", services, metricsPort)
+	}
+	if hasMetrics && (metrics.Spec.Type != corev1.ServiceTypeClusterIP || len(metrics.Spec.Ports) != 1 ||
+		metrics.Spec.Ports[0].Name != "metrics" || int(metrics.Spec.Ports[0].Port) != metricsPort) {
+		t.Errorf("the metrics Service = %+v, want ClusterIP with the one port metrics %d", metrics.Spec, metricsPort)
 	}
 	cm := one[*corev1.ConfigMap](t, r, "ConfigMap")
 	if metricsPort == 0 && cm.Data["PAYD_METRICS_ADDR"] != "" || metricsPort != 0 && cm.Data["PAYD_METRICS_ADDR"] != fmt.Sprintf("0.0.0.0:%d", metricsPort) {
 		t.Errorf("PAYD_METRICS_ADDR = %q for metrics.port %d", cm.Data["PAYD_METRICS_ADDR"], metricsPort)
 	}
+
 	sm, ok := optional[*monitoringv1.ServiceMonitor](t, r, "ServiceMonitor")
 	if ok != v.ServiceMonitor.Enabled {
 		t.Fatalf("ServiceMonitor rendered %v, serviceMonitor.enabled %v", ok, v.ServiceMonitor.Enabled)
@@ -706,25 +720,27 @@ func checkServices(t *testing.T, r rendered, v chartValues) {
 	if !ok {
 		return
 	}
-	if !labels.SelectorFromSet(sm.Spec.Selector.MatchLabels).Matches(labels.Set(svc.Labels)) {
-		t.Errorf("the ServiceMonitor's selector %v does not match the Service's labels %v", sm.Spec.Selector.MatchLabels, svc.Labels)
+	want := api
+	wantPort := "http"
+	if hasMetrics {
+		want, wantPort = metrics, "metrics"
+	}
+	for name, svc := range services {
+		if matches := labels.SelectorFromSet(sm.Spec.Selector.MatchLabels).Matches(labels.Set(svc.Labels)); matches != (svc == want) {
+			t.Errorf("the ServiceMonitor's selector %v matches Service %s: %v, want it to select %s alone", sm.Spec.Selector.MatchLabels, name, matches, want.Name)
+		}
 	}
 	if len(sm.Spec.Endpoints) != 1 {
 		t.Fatalf("ServiceMonitor has %d endpoints, want 1", len(sm.Spec.Endpoints))
 	}
 	ep := sm.Spec.Endpoints[0]
-	wantPort := "metrics"
-	if metricsPort == 0 {
-		wantPort = "http"
-	}
-	if ep.Port != wantPort || !svcPorts[ep.Port] || ep.Path != "/metrics" {
-		t.Errorf("ServiceMonitor scrapes port %q path %q, want Service port %s path /metrics", ep.Port, ep.Path, wantPort)
+	if ep.Port != wantPort || want.Spec.Ports[0].Name != wantPort || ep.Path != "/metrics" {
+		t.Errorf("ServiceMonitor scrapes port %q path %q, want Service %s port %s path /metrics", ep.Port, ep.Path, want.Name, wantPort)
 	}
 }
 
 // checkOptional: the PDB always, the HPA only when asked for.
 func checkOptional(t *testing.T, r rendered, v chartValues) {
-	t.Helper()
 	d := one[*appsv1.Deployment](t, r, "Deployment")
 	pdb := one[*policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget")
 	if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
@@ -800,6 +816,98 @@ func TestChartLints(t *testing.T) {
 		out, errOut, err := helm(t, append(args, "-f", f)...)
 		if err != nil {
 			t.Errorf("helm lint --strict -f %s: %v\n%s%s", f, err, out, errOut)
+		}
+	}
+}
+
+// TestChartValuesDocumented holds the chart README's table of values to
+// values.yaml: every value is documented (itself or a map holding it),
+// every documented value exists, and a scalar's documented default is the
+// one values.yaml has.
+func TestChartValuesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]any{}   // every dotted path → its value, maps included
+	leaves := map[string]bool{} // the paths that hold no further values
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := prefix + k
+			paths[path] = v
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(path+".", sub)
+			} else {
+				leaves[path] = true
+			}
+		}
+	}
+	walk("", values)
+
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([A-Za-z0-9.]+)` \\| ([^|]*) \\|")
+	documented := map[string]string{} // path → default cell
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		documented[m[1]] = strings.TrimSpace(m[2])
+	}
+	if len(documented) < 40 {
+		t.Fatalf("found %d rows in the README's table of values, want them all", len(documented))
+	}
+	for path := range leaves {
+		covered := false
+		for p := path; p != ""; {
+			if _, ok := documented[p]; ok {
+				covered = true
+				break
+			}
+			i := strings.LastIndex(p, ".")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		if !covered {
+			t.Errorf("value %s is not in the README's table", path)
+		}
+	}
+	for path, def := range documented {
+		v, ok := paths[path]
+		if !ok {
+			t.Errorf("the README documents %s, which values.yaml does not have", path)
+			continue
+		}
+		var want string
+		switch v := v.(type) {
+		case string:
+			want = v
+			if v == "" {
+				want = `""`
+			}
+		case float64, bool:
+			want = fmt.Sprint(v)
+		case map[string]any:
+			if len(v) > 0 {
+				continue // described in words
+			}
+			want = "{}"
+		case []any:
+			if len(v) > 0 {
+				continue
+			}
+			want = "[]"
+		default:
+			continue
+		}
+		if !strings.Contains(def, "`"+want+"`") {
+			t.Errorf("the README gives %s the default %s, values.yaml has `%s`", path, def, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -80,20 +81,17 @@ const (
 	EventDisputeUpdated ProviderEventType = "dispute.updated"
 )
 
+// ProviderEventTypes lists the event types payd applies.
+var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
+	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}
+
 // ErrInvalidSignature means a webhook's signature is missing, wrong or too
 // old: nothing in it may be believed.
 var ErrInvalidSignature = errors.New("provider: invalid webhook signature")
 
 // Known reports whether payd applies events of type t. Unknown types are
 // still valid events: they are stored and ignored, not refused.
-func (t ProviderEventType) Known() bool {
-	switch t {
-	case EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
-		EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated:
-		return true
-	}
-	return false
-}
+func (t ProviderEventType) Known() bool { return slices.Contains(ProviderEventTypes, t) }
 
 // Dispute reports whether t is about a dispute.
 func (t ProviderEventType) Dispute() bool {

@@ -11,3 +11,6 @@ const (
 	RetryLockTimeout RetryReason = "lock_wait_timeout" // MySQL 1205
 	RetrySQLiteBusy  RetryReason = "sqlite_busy"       // SQLITE_BUSY / SQLITE_LOCKED
 )
+
+// RetryReasons lists every retry reason.
+var RetryReasons = []RetryReason{RetryDeadlock, RetryLockTimeout, RetrySQLiteBusy}

@@ -589,9 +589,24 @@ type inproc struct {
 // helper; tests call start.
 func startInproc(t *testing.T, e env) *inproc {
 	t.Helper()
+	e = undelayed(e)
 	return launch(t, func(ctx context.Context, stdout, stderr io.Writer) error {
 		return run(ctx, nil, e.get, stdout, stderr)
 	})
+}
+
+// undelayed is e with PAYD_SHUTDOWN_DELAY=0 unless e sets it: the tests
+// stop payd hundreds of times, and only those about the shutdown delay
+// wait for it. Every starter, in-process or OS process, goes through it.
+func undelayed(e env) env {
+	if _, ok := e["PAYD_SHUTDOWN_DELAY"]; ok {
+		return e
+	}
+	out := env{"PAYD_SHUTDOWN_DELAY": "0"}
+	for k, v := range e {
+		out[k] = v
+	}
+	return out
 }
 
 // launch runs payd's main until ctx ends, waits until it listens and
@@ -618,7 +633,7 @@ func launch(t *testing.T, main func(ctx context.Context, stdout, stderr io.Write
 // ends. It is start's helper for tracedBy; tests call start.
 func startBuilt(t *testing.T, e env, opts ...app.Option) *inproc {
 	t.Helper()
-	cfg, err := loadConfig("serve", nil, e.get, io.Discard)
+	cfg, err := loadConfig("serve", nil, undelayed(e).get, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,3 +36,25 @@ func TestPaymentResultsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsDocumented: every payd_* metric a fresh payd exports (Redis
+// configured, every labelled series at 0) is named in the README.
+func TestMetricsDocumented(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name := range freshScrape(t) {
+		if !strings.HasPrefix(name, "payd_") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(readme), "`"+name+"`") && !strings.Contains(string(readme), "`"+name+"{") {
+			t.Errorf("README does not name the metric %s", name)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("a fresh scrape has %d payd_* metrics, want the whole set", n)
+	}
+}

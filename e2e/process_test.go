@@ -144,7 +144,8 @@ func launchPaydProc(t *testing.T, exe, name string, e env) (*paydProc, error) {
 	}
 }
 
-// childEnv is the test's environment without any PAYD_* setting, plus e.
+// childEnv is the test's environment without any PAYD_* setting, plus e
+// (no shutdown delay unless e sets one: undelayed).
 func childEnv(e env) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -152,7 +153,7 @@ func childEnv(e env) []string {
 			out = append(out, kv)
 		}
 	}
-	for k, v := range e {
+	for k, v := range undelayed(e) {
 		out = append(out, k+"="+v)
 	}
 	return out

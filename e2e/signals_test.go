@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
@@ -193,53 +195,129 @@ func TestOutcomeLogLines(t *testing.T) {
 	}
 }
 
-// TestAlertRules: deploy/prometheus/alerts.yml is a valid Prometheus rule
-// file (rulefmt, PromQL) and every metric its expressions select is one a
-// real payd exports: a rule on a renamed or missing metric would never fire.
-func TestAlertRules(t *testing.T) {
-	p := parser.NewParser(parser.Options{})
-	groups, errs := rulefmt.ParseFile("../deploy/prometheus/alerts.yml", false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
-	if len(errs) > 0 {
-		t.Fatalf("alerts.yml: %v", errs)
-	}
-	_, addr := signalsStack(t, "sqlite")
-	fams := scrapeFamilies(t, "http://"+addr+"/metrics")
-	exported := map[string]bool{}
+// exportedNames are the metric names a scrape has, with a histogram's
+// _bucket, _count and _sum series, and Prometheus's own up.
+func exportedNames(fams map[string]*dto.MetricFamily) map[string]bool {
+	exported := map[string]bool{"up": true} // Prometheus's, for every target
 	for name, f := range fams {
 		exported[name] = true
 		if f.GetType() == dto.MetricType_HISTOGRAM {
 			exported[name+"_bucket"], exported[name+"_count"], exported[name+"_sum"] = true, true, true
 		}
 	}
-	alerts := map[string]bool{}
+	return exported
+}
+
+// selectedNames are the metric names expr selects.
+func selectedNames(expr parser.Expr) []string {
+	var names []string
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			names = append(names, vs.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+// alertRules parses deploy/prometheus/alerts.yml as Prometheus loads it.
+func alertRules(t *testing.T) []rulefmt.Rule {
+	t.Helper()
+	p := parser.NewParser(parser.Options{})
+	groups, errs := rulefmt.ParseFile(filepath.Join(repoRoot, "deploy/prometheus/alerts.yml"), false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatalf("alerts.yml: %v", errs)
+	}
+	var rules []rulefmt.Rule
 	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			alerts[r.Alert] = true
-			expr, err := p.ParseExpr(r.Expr)
-			if err != nil {
-				t.Fatalf("alert %s: %v", r.Alert, err)
-			}
-			names := 0
-			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-				if vs, ok := n.(*parser.VectorSelector); ok {
-					names++
-					if !exported[vs.Name] {
-						t.Errorf("alert %s selects %s, which payd does not export", r.Alert, vs.Name)
-					}
-				}
-				return nil
-			})
-			if names == 0 {
-				t.Errorf("alert %s selects no metric", r.Alert)
+		rules = append(rules, g.Rules...)
+	}
+	return rules
+}
+
+// TestAlertRules: deploy/prometheus/alerts.yml is a valid Prometheus rule
+// file (rulefmt, PromQL, annotation templates: what promtool check rules
+// checks), every metric its expressions select is one a fresh payd
+// exports before any traffic (a rule on a renamed or missing metric would
+// never fire), and every alert says how urgent it is, what it means and
+// where its runbook is.
+func TestAlertRules(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	rules := alertRules(t)
+	exported := exportedNames(freshScrape(t))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := markdownAnchors(string(readme))
+	alerts := map[string]bool{}
+	for _, r := range rules {
+		if r.Alert == "" {
+			t.Errorf("rule %q is not an alert: alerts.yml holds alerts only", r.Record)
+			continue
+		}
+		if alerts[r.Alert] {
+			t.Errorf("alert %s is defined twice", r.Alert)
+		}
+		alerts[r.Alert] = true
+		expr, err := p.ParseExpr(r.Expr)
+		if err != nil {
+			t.Fatalf("alert %s: %v", r.Alert, err)
+		}
+		names := selectedNames(expr)
+		if len(names) == 0 {
+			t.Errorf("alert %s selects no metric", r.Alert)
+		}
+		for _, name := range names {
+			if !exported[name] {
+				t.Errorf("alert %s selects %s, which payd does not export", r.Alert, name)
 			}
 		}
+		if sev := r.Labels["severity"]; sev != "page" && sev != "ticket" {
+			t.Errorf("alert %s: severity %q, want page or ticket", r.Alert, sev)
+		}
+		for _, a := range []string{"summary", "description", "runbook"} {
+			if strings.TrimSpace(r.Annotations[a]) == "" {
+				t.Errorf("alert %s has no %s annotation", r.Alert, a)
+			}
+		}
+		if doc, anchor, _ := strings.Cut(r.Annotations["runbook"], "#"); doc == "README.md" && !anchors[anchor] {
+			t.Errorf("alert %s: runbook %q names no heading of README.md", r.Alert, r.Annotations["runbook"])
+		}
 	}
-	for _, want := range []string{"PaydPaymentStuck", "PaydDiscrepanciesOpen", "PaydProviderErrorRate", "PaydWebhookSignatureFailures", "PaydDisputeOpened"} {
+	for _, want := range []string{"PaydPaymentStuck", "PaydDiscrepanciesOpen", "PaydProviderErrorRate", "PaydWebhookSignatureFailures", "PaydDisputeOpened",
+		"PaydDown", "PaydInstanceDown", "Payd5xxRatio", "PaydLatencyP99High", "PaydDBPoolExhausted", "PaydRedisDown"} {
 		if !alerts[want] {
 			t.Errorf("alerts.yml has no %s rule", want)
 		}
 	}
-	if _, err := os.Stat("../deploy/prometheus/alerts.yml"); err != nil {
-		t.Fatal(err)
+	// Each alert has a row in the README's table of alerts.
+	for a := range alerts {
+		if !strings.Contains(string(readme), "| `"+a+"` |") {
+			t.Errorf("README's table of alerts has no row for %s", a)
+		}
 	}
+}
+
+// markdownAnchors are the anchors of a Markdown document's headings, as
+// GitHub makes them: lower case, spaces as dashes, punctuation dropped.
+func markdownAnchors(doc string) map[string]bool {
+	anchors := map[string]bool{}
+	for line := range strings.SplitSeq(doc, "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		anchors[b.String()] = true
+	}
+	return anchors
 }

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +12,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/payd/payd/internal/otlptest"
+	"github.com/payd/payd/internal/redistest"
+	"github.com/payd/payd/telemetry"
 )
 
 // traceparents records the traceparent header of every request the
@@ -45,6 +45,7 @@ func (h *traceparents) all() []string {
 // traceparent of that span at the provider, and the trace id in the
 // request's log lines.
 func TestTracingPay(t *testing.T) {
+	otelEnv(t, nil)
 	rec := tracetest.NewSpanRecorder()
 	p := start(t, tracedBy(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
 	seen := p.seen
@@ -103,6 +104,7 @@ func TestTracingPay(t *testing.T) {
 // TestTracingOff: without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced:
 // no traceparent reaches the provider and no log line has a trace_id.
 func TestTracingOff(t *testing.T) {
+	otelEnv(t, nil)
 	p := start(t, tracedBy(nil))
 	seen := p.seen
 	_, tok := p.register(newEmail())
@@ -119,66 +121,181 @@ func TestTracingOff(t *testing.T) {
 	}
 }
 
-// collector is a stand-in OTLP/HTTP collector: it keeps the names of the
-// spans payd exports to /v1/traces, and their service.name.
-type collector struct {
-	mu       sync.Mutex
-	spans    []string
-	services []string
+// otelEnv sets the OTEL_* variables for payd started in this process (it
+// reads them from the process environment, as the OpenTelemetry SDK does),
+// every other one empty.
+func otelEnv(t *testing.T, vars map[string]string) {
+	t.Helper()
+	for _, k := range telemetry.TracingVariables {
+		t.Setenv(k, vars[k])
+	}
 }
 
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+// tracedPay registers, creates an order of an unusual amount and pays it
+// on s, and returns the values no span may carry: the amount, the email,
+// the customer's token and the request's idempotency key.
+func tracedPay(t *testing.T, s *stack) []string {
+	t.Helper()
+	email := newEmail()
+	_, tok := s.register(email)
+	order := s.order(tok, "73.19")
+	key := uuid.NewString()
+	if r := s.pay(tok, order, key, "pm_ok"); r.Status != http.StatusOK {
+		t.Fatalf("Pay = %d %s, want 200", r.Status, r.Body)
+	}
+	return []string{"73.19", "7319", email, tok, key}
+}
+
+// TestTracingBySpec: payd configured by the specification's variables
+// alone — OTEL_SERVICE_NAME and gRPC to OTEL_EXPORTER_OTLP_ENDPOINT, or
+// HTTP/protobuf to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT alone — exports a
+// pay's trace with its resource (service.name, service.version) and
+// database spans under the pay's HTTP server span, each with its
+// operation and none with a value the request bound.
+func TestTracingBySpec(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, dialect string) {
+				var rcv *otlptest.Receiver
+				vars := map[string]string{"OTEL_SERVICE_NAME": "payd-eu"}
+				if proto == "grpc" {
+					rcv = otlptest.NewGRPC(t)
+					vars["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"
+					vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = rcv.Endpoint
+				} else {
+					rcv = otlptest.NewHTTP(t)
+					vars["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = rcv.Endpoint + "/v1/traces"
+				}
+				otelEnv(t, vars)
+				s := start(t, on(dialect))
+				secrets := tracedPay(t, s)
+				s.stop() // flushes the batch
+				checkPayTrace(t, rcv.Spans(), dialect, secrets)
+			})
+		})
+	}
+}
+
+// checkPayTrace finds the pay's server span among spans, with payd-eu's
+// resource, and database spans beneath it.
+func checkPayTrace(t *testing.T, spans []otlptest.Span, dialect string, secrets []string) {
+	t.Helper()
+	var pay otlptest.Span
+	for _, sp := range spans {
+		if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
+			pay = sp
 		}
-		body = zr
 	}
-	raw, err := io.ReadAll(body)
-	var req coltracepb.ExportTraceServiceRequest
-	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(raw, &req) != nil {
-		http.Error(w, "bad export", http.StatusBadRequest)
-		return
+	if pay.SpanID == "" {
+		t.Fatalf("no server span POST /v1/orders/:id/pay among %d spans: %v", len(spans), spanNames(spans))
 	}
-	c.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				c.services = append(c.services, kv.GetValue().GetStringValue())
+	if pay.Resource["service.name"] != "payd-eu" || pay.Resource["service.version"] == "" {
+		t.Errorf("resource = %v, want service.name payd-eu and a service.version", pay.Resource)
+	}
+	system := map[string]string{"sqlite": "sqlite", "mysql": "mysql"}[dialect]
+	var ops []string
+	for _, sp := range spans {
+		if sp.Attrs["db.system.name"] == "" {
+			continue
+		}
+		if sp.Kind != tracepb.Span_SPAN_KIND_CLIENT || sp.Attrs["db.system.name"] != system || sp.Attrs["db.namespace"] == "" {
+			t.Errorf("database span %q: kind %v, attributes %v; want a client span of %s with db.namespace", sp.Name, sp.Kind, sp.Attrs, system)
+		}
+		if sp.Attrs["db.operation.name"] == "" {
+			t.Errorf("database span %q has no db.operation.name: %v", sp.Name, sp.Attrs)
+		}
+		checkNoSecrets(t, sp, secrets)
+		if sp.TraceID == pay.TraceID && otlptest.Ancestor(spans, sp, pay.SpanID) {
+			ops = append(ops, sp.Attrs["db.operation.name"])
+		}
+	}
+	if !slices.ContainsFunc(ops, func(op string) bool { return op == "UPDATE" || op == "BATCH" }) {
+		t.Errorf("database operations under the pay's server span = %v, want its claim and settlement among them", ops)
+	}
+}
+
+// checkNoSecrets fails if any attribute of sp holds one of the values.
+func checkNoSecrets(t *testing.T, sp otlptest.Span, secrets []string) {
+	t.Helper()
+	for k, v := range sp.Attrs {
+		for _, secret := range secrets {
+			if strings.Contains(v, secret) {
+				t.Errorf("span %q attribute %s = %q holds the bound value %q", sp.Name, k, v, secret)
 			}
 		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				c.spans = append(c.spans, s.GetName())
-			}
-		}
 	}
-	c.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	_, _ = w.Write(out)
+}
+
+func spanNames(spans []otlptest.Span) []string {
+	var names []string
+	for _, sp := range spans {
+		names = append(names, sp.Kind.String()+" "+sp.Name)
+	}
+	return names
 }
 
 // TestTracingExportsOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT set, `payd
-// serve` exports its spans over OTLP/HTTP, at the latest when it stops.
+// serve` exports its spans over OTLP/HTTP (the specification's default
+// protocol) to its /v1/traces, at the latest when it stops, under
+// service.name payd when nothing names the service.
 func TestTracingExportsOTLP(t *testing.T) {
-	col := &collector{}
-	srv := httptest.NewServer(col)
-	defer srv.Close()
-	s := start(t, on("sqlite"), withEnv(env{"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL}))
+	rcv := otlptest.NewHTTP(t)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
+	s := start(t, on("sqlite"))
 	_, tok := s.register(newEmail())
 	s.paidOrder(tok, "2.50")
 	s.stop() // flushes the batch
 
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	if !slices.Contains(col.spans, "POST /v1/orders/:id/pay") || !slices.Contains(col.spans, "provider POST /v1/charges") {
-		t.Errorf("exported spans = %q, want the pay route's and the charge's", col.spans)
+	var names, services []string
+	for _, sp := range rcv.Spans() {
+		names = append(names, sp.Name)
+		services = append(services, sp.Resource["service.name"])
 	}
-	if len(col.services) == 0 || col.services[0] != "payd" {
-		t.Errorf("exported service.name = %q, want payd", col.services)
+	if !slices.Contains(names, "POST /v1/orders/:id/pay") || !slices.Contains(names, "provider POST /v1/charges") {
+		t.Errorf("exported spans = %q, want the pay route's and the charge's", names)
+	}
+	if len(services) == 0 || slices.ContainsFunc(services, func(s string) bool { return s != "payd" }) {
+		t.Errorf("exported service.name = %q, want payd", services)
+	}
+	if paths := rcv.Paths(); len(paths) == 0 || slices.ContainsFunc(paths, func(p string) bool { return p != "/v1/traces" }) {
+		t.Errorf("exports sent to %q, want /v1/traces", paths)
+	}
+}
+
+// TestTracingRedis: with Redis in front of the database, a pay's Redis
+// commands are client spans under its server span, named after the
+// command, with no key or value among their attributes.
+func TestTracingRedis(t *testing.T) {
+	rcv := otlptest.NewGRPC(t)
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.Endpoint})
+	srv := redistest.Start(t)
+	s := start(t, on("sqlite"), withEnv(env{"PAYD_REDIS_URL": srv.URL()}))
+	secrets := tracedPay(t, s)
+	s.stop()
+	spans := rcv.Spans()
+	var pay otlptest.Span
+	for _, sp := range spans {
+		if sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.Name == "POST /v1/orders/:id/pay" {
+			pay = sp
+		}
+	}
+	if pay.SpanID == "" {
+		t.Fatalf("no pay server span among %v", spanNames(spans))
+	}
+	var cmds []string
+	for _, sp := range spans {
+		if sp.Attrs["db.system"] != "redis" {
+			continue
+		}
+		if _, ok := sp.Attrs["db.statement"]; ok {
+			t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)
+		}
+		checkNoSecrets(t, sp, secrets)
+		if otlptest.Ancestor(spans, sp, pay.SpanID) {
+			cmds = append(cmds, sp.Name)
+		}
+	}
+	if len(cmds) == 0 {
+		t.Errorf("no redis span under the pay's server span; spans %v", spanNames(spans))
 	}
 }

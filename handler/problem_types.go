@@ -60,7 +60,7 @@ var problemTypes = map[string]problemType{
 	"rate_limited":                  {429, "Too many requests", "This caller (a customer token, an operator token, or a client address on a route without a token or after failed authentications) sent more requests than payd allows (PAYD_RATE_LIMIT per second, bursts up to PAYD_RATE_LIMIT_BURST; provider webhooks have their own, PAYD_WEBHOOK_RATE_LIMIT per source address). The request was refused before payd read it: nothing was done, and an idempotency key stays free. Retry after the seconds in Retry-After; the RateLimit-Policy and RateLimit headers give the quota and what is left of it."},
 	"too_many_streams":              {429, "Too many event streams", "This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."},
 	"http_error":                    {400, "HTTP error", "The HTTP request was refused before payd read it; the status and detail say why."},
-	"not_ready":                     {503, "Not ready", "payd cannot serve yet: its database is unreachable or its migrations are not applied."},
+	"not_ready":                     {503, "Not ready", "payd cannot serve yet, or no longer: its database is unreachable, its migrations are not applied, or it is shutting down (the detail says which)."},
 	"service_unavailable":           {503, "Service unavailable", "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe."},
 	"internal_error":                {500, "Internal error", "Something went wrong inside payd. It was logged with the request_id of this problem: quote it when you report it."},
 }

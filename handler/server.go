@@ -71,6 +71,7 @@ func New(d Deps) *echo.Echo {
 	e.IPExtractor = ipExtractor(d.RateLimits.TrustedProxies)
 	e.Use(requestID(), d.Metrics.Middleware(e), accessLog(d.Log), recoverPanic)
 	routes(e, d)
+	d.Metrics.ExportRoutes(e.Routes())
 	return e
 }
 

@@ -108,6 +108,9 @@ const (
 	KeyTookOver KeyOutcome = "took_over"
 )
 
+// KeyOutcomes lists every key outcome.
+var KeyOutcomes = []KeyOutcome{KeyExecuted, KeyReplayed, KeyInUse, KeyReused, KeyTookOver}
+
 // Engine is the idempotency engine every mutating request goes through
 // (docs/guarantees.md#idempotency-rules).
 // Inserting the record is the lock; its lease says how long the holder may

@@ -12,6 +12,7 @@ package repository
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,18 +78,72 @@ type DB struct {
 // sqlite://PATH (relative or absolute; sqlite://:memory: for a private
 // in-memory database) or mysql://USER:PASS@HOST:PORT/DB?params, and checks
 // that it answers. Errors never repeat the URL: it may carry a password.
-func Open(ctx context.Context, rawURL string) (*DB, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (*DB, error) {
+	var oc openConfig
+	for _, o := range opts {
+		o(&oc)
+	}
 	scheme, rest, _ := strings.Cut(rawURL, "://")
 	switch scheme {
 	case "sqlite":
-		return openSQLite(ctx, rest)
+		return openSQLite(ctx, rest, oc)
 	case "mysql":
-		return openMySQL(ctx, rawURL)
+		return openMySQL(ctx, rawURL, oc)
 	}
 	return nil, fmt.Errorf("open database: unsupported URL scheme %q (want sqlite:// or mysql://)", scheme)
 }
 
-func openSQLite(ctx context.Context, path string) (*DB, error) {
+// Option changes how Open opens a database.
+type Option func(*openConfig)
+
+// PoolOpener opens a database/sql pool on a connector, as sql.OpenDB does.
+// system is the database's kind ("sqlite" or "mysql") and namespace its
+// name (the MySQL database, or the SQLite file), for whoever wraps the
+// connector (tracing: telemetry.Tracing.DatabaseOptions).
+type PoolOpener func(c driver.Connector, system, namespace string) *sql.DB
+
+// WithPoolOpener has Open open every pool with open instead of
+// database/sql's own. Without it the pools are database/sql's, unwrapped.
+func WithPoolOpener(open PoolOpener) Option {
+	return func(oc *openConfig) { oc.pools = open }
+}
+
+// openConfig is Open's options.
+type openConfig struct {
+	pools PoolOpener // nil: sql.Open, sql.OpenDB
+}
+
+// open is sql.Open(driverName, dsn), or the PoolOpener's pool on the
+// same driver and name.
+func (oc openConfig) open(driverName, dsn, system, namespace string) (*sql.DB, error) {
+	db, err := sql.Open(driverName, dsn)
+	if err != nil || oc.pools == nil {
+		return db, err
+	}
+	drv := db.Driver()
+	_ = db.Close() // no connection opened yet: it only named the driver
+	return oc.pools(dsnConnector{drv: drv, dsn: dsn}, system, namespace), nil
+}
+
+// openDB is sql.OpenDB(c), or the PoolOpener's pool on c.
+func (oc openConfig) openDB(c driver.Connector, system, namespace string) *sql.DB {
+	if oc.pools == nil {
+		return sql.OpenDB(c)
+	}
+	return oc.pools(c, system, namespace)
+}
+
+// dsnConnector is a driver and a name as a driver.Connector, as sql.Open
+// makes one for a driver without a connector of its own.
+type dsnConnector struct {
+	drv driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+
+func openSQLite(ctx context.Context, path string, oc openConfig) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("open database: sqlite URL has no path")
 	}
@@ -98,13 +153,13 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	if err := checkSQLiteFolder(path); err != nil {
 		return nil, err
 	}
-	return openSQLiteWith(ctx, path, sqlitePragmas, sqliteReadPragmas)
+	return openSQLiteWith(ctx, path, sqlitePragmas, sqliteReadPragmas, oc)
 }
 
 // openSQLiteWith opens path with the writer's and the readers' connection
 // settings (tests vary them).
-func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string) (*DB, error) {
-	write, err := sql.Open(sqlite.DriverName, path+"?"+writePragmas)
+func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string, oc openConfig) (*DB, error) {
+	write, err := oc.open(sqlite.DriverName, path+"?"+writePragmas, "sqlite", path)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 	}
@@ -112,7 +167,7 @@ func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string)
 	var pool gorm.ConnPool = write
 	var read *sql.DB
 	if path != ":memory:" { // every connection would open its own empty database
-		read, err = sql.Open(sqlite.DriverName, path+"?"+readPragmas)
+		read, err = oc.open(sqlite.DriverName, path+"?"+readPragmas, "sqlite", path)
 		if err != nil {
 			write.Close()
 			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
@@ -178,12 +233,12 @@ func (db *DB) useWAL(ctx context.Context) error {
 	return fmt.Errorf("open sqlite database: cannot switch to WAL mode (mode %q, error %v)", mode, err)
 }
 
-func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
+func openMySQL(ctx context.Context, rawURL string, oc openConfig) (*DB, error) {
 	cfg, err := mysqlConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql database: %w", err)
 	}
-	sqlDB, err := connectMySQL(ctx, cfg)
+	sqlDB, err := connectMySQL(ctx, cfg, oc)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +251,7 @@ func openMySQL(ctx context.Context, rawURL string) (*DB, error) {
 		// Reconnect with the cluster-wide read wait in every session.
 		sqlDB.Close()
 		cfg.Params["wsrep_sync_wait"] = "1"
-		if sqlDB, err = connectMySQL(ctx, cfg); err != nil {
+		if sqlDB, err = connectMySQL(ctx, cfg, oc); err != nil {
 			return nil, err
 		}
 	}
@@ -261,7 +316,7 @@ const errUnknownVariable = 1193
 // a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
 // could still show it pending), and range reads take no gap locks, a
 // common source of deadlocks.
-func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
+func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.DB, error) {
 	var err error
 	for _, name := range isolationVars {
 		c := cfg.Clone()
@@ -273,7 +328,7 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 		if cerr != nil {
 			return nil, fmt.Errorf("open mysql database: %w", cerr)
 		}
-		sqlDB := sql.OpenDB(connector)
+		sqlDB := oc.openDB(connector, "mysql", cfg.DBName)
 		if err = sqlDB.PingContext(ctx); err == nil {
 			return sqlDB, nil
 		}

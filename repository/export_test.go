@@ -12,7 +12,7 @@ import (
 // retried, so a test sees every such wait.
 func OpenSQLiteNoWait(ctx context.Context, path string) (*DB, error) {
 	noWait := func(p string) string { return strings.Replace(p, "busy_timeout(10000)", "busy_timeout(0)", 1) }
-	return openSQLiteWith(ctx, path, noWait(sqlitePragmas), noWait(sqliteReadPragmas))
+	return openSQLiteWith(ctx, path, noWait(sqlitePragmas), noWait(sqliteReadPragmas), openConfig{})
 }
 
 // FailAt makes the database's statements and commits call fault first:

@@ -61,6 +61,9 @@ const (
 	JobReconcileSchedule JobName = "reconcile_schedule"
 )
 
+// JobNames lists every background job.
+var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule}
+
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500
 

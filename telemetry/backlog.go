@@ -3,11 +3,12 @@ package telemetry
 import (
 	"context"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payd/payd/internal/version"
 )
 
 // Backlog gauges are read from the database at most once per BacklogTTL
@@ -17,23 +18,18 @@ const (
 	BacklogTimeout = 2 * time.Second
 )
 
-// buildInfo is payd_build_info: always 1, its labels say which payd this is.
+// buildInfo is payd_build_info: always 1, its labels say which payd this
+// is (stamped with -ldflags, else the toolchain's record: internal/version).
 func buildInfo() prometheus.Collector {
-	version, revision := "(devel)", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				revision = s.Value
-			}
-		}
+	bi := version.Read()
+	revision := bi.Revision
+	if revision == "" {
+		revision = "unknown"
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "payd_build_info",
 		Help:        "Which payd runs: version, VCS revision and Go version as labels; always 1.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": revision, "goversion": runtime.Version()},
 	})
 	g.Set(1)
 	return g

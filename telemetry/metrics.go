@@ -9,6 +9,7 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -87,17 +88,62 @@ func NewMetrics() *Metrics {
 		provider: newProviderHistogram(), rejected: newWebhookRejections(),
 		rateLimited: newRateLimited(),
 	}
-	// Every type starts at 0, so the first discrepancy of a type after a
-	// start is an increase() too: the PaydDisputeOpened alert counts new
-	// disputes as the disputed series' increase.
-	for _, t := range domain.DiscrepancyTypes {
-		m.discrepancies.WithLabelValues(string(t))
-	}
+	m.startAtZero()
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
 	m.reg.MustRegister(m.rateLimited)                       // ratelimit.go (ADR 0037)
 	return m
+}
+
+// startAtZero exports every series of a closed label set at 0 from the
+// start, so the first event after a restart is an increase() too: an alert
+// on increase() or rate() misses nothing while a series is still absent
+// (the PaydDisputeOpened alert counts new disputes as the disputed
+// series' increase). The sets are the enums' own lists, never retyped.
+func (m *Metrics) startAtZero() {
+	for _, o := range idempotency.KeyOutcomes {
+		m.idempotency.WithLabelValues(string(o))
+	}
+	for _, t := range slices.Concat(domain.ProviderEventTypes, []domain.ProviderEventType{"other"}) {
+		for _, o := range domain.WebhookOutcomes {
+			m.webhooks.WithLabelValues(string(t), string(o))
+		}
+	}
+	for _, r := range service.PaymentOutcomes {
+		m.payments.WithLabelValues(string(r))
+	}
+	for _, t := range domain.DiscrepancyTypes {
+		m.discrepancies.WithLabelValues(string(t))
+	}
+	for _, j := range service.JobNames {
+		m.jobs.WithLabelValues(string(j))
+	}
+	for _, r := range domain.RetryReasons {
+		m.dbRetries.WithLabelValues(string(r))
+	}
+	for _, op := range ProviderOperations {
+		for _, o := range ProviderOutcomes {
+			if o != ProviderDeclined || op == "charge" { // only a charge is declined
+				m.provider.WithLabelValues(op, string(o))
+			}
+		}
+	}
+	for _, r := range WebhookRejections {
+		m.rejected.WithLabelValues(string(r))
+	}
+}
+
+// ExportRoutes starts each route's 5xx latency series at 0, so the
+// Payd5xxRatio alert sees the first server errors after a restart. Only
+// the 5xx class: one histogram per route, not one per route and status
+// class. handler.New calls it once its routes are registered.
+func (m *Metrics) ExportRoutes(routes []*echo.Route) {
+	for _, r := range routes {
+		if method := methodLabel(r.Method); method != "other" {
+			m.observer(r.Path, method, "5xx")
+		}
+	}
 }
 
 // DBRetried counts one retry of a database transaction or statement, by

@@ -77,6 +77,9 @@ const (
 	RejectedMalformed        WebhookRejection = "malformed"
 )
 
+// WebhookRejections are the values of the reason label.
+var WebhookRejections = []WebhookRejection{RejectedInvalidSignature, RejectedMalformed}
+
 // WebhookRejected counts one refused webhook delivery (handler.Webhooks.Rejected).
 func (m *Metrics) WebhookRejected(reason WebhookRejection) {
 	if reason != RejectedInvalidSignature {

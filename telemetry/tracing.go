@@ -2,79 +2,97 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payd/payd/provider"
 )
 
-// Tracing is payd's OpenTelemetry tracing (ADR 0022): off unless
-// OTEL_EXPORTER_OTLP_ENDPOINT is set. Off means nothing is wrapped — no
-// span is made, no header added — so it costs nothing. Nothing is global:
-// the tracer provider and the W3C propagator are handed to the server
-// handler and the provider client that use them.
+// Tracing is payd's OpenTelemetry tracing (ADR 0022, ADR 0035), configured
+// by the specification's OTEL_* variables alone (tracingEnv). Off means
+// nothing is wrapped — no span is made, no header added, no driver or
+// client instrumented — so it costs nothing. Nothing is global: the tracer
+// provider and the propagator are handed to the server handler, the
+// provider client, the database pools and the Redis client that use them.
 type Tracing struct {
-	tp trace.TracerProvider // nil: tracing is off
+	tp   trace.TracerProvider // nil: tracing is off
+	prop propagation.TextMapPropagator
 	// Shutdown flushes the spans still batched and stops exporting.
 	Shutdown func(context.Context) error
 }
 
-// TracingConfig says where spans go.
+// TracingConfig is what payd adds to the OTEL_* variables.
 type TracingConfig struct {
-	// Endpoint is the OTLP/HTTP collector's base URL
-	// (OTEL_EXPORTER_OTLP_ENDPOINT); empty is tracing off.
-	Endpoint string
-	Env      string // PAYD_ENV, a resource attribute of every span
-	// Provider, optional (tests), is used instead of an exporter.
+	Env string // PAYD_ENV: payd.env and deployment.environment.name, unless OTEL_RESOURCE_ATTRIBUTES says otherwise
+	// Version is service.version unless OTEL_RESOURCE_ATTRIBUTES says
+	// otherwise; empty: the binary's build version (BuildVersion).
+	Version string
+	// Provider, optional (tests), is used instead of an exporter: tracing
+	// is then on whatever the variables say.
 	Provider trace.TracerProvider
 }
 
-// propagator is the W3C trace context (traceparent, tracestate).
-var propagator = propagation.TraceContext{}
-
-// StartTracing exports spans over OTLP/HTTP to cfg.Endpoint (the
-// collector's base URL: spans go to its /v1/traces), batched. A test may
-// hand its own provider in cfg.Provider instead.
+// StartTracing starts tracing as the OTEL_* variables say (tracingEnv):
+// spans batched and exported over OTLP, gRPC or HTTP/protobuf, flushed by
+// Shutdown. A test may hand its own provider in cfg.Provider instead.
+// Invalid variables are an error naming the variable: payd refuses to start
+// rather than trace differently from what was asked. The variables are
+// read from the process environment, where the exporters and the SDK read
+// theirs.
 func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 	off := Tracing{Shutdown: func(context.Context) error { return nil }}
-	if cfg.Provider != nil {
-		return Tracing{tp: cfg.Provider, Shutdown: off.Shutdown}, nil
+	env, err := readTracingEnv(os.Getenv)
+	if err != nil {
+		return off, err
 	}
-	if cfg.Endpoint == "" {
+	if cfg.Provider != nil {
+		return Tracing{tp: cfg.Provider, prop: env.propagator, Shutdown: off.Shutdown}, nil
+	}
+	if !env.on {
 		return off, nil
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/traces"))
+	exp, err := newExporter(ctx, env.protocol)
 	if err != nil {
-		return off, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
+		return off, err
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "payd"), attribute.String("payd.env", cfg.Env))))
-	return Tracing{tp: tp, Shutdown: tp.Shutdown}, nil
+	version := cfg.Version
+	if version == "" {
+		version, _ = BuildVersion()
+	}
+	res, err := tracingResource(ctx, cfg.Env, version)
+	if err != nil {
+		_ = exp.Shutdown(ctx)
+		return off, err
+	}
+	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and
+	// OTEL_TRACES_SAMPLER_ARG itself (checked in readTracingEnv);
+	// parentbased_always_on when unset.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return Tracing{tp: tp, prop: env.propagator, Shutdown: tp.Shutdown}, nil
 }
 
 // On reports whether spans are made.
 func (t Tracing) On() bool { return t.tp != nil }
 
 // Server wraps payd's handler: one server span per request, continuing the
-// caller's trace when it sent a traceparent. The span is named after the
-// route once Echo has matched it (routeSpan).
+// caller's trace (and baggage) when it sent one in the headers the
+// propagators read. The span is named after the route once Echo has
+// matched it (routeSpan).
 func (t Tracing) Server(e *echo.Echo) http.Handler {
 	if !t.On() {
 		return e
 	}
 	e.Use(routeSpan)
-	return otelhttp.NewHandler(e, "payd", otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(propagator),
+	return otelhttp.NewHandler(e, "payd", otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(t.prop),
 		otelhttp.WithFilter(traced))
 }
 
@@ -102,16 +120,16 @@ func routeSpan(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // ProviderOptions make the provider client send through an instrumented
-// transport: a client span per call, and the traceparent header so the
-// provider's own traces join payd's. timeout is one call's
-// (PAYD_PROVIDER_TIMEOUT).
+// transport: a client span per call, and the propagators' headers
+// (traceparent, baggage) so the provider's own traces join payd's. timeout
+// is one call's (PAYD_PROVIDER_TIMEOUT).
 func (t Tracing) ProviderOptions(timeout time.Duration) []provider.Option {
 	opts := []provider.Option{provider.WithTimeout(timeout)}
 	if !t.On() {
 		return opts
 	}
 	hc := &http.Client{Transport: otelhttp.NewTransport(provider.NewTransport(),
-		otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(propagator),
+		otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(t.prop),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
 			return "provider " + r.Method + " " + providerRoute(r.URL.Path)
 		}))}

@@ -1,7 +1,8 @@
 // Command payd is the payment/order backend: `payd serve` (the default)
 // runs the HTTP API, `payd migrate up|status` manages the schema, `payd
 // sandbox` runs the sandbox payment provider on its own, `payd demo` walks a
-// running payd through a payment and `payd version` prints the build; `payd
+// running payd through a payment, `payd healthcheck` probes a running payd
+// (a container's HEALTHCHECK) and `payd version` prints the build; `payd
 // help COMMAND` describes each.
 package main
 
@@ -20,6 +21,6 @@ func main() {
 	defer stop()
 	if err := cli.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "payd:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitStatus(err))
 	}
 }

@@ -1,0 +1,132 @@
+package telemetry
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"reflect"
+	"strings"
+
+	"github.com/XSAM/otelsql"
+	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+
+	"github.com/payd/payd/repository"
+)
+
+// DatabaseOptions have repository.Open wrap payd's pools in otelsql when
+// tracing is on: a client span per statement, a child of the request's
+// span. Off, there are none, and the pools are database/sql's own,
+// unwrapped.
+//
+// A span carries db.system.name, db.namespace, db.operation.name (SELECT,
+// INSERT, UPDATE, DELETE, BEGIN, COMMIT, …; BATCH for the MySQL packets
+// of ADR 0034) and db.query.text, the statement as payd wrote it: every
+// value in it is a ? placeholder, and the bound arguments are never
+// recorded (ADR 0035). An error is recorded as its type (error.type), not
+// its message: a driver's message may quote a value (MySQL's "Duplicate
+// entry '…'"). Statements outside a traced request or job — background
+// polls — make no span (parentOnly).
+func (t Tracing) DatabaseOptions() []repository.Option {
+	if !t.On() {
+		return nil
+	}
+	tp := parentOnly{tp: t.tp}
+	return []repository.Option{repository.WithPoolOpener(func(c driver.Connector, system, namespace string) *sql.DB {
+		return otelsql.OpenDB(c,
+			otelsql.WithTracerProvider(tp),
+			otelsql.WithMeterProvider(noop.NewMeterProvider()), // payd's metrics are Prometheus's
+			otelsql.WithAttributes(attribute.String("db.system.name", system), attribute.String("db.namespace", namespace)),
+			otelsql.WithSpanNameFormatter(func(_ context.Context, m otelsql.Method, query string) string {
+				return dbOperation(m, query)
+			}),
+			otelsql.WithAttributesGetter(func(_ context.Context, m otelsql.Method, query string, _ []driver.NamedValue) []attribute.KeyValue {
+				return []attribute.KeyValue{attribute.String("db.operation.name", dbOperation(m, query))}
+			}),
+			otelsql.WithSpanErrorAttributesGetter(func(err error) []attribute.KeyValue {
+				return []attribute.KeyValue{attribute.String("error.type", reflect.TypeOf(err).String())}
+			}),
+			otelsql.WithSpanOptions(otelsql.SpanOptions{
+				DisableErrSkip:       true,
+				RecordError:          func(error) bool { return false }, // the message may quote a value
+				OmitConnResetSession: true,
+				OmitConnPrepare:      true,
+				OmitRows:             true,
+				OmitConnectorConnect: true,
+			}))
+	})}
+}
+
+// dbOperation is a statement's operation: its first keyword (SELECT,
+// INSERT, …), BATCH for a packet that starts a transaction and runs
+// several, or the transaction's step for the methods without text.
+func dbOperation(m otelsql.Method, query string) string {
+	switch m {
+	case otelsql.MethodConnBeginTx:
+		return "BEGIN"
+	case otelsql.MethodTxCommit:
+		return "COMMIT"
+	case otelsql.MethodTxRollback:
+		return "ROLLBACK"
+	case otelsql.MethodConnPing:
+		return "PING"
+	}
+	q := strings.TrimLeft(query, " \t\r\n(")
+	end := strings.IndexAny(q, " \t\r\n(;")
+	if end < 0 {
+		end = len(q)
+	}
+	op := strings.ToUpper(q[:end])
+	if op == "START" && strings.Contains(query, ";") {
+		return "BATCH"
+	}
+	if op == "" {
+		return string(m)
+	}
+	return op
+}
+
+// Redis instruments a Redis client payd made when tracing is on: a client
+// span per command or pipeline, a child of the request's span, named
+// after the command. The command's arguments (keys, values: tokens and
+// idempotency keys among them) are never recorded, nor the caller's
+// source line; dials make no span. Commands outside a traced request —
+// background subscriptions and health checks — make none (parentOnly).
+func (t Tracing) Redis(c redis.UniversalClient) error {
+	if !t.On() {
+		return nil
+	}
+	return redisotel.InstrumentTracing(c,
+		redisotel.WithTracerProvider(parentOnly{tp: t.tp}),
+		redisotel.WithDBStatement(false),
+		redisotel.WithCallerEnabled(false),
+		redisotel.WithDialFilter(true))
+}
+
+// parentOnly is a tracer provider whose tracers start a span only inside
+// another: a statement or a command sent outside any traced request or
+// job gets the context's no-op span back.
+type parentOnly struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p parentOnly) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return parentOnlyTracer{t: p.tp.Tracer(name, opts...)}
+}
+
+type parentOnlyTracer struct {
+	embedded.Tracer
+	t trace.Tracer
+}
+
+func (t parentOnlyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return t.t.Start(ctx, name, opts...)
+}
