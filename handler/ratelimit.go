@@ -19,7 +19,8 @@ import (
 // Rate requests per second and Burst at once. Rate and Burst hold for each
 // authenticated customer (by customer ID), each operator (by name) and
 // each client IP on the routes without a token (registration, the
-// document, the problem pages) and for failed authentications. Provider
+// document, the problem pages, the checkout page and the console) and for
+// failed authentications. Provider
 // webhooks have their own, WebhookRate and WebhookBurst per source IP. A
 // zero rate or burst turns that limit off; the zero value is no limits.
 type RateLimits struct {

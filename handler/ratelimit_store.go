@@ -13,6 +13,10 @@ import (
 // about 25 MB per limit at worst.
 const maxLimiterKeys = 100_000
 
+// maxIdle bounds how long an idle bucket is kept, for a limit that would
+// take longer to refill.
+const maxIdle = 24 * time.Hour
+
 // buckets is one rate limit's token buckets (x/time/rate), one per key,
 // in bounded memory. A bucket left alone for idle (the time it takes to
 // refill from empty) is full again, the same as a new one: it is dropped
@@ -38,7 +42,8 @@ type bucket struct {
 }
 
 func newBuckets(r rate.Limit, burst, size int) *buckets {
-	idle := time.Duration(float64(burst) / float64(r) * float64(time.Second))
+	refill := min(float64(burst)/float64(r), maxIdle.Seconds()) // a burst of days over a trickle is kept no longer than maxIdle
+	idle := time.Duration(refill * float64(time.Second))
 	return &buckets{rate: r, burst: burst, idle: max(idle, time.Second), max: size, byKey: map[string]*lists.Element{}}
 }
 

@@ -113,8 +113,8 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, customer)
 	// One webhook endpoint per provider mode: each answers 404 when its
-	// receiver is nil.
-	// Their own limit: a provider's retry storm must not spend a customer's.
+	// receiver is nil. Both have a limit of their own, per source: a
+	// provider's retry storm must not spend a customer's quota.
 	v1.POST("/webhooks/provider", d.Webhooks.receive, limits.webhooks())     // 404 when PAYD_PROVIDER=stripe
 	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive, limits.webhooks()) // 404 unless PAYD_PROVIDER=stripe
 
