@@ -21,9 +21,9 @@ type limitsConfig struct {
 func (c *Config) limitSettings() []setting {
 	return []setting{
 		{"PAYD_RATE_LIMIT", "rate-limit", "20", "requests per second per customer, per operator and per client IP without a valid token; 0 = no limit", &c.rateLimit, nil},
-		{"PAYD_RATE_LIMIT_BURST", "rate-limit-burst", "40", "requests at once beyond PAYD_RATE_LIMIT; 0 = no limit", &c.rateBurst, nil},
+		{"PAYD_RATE_LIMIT_BURST", "rate-limit-burst", "40", "the bucket's size: requests an idle caller may send at once; 0 = no limit", &c.rateBurst, nil},
 		{"PAYD_WEBHOOK_RATE_LIMIT", "webhook-rate-limit", "500", "provider webhook deliveries per second per source IP; 0 = no limit", &c.webhookRate, nil},
-		{"PAYD_WEBHOOK_RATE_LIMIT_BURST", "webhook-rate-limit-burst", "1000", "webhook deliveries at once beyond PAYD_WEBHOOK_RATE_LIMIT; 0 = no limit", &c.webhookBurst, nil},
+		{"PAYD_WEBHOOK_RATE_LIMIT_BURST", "webhook-rate-limit-burst", "1000", "the webhook bucket's size: deliveries an idle source may send at once; 0 = no limit", &c.webhookBurst, nil},
 		{"PAYD_TRUSTED_PROXIES", "trusted-proxies", "", "CIDRs of the proxies whose X-Forwarded-For tells the client IP, comma-separated (empty: the connection's peer is the client)", &c.trustedProxies, nil},
 	}
 }

@@ -154,6 +154,10 @@ func (l *limit) by(key func(echo.Context) string) echo.MiddlewareFunc {
 // limiters are payd's rate limits as they apply to routes.
 type limiters struct {
 	customer, operator, ip, webhook *limit
+	// failed is the per-IP limit on failed authentications, a bucket of
+	// its own: the pages and registration an address requests without a
+	// token (behind a proxy, all its users') never refuse a valid token.
+	failed *limit
 }
 
 func newLimiters(rl RateLimits, m *telemetry.Metrics) *limiters {
@@ -162,6 +166,7 @@ func newLimiters(rl RateLimits, m *telemetry.Metrics) *limiters {
 		operator: newLimit(telemetry.LimitOperator, rl.Rate, rl.Burst, m),
 		ip:       newLimit(telemetry.LimitIP, rl.Rate, rl.Burst, m),
 		webhook:  newLimit(telemetry.LimitWebhook, rl.WebhookRate, rl.WebhookBurst, m),
+		failed:   newLimit(telemetry.LimitIP, rl.Rate, rl.Burst, m),
 	}
 }
 
@@ -194,17 +199,17 @@ func (ls *limiters) operators(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
 func (ls *limiters) authenticated(auth, perCaller echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		h := auth(perCaller(next))
-		if ls.ip == nil {
+		if ls.failed == nil {
 			return h
 		}
 		return func(c echo.Context) error {
 			ip := clientKey(c)
-			if wait, over := ls.ip.over(ip); over {
-				return ls.ip.refuse(c, wait)
+			if wait, over := ls.failed.over(ip); over {
+				return ls.failed.refuse(c, wait)
 			}
 			err := h(c)
 			if err != nil && scopeOf(c) == domain.ScopePublic { // authentication failed
-				ls.ip.take(ip)
+				ls.failed.take(ip)
 			}
 			return err
 		}

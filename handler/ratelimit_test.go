@@ -201,6 +201,20 @@ func TestRateLimitFailedAuthByIP(t *testing.T) {
 	wantStatus(t, call(e, "GET", "/v1/orders", "198.51.100.8", "b"), "customer b from elsewhere", 200)
 }
 
+// TestRateLimitPublicSparesTokens: requests without a token (pages,
+// registration) spend their address's quota, and failed authentications
+// spend a quota of their own: behind one proxy address, however many pages
+// its users load, a valid token is still served.
+func TestRateLimitPublicSparesTokens(t *testing.T) {
+	e, _ := limitedServer(t, RateLimits{Rate: slow, Burst: 2})
+	for range 2 {
+		wantStatus(t, call(e, "GET", "/openapi.yaml", "198.51.100.20", ""), "document", 200)
+	}
+	wantLimited(t, call(e, "GET", "/openapi.yaml", "198.51.100.20", ""), "ip", 2, 2000)
+	wantStatus(t, call(e, "GET", "/v1/orders", "198.51.100.20", "a1"), "customer a after the address's pages", 200)
+	wantStatus(t, call(e, "GET", "/v1/admin/whoami", "198.51.100.20", adminTok), "operator after the address's pages", 200)
+}
+
 // TestRateLimitOperators: operators are limited by name, apart from the
 // customers and from each other.
 func TestRateLimitOperators(t *testing.T) {

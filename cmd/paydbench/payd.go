@@ -108,11 +108,11 @@ func startPayd(ctx context.Context, bin, dir, databaseURL, providerURL string, e
 
 // paydEnv is the benchmark's environment without payd's own variables, so
 // only the flags startPayd passes configure it; and with the rate limit
-// off, so that the benchmark measures payd, not its limit on one
+// off (the callers' and the webhooks'), so that the benchmark measures payd, not its limit on one
 // customer's requests (a variable, which a build without the limit
 // ignores, where a flag would stop it).
 func paydEnv() []string {
-	env := []string{"PAYD_RATE_LIMIT=0"}
+	env := []string{"PAYD_RATE_LIMIT=0", "PAYD_WEBHOOK_RATE_LIMIT=0"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PAYD_") {
 			env = append(env, kv)
