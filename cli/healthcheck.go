@@ -18,8 +18,8 @@ import (
 
 // healthcheckAbout is `payd help healthcheck`.
 const healthcheckAbout = "GETs -url and exits 0 on a 2xx answer, 1 on anything else (another status, no answer,\n" +
-	"no answer within -timeout), with one line on stderr saying why, and 2 on a usage error. It needs\n" +
-	"no shell or curl, so the distroless image runs it as its HEALTHCHECK.\n\n" +
+	"no answer within -timeout, a usage error), with one line on stderr saying why: 0 or 1 only, as\n" +
+	"Docker reserves 2. It needs no shell or curl, so the distroless image runs it as its HEALTHCHECK.\n\n" +
 	"The default URL is /healthz on PAYD_ADDR, a wildcard or empty host (0.0.0.0, ::) asked on\n" +
 	"127.0.0.1. /healthz, not /readyz: a container's health status is what Swarm and restart tools\n" +
 	"act on, and neither a database outage nor the shutdown delay (PAYD_SHUTDOWN_DELAY, while\n" +
@@ -31,20 +31,12 @@ const healthcheckAbout = "GETs -url and exits 0 on a 2xx answer, 1 on anything e
 // under the 30s Docker gives a HEALTHCHECK.
 const healthcheckTimeout = 2 * time.Second
 
-// usageError is a command line that cannot run as given: exit status 2.
-type usageError struct{ error }
-
-func (e usageError) Unwrap() error { return e.error }
-
-// ExitStatus is the process exit status for Main's error: 0 for none, 2 for
-// a usage error of payd healthcheck, 1 for any other.
+// ExitStatus is the process exit status for Main's error: 0 for none, 1
+// for any other. payd healthcheck's usage errors are 1 too: Docker
+// reserves a health check's exit status 2.
 func ExitStatus(err error) int {
-	var u usageError
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0
-	case errors.As(err, &u):
-		return 2
 	}
 	return 1
 }
@@ -61,22 +53,19 @@ func healthcheckFlags() (*flag.FlagSet, *string, *time.Duration) {
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs, rawURL, timeout := healthcheckFlags()
 	if err := parseFlags(fs, "healthcheck", args, stdout); err != nil {
-		if errors.Is(err, errHelpShown) {
-			return err
-		}
-		return usageError{err}
+		return err // help shown (exit 0), or a usage error (1)
 	}
 	target := *rawURL
 	if target == "" {
 		var err error
 		if target, err = healthURL(getenv("PAYD_ADDR")); err != nil {
-			return usageError{err}
+			return err
 		}
 	} else if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError{fmt.Errorf("-url %q must be an http:// or https:// URL with a host", target)}
+		return fmt.Errorf("-url %q must be an http:// or https:// URL with a host", target)
 	}
 	if *timeout <= 0 {
-		return usageError{fmt.Errorf("-timeout must be positive, not %v", *timeout)}
+		return fmt.Errorf("-timeout must be positive, not %v", *timeout)
 	}
 	return probe(ctx, target, *timeout)
 }
@@ -112,7 +101,7 @@ func probe(ctx context.Context, target string, timeout time.Duration) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return usageError{fmt.Errorf("-url %q: %w", target, err)}
+		return fmt.Errorf("-url %q: %w", target, err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

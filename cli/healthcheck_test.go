@@ -27,8 +27,8 @@ func healthcheckRun(t *testing.T, addr string, args ...string) (int, error) {
 }
 
 // TestHealthcheckExitStatus: 2xx is 0; another status, a closed port and a
-// server slower than -timeout are 1 with one line saying why; a usage
-// error is 2.
+// server slower than -timeout are 1 with one line saying why; so is a
+// usage error (Docker reserves a health check's 2).
 func TestHealthcheckExitStatus(t *testing.T) {
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,10 +68,10 @@ func TestHealthcheckExitStatus(t *testing.T) {
 		{"redirect", []string{"-url", srv.URL + "/moved"}, 1, "302 Found"},
 		{"closed port", []string{"-url", closed}, 1, "connection refused"},
 		{"timeout", []string{"-url", srv.URL + "/slow", "-timeout", "200ms"}, 1, "no answer within 200ms"},
-		{"bad flag", []string{"-bogus"}, 2, "flag provided but not defined: -bogus"},
-		{"argument", []string{"-url", srv.URL, "extra"}, 2, "unexpected arguments"},
-		{"not a URL", []string{"-url", "localhost:8080/healthz"}, 2, "http:// or https://"},
-		{"bad timeout", []string{"-url", srv.URL, "-timeout", "0s"}, 2, "-timeout must be positive"},
+		{"bad flag", []string{"-bogus"}, 1, "flag provided but not defined: -bogus"},
+		{"argument", []string{"-url", srv.URL, "extra"}, 1, "unexpected arguments"},
+		{"not a URL", []string{"-url", "localhost:8080/healthz"}, 1, "http:// or https://"},
+		{"bad timeout", []string{"-url", srv.URL, "-timeout", "0s"}, 1, "-timeout must be positive"},
 	}
 	for _, tt := range tests {
 		start := time.Now()
@@ -132,12 +132,12 @@ func TestHealthcheckDefaultURL(t *testing.T) {
 	if got, err := healthcheckRun(t, "0.0.0.0:"+port); got != 0 {
 		t.Errorf("payd healthcheck with PAYD_ADDR=0.0.0.0:%s exit %d (%v), want 0", port, got, err)
 	}
-	if got, err := healthcheckRun(t, "127.0.0.1:0"); got != 2 {
-		t.Errorf("payd healthcheck with PAYD_ADDR=127.0.0.1:0 exit %d (%v), want 2", got, err)
+	if got, err := healthcheckRun(t, "127.0.0.1:0"); got != 1 {
+		t.Errorf("payd healthcheck with PAYD_ADDR=127.0.0.1:0 exit %d (%v), want 1", got, err)
 	}
 }
 
-// TestExitStatus: only a healthcheck usage error is 2; help is 0.
+// TestExitStatus: help is 0; an error, a usage error included, is 1.
 func TestExitStatus(t *testing.T) {
 	if got, err := healthcheckRun(t, "", "-h"); got != 0 {
 		t.Errorf("payd healthcheck -h exit %d (%v), want 0", got, err)
