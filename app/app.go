@@ -130,7 +130,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	// unless they name an exporter; spans still buffered are flushed when
 	// payd stops. Started first: the database's pools are wrapped when it
 	// is on.
-	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Env: cfg.Env, Provider: o.tp}); err != nil {
+	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Env: cfg.Env, Provider: o.tp, Log: log}); err != nil {
 		return nil, err
 	}
 	tr := a.tr

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -42,6 +44,9 @@ type TracingConfig struct {
 	// Provider, optional (tests), is used instead of an exporter: tracing
 	// is then on whatever the variables say.
 	Provider trace.TracerProvider
+	// Log, optional, gets the SDK's own errors (a collector that cannot
+	// be reached, a rejected batch) as JSON lines like payd's others.
+	Log *slog.Logger
 }
 
 // StartTracing starts tracing as the OTEL_* variables say (tracingEnv):
@@ -79,6 +84,14 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and
 	// OTEL_TRACES_SAMPLER_ARG itself (checked in readTracingEnv);
 	// parentbased_always_on when unset.
+	if cfg.Log != nil {
+		// The SDK reports export failures only through OpenTelemetry's
+		// global error handler, by default the standard log package's
+		// plain text: send them through payd's logger instead.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			cfg.Log.Warn("opentelemetry", "err", err.Error())
+		}))
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return Tracing{tp: tp, prop: env.propagator, Shutdown: tp.Shutdown}, nil
 }

@@ -1,11 +1,16 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -321,4 +326,55 @@ func TestTracingRefusesBadValues(t *testing.T) {
 			t.Errorf("CheckTracingEnv(%v) = %v, want it accepted", ok, err)
 		}
 	}
+}
+
+// TestTracingErrorsLogged: an export that fails (no collector listens) is
+// reported as a JSON line through payd's logger, not as the standard log
+// package's plain text.
+func TestTracingErrorsLogged(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	otelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": closed})
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	tr, err := StartTracing(context.Background(), TracingConfig{Log: log})
+	if err != nil {
+		t.Fatalf("StartTracing = %v", err)
+	}
+	_, span := tr.tp.Tracer("test").Start(context.Background(), "one")
+	span.End()
+	_ = tr.Shutdown(context.Background()) // flushes: the export fails
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("a failed export logged nothing through payd's logger")
+	}
+	for _, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec["msg"] != "opentelemetry" || rec["err"] == "" {
+			t.Errorf("logged %q, want a JSON line with msg opentelemetry and err (%v)", l, err)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the SDK's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
