@@ -238,7 +238,7 @@ func (a *App) Serve(ctx context.Context) error {
 		return err
 	}
 	stopJobs()
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DrainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
@@ -285,6 +285,11 @@ func (a *App) drain(errc <-chan error) error {
 	}
 	return nil
 }
+
+// DrainTimeout is how long Serve lets in-flight requests finish once the
+// shutdown delay is over. The Helm chart's shutdown.drainSeconds and the
+// compose file's stop_grace_period are sized from it (their tests say so).
+const DrainTimeout = 30 * time.Second
 
 // Run is `payd serve`: Build, Serve until ctx ends, Close.
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {

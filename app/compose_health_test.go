@@ -57,8 +57,8 @@ func TestComposeHealthchecks(t *testing.T) {
 		t.Fatalf("payd PAYD_SHUTDOWN_DELAY %q: %v", delay, err)
 	}
 	grace, err := time.ParseDuration(c.Services["payd"].StopGracePeriod)
-	if err != nil || grace < d+30*time.Second {
-		t.Errorf("payd stop_grace_period %q, want at least PAYD_SHUTDOWN_DELAY (%v) + 30s of drain", c.Services["payd"].StopGracePeriod, d)
+	if err != nil || grace < d+DrainTimeout {
+		t.Errorf("payd stop_grace_period %q, want at least PAYD_SHUTDOWN_DELAY (%v) + %v of drain", c.Services["payd"].StopGracePeriod, d, DrainTimeout)
 	}
 
 	b, err := os.ReadFile(filepath.Join(repoRoot, "docker-compose.yml"))

@@ -43,7 +43,7 @@ const (
 	helmPkg  = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 	// paydDrain is how long payd lets in-flight requests finish after its
 	// shutdown delay (app.Serve).
-	paydDrain = 30 * time.Second
+	paydDrain = app.DrainTimeout
 )
 
 var (
