@@ -1584,6 +1584,9 @@ type Unauthorized = Problem
 // UnsupportedMediaType RFC 9457 problem details with payd's stable machine code.
 type UnsupportedMediaType = Problem
 
+// WebhookRateLimited RFC 9457 problem details with payd's stable machine code.
+type WebhookRateLimited = Problem
+
 // ListCustomersParams defines parameters for ListCustomers.
 type ListCustomersParams struct {
 	// Email Only the customer registered with this address, compared as
@@ -8622,7 +8625,7 @@ type ProviderWebhookResponse struct {
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *RateLimited
+	ApplicationproblemJSON429 *WebhookRateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8664,7 +8667,7 @@ func (r ProviderWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMedi
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r ProviderWebhookResponse) GetApplicationproblemJSON429() *RateLimited {
+func (r ProviderWebhookResponse) GetApplicationproblemJSON429() *WebhookRateLimited {
 	return r.ApplicationproblemJSON429
 }
 
@@ -8735,7 +8738,7 @@ type StripeWebhookResponse struct {
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *RateLimited
+	ApplicationproblemJSON429 *WebhookRateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8777,7 +8780,7 @@ func (r StripeWebhookResponse) GetApplicationproblemJSON415() *UnsupportedMediaT
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r StripeWebhookResponse) GetApplicationproblemJSON429() *RateLimited {
+func (r StripeWebhookResponse) GetApplicationproblemJSON429() *WebhookRateLimited {
 	return r.ApplicationproblemJSON429
 }
 
@@ -13151,7 +13154,7 @@ func ParseProviderWebhookResponse(rsp *http.Response) (*ProviderWebhookResponse,
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest WebhookRateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -13270,7 +13273,7 @@ func ParseStripeWebhookResponse(rsp *http.Response) (*StripeWebhookResponse, err
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
+		var dest WebhookRateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
