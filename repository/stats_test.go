@@ -14,7 +14,9 @@ import (
 // statsDay is the day the overview tests' data lives on.
 var statsDay = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func at(hour, minute int) time.Time { return statsDay.Add(time.Duration(hour)*time.Hour + time.Duration(minute)*time.Minute) }
+func at(hour, minute int) time.Time {
+	return statsDay.Add(time.Duration(hour)*time.Hour + time.Duration(minute)*time.Minute)
+}
 
 // statsFixture stores attempts settled to the given statuses, each of its
 // own order, ledger entries, discrepancies and disputes, and returns the
