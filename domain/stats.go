@@ -174,4 +174,5 @@ type Stats struct {
 	OpenDiscrepancies int64        // open or being resolved, now
 	OpenDisputes      int64        // now
 	OldestUnknown     *OldestUnknown
+	ReadAt            time.Time // when "now" was: the oldest unknown attempt's age is counted to it
 }
