@@ -28,6 +28,9 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
   payd admin reconcile list [-limit N] [-cursor C]
   payd admin discrepancies list [-status open|resolving|resolved] [-type T] [-order ID]
   payd admin discrepancies resolve DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]
+  payd admin stats [-from T] [-to T] [-bucket hour|day]
+                                              payments by outcome and refunds per hour or day (default
+                                              the last 24h), money, what is open, the oldest unknown
 
 Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -admin-token
 (PAYD_ADMIN_TOKEN; prefer the variable: a flag shows in the process list) and -json.
@@ -70,18 +73,22 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 		return nil
 	}
-	if len(args) < 2 {
+	name, rest := args[0], args[1:]
+	makeVerb, ok := adminVerbs[name] // a verb of one word: stats
+	if !ok && len(args) < 2 {
 		return fmt.Errorf("usage: payd admin %s VERB (run 'payd help admin')", args[0])
 	}
-	name := args[0] + " " + args[1]
-	makeVerb, ok := adminVerbs[name]
+	if !ok {
+		name, rest = args[0]+" "+args[1], args[2:]
+		makeVerb, ok = adminVerbs[name]
+	}
 	if !ok {
 		return fmt.Errorf("unknown admin command %q (run 'payd help admin')", name)
 	}
 	verb := makeVerb()
 	fs, a := adminFlags(name, getenv)
 	verb.flags(fs)
-	pos, err := parseAdminFlags(fs, name, verb.usage, args[2:], stdout)
+	pos, err := parseAdminFlags(fs, name, verb.usage, rest, stdout)
 	if err != nil {
 		return err
 	}
