@@ -22,6 +22,9 @@ type AdminService interface {
 	Timeline(ctx context.Context, id string) (service.Timeline, error)
 	Record(ctx context.Context, e domain.AuditEntry) error
 	Discrepancy(ctx context.Context, id string) (domain.Discrepancy, error)
+	// Stats is the overview of [from, to) by bucket (zero times and an
+	// empty bucket: the defaults).
+	Stats(ctx context.Context, from, to time.Time, bucket string) (domain.Stats, error)
 	AdminLists
 }
 
