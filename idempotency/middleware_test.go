@@ -75,6 +75,9 @@ func (s *server) stub(c echo.Context) error {
 	if v := c.Request().Header.Get("X-Test-Status"); v != "" {
 		status, _ = strconv.Atoi(v)
 	}
+	if c.Request().Header.Get("X-Test-Final") != "" {
+		idempotency.Final(c)
+	}
 	return c.JSON(status, map[string]any{"run": n, "key": idempotency.KeyOf(c), "fingerprint": idempotency.FingerprintOf(c) != ""})
 }
 
@@ -123,6 +126,7 @@ type req struct {
 	method, path, key, body string
 	scope                   string // default customer:c1
 	status                  int    // what the stub answers (X-Test-Status); 0: 201
+	final                   bool   // the stub marks its answer final (X-Test-Final)
 	contentType             string
 }
 
@@ -155,6 +159,9 @@ func (s *server) do(t *testing.T, r req) *httptest.ResponseRecorder {
 	hr.Header.Set("X-Test-Scope", scope)
 	if r.status != 0 {
 		hr.Header.Set("X-Test-Status", strconv.Itoa(r.status))
+	}
+	if r.final {
+		hr.Header.Set("X-Test-Final", "1")
 	}
 	w := httptest.NewRecorder()
 	s.e.ServeHTTP(w, hr)
@@ -239,6 +246,13 @@ func TestMiddlewareDecisionTable(t *testing.T) {
 			reqs: []req{{path: "/orders/o1/pay", key: "k1", body: pay, status: 402}, {path: "/orders/o1/pay", key: "k1", body: pay, status: 409},
 				{path: "/orders/o1/pay", key: "k1", body: pay}, {path: "/orders/o1/pay", key: "k1", body: pay}},
 			wants: []want{{status: 402, ran: true}, {status: 409, ran: true}, {status: 201, ran: true}, {status: 201, replayOf: 3}}},
+		{name: "a failure the route marked final: stored once and replayed, never executed again",
+			reqs: []req{{path: "/orders/o1/pay", key: "k1", body: pay, status: 502, final: true}, {path: "/orders/o1/pay", key: "k1", body: pay},
+				{path: "/orders/o1/pay", key: "k1", body: pay}},
+			wants: []want{{status: 502, ran: true}, {status: 502, replayOf: 1}, {status: 502, replayOf: 1}}},
+		{name: "the same failure unmarked: executed again",
+			reqs:  []req{{path: "/orders/o1/pay", key: "k1", body: pay, status: 502}, {path: "/orders/o1/pay", key: "k1", body: pay}},
+			wants: []want{{status: 502, ran: true}, {status: 201, ran: true}}},
 		{name: "original failed with an internal error: executed again",
 			reqs:  []req{{path: "/orders/o1/pay", key: "k1", body: pay, status: 500}, {path: "/orders/o1/pay", key: "k1", body: pay}},
 			wants: []want{{status: 500, ran: true}, {status: 201, ran: true}}},
