@@ -81,3 +81,30 @@ func TestRecordBackgroundCompletionGuards(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordCompleteFinal: a request's failure stored as final is failed,
+// marked as an answer for every later request with the key (as a failure
+// learnt in the background is), with the answer kept; a record already
+// completed is not completed again.
+func TestRecordCompleteFinal(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		s := repository.NewRecordStore(dbtest.Open(t, d))
+		r := newRecord("k-final")
+		insertRecord(t, s, r)
+		body := []byte(`{"code":"refund_refused"}`)
+		if ok, err := s.CompleteFinal(t.Context(), r.Scope, r.Key, 502, body, t0); !ok || err != nil {
+			t.Fatalf("CompleteFinal = %v, %v; want true", ok, err)
+		}
+		got := findRecord(t, s, r.Scope, r.Key)
+		if got.Status != domain.RecordFailed || got.CompletedBy != domain.CompletedInBackground || got.ResponseStatus != 502 || string(got.ResponseBody) != string(body) || got.Sealed {
+			t.Errorf("after CompleteFinal: %s by %q, %d %s (sealed %v); want failed by %q, 502 %s", got.Status, got.CompletedBy,
+				got.ResponseStatus, got.ResponseBody, got.Sealed, domain.CompletedInBackground, body)
+		}
+		if ok, err := s.CompleteFinal(t.Context(), r.Scope, r.Key, 200, []byte(`{}`), t0); ok || err != nil {
+			t.Errorf("CompleteFinal of a completed record = %v, %v; want false", ok, err)
+		}
+		if got := findRecord(t, s, r.Scope, r.Key); got.ResponseStatus != 502 {
+			t.Errorf("a second CompleteFinal changed the answer to %d", got.ResponseStatus)
+		}
+	})
+}
