@@ -176,6 +176,8 @@ func TestExitStatuses(t *testing.T) {
 		{"admin flags before the verb", token, []string{"admin", "-json", "orders", "search"}, 2},
 		{"bad setting in the environment", map[string]string{"PAYD_LEASE": "abc"}, []string{"serve"}, 1},
 		{"bad PAYD_URL", map[string]string{"PAYD_URL": "localhost:8080"}, []string{"demo"}, 1},
+		{"bad PAYD_URL of admin", map[string]string{"PAYD_URL": "localhost:8080", "PAYD_ADMIN_TOKEN": token["PAYD_ADMIN_TOKEN"]}, []string{"admin", "orders", "search"}, 1},
+		{"bad -url of admin", token, []string{"admin", "orders", "search", "-url", "localhost:8080"}, 2},
 		{"no operator token", map[string]string{"PAYD_URL": closed}, []string{"admin", "orders", "search"}, 1},
 		{"payd not running", token, []string{"admin", "orders", "search"}, 1},
 		{"demo, payd not running", nil, []string{"demo", "-url", closed}, 1},
