@@ -173,6 +173,8 @@ func TestExitStatuses(t *testing.T) {
 		{"missing admin command", token, []string{"admin"}, 2},
 		{"missing admin verb", token, []string{"admin", "orders"}, 2},
 		{"missing admin argument", token, []string{"admin", "orders", "show"}, 2},
+		{"bad time of a one-word admin verb", token, []string{"admin", "stats", "-from", "soon"}, 2},
+		{"argument to a one-word admin verb", token, []string{"admin", "stats", "extra"}, 2},
 		{"admin flags before the verb", token, []string{"admin", "-json", "orders", "search"}, 2},
 		{"bad setting in the environment", map[string]string{"PAYD_LEASE": "abc"}, []string{"serve"}, 1},
 		{"bad PAYD_URL", map[string]string{"PAYD_URL": "localhost:8080"}, []string{"demo"}, 1},
