@@ -509,6 +509,27 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for ResolutionAction.
+const (
+	ResolutionActionApply  ResolutionAction = "apply"
+	ResolutionActionIgnore ResolutionAction = "ignore"
+	ResolutionActionRefund ResolutionAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the ResolutionAction enum.
+func (e ResolutionAction) Valid() bool {
+	switch e {
+	case ResolutionActionApply:
+		return true
+	case ResolutionActionIgnore:
+		return true
+	case ResolutionActionRefund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestAction.
 const (
 	ResolveRequestActionApply  ResolveRequestAction = "apply"
@@ -1160,6 +1181,11 @@ type PayRequest struct {
 
 // Problem RFC 9457 problem details with payd's stable machine code.
 type Problem struct {
+	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved, being resolved, or fits no other action.
+	//
+	// Example: ["refund","ignore"]
+	Actions *[]ResolutionAction `json:"actions,omitempty"`
+
 	// Code The stable machine code; `http_error` is the fallback for an
 	// HTTP error no other code names (its status is that error's).
 	//
@@ -1370,6 +1396,9 @@ type Registration struct {
 	// Token The customer's bearer token. A replay with the same key returns the same token.
 	Token string `json:"token"`
 }
+
+// ResolutionAction An action that resolves a discrepancy.
+type ResolutionAction string
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
