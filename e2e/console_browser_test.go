@@ -312,7 +312,7 @@ func TestConsoleResolvesOutsideRun(t *testing.T) {
 		b.waitState("ready")
 		card := `#disc-list li[data-type="amount_mismatch"][data-status="open"]`
 		b.waitFor("the discrepancy in the open list", func() bool { return b.count(card) == 1 })
-		if got := b.text(card); !strings.Contains(got, "found outside a run") || !strings.Contains(got, order) {
+		if got := b.text(card); !strings.Contains(got, "found outside a run") || b.count(fmt.Sprintf(`%s .idref[data-id="%s"] .open-order`, card, order)) != 1 {
 			t.Errorf("the card reads %q, want it found outside a run, about order %s", got, order)
 		}
 		did := b.attr(card, "id")

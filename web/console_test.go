@@ -22,6 +22,10 @@ func TestConsoleServesPageAndAssets(t *testing.T) {
 		{"/admin/discrepancies.js", "text/javascript; charset=utf-8", "setBusy(true)"},
 		{"/admin/timeline.js", "text/javascript; charset=utf-8", "outcomeOf"},
 		{"/admin/books.js", "text/javascript; charset=utf-8", "renderMoney"},
+		{"/admin/overview.js", "text/javascript; charset=utf-8", "/v1/admin/stats"},
+		{"/admin/chart.js", "text/javascript; charset=utf-8", "createElementNS"},
+		{"/admin/live.js", "text/javascript; charset=utf-8", "visibilityState"},
+		{"/admin/order.js", "text/javascript; charset=utf-8", "refundIntent"},
 		{"/admin/dom.js", "text/javascript; charset=utf-8", "textContent"},
 		{"/admin/style.css", "text/css; charset=utf-8", ".timeline"},
 	}

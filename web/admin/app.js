@@ -1,17 +1,20 @@
 // app.js: the operators' console. It signs in with an operator token, then
-// works only through payd's admin API (/v1/admin/...): it searches orders,
-// draws an order's timeline, lists discrepancies with resolve buttons and
-// runs reconciliations. Every change it asks for carries an idempotency key
-// made once per operator intent (see discrepancies.js and runReconcile).
+// works only through payd's admin API (/v1/admin/...): an overview of how
+// payments are going (overview.js), orders on the left and the open one on
+// the right (order.js), discrepancies with resolve buttons and
+// reconciliations. Every change it asks for carries an idempotency key
+// made once per operator intent (see discrepancies.js, order.js and
+// runReconcile); what is on screen is asked for again after every action
+// and every few seconds (live.js).
 
 import { call, send, describe, newKey, savedToken, saveToken, forgetToken, NetworkError } from './api.js';
-import { h, $, when, badge } from './dom.js';
-import { renderTimeline } from './timeline.js';
+import { h, $, when, badge, idRef, amount, short, copyButton } from './dom.js';
 import { card } from './discrepancies.js';
-import { renderMoney, renderLedger, renderDisputes } from './books.js';
+import { initOverview, refreshOverview } from './overview.js';
+import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
+import { every } from './live.js';
 
 const app = $('app');
-let shownOrder = ''; // the order whose timeline is on screen
 let orderCursor = null;
 let discCursor = null;
 
@@ -36,7 +39,21 @@ function setState(state) {
   $('sign-in').hidden = state !== 'signed-out';
   $('console').hidden = state !== 'ready';
   $('signed-in').hidden = state !== 'ready';
+  if (state === 'ready') live.start();
+  else live.stop();
 }
+
+// --- live -----------------------------------------------------------------
+
+/** POLL is how often the overview and the open order are asked for again. */
+const POLL = 5000;
+
+const live = every(POLL, async () => {
+  await Promise.all([refreshOverview(), shownOrder() ? openOrder(shownOrder(), { quiet: true }) : null]);
+}, (state) => {
+  $('live').dataset.live = state;
+  $('live').textContent = { on: `Live: updated every ${POLL / 1000} s`, paused: 'Paused while this tab is hidden', off: '' }[state];
+});
 
 // --- signing in -----------------------------------------------------------
 
@@ -68,13 +85,12 @@ async function signIn(token) {
   }
   $('sign-in-error').textContent = '';
   setState('ready');
-  await Promise.all([loadDiscrepancies(), loadRuns(), searchOrders()]);
+  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders()]);
 }
 
 function signOut() {
   forgetToken();
-  shownOrder = '';
-  $('order').hidden = true;
+  closeOrder();
   $('status').hidden = true;
   setState('signed-out');
 }
@@ -120,12 +136,25 @@ async function searchOrders(more = false) {
   const rows = $('orders-rows');
   if (!more) rows.replaceChildren();
   for (const o of r.data.data) {
-    rows.append(h('tr', { dataset: { id: o.id } },
-      h('td', {}, h('button', { type: 'button', class: 'link open-order', onclick: () => openOrder(o.id) }, o.id)),
+    const refunded = o.refunded_amount && Number(o.refunded_amount) !== 0;
+    // The row is the control: a click anywhere, or Enter when it has the focus, opens the order.
+    const tr = h('tr', { dataset: { id: o.id }, tabindex: '0', 'aria-label': `Order ${o.id}, ${o.status}, ${o.amount} ${o.currency}` },
+      h('td', {}, h('span', { class: 'idref', dataset: { id: o.id } },
+        h('span', { class: 'id open-order', title: o.id }, short(o.id)), copyButton(o.id, 'order ID'))),
       h('td', {}, badge(o.status)),
-      h('td', { class: 'num' }, `${o.amount} ${o.currency}`),
-      h('td', {}, when(o.created_at))));
+      h('td', { class: 'num' }, amount(o.amount, o.currency)),
+      h('td', { class: `num${refunded ? '' : ' none'}` }, refunded ? amount(o.refunded_amount, o.currency) : '—'),
+      h('td', { class: 'when' }, when(o.created_at)));
+    tr.addEventListener('click', () => openOrder(o.id));
+    tr.addEventListener('keydown', (e) => {
+      if (e.target === tr && (e.key === 'Enter' || e.key === ' ')) {
+        e.preventDefault();
+        openOrder(o.id);
+      }
+    });
+    rows.append(tr);
   }
+  markShown(shownOrder());
   rows.dataset.query = q.toString(); // what the rows answer, for a reader (or a test) to tell searches apart
   orderCursor = r.data.next_cursor;
   $('more').hidden = !orderCursor;
@@ -133,47 +162,39 @@ async function searchOrders(more = false) {
   $('orders-empty').hidden = rows.children.length !== 0;
 }
 
-/** openOrder draws an order's timeline and its open discrepancies. */
-async function openOrder(id) {
-  const newest = ticket('order');
-  const r = checked(await call('GET', `/v1/admin/orders/${encodeURIComponent(id)}`));
-  if (!newest()) return;
-  if (r.status !== 200) {
-    say(describe(r), 'bad');
-    return;
+/** markShown marks the open order's row in the list. */
+function markShown(id) {
+  for (const tr of $('orders-rows').children) {
+    if (tr.dataset.id === id) tr.setAttribute('aria-current', 'true');
+    else tr.removeAttribute('aria-current');
   }
-  shownOrder = id;
-  const doc = r.data;
-  const o = doc.order;
-  $('order').hidden = false;
-  $('order-id').textContent = o.id;
-  $('order-summary').replaceChildren(badge(o.status), ` ${o.amount} ${o.currency}`,
-    o.refunded_amount && o.refunded_amount !== '0.00' ? `, ${o.refunded_amount} refunded` : '',
-    ` · customer ${o.customer_id} · created ${when(o.created_at)}`);
-  renderMoney($('money'), o);
-  renderLedger($('ledger-rows'), doc);
-  $('ledger-table').hidden = !(doc.ledger || []).length;
-  $('ledger-empty').hidden = !!(doc.ledger || []).length;
-  renderDisputes($('disputes'), doc);
-  $('disputes-box').hidden = !(doc.disputes || []).length;
-  renderTimeline($('timeline'), doc);
-  const open = (doc.discrepancies || []).filter((d) => d.status === 'open');
-  document.getElementById('order-open')?.remove();
-  if (open.length) {
-    $('timeline').after(h('ul', { id: 'order-open', class: 'cards' }, open.map((d) => card(d, cardOpts))));
-  }
-  $('order').dataset.loaded = `${o.id} ${doc.timeline.length}`;
 }
 
 // --- discrepancies --------------------------------------------------------
 
+/**
+ * afterAction asks again for everything an action may have changed, the
+ * open order's timeline first: a refusal is on the timeline too.
+ */
+async function afterAction() {
+  await Promise.all([shownOrder() ? openOrder(shownOrder()) : null, refreshOverview(), loadDiscrepancies(), refreshRun(), searchOrders()]);
+}
+
 const cardOpts = {
   openOrder: (id) => openOrder(id),
   say,
-  onResolved: async () => {
-    await Promise.all([loadDiscrepancies(), shownOrder ? openOrder(shownOrder) : null, refreshRun(), searchOrders()]);
-  },
+  onSettled: () => afterAction(),
 };
+
+/** showOpenDiscrepancies lists the open ones and brings the list into view. */
+function showOpenDiscrepancies() {
+  $('d-status').value = 'open';
+  $('d-type').value = '';
+  $('d-order').value = '';
+  loadDiscrepancies();
+  $('discrepancies').scrollIntoView({ block: 'start' });
+  $('disc-h').focus();
+}
 
 async function loadDiscrepancies(more = false) {
   const q = new URLSearchParams({ status: $('d-status').value });
@@ -282,7 +303,7 @@ async function loadRuns() {
   rows.replaceChildren();
   for (const run of r.data.data) {
     rows.append(h('tr', { dataset: { id: run.id } },
-      h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => openRun(run.id) }, run.id)),
+      h('td', {}, idRef(run.id, { what: 'run ID', open: (id) => openRun(id) })),
       h('td', {}, run.source),
       h('td', {}, `${when(run.from)} – ${when(run.to)}`),
       h('td', { class: 'num' }, String(run.found)),
@@ -306,11 +327,15 @@ on('sign-out', 'click', signOut);
 on('search-form', 'submit', () => searchOrders());
 on('more', 'click', () => searchOrders(true));
 on('open-form', 'submit', () => { const id = $('open-id').value.trim(); if (id) openOrder(id); });
-on('reload-order', 'click', () => shownOrder && openOrder(shownOrder));
+on('reload-order', 'click', () => shownOrder() && openOrder(shownOrder()));
+on('close-order', 'click', () => closeOrder());
 on('disc-form', 'submit', () => loadDiscrepancies());
 on('disc-more', 'click', () => loadDiscrepancies(true));
 on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
 on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
+
+initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });
+initOrder({ checked, say, cardOpts, afterAction, onShown: markShown });
 
 const now = new Date();
 $('r-from').value = localValue(new Date(now.getTime() - 24 * 3600 * 1000));

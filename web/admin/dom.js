@@ -42,3 +42,84 @@ export function tone(outcome) {
 
 /** badge is an outcome as a coloured label. */
 export const badge = (outcome) => h('span', { class: `badge ${tone(outcome)}` }, outcome || '—');
+
+/**
+ * short is an ID as the console shows it: its first 8 and last 4
+ * characters. payd's IDs are UUIDv7, whose first characters are a
+ * timestamp shared by everything made in the same minute; the last ones
+ * are random and tell neighbours apart.
+ */
+export const short = (id) => {
+  const s = String(id ?? '');
+  return s.length > 14 ? `${s.slice(0, 8)}…${s.slice(-4)}` : s;
+};
+
+/**
+ * copyText puts text on the clipboard: the Clipboard API where the page
+ * may use it (a secure context), else a selected, off-screen textarea and
+ * the older copy command. It reports whether either worked.
+ */
+export async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // denied: try the older way
+  }
+  const area = h('textarea', { class: 'offscreen', readonly: true, 'aria-hidden': 'true', tabindex: '-1' });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
+
+/** copyButton copies text when pressed and says whether it could. */
+export function copyButton(text, what) {
+  const b = h('button', { type: 'button', class: 'copy', title: `Copy the whole ${what}`, 'aria-label': `Copy ${what} ${text}` }, 'copy');
+  b.addEventListener('click', async (e) => {
+    e.stopPropagation(); // a copy in a row is not a click on the row
+    const ok = await copyText(text);
+    b.dataset.copied = ok ? 'yes' : 'no';
+    b.textContent = ok ? 'copied' : 'select it';
+    setTimeout(() => {
+      b.textContent = 'copy';
+      delete b.dataset.copied;
+    }, 1500);
+  });
+  return b;
+}
+
+/**
+ * idRef shows an ID shortened, whole on hover (title) and in data-id,
+ * with a copy button. With open, the ID is a button that opens it.
+ */
+export function idRef(id, { what = 'ID', open, cls = '' } = {}) {
+  if (!id) return h('span', { class: 'none' }, '—');
+  const label = open
+    ? h('button', { type: 'button', class: `link id ${cls}`.trim(), title: id, 'aria-label': `Open ${what} ${id}`, onclick: (e) => { e.stopPropagation(); open(id); } }, short(id))
+    : h('span', { class: `id ${cls}`.trim(), title: id }, short(id));
+  return h('span', { class: 'idref', dataset: { id } }, label, copyButton(id, what));
+}
+
+/** amount is "9.90 USD", or "—" when payd sent none. */
+export const amount = (value, currency) => (value === undefined || value === null || value === '' ? '—' : `${value} ${currency ?? ''}`.trim());
+
+/** age says how long ago a number of seconds is, in words an operator reads at a glance. */
+export function age(seconds) {
+  const s = Math.max(0, Math.round(Number(seconds) || 0));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  const hrs = Math.floor(m / 60);
+  if (hrs < 48) return `${hrs} h ${m % 60} min`;
+  return `${Math.floor(hrs / 24)} d ${hrs % 24} h`;
+}

@@ -7,6 +7,7 @@
 // result (so a refund answered 409 never looks like one answered 200).
 
 import { h, when, badge } from './dom.js';
+import { amountsOf } from './discrepancies.js';
 
 /**
  * outcomeOf finds what became of the record a timeline entry names, from
@@ -68,8 +69,7 @@ function detailOf(doc, entry) {
   if (entry.kind === 'discrepancy') {
     const d = find(doc.discrepancies);
     if (!d) return null;
-    const amounts = d.provider_amount || d.local_amount ? `provider ${d.provider_amount ?? '—'} / payd ${d.local_amount ?? '—'} ${d.currency ?? ''}` : '';
-    return [`reference ${d.reference}`, amounts, d.note ? `note: ${d.note}` : ''].filter(Boolean).join(' · ');
+    return [`reference ${d.reference}`, amountsOf(d), d.note ? `note: ${d.note}` : ''].filter(Boolean).join(' · ');
   }
   if (entry.kind === 'ledger') {
     const e = find(doc.ledger);
@@ -82,14 +82,22 @@ function detailOf(doc, entry) {
   return null;
 }
 
-/** renderTimeline draws doc.timeline into the list element ol. */
+/**
+ * renderTimeline draws doc.timeline into the list element ol. Redrawn for
+ * the same order (after an action, or as it changes), the entries that
+ * were not there before are marked new, for the eye to find them.
+ */
 export function renderTimeline(ol, doc) {
+  const same = ol.dataset.order === doc.order.id;
+  const seen = new Set([...ol.children].map((li) => `${li.dataset.kind} ${li.dataset.id}`));
   ol.replaceChildren();
+  ol.dataset.order = doc.order.id;
   for (const entry of doc.timeline || []) {
     const outcome = outcomeOf(doc, entry);
     const detail = detailOf(doc, entry);
+    const fresh = same && !seen.has(`${entry.kind} ${entry.id}`);
     ol.append(
-      h('li', { class: `event kind-${entry.kind}`, dataset: { kind: entry.kind, id: entry.id, outcome: outcome || '' } },
+      h('li', { class: `event kind-${entry.kind}${fresh ? ' new' : ''}`, dataset: { kind: entry.kind, id: entry.id, outcome: outcome || '' } },
         h('span', { class: 'dot', 'aria-hidden': 'true' }),
         h('div', { class: 'what' },
           h('span', { class: 'kind' }, entry.kind), ' ',
