@@ -303,7 +303,7 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Resolver: &service.Resolver{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Checkout: checkout,
 			Recoverer: recoverer, Refunds: refunds, Charges: prov, Now: now, Ledger: ledger},
 		Admin: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
-			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, Now: now},
+			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, StatsReader: repository.NewStatsStore(db), Now: now},
 		Expire: service.ExpireOrders(orders, now, observer),
 
 		Discrepancies: discrepancies,

@@ -593,6 +593,24 @@ func (e RunSummarySource) Valid() bool {
 	}
 }
 
+// Defines values for StatsBucket.
+const (
+	StatsBucketDay  StatsBucket = "day"
+	StatsBucketHour StatsBucket = "hour"
+)
+
+// Valid indicates whether the value is a known member of the StatsBucket enum.
+func (e StatsBucket) Valid() bool {
+	switch e {
+	case StatsBucketDay:
+		return true
+	case StatsBucketHour:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StatusStatus.
 const (
 	Ok    StatusStatus = "ok"
@@ -686,6 +704,24 @@ func (e ListDiscrepanciesParamsStatus) Valid() bool {
 	case ListDiscrepanciesParamsStatusResolved:
 		return true
 	case ListDiscrepanciesParamsStatusResolving:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdminStatsParamsBucket.
+const (
+	AdminStatsParamsBucketDay  AdminStatsParamsBucket = "day"
+	AdminStatsParamsBucketHour AdminStatsParamsBucket = "hour"
+)
+
+// Valid indicates whether the value is a known member of the AdminStatsParamsBucket enum.
+func (e AdminStatsParamsBucket) Valid() bool {
+	switch e {
+	case AdminStatsParamsBucketDay:
+		return true
+	case AdminStatsParamsBucketHour:
 		return true
 	default:
 		return false
@@ -1070,6 +1106,17 @@ type NextAction struct {
 
 	// Type The provider's name for the step, e.g. use_stripe_sdk or redirect_to_url.
 	Type string `json:"type"`
+}
+
+// OldestUnknown The oldest attempt without a final outcome, now (not windowed), and since when; null when there is none.
+type OldestUnknown struct {
+	// AgeSeconds Whole seconds from `since` to when the overview was read.
+	AgeSeconds int    `json:"age_seconds"`
+	AttemptId  string `json:"attempt_id"`
+	OrderId    string `json:"order_id"`
+
+	// Since RFC 3339 UTC.
+	Since Timestamp `json:"since"`
 }
 
 // Operator defines model for Operator.
@@ -1480,6 +1527,85 @@ type RunSummarySource string
 // Example: 7.00
 type SignedMoney = string
 
+// Stats The overview of a window (GET /v1/admin/stats).
+type Stats struct {
+	Bucket StatsBucket `json:"bucket"`
+
+	// From RFC 3339 UTC.
+	From Timestamp `json:"from"`
+
+	// Money Per currency, sorted by currency; empty when the ledger booked no charge or refund in the window.
+	Money []StatsMoney `json:"money"`
+
+	// OldestUnknown The oldest attempt without a final outcome, now (not windowed), and since when; null when there is none.
+	OldestUnknown *OldestUnknown `json:"oldest_unknown"`
+
+	// OpenDiscrepancies Discrepancies open or being resolved, now (not windowed).
+	OpenDiscrepancies int `json:"open_discrepancies"`
+
+	// OpenDisputes Disputes the bank has not decided, now (not windowed).
+	OpenDisputes int `json:"open_disputes"`
+
+	// Series One point per bucket, oldest first, without gaps (zeros where nothing happened).
+	Series []StatsPoint `json:"series"`
+
+	// To RFC 3339 UTC.
+	To Timestamp `json:"to"`
+
+	// Totals The series added up.
+	Totals StatsTotals `json:"totals"`
+}
+
+// StatsBucket defines model for Stats.Bucket.
+type StatsBucket string
+
+// StatsMoney What the ledger booked in the window in one currency: `charged` every charge, `refunded` every refund (payd's and outside ones).
+type StatsMoney struct {
+	// Charged A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Charged Money `json:"charged"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency Currency `json:"currency"`
+
+	// Refunded A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Refunded Money `json:"refunded"`
+}
+
+// StatsPoint One bucket of the series.
+type StatsPoint struct {
+	// Declined Attempts created in the bucket that definitively charged nothing.
+	Declined int `json:"declined"`
+
+	// Paid Attempts created in the bucket that succeeded.
+	Paid int `json:"paid"`
+
+	// Refunds Refunds booked in the bucket: payd's and those made at the provider without payd.
+	Refunds int `json:"refunds"`
+
+	// Start RFC 3339 UTC.
+	Start Timestamp `json:"start"`
+
+	// Unknown Attempts created in the bucket without a final outcome yet.
+	Unknown int `json:"unknown"`
+}
+
+// StatsTotals The series added up.
+type StatsTotals struct {
+	Declined int `json:"declined"`
+	Paid     int `json:"paid"`
+	Refunds  int `json:"refunds"`
+
+	// SuccessRate paid / (paid + declined); null when both are 0.
+	SuccessRate *float64 `json:"success_rate"`
+	Unknown     int      `json:"unknown"`
+}
+
 // Status defines model for Status.
 type Status struct {
 	Status StatusStatus `json:"status"`
@@ -1736,6 +1862,23 @@ type ResolveDiscrepancyParams struct {
 	// Both present and equal is one key. In each case nothing was done.
 	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
+
+// AdminStatsParams defines parameters for AdminStats.
+type AdminStatsParams struct {
+	// From Start of the window, included (RFC 3339); by default `to` minus 24 hours. Must be before `to`.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To End of the window, excluded (RFC 3339); by default now.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Bucket The width of one point of `series`, a UTC hour or a UTC day; by
+	// default `hour` for a window of up to 48 hours and `day` beyond.
+	// A window of more than 1000 buckets is 400 `validation_failed`.
+	Bucket *AdminStatsParamsBucket `form:"bucket,omitempty" json:"bucket,omitempty"`
+}
+
+// AdminStatsParamsBucket defines parameters for AdminStats.
+type AdminStatsParamsBucket string
 
 // RegisterCustomerParams defines parameters for RegisterCustomer.
 type RegisterCustomerParams struct {
@@ -2184,6 +2327,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdminStats The overview of a window — payments by outcome, refunds, money, what is open
+	//
+	// Payment attempts by outcome and refunds per UTC hour or day of a
+	// window, their totals and success rate, the money charged and
+	// refunded per currency, and — right now, whatever the window — the
+	// open discrepancies and disputes and the oldest attempt whose
+	// outcome is still unknown. The operators' console draws its overview
+	// from it; `payd admin stats` prints it.
+	//
+	// An attempt counts in the bucket it was created in, by its outcome
+	// now: `paid` (succeeded), `declined` (the provider definitively
+	// charged nothing) or `unknown` (no final outcome yet: being sent,
+	// its reply lost, or held for an operator because the provider
+	// charged other money). A refund counts in the bucket its ledger
+	// entry was booked in, payd's and those made at the provider
+	// without payd alike. Only what was created in [`from`, `to`)
+	// counts; the first bucket is the one holding `from`, so the first
+	// and last may be partial, and a bucket without data is there with
+	// zeros.
+	//
+	// Corresponds with GET /v1/admin/stats (the `AdminStats` operationId).
+	AdminStats(ctx context.Context, params *AdminStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Whoami The operator the token names
 	//
@@ -2916,6 +3082,39 @@ func (c *Client) ResolveDiscrepancyWithBody(ctx context.Context, id string, did 
 // Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 func (c *Client) ResolveDiscrepancy(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveDiscrepancyRequest(c.Server, id, did, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdminStats The overview of a window — payments by outcome, refunds, money, what is open
+//
+// Payment attempts by outcome and refunds per UTC hour or day of a
+// window, their totals and success rate, the money charged and
+// refunded per currency, and — right now, whatever the window — the
+// open discrepancies and disputes and the oldest attempt whose
+// outcome is still unknown. The operators' console draws its overview
+// from it; `payd admin stats` prints it.
+//
+// An attempt counts in the bucket it was created in, by its outcome
+// now: `paid` (succeeded), `declined` (the provider definitively
+// charged nothing) or `unknown` (no final outcome yet: being sent,
+// its reply lost, or held for an operator because the provider
+// charged other money). A refund counts in the bucket its ledger
+// entry was booked in, payd's and those made at the provider
+// without payd alike. Only what was created in [`from`, `to`)
+// counts; the first bucket is the one holding `from`, so the first
+// and last may be partial, and a bucket without data is there with
+// zeros.
+//
+// Corresponds with GET /v1/admin/stats (the `AdminStats` operationId).
+func (c *Client) AdminStats(ctx context.Context, params *AdminStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdminStatsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4379,6 +4578,84 @@ func NewResolveDiscrepancyRequestWithBody(server string, id string, did string, 
 	return req, nil
 }
 
+// NewAdminStatsRequest constructs an http.Request for the AdminStats method
+func NewAdminStatsRequest(server string, params *AdminStatsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/stats")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Bucket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bucket", *params.Bucket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewWhoamiRequest constructs an http.Request for the Whoami method
 func NewWhoamiRequest(server string) (*http.Request, error) {
 	var err error
@@ -5281,6 +5558,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/reconciliations/{id}/discrepancies/{did}/resolve (the `ResolveDiscrepancy` operationId).
 	ResolveDiscrepancyWithResponse(ctx context.Context, id string, did string, params *ResolveDiscrepancyParams, body ResolveDiscrepancyJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyResponse, error)
+
+	// AdminStatsWithResponse The overview of a window — payments by outcome, refunds, money, what is open
+	//
+	// Payment attempts by outcome and refunds per UTC hour or day of a
+	// window, their totals and success rate, the money charged and
+	// refunded per currency, and — right now, whatever the window — the
+	// open discrepancies and disputes and the oldest attempt whose
+	// outcome is still unknown. The operators' console draws its overview
+	// from it; `payd admin stats` prints it.
+	//
+	// An attempt counts in the bucket it was created in, by its outcome
+	// now: `paid` (succeeded), `declined` (the provider definitively
+	// charged nothing) or `unknown` (no final outcome yet: being sent,
+	// its reply lost, or held for an operator because the provider
+	// charged other money). A refund counts in the bucket its ledger
+	// entry was booked in, payd's and those made at the provider
+	// without payd alike. Only what was created in [`from`, `to`)
+	// counts; the first bucket is the one holding `from`, so the first
+	// and last may be partial, and a bucket without data is there with
+	// zeros.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/stats (the `AdminStats` operationId).
+	AdminStatsWithResponse(ctx context.Context, params *AdminStatsParams, reqEditors ...RequestEditorFn) (*AdminStatsResponse, error)
 
 	// WhoamiWithResponse The operator the token names
 	//
@@ -7648,6 +7950,119 @@ func (r ResolveDiscrepancyResponse) ContentType() string {
 	return ""
 }
 
+// AdminStatsResponse401Headers the declared response headers of an HTTP 401 response for AdminStats
+type AdminStatsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AdminStatsResponse403Headers the declared response headers of an HTTP 403 response for AdminStats
+type AdminStatsResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// AdminStatsResponse429Headers the declared response headers of an HTTP 429 response for AdminStats
+type AdminStatsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// AdminStatsResponse503Headers the declared response headers of an HTTP 503 response for AdminStats
+type AdminStatsResponse503Headers struct {
+	RetryAfter int
+}
+
+type AdminStatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Stats
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminStatsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AdminStatsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AdminStatsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdminStatsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdminStatsResponse) GetJSON200() *Stats {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdminStatsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AdminStatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdminStatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdminStatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdminStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
 type WhoamiResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9535,6 +9950,37 @@ func (c *ClientWithResponses) ResolveDiscrepancyWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseResolveDiscrepancyResponse(rsp)
+}
+
+// AdminStatsWithResponse The overview of a window — payments by outcome, refunds, money, what is open
+//
+// Payment attempts by outcome and refunds per UTC hour or day of a
+// window, their totals and success rate, the money charged and
+// refunded per currency, and — right now, whatever the window — the
+// open discrepancies and disputes and the oldest attempt whose
+// outcome is still unknown. The operators' console draws its overview
+// from it; `payd admin stats` prints it.
+//
+// An attempt counts in the bucket it was created in, by its outcome
+// now: `paid` (succeeded), `declined` (the provider definitively
+// charged nothing) or `unknown` (no final outcome yet: being sent,
+// its reply lost, or held for an operator because the provider
+// charged other money). A refund counts in the bucket its ledger
+// entry was booked in, payd's and those made at the provider
+// without payd alike. Only what was created in [`from`, `to`)
+// counts; the first bucket is the one holding `from`, so the first
+// and last may be partial, and a bucket without data is there with
+// zeros.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/stats (the `AdminStats` operationId).
+func (c *ClientWithResponses) AdminStatsWithResponse(ctx context.Context, params *AdminStatsParams, reqEditors ...RequestEditorFn) (*AdminStatsResponse, error) {
+	rsp, err := c.AdminStats(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdminStatsResponse(rsp)
 }
 
 // WhoamiWithResponse The operator the token names
@@ -12136,6 +12582,131 @@ func ParseResolveDiscrepancyResponse(rsp *http.Response) (*ResolveDiscrepancyRes
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdminStatsResponse parses an HTTP response from a AdminStatsWithResponse call
+func ParseAdminStatsResponse(rsp *http.Response) (*AdminStatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdminStatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Stats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AdminStatsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AdminStatsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers AdminStatsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AdminStatsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

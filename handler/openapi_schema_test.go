@@ -18,6 +18,8 @@ var rendered = map[string]any{
 	"WebhookEvent": webhookEventJSON{}, "AuditEntry": auditJSON{}, "Discrepancy": discrepancyJSON{},
 	"Run": runJSON{}, "TimelineEntry": timelineEntry{}, "Timeline": timelineJSON{},
 	"AdminOrder": adminOrderJSON{}, "Books": booksJSON{}, "LedgerEntry": ledgerEntryJSON{}, "Dispute": disputeJSON{},
+	"Stats": statsJSON{}, "StatsPoint": statsPointJSON{}, "StatsTotals": statsTotalsJSON{}, "StatsMoney": statsMoneyJSON{},
+	"OldestUnknown": oldestUnknownJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.
@@ -115,6 +117,8 @@ func goJSONType(t reflect.Type) string {
 		return "boolean"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return "integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "number"
 	case t.Kind() == reflect.Slice:
 		return "array"
 	case t.Kind() == reflect.Struct:

@@ -342,7 +342,7 @@ func TestStatusChecksKeepRows(t *testing.T) {
 				t.Fatalf("%s: no row", q)
 			}
 		}
-		if err := repository.Migrate(t.Context(), db); err != nil {
+		if err := repository.MigrateTo(t.Context(), db, 16); err != nil {
 			t.Fatal(err)
 		}
 		for table, n := range before {

@@ -20,6 +20,7 @@ type Admin struct {
 	CustomerList  CustomerLister // customers, for ListCustomers and a search by email
 	Ledger        LedgerStore    // the order's movements of money
 	Disputes      DisputeStore   // the order's disputes
+	StatsReader   StatsReader    // the overview, for Stats
 	Now           func() time.Time
 }
 
