@@ -11,15 +11,25 @@ import (
 	"github.com/payd/payd/sandbox"
 )
 
+// sandboxKnobs parses PAYD_SANDBOX_DUPLICATES and PAYD_SANDBOX_REORDER
+// (checked at start by check, used by sandboxConfig).
+func sandboxKnobs(cfg *Config) (dups int, reorder bool, err error) {
+	dups, err = strconv.Atoi(cfg.SandboxDuplicates)
+	if err != nil || dups < 1 || dups > 10 {
+		return 0, false, fmt.Errorf("PAYD_SANDBOX_DUPLICATES must be a whole number from 1 to 10, not %q", cfg.SandboxDuplicates)
+	}
+	reorder, err = strconv.ParseBool(cfg.SandboxReorder)
+	if err != nil {
+		return 0, false, fmt.Errorf("PAYD_SANDBOX_REORDER must be true or false, not %q", cfg.SandboxReorder)
+	}
+	return dups, reorder, nil
+}
+
 // sandboxConfig turns payd's settings into the sandbox's.
 func sandboxConfig(cfg Config, webhookURL string, log *slog.Logger) (sandbox.Config, error) {
-	dups, err := strconv.Atoi(cfg.SandboxDuplicates)
-	if err != nil || dups < 1 || dups > 10 {
-		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_DUPLICATES must be a whole number from 1 to 10, not %q", cfg.SandboxDuplicates)
-	}
-	reorder, err := strconv.ParseBool(cfg.SandboxReorder)
+	dups, reorder, err := sandboxKnobs(&cfg)
 	if err != nil {
-		return sandbox.Config{}, fmt.Errorf("PAYD_SANDBOX_REORDER must be true or false, not %q", cfg.SandboxReorder)
+		return sandbox.Config{}, err
 	}
 	return sandbox.Config{
 		DatabaseURL: cfg.SandboxDatabaseURL, WebhookURL: webhookURL, WebhookSecret: webhookSecrets(cfg.WebhookSecret)[0],

@@ -118,7 +118,7 @@ func reconcileRun() adminVerb {
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			if from == "" {
-				return fmt.Errorf("-from is required (run 'payd admin reconcile run -h')")
+				return usagef("-from is required (run 'payd admin reconcile run -h')")
 			}
 			now := time.Now()
 			f, err := flagTime("from", from, now)
@@ -276,7 +276,7 @@ func discrepanciesResolve() adminVerb {
 		},
 		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			if action == "" {
-				return fmt.Errorf("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
+				return usagef("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
 			}
 			did, idemKey := pos[0], newIntentKey(key)
 			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}
@@ -329,9 +329,13 @@ func adminStats() adminVerb {
 			if p.To, err = optTime("to", to, now); err != nil {
 				return err
 			}
-			if bucket != "" {
-				b := client.AdminStatsParamsBucket(bucket) // payd refuses another value
+			switch bucket {
+			case "":
+			case "hour", "day":
+				b := client.AdminStatsParamsBucket(bucket)
 				p.Bucket = &b
+			default:
+				return usagef("-bucket %q: want hour or day", bucket)
 			}
 			var st client.Stats
 			res, err := a.api.AdminStats(ctx, &p)
