@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -106,6 +107,27 @@ func TestConsoleScriptsGuardTheToken(t *testing.T) {
 	for _, want := range []string{"sessionStorage", "Authorization: `Bearer ", "credentials: 'omit'"} {
 		if !strings.Contains(all.String(), want) {
 			t.Errorf("the console's scripts lack %q", want)
+		}
+	}
+}
+
+// TestConsolePollsAtMostEveryFiveSeconds: the console keeps what is on
+// screen current by asking again at most every 5 s, and only while the tab
+// is visible.
+func TestConsolePollsAtMostEveryFiveSeconds(t *testing.T) {
+	h := Console()
+	app, _ := io.ReadAll(get(t, h, http.MethodGet, "/admin/app.js", nil).Body)
+	m := regexp.MustCompile(`const POLL = (\d+);`).FindSubmatch(app)
+	if m == nil {
+		t.Fatal("app.js names no POLL interval")
+	}
+	if ms, err := strconv.Atoi(string(m[1])); err != nil || ms <= 0 || ms > 5000 {
+		t.Errorf("POLL = %s ms, want 1 to 5000", m[1])
+	}
+	live, _ := io.ReadAll(get(t, h, http.MethodGet, "/admin/live.js", nil).Body)
+	for _, want := range []string{"visibilitychange", "document.visibilityState === 'visible'"} {
+		if !strings.Contains(string(live), want) {
+			t.Errorf("live.js lacks %q", want)
 		}
 	}
 }

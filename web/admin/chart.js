@@ -35,7 +35,6 @@ export function bucketLabel(start, bucket) {
   return bucket === 'day' ? t.slice(5, 10) : t.slice(11, 16);
 }
 
-const W = 640;
 const H = 220;
 const M = { top: 12, right: 10, bottom: 40, left: 40 };
 
@@ -46,6 +45,9 @@ const M = { top: 12, right: 10, bottom: 40, left: 40 };
  * when every count is zero.
  */
 export function barChart(svg, { id, title, desc, keys, rows, bucket, empty }) {
+  // Drawn at the width it has on screen, so its text is the page's size
+  // whatever the chart's width; the height stays.
+  const W = Math.max(320, Math.round(svg.getBoundingClientRect().width) || 640);
   svg.replaceChildren();
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
   svg.append(s('title', { id: `${id}-title` }, title), s('desc', { id: `${id}-desc` }, desc));

@@ -47,9 +47,17 @@ const busy = () => !!document.querySelector('#order [data-busy], #order button:d
  */
 export async function openOrder(id, { quiet = false } = {}) {
   if (quiet && (busy() || id !== shown)) return;
-  const n = ++asked;
-  const r = deps.checked(await call('GET', `/v1/admin/orders/${encodeURIComponent(id)}`));
-  if (n !== asked) return; // a newer request is on its way
+  // An operator's request outdates every one before it; a poll outdates
+  // none, so it can never cover the order an operator just asked for.
+  const n = quiet ? asked : ++asked;
+  let r;
+  try {
+    r = deps.checked(await call('GET', `/v1/admin/orders/${encodeURIComponent(id)}`));
+  } catch {
+    if (!quiet) deps.say('payd did not answer. Is it running?', 'bad');
+    return;
+  }
+  if (n !== asked || (quiet && id !== shown)) return; // a newer request is on its way, or another order is open
   if (r.status !== 200) {
     if (!quiet) deps.say(describe(r), 'bad');
     return;

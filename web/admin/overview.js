@@ -44,9 +44,18 @@ let asked = 0;
 export async function refreshOverview() {
   const n = ++asked;
   const name = chosen;
-  const r = deps.checked(await deps.call('GET', query(name)));
-  if (n !== asked) return;
   const err = $('overview-error');
+  let r;
+  try {
+    r = deps.checked(await deps.call('GET', query(name)));
+  } catch {
+    if (n === asked) {
+      err.hidden = false;
+      err.textContent = 'payd did not answer; the overview shows its last answer.';
+    }
+    return;
+  }
+  if (n !== asked) return;
   if (r.status !== 200) {
     err.hidden = false;
     err.textContent = r.status === 404 || r.status === 405
@@ -73,7 +82,7 @@ function draw(st, name) {
   const decided = (t.paid || 0) + (t.declined || 0);
   const rate = t.success_rate === null || t.success_rate === undefined ? '—' : `${Math.round(t.success_rate * 1000) / 10} %`;
   const perCurrency = (field, words) => money.length
-    ? money.map((m) => h('div', {}, `${m[field]} ${m.currency} ${words}`))
+    ? [h('div', {}, words), ...money.map((m) => h('div', { class: 'sum', dataset: { currency: m.currency } }, `${m[field]} ${m.currency}`))]
     : [h('div', {}, `nothing ${words}`)];
   const oldest = st.oldest_unknown;
   $('tiles').replaceChildren(
@@ -86,9 +95,9 @@ function draw(st, name) {
       st.open_discrepancies ? h('button', { type: 'button', class: 'link', onclick: () => deps.showOpenDiscrepancies() }, 'show them') : 'none to resolve'),
     tile('disputes', 'Open disputes', String(st.open_disputes ?? 0), 'right now'),
     oldest
-      ? tile('oldest', 'Oldest unknown', age(oldest.age_seconds), h('div', {}, `since ${when(oldest.since)}`),
+      ? tile('oldest', 'Oldest unknown outcome', age(oldest.age_seconds), h('div', {}, `since ${when(oldest.since)}`),
         h('div', {}, 'order ', idRef(oldest.order_id, { what: 'order ID', open: deps.openOrder, cls: 'open-order' })))
-      : tile('oldest', 'Oldest unknown', 'none', 'every outcome is known'),
+      : tile('oldest', 'Oldest unknown outcome', 'none', 'every outcome is known'),
   );
   if (oldest) $('tiles').lastElementChild.classList.add('alert');
 
