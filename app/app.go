@@ -36,8 +36,9 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // now is payd's clock: UTC, at the microsecond precision both databases store.
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// Migrate is `payd migrate up|status`: apply the pending migrations, or
-// list every migration and whether it is applied.
+// Migrate is `payd migrate up|status`: apply the pending migrations, each
+// logged as `payd serve` logs it (one JSON line per version, on stdout
+// here), or list every migration and whether it is applied.
 func Migrate(ctx context.Context, action string, cfg Config, stdout io.Writer) error {
 	db, err := repository.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -45,8 +46,14 @@ func Migrate(ctx context.Context, action string, cfg Config, stdout io.Writer) e
 	}
 	defer db.Close()
 	if action == "up" {
-		if err := repository.Migrate(ctx, db); err != nil {
+		applied, err := repository.MigrateUp(ctx, db)
+		logMigrations(newLogger(cfg, stdout), applied)
+		if err != nil {
 			return err
+		}
+		if len(applied) == 0 {
+			fmt.Fprintln(stdout, "no migrations pending")
+			return nil
 		}
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
@@ -77,7 +84,8 @@ type App struct {
 	banner io.Writer
 	tr     telemetry.Tracing
 	parts  *Parts
-	closes []func() // run by Close, last first
+	closes []func()   // run by Close, last first
+	files  startFiles // what this start created, removed if it fails
 }
 
 // options are Build's optional inputs.
@@ -106,14 +114,20 @@ func TracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tp = tp }
 }
 
-// Build opens and migrates the database, keeps the development secrets,
-// binds the listener, starts tracing and the provider (the in-process
-// sandbox unless PAYD_PROVIDER_URL or PAYD_PROVIDER=stripe says otherwise)
-// and wires payd through Wire. main comes through it (cli.Main runs serve
-// with it), and so do the end-to-end tests that start payd in-process or as
-// an OS process of the built binary; the few that need several replicas on
-// one database of their own, or a provider stand-in of their own, call Wire
-// directly and serve its Echo with httptest.
+// Build binds the listener, opens and migrates the database, keeps the
+// development secrets and holds the secret key to the database's, starts
+// tracing and the provider (the in-process sandbox unless
+// PAYD_PROVIDER_URL or PAYD_PROVIDER=stripe says otherwise) and wires payd
+// through Wire. main comes through it (cli.Main runs serve with it), and so
+// do the end-to-end tests that start payd in-process or as an OS process of
+// the built binary; the few that need several replicas on one database of
+// their own, or a provider stand-in of their own, call Wire directly and
+// serve its Echo with httptest.
+//
+// What can fail without touching the disk comes first: the listeners are
+// bound before a database is opened, so a wrong address or a port in use
+// creates no file. A start that fails later removes the files it created
+// (startFiles), and only those.
 func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) {
 	o := options{logs: io.Discard, banner: io.Discard}
 	for _, opt := range opts {
@@ -123,13 +137,33 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	defer func() {
 		if err != nil {
 			a.Close()
+			a.files.remove()
 		}
 	}()
 	log := a.log
+	if a.ln = o.ln; a.ln == nil {
+		if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, err
+		}
+	}
+	ln := a.ln
+	a.onClose(func() { _ = ln.Close() })
+	a.base = "http://" + ln.Addr().String()
+	var sandboxLn net.Listener // the in-process sandbox's, bound now for the same reason
+	if cfg.Stripe.Provider != "stripe" && cfg.ProviderURL == "" {
+		if _, err := sandboxConfig(cfg, "", log); err != nil {
+			return nil, err
+		}
+		if sandboxLn, err = net.Listen("tcp", cfg.SandboxAddr); err != nil {
+			return nil, fmt.Errorf("start sandbox: %w", err)
+		}
+		a.onClose(func() { _ = sandboxLn.Close() })
+	}
+
 	// Tracing (ADR 0022, ADR 0035): as the OTEL_* variables say, off
 	// unless they name an exporter; spans still buffered are flushed when
-	// payd stops. Started first: the database's pools are wrapped when it
-	// is on.
+	// payd stops. Started before the database: its pools are wrapped when
+	// it is on.
 	if a.tr, err = telemetry.StartTracing(ctx, telemetry.TracingConfig{Env: cfg.Env, Provider: o.tp, Log: log}); err != nil {
 		return nil, err
 	}
@@ -143,6 +177,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 		}
 	})
 	repository.LogDriverTo(log)
+	a.files.createDB(cfg.DatabaseURL)
 	db, err := repository.Open(ctx, cfg.DatabaseURL, tr.DatabaseOptions()...)
 	if err != nil {
 		return nil, err
@@ -150,24 +185,26 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	a.db = db
 	a.onClose(func() { _ = db.Close() })
 	log.Info("database opened", "dialect", db.Dialect(), "galera", db.Galera())
-	if err := repository.Migrate(ctx, db); err != nil {
+	applied, err := repository.MigrateUp(ctx, db)
+	logMigrations(log, applied)
+	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	// Only once the database is there: a payd that cannot reach it leaves
 	// no secrets file behind.
-	if err := a.cfg.keepDevSecrets(); err != nil {
+	made, err := a.cfg.keepDevSecrets()
+	a.files.add(made)
+	if err != nil {
 		return nil, err
 	}
-	if a.ln = o.ln; a.ln == nil {
-		if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return nil, err
-		}
+	if err := checkSecretKey(ctx, a.cfg, db, made); err != nil {
+		return nil, err
 	}
-	ln := a.ln
-	a.onClose(func() { _ = ln.Close() })
-	a.base = "http://" + ln.Addr().String()
 
-	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, db, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
+	if sandboxLn != nil {
+		a.files.createDB(cfg.SandboxDatabaseURL)
+	}
+	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, sandboxLn, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +218,14 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	}
 	a.onClose(a.parts.closeRedis)
 	return a, nil
+}
+
+// logMigrations logs each migration a start applied, one line each, and
+// nothing when none was pending.
+func logMigrations(log *slog.Logger, applied []repository.MigrationState) {
+	for _, m := range applied {
+		log.Info("migration applied", "version", m.Version, "name", m.Name)
+	}
 }
 
 // onClose adds f to what Close runs.
@@ -207,6 +252,9 @@ func (a *App) Serve(ctx context.Context) error {
 	stopAdmin, err := telemetry.ServeAdmin(telemetry.AdminConfig{MetricsAddr: cfg.MetricsAddr, PprofAddr: cfg.PprofAddr,
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout}, p.Metrics, log)
 	if err != nil {
+		// Nothing was served: the start failed, and leaves no file it made.
+		a.Close()
+		a.files.remove()
 		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
 	}
 	defer stopAdmin()

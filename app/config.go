@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -70,8 +71,8 @@ type setting struct {
 }
 
 // secretSettings are the settings whose values are secrets. This is the
-// one place a setting is marked secret: its flag's help shows "(set)"
-// instead of the value taken from the environment, so `payd serve -h` on a
+// one place a setting is marked secret: its flag's help never shows the
+// value taken from the environment (shownDefault), so `payd serve -h` on a
 // configured host prints no secret.
 var secretSettings = map[string]bool{
 	"PAYD_ADMIN_TOKEN":      true,
@@ -80,22 +81,52 @@ var secretSettings = map[string]bool{
 	"PAYD_SECRET_KEY":       true,
 	"STRIPE_SECRET_KEY":     true,
 	"STRIPE_WEBHOOK_SECRET": true,
-	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…).
+	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…):
+	// help shows them with the password masked.
 	"PAYD_DATABASE_URL":         true,
 	"PAYD_SANDBOX_DATABASE_URL": true,
 	"PAYD_REDIS_URL":            true,
 }
 
+// urlSettings are the secret settings that are URLs: help shows them
+// with any password masked, as the banner does.
+var urlSettings = map[string]bool{"PAYD_DATABASE_URL": true, "PAYD_SANDBOX_DATABASE_URL": true, "PAYD_REDIS_URL": true}
+
+// madeUpSecrets are the secrets payd makes up in development when they are
+// not set (check), and requires in production.
+var madeUpSecrets = map[string]bool{"PAYD_ADMIN_TOKEN": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SECRET_KEY": true}
+
+// shownDefault is what help prints as the default of secret setting env
+// whose value (from the environment, else its default) is val: a URL with
+// its password masked, never a secret.
+func shownDefault(env, val string) string {
+	switch {
+	case urlSettings[env] && val != "":
+		if m, ok := maskURL(val); ok {
+			return fmt.Sprintf("%q", m)
+		}
+		return "set in " + env + ", not shown: not a URL"
+	case val != "":
+		return "set in " + env + ", not shown"
+	case madeUpSecrets[env]:
+		return "made up at start in development, required in production"
+	}
+	return ""
+}
+
 // secretFlag is the flag of a secret setting: it writes the value given on
 // the command line into dst, which already holds the environment's, and
-// shows only whether a value is there.
-type secretFlag struct{ dst *string }
+// shows as its default only what shownDefault allows.
+type secretFlag struct {
+	dst   *string
+	shown string
+}
 
 func (f *secretFlag) String() string {
-	if f == nil || f.dst == nil || *f.dst == "" {
+	if f == nil {
 		return ""
 	}
-	return "(set)"
+	return f.shown
 }
 
 func (f *secretFlag) Set(v string) error {
@@ -112,9 +143,9 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_ENV", "env", "development", "development or production", &c.Env, nil},
 		{"PAYD_ADDR", "addr", "127.0.0.1:8080", "listen address (:0 picks a free port)", &c.Addr, nil},
 		{"PAYD_DATABASE_URL", "database-url", "sqlite://payd.db", "sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB", &c.DatabaseURL, nil},
-		{"PAYD_ADMIN_TOKEN", "admin-token", "", "admin bearer token (random in development)", &c.AdminToken, nil},
-		{"PAYD_WEBHOOK_SECRET", "webhook-secret", "", "Standard Webhooks secret whsec_... (random in development)", &c.WebhookSecret, nil},
-		{"PAYD_SECRET_KEY", "secret-key", "", "key that derives customer tokens and seals stored secrets (random in development)", &c.SecretKey, nil},
+		{"PAYD_ADMIN_TOKEN", "admin-token", "", "admin bearer token", &c.AdminToken, nil},
+		{"PAYD_WEBHOOK_SECRET", "webhook-secret", "", "Standard Webhooks secret whsec_...", &c.WebhookSecret, nil},
+		{"PAYD_SECRET_KEY", "secret-key", "", "key that derives customer tokens and seals stored secrets", &c.SecretKey, nil},
 		{"PAYD_PROVIDER_URL", "provider-url", "", "provider API base URL; empty starts the sandbox in-process", &c.ProviderURL, nil},
 		{"PAYD_SANDBOX_ADDR", "sandbox-addr", sandboxAddr, "where the sandbox listens", &c.SandboxAddr, nil},
 		{"PAYD_SANDBOX_DATABASE_URL", "sandbox-database-url", "sqlite://sandbox.db", "the sandbox's own database", &c.SandboxDatabaseURL, nil},
@@ -171,7 +202,7 @@ func (c *Config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet,
 		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
 		if s.str != nil && secretSettings[s.env] {
 			*s.str = val
-			fs.Var(&secretFlag{dst: s.str}, s.flag, usage)
+			fs.Var(&secretFlag{dst: s.str, shown: shownDefault(s.env, val)}, s.flag, usage)
 			continue
 		}
 		if s.str != nil {
@@ -186,32 +217,75 @@ func (c *Config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet,
 // LoadConfig reads the environment, then the flags of subcommand sub
 // (serve, migrate or sandbox): parse parses the command line into the flag
 // set, and its error (help shown, a wrong flag) is returned as it is.
+// Settings are checked as they would be used; an error names a setting
+// given as a flag by its flag (-lease), as a *FlagError, and one from the
+// environment by its variable (PAYD_LEASE).
 func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet) error) (Config, error) {
 	var c Config
 	fs, durs := c.flagSet(sub, getenv)
 	if err := parse(fs); err != nil {
 		return c, err
 	}
+	envOf := map[string]string{}
+	for _, s := range c.settings(sub) {
+		envOf[s.flag] = s.env
+	}
+	flagOf := map[string]string{} // variable → flag, of the settings given as flags
+	fs.Visit(func(f *flag.Flag) { flagOf[envOf[f.Name]] = "-" + f.Name })
+	return c, byFlag(c.load(sub, getenv, durs), flagOf)
+}
+
+// load parses the durations and checks every setting.
+func (c *Config) load(sub string, getenv func(string) string, durs map[string]*string) error {
 	for _, s := range c.settings(sub) {
 		if s.dur == nil {
 			continue
 		}
 		d, err := time.ParseDuration(*durs[s.env])
 		if err != nil {
-			return c, fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
+			return fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
 		}
 		if d < 0 {
-			return c, fmt.Errorf("%s: %q is negative, want 0 or a duration such as 30s", s.env, *durs[s.env])
+			return fmt.Errorf("%s: %q is negative, want 0 or a duration such as 30s", s.env, *durs[s.env])
 		}
 		*s.dur = d
 	}
 	if err := c.check(sub); err != nil {
-		return c, err
+		return err
 	}
 	if sub == "serve" { // tracing is the OTEL_* variables' alone (ADR 0035)
-		return c, telemetry.CheckTracingEnv(getenv)
+		return telemetry.CheckTracingEnv(getenv)
 	}
-	return c, nil
+	return nil
+}
+
+// FlagError is a setting's error that names a setting given on the
+// command line, by its flag: the command line is wrong, not the
+// environment.
+type FlagError struct {
+	msg string
+	err error // the error as the check wrote it, naming variables
+}
+
+func (e *FlagError) Error() string { return e.msg }
+func (e *FlagError) Unwrap() error { return e.err }
+
+// byFlag renames, in err, each variable of a setting given as a flag to
+// that flag (PAYD_LEASE → -lease): every check names the variables it
+// checks, and the user reads the name they typed.
+func byFlag(err error, flagOf map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for env, f := range flagOf {
+		// Whole names only: PAYD_ADMIN_TOKEN is not the start of PAYD_ADMIN_TOKENS.
+		msg = regexp.MustCompile(`\b`+env+`\b`).ReplaceAllLiteralString(msg, f)
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &FlagError{msg: msg, err: err}
 }
 
 // FlagSet is the flags of subcommand sub with their defaults, for its help.
@@ -284,6 +358,14 @@ func (c *Config) check(sub string) error {
 	}
 	if err := c.checkLimits(); err != nil {
 		return err
+	}
+	if err := c.checkURLs(sub); err != nil {
+		return err
+	}
+	if sub == "sandbox" || c.inProcessSandbox(sub) {
+		if _, _, err := sandboxKnobs(c); err != nil {
+			return err
+		}
 	}
 	return c.checkSettings()
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/service"
 )
 
@@ -142,10 +144,67 @@ func (c *Config) checkSettings() error {
 	return nil
 }
 
-// redactURL keeps a URL's password out of an error message.
-func redactURL(s string) string {
-	if p, err := url.Parse(s); err == nil {
-		return p.Redacted()
+// checkURLs refuses, at start, a database or Redis URL payd could not
+// open, naming its setting; the password never goes into the message.
+func (c *Config) checkURLs(sub string) error {
+	dbs := []struct{ name, val string }{{"PAYD_DATABASE_URL", c.DatabaseURL}, {"PAYD_SANDBOX_DATABASE_URL", c.SandboxDatabaseURL}}
+	switch {
+	case sub == "sandbox":
+		dbs = dbs[1:]
+	case !c.inProcessSandbox(sub):
+		dbs = dbs[:1]
 	}
-	return "(unparsable)"
+	for _, d := range dbs {
+		if scheme, rest, _ := strings.Cut(d.val, "://"); (scheme != "sqlite" && scheme != "mysql") || rest == "" {
+			return fmt.Errorf("%s must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not %q", d.name, redactURL(d.val))
+		}
+	}
+	if sub == "serve" && c.RedisURL != "" {
+		r, err := redisx.Open(c.RedisURL) // parses the URL; dials nothing
+		if err != nil {
+			return err
+		}
+		_ = r.Close()
+	}
+	return nil
 }
+
+// inProcessSandbox is whether payd serve starts the sandbox itself.
+func (c *Config) inProcessSandbox(sub string) bool {
+	return sub == "serve" && c.ProviderURL == "" && c.Stripe.Provider != "stripe"
+}
+
+// redactURL keeps a URL's password out of an error message, a banner or
+// help.
+func redactURL(s string) string {
+	if m, ok := maskURL(s); ok {
+		return m
+	}
+	return "(not a URL; not shown)"
+}
+
+// maskURL is URL s with its password, and the value of any query
+// parameter named like a secret, masked as xxxxx. A value that is not a
+// scheme://... URL (a driver DSN such as user:pass@tcp(host)/db) could
+// hold a password anywhere: ok is false and nothing of it is shown.
+func maskURL(s string) (masked string, ok bool) {
+	p, err := url.Parse(s)
+	if err != nil || p.Scheme == "" || p.Opaque != "" {
+		return "", false
+	}
+	if q := p.Query(); len(q) > 0 {
+		hidden := false
+		for k := range q {
+			if secretParam.MatchString(k) {
+				q[k], hidden = []string{"xxxxx"}, true
+			}
+		}
+		if hidden {
+			p.RawQuery = q.Encode()
+		}
+	}
+	return p.Redacted(), true
+}
+
+// secretParam is a query parameter whose value may be a secret.
+var secretParam = regexp.MustCompile(`(?i)pass|secret|token|key|auth`)

@@ -3,14 +3,24 @@ package app
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/payd/payd/repository"
 )
 
 // Development secrets are made up once and kept in a file (ADR 12): the
@@ -47,17 +57,18 @@ func (c *Config) secretField(name string) *string {
 	return nil
 }
 
-// keepDevSecrets replaces the secrets check made up for this run with those
+// keepDevSecrets replaces the secrets made up for this run with those
 // kept in the development secrets file, and adds to the file those it does
 // not hold yet. Secrets given by the environment or a flag were not made
-// up: they win, and the file is not touched for them.
-func (c *Config) keepDevSecrets() error {
+// up: they win, and the file is not touched for them. made is the file's
+// path when this call created it (there was none), else "".
+func (c *Config) keepDevSecrets() (made string, err error) {
 	if c.Env != "development" || len(c.generated) == 0 {
-		return nil
+		return "", nil
 	}
 	path := secretsFileFor(c.DatabaseURL)
 	if path == "" {
-		return nil
+		return "", nil
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
@@ -65,7 +76,7 @@ func (c *Config) keepDevSecrets() error {
 	for range 2 { // a second pass when another payd created the file first
 		kept, existed, err := readSecretsFile(path)
 		if err != nil {
-			return err
+			return "", err
 		}
 		added := false
 		for _, name := range c.generated {
@@ -79,18 +90,21 @@ func (c *Config) keepDevSecrets() error {
 			if err := writeSecretsFile(path, kept, existed); errors.Is(err, fs.ErrExist) {
 				continue
 			} else if err != nil {
-				return err
+				return "", err
+			}
+			if !existed {
+				made = path
 			}
 		}
 		c.secretsFile = path
 		for _, s := range webhookSecrets(c.WebhookSecret) {
 			if !strings.HasPrefix(s, "whsec_") {
-				return fmt.Errorf("%s: PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets", path)
+				return made, fmt.Errorf("%s: PAYD_WEBHOOK_SECRET must be one or more whsec_... secrets", path)
 			}
 		}
-		return nil
+		return made, nil
 	}
-	return fmt.Errorf("%s: created and changed by another process while payd started; start again", path)
+	return "", fmt.Errorf("%s: created and changed by another process while payd started; start again", path)
 }
 
 // readSecretsFile reads NAME=value lines; a missing file holds nothing.
@@ -124,7 +138,8 @@ func readSecretsFile(path string) (map[string]string, bool, error) {
 const secretsFileHeader = `# payd development secrets, made up by payd at its first start and reused at
 # every start after, so stored answers and customer tokens stay valid. Only
 # PAYD_ENV=development reads this file; a variable or flag set wins over it.
-# Delete the file to make new secrets (stored registrations then answer 410).
+# It belongs to its database: payd refuses to start on that database with
+# other secrets. To start over, delete both (and sandbox.db).
 `
 
 // writeSecretsFile writes kept to path with mode 0600. A new file is linked
@@ -174,4 +189,107 @@ func writeSecretsFile(path string, kept map[string]string, replace bool) error {
 		return fmt.Errorf("development secrets: %w", err)
 	}
 	return err
+}
+
+// secretCheckLabel is what the secret key's check value is made over.
+const secretCheckLabel = "payd secrets check v1"
+
+// secretCheck is the value the database keeps to recognise its secret key:
+// an HMAC over a label of its own, from which the key cannot be recovered,
+// and unlike the keys derived for sealing and tokens (other labels).
+func secretCheck(key string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(secretCheckLabel))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkSecretKey holds the configured PAYD_SECRET_KEY to the one db was
+// made with (ADR 0041): the first start on a database records its key's
+// check value, every later start compares, and a start with another key
+// is refused, not left to answer 410 to every replay of a stored answer.
+// madeSecrets is the secrets file this start created ("": none).
+func checkSecretKey(ctx context.Context, cfg Config, db *repository.DB, madeSecrets string) error {
+	want := secretCheck(cfg.SecretKey)
+	got, err := repository.RecordSecretCheck(ctx, db, want)
+	if err != nil {
+		return err
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
+		return nil
+	}
+	return wrongSecretKey(cfg, madeSecrets)
+}
+
+// wrongSecretKey says why a start was refused and what to do, naming the
+// files in development and the database and the variable otherwise.
+func wrongSecretKey(cfg Config, madeSecrets string) error {
+	where := describeDatabase(cfg.DatabaseURL)
+	generated := slices.Contains(cfg.generated, "PAYD_SECRET_KEY")
+	secrets := secretsFileFor(cfg.DatabaseURL) // beside a SQLite file, as its path was given
+	if sqliteFile(cfg.DatabaseURL) == "" && secrets != "" {
+		// The working folder's: which folder is what matters.
+		if abs, err := filepath.Abs(secrets); err == nil {
+			secrets = abs
+		}
+	}
+	switch {
+	case cfg.Env == "production":
+		return fmt.Errorf("PAYD_SECRET_KEY is not the key %s was made with: set PAYD_SECRET_KEY to that key "+
+			"(the answers stored under idempotency keys are sealed with it). To change the key on purpose "+
+			"(answers stored with the old one then answer 410 stored_response_unreadable until PAYD_IDEMPOTENCY_TTL has passed; "+
+			"customer tokens already issued keep working), run DELETE FROM secret_key_check on that database "+
+			"and start payd with the new key (docs/adr/0041-secrets-bound-to-the-database.md)", where)
+	case !generated && secrets != "":
+		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: "+
+			"unset it to use the development secrets kept in %s, or set it to the key the database was made with", where, secrets)
+	case !generated:
+		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: "+
+			"set it to the key the database was made with", where)
+	case sqliteFile(cfg.DatabaseURL) != "":
+		db := sqliteFile(cfg.DatabaseURL)
+		over := "delete both " + db + " and " + secrets
+		if sb := sandboxFile(cfg); sb != "" {
+			over += " (and " + sb + ")"
+		}
+		if madeSecrets != "" {
+			return fmt.Errorf("%s is missing, and %s was made with the secrets it held: restore %s, or %s to start over",
+				secrets, db, secrets, over)
+		}
+		return fmt.Errorf("%s does not hold the secrets %s was made with: restore %s, or %s to start over",
+			secrets, db, secrets, over)
+	default: // a MySQL database: the file is the working folder's
+		held := "another one is in " + secrets
+		if madeSecrets != "" {
+			held = "there was no " + secrets + " (payd made up new secrets)"
+		}
+		return fmt.Errorf("%s was made with another PAYD_SECRET_KEY, and %s: run payd from the folder that holds "+
+			"that database's %s, or set PAYD_SECRET_KEY (and PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET) to the secrets it was made with",
+			where, held, secrets)
+	}
+}
+
+// describeDatabase names a database in a message, never with its password:
+// the SQLite file, or "database NAME on HOST:PORT".
+func describeDatabase(databaseURL string) string {
+	if path := sqliteFile(databaseURL); path != "" {
+		return path
+	}
+	u, err := url.Parse(databaseURL)
+	if err != nil || u.Scheme != "mysql" {
+		return "the database"
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	return fmt.Sprintf("database %s on %s", strings.TrimPrefix(u.Path, "/"), host)
+}
+
+// sandboxFile is the in-process sandbox's SQLite file, "" when payd starts
+// no sandbox or the sandbox's database is not a file.
+func sandboxFile(cfg Config) string {
+	if cfg.Stripe.Provider == "stripe" || cfg.ProviderURL != "" {
+		return ""
+	}
+	return sqliteFile(cfg.SandboxDatabaseURL)
 }

@@ -36,8 +36,12 @@ func TestConfigShutdownDelay(t *testing.T) {
 		}
 		c, err := loadConfig("serve", tt.args, getenv, io.Discard)
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), "PAYD_SHUTDOWN_DELAY") || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("PAYD_SHUTDOWN_DELAY=%q %v: loadConfig = %v, want an error naming PAYD_SHUTDOWN_DELAY (%s)", tt.env, tt.args, err, tt.wantErr)
+			name := "PAYD_SHUTDOWN_DELAY" // the error names what was used: the variable, or the flag
+			if tt.args != nil {
+				name = "-shutdown-delay"
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), name+":") || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("PAYD_SHUTDOWN_DELAY=%q %v: loadConfig = %v, want an error naming %s (%s)", tt.env, tt.args, err, name, tt.wantErr)
 			}
 			continue
 		}

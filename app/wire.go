@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -34,9 +35,9 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 }
 
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
-// the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on loopback
-// that delivers its webhooks to this very payd.
-func providerFor(ctx context.Context, cfg Config, base string, db *repository.DB, log *slog.Logger, opts ...provider.Option) (PaymentProvider, func(), error) {
+// the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on sandboxLn
+// (loopback) that delivers its webhooks to this very payd.
+func providerFor(ctx context.Context, cfg Config, base string, sandboxLn net.Listener, log *slog.Logger, opts ...provider.Option) (PaymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
 		sp, err := newStripe(cfg, log)
 		return sp, func() {}, err
@@ -48,7 +49,7 @@ func providerFor(ctx context.Context, cfg Config, base string, db *repository.DB
 	if hook == "" {
 		hook = base + "/v1/webhooks/provider"
 	}
-	stop, addr, err := startSandbox(ctx, cfg, hook, log)
+	stop, addr, err := startSandbox(ctx, cfg, sandboxLn, hook, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sandbox: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -34,7 +35,9 @@ Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -admin-token
 Times T are RFC 3339 (2026-01-31T00:00:00Z) or a duration before now (24h).
 A run or a resolution is sent with one idempotency key, repeated on a lost answer;
 -key K sets it, so a script that reruns a command after a timeout acts once.
-An answer other than success prints payd's problem and exits 1.`
+An answer other than success prints payd's problem and exits 1; a command line
+payd admin cannot take (an unknown verb or flag, a bad value, a missing argument)
+exits 2 before anything is sent.`
 
 // adminConn is what every admin verb needs: where payd is, the operator
 // token, and how to print.
@@ -50,43 +53,61 @@ type adminConn struct {
 func adminFlags(name string, getenv func(string) string) (*flag.FlagSet, *adminConn) {
 	a := &adminConn{}
 	fs := flag.NewFlagSet("payd admin "+name, flag.ContinueOnError)
-	url := getenv("PAYD_URL")
-	if url == "" {
-		url = "http://127.0.0.1:8080"
-	}
-	fs.StringVar(&a.url, "url", url, "base URL of the running payd (PAYD_URL)")
+	fs.StringVar(&a.url, "url", paydURL(getenv), "base URL of the running payd (PAYD_URL)")
 	// The token's default is read after parsing, so -h never prints it.
 	fs.StringVar(&a.token, "admin-token", "", "operator token (default PAYD_ADMIN_TOKEN; the variable keeps it out of the process list)")
 	fs.BoolVar(&a.json, "json", false, "print payd's JSON answer instead of a table")
 	return fs, a
 }
 
-// adminCommand is `payd admin GROUP VERB ...`.
-func adminCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+// paydURL is where a running payd is by default: PAYD_URL, else the
+// address payd serve listens on by default.
+func paydURL(getenv func(string) string) string {
+	if u := getenv("PAYD_URL"); u != "" {
+		return u
+	}
+	return "http://127.0.0.1:8080"
+}
+
+// adminCommand is `payd admin GROUP VERB ...` (or a verb of one word).
+// Help asked for goes to stdout; without a verb, the usage goes to stderr
+// and the command fails as a usage error.
+func adminCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	name, rest := "", args
+	_, oneWord := adminVerbs[first(args)]
+	switch {
+	case oneWord:
+		name, rest = args[0], args[1:]
+	case len(args) > 0 && isHelp(args[0]), len(args) > 1 && isHelp(args[1]):
 		printCommandUsage(stdout, "admin", nil)
-		if len(args) == 0 {
-			return errors.New("usage: payd admin orders|reconcile|discrepancies VERB (run 'payd help admin')")
-		}
 		return nil
+	case len(args) > 0 && strings.HasPrefix(args[0], "-"):
+		return usagef("payd admin takes flags after its verb: payd admin GROUP VERB %s (run 'payd help admin')", args[0])
+	case len(args) > 1 && !strings.HasPrefix(args[1], "-"):
+		name, rest = args[0]+" "+args[1], args[2:]
+	case len(args) == 0:
+		printCommandUsage(stderr, "admin", nil)
+		return usagef("admin needs a command, such as orders search (the list is above)")
+	default:
+		printCommandUsage(stderr, "admin", nil)
+		return usagef("admin %s needs a verb (the list is above)", args[0])
 	}
-	if len(args) < 2 {
-		return fmt.Errorf("usage: payd admin %s VERB (run 'payd help admin')", args[0])
-	}
-	name := args[0] + " " + args[1]
 	makeVerb, ok := adminVerbs[name]
 	if !ok {
-		return fmt.Errorf("unknown admin command %q (run 'payd help admin')", name)
+		return usagef("unknown admin command %q (run 'payd help admin')", name)
 	}
 	verb := makeVerb()
 	fs, a := adminFlags(name, getenv)
 	verb.flags(fs)
-	pos, err := parseAdminFlags(fs, name, verb.usage, args[2:], stdout)
+	pos, err := parseAdminFlags(fs, name, verb.usage, rest, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) != verb.nargs {
-		return fmt.Errorf("usage: payd admin %s %s (run 'payd help admin')", name, verb.usage)
+		return usagef("usage: payd admin %s %s (run 'payd help admin')", name, verb.usage)
+	}
+	if err := checkBaseURL(fs, a.url); err != nil {
+		return err
 	}
 	if a.token == "" {
 		a.token = getenv("PAYD_ADMIN_TOKEN")
@@ -108,6 +129,39 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 	return verb.run(ctx, a, pos)
 }
 
+// isHelp is whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// checkBaseURL refuses a base URL of a running payd that is not http(s)
+// with a host, naming what gave it: the -url flag (a usage error) or
+// PAYD_URL.
+func checkBaseURL(fs *flag.FlagSet, base string) error {
+	if u, err := url.Parse(base); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	if flagGiven(fs, "url") {
+		return usagef("-url %q must be an http:// or https:// URL with a host", base)
+	}
+	return fmt.Errorf("PAYD_URL %q must be an http:// or https:// URL with a host", base)
+}
+
+// flagGiven is whether the command line set flag name of fs.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// first is args[0], or "" for none.
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
 // parseAdminFlags parses flags placed before or after the positional
 // arguments (`orders show ID -json` as well as `orders show -json ID`).
 func parseAdminFlags(fs *flag.FlagSet, name, usage string, args []string, w io.Writer) ([]string, error) {
@@ -123,7 +177,7 @@ func parseAdminFlags(fs *flag.FlagSet, name, usage string, args []string, w io.W
 			return nil, errHelpShown
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w (run 'payd admin %s -h' for its flags)", err, name)
+			return nil, usagef("%w (run 'payd admin %s -h' for its flags)", err, name)
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
@@ -246,7 +300,8 @@ func newIntentKey(key string) string {
 	return uuid.NewString()
 }
 
-// flagTime reads a time flag: RFC 3339, or a duration before now.
+// flagTime reads a time flag: RFC 3339, or a duration before now; another
+// value is a usage error.
 func flagTime(name, v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t.UTC(), nil
@@ -254,5 +309,5 @@ func flagTime(name, v string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 		return now.Add(-d).UTC(), nil
 	}
-	return time.Time{}, fmt.Errorf("-%s %q: want an RFC 3339 time (2026-01-31T00:00:00Z) or a duration before now (24h)", name, v)
+	return time.Time{}, usagef("-%s %q: want an RFC 3339 time (2026-01-31T00:00:00Z) or a duration before now (24h)", name, v)
 }

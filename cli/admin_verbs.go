@@ -117,7 +117,7 @@ func reconcileRun() adminVerb {
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			if from == "" {
-				return fmt.Errorf("-from is required (run 'payd admin reconcile run -h')")
+				return usagef("-from is required (run 'payd admin reconcile run -h')")
 			}
 			now := time.Now()
 			f, err := flagTime("from", from, now)
@@ -275,7 +275,7 @@ func discrepanciesResolve() adminVerb {
 		},
 		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			if action == "" {
-				return fmt.Errorf("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
+				return usagef("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
 			}
 			did, idemKey := pos[0], newIntentKey(key)
 			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}

@@ -6,16 +6,16 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/payd/payd/app"
 )
 
 // Main is payd's whole life: parse the command line, then serve, migrate,
 // run the sandbox, the demo or an admin verb until ctx ends. End-to-end
-// tests call it on port 0. Help that was asked for is a success.
+// tests call it on port 0. Help that was asked for is a success, written
+// on stdout; a usage written because of an error goes to stderr, and
+// ExitStatus tells the caller the exit status of the error returned.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	err := runCommand(ctx, args, getenv, stdout, stderr)
 	if errors.Is(err, errHelpShown) {
@@ -27,12 +27,19 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	sub := "serve"
 	if len(args) > 0 {
-		switch a := args[0]; {
-		case a == "-h" || a == "-help" || a == "--help":
+		switch a := args[0]; a {
+		case "-h", "-help", "--help":
+			if len(args) > 1 {
+				return usagef("unexpected arguments after %s (run 'payd help COMMAND' for one command)", a)
+			}
 			printUsage(stdout)
 			return nil
-		case !strings.HasPrefix(a, "-"):
-			sub, args = a, args[1:]
+		case "-version", "--version":
+			sub, args = "version", args[1:]
+		default:
+			if a == "" || a[0] != '-' {
+				sub, args = a, args[1:]
+			}
 		}
 	}
 	switch sub {
@@ -43,7 +50,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return app.Run(ctx, cfg, stdout, stderr)
 	case "migrate":
-		return migrate(ctx, args, getenv, stdout)
+		return migrate(ctx, args, getenv, stdout, stderr)
 	case "sandbox":
 		cfg, err := loadConfig(sub, args, getenv, stdout)
 		if err != nil {
@@ -51,9 +58,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return app.RunSandbox(ctx, cfg, stdout, stderr)
 	case "demo":
-		return demo(ctx, args, stdout)
+		return demo(ctx, args, getenv, stdout)
 	case "admin": // operators' CLI against a running payd (admin_cli.go)
-		return adminCommand(ctx, args, getenv, stdout)
+		return adminCommand(ctx, args, getenv, stdout, stderr)
 	case "healthcheck": // a container's HEALTHCHECK (healthcheck.go)
 		return healthcheck(ctx, args, getenv, stdout)
 	case "version":
@@ -63,18 +70,26 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		printVersion(stdout)
 		return nil
 	case "help":
-		return help(args, stdout)
+		return help(ctx, args, getenv, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q: run 'payd help' for the list", sub)
+	return usagef("unknown command %q: run 'payd help' for the list", sub)
 }
 
 // loadConfig reads the environment, then the flags of subcommand sub. -h
-// describes sub on help and returns errHelpShown.
+// describes sub on help and returns errHelpShown. A setting given as a
+// flag is named by its flag in errors, which are then usage errors; one
+// from the environment is named by its variable (exit 1).
 func loadConfig(sub string, args []string, getenv func(string) string, help io.Writer) (app.Config, error) {
-	return app.LoadConfig(sub, getenv, func(fs *flag.FlagSet) error { return parseFlags(fs, sub, args, help) })
+	cfg, err := app.LoadConfig(sub, getenv, func(fs *flag.FlagSet) error { return parseFlags(fs, sub, args, help) })
+	if fe := (*app.FlagError)(nil); errors.As(err, &fe) {
+		return cfg, usage(err)
+	}
+	return cfg, err
 }
 
-func migrate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// migrate is `payd migrate up|status [flags]`; without up or status it
+// writes its usage on stderr and fails as a usage error.
+func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "up" || args[0] == "status") {
 		cfg, err := loadConfig("migrate", args[1:], getenv, stdout)
 		if err != nil {
@@ -82,8 +97,14 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		return app.Migrate(ctx, args[0], cfg, stdout)
 	}
-	if _, err := loadConfig("migrate", args, getenv, stdout); err != nil { // -h
-		return err
+	if len(args) == 0 || args[0] == "" || args[0][0] == '-' { // -h, or flags before the verb
+		if _, err := loadConfig("migrate", args, getenv, stdout); err != nil {
+			return err
+		}
 	}
-	return errors.New("usage: payd migrate up|status (run 'payd help migrate')")
+	printCommandUsage(stderr, "migrate", nil)
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		return usagef("unknown migrate command %q: want payd migrate up|status (run 'payd help migrate')", args[0])
+	}
+	return usagef("usage: payd migrate up|status (run 'payd help migrate')")
 }

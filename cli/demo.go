@@ -22,12 +22,12 @@ type demoOptions struct {
 	email string
 }
 
-func demoFlags(o *demoOptions) (*flag.FlagSet, *demoOptions) {
-	if o == nil {
-		o = &demoOptions{}
-	}
+// demoFlags are the flags of payd demo; -url defaults to PAYD_URL, as
+// payd admin's does.
+func demoFlags(getenv func(string) string) (*flag.FlagSet, *demoOptions) {
+	o := &demoOptions{}
 	fs := flag.NewFlagSet("payd demo", flag.ContinueOnError)
-	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the running payd")
+	fs.StringVar(&o.url, "url", paydURL(getenv), "base URL of the running payd (PAYD_URL)")
 	fs.StringVar(&o.email, "email", "", "email to register (default: a new demo-….@example.com at each run)")
 	return fs, o
 }
@@ -36,9 +36,12 @@ func demoFlags(o *demoOptions) (*flag.FlagSet, *demoOptions) {
 // with nothing but the generated client and Go's HTTP client, so it works where curl scripts need
 // tools a machine may lack. Every exchange is printed; a status other than
 // the walkthrough's expected one ends the demo with an error.
-func demo(ctx context.Context, args []string, w io.Writer) error {
-	fs, o := demoFlags(nil)
+func demo(ctx context.Context, args []string, getenv func(string) string, w io.Writer) error {
+	fs, o := demoFlags(getenv)
 	if err := parseFlags(fs, "demo", args, w); err != nil {
+		return err
+	}
+	if err := checkBaseURL(fs, o.url); err != nil {
 		return err
 	}
 	if o.email == "" {

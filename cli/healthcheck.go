@@ -31,16 +31,6 @@ const healthcheckAbout = "GETs -url and exits 0 on a 2xx answer, 1 on anything e
 // under the 30s Docker gives a HEALTHCHECK.
 const healthcheckTimeout = 2 * time.Second
 
-// ExitStatus is the process exit status for Main's error: 0 for none, 1
-// for any other. payd healthcheck's usage errors are 1 too: Docker
-// reserves a health check's exit status 2.
-func ExitStatus(err error) int {
-	if err == nil {
-		return 0
-	}
-	return 1
-}
-
 // healthcheckFlags are the flags of payd healthcheck.
 func healthcheckFlags() (*flag.FlagSet, *string, *time.Duration) {
 	fs := flag.NewFlagSet("payd healthcheck", flag.ContinueOnError)
@@ -49,11 +39,20 @@ func healthcheckFlags() (*flag.FlagSet, *string, *time.Duration) {
 	return fs, u, timeout
 }
 
-// healthcheck is `payd healthcheck [-url URL] [-timeout D]`.
+// healthcheck is `payd healthcheck [-url URL] [-timeout D]`. It exits 0
+// or 1 only, a usage error included: Docker reserves a health check's 2.
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	err := checkHealth(ctx, args, getenv, stdout)
+	if err == nil || errors.Is(err, errHelpShown) {
+		return err
+	}
+	return &failure{err}
+}
+
+func checkHealth(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs, rawURL, timeout := healthcheckFlags()
 	if err := parseFlags(fs, "healthcheck", args, stdout); err != nil {
-		return err // help shown (exit 0), or a usage error (1)
+		return err
 	}
 	target := *rawURL
 	if target == "" {
@@ -62,10 +61,10 @@ func healthcheck(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 	} else if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("-url %q must be an http:// or https:// URL with a host", target)
+		return usagef("-url %q must be an http:// or https:// URL with a host", target)
 	}
 	if *timeout <= 0 {
-		return fmt.Errorf("-timeout must be positive, not %v", *timeout)
+		return usagef("-timeout must be positive, not %v", *timeout)
 	}
 	return probe(ctx, target, *timeout)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -137,14 +138,20 @@ func TestHealthcheckDefaultURL(t *testing.T) {
 	}
 }
 
-// TestExitStatus: help is 0; an error, a usage error included, is 1.
+// TestExitStatus: help is 0; a usage error is 2, except payd
+// healthcheck's, which is 1 (Docker reserves a health check's 2).
 func TestExitStatus(t *testing.T) {
 	if got, err := healthcheckRun(t, "", "-h"); got != 0 {
 		t.Errorf("payd healthcheck -h exit %d (%v), want 0", got, err)
 	}
 	for _, args := range [][]string{{"bogus"}, {"serve", "-bogus"}} {
-		if _, _, err := runArgs(t, args...); ExitStatus(err) != 1 {
-			t.Errorf("payd %s exit %d (%v), want 1", strings.Join(args, " "), ExitStatus(err), err)
+		if _, _, err := runArgs(t, args...); ExitStatus(err) != 2 {
+			t.Errorf("payd %s exit %d (%v), want 2", strings.Join(args, " "), ExitStatus(err), err)
+		}
+	}
+	for _, args := range [][]string{{"-bogus"}, {"-timeout", "soon"}, {"-timeout", "0s"}, {"-url", "ftp://x"}, {"extra"}} {
+		if got, err := healthcheckRun(t, "", args...); got != 1 || !errors.As(err, new(*usageError)) {
+			t.Errorf("payd healthcheck %s exit %d (%v), want 1 for a usage error", strings.Join(args, " "), got, err)
 		}
 	}
 }

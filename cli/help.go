@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/payd/payd/app"
 	"github.com/payd/payd/internal/version"
 )
 
@@ -34,7 +34,7 @@ var commands = []command{
 	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
 	{"admin", "orders|reconcile|discrepancies VERB [flags]", "search orders, reconcile, resolve discrepancies on a running payd", adminAbout},
 	{"healthcheck", "[-url URL] [-timeout D]", "exit 0 if payd answers 2xx, 1 if not: a container's HEALTHCHECK", healthcheckAbout},
-	{"version", "", "print payd's version and VCS revision", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
+	{"version", "", "print payd's version and VCS revision (also payd --version, payd -version)", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
 		"the build information Go recorded in the binary."},
 	{"help", "[command]", "describe payd, or one command and its flags", "payd help COMMAND describes COMMAND and lists its flags only."},
 }
@@ -48,7 +48,10 @@ func printUsage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nEvery flag of serve, migrate and sandbox has an environment variable (PAYD_LEASE → -lease).\nRun 'payd help COMMAND' for one command's flags.")
+	fmt.Fprintln(w, "\nEvery flag of serve, migrate and sandbox has an environment variable (PAYD_LEASE → -lease).\nRun 'payd help COMMAND' for one command's flags.\n\n"+
+		"Exit status: 0 on success (help asked for included), 1 on a failure, 2 on a command line payd\n"+
+		"cannot take (an unknown command or flag, a flag's bad value, a missing or extra argument);\n"+
+		"payd healthcheck exits 0 or 1 only.")
 }
 
 // printCommandUsage describes one command and the flags of fs, if any.
@@ -68,34 +71,34 @@ func printCommandUsage(w io.Writer, name string, fs *flag.FlagSet) {
 	fs.SetOutput(io.Discard)
 }
 
-// help is `payd help [command]`.
-func help(args []string, w io.Writer) error {
+// help is `payd help [command]`: what `payd COMMAND -h` prints, on
+// stdout, defaults from the environment included.
+func help(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch {
 	case len(args) == 0:
-		printUsage(w)
+		printUsage(stdout)
 		return nil
 	case len(args) > 1:
-		return errors.New("usage: payd help [command]")
+		return usagef("usage: payd help [command]")
 	}
 	switch name := args[0]; name {
-	case "serve", "migrate", "sandbox":
-		printCommandUsage(w, name, app.FlagSet(name))
-	case "demo":
-		fs, _ := demoFlags(nil)
-		printCommandUsage(w, name, fs)
-	case "healthcheck":
-		fs, _, _ := healthcheckFlags()
-		printCommandUsage(w, name, fs)
+	case "serve", "migrate", "sandbox", "demo", "healthcheck":
+		err := runCommand(ctx, []string{name, "-h"}, getenv, stdout, stderr)
+		if errors.Is(err, errHelpShown) {
+			return nil
+		}
+		return err
 	case "version", "help", "admin":
-		printCommandUsage(w, name, nil)
+		printCommandUsage(stdout, name, nil)
 	default:
-		return fmt.Errorf("unknown command %q: run 'payd help' for the list", name)
+		return usagef("unknown command %q: run 'payd help' for the list", name)
 	}
 	return nil
 }
 
 // parseFlags parses args into fs: -h and --help describe the command on w
-// (errHelpShown); a wrong flag says where the right ones are listed.
+// (errHelpShown); a wrong flag or argument is a usage error that says where
+// the right ones are listed.
 func parseFlags(fs *flag.FlagSet, name string, args []string, w io.Writer) error {
 	fs.SetOutput(io.Discard) // errors are returned, help goes to w
 	fs.Usage = func() {}
@@ -105,10 +108,10 @@ func parseFlags(fs *flag.FlagSet, name string, args []string, w io.Writer) error
 		return errHelpShown
 	}
 	if err != nil {
-		return fmt.Errorf("%w (run 'payd help %s' for its flags)", err, name)
+		return usagef("%w (run 'payd help %s' for its flags)", err, name)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s (run 'payd help %s')", strings.Join(fs.Args(), " "), name)
+		return usagef("unexpected arguments: %s (run 'payd help %s')", strings.Join(fs.Args(), " "), name)
 	}
 	return nil
 }

@@ -509,6 +509,27 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for ResolutionAction.
+const (
+	ResolutionActionApply  ResolutionAction = "apply"
+	ResolutionActionIgnore ResolutionAction = "ignore"
+	ResolutionActionRefund ResolutionAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the ResolutionAction enum.
+func (e ResolutionAction) Valid() bool {
+	switch e {
+	case ResolutionActionApply:
+		return true
+	case ResolutionActionIgnore:
+		return true
+	case ResolutionActionRefund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestAction.
 const (
 	ResolveRequestActionApply  ResolveRequestAction = "apply"
@@ -1207,6 +1228,11 @@ type PayRequest struct {
 
 // Problem RFC 9457 problem details with payd's stable machine code.
 type Problem struct {
+	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved, being resolved, or fits no other action.
+	//
+	// Example: ["refund","ignore"]
+	Actions *[]ResolutionAction `json:"actions,omitempty"`
+
 	// Code The stable machine code; `http_error` is the fallback for an
 	// HTTP error no other code names (its status is that error's).
 	//
@@ -1417,6 +1443,9 @@ type Registration struct {
 	// Token The customer's bearer token. A replay with the same key returns the same token.
 	Token string `json:"token"`
 }
+
+// ResolutionAction An action that resolves a discrepancy.
+type ResolutionAction string
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
@@ -2043,6 +2072,23 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// LandingPage The landing page (HTML)
+	//
+	// A plain page that links the checkout page (/checkout), the
+	// operators' console (/admin), this document (/openapi.yaml) and the
+	// page of every problem type (/problems/{code}). No script; the
+	// checkout page's style sheet.
+	//
+	// Corresponds with GET / (the `LandingPage` operationId).
+	LandingPage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LandingPageHead The landing page's headers
+	//
+	// GET / without the body.
+	//
+	// Corresponds with HEAD / (the `LandingPageHead` operationId).
+	LandingPageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ConsolePage The operators' console (HTML)
 	//
 	// A plain page for operators: it signs in with an operator token
@@ -2518,6 +2564,43 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
 	StripeWebhook(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// LandingPage The landing page (HTML)
+//
+// A plain page that links the checkout page (/checkout), the
+// operators' console (/admin), this document (/openapi.yaml) and the
+// page of every problem type (/problems/{code}). No script; the
+// checkout page's style sheet.
+//
+// Corresponds with GET / (the `LandingPage` operationId).
+func (c *Client) LandingPage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLandingPageRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LandingPageHead The landing page's headers
+//
+// GET / without the body.
+//
+// Corresponds with HEAD / (the `LandingPageHead` operationId).
+func (c *Client) LandingPageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLandingPageHeadRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ConsolePage The operators' console (HTML)
@@ -3424,6 +3507,60 @@ func (c *Client) StripeWebhook(ctx context.Context, params *StripeWebhookParams,
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewLandingPageRequest constructs an http.Request for the LandingPage method
+func NewLandingPageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewLandingPageHeadRequest constructs an http.Request for the LandingPageHead method
+func NewLandingPageHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewConsolePageRequest constructs an http.Request for the ConsolePage method
@@ -5128,6 +5265,27 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// LandingPageWithResponse The landing page (HTML)
+	//
+	// A plain page that links the checkout page (/checkout), the
+	// operators' console (/admin), this document (/openapi.yaml) and the
+	// page of every problem type (/problems/{code}). No script; the
+	// checkout page's style sheet.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET / (the `LandingPage` operationId).
+	LandingPageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LandingPageResponse, error)
+
+	// LandingPageHeadWithResponse The landing page's headers
+	//
+	// GET / without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD / (the `LandingPageHead` operationId).
+	LandingPageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LandingPageHeadResponse, error)
+
 	// ConsolePageWithResponse The operators' console (HTML)
 	//
 	// A plain page for operators: it signs in with an operator token
@@ -5649,6 +5807,106 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/webhooks/stripe (the `StripeWebhook` operationId).
 	StripeWebhookWithResponse(ctx context.Context, params *StripeWebhookParams, body StripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*StripeWebhookResponse, error)
+}
+
+// LandingPageResponse429Headers the declared response headers of an HTTP 429 response for LandingPage
+type LandingPageResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type LandingPageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LandingPageResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LandingPageResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r LandingPageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LandingPageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LandingPageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LandingPageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LandingPageHeadResponse429Headers the declared response headers of an HTTP 429 response for LandingPageHead
+type LandingPageHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type LandingPageHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LandingPageHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LandingPageHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r LandingPageHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LandingPageHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LandingPageHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LandingPageHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ConsolePageResponse429Headers the declared response headers of an HTTP 429 response for ConsolePage
@@ -9238,6 +9496,39 @@ func (r StripeWebhookResponse) ContentType() string {
 	return ""
 }
 
+// LandingPageWithResponse The landing page (HTML)
+//
+// A plain page that links the checkout page (/checkout), the
+// operators' console (/admin), this document (/openapi.yaml) and the
+// page of every problem type (/problems/{code}). No script; the
+// checkout page's style sheet.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET / (the `LandingPage` operationId).
+func (c *ClientWithResponses) LandingPageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LandingPageResponse, error) {
+	rsp, err := c.LandingPage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLandingPageResponse(rsp)
+}
+
+// LandingPageHeadWithResponse The landing page's headers
+//
+// GET / without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD / (the `LandingPageHead` operationId).
+func (c *ClientWithResponses) LandingPageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*LandingPageHeadResponse, error) {
+	rsp, err := c.LandingPageHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLandingPageHeadResponse(rsp)
+}
+
 // ConsolePageWithResponse The operators' console (HTML)
 //
 // A plain page for operators: it signs in with an operator token
@@ -10016,6 +10307,112 @@ func (c *ClientWithResponses) StripeWebhookWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseStripeWebhookResponse(rsp)
+}
+
+// ParseLandingPageResponse parses an HTTP response from a LandingPageWithResponse call
+func ParseLandingPageResponse(rsp *http.Response) (*LandingPageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LandingPageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers LandingPageResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLandingPageHeadResponse parses an HTTP response from a LandingPageHeadWithResponse call
+func ParseLandingPageHeadResponse(rsp *http.Response) (*LandingPageHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LandingPageHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers LandingPageHeadResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseConsolePageResponse parses an HTTP response from a ConsolePageWithResponse call

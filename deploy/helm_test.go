@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/payd/payd/app"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/telemetry"
 )
 
@@ -67,7 +68,7 @@ func helm(t *testing.T, args ...string) (stdout, stderr string, err error) {
 		if os.Getenv("PAYD_TEST_REQUIRE_HELM") == "1" {
 			t.Fatalf("helm is required (PAYD_TEST_REQUIRE_HELM=1) but could not be built: %v", helmErr)
 		}
-		t.Skipf("helm could not be built (set PAYD_TEST_REQUIRE_HELM=1 to fail instead): %v", helmErr)
+		testdeps.Skip(t, testdeps.Helm, fmt.Sprintf("helm could not be built (set PAYD_TEST_REQUIRE_HELM=1 to fail instead): %v", helmErr))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -109,3 +109,96 @@ type Discrepancy struct {
 	DetectedAt     time.Time
 	ResolvedAt     *time.Time
 }
+
+// The actions an operator may choose to resolve a discrepancy.
+const (
+	ActionApply  = "apply"  // make payd's books follow the provider's
+	ActionRefund = "refund" // give the provider's charge back
+	ActionIgnore = "ignore" // accept the difference, with a note
+)
+
+// ResolutionActions lists every action, in the order problems name them.
+var ResolutionActions = []string{ActionApply, ActionRefund, ActionIgnore}
+
+// resolutionFit says which discrepancies one action fits: their types,
+// and what the action needs the discrepancy to name.
+type resolutionFit struct {
+	types        []DiscrepancyType
+	needsAttempt bool // apply settles the attempt the charge belongs to
+	needsCharge  bool // refund gives back the provider charge it names
+}
+
+// resolutionFits is the one table of which action fits which discrepancy.
+// The resolver refuses an action the table does not fit, and a refusal
+// names the actions it does fit, so the two can never disagree. An action
+// the table fits may still be refused once the provider is asked (the
+// charge pays another order, nothing is left to refund, ...).
+//   - apply fits a stuck payment (asked again), a missing local payment and
+//     a held amount_mismatch — each about an attempt of payd's;
+//   - refund fits a charge the provider holds, but not a refund, a
+//     dispute, a payment still settling or a charge the provider does not
+//     have (none is a charge to give back);
+//   - ignore fits everything.
+var resolutionFits = map[string]resolutionFit{
+	ActionApply: {types: []DiscrepancyType{MissingLocalPayment, AmountMismatch, StuckProcessing}, needsAttempt: true},
+	ActionRefund: {types: []DiscrepancyType{MissingLocalPayment, AmountMismatch, DuplicateCharge, PaidAfterClose, UnconfirmedPayment},
+		needsCharge: true},
+	ActionIgnore: {types: DiscrepancyTypes},
+}
+
+// Fits reports whether action fits d by the table, whatever d's status.
+func (d Discrepancy) Fits(action string) bool {
+	fit, ok := resolutionFits[action]
+	if !ok || fit.needsAttempt && d.AttemptID == "" || fit.needsCharge && d.ChargeID == "" {
+		return false
+	}
+	for _, t := range fit.types {
+		if t == d.Type {
+			return true
+		}
+	}
+	return false
+}
+
+// Actions lists the actions that may resolve d now: those that fit it
+// while it is open, none once it is being resolved or resolved (the
+// action it was resolved with answers as done, any other is refused).
+// It is never nil, so a refusal can say "none" as an empty list.
+func (d Discrepancy) Actions() []string {
+	out := []string{}
+	if d.Status != DiscrepancyOpen {
+		return out
+	}
+	for _, a := range ResolutionActions {
+		if d.Fits(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// UnfitError is a refused resolution (ErrResolutionNotApplicable or
+// ErrAlreadyResolved, which it wraps) with the actions that may still
+// resolve the discrepancy: the problem an operator gets names them.
+type UnfitError struct {
+	Err     error
+	Actions []string // never nil; empty when no action fits
+}
+
+func (e *UnfitError) Error() string { return e.Err.Error() }
+
+// Unwrap makes errors.Is find the refusal it wraps.
+func (e *UnfitError) Unwrap() error { return e.Err }
+
+// Unfit wraps refusal of action on d with the actions that may still
+// resolve d: those d.Actions lists, but action itself, which was just
+// refused.
+func Unfit(d Discrepancy, action string, refusal error) *UnfitError {
+	out := []string{}
+	for _, a := range d.Actions() {
+		if a != action {
+			out = append(out, a)
+		}
+	}
+	return &UnfitError{Err: refusal, Actions: out}
+}

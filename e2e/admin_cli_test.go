@@ -167,7 +167,8 @@ func TestAdminCLI(t *testing.T) {
 }
 
 // TestAdminCLIExitCodes runs the shipped binary: a refusal prints payd's
-// words on stderr and exits 1, success exits 0, help exits 0.
+// words on stderr and exits 1, a command line it cannot take exits 2,
+// success exits 0, help exits 0.
 func TestAdminCLIExitCodes(t *testing.T) {
 	exe := shippedExecutable(t)
 	s := start(t, on("sqlite"))
@@ -181,8 +182,9 @@ func TestAdminCLIExitCodes(t *testing.T) {
 		{testAdminToken, []string{"admin", "orders", "search"}, 0, "no order matches", ""},
 		{testAdminToken, []string{"admin", "orders", "show", uuid.NewString()}, 1, "", "payd answered 404 order_not_found"},
 		{"adm_wrong_0123456789abcdef012345", []string{"admin", "orders", "search"}, 1, "", "401"},
-		{testAdminToken, []string{"admin", "reconcile", "run", "-from", "soon"}, 1, "", "want an RFC 3339 time"},
-		{testAdminToken, []string{"admin", "orders", "search", "-x"}, 1, "", "flag provided but not defined: -x"},
+		{testAdminToken, []string{"admin", "reconcile", "run", "-from", "soon"}, 2, "", "want an RFC 3339 time"},
+		{testAdminToken, []string{"admin", "orders", "search", "-x"}, 2, "", "flag provided but not defined: -x"},
+		{testAdminToken, []string{"admin", "orders"}, 2, "", "usage: payd admin"},
 		{"", []string{"help", "admin"}, 0, "payd admin discrepancies resolve", ""},
 		{"", []string{"admin", "orders", "search", "-h"}, 0, "-customer", ""},
 	}

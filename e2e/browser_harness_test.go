@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/sandbox"
 )
 
@@ -44,7 +45,7 @@ func chromium(t *testing.T) string {
 	if os.Getenv("PAYD_TEST_REQUIRE_BROWSER") == "1" {
 		t.Fatal(msg + "; PAYD_TEST_REQUIRE_BROWSER=1 requires them")
 	}
-	t.Skip(msg)
+	testdeps.Skip(t, testdeps.Chromium, msg)
 	return ""
 }
 

@@ -67,17 +67,30 @@ func TestDevSecretsSurviveRestart(t *testing.T) {
 		}
 		second.stop()
 
-		// A key from the environment wins over the file, and the file is left alone.
+		// A key from the environment wins over the file, and the file is
+		// left alone: a key that is not the database's is refused at
+		// start, naming the variable and the file that holds the right one.
 		e["PAYD_SECRET_KEY"] = "another-secret-key-0123456789abcdef"
+		err = refusedStart(t, e)
+		if !strings.Contains(err.Error(), "PAYD_SECRET_KEY") || !strings.Contains(err.Error(), secretsFile) {
+			t.Errorf("start under another secret key = %v, want a refusal naming PAYD_SECRET_KEY and %s", err, secretsFile)
+		}
+		if now, _ := os.ReadFile(secretsFile); string(now) != string(kept) {
+			t.Errorf("the secrets file changed while the environment gave the key:\nbefore %s\nafter %s", kept, now)
+		}
+
+		// A database made before payd kept its key's check value records
+		// the key of its first start; a reply sealed with another key
+		// then answers 410 stored_response_unreadable, not 500.
+		if err := openDB(t, dbURL).Gorm().Exec("DELETE FROM secret_key_check").Error; err != nil {
+			t.Fatal(err)
+		}
 		third := start(t, asConfigured(e))
 		r3 := third.do(readmeRegister)
 		if r3.Status != http.StatusGone || r3.code(t) != "stored_response_unreadable" {
 			t.Errorf("replay under another secret key = %d %s, want 410 stored_response_unreadable", r3.Status, r3.Body)
 		}
 		third.stop()
-		if now, _ := os.ReadFile(secretsFile); string(now) != string(kept) {
-			t.Errorf("the secrets file changed while the environment gave the key:\nbefore %s\nafter %s", kept, now)
-		}
 	})
 }
 

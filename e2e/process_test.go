@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/sandbox"
 )
 
@@ -45,7 +46,7 @@ var paydBinary struct {
 
 // TestMain removes the payd binaries the tests built, if any.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testdeps.Run(m) // runs the tests, then says what they skipped for want of a dependency
 	if paydBinary.dir != "" {
 		_ = os.RemoveAll(paydBinary.dir)
 	}

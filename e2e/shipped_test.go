@@ -45,7 +45,8 @@ func shippedExecutable(t *testing.T) string {
 
 // TestShippedBinaryCLI runs the binary a user gets: help exits 0 and never
 // mentions the fault switch, which it does not accept; version prints the
-// VCS revision; errors exit 1.
+// VCS revision, as --version does; a command line payd cannot take exits 2
+// with the usage, if any, on stderr; other errors exit 1.
 func TestShippedBinaryCLI(t *testing.T) {
 	exe := shippedExecutable(t)
 	tests := []struct {
@@ -61,8 +62,12 @@ func TestShippedBinaryCLI(t *testing.T) {
 		{[]string{"serve", "-h"}, 0, "-admin-token", "test-fault", false},
 		{[]string{"sandbox", "--help"}, 0, "-sandbox-addr", "-admin-token", false},
 		{[]string{"version"}, 0, "github.com/payd/payd", "", false},
-		{[]string{"serve", "-test-fault", "after_claim"}, 1, "flag provided but not defined: -test-fault", "", true},
-		{[]string{"bogus"}, 1, "unknown command", "", true},
+		{[]string{"--version"}, 0, "github.com/payd/payd", "", false},
+		{[]string{"-version"}, 0, "github.com/payd/payd", "", false},
+		{[]string{"serve", "-test-fault", "after_claim"}, 2, "flag provided but not defined: -test-fault", "", true},
+		{[]string{"bogus"}, 2, "unknown command", "", true},
+		{[]string{"admin"}, 2, "usage: payd admin", "", true},
+		{[]string{"serve", "-lease", "abc"}, 2, `payd: -lease: "abc" is not a duration such as 30s`, "", true},
 		{[]string{"migrate", "up", "-database-url", "sqlite:///no/such/dir/x.db"}, 1, "does not exist", "out of memory", true},
 	}
 	for _, tt := range tests {

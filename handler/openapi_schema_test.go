@@ -32,7 +32,7 @@ var accepted = map[string]any{
 // jsonField is one key of a type's JSON form.
 type jsonField struct {
 	typ       reflect.Type
-	omitempty bool
+	omitempty bool // omitempty or omitzero: the key may be left out
 }
 
 // jsonFields lists the keys encoding/json writes for t, embedded structs
@@ -55,7 +55,7 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = jsonField{typ: f.Type, omitempty: strings.Contains(opts, "omitempty")}
+		out[name] = jsonField{typ: f.Type, omitempty: strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")}
 	}
 	return out
 }

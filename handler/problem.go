@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -35,7 +36,10 @@ type Problem struct {
 	// replayed answer keeps the one of the request that produced it.
 	RequestID string `json:"request_id,omitempty"`
 	// Errors lists every invalid field of a validation_failed request.
-	Errors     []FieldError `json:"errors,omitempty"`
+	Errors []FieldError `json:"errors,omitempty"`
+	// Actions, on a refused resolution, lists the actions that may still
+	// resolve the discrepancy (domain's table); empty when none does.
+	Actions    []string `json:"actions,omitzero"`
 	retryAfter int
 }
 
@@ -156,13 +160,13 @@ var errorTable = []errorRow{
 	{match: is(domain.ErrDiscrepancyNotFound), code: "discrepancy_not_found",
 		detail: "There is no such discrepancy."},
 	{match: is(domain.ErrAlreadyResolved), code: "discrepancy_already_resolved",
-		detail: "This discrepancy was already resolved with another action."},
+		detail: "This discrepancy was already resolved with another action.", adorn: listActions},
 	{match: ownedElsewhere, code: "charge_belongs_to_other_order",
 		detail: "The provider says this charge pays another order; nothing was refunded or applied.", adorn: nameOwner},
 	{match: is(domain.ErrChargeDisputed), code: "charge_disputed",
 		detail: "The charge is under an open dispute: the bank has taken the money back, so a refund would give it twice. Nothing was refunded; answer the dispute at the provider."},
 	{match: is(domain.ErrResolutionNotApplicable), code: "resolution_not_applicable",
-		detail: "This action does not fit this discrepancy; choose another."},
+		detail: "This action does not fit this discrepancy; choose another.", adorn: nameFits},
 	{match: is(idempotency.ErrStoredResponseUnreadable), code: "stored_response_unreadable",
 		detail: "The answer stored for this idempotency key was sealed with a secret key this server no longer has, so it cannot be replayed; the request was not executed again. Its token, if any, no longer works either."},
 	// Echo's own refusals, before a handler ran.
@@ -245,6 +249,27 @@ func nameOwner(p *Problem, err error) {
 	if errors.As(err, &owner) {
 		p.Detail = fmt.Sprintf("The provider says charge %s pays order %s, not the order this action is about; nothing was refunded or applied. Act on that order instead.",
 			truncateID(owner.ChargeID), truncateID(owner.OrderID))
+	}
+}
+
+// listActions lists the actions that may still resolve the discrepancy a
+// refused resolution is about (domain.UnfitError).
+func listActions(p *Problem, err error) {
+	var unfit *domain.UnfitError
+	if errors.As(err, &unfit) {
+		p.Actions = append([]string{}, unfit.Actions...)
+	}
+}
+
+// nameFits lists the actions that fit the discrepancy, in the detail too.
+func nameFits(p *Problem, err error) {
+	listActions(p, err)
+	switch {
+	case p.Actions == nil:
+	case len(p.Actions) == 0:
+		p.Detail = "This action does not fit this discrepancy, and no other action fits it now."
+	default:
+		p.Detail = "This action does not fit this discrepancy. The actions that fit it: " + strings.Join(p.Actions, ", ") + "."
 	}
 }
 

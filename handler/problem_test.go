@@ -2,10 +2,12 @@ package handler
 
 import (
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,5 +92,45 @@ func TestIdempotencyErrorsThroughTheTable(t *testing.T) {
 		if tt.retryAfter != 0 && p.retryAfter != tt.retryAfter {
 			t.Errorf("toProblem(%v) Retry-After = %d, want %d", tt.err, p.retryAfter, tt.retryAfter)
 		}
+	}
+}
+
+// TestRefusedResolutionNamesActions: a refused resolution's problem names
+// the actions that may still resolve the discrepancy, in the detail and
+// as the `actions` member; an empty list is sent as [] ("none"), and a
+// problem about anything else has no such member.
+func TestRefusedResolutionNamesActions(t *testing.T) {
+	dup := domain.Discrepancy{Type: domain.DuplicateCharge, Status: domain.DiscrepancyOpen, ChargeID: "ch_1"}
+	resolved := dup
+	resolved.Status = domain.DiscrepancyResolved
+	tests := []struct {
+		name   string
+		err    error
+		code   string
+		detail string
+		json   string // the actions member as sent
+	}{
+		{"apply on a duplicate charge", fmt.Errorf("resolve: %w", domain.Unfit(dup, domain.ActionApply, domain.ErrResolutionNotApplicable)),
+			"resolution_not_applicable", "This action does not fit this discrepancy. The actions that fit it: refund, ignore.", `"actions":["refund","ignore"]`},
+		{"refund refused once asked", domain.Unfit(dup, domain.ActionRefund, fmt.Errorf("%w: nothing left", domain.ErrResolutionNotApplicable)),
+			"resolution_not_applicable", "This action does not fit this discrepancy. The actions that fit it: ignore.", `"actions":["ignore"]`},
+		{"nothing else fits", domain.Unfit(domain.Discrepancy{Type: domain.Disputed, Status: domain.DiscrepancyOpen}, domain.ActionIgnore, domain.ErrResolutionNotApplicable),
+			"resolution_not_applicable", "This action does not fit this discrepancy, and no other action fits it now.", `"actions":[]`},
+		{"already resolved", domain.Unfit(resolved, domain.ActionIgnore, domain.ErrAlreadyResolved),
+			"discrepancy_already_resolved", "This discrepancy was already resolved with another action.", `"actions":[]`},
+	}
+	for _, tt := range tests {
+		p, known := toProblem(tt.err)
+		if !known || p.Code != tt.code || p.Status != http.StatusConflict || p.Detail != tt.detail {
+			t.Errorf("%s: toProblem = %d %s %q (known %v), want 409 %s %q", tt.name, p.Status, p.Code, p.Detail, known, tt.code, tt.detail)
+		}
+		b, err := json.Marshal(p)
+		if err != nil || !strings.Contains(string(b), tt.json) {
+			t.Errorf("%s: problem JSON %s, want it to carry %s", tt.name, b, tt.json)
+		}
+	}
+	b, _ := json.Marshal(problem("order_not_found", "There is no such order."))
+	if strings.Contains(string(b), "actions") {
+		t.Errorf("problem of another code = %s, want no actions member", b)
 	}
 }

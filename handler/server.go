@@ -100,6 +100,9 @@ func routes(e *echo.Echo, d Deps) {
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Scrape()))
 	}
+	landing := echo.WrapHandler(web.Landing(landingProblems())) // links the pages, this document and the problem types
+	e.GET("/", landing, public)
+	e.HEAD("/", landing, public)
 	e.GET("/openapi.yaml", openAPI, public)
 	e.GET("/problems/:code", problemDoc, public) // what a problem's type URI names
 
@@ -136,6 +139,17 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/stats", a.stats, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
+}
+
+// landingProblems is the problem catalogue as the landing page lists it,
+// by code.
+func landingProblems() []web.Problem {
+	out := make([]web.Problem, 0, len(problemTypes))
+	for _, code := range problemCodes() {
+		pt := problemTypes[code]
+		out = append(out, web.Problem{Code: code, Status: pt.Status, Title: pt.Title})
+	}
+	return out
 }
 
 func healthz(c echo.Context) error {

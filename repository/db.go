@@ -338,8 +338,19 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.D
 			break
 		}
 	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errUnknownDatabase {
+		// payd never creates its database: the user it connects as should
+		// not need the right to, and a typo in the URL would make one.
+		return nil, fmt.Errorf("open mysql database: database %s does not exist on %s: create it with CREATE DATABASE %s (payd creates the tables, not the database)",
+			cfg.DBName, cfg.Addr, cfg.DBName)
+	}
 	return nil, fmt.Errorf("ping mysql database: %w", err)
 }
+
+// errUnknownDatabase is the server's error for a connection to a database
+// that does not exist (ER_BAD_DB_ERROR).
+const errUnknownDatabase = 1049
 
 // mysqlConfig turns a mysql:// URL into a driver configuration. Query
 // parameters are passed to the driver (e.g. tls=true); the settings payd

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/repository"
 )
 
@@ -20,7 +21,7 @@ func galeraURLs(tb testing.TB) []string {
 	tb.Helper()
 	u := os.Getenv("PAYD_TEST_GALERA_URLS")
 	if u == "" {
-		tb.Skip("PAYD_TEST_GALERA_URLS not set: no Galera cluster to test on")
+		testdeps.Skip(tb, testdeps.Galera, "PAYD_TEST_GALERA_URLS not set: no Galera cluster to test on")
 	}
 	return strings.Split(u, ",")
 }

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"time"
@@ -26,19 +27,32 @@ type MigrationState struct {
 // a race (its migration fails because the winner's tables exist) retries
 // for as long as someone else is making progress.
 func Migrate(ctx context.Context, db *DB) error {
+	_, err := MigrateUp(ctx, db)
+	return err
+}
+
+// MigrateUp is Migrate, and returns the migrations this call applied,
+// oldest first: none when the database was up to date (or another replica
+// applied them first).
+func MigrateUp(ctx context.Context, db *DB) ([]MigrationState, error) {
 	p, err := newMigrator(db, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if db.dialect != migrations.SQLite {
-		_, err := p.Up(ctx)
-		return upErr(db, err)
-	}
+	var applied []MigrationState
 	for {
 		before := dbVersion(ctx, p)
-		_, err := p.Up(ctx)
-		if err == nil || dbVersion(ctx, p) == before {
-			return upErr(db, err)
+		results, err := p.Up(ctx)
+		if partial := (*goose.PartialError)(nil); errors.As(err, &partial) {
+			results = partial.Applied // those before the one that failed
+		}
+		for _, r := range results {
+			if r != nil && r.Error == nil && r.Source != nil {
+				applied = append(applied, MigrationState{Version: r.Source.Version, Name: path.Base(r.Source.Path), Applied: true})
+			}
+		}
+		if db.dialect != migrations.SQLite || err == nil || dbVersion(ctx, p) == before {
+			return applied, upErr(db, err)
 		}
 	}
 }

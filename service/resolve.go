@@ -13,9 +13,9 @@ import (
 
 // Resolutions an operator may choose for a discrepancy.
 const (
-	ResolveApply  = "apply"  // make payd's books follow the provider's (through the guarded transitions)
-	ResolveRefund = "refund" // give the provider's charge back in full
-	ResolveIgnore = "ignore" // accept the difference, with a note
+	ResolveApply  = domain.ActionApply  // make payd's books follow the provider's (through the guarded transitions)
+	ResolveRefund = domain.ActionRefund // give the provider's charge back in full
+	ResolveIgnore = domain.ActionIgnore // accept the difference, with a note
 )
 
 // ResolveAuto is the resolution payd records itself when it refunded a
@@ -45,7 +45,10 @@ type Resolver struct {
 	Ledger LedgerStore
 }
 
-// Resolve applies action to discrepancy id and returns it resolved. The
+// Resolve applies action to discrepancy id and returns it resolved. An
+// action domain's table does not fit the discrepancy is refused before
+// anything is claimed or asked; every refusal (*domain.UnfitError) names
+// the actions that may still resolve it. The
 // discrepancy is claimed for the action first (open → resolving), so two
 // operators choosing different actions at once cannot both act; the claim
 // is settled when the action succeeded and given back when it failed. A
@@ -64,9 +67,12 @@ func (s *Resolver) Resolve(ctx context.Context, id, action, note string) (domain
 		if d.Resolution == action || (d.Resolution == ResolveAuto && action == ResolveRefund) {
 			return d, nil // what was asked is already done
 		}
-		return domain.Discrepancy{}, domain.ErrAlreadyResolved
+		return domain.Discrepancy{}, domain.Unfit(d, action, domain.ErrAlreadyResolved)
 	case d.Status == domain.DiscrepancyResolving && d.Resolution != action:
-		return domain.Discrepancy{}, domain.ErrAlreadyResolved
+		return domain.Discrepancy{}, domain.Unfit(d, action, domain.ErrAlreadyResolved)
+	case !d.Fits(action):
+		return domain.Discrepancy{}, domain.Unfit(d, action,
+			fmt.Errorf("%w: %s does not fit a %s discrepancy", domain.ErrResolutionNotApplicable, action, d.Type))
 	}
 	claimed := false
 	if d.Status == domain.DiscrepancyOpen {
@@ -85,6 +91,12 @@ func (s *Resolver) Resolve(ctx context.Context, id, action, note string) (domain
 			if _, uerr := s.Discrepancies.Unclaim(context.WithoutCancel(ctx), d.ID, action); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
+		}
+		if errors.Is(err, domain.ErrResolutionNotApplicable) {
+			// Refused once the provider was asked: the other actions the
+			// table fits may still do (d as read, open).
+			d.Status = domain.DiscrepancyOpen
+			err = domain.Unfit(d, action, err)
 		}
 		return domain.Discrepancy{}, err
 	}
@@ -111,21 +123,17 @@ func (s *Resolver) act(ctx context.Context, d domain.Discrepancy, action string)
 // apply makes the order paid by the provider's charge (a missing local
 // payment), or asks the provider again about a stuck payment.
 func (s *Resolver) apply(ctx context.Context, d domain.Discrepancy) error {
+	// Which types apply fits, and that they name an attempt, is
+	// domain's table's to say (Resolve asked it); this only dispatches.
 	switch d.Type {
 	case domain.StuckProcessing:
 		return s.recover(ctx, d)
 	case domain.MissingLocalPayment:
-		if d.AttemptID == "" {
-			return fmt.Errorf("%w: the charge names no attempt of payd's, so there is no order to apply it to; refund or ignore it", domain.ErrResolutionNotApplicable)
-		}
 		return s.applyPayment(ctx, d)
 	case domain.AmountMismatch:
-		if d.AttemptID == "" {
-			return fmt.Errorf("%w: the charge names no attempt of payd's; refund or ignore it", domain.ErrResolutionNotApplicable)
-		}
 		return s.Checkout.ApplyHeld(ctx, d.AttemptID, d.ChargeID)
 	}
-	return fmt.Errorf("%w: apply fits missing_local_payment, stuck_processing and a held amount_mismatch", domain.ErrResolutionNotApplicable)
+	return fmt.Errorf("%w: apply does not fit a %s discrepancy", domain.ErrResolutionNotApplicable, d.Type)
 }
 
 // recover asks the provider about a stuck payment and settles it as the
@@ -248,14 +256,10 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 //
 // The amount is always the provider's, never the file's or the event's.
 func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
-	switch d.Type {
-	case domain.RefundMissingLocally, domain.RefundMissingAtProvider, domain.RefundAmountMismatch, domain.Disputed, domain.StuckProcessing:
-		// About a refund, a dispute or a payment still settling: none is a
-		// charge to give back (an order's own refund is the admin refund).
-		return fmt.Errorf("%w: refund gives back a charge; a %s is not one (ignore it, or refund the order)", domain.ErrResolutionNotApplicable, d.Type)
-	}
-	if d.ChargeID == "" {
-		return fmt.Errorf("%w: there is no provider charge to refund", domain.ErrResolutionNotApplicable)
+	// Which types refund fits, and that they name a charge, is domain's
+	// table's to say (Resolve asked it).
+	if !d.Fits(ResolveRefund) {
+		return fmt.Errorf("%w: refund does not fit a %s discrepancy", domain.ErrResolutionNotApplicable, d.Type)
 	}
 	if s.Charges == nil {
 		return fmt.Errorf("%w: payd cannot ask this provider about charge %s, so it refunds nothing on a report's word", domain.ErrResolutionNotApplicable, d.ChargeID)

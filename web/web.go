@@ -5,8 +5,9 @@
 // recovered from the server rather than guessed. The operators' console
 // (/admin) searches orders, draws an order's timeline, resolves
 // discrepancies and runs reconciliations through the admin API, with the
-// same promise: one key per resolve or run intent. It imports nothing of
-// payd, so any router can mount Handler and Console.
+// same promise: one key per resolve or run intent. The landing page (/)
+// links both, the OpenAPI document and the problem types. It imports
+// nothing of payd, so any router can mount Handler, Console and Landing.
 package web
 
 import (
@@ -15,6 +16,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"html/template"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -23,7 +25,7 @@ import (
 	"time"
 )
 
-//go:embed checkout admin
+//go:embed checkout admin landing.html
 var files embed.FS
 
 // Prefix is the path the checkout page is served at; its assets live below it.
@@ -89,6 +91,38 @@ func HandlerFor(cfg Config) http.Handler {
 // Console serves the operators' console the same way: /admin (the page)
 // and /admin/{file} (its assets), with the same headers.
 func Console() http.Handler { return site(load("admin"), ConsolePrefix, policy) }
+
+// Problem is a problem type the landing page links: /problems/{Code}.
+type Problem struct {
+	Code   string
+	Status int
+	Title  string
+}
+
+// landing is the landing page's template; its data is the []Problem to list.
+var landing = template.Must(template.ParseFS(files, "landing.html"))
+
+// Landing serves GET and HEAD of / : a page, in the checkout page's style,
+// linking the checkout page, the console, the OpenAPI document (at
+// /openapi.yaml) and the page of each problem in problems (at
+// /problems/{code}), in the order given. Any other path is 404, with the
+// same headers as the other pages.
+func Landing(problems []Problem) http.Handler {
+	var body bytes.Buffer
+	if err := landing.Execute(&body, problems); err != nil {
+		panic("web: landing page: " + err.Error()) // the template and its data are fixed at build time
+	}
+	sum := sha256.Sum256(body.Bytes())
+	page := asset{body: body.Bytes(), ctype: contentType("index.html"), etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	h := site(map[string]asset{"index.html": page}, "/", policy)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r) // only / itself: no file name below it is the page
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // site serves assets at prefix under the Content-Security-Policy csp.
 func site(assets map[string]asset, prefix, csp string) http.Handler {

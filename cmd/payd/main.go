@@ -3,7 +3,8 @@
 // sandbox` runs the sandbox payment provider on its own, `payd demo` walks a
 // running payd through a payment, `payd healthcheck` probes a running payd
 // (a container's HEALTHCHECK) and `payd version` prints the build; `payd
-// help COMMAND` describes each.
+// help COMMAND` describes each. It exits 0, 1 on a failure, or 2 on a
+// command line it cannot take (cli.ExitStatus, ADR 41).
 package main
 
 import (

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/repository"
 )
@@ -93,5 +94,5 @@ func requireMySQL(t testing.TB) {
 	if os.Getenv(EnvRequireMySQL) == "1" {
 		t.Fatalf("dbtest: %s=1 but %s is not set (e.g. mysql://root:@127.0.0.1:3306/test)", EnvRequireMySQL, EnvMySQL)
 	}
-	t.Skipf("dbtest: %s is not set; skipping MySQL (set it to e.g. mysql://root:@127.0.0.1:3306/test)", EnvMySQL)
+	testdeps.Skip(t, testdeps.MySQL, "dbtest: "+EnvMySQL+" is not set; skipping MySQL (set it to e.g. mysql://root:@127.0.0.1:3306/test)")
 }

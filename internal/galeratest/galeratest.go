@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/repository"
 )
 
@@ -59,7 +60,7 @@ func Require(t testing.TB) *Cluster {
 		if os.Getenv(EnvRequireGalera) == "1" {
 			t.Fatalf("galeratest: %s=1 but %s is not 1", EnvRequireGalera, EnvGalera)
 		}
-		t.Skipf("galeratest: %s is not 1; skipping the Galera tests (set it to use or start the cluster of scripts/galera.sh)", EnvGalera)
+		testdeps.Skip(t, testdeps.Galera, "galeratest: "+EnvGalera+" is not 1; skipping the Galera tests (set it to use or start the cluster of scripts/galera.sh)")
 	}
 	once.Do(func() { shared, started = find() })
 	if started != nil {

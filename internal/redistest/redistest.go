@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/payd/payd/internal/testdeps"
 )
 
 // Server is one private redis-server.
@@ -45,7 +47,7 @@ func binary(t testing.TB) string {
 		if os.Getenv("PAYD_TEST_REQUIRE_REDIS") == "1" {
 			t.Fatalf("redis-server not found and PAYD_TEST_REQUIRE_REDIS=1: %v", err)
 		}
-		t.Skip("redis-server not installed (PAYD_TEST_REQUIRE_REDIS=1 makes this a failure)")
+		testdeps.Skip(t, testdeps.Redis, "redis-server not installed (PAYD_TEST_REQUIRE_REDIS=1 makes this a failure)")
 	}
 	return path
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/provider/stripeprovider"
 )
 
@@ -35,7 +36,7 @@ func stripeMock(t *testing.T) string {
 	required := os.Getenv("PAYD_TEST_REQUIRE_STRIPE_MOCK") == "1"
 	bin := findStripeMock(t, required)
 	if bin == "" {
-		t.Skip("stripe-mock not found (set STRIPE_MOCK_BIN, or PAYD_TEST_REQUIRE_STRIPE_MOCK=1 to install it)")
+		testdeps.Skip(t, testdeps.StripeMock, "stripe-mock not found (set STRIPE_MOCK_BIN, or PAYD_TEST_REQUIRE_STRIPE_MOCK=1 to install it)")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

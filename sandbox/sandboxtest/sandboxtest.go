@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox"
 )
@@ -48,7 +49,7 @@ func MySQLURL(t testing.TB) string {
 		if os.Getenv("PAYD_TEST_REQUIRE_MYSQL") == "1" {
 			t.Fatal("PAYD_TEST_REQUIRE_MYSQL=1 but PAYD_TEST_MYSQL_DSN is not set")
 		}
-		t.Skip("PAYD_TEST_MYSQL_DSN not set (e.g. mysql://root:@127.0.0.1:3306/test): skipping MySQL")
+		testdeps.Skip(t, testdeps.MySQL, "PAYD_TEST_MYSQL_DSN not set (e.g. mysql://root:@127.0.0.1:3306/test): skipping MySQL")
 	}
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme != "mysql" || u.Host == "" {

@@ -1,0 +1,157 @@
+package client_test
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// readmeProgram is the Go program under "Go client." in the README.
+func readmeProgram(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "**Go client.**")
+	if !ok {
+		t.Fatal("README has no **Go client.** paragraph")
+	}
+	_, block, ok := strings.Cut(section, "```go\n")
+	if !ok {
+		t.Fatal("README's Go client paragraph has no ```go block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return []byte(block)
+}
+
+// funcBody is the source between the braces of the function name in src.
+func funcBody(t *testing.T, src []byte, name string) (string, *ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ParseComments)
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, src)
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == name && fn.Recv == nil {
+			from, to := fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset
+			return string(src[from+1 : to]), f
+		}
+	}
+	t.Fatalf("no func %s in\n%s", name, src)
+	return "", nil
+}
+
+// usedImports are the paths of f's imports that body refers to.
+func usedImports(f *ast.File, body string) []string {
+	var out []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		name := filepath.Base(p)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		if strings.Contains(body, name+".") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestReadmeClientProgramIsTheExample: the README's program is Example
+// as a main: the same statements and comments, importing what they use
+// and nothing else. Example runs against a real payd with its output
+// checked, so the README's program does what the README says.
+func TestReadmeClientProgramIsTheExample(t *testing.T) {
+	prog := readmeProgram(t)
+	main, pf := funcBody(t, prog, "main")
+	if pf.Name.Name != "main" {
+		t.Errorf("README's program is package %s, want main", pf.Name.Name)
+	}
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, ef := funcBody(t, src, "Example")
+	example, _, _ = strings.Cut(example, "\t// Output:")
+	if strings.TrimSpace(main) != strings.TrimSpace(example) {
+		t.Errorf("README's main differs from Example; README:\n%s\nExample:\n%s", main, example)
+	}
+	var imports []string
+	for _, imp := range pf.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		imports = append(imports, p)
+	}
+	sort.Strings(imports)
+	if got, want := strings.Join(imports, " "), strings.Join(usedImports(ef, example), " "); got != want {
+		t.Errorf("README's program imports %s, want what Example uses: %s", got, want)
+	}
+}
+
+// TestReadmeClientProgramBuildsInAnotherModule builds the README's
+// program as a module of its own that requires payd's module through a
+// replace directive pointing at this checkout, as the README says to
+// (offline, from the module cache, with payd's go.sum), runs it against
+// the test's payd and finds the output the README shows.
+func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program: not in -short")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command: " + err.Error())
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goMod := "module example.com/shop\n\ngo 1.26\n\nrequire github.com/payd/payd v0.0.0\n\nreplace github.com/payd/payd => " + root + "\n"
+	for name, body := range map[string][]byte{"go.mod": []byte(goMod), "go.sum": sum, "main.go": readmeProgram(t)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("go %s in a module of its own: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+	}
+	// go mod tidy would also fetch what the tests of payd's dependencies
+	// import, which the module cache may not hold; go build -mod=mod adds
+	// the requirements the program needs from payd's own.
+	run("build", "-o", filepath.Join(dir, "shop"), ".")
+
+	out, err := exec.Command(filepath.Join(dir, "shop")).CombinedOutput() // PAYD_URL is TestMain's payd
+	if err != nil {
+		t.Fatalf("the README's program: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "```\n" + string(out) + "```\n\nIt is `Example`"
+	if !strings.Contains(string(raw), want) {
+		t.Errorf("the README's program printed\n%s\nwhich the README does not show after it", out)
+	}
+}

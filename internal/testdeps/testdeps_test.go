@@ -1,0 +1,140 @@
+package testdeps
+
+import (
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func newRecorder(wrapped bool) (*recorder, *bytes.Buffer) {
+	var said bytes.Buffer
+	return &recorder{pkg: "./somepkg", wrapped: wrapped, out: func() (io.Writer, func()) { return &said, func() {} }}, &said
+}
+
+func TestReportSaysNothingWhenNothingSkipped(t *testing.T) {
+	r, said := newRecorder(true)
+	var out bytes.Buffer
+	r.report(&out)
+	if out.Len() != 0 || said.Len() != 0 {
+		t.Errorf("report with no skip wrote %q (and %q at once), want nothing", out.String(), said.String())
+	}
+}
+
+// TestReportOneLinePerDependency: each dependency is named once, in the
+// order first met, with its count and what enables its tests.
+func TestReportOneLinePerDependency(t *testing.T) {
+	r, said := newRecorder(true)
+	for _, d := range []Dep{MySQL, Redis, MySQL, MySQL} {
+		r.record(d)
+	}
+	var out bytes.Buffer
+	r.report(&out)
+	want := "payd tests: ./somepkg skipped 3 tests without MySQL/MariaDB: set PAYD_TEST_MYSQL_DSN (e.g. mysql://root:@127.0.0.1:3306/test)\n" +
+		"payd tests: ./somepkg skipped 1 test without redis-server: install it (apt-get install redis-server); PAYD_TEST_REQUIRE_REDIS=1 fails instead\n"
+	if out.String() != want {
+		t.Errorf("report =\n%s\nwant\n%s", out.String(), want)
+	}
+	if said.Len() != 0 {
+		t.Errorf("under Run, a skip was said at once: %q", said.String())
+	}
+}
+
+// TestSkipRecordsAndSkips: Skip skips the test and counts it.
+func TestSkipRecordsAndSkips(t *testing.T) {
+	r, _ := newRecorder(true)
+	var skipped, after bool
+	t.Run("needs-stripe-mock", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		r.skip(t, StripeMock, "no stripe-mock")
+		after = true
+	})
+	if !skipped || after {
+		t.Errorf("skip: skipped %v, went on %v; want skipped and stopped", skipped, after)
+	}
+	if r.counts[StripeMock] != 1 || len(r.order) != 1 {
+		t.Errorf("recorded %v, want one skip for stripe-mock", r.counts)
+	}
+}
+
+// TestWithoutRunFirstSkipIsSaidAtOnce: in a package whose TestMain is not
+// Run's, nobody reports at the end, so each dependency's first skip is
+// said when it happens, and only that one.
+func TestWithoutRunFirstSkipIsSaidAtOnce(t *testing.T) {
+	r, said := newRecorder(false)
+	r.record(Chromium)
+	r.record(Chromium)
+	want := "payd tests: ./somepkg skipped tests without Chromium: " + Chromium.Enable + "\n"
+	if said.String() != want {
+		t.Errorf("said %q, want %q", said.String(), want)
+	}
+}
+
+func TestPackageDirIsFromTheModuleRoot(t *testing.T) {
+	if got := packageDir(); got != "./internal/testdeps" {
+		t.Errorf("packageDir() = %q, want ./internal/testdeps", got)
+	}
+}
+
+// TestSkippingPackagesReportAtTheEnd: every package whose tests use a
+// helper that skips through Skip (or Skip itself) has a TestMain that
+// reports through Main or Run, so its lines come once, at its end.
+func TestSkippingPackagesReportAtTheEnd(t *testing.T) {
+	const mod = "github.com/payd/payd/"
+	helpers := map[string]bool{}
+	for _, p := range []string{"internal/dbtest", "internal/redistest", "internal/galeratest", "sandbox/sandboxtest", "internal/testdeps"} {
+		helpers[mod+p] = true
+	}
+	root := filepath.Join("..", "..")
+	needs := map[string]bool{} // dir -> uses a helper
+	reports := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		dir := filepath.Dir(path)
+		if rel, _ := filepath.Rel(root, dir); helpers[mod+filepath.ToSlash(rel)] && rel != filepath.Join("internal", "testdeps") {
+			needs[dir] = true // a helper's own tests skip through it
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); helpers[p] {
+				needs[dir] = true
+			}
+		}
+		if bytes.Contains(src, []byte("func TestMain(")) && (bytes.Contains(src, []byte("testdeps.Main(")) || bytes.Contains(src, []byte("testdeps.Run("))) {
+			reports[dir] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(needs) < 10 {
+		t.Fatalf("found %d packages using the skipping helpers, want the store, e2e and the others", len(needs))
+	}
+	for dir := range needs {
+		if !reports[dir] {
+			t.Errorf("%s: its tests may skip through testdeps, but no TestMain calls testdeps.Main or testdeps.Run", dir)
+		}
+	}
+}
