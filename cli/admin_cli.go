@@ -29,6 +29,9 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
   payd admin reconcile list [-limit N] [-cursor C]
   payd admin discrepancies list [-status open|resolving|resolved] [-type T] [-order ID]
   payd admin discrepancies resolve DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]
+  payd admin stats [-from T] [-to T] [-bucket hour|day]
+                                              payments by outcome and refunds per hour or day (default
+                                              the last 24h), money, what is open, the oldest unknown
 
 Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -admin-token
 (PAYD_ADMIN_TOKEN; prefer the variable: a flag shows in the process list) and -json.

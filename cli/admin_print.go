@@ -197,3 +197,34 @@ func printBooks(w io.Writer, t client.Timeline) {
 		}
 	})
 }
+
+// printStats prints the overview: a row per bucket, the totals, the money
+// per currency and what is open now.
+func printStats(w io.Writer, st client.Stats) {
+	fmt.Fprintf(w, "window    %s to %s, by %s\n\n", adminStamp(st.From), adminStamp(st.To), st.Bucket)
+	table(w, "BUCKET\tPAID\tDECLINED\tUNKNOWN\tREFUNDS", func(tw io.Writer) {
+		for _, p := range st.Series {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", adminStamp(p.Start), p.Paid, p.Declined, p.Unknown, p.Refunds)
+		}
+		t := st.Totals
+		fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%d\n", t.Paid, t.Declined, t.Unknown, t.Refunds)
+	})
+	rate := "- (nothing paid or declined)"
+	if r := st.Totals.SuccessRate; r != nil {
+		rate = fmt.Sprintf("%.1f%% (paid of paid and declined)", *r*100)
+	}
+	fmt.Fprintf(w, "\nsuccess rate        %s\n", rate)
+	if len(st.Money) == 0 {
+		fmt.Fprintln(w, "money               none booked")
+	}
+	for _, m := range st.Money {
+		fmt.Fprintf(w, "money               %s charged %s, refunded %s\n", m.Currency, m.Charged, m.Refunded)
+	}
+	fmt.Fprintf(w, "open discrepancies  %d\nopen disputes       %d\n", st.OpenDiscrepancies, st.OpenDisputes)
+	if o := st.OldestUnknown; o != nil {
+		fmt.Fprintf(w, "oldest unknown      attempt %s of order %s, since %s (%s)\n",
+			o.AttemptId, o.OrderId, adminStamp(o.Since), (time.Duration(o.AgeSeconds) * time.Second).String())
+	} else {
+		fmt.Fprintln(w, "oldest unknown      none")
+	}
+}

@@ -62,3 +62,43 @@ func wantLines(t *testing.T, what, out string, wants ...string) {
 		}
 	}
 }
+
+// TestPrintStats: `payd admin stats` prints a row per bucket with a total
+// row, the success rate, the money per currency, what is open and the
+// oldest unknown attempt with its age; an overview without any of it
+// says so.
+func TestPrintStats(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rate := 0.75
+	st := client.Stats{From: from, To: from.Add(2 * time.Hour), Bucket: "hour",
+		Series: []client.StatsPoint{
+			{Start: from, Paid: 3, Declined: 1, Refunds: 1},
+			{Start: from.Add(time.Hour), Unknown: 2},
+		},
+		Totals:            client.StatsTotals{Paid: 3, Declined: 1, Unknown: 2, Refunds: 1, SuccessRate: &rate},
+		Money:             []client.StatsMoney{{Currency: "EUR", Charged: "5.00", Refunded: "0.00"}, {Currency: "USD", Charged: "29.70", Refunded: "9.90"}},
+		OpenDiscrepancies: 2, OpenDisputes: 1,
+		OldestUnknown: &client.OldestUnknown{OrderId: "ord-1", AttemptId: "att-1", Since: from.Add(90 * time.Minute), AgeSeconds: 1830},
+	}
+	var out bytes.Buffer
+	printStats(&out, st)
+	wantLines(t, "stats", out.String(),
+		`^window\s+2026-12-01 10:00:00 to 2026-12-01 12:00:00, by hour$`,
+		`^BUCKET\s+PAID\s+DECLINED\s+UNKNOWN\s+REFUNDS$`,
+		`^2026-12-01 10:00:00\s+3\s+1\s+0\s+1$`,
+		`^2026-12-01 11:00:00\s+0\s+0\s+2\s+0$`,
+		`^total\s+3\s+1\s+2\s+1$`,
+		`^success rate\s+75.0% \(paid of paid and declined\)$`,
+		`^money\s+EUR charged 5.00, refunded 0.00$`,
+		`^money\s+USD charged 29.70, refunded 9.90$`,
+		`^open discrepancies\s+2$`,
+		`^open disputes\s+1$`,
+		`^oldest unknown\s+attempt att-1 of order ord-1, since 2026-12-01 11:30:00 \(30m30s\)$`,
+	)
+
+	out.Reset()
+	printStats(&out, client.Stats{From: from, To: from.Add(time.Hour), Bucket: "hour",
+		Series: []client.StatsPoint{{Start: from}}, Money: []client.StatsMoney{}})
+	wantLines(t, "stats, nothing", out.String(), `^2026-12-01 10:00:00\s+0\s+0\s+0\s+0$`, `^success rate\s+- \(nothing paid or declined\)$`,
+		`^money\s+none booked$`, `^oldest unknown\s+none$`)
+}

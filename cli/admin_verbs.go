@@ -32,6 +32,7 @@ var adminVerbs = map[string]func() adminVerb{
 	"reconcile list":        reconcileList,
 	"discrepancies list":    discrepanciesList,
 	"discrepancies resolve": discrepanciesResolve,
+	"stats":                 adminStats,
 }
 
 func ordersSearch() adminVerb {
@@ -307,4 +308,38 @@ func deref[T ~string](p *T) string {
 		return "-"
 	}
 	return string(*p)
+}
+
+func adminStats() adminVerb {
+	var from, to, bucket string
+	return adminVerb{
+		usage: "[-from T] [-to T] [-bucket hour|day]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&from, "from", "", "start of the window (RFC 3339, or a duration before now; default -to minus 24h)")
+			fs.StringVar(&to, "to", "", "end of the window (RFC 3339, or a duration before now; default now)")
+			fs.StringVar(&bucket, "bucket", "", "one row per UTC hour or day (default hour up to 48h, day beyond)")
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			var p client.AdminStatsParams
+			now := time.Now()
+			var err error
+			if p.From, err = optTime("from", from, now); err != nil {
+				return err
+			}
+			if p.To, err = optTime("to", to, now); err != nil {
+				return err
+			}
+			if bucket != "" {
+				b := client.AdminStatsParamsBucket(bucket) // payd refuses another value
+				p.Bucket = &b
+			}
+			var st client.Stats
+			res, err := a.api.AdminStats(ctx, &p)
+			if err := a.get(res, err, &st); err != nil || a.json {
+				return err
+			}
+			printStats(a.out, st)
+			return nil
+		},
+	}
 }

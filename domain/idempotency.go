@@ -72,8 +72,12 @@ var keyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,255}$`)
 
 // Who stored a record's answer.
 const (
-	CompletedByRequest    = "request"    // the request itself answered
-	CompletedInBackground = "background" // a webhook or the recoverer settled the payment after the request answered 202
+	CompletedByRequest = "request" // the request itself answered
+	// CompletedInBackground marks an answer given to every later request
+	// with the key: a webhook or the recoverer settled the payment after
+	// the request answered 202, or the request's failure is final for its
+	// key (a refund's, ADR 0043).
+	CompletedInBackground = "background"
 )
 
 // RecordCompleters lists who may store a record's answer (the CHECK on

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +100,21 @@ func TestAdminStatsCountsRealPayments(t *testing.T) {
 		o := st.OldestUnknown
 		if o == nil || o.OrderId != lost || o.AttemptId != unknown[0].Id || o.AgeSeconds < 0 || o.AgeSeconds > int(time.Since(before).Seconds())+1 {
 			t.Errorf("oldest unknown = %+v, want attempt %s of order %s", o, unknown[0].Id, lost)
+		}
+
+		// payd admin stats prints the same overview as a table, and
+		// payd's answer with -json.
+		out := s.mustCLI("stats")
+		wantLines(t, "admin stats", out, `^BUCKET\s+PAID\s+DECLINED\s+UNKNOWN\s+REFUNDS$`, `^total\s+3\s+1\s+1\s+1$`,
+			`^success rate\s+75.0%`, `^money\s+USD charged 18.75, refunded 2.00$`, `^open discrepancies\s+1$`, `^open disputes\s+1$`,
+			`^oldest unknown\s+attempt `+unknown[0].Id+` of order `+lost+`, since `)
+		var viaCLI client.Stats
+		if err := json.Unmarshal([]byte(s.mustCLI("stats", "-from", "48h", "-bucket", "day", "-json")), &viaCLI); err != nil ||
+			viaCLI.Bucket != "day" || viaCLI.Totals.Paid != 3 || len(viaCLI.Series) < 2 || len(viaCLI.Series) > 3 {
+			t.Errorf("admin stats -from 48h -bucket day -json = %+v, %v; want 3 paid in 2 or 3 days", viaCLI, err)
+		}
+		if _, err := s.adminCLI(testAdminToken, "stats", "-bucket", "week"); err == nil || !strings.Contains(err.Error(), "payd answered 400 validation_failed") {
+			t.Errorf("admin stats -bucket week = %v, want payd's 400", err)
 		}
 
 		// A window before any of it: every bucket zero, no money, and what

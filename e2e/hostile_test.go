@@ -36,6 +36,9 @@ type hostile struct {
 	seen  map[string]int          // charge requests per order that reached the proxy
 
 	refundAmount string                   // when set, replaces the amount of every refund reply (refund_reply_test.go)
+	dropRefunds  bool                     // cut every refund reply after the provider acted (resolve_refund_key_test.go)
+	refuseRefund bool                     // refuse every refund request without forwarding it (resolve_refund_key_test.go)
+	refundCalls  int                      // refund requests that reached the provider
 	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 }
 
@@ -83,6 +86,12 @@ func newHostile(t *testing.T) *hostile {
 		},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/refunds" && h.refusingRefunds() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "charge_not_refundable", "message": "refused by the hostile provider"}})
+			return
+		}
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
 			rule := h.onCharge(r)
 			if rule != nil && rule.RefuseStatus != 0 {
@@ -286,11 +295,44 @@ func (h *hostile) setRefundAmount(amount string) {
 	h.refundAmount = amount
 }
 
-// rewriteRefund applies setRefundAmount to a refund reply.
+// loseRefundReplies makes the provider refund as asked but cut every
+// reply before payd reads it (on), or answer again (off).
+func (h *hostile) loseRefundReplies(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropRefunds = on
+}
+
+// refuseRefunds makes the provider refuse every refund request, giving
+// nothing back (on), or refund again (off).
+func (h *hostile) refuseRefunds(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refuseRefund = on
+}
+
+func (h *hostile) refusingRefunds() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refuseRefund
+}
+
+// refundRequests is how many refund requests reached the provider.
+func (h *hostile) refundRequests() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refundCalls
+}
+
+// rewriteRefund applies setRefundAmount and loseRefundReplies to a refund reply.
 func (h *hostile) rewriteRefund(resp *http.Response) error {
 	h.mu.Lock()
-	amount := h.refundAmount
+	amount, drop := h.refundAmount, h.dropRefunds
+	h.refundCalls++
 	h.mu.Unlock()
+	if drop {
+		return errDrop
+	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {

@@ -131,7 +131,7 @@ func (h *Admin) refund(c echo.Context) error {
 	defer cancel()
 	r, o, err := h.Refunds.Refund(ctx, service.RefundRequest{OrderID: c.Param("id"), RequestID: requestKeyOf(c), Fingerprint: keyedOf(c).Fingerprint, Amount: req.Amount, Reason: req.Reason})
 	if err != nil {
-		return err
+		return oneAnswer(c, err)
 	}
 	auditAbout(c, o.ID, r.ID)
 	return writeJSON(c, http.StatusOK, refundResultJSON{Refund: toRefundJSON(r), Order: toOrderJSON(o)})
@@ -284,10 +284,26 @@ func (h *Admin) resolveWith(c echo.Context, check func(context.Context) error) e
 	}
 	d, err := h.Resolver.Resolve(ctx, c.Param("did"), req.Action, req.Note)
 	if err != nil {
-		return err
+		return oneAnswer(c, err)
 	}
 	auditAbout(c, d.OrderID, d.ID)
 	return writeJSON(c, http.StatusOK, toDiscrepancyJSON(d))
+}
+
+// oneAnswer returns err, a refund's or a refund resolution's failure,
+// marked final for the request's key when the provider decided it (it
+// refused the refund, or reported it for other money): a retry could only
+// find that same refund, asked under its own key, so the key keeps this
+// one answer, replayed byte for byte (ADR 0043). An unknown outcome
+// leaves the key free, and its retry first learns from the provider what
+// became of this try's refund; so do payd's own refusals before any
+// refund was asked (nothing moved: asked again, payd decides again, as
+// for a declined payment) and its faults (500, 503).
+func oneAnswer(c echo.Context, err error) error {
+	if errors.Is(err, domain.ErrRefundRefused) || errors.Is(err, domain.ErrAmountMismatch) {
+		idempotency.Final(c)
+	}
+	return err
 }
 
 // resolvable checks that the path names a real pair: run runID exists and

@@ -31,6 +31,7 @@ type Call struct {
 	OrderID string // the order a pay call is about, if any
 	Seal    bool   // store the response encrypted (it carries a secret)
 
+	final       bool      // a failure it answers is final for the key (Final)
 	fingerprint string    // Fingerprint, once the middleware has computed it
 	expiresAt   time.Time // the record's expiry as Begin saw it (Start.expiresAt), for Replays
 	lock        string    // the token of the gate's lock Begin took for this call (Start.lock), for Finish
@@ -351,7 +352,9 @@ func (s *Engine) replay(rec domain.Record) (Start, error) {
 //   - input the request never got to act on (400, 401, 403, 404, 413, 415,
 //     422): not recorded, the key is free again;
 //   - a business failure (402, 409) or an internal error: stored as failed,
-//     so the same key may run again as a new attempt.
+//     so the same key may run again as a new attempt — unless the route
+//     marked it final (Final): then it is stored as failed for good and
+//     replayed, like a decline learnt in the background.
 func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
 	defer s.released(ctx, c)
 	switch {
@@ -362,6 +365,12 @@ func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
 		return s.complete(ctx, c, domain.RecordSucceeded, r)
 	case notExecuted(r.Status):
 		return s.Records.Delete(ctx, c.Scope, c.Key)
+	case c.final && !c.Seal:
+		_, err := s.Records.CompleteFinal(ctx, c.Scope, c.Key, r.Status, r.Body, s.Now())
+		if err != nil {
+			return fmt.Errorf("complete idempotency record: %w", err)
+		}
+		return nil
 	default:
 		return s.complete(ctx, c, domain.RecordFailed, r)
 	}

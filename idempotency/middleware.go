@@ -16,6 +16,7 @@ import (
 const (
 	ctxKey         = "payd.idempotency_key"
 	ctxFingerprint = "payd.idempotency_fingerprint"
+	ctxFinal       = "payd.idempotency_final"
 )
 
 // KeyMode says whether a route requires an idempotency key.
@@ -106,6 +107,7 @@ func (m *Middleware) execute(c echo.Context, next echo.HandlerFunc, call Call) e
 	if err := next(c); err != nil {
 		c.Error(err)
 	}
+	call.final, _ = c.Get(ctxFinal).(bool)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
 	defer cancel()
 	resp := Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
@@ -151,6 +153,14 @@ func KeyOf(c echo.Context) string {
 	k, _ := c.Get(ctxKey).(string)
 	return k
 }
+
+// Final marks the failure this request is answering as final for its
+// key: stored once and replayed to every later request with the key,
+// instead of leaving the key free to run again (Engine.Finish). A route
+// whose retry could only find what its first try did — a refund, asked
+// of the provider under its own key — marks every failure but "outcome
+// unknown" so, and a key keeps one answer (ADR 0043).
+func Final(c echo.Context) { c.Set(ctxFinal, true) }
 
 // FingerprintOf is the fingerprint (Call.Fingerprint) of the request the
 // middleware accepted a key for, for use cases that keep it on the row they

@@ -36,6 +36,11 @@ type RecordStore interface {
 	// request ended (its payment settled by webhook or recoverer), marked
 	// as completed by; only a pay record for orderID is completed.
 	CompleteInBackground(ctx context.Context, scope, key, orderID string, status domain.RecordStatus, code int, body []byte, by string, now time.Time) (bool, error)
+	// CompleteFinal stores a processing record's failure answer as final:
+	// failed, yet replayed to every later request with the key instead of
+	// running again (marked domain.CompletedInBackground, as a failure
+	// learnt after a 202 is); it reports whether a row changed.
+	CompleteFinal(ctx context.Context, scope, key string, code int, body []byte, now time.Time) (bool, error)
 	// Delete removes a processing record whose request never executed
 	// (validation failed), leaving the key free.
 	Delete(ctx context.Context, scope, key string) error

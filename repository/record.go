@@ -271,6 +271,13 @@ func (s *RecordStore) CompleteInBackground(ctx context.Context, scope, key, orde
 		string(status), code, body, false, by, ts(now), scope, key, orderID)
 }
 
+// CompleteFinal stores a failure answer the request itself gave as final
+// for its key: failed, and marked as an answer every later request with
+// the key is given (domain.CompletedInBackground), not a second run.
+func (s *RecordStore) CompleteFinal(ctx context.Context, scope, key string, code int, body []byte, now time.Time) (bool, error) {
+	return s.complete(ctx, scope, key, domain.RecordFailed, code, body, false, domain.CompletedInBackground, now)
+}
+
 func (s *RecordStore) complete(ctx context.Context, scope, key string, status domain.RecordStatus, code int,
 	body []byte, sealed bool, by string, now time.Time) (bool, error) {
 	if _, ok := domain.CompleteEvent(status); !ok {

@@ -163,8 +163,13 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 	switch {
 	case errors.Is(err, domain.ErrProviderUnavailable):
 		return r, nil
+	case domain.IsProviderRequestError(err, "") && refusal(err) == nil:
+		// A 409 (another request under the key is in progress) or the key
+		// used with other parameters: the key may hold a refund that moved
+		// money, so nothing is known yet (as for a charge, ADR 9).
+		return r, nil
 	case err != nil:
-		return r, s.refused(ctx, r, "", err)
+		return s.refusedNow(ctx, r, "", err)
 	}
 	switch pr.Status {
 	case domain.ChargePending:
@@ -178,7 +183,7 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 		}
 		return r, nil
 	case domain.ChargeFailed:
-		return r, s.refused(ctx, r, pr.ID, errors.New("provider refused the refund"))
+		return s.refusedNow(ctx, r, pr.ID, errors.New("provider refused the refund"))
 	}
 	if !sameRefund(r, pr.Amount.String(), pr.Currency) {
 		return r, s.refundMismatch(ctx, r, pr.ID, pr.Amount.String(), pr.Currency)
@@ -222,6 +227,25 @@ func (s *Refunds) refused(ctx context.Context, r domain.Refund, providerRefundID
 		return err
 	}
 	return fmt.Errorf("%w: refund %s: %v", domain.ErrRefundRefused, r.ID, cause)
+}
+
+// refusedNow is refused, answering with the refund as it now stands: a
+// refusal leaves it failed — or settled as another path (its webhook)
+// saw it first — never pending as it was asked, which would report a
+// known outcome as unknown. An operator's refund is told of a refusal
+// (domain.ErrRefundRefused) only when it stands failed.
+func (s *Refunds) refusedNow(ctx context.Context, r domain.Refund, providerRefundID string, cause error) (domain.Refund, error) {
+	if err := s.refused(ctx, r, providerRefundID, cause); err != nil && !errors.Is(err, domain.ErrRefundRefused) {
+		return r, err
+	}
+	now, err := s.Store.FindByProviderKey(ctx, r.ProviderKey)
+	if err != nil {
+		return r, err
+	}
+	if now.Status == domain.RefundFailed && now.Kind == domain.RefundManual {
+		return now, fmt.Errorf("%w: refund %s: %v", domain.ErrRefundRefused, now.ID, cause)
+	}
+	return now, nil
 }
 
 // sameRefund reports whether the provider's report of a refund is for the

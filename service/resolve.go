@@ -264,6 +264,9 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	if s.Charges == nil {
 		return fmt.Errorf("%w: payd cannot ask this provider about charge %s, so it refunds nothing on a report's word", domain.ErrResolutionNotApplicable, d.ChargeID)
 	}
+	if err := s.learnEarlier(ctx, d); err != nil {
+		return err
+	}
 	ch, err := askCharge(ctx, s.Charges, d.ChargeID, domain.ErrResolutionNotApplicable)
 	if err != nil {
 		return err
@@ -291,6 +294,52 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	}
 	return s.refundOrphan(ctx, d, ch, o.ID)
 }
+
+// learnEarlier asks the provider what became of the refunds an earlier
+// try of this resolution left pending — by each refund's own key, as a
+// pay retry asks about its attempt — before anything is decided from the
+// charge as it stands now: the charge may show the money back, or a
+// dispute opened since, and neither must make a second refund or a
+// refusal of one that moved money. Those refunds are the order's refund
+// under the resolution's request ID and the charge's whole refund
+// (autoRefundKey). One whose outcome is still unknown is the answer:
+// nothing more is tried until the provider tells.
+func (s *Resolver) learnEarlier(ctx context.Context, d domain.Discrepancy) error {
+	var earlier []domain.Refund
+	if d.OrderID != "" {
+		rs, err := s.Refunds.Store.ListByOrder(ctx, d.OrderID)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Kind == domain.RefundManual && r.RequestID == resolveRequestID(d) {
+				earlier = append(earlier, r)
+			}
+		}
+	}
+	if r, err := s.Refunds.Store.FindByProviderKey(ctx, autoRefundKey(d.ChargeID)); err == nil {
+		earlier = append(earlier, r)
+	} else if !errors.Is(err, domain.ErrRefundNotFound) {
+		return err
+	}
+	for _, r := range earlier {
+		if r.Status != domain.RefundPending {
+			continue
+		}
+		r, err := s.Refunds.ask(ctx, r, domain.SourcePayReply)
+		if err != nil && !errors.Is(err, domain.ErrRefundRefused) {
+			return err
+		}
+		if r.Status == domain.RefundPending {
+			return fmt.Errorf("%w: the provider has not confirmed refund %s yet", domain.ErrOutcomeUnknown, r.ID)
+		}
+	}
+	return nil
+}
+
+// resolveRequestID is the request ID of the order refund a refund
+// resolution of d makes: one per discrepancy, so every try finds it.
+func resolveRequestID(d domain.Discrepancy) string { return "resolve:" + d.ID }
 
 // paidBy returns the order of payd's charge ch is for (zero when payd has
 // none) and whether ch is that order's payment: the order is paid (or
@@ -334,7 +383,7 @@ func (s *Resolver) refundPayment(ctx context.Context, d domain.Discrepancy, o do
 	extra := decimal.Max(ch.Amount.Sub(o.Amount), decimal.Zero)
 	part := ch
 	part.Amount = ch.Amount.Sub(extra) // the order's share of what is left
-	req := RefundRequest{OrderID: o.ID, RequestID: "resolve:" + d.ID, Fingerprint: "resolve:" + d.ID, Reason: "resolve " + string(d.Type)}
+	req := RefundRequest{OrderID: o.ID, RequestID: resolveRequestID(d), Fingerprint: resolveRequestID(d), Reason: "resolve " + string(d.Type)}
 	r, _, err := s.Refunds.refund(ctx, req, &part)
 	if err == nil && r.Status == domain.RefundPending {
 		// A repeat found the refund pending (a concurrent resolution is
