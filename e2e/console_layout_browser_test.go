@@ -208,6 +208,7 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 	if b.displayed("#order") {
 		t.Error("copying an ID opened the order")
 	}
+	b.waitFor("the copy button back", func() bool { return b.attr(row+" button.copy", "copied") == "" })
 	if got := b.text(row + " td:nth-child(4)"); got != "5.00 USD" {
 		t.Errorf("the refunded column reads %q, want 5.00 USD", got)
 	}
