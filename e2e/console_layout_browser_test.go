@@ -173,7 +173,8 @@ func TestConsoleSignedOutShowsOnlySignIn(t *testing.T) {
 // order stand side by side; at 900 px they are one column. The list shows
 // IDs shortened (whole in the title) with a copy button, the refunded part
 // of each order, opens an order from the keyboard (Enter on its row), and
-// the order shows its amount, refunded and net. Nothing is wider than the
+// the order shows its amount, refunded and net, and a refund made
+// elsewhere while it is open, without a reload. Nothing is wider than the
 // window.
 //
 // PAYD_TEST_SCREENSHOT_DIR=docs keeps the screenshot the README shows.
@@ -240,6 +241,14 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.shot("console-order", ".columns")
+
+	// Live: a refund made elsewhere shows on the open order without a reload.
+	if r := s.refund(order, uuid.NewString(), "2.00"); r.Status != http.StatusOK {
+		t.Fatalf("refund 2.00 = %d %s, want 200", r.Status, r.Body)
+	}
+	b.waitFor("the refund on the open order", func() bool {
+		return b.attr(`#money [data-sum="refunded"]`, "value") == "7.00" && b.count(`#timeline li.new[data-kind="refund"]`) == 1
+	})
 
 	b.do("narrow the window", chromedp.EmulateViewport(900, 900))
 	b.waitFor("one column", func() bool {
