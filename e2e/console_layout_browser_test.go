@@ -174,7 +174,8 @@ func TestConsoleSignedOutShowsOnlySignIn(t *testing.T) {
 // IDs shortened (whole in the title) with a copy button, the refunded part
 // of each order, opens an order from the keyboard (Enter on its row), and
 // the order shows its amount, refunded and net, and a refund made
-// elsewhere while it is open, without a reload. Nothing is wider than the
+// elsewhere while it is open, without a reload; a refund from the page is
+// one request however often it is clicked. Nothing is wider than the
 // window.
 //
 // PAYD_TEST_SCREENSHOT_DIR=docs keeps the screenshot the README shows.
@@ -249,6 +250,24 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 	b.waitFor("the refund on the open order", func() bool {
 		return b.attr(`#money [data-sum="refunded"]`, "value") == "7.00" && b.count(`#timeline li.new[data-kind="refund"]`) == 1
 	})
+
+	// A refund from the page: a double click is one request, with a key,
+	// and the order and its timeline follow at once.
+	b.do("fill the refund", chromedp.SendKeys("#refund-amount", "1.00"), chromedp.SendKeys("#refund-reason", "late delivery"))
+	b.doubleClick("#refund")
+	b.waitFor("the page's refund", func() bool {
+		return strings.Contains(b.text("#refund-result"), "Refund 1.00 USD: succeeded") && b.attr(`#money [data-sum="refunded"]`, "value") == "8.00"
+	})
+	refunds := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/refund") })
+	if len(refunds) != 1 || refunds[0].Key == "" || refunds[0].Status != http.StatusOK {
+		t.Errorf("refund requests from the page = %+v, want one with a key, answered 200", refunds)
+	}
+	if n := b.count(`#timeline li[data-kind="refund"]`); n != 3 {
+		t.Errorf("refunds on the timeline = %d, want 3", n)
+	}
+	if n := s.count("refunds WHERE order_id = ?", order); n != 3 {
+		t.Errorf("refunds of the order = %d, want 3", n)
+	}
 
 	b.do("narrow the window", chromedp.EmulateViewport(900, 900))
 	b.waitFor("one column", func() bool {
