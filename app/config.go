@@ -280,7 +280,7 @@ func byFlag(err error, flagOf map[string]string) error {
 	msg := err.Error()
 	for env, f := range flagOf {
 		// Whole names only: PAYD_ADMIN_TOKEN is not the start of PAYD_ADMIN_TOKENS.
-		msg = regexp.MustCompile(`\b`+env+`\b`).ReplaceAllLiteralString(msg, f)
+		msg = regexp.MustCompile(`\b`+regexp.QuoteMeta(env)+`\b`).ReplaceAllLiteralString(msg, f)
 	}
 	if msg == err.Error() {
 		return err

@@ -204,7 +204,7 @@ func secretCheck(key string) string {
 }
 
 // checkSecretKey holds the configured PAYD_SECRET_KEY to the one db was
-// made with (ADR 0041): the first start on a database records its key's
+// made with (ADR 0042): the first start on a database records its key's
 // check value, every later start compares, and a start with another key
 // is refused, not left to answer 410 to every replay of a stored answer.
 // madeSecrets is the secrets file this start created ("": none).
@@ -238,7 +238,7 @@ func wrongSecretKey(cfg Config, madeSecrets string) error {
 			"(the answers stored under idempotency keys are sealed with it). To change the key on purpose "+
 			"(answers stored with the old one then answer 410 stored_response_unreadable until PAYD_IDEMPOTENCY_TTL has passed; "+
 			"customer tokens already issued keep working), run DELETE FROM secret_key_check on that database "+
-			"and start payd with the new key (docs/adr/0041-secrets-bound-to-the-database.md)", where)
+			"and start payd with the new key (docs/adr/0042-secrets-bound-to-the-database.md)", where)
 	case !generated && secrets != "":
 		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: "+
 			"unset it to use the development secrets kept in %s, or set it to the key the database was made with", where, secrets)

@@ -329,9 +329,13 @@ func adminStats() adminVerb {
 			if p.To, err = optTime("to", to, now); err != nil {
 				return err
 			}
-			if bucket != "" {
-				b := client.AdminStatsParamsBucket(bucket) // payd refuses another value
+			switch bucket {
+			case "":
+			case "hour", "day":
+				b := client.AdminStatsParamsBucket(bucket)
 				p.Bucket = &b
+			default:
+				return usagef("-bucket %q: want hour or day", bucket)
 			}
 			var st client.Stats
 			res, err := a.api.AdminStats(ctx, &p)

@@ -113,8 +113,12 @@ func TestAdminStatsCountsRealPayments(t *testing.T) {
 			viaCLI.Bucket != "day" || viaCLI.Totals.Paid != 3 || len(viaCLI.Series) < 2 || len(viaCLI.Series) > 3 {
 			t.Errorf("admin stats -from 48h -bucket day -json = %+v, %v; want 3 paid in 2 or 3 days", viaCLI, err)
 		}
-		if _, err := s.adminCLI(testAdminToken, "stats", "-bucket", "week"); err == nil || !strings.Contains(err.Error(), "payd answered 400 validation_failed") {
-			t.Errorf("admin stats -bucket week = %v, want payd's 400", err)
+		if _, err := s.adminCLI(testAdminToken, "stats", "-bucket", "week"); err == nil || !strings.Contains(err.Error(), `-bucket "week": want hour or day`) {
+			t.Errorf("admin stats -bucket week = %v, want it refused before anything is sent", err)
+		}
+		if _, err := s.adminCLI(testAdminToken, "stats", "-from", "1h", "-to", "2h"); err == nil || !strings.Contains(err.Error(), "payd answered 400 validation_failed") ||
+			!strings.Contains(err.Error(), "from: must be before to") {
+			t.Errorf("admin stats -from 1h -to 2h = %v, want payd's 400 naming from", err)
 		}
 
 		// A window before any of it: every bucket zero, no money, and what

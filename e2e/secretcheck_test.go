@@ -230,18 +230,21 @@ func TestFailedStartLeavesNoFiles(t *testing.T) {
 	inUse := busy.Addr().String()
 	cases := []struct {
 		name string
+		args []string // the command line after "payd"; nil: serve
 		e    env
 	}{
-		{"bad address", env{"PAYD_ADDR": "not an address"}},
-		{"port in use", env{"PAYD_ADDR": inUse}},
-		{"sandbox port in use", env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_SANDBOX_ADDR": inUse}},
-		{"metrics port in use", env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_METRICS_ADDR": inUse}},
+		{"bad address", nil, env{"PAYD_ADDR": "not an address"}},
+		{"port in use", nil, env{"PAYD_ADDR": inUse}},
+		{"sandbox port in use", nil, env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_SANDBOX_ADDR": inUse}},
+		// Once the databases and the secrets file were made:
+		{"metrics port in use", nil, env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_METRICS_ADDR": inUse}},
+		{"payd sandbox, port in use", []string{"sandbox"}, env{"PAYD_SANDBOX_ADDR": inUse}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			t.Chdir(dir) // the defaults: sqlite://payd.db, sqlite://sandbox.db, payd.secrets
-			if err := run(context.Background(), nil, undelayed(tc.e).get, io.Discard, io.Discard); err == nil {
+			if err := run(context.Background(), tc.args, undelayed(tc.e).get, io.Discard, io.Discard); err == nil {
 				t.Fatal("run = nil, want an error")
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -269,7 +272,7 @@ func TestFailedStartLeavesNoFiles(t *testing.T) {
 			before[f] = b
 		}
 		for _, tc := range cases {
-			if err := run(context.Background(), nil, undelayed(tc.e).get, io.Discard, io.Discard); err == nil {
+			if err := run(context.Background(), tc.args, undelayed(tc.e).get, io.Discard, io.Discard); err == nil {
 				t.Fatalf("%s: run = nil, want an error", tc.name)
 			}
 		}

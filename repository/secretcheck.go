@@ -9,7 +9,7 @@ import (
 	"github.com/payd/payd/migrations"
 )
 
-// The secret key's check value (migration 00017, ADR 0041): one row that
+// The secret key's check value (migration 00017, ADR 0042): one row that
 // says which PAYD_SECRET_KEY the database's sealed answers and customer
 // tokens were made with, as an HMAC of the key, never the key itself.
 

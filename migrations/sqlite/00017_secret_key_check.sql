@@ -3,7 +3,7 @@
 -- of its own, never the key. The key seals the answers stored under
 -- idempotency keys and derives customer tokens, so payd refuses to start
 -- with a key that is not the one this database was made with, instead of
--- answering 410 to every replay (ADR 0041). One row: id is always 1, and
+-- answering 410 to every replay (ADR 0042). One row: id is always 1, and
 -- the first payd to start records its key's value; every later one
 -- compares.
 CREATE TABLE secret_key_check (
