@@ -477,6 +477,12 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		if n := b.count(`#timeline li[data-kind="ledger"][data-outcome="booked"]`); n != 4 {
 			t.Errorf("ledger entries on the timeline = %d, want 4", n)
 		}
+		// The dispute's discrepancy: payd's books hold no amount for it,
+		// which the card says in words, never as a dash.
+		disputed := `#order-open li[data-type="disputed"] .meta`
+		if got := b.text(disputed); !strings.Contains(got, "provider 10.00 USD · none in payd's books") || strings.Contains(got, "—") {
+			t.Errorf("the disputed card reads %q, want provider 10.00 USD · none in payd's books", got)
+		}
 		b.screenshot("console-books")
 	})
 }

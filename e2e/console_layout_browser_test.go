@@ -162,8 +162,9 @@ func TestConsoleSignedOutShowsOnlySignIn(t *testing.T) {
 	b.do("sign out", chromedp.Click("#sign-out"))
 	b.waitState("signed-out")
 	b.checkSignedOut("after signing out")
+	time.Sleep(time.Second) // a poll sent just before has reached the tap
 	before := len(p.exchanges(nil))
-	time.Sleep(7 * time.Second) // more than one poll period
+	time.Sleep(6 * time.Second) // more than one poll period
 	if after := p.exchanges(nil); len(after) != before {
 		t.Errorf("signed out, the console still asks payd: %d requests after signing out, e.g. %s %s", len(after)-before, after[before].Method, after[before].URI)
 	}
@@ -173,7 +174,9 @@ func TestConsoleSignedOutShowsOnlySignIn(t *testing.T) {
 // order stand side by side; at 900 px they are one column. The list shows
 // IDs shortened (whole in the title) with a copy button, the refunded part
 // of each order, opens an order from the keyboard (Enter on its row), and
-// the order shows its amount, refunded and net. Nothing is wider than the
+// the order shows its amount, refunded and net, and a refund made
+// elsewhere while it is open, without a reload; a refund from the page is
+// one request however often it is clicked. Nothing is wider than the
 // window.
 //
 // PAYD_TEST_SCREENSHOT_DIR=docs keeps the screenshot the README shows.
@@ -208,6 +211,7 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 	if b.displayed("#order") {
 		t.Error("copying an ID opened the order")
 	}
+	b.waitFor("the copy button back", func() bool { return b.attr(row+" button.copy", "copied") == "" })
 	if got := b.text(row + " td:nth-child(4)"); got != "5.00 USD" {
 		t.Errorf("the refunded column reads %q, want 5.00 USD", got)
 	}
@@ -239,6 +243,32 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.shot("console-order", ".columns")
+
+	// Live: a refund made elsewhere shows on the open order without a reload.
+	if r := s.refund(order, uuid.NewString(), "2.00"); r.Status != http.StatusOK {
+		t.Fatalf("refund 2.00 = %d %s, want 200", r.Status, r.Body)
+	}
+	b.waitFor("the refund on the open order", func() bool {
+		return b.attr(`#money [data-sum="refunded"]`, "value") == "7.00" && b.count(`#timeline li.new[data-kind="refund"]`) == 1
+	})
+
+	// A refund from the page: a double click is one request, with a key,
+	// and the order and its timeline follow at once.
+	b.do("fill the refund", chromedp.SendKeys("#refund-amount", "1.00"), chromedp.SendKeys("#refund-reason", "late delivery"))
+	b.doubleClick("#refund")
+	b.waitFor("the page's refund", func() bool {
+		return strings.Contains(b.text("#refund-result"), "Refund 1.00 USD: succeeded") && b.attr(`#money [data-sum="refunded"]`, "value") == "8.00"
+	})
+	refunds := p.exchanges(func(x exchange) bool { return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/refund") })
+	if len(refunds) != 1 || refunds[0].Key == "" || refunds[0].Status != http.StatusOK {
+		t.Errorf("refund requests from the page = %+v, want one with a key, answered 200", refunds)
+	}
+	if n := b.count(`#timeline li[data-kind="refund"]`); n != 3 {
+		t.Errorf("refunds on the timeline = %d, want 3", n)
+	}
+	if n := s.count("refunds WHERE order_id = ?", order); n != 3 {
+		t.Errorf("refunds of the order = %d, want 3", n)
+	}
 
 	b.do("narrow the window", chromedp.EmulateViewport(900, 900))
 	b.waitFor("one column", func() bool {

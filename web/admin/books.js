@@ -30,7 +30,7 @@ export function renderLedger(tbody, doc) {
       h('td', {}, e.kind.replaceAll('_', ' ')),
       h('td', { class: 'num' }, `${e.amount} ${e.currency}`),
       h('td', {}, e.actor ? `${e.source} (${e.actor})` : e.source),
-      h('td', {}, h('time', { datetime: e.created_at }, when(e.created_at))),
+      h('td', { class: 'when' }, h('time', { datetime: e.created_at }, when(e.created_at))),
       h('td', { class: 'note' }, e.note || ''))));
 }
 

@@ -71,6 +71,9 @@ export async function openOrder(id, { quiet = false } = {}) {
   deps.onShown(id);
 }
 
+/** minus writes a negative amount with a true minus sign, as the money summary does. */
+const minus = (v) => (typeof v === 'string' && v.startsWith('-') ? `\u2212${v.slice(1)}` : v);
+
 function draw(doc, fresh) {
   const o = doc.order;
   // What has the focus, by the record it belongs to, to give it back after.
@@ -84,7 +87,7 @@ function draw(doc, fresh) {
   $('order-amount').textContent = amount(o.amount, o.currency);
   const m = o.money || {};
   $('order-summary').replaceChildren(badge(o.status),
-    ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(m.net, o.currency)}`,
+    ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(minus(m.net), o.currency)}`,
     ' · customer ', idRef(o.customer_id, { what: 'customer ID' }), ` · created ${when(o.created_at)}`);
   renderMoney($('money'), o);
   renderLedger($('ledger-rows'), doc);
