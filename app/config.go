@@ -88,24 +88,25 @@ var secretSettings = map[string]bool{
 	"PAYD_REDIS_URL":            true,
 }
 
-// urlSettings are the secret settings that are URLs: help shows them
-// with any password masked, as the banner does.
-var urlSettings = map[string]bool{"PAYD_DATABASE_URL": true, "PAYD_SANDBOX_DATABASE_URL": true, "PAYD_REDIS_URL": true}
+// urlSettings are the settings whose values are URLs, secret or not: any
+// may carry a password (https://user:pass@…, ?token=…), so help shows
+// each through maskURL, as the banner does, never as written.
+var urlSettings = map[string]bool{
+	"PAYD_DATABASE_URL": true, "PAYD_SANDBOX_DATABASE_URL": true, "PAYD_REDIS_URL": true,
+	"PAYD_PROVIDER_URL": true, "PAYD_SANDBOX_WEBHOOK_URL": true, "STRIPE_API_BASE": true,
+}
 
 // madeUpSecrets are the secrets payd makes up in development when they are
 // not set (check), and requires in production.
 var madeUpSecrets = map[string]bool{"PAYD_ADMIN_TOKEN": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SECRET_KEY": true}
 
-// shownDefault is what help prints as the default of secret setting env
-// whose value (from the environment, else its default) is val: a URL with
-// its password masked, never a secret.
+// shownDefault is what help prints as the default of secret or URL
+// setting env whose value (from the environment, else its default) is
+// val: a URL with its password masked, never a secret.
 func shownDefault(env, val string) string {
 	switch {
 	case urlSettings[env] && val != "":
-		if m, ok := maskURL(val); ok {
-			return fmt.Sprintf("%q", m)
-		}
-		return "set in " + env + ", not shown: not a URL"
+		return shownURL(env, val)
 	case val != "":
 		return "set in " + env + ", not shown"
 	case madeUpSecrets[env]:
@@ -114,9 +115,31 @@ func shownDefault(env, val string) string {
 	return ""
 }
 
-// secretFlag is the flag of a secret setting: it writes the value given on
-// the command line into dst, which already holds the environment's, and
-// shows as its default only what shownDefault allows.
+// shownURL is URL val of setting env as help shows it, quoted, with its
+// password masked; of a value that is not a URL nothing is shown.
+func shownURL(env, val string) string {
+	if m, ok := maskURL(val); ok {
+		return fmt.Sprintf("%q", m)
+	}
+	return "set in " + env + ", not shown: not a URL"
+}
+
+// URLVar declares on fs flag name, a URL written into dst, defaulting to
+// val, whose help shows val as every URL setting's is shown (masked), so
+// a password in it never reaches the screen. env names where val came
+// from, for a value that is not a URL.
+func URLVar(fs *flag.FlagSet, dst *string, name, val, env, usage string) {
+	*dst = val
+	shown := ""
+	if val != "" {
+		shown = shownURL(env, val)
+	}
+	fs.Var(&secretFlag{dst: dst, shown: shown}, name, usage)
+}
+
+// secretFlag is the flag of a secret or URL setting: it writes the value
+// given on the command line into dst, which already holds the
+// environment's, and shows as its default only what shownDefault allows.
 type secretFlag struct {
 	dst   *string
 	shown string
@@ -200,7 +223,7 @@ func (c *Config) flagSet(sub string, getenv func(string) string) (*flag.FlagSet,
 			continue
 		}
 		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
-		if s.str != nil && secretSettings[s.env] {
+		if s.str != nil && (secretSettings[s.env] || urlSettings[s.env]) {
 			*s.str = val
 			fs.Var(&secretFlag{dst: s.str, shown: shownDefault(s.env, val)}, s.flag, usage)
 			continue
@@ -360,6 +383,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkURLs(sub); err != nil {
+		return err
+	}
+	if err := c.checkAddrs(sub); err != nil {
 		return err
 	}
 	if sub == "sandbox" || c.inProcessSandbox(sub) {

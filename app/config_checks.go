@@ -114,7 +114,7 @@ func (c *Config) checkSettings() error {
 		}
 		p, err := url.Parse(u.val)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return fmt.Errorf("%s must be an http:// or https:// URL with a host, not %q", u.name, redactURL(u.val))
+			return fmt.Errorf("%s must be an http:// or https:// URL with a host, not %s", u.name, notURL(u.val))
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {
@@ -127,19 +127,45 @@ func (c *Config) checkSettings() error {
 		return fmt.Errorf("PAYD_MAX_STREAMS_PER_CUSTOMER must be a whole number of at least 1, not %q", c.maxStreams)
 	}
 	c.MaxStreams = n
-	if c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			return fmt.Errorf("PAYD_METRICS_ADDR must be host:port (such as 127.0.0.1:9090), not %q", c.MetricsAddr)
+	for _, a := range []struct{ name, val, example string }{
+		{"PAYD_METRICS_ADDR", c.MetricsAddr, "127.0.0.1:9090"},
+		{"PAYD_PPROF_ADDR", c.PprofAddr, "127.0.0.1:6060"},
+	} {
+		if err := checkHostPort(a.name, a.val, a.example); a.val != "" && err != nil {
+			return err
 		}
 	}
-	if c.PprofAddr != "" {
-		_, port, err := net.SplitHostPort(c.PprofAddr)
-		if err != nil {
-			return fmt.Errorf("PAYD_PPROF_ADDR must be host:port (such as 127.0.0.1:6060), not %q", c.PprofAddr)
+	if _, port, _ := net.SplitHostPort(c.PprofAddr); c.PprofAddr != "" && c.PprofAddr == c.Addr && port != "0" { // :0 picks a port of its own
+		return errors.New("PAYD_PPROF_ADDR must differ from PAYD_ADDR: the profiler is never served on the public listener")
+	}
+	return nil
+}
+
+// checkAddrs refuses, before anything is opened, a listen address of
+// payd's or of its sandbox that is not host:port, naming its setting:
+// listen would refuse it only once the databases and the secrets file
+// were made, in words that name neither. Each is checked where it is
+// used: PAYD_ADDR by serve, PAYD_SANDBOX_ADDR by the sandbox, in-process
+// or on its own. A port in use is found only at listen.
+func (c *Config) checkAddrs(sub string) error {
+	if sub == "serve" {
+		if err := checkHostPort("PAYD_ADDR", c.Addr, "127.0.0.1:8080, or :0 for a free port"); err != nil {
+			return err
 		}
-		if c.PprofAddr == c.Addr && port != "0" { // :0 picks a port of its own
-			return errors.New("PAYD_PPROF_ADDR must differ from PAYD_ADDR: the profiler is never served on the public listener")
-		}
+	}
+	if sub == "sandbox" || c.inProcessSandbox(sub) {
+		return checkHostPort("PAYD_SANDBOX_ADDR", c.SandboxAddr, "127.0.0.1:8081, or :0 for a free port")
+	}
+	return nil
+}
+
+// checkHostPort refuses listen address val of setting name unless it is
+// host:port with a port from 0 to 65535 (the host may be empty: every
+// interface).
+func checkHostPort(name, val, example string) error {
+	_, port, err := net.SplitHostPort(val)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%s must be host:port (such as %s), not %q", name, example, val)
 	}
 	return nil
 }
@@ -156,7 +182,7 @@ func (c *Config) checkURLs(sub string) error {
 	}
 	for _, d := range dbs {
 		if scheme, rest, _ := strings.Cut(d.val, "://"); (scheme != "sqlite" && scheme != "mysql") || rest == "" {
-			return fmt.Errorf("%s must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not %q", d.name, redactURL(d.val))
+			return fmt.Errorf("%s must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not %s", d.name, notURL(d.val))
 		}
 	}
 	if sub == "serve" && c.RedisURL != "" {
@@ -174,13 +200,40 @@ func (c *Config) inProcessSandbox(sub string) bool {
 	return sub == "serve" && c.ProviderURL == "" && c.Stripe.Provider != "stripe"
 }
 
-// redactURL keeps a URL's password out of an error message, a banner or
-// help.
+// redactURL keeps a URL's password out of a banner: the URL masked
+// (maskURL), or a placeholder for a value that is not a URL.
 func redactURL(s string) string {
 	if m, ok := maskURL(s); ok {
 		return m
 	}
 	return "(not a URL; not shown)"
+}
+
+// notURL is how an error quotes a refused URL setting's value s, after
+// "not": the URL quoted with its password masked; a value that is not a
+// URL quoted as it is when it holds nothing like a credential (no @, no
+// word such as password), else only the words "a URL", since a driver DSN
+// may hold a password anywhere.
+func notURL(s string) string {
+	if v, ok := ShownValue(s); ok {
+		return strconv.Quote(v)
+	}
+	return "a URL (the value is not shown: it may hold a password)"
+}
+
+// ShownValue is a URL-valued setting's value s as a message may show it:
+// a URL with its password masked (maskURL), another value as it is when
+// it holds nothing like a credential (no @, no word such as password).
+// ok is false when nothing of s may be shown. payd's command line shows
+// the URLs it was given through it, as help and the checks here do.
+func ShownValue(s string) (shown string, ok bool) {
+	if m, ok := maskURL(s); ok {
+		return m, true
+	}
+	if strings.Contains(s, "@") || secretParam.MatchString(s) {
+		return "", false
+	}
+	return s, true
 }
 
 // maskURL is URL s with its password, and the value of any query

@@ -195,3 +195,45 @@ func TestConfigSecretKeyAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigListenAddrs: PAYD_ADDR and PAYD_SANDBOX_ADDR are checked as
+// host:port where they are used, before anything is opened; :0 and a
+// loopback address with port 0 pick a free port and are fine; migrate,
+// which listens on nothing, takes any PAYD_ADDR.
+func TestConfigListenAddrs(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	for _, ok := range []string{":0", "127.0.0.1:0", "[::1]:8080", "localhost:65535", "0.0.0.0:8080"} {
+		for _, tc := range []struct{ sub, name string }{{"serve", "PAYD_ADDR"}, {"serve", "PAYD_SANDBOX_ADDR"}, {"sandbox", "PAYD_SANDBOX_ADDR"}} {
+			if _, err := loadConfig(tc.sub, nil, env(tc.name, ok), nil); err != nil {
+				t.Errorf("%s=%s payd %s: %v, want it taken", tc.name, ok, tc.sub, err)
+			}
+		}
+	}
+	for _, bad := range []string{"9090", "localhost", "127.0.0.1:http", ":65536", ":-1", "not an address"} {
+		for _, tc := range []struct{ sub, name string }{{"serve", "PAYD_ADDR"}, {"serve", "PAYD_SANDBOX_ADDR"}, {"sandbox", "PAYD_SANDBOX_ADDR"}} {
+			_, err := loadConfig(tc.sub, nil, env(tc.name, bad), nil)
+			if want := tc.name + " must be host:port"; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%s=%s payd %s: %v, want %q", tc.name, bad, tc.sub, err, want)
+			}
+		}
+	}
+	// Where the address is not used, it is not checked.
+	for _, tc := range []struct {
+		sub string
+		env func(string) string
+	}{
+		{"migrate", env("PAYD_ADDR", "9090", "PAYD_SANDBOX_ADDR", "9090")},
+		{"sandbox", env("PAYD_ADDR", "9090")},
+		{"serve", env("PAYD_PROVIDER_URL", "http://prov.example", "PAYD_SANDBOX_ADDR", "9090")},
+	} {
+		if _, err := loadConfig(tc.sub, nil, tc.env, nil); err != nil {
+			t.Errorf("payd %s: %v, want an address it does not use left alone", tc.sub, err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/client"
 )
 
@@ -39,13 +40,18 @@ Times T are RFC 3339 (2026-01-31T00:00:00Z) or a duration before now (24h).
 A run or a resolution is sent with one idempotency key, repeated on a lost answer;
 -key K sets it, so a script that reruns a command after a timeout acts once.
 An answer other than success prints payd's problem and exits 1; a command line
-payd admin cannot take (an unknown verb or flag, a bad value, a missing argument)
-exits 2 before anything is sent.`
+payd admin cannot take (an unknown verb or flag, a missing argument, a status,
+action or type payd does not know, an ID, -key, -cursor or -customer of a shape
+payd never takes, a time, a -limit outside 1..100) exits 2 before anything is
+sent. What only payd can tell (an ID nobody has, -to not after -from, an action
+the discrepancy does not fit) is its answer: exit 1. When payd cannot be reached,
+the error names what gave its address: -url, PAYD_URL, or neither (the default).`
 
-// adminConn is what every admin verb needs: where payd is, the operator
-// token, and how to print.
+// adminConn is what every admin verb needs: where payd is and what said
+// so, the operator token, and how to print.
 type adminConn struct {
 	url, token string
+	urlFrom    string // "-url", "PAYD_URL", or "" for the default
 	json       bool
 	api        *client.Client
 	out        io.Writer
@@ -56,7 +62,7 @@ type adminConn struct {
 func adminFlags(name string, getenv func(string) string) (*flag.FlagSet, *adminConn) {
 	a := &adminConn{}
 	fs := flag.NewFlagSet("payd admin "+name, flag.ContinueOnError)
-	fs.StringVar(&a.url, "url", paydURL(getenv), "base URL of the running payd (PAYD_URL)")
+	app.URLVar(fs, &a.url, "url", paydURL(getenv), "PAYD_URL", "base URL of the running payd (PAYD_URL)")
 	// The token's default is read after parsing, so -h never prints it.
 	fs.StringVar(&a.token, "admin-token", "", "operator token (default PAYD_ADMIN_TOKEN; the variable keeps it out of the process list)")
 	fs.BoolVar(&a.json, "json", false, "print payd's JSON answer instead of a table")
@@ -109,8 +115,19 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 	if len(pos) != verb.nargs {
 		return usagef("usage: payd admin %s %s (run 'payd help admin')", name, verb.usage)
 	}
+	if verb.check != nil {
+		if err := verb.check(pos); err != nil {
+			return err
+		}
+	}
 	if err := checkBaseURL(fs, a.url); err != nil {
 		return err
+	}
+	switch {
+	case flagGiven(fs, "url"):
+		a.urlFrom = "-url"
+	case getenv("PAYD_URL") != "":
+		a.urlFrom = "PAYD_URL"
 	}
 	if a.token == "" {
 		a.token = getenv("PAYD_ADMIN_TOKEN")
@@ -127,7 +144,7 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 			return nil
 		}))
 	if err != nil {
-		return fmt.Errorf("-url %q: %w", a.url, err)
+		return fmt.Errorf("-url %q: %w", shownBase(a.url), err)
 	}
 	return verb.run(ctx, a, pos)
 }
@@ -145,9 +162,9 @@ func checkBaseURL(fs *flag.FlagSet, base string) error {
 		return nil
 	}
 	if flagGiven(fs, "url") {
-		return usagef("-url %q must be an http:// or https:// URL with a host", base)
+		return usagef("-url %q must be an http:// or https:// URL with a host", shownBase(base))
 	}
-	return fmt.Errorf("PAYD_URL %q must be an http:// or https:// URL with a host", base)
+	return fmt.Errorf("PAYD_URL %q must be an http:// or https:// URL with a host", shownBase(base))
 }
 
 // flagGiven is whether the command line set flag name of fs.
@@ -217,10 +234,29 @@ func (e *apiError) Error() string {
 	return b.String()
 }
 
+// whereSet says how to point payd admin at another payd, naming what
+// set the address it could not reach.
+func (a *adminConn) whereSet() string {
+	switch a.urlFrom {
+	case "-url", "PAYD_URL":
+		return "check " + a.urlFrom
+	}
+	return "it was the default: set PAYD_URL or pass -url"
+}
+
+// shownBase is a base URL as messages show it: its password masked
+// (app.ShownValue), nothing of a value that may hold one elsewhere.
+func shownBase(u string) string {
+	if v, ok := app.ShownValue(u); ok {
+		return v
+	}
+	return "(not shown: it may hold a password)"
+}
+
 // answer reads a response: its body on success (2xx), else an apiError.
 func (a *adminConn) answer(res *http.Response, err error) ([]byte, *http.Response, error) {
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach payd at %s (is it running? set PAYD_URL): %w", a.url, err)
+		return nil, nil, fmt.Errorf("cannot reach payd at %s (is it running? %s): %w", shownBase(a.url), a.whereSet(), err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)

@@ -9,17 +9,23 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/client"
+	"github.com/payd/payd/domain"
 )
 
 // adminVerb is one `payd admin GROUP VERB`: its flags, how many positional
-// arguments it takes, and what it does.
+// arguments it takes, how it checks them and what it does. check runs
+// before anything is sent, before the token is even looked for: a value
+// it refuses is a usage error (exit 2).
 type adminVerb struct {
 	usage string // its arguments and main flags, for messages
 	nargs int
 	flags func(fs *flag.FlagSet)
+	check func(pos []string) error // nil: nothing to check
 	run   func(ctx context.Context, a *adminConn, pos []string) error
 }
 
@@ -38,18 +44,19 @@ var adminVerbs = map[string]func() adminVerb{
 func ordersSearch() adminVerb {
 	var status, customer, from, to, cursor string
 	var limit int
+	var p client.SearchOrdersParams
 	return adminVerb{
 		usage: "[-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&status, "status", "", "only orders in this status (pending, processing, paid, refunded, cancelled, expired)")
+			fs.StringVar(&status, "status", "", "only orders in this status ("+strings.Join(names(domain.Statuses), ", ")+")")
 			fs.StringVar(&customer, "customer", "", "a customer ID or email")
 			fs.StringVar(&from, "from", "", "created at or after (RFC 3339, or a duration before now)")
 			fs.StringVar(&to, "to", "", "created before (RFC 3339, or a duration before now)")
 			fs.IntVar(&limit, "limit", 20, "orders per page")
 			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
 		},
-		run: func(ctx context.Context, a *adminConn, _ []string) error {
-			p := client.SearchOrdersParams{Limit: &limit}
+		check: func([]string) error {
+			p.Limit = &limit
 			now := time.Now()
 			var err error
 			if p.From, err = optTime("from", from, now); err != nil {
@@ -59,15 +66,24 @@ func ordersSearch() adminVerb {
 				return err
 			}
 			if status != "" {
+				if err := checkChoice("status", status, names(domain.Statuses)); err != nil {
+					return err
+				}
 				s := client.StatusFilter(status)
 				p.Status = &s
+			}
+			if customer != "" {
+				if err := checkCustomer(customer); err != nil {
+					return err
+				}
+				p.Customer = &customer // payd takes an ID or an email
 			}
 			if cursor != "" {
 				p.Cursor = &cursor
 			}
-			if customer != "" {
-				p.Customer = &customer // payd takes an ID or an email
-			}
+			return checkPage(limit, cursor)
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			var page client.OrderPage
 			res, err := a.api.SearchOrders(ctx, &p)
 			if err := a.get(res, err, &page); err != nil || a.json {
@@ -92,6 +108,7 @@ func ordersShow() adminVerb {
 		usage: "ORDER_ID",
 		nargs: 1,
 		flags: func(*flag.FlagSet) {},
+		check: func(pos []string) error { return checkID("ORDER_ID", pos[0]) },
 		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			var t client.Timeline
 			res, err := a.api.OrderTimeline(ctx, pos[0])
@@ -107,6 +124,7 @@ func ordersShow() adminVerb {
 func reconcileRun() adminVerb {
 	var from, to, file, key string
 	var dry bool
+	var f, t time.Time
 	return adminVerb{
 		usage: "-from T [-to T] [-file settlement.csv] [-dry-run] [-key K]",
 		flags: func(fs *flag.FlagSet) {
@@ -116,19 +134,21 @@ func reconcileRun() adminVerb {
 			fs.BoolVar(&dry, "dry-run", false, "find discrepancies without recording anything")
 			fs.StringVar(&key, "key", "", "idempotency key of this run (default: a new one); reuse it to repeat a run whose answer was lost")
 		},
-		run: func(ctx context.Context, a *adminConn, _ []string) error {
+		check: func([]string) error {
 			if from == "" {
 				return usagef("-from is required (run 'payd admin reconcile run -h')")
 			}
 			now := time.Now()
-			f, err := flagTime("from", from, now)
-			if err != nil {
+			var err error
+			if f, err = flagTime("from", from, now); err != nil {
 				return err
 			}
-			t, err := flagTime("to", to, now)
-			if err != nil {
+			if t, err = flagTime("to", to, now); err != nil {
 				return err
 			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			params := &client.ReconcileParams{IdempotencyKey: new(newIntentKey(key))}
 			var send func() (*http.Response, error)
 			if file == "" {
@@ -189,6 +209,7 @@ func reconcileShow() adminVerb {
 		usage: "RUN_ID",
 		nargs: 1,
 		flags: func(*flag.FlagSet) {},
+		check: func(pos []string) error { return checkID("RUN_ID", pos[0]) },
 		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			var run client.Run
 			res, err := a.api.GetRun(ctx, pos[0])
@@ -210,6 +231,7 @@ func reconcileList() adminVerb {
 			fs.IntVar(&limit, "limit", 20, "runs per page")
 			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
 		},
+		check: func([]string) error { return checkPage(limit, cursor) },
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			p := client.ListRunsParams{Limit: &limit}
 			if cursor != "" {
@@ -232,11 +254,27 @@ func discrepanciesList() adminVerb {
 	return adminVerb{
 		usage: "[-status open|resolving|resolved] [-type T] [-order ID]",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&status, "status", "open", "open, resolving or resolved")
-			fs.StringVar(&typ, "type", "", "only this type (missing_local_payment, amount_mismatch, ...)")
+			fs.StringVar(&status, "status", "open", strings.Join(names(domain.DiscrepancyStatuses), ", "))
+			fs.StringVar(&typ, "type", "", "only this type ("+strings.Join(names(domain.DiscrepancyTypes), ", ")+")")
 			fs.StringVar(&order, "order", "", "only about this order ID")
 			fs.IntVar(&limit, "limit", 50, "discrepancies per page")
 			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		check: func([]string) error {
+			if err := checkChoice("status", status, names(domain.DiscrepancyStatuses)); err != nil {
+				return err
+			}
+			if typ != "" {
+				if err := checkChoice("type", typ, names(domain.DiscrepancyTypes)); err != nil {
+					return err
+				}
+			}
+			if order != "" {
+				if err := checkID("-order", order); err != nil {
+					return err
+				}
+			}
+			return checkPage(limit, cursor)
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			st := client.ListDiscrepanciesParamsStatus(status)
@@ -266,18 +304,32 @@ func discrepanciesList() adminVerb {
 func discrepanciesResolve() adminVerb {
 	var action, note, run, key string
 	return adminVerb{
-		usage: "DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]",
+		usage: "DISCREPANCY_ID -action " + strings.Join(domain.ResolutionActions, "|") + " [-note N] [-run RUN_ID] [-key K]",
 		nargs: 1,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&action, "action", "", "apply, refund or ignore; required")
+			fs.StringVar(&action, "action", "", strings.Join(domain.ResolutionActions, ", ")+"; required")
 			fs.StringVar(&note, "note", "", "why (kept with the resolution and on the audit trail)")
 			fs.StringVar(&run, "run", "", "resolve it as reported by this run (default: by its ID alone, whoever found it)")
 			fs.StringVar(&key, "key", "", "idempotency key of this resolution (default: a new one); reuse it to repeat one whose answer was lost")
 		},
-		run: func(ctx context.Context, a *adminConn, pos []string) error {
+		check: func(pos []string) error {
 			if action == "" {
-				return usagef("-action is required: apply, refund or ignore (run 'payd admin discrepancies resolve -h')")
+				return usagef("-action is required: %s (run 'payd admin discrepancies resolve -h')", strings.Join(domain.ResolutionActions, ", "))
 			}
+			if err := checkChoice("action", action, domain.ResolutionActions); err != nil {
+				return err
+			}
+			if err := checkID("DISCREPANCY_ID", pos[0]); err != nil {
+				return err
+			}
+			if run != "" {
+				if err := checkID("-run", run); err != nil {
+					return err
+				}
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
 			did, idemKey := pos[0], newIntentKey(key)
 			body := client.ResolveRequest{Action: client.ResolveRequestAction(action), Note: &note}
 			out, res, err := a.change(ctx, func() (*http.Response, error) {
@@ -312,6 +364,7 @@ func deref[T ~string](p *T) string {
 
 func adminStats() adminVerb {
 	var from, to, bucket string
+	var p client.AdminStatsParams
 	return adminVerb{
 		usage: "[-from T] [-to T] [-bucket hour|day]",
 		flags: func(fs *flag.FlagSet) {
@@ -319,8 +372,7 @@ func adminStats() adminVerb {
 			fs.StringVar(&to, "to", "", "end of the window (RFC 3339, or a duration before now; default now)")
 			fs.StringVar(&bucket, "bucket", "", "one row per UTC hour or day (default hour up to 48h, day beyond)")
 		},
-		run: func(ctx context.Context, a *adminConn, _ []string) error {
-			var p client.AdminStatsParams
+		check: func([]string) error {
 			now := time.Now()
 			var err error
 			if p.From, err = optTime("from", from, now); err != nil {
@@ -337,6 +389,9 @@ func adminStats() adminVerb {
 			default:
 				return usagef("-bucket %q: want hour or day", bucket)
 			}
+			return nil
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
 			var st client.Stats
 			res, err := a.api.AdminStats(ctx, &p)
 			if err := a.get(res, err, &st); err != nil || a.json {
@@ -346,4 +401,63 @@ func adminStats() adminVerb {
 			return nil
 		},
 	}
+}
+
+// names is a domain list (statuses, types) as text, in its order.
+func names[T ~string](list []T) []string {
+	out := make([]string, len(list))
+	for i, v := range list {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// checkChoice refuses flag name's value v unless it is one of choices:
+// the lists are domain's, which payd itself checks against.
+func checkChoice(name, v string, choices []string) error {
+	if slices.Contains(choices, v) {
+		return nil
+	}
+	return usagef("-%s %q: want %s", name, v, strings.Join(choices, ", "))
+}
+
+// checkID refuses an ID (an argument such as ORDER_ID, or a flag such as
+// -run) that no row of payd's can have: every ID is a UUID.
+func checkID(name, v string) error {
+	if domain.ValidID(v) {
+		return nil
+	}
+	return usagef("%s %q is not an ID: payd's IDs are UUIDs such as 01890a5d-ac96-774b-bcce-b302099a8057", name, v)
+}
+
+// checkCustomer refuses -customer unless it is a customer ID or an email
+// address, as payd does.
+func checkCustomer(v string) error {
+	if domain.ValidID(v) {
+		return nil
+	}
+	if _, err := domain.NormalizeEmail(v); err == nil && strings.Contains(v, "@") {
+		return nil
+	}
+	return usagef("-customer %q: want a customer ID (a UUID) or an email address", v)
+}
+
+// checkPage refuses a -limit outside 1..domain.MaxPageSize and a -cursor
+// payd cannot have printed (a cursor is the ID of a row).
+func checkPage(limit int, cursor string) error {
+	if limit < 1 || limit > domain.MaxPageSize {
+		return usagef("-limit %d: want a whole number from 1 to %d", limit, domain.MaxPageSize)
+	}
+	if cursor != "" && !domain.ValidID(cursor) {
+		return usagef("-cursor %q: want the cursor printed under an earlier page", cursor)
+	}
+	return nil
+}
+
+// checkKey refuses an idempotency key -key payd would refuse.
+func checkKey(key string) error {
+	if key == "" || domain.ValidKey(key) {
+		return nil
+	}
+	return usagef("-key %q: want 1 to 255 letters, digits or . _ : -", key)
 }

@@ -106,5 +106,5 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		return usagef("unknown migrate command %q: want payd migrate up|status (run 'payd help migrate')", args[0])
 	}
-	return usagef("usage: payd migrate up|status (run 'payd help migrate')")
+	return usagef("migrate needs up or status (the usage is above)")
 }

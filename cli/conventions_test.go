@@ -4,10 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,6 +56,13 @@ func TestHelpShowsRealDefaults(t *testing.T) {
 		"STRIPE_SECRET_KEY":         "sk_test_hunter7",
 	}
 	dsn := map[string]string{"PAYD_DATABASE_URL": "payd:hunter8@tcp(db:3306)/payd"} // a driver DSN, not a URL
+	// URLs that are no secret settings may still carry a password.
+	otherURLs := map[string]string{
+		"PAYD_PROVIDER_URL":        "https://u:hunter2@prov.example/",
+		"PAYD_SANDBOX_WEBHOOK_URL": "http://u:hunter3@h/x?token=hunter10",
+		"STRIPE_API_BASE":          "http://u:hunter4@h",
+		"PAYD_URL":                 "http://u:hunter9@h:1",
+	}
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -67,6 +79,24 @@ func TestHelpShowsRealDefaults(t *testing.T) {
 			"admin-tokens":         none,
 			"stripe-secret-key":    none,
 			"addr":                 `(default "127.0.0.1:8080")`,
+			"provider-url":         none,
+			"sandbox-webhook-url":  none,
+			"stripe-api-base":      none,
+		}},
+		{"nothing set, demo and admin", nil, [][]string{{"help", "demo"}, {"demo", "-h"}, {"admin", "orders", "search", "-h"}, {"admin", "stats", "-h"}}, map[string]string{
+			"url": `(default "http://127.0.0.1:8080")`,
+		}},
+		{"URLs with passwords", otherURLs, [][]string{{"help", "serve"}, {"serve", "-h"}}, map[string]string{
+			"provider-url":        `(default "https://u:xxxxx@prov.example/")`,
+			"sandbox-webhook-url": `(default "http://u:xxxxx@h/x?token=xxxxx")`,
+			"stripe-api-base":     `(default "http://u:xxxxx@h")`,
+		}},
+		{"URLs with passwords, sandbox", otherURLs, [][]string{{"help", "sandbox"}, {"sandbox", "-h"}}, map[string]string{
+			"sandbox-webhook-url": `(default "http://u:xxxxx@h/x?token=xxxxx")`,
+		}},
+		{"PAYD_URL with a password", otherURLs, [][]string{{"help", "demo"}, {"demo", "-h"}, {"admin", "orders", "search", "-h"},
+			{"admin", "discrepancies", "resolve", "-h"}, {"admin", "stats", "-h"}}, map[string]string{
+			"url": `(default "http://u:xxxxx@h:1")`,
 		}},
 		{"nothing set, migrate", nil, [][]string{{"help", "migrate"}, {"migrate", "-h"}, {"migrate", "up", "-h"}}, map[string]string{
 			"database-url": `(default "sqlite://payd.db")`,
@@ -286,10 +316,23 @@ func TestErrorsNameWhatWasUsed(t *testing.T) {
 		{"serve", "PAYD_WEBHOOK_SECRET", "webhook-secret", "hunter2", " must be one or more whsec_... secrets"},
 		{"sandbox", "PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "later", `: "later" is not a duration`},
 		{"sandbox", "PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "11", " must be a whole number from 1 to 10"},
-		{"migrate", "PAYD_DATABASE_URL", "database-url", "payd.db", " must be sqlite://PATH or mysql://"},
+		{"migrate", "PAYD_DATABASE_URL", "database-url", "payd.db", ` must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not "payd.db"`},
+		{"serve", "PAYD_DATABASE_URL", "database-url", "foo", ` must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not "foo"`},
+		{"serve", "PAYD_DATABASE_URL", "database-url", "payd:hunter2@tcp(db:3306)/payd", " must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not a URL (the value is not shown"},
+		{"serve", "PAYD_SANDBOX_DATABASE_URL", "sandbox-database-url", "password=hunter2", " must be sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB, not a URL (the value is not shown"},
+		{"serve", "PAYD_PROVIDER_URL", "provider-url", "prov.example", ` must be an http:// or https:// URL with a host, not "prov.example"`},
+		{"serve", "PAYD_ADDR", "addr", "9090", ` must be host:port (such as 127.0.0.1:8080, or :0 for a free port), not "9090"`},
+		{"serve", "PAYD_ADDR", "addr", "127.0.0.1:http", " must be host:port"},
+		{"serve", "PAYD_ADDR", "addr", ":65536", " must be host:port"},
+		{"serve", "PAYD_SANDBOX_ADDR", "sandbox-addr", "9090", " must be host:port"},
+		{"sandbox", "PAYD_SANDBOX_ADDR", "sandbox-addr", "localhost", " must be host:port"},
 	}
+	// The listen addresses: serve's own, and the sandbox's (serve's
+	// in-process one defaults to 127.0.0.1:0), unless the case sets them.
+	dbFlags["serve"] = append(dbFlags["serve"], "-addr", "127.0.0.1:0")
+	dbFlags["sandbox"] = append(dbFlags["sandbox"], "-sandbox-addr", "127.0.0.1:0")
 	for _, tt := range tests {
-		args := map[string][]string{"serve": {"serve", "-addr", "127.0.0.1:0"}, "sandbox": {"sandbox", "-sandbox-addr", "127.0.0.1:0"}, "migrate": {"migrate", "status"}}[tt.sub]
+		args := map[string][]string{"serve": {"serve"}, "sandbox": {"sandbox"}, "migrate": {"migrate", "status"}}[tt.sub]
 		for f := dbFlags[tt.sub]; len(f) > 0; f = f[2:] {
 			if f[0] != "-"+tt.flag { // the case's own flag or variable gives it
 				args = append(args, f[:2]...)
@@ -304,8 +347,8 @@ func TestErrorsNameWhatWasUsed(t *testing.T) {
 		if want := tt.env + tt.want; exit != 1 || err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s=%s payd %s: exit %d, %v; want exit 1 and an error starting %q", tt.env, tt.value, strings.Join(args, " "), exit, err, want)
 		}
-		if err != nil && strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("%s=%s: the error %q shows the password", tt.env, tt.value, err)
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "(not a URL; not shown)")) {
+			t.Errorf("%s=%s: the error %q shows the password, or quotes a placeholder as the value", tt.env, tt.value, err)
 		}
 	}
 }
@@ -390,5 +433,128 @@ func TestDemoHonoursPayDURL(t *testing.T) {
 	out, _, _, _ := runEnv(t, map[string]string{"PAYD_URL": "http://payd.internal:9000"}, "demo", "-h")
 	if entry := flagHelp(out, "url"); !strings.Contains(entry, "PAYD_URL") || !strings.HasSuffix(entry, `(default "http://payd.internal:9000")`) {
 		t.Errorf("payd demo -h with PAYD_URL set shows -url as\n%s\nwant PAYD_URL as its default", entry)
+	}
+}
+
+// TestAdminChecksBeforeSending: a value payd admin can check itself (a
+// status, action or type from domain's lists, an ID, key, cursor or
+// customer of the wrong shape, a -limit out of range) exits 2 and sends
+// nothing, with or without a token; a good value is sent.
+func TestAdminChecksBeforeSending(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.Method+" "+r.URL.String())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"code":"not_found","title":"not found","status":404}`)
+	}))
+	defer srv.Close()
+	const id = "01890a5d-ac96-774b-bcce-b302099a8057"
+	bad := []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"discrepancies", "resolve", id, "-action", "nope"}, `-action "nope": want apply, refund, ignore`},
+		{[]string{"discrepancies", "resolve", "X", "-action", "ignore"}, `DISCREPANCY_ID "X" is not an ID`},
+		{[]string{"discrepancies", "resolve", id, "-action", "ignore", "-run", "r1"}, `-run "r1" is not an ID`},
+		{[]string{"discrepancies", "resolve", id, "-action", "ignore", "-key", "a b"}, `-key "a b"`},
+		{[]string{"discrepancies", "list", "-status", "closed"}, `-status "closed": want open, resolving, resolved`},
+		{[]string{"discrepancies", "list", "-type", "odd"}, `-type "odd": want missing_local_payment,`},
+		{[]string{"discrepancies", "list", "-order", "o1"}, `-order "o1" is not an ID`},
+		{[]string{"orders", "search", "-status", "weird"}, `-status "weird": want pending, processing, paid, refunded, cancelled, expired`},
+		{[]string{"orders", "search", "-customer", "ada"}, `-customer "ada": want a customer ID`},
+		{[]string{"orders", "search", "-limit", "0"}, "-limit 0: want a whole number from 1 to 100"},
+		{[]string{"orders", "search", "-cursor", "next"}, `-cursor "next"`},
+		{[]string{"orders", "show", "42"}, `ORDER_ID "42" is not an ID`},
+		{[]string{"reconcile", "show", "last"}, `RUN_ID "last" is not an ID`},
+		{[]string{"reconcile", "list", "-limit", "101"}, "-limit 101"},
+		{[]string{"reconcile", "run", "-from", "24h", "-key", "é"}, `-key "é"`},
+	}
+	for _, token := range []string{"adm_0123456789abcdef0123456789", ""} {
+		env := map[string]string{"PAYD_URL": srv.URL, "PAYD_ADMIN_TOKEN": token}
+		for _, tt := range bad {
+			_, _, err, exit := runEnv(t, env, append([]string{"admin"}, tt.args...)...)
+			if exit != 2 || err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("token %q: payd admin %s: exit %d, %v; want exit 2 and %q", token, strings.Join(tt.args, " "), exit, err, tt.want)
+			}
+		}
+	}
+	mu.Lock()
+	if len(sent) != 0 {
+		t.Errorf("refused command lines sent %v, want nothing", sent)
+	}
+	mu.Unlock()
+	good := [][]string{
+		{"discrepancies", "resolve", id, "-action", "ignore", "-run", id, "-key", "k-1"},
+		{"orders", "search", "-status", "paid", "-customer", "ada@example.com", "-limit", "100", "-cursor", id},
+		{"orders", "search", "-customer", id},
+		{"orders", "show", id},
+		{"discrepancies", "list", "-status", "resolved", "-type", "amount_mismatch", "-order", id},
+	}
+	for _, args := range good {
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		_, _, err, exit := runEnv(t, map[string]string{"PAYD_URL": srv.URL, "PAYD_ADMIN_TOKEN": "adm_x"}, append([]string{"admin"}, args...)...)
+		mu.Lock()
+		if exit != 1 || len(sent) == 0 || !strings.Contains(fmt.Sprint(err), "payd answered 404") {
+			t.Errorf("payd admin %s: exit %d, %v, sent %v; want it sent and payd's 404 (exit 1)", strings.Join(args, " "), exit, err, sent)
+		}
+		mu.Unlock()
+	}
+}
+
+// TestUnreachableNamesWhatSetTheURL: payd admin, unable to reach payd,
+// names what gave the address: -url, PAYD_URL, or, for the default, both
+// ways to give one; a password in it is masked.
+func TestUnreachableNamesWhatSetTheURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://u:hunter2@" + ln.Addr().String()
+	ln.Close()
+	const token = "adm_0123456789abcdef0123456789"
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"-url", map[string]string{"PAYD_ADMIN_TOKEN": token, "PAYD_URL": "http://127.0.0.1:1"}, []string{"-url", closed}, "(is it running? check -url)"},
+		{"PAYD_URL", map[string]string{"PAYD_ADMIN_TOKEN": token, "PAYD_URL": closed}, nil, "(is it running? check PAYD_URL)"},
+	}
+	for _, tt := range tests {
+		_, _, err, exit := runEnv(t, tt.env, append([]string{"admin", "orders", "search"}, tt.args...)...)
+		msg := fmt.Sprint(err)
+		if exit != 1 || !strings.Contains(msg, tt.want) || !strings.Contains(msg, "cannot reach payd at http://u:xxxxx@") || strings.Contains(msg, "hunter2") {
+			t.Errorf("%s: exit %d, %v; want exit 1, %q and the URL masked", tt.name, exit, err, tt.want)
+		}
+	}
+	// The default address may have a payd behind it on this machine: the
+	// message for it is asked of the connection the command would make.
+	a := &adminConn{url: closed}
+	_, _, err = a.answer(nil, errors.New("connection refused"))
+	if msg := fmt.Sprint(err); !strings.Contains(msg, "set PAYD_URL or pass -url") || strings.Contains(msg, "hunter2") {
+		t.Errorf("unreachable default = %v, want it to name PAYD_URL and -url, the password masked", err)
+	}
+}
+
+// TestMissingVerbSaysWhatIsMissing: payd migrate and payd admin without
+// their verb print the usage on stderr and an error line that says what
+// was missing, not the usage again.
+func TestMissingVerbSaysWhatIsMissing(t *testing.T) {
+	for args, want := range map[string]string{
+		"migrate":      "migrate needs up or status (the usage is above)",
+		"admin":        "admin needs a command, such as orders search (the list is above)",
+		"admin orders": "admin orders needs a verb (the list is above)",
+	} {
+		_, errOut, err, exit := runEnv(t, nil, strings.Fields(args)...)
+		if exit != 2 || fmt.Sprint(err) != want || !strings.Contains(errOut, "usage: payd") {
+			t.Errorf("payd %s: exit %d, error %q, stderr %q; want 2, %q after the usage", args, exit, err, errOut, want)
+		}
 	}
 }

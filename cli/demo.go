@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/app"
 	"github.com/payd/payd/client"
 )
 
@@ -27,7 +28,7 @@ type demoOptions struct {
 func demoFlags(getenv func(string) string) (*flag.FlagSet, *demoOptions) {
 	o := &demoOptions{}
 	fs := flag.NewFlagSet("payd demo", flag.ContinueOnError)
-	fs.StringVar(&o.url, "url", paydURL(getenv), "base URL of the running payd (PAYD_URL)")
+	app.URLVar(fs, &o.url, "url", paydURL(getenv), "PAYD_URL", "base URL of the running payd (PAYD_URL)")
 	fs.StringVar(&o.email, "email", "", "email to register (default: a new demo-….@example.com at each run)")
 	return fs, o
 }
@@ -143,7 +144,7 @@ func (d *demoRun) exchange(step string, req *http.Request, err error, raw []byte
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return demoReply{}, fmt.Errorf("demo: %s %s: %w (is payd running at %s? start it with `payd serve`)", method, path, err, d.base)
+		return demoReply{}, fmt.Errorf("demo: %s %s: %w (is payd running at %s? start it with `payd serve`)", method, path, err, shownBase(d.base))
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)

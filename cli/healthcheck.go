@@ -61,7 +61,7 @@ func checkHealth(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 	} else if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("-url %q must be an http:// or https:// URL with a host", target)
+		return usagef("-url %q must be an http:// or https:// URL with a host", shownBase(target))
 	}
 	if *timeout <= 0 {
 		return usagef("-timeout must be positive, not %v", *timeout)
@@ -100,12 +100,12 @@ func probe(ctx context.Context, target string, timeout time.Duration) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return fmt.Errorf("-url %q: %w", target, err)
+		return fmt.Errorf("-url %q: %w", shownBase(target), err)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("unhealthy: GET %s: no answer within %v", target, timeout)
+			return fmt.Errorf("unhealthy: GET %s: no answer within %v", shownBase(target), timeout)
 		}
 		return fmt.Errorf("unhealthy: %s", oneLine(err.Error()))
 	}
@@ -119,7 +119,7 @@ func probe(ctx context.Context, target string, timeout time.Duration) error {
 	if json.Unmarshal(body, &p) == nil && p.Code != "" {
 		why += " (" + p.Code + ": " + oneLine(p.Detail) + ")"
 	}
-	return fmt.Errorf("unhealthy: GET %s: %s", target, why)
+	return fmt.Errorf("unhealthy: GET %s: %s", shownBase(target), why)
 }
 
 // oneLine keeps a message on one line of stderr.

@@ -139,15 +139,15 @@ func TestAdminCLI(t *testing.T) {
 			{"", []string{"orders", "search"}, "no operator token: set PAYD_ADMIN_TOKEN"},
 			{tok, []string{"orders", "search"}, "payd answered 403 forbidden"}, // a customer's token
 			{testAdminToken, []string{"orders", "show", uuid.NewString()}, "payd answered 404 order_not_found"},
-			{testAdminToken, []string{"orders", "show", "not-an-id"}, "payd answered 4"},
+			{testAdminToken, []string{"orders", "show", "not-an-id"}, `ORDER_ID "not-an-id" is not an ID`}, // refused before sending
 			{testAdminToken, []string{"reconcile", "show", uuid.NewString()}, "payd answered 404 reconciliation_not_found"},
-			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "delete"}, "payd answered 400 validation_failed"},
+			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "delete"}, `-action "delete": want apply, refund, ignore`},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID, "-action", "refund"}, "409 discrepancy_already_resolved"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", run.ID}, "-action is required"},
 			{testAdminToken, []string{"discrepancies", "resolve", uuid.NewString(), "-action", "ignore"}, "payd answered 404 discrepancy_not_found"},
 			{testAdminToken, []string{"discrepancies", "resolve", did, "-run", uuid.NewString(), "-action", "apply"}, "payd answered 404 reconciliation_not_found"},
-			{testAdminToken, []string{"discrepancies", "list", "-status", "closed"}, "payd answered 400 validation_failed"},
-			{testAdminToken, []string{"reconcile", "list", "-limit", "0"}, "payd answered 400 validation_failed"},
+			{testAdminToken, []string{"discrepancies", "list", "-status", "closed"}, `-status "closed": want open, resolving, resolved`},
+			{testAdminToken, []string{"reconcile", "list", "-limit", "0"}, "-limit 0: want a whole number from 1 to 100"},
 			{testAdminToken, []string{"reconcile", "run"}, "-from is required"},
 			{testAdminToken, []string{"reconcile", "run", "-from", "yesterday"}, `-from "yesterday": want an RFC 3339 time`},
 			{testAdminToken, []string{"reconcile", "run", "-from", "1h", "-file", "/no/such.csv"}, "-file: open /no/such.csv"},
@@ -185,6 +185,11 @@ func TestAdminCLIExitCodes(t *testing.T) {
 		{testAdminToken, []string{"admin", "reconcile", "run", "-from", "soon"}, 2, "", "want an RFC 3339 time"},
 		{testAdminToken, []string{"admin", "orders", "search", "-x"}, 2, "", "flag provided but not defined: -x"},
 		{testAdminToken, []string{"admin", "orders"}, 2, "", "usage: payd admin"},
+		{testAdminToken, []string{"admin", "discrepancies", "resolve", "X", "-action", "nope"}, 2, "", `-action "nope": want apply, refund, ignore`},
+		{testAdminToken, []string{"admin", "discrepancies", "resolve", "X", "-action", "ignore"}, 2, "", `DISCREPANCY_ID "X" is not an ID`},
+		{testAdminToken, []string{"admin", "orders", "search", "-status", "weird"}, 2, "", `-status "weird": want pending,`},
+		{"", []string{"admin", "orders", "search", "-status", "weird"}, 2, "", `-status "weird"`}, // before the token is looked for
+		{testAdminToken, []string{"admin", "orders", "search", "-url", "http://127.0.0.1:1"}, 1, "", "(is it running? check -url)"},
 		{"", []string{"help", "admin"}, 0, "payd admin discrepancies resolve", ""},
 		{"", []string{"admin", "orders", "search", "-h"}, 0, "-customer", ""},
 	}
