@@ -39,7 +39,7 @@ func printWelcome(w io.Writer, cfg Config, base string) {
 	if cfg.Stripe.Provider == "stripe" { // the key is never printed
 		provider = "Stripe (pay with pm_card_visa, pm_card_chargeDeclined, ... in test mode; webhooks at " + base + "/v1/webhooks/stripe)"
 	}
-	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  checkout page: %s/checkout\n  operators' console: %s/admin (sign in with an admin token)\n\n", redactURL(cfg.DatabaseURL), provider, base, base)
+	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  start page: %s/ (links the pages below, the OpenAPI document and the problem types)\n  checkout page: %s/checkout\n  operators' console: %s/admin (sign in with an admin token)\n\n", redactURL(cfg.DatabaseURL), provider, base, base, base)
 	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "@URL@", base))
 }
 

@@ -36,3 +36,13 @@ func TestBannerMasksPassword(t *testing.T) {
 		t.Errorf("banner:\n%s\nwant the database URL with its password masked", b.String())
 	}
 }
+
+// TestBannerNamesLandingPage: a developer who reads the banner learns the
+// address of the page that links everything else.
+func TestBannerNamesLandingPage(t *testing.T) {
+	var b bytes.Buffer
+	printWelcome(&b, Config{Env: "development", DatabaseURL: "sqlite://payd.db"}, "http://127.0.0.1:8080")
+	if !strings.Contains(b.String(), "\n  start page: http://127.0.0.1:8080/ ") {
+		t.Errorf("banner:\n%s\nwant a line naming the landing page, http://127.0.0.1:8080/", b.String())
+	}
+}

@@ -2100,12 +2100,26 @@ type ClientInterface interface {
 	// Corresponds with GET /admin (the `ConsolePage` operationId).
 	ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ConsolePageHead The operators' console's headers
+	//
+	// GET /admin without the body.
+	//
+	// Corresponds with HEAD /admin (the `ConsolePageHead` operationId).
+	ConsolePageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ConsoleAsset A file of the operators' console (script, style sheet)
 	//
-	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is the `not_found` problem.
 	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 	ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ConsoleAssetHead A file of the operators' console's headers
+	//
+	// GET /admin/{asset} without the body.
+	//
+	// Corresponds with HEAD /admin/{asset} (the `ConsoleAssetHead` operationId).
+	ConsoleAssetHead(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CheckoutPage The checkout page (HTML)
 	//
@@ -2116,12 +2130,26 @@ type ClientInterface interface {
 	// Corresponds with GET /checkout (the `CheckoutPage` operationId).
 	CheckoutPage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CheckoutPageHead The checkout page's headers
+	//
+	// GET /checkout without the body.
+	//
+	// Corresponds with HEAD /checkout (the `CheckoutPageHead` operationId).
+	CheckoutPageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CheckoutAsset A file of the checkout page (script, style sheet)
 	//
-	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is the `not_found` problem.
 	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckoutAssetHead A file of the checkout page's headers
+	//
+	// GET /checkout/{asset} without the body.
+	//
+	// Corresponds with HEAD /checkout/{asset} (the `CheckoutAssetHead` operationId).
+	CheckoutAssetHead(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz The process is up
 	//
@@ -2129,6 +2157,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HealthzHead The process is up (headers only)
+	//
+	// GET /healthz without the body.
+	//
+	// Corresponds with HEAD /healthz (the `HealthzHead` operationId).
+	HealthzHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Metrics Prometheus metrics
 	//
@@ -2156,6 +2191,13 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// OpenapiHead This document's headers
+	//
+	// GET /openapi.yaml without the body.
+	//
+	// Corresponds with HEAD /openapi.yaml (the `OpenapiHead` operationId).
+	OpenapiHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ProblemType What a problem code means
 	//
 	// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
@@ -2163,12 +2205,26 @@ type ClientInterface interface {
 	// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
 	ProblemType(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ProblemTypeHead What a problem code means (headers only)
+	//
+	// GET /problems/{code} without the body.
+	//
+	// Corresponds with HEAD /problems/{code} (the `ProblemTypeHead` operationId).
+	ProblemTypeHead(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Readyz The database is reachable and every migration applied
 	//
 	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadyzHead The database is reachable and every migration applied (headers only)
+	//
+	// GET /readyz without the body.
+	//
+	// Corresponds with HEAD /readyz (the `ReadyzHead` operationId).
+	ReadyzHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCustomers List customers, newest first, or find one by email
 	//
@@ -2624,13 +2680,47 @@ func (c *Client) ConsolePage(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
+// ConsolePageHead The operators' console's headers
+//
+// GET /admin without the body.
+//
+// Corresponds with HEAD /admin (the `ConsolePageHead` operationId).
+func (c *Client) ConsolePageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsolePageHeadRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ConsoleAsset A file of the operators' console (script, style sheet)
 //
-// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is the `not_found` problem.
 //
 // Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 func (c *Client) ConsoleAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConsoleAssetRequest(c.Server, asset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ConsoleAssetHead A file of the operators' console's headers
+//
+// GET /admin/{asset} without the body.
+//
+// Corresponds with HEAD /admin/{asset} (the `ConsoleAssetHead` operationId).
+func (c *Client) ConsoleAssetHead(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewConsoleAssetHeadRequest(c.Server, asset)
 	if err != nil {
 		return nil, err
 	}
@@ -2660,13 +2750,47 @@ func (c *Client) CheckoutPage(ctx context.Context, reqEditors ...RequestEditorFn
 	return c.Client.Do(req)
 }
 
+// CheckoutPageHead The checkout page's headers
+//
+// GET /checkout without the body.
+//
+// Corresponds with HEAD /checkout (the `CheckoutPageHead` operationId).
+func (c *Client) CheckoutPageHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckoutPageHeadRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CheckoutAsset A file of the checkout page (script, style sheet)
 //
-// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is the `not_found` problem.
 //
 // Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCheckoutAssetRequest(c.Server, asset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckoutAssetHead A file of the checkout page's headers
+//
+// GET /checkout/{asset} without the body.
+//
+// Corresponds with HEAD /checkout/{asset} (the `CheckoutAssetHead` operationId).
+func (c *Client) CheckoutAssetHead(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckoutAssetHeadRequest(c.Server, asset)
 	if err != nil {
 		return nil, err
 	}
@@ -2684,6 +2808,23 @@ func (c *Client) CheckoutAsset(ctx context.Context, asset string, reqEditors ...
 // Corresponds with GET /healthz (the `Healthz` operationId).
 func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HealthzHead The process is up (headers only)
+//
+// GET /healthz without the body.
+//
+// Corresponds with HEAD /healthz (the `HealthzHead` operationId).
+func (c *Client) HealthzHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHealthzHeadRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2740,6 +2881,23 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
+// OpenapiHead This document's headers
+//
+// GET /openapi.yaml without the body.
+//
+// Corresponds with HEAD /openapi.yaml (the `OpenapiHead` operationId).
+func (c *Client) OpenapiHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOpenapiHeadRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ProblemType What a problem code means
 //
 // The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
@@ -2757,6 +2915,23 @@ func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
+// ProblemTypeHead What a problem code means (headers only)
+//
+// GET /problems/{code} without the body.
+//
+// Corresponds with HEAD /problems/{code} (the `ProblemTypeHead` operationId).
+func (c *Client) ProblemTypeHead(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProblemTypeHeadRequest(c.Server, code)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Readyz The database is reachable and every migration applied
 //
 // Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
@@ -2764,6 +2939,23 @@ func (c *Client) ProblemType(ctx context.Context, code string, reqEditors ...Req
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadyzHead The database is reachable and every migration applied (headers only)
+//
+// GET /readyz without the body.
+//
+// Corresponds with HEAD /readyz (the `ReadyzHead` operationId).
+func (c *Client) ReadyzHead(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadyzHeadRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3590,6 +3782,33 @@ func NewConsolePageRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewConsolePageHeadRequest constructs an http.Request for the ConsolePageHead method
+func NewConsolePageHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewConsoleAssetRequest constructs an http.Request for the ConsoleAsset method
 func NewConsoleAssetRequest(server string, asset string) (*http.Request, error) {
 	var err error
@@ -3624,6 +3843,40 @@ func NewConsoleAssetRequest(server string, asset string) (*http.Request, error) 
 	return req, nil
 }
 
+// NewConsoleAssetHeadRequest constructs an http.Request for the ConsoleAssetHead method
+func NewConsoleAssetHeadRequest(server string, asset string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset", asset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCheckoutPageRequest constructs an http.Request for the CheckoutPage method
 func NewCheckoutPageRequest(server string) (*http.Request, error) {
 	var err error
@@ -3644,6 +3897,33 @@ func NewCheckoutPageRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCheckoutPageHeadRequest constructs an http.Request for the CheckoutPageHead method
+func NewCheckoutPageHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/checkout")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3685,6 +3965,40 @@ func NewCheckoutAssetRequest(server string, asset string) (*http.Request, error)
 	return req, nil
 }
 
+// NewCheckoutAssetHeadRequest constructs an http.Request for the CheckoutAssetHead method
+func NewCheckoutAssetHeadRequest(server string, asset string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "asset", asset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/checkout/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthzRequest constructs an http.Request for the Healthz method
 func NewHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -3705,6 +4019,33 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHealthzHeadRequest constructs an http.Request for the HealthzHead method
+func NewHealthzHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3766,6 +4107,33 @@ func NewOpenapiRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewOpenapiHeadRequest constructs an http.Request for the OpenapiHead method
+func NewOpenapiHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewProblemTypeRequest constructs an http.Request for the ProblemType method
 func NewProblemTypeRequest(server string, code string) (*http.Request, error) {
 	var err error
@@ -3800,6 +4168,40 @@ func NewProblemTypeRequest(server string, code string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewProblemTypeHeadRequest constructs an http.Request for the ProblemTypeHead method
+func NewProblemTypeHeadRequest(server string, code string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "code", code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/problems/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReadyzRequest constructs an http.Request for the Readyz method
 func NewReadyzRequest(server string) (*http.Request, error) {
 	var err error
@@ -3820,6 +4222,33 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadyzHeadRequest constructs an http.Request for the ReadyzHead method
+func NewReadyzHeadRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5299,14 +5728,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /admin (the `ConsolePage` operationId).
 	ConsolePageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageResponse, error)
 
+	// ConsolePageHeadWithResponse The operators' console's headers
+	//
+	// GET /admin without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /admin (the `ConsolePageHead` operationId).
+	ConsolePageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageHeadResponse, error)
+
 	// ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 	//
-	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+	// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is the `not_found` problem.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /admin/{asset} (the `ConsoleAsset` operationId).
 	ConsoleAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetResponse, error)
+
+	// ConsoleAssetHeadWithResponse A file of the operators' console's headers
+	//
+	// GET /admin/{asset} without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /admin/{asset} (the `ConsoleAssetHead` operationId).
+	ConsoleAssetHeadWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetHeadResponse, error)
 
 	// CheckoutPageWithResponse The checkout page (HTML)
 	//
@@ -5319,14 +5766,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /checkout (the `CheckoutPage` operationId).
 	CheckoutPageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CheckoutPageResponse, error)
 
+	// CheckoutPageHeadWithResponse The checkout page's headers
+	//
+	// GET /checkout without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /checkout (the `CheckoutPageHead` operationId).
+	CheckoutPageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CheckoutPageHeadResponse, error)
+
 	// CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 	//
-	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+	// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is the `not_found` problem.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /checkout/{asset} (the `CheckoutAsset` operationId).
 	CheckoutAssetWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*CheckoutAssetResponse, error)
+
+	// CheckoutAssetHeadWithResponse A file of the checkout page's headers
+	//
+	// GET /checkout/{asset} without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /checkout/{asset} (the `CheckoutAssetHead` operationId).
+	CheckoutAssetHeadWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*CheckoutAssetHeadResponse, error)
 
 	// HealthzWithResponse The process is up
 	//
@@ -5336,6 +5801,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
+
+	// HealthzHeadWithResponse The process is up (headers only)
+	//
+	// GET /healthz without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /healthz (the `HealthzHead` operationId).
+	HealthzHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzHeadResponse, error)
 
 	// MetricsWithResponse Prometheus metrics
 	//
@@ -5367,6 +5841,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `Openapi` operationId).
 	OpenapiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiResponse, error)
 
+	// OpenapiHeadWithResponse This document's headers
+	//
+	// GET /openapi.yaml without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /openapi.yaml (the `OpenapiHead` operationId).
+	OpenapiHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiHeadResponse, error)
+
 	// ProblemTypeWithResponse What a problem code means
 	//
 	// The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
@@ -5376,6 +5859,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /problems/{code} (the `ProblemType` operationId).
 	ProblemTypeWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*ProblemTypeResponse, error)
 
+	// ProblemTypeHeadWithResponse What a problem code means (headers only)
+	//
+	// GET /problems/{code} without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /problems/{code} (the `ProblemTypeHead` operationId).
+	ProblemTypeHeadWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*ProblemTypeHeadResponse, error)
+
 	// ReadyzWithResponse The database is reachable and every migration applied
 	//
 	// Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
@@ -5384,6 +5876,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+
+	// ReadyzHeadWithResponse The database is reachable and every migration applied (headers only)
+	//
+	// GET /readyz without the body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /readyz (the `ReadyzHead` operationId).
+	ReadyzHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzHeadResponse, error)
 
 	// ListCustomersWithResponse List customers, newest first, or find one by email
 	//
@@ -5959,6 +6460,56 @@ func (r ConsolePageResponse) ContentType() string {
 	return ""
 }
 
+// ConsolePageHeadResponse429Headers the declared response headers of an HTTP 429 response for ConsolePageHead
+type ConsolePageHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ConsolePageHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConsolePageHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConsolePageHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsolePageHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsolePageHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsolePageHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsolePageHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ConsoleAssetResponse429Headers the declared response headers of an HTTP 429 response for ConsoleAsset
 type ConsoleAssetResponse429Headers struct {
 	RateLimit       *string
@@ -5969,10 +6520,17 @@ type ConsoleAssetResponse429Headers struct {
 type ConsoleAssetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ConsoleAssetResponse429Headers
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ConsoleAssetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -6003,6 +6561,56 @@ func (r ConsoleAssetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ConsoleAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ConsoleAssetHeadResponse429Headers the declared response headers of an HTTP 429 response for ConsoleAssetHead
+type ConsoleAssetHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ConsoleAssetHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ConsoleAssetHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ConsoleAssetHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ConsoleAssetHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ConsoleAssetHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ConsoleAssetHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ConsoleAssetHeadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6059,6 +6667,56 @@ func (r CheckoutPageResponse) ContentType() string {
 	return ""
 }
 
+// CheckoutPageHeadResponse429Headers the declared response headers of an HTTP 429 response for CheckoutPageHead
+type CheckoutPageHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CheckoutPageHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckoutPageHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckoutPageHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckoutPageHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckoutPageHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckoutPageHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckoutPageHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CheckoutAssetResponse429Headers the declared response headers of an HTTP 429 response for CheckoutAsset
 type CheckoutAssetResponse429Headers struct {
 	RateLimit       *string
@@ -6069,10 +6727,17 @@ type CheckoutAssetResponse429Headers struct {
 type CheckoutAssetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *RateLimited
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CheckoutAssetResponse429Headers
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CheckoutAssetResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -6103,6 +6768,56 @@ func (r CheckoutAssetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CheckoutAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CheckoutAssetHeadResponse429Headers the declared response headers of an HTTP 429 response for CheckoutAssetHead
+type CheckoutAssetHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type CheckoutAssetHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CheckoutAssetHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckoutAssetHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckoutAssetHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckoutAssetHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckoutAssetHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckoutAssetHeadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6144,6 +6859,40 @@ func (r HealthzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HealthzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type HealthzHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r HealthzHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HealthzHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HealthzHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HealthzHeadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6248,6 +6997,63 @@ func (r OpenapiResponse) ContentType() string {
 	return ""
 }
 
+// OpenapiHeadResponse429Headers the declared response headers of an HTTP 429 response for OpenapiHead
+type OpenapiHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type OpenapiHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// YAML200 the response for an HTTP 200 `application/yaml` response
+	YAML200 *string
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OpenapiHeadResponse429Headers
+}
+
+// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
+func (r OpenapiHeadResponse) GetYAML200() *string {
+	return r.YAML200
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r OpenapiHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r OpenapiHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OpenapiHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OpenapiHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OpenapiHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ProblemTypeResponse429Headers the declared response headers of an HTTP 429 response for ProblemType
 type ProblemTypeResponse429Headers struct {
 	RateLimit       *string
@@ -6322,6 +7128,56 @@ func (r ProblemTypeResponse) ContentType() string {
 	return ""
 }
 
+// ProblemTypeHeadResponse429Headers the declared response headers of an HTTP 429 response for ProblemTypeHead
+type ProblemTypeHeadResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+type ProblemTypeHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProblemTypeHeadResponse429Headers
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ProblemTypeHeadResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ProblemTypeHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProblemTypeHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProblemTypeHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProblemTypeHeadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6364,6 +7220,47 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadyzHeadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReadyzHeadResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadyzHeadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadyzHeadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadyzHeadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadyzHeadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9548,9 +10445,24 @@ func (c *ClientWithResponses) ConsolePageWithResponse(ctx context.Context, reqEd
 	return ParseConsolePageResponse(rsp)
 }
 
+// ConsolePageHeadWithResponse The operators' console's headers
+//
+// GET /admin without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /admin (the `ConsolePageHead` operationId).
+func (c *ClientWithResponses) ConsolePageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ConsolePageHeadResponse, error) {
+	rsp, err := c.ConsolePageHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsolePageHeadResponse(rsp)
+}
+
 // ConsoleAssetWithResponse A file of the operators' console (script, style sheet)
 //
-// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is a plain-text 404.
+// A static file of the operators' console (its script and style sheet), served with its media type; a file the console does not have is the `not_found` problem.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9561,6 +10473,21 @@ func (c *ClientWithResponses) ConsoleAssetWithResponse(ctx context.Context, asse
 		return nil, err
 	}
 	return ParseConsoleAssetResponse(rsp)
+}
+
+// ConsoleAssetHeadWithResponse A file of the operators' console's headers
+//
+// GET /admin/{asset} without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /admin/{asset} (the `ConsoleAssetHead` operationId).
+func (c *ClientWithResponses) ConsoleAssetHeadWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*ConsoleAssetHeadResponse, error) {
+	rsp, err := c.ConsoleAssetHead(ctx, asset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConsoleAssetHeadResponse(rsp)
 }
 
 // CheckoutPageWithResponse The checkout page (HTML)
@@ -9580,9 +10507,24 @@ func (c *ClientWithResponses) CheckoutPageWithResponse(ctx context.Context, reqE
 	return ParseCheckoutPageResponse(rsp)
 }
 
+// CheckoutPageHeadWithResponse The checkout page's headers
+//
+// GET /checkout without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /checkout (the `CheckoutPageHead` operationId).
+func (c *ClientWithResponses) CheckoutPageHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CheckoutPageHeadResponse, error) {
+	rsp, err := c.CheckoutPageHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckoutPageHeadResponse(rsp)
+}
+
 // CheckoutAssetWithResponse A file of the checkout page (script, style sheet)
 //
-// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is a plain-text 404.
+// A static file of the checkout page (its script and style sheet), served with its media type; a file the page does not have is the `not_found` problem.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9593,6 +10535,21 @@ func (c *ClientWithResponses) CheckoutAssetWithResponse(ctx context.Context, ass
 		return nil, err
 	}
 	return ParseCheckoutAssetResponse(rsp)
+}
+
+// CheckoutAssetHeadWithResponse A file of the checkout page's headers
+//
+// GET /checkout/{asset} without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /checkout/{asset} (the `CheckoutAssetHead` operationId).
+func (c *ClientWithResponses) CheckoutAssetHeadWithResponse(ctx context.Context, asset string, reqEditors ...RequestEditorFn) (*CheckoutAssetHeadResponse, error) {
+	rsp, err := c.CheckoutAssetHead(ctx, asset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckoutAssetHeadResponse(rsp)
 }
 
 // HealthzWithResponse The process is up
@@ -9608,6 +10565,21 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 		return nil, err
 	}
 	return ParseHealthzResponse(rsp)
+}
+
+// HealthzHeadWithResponse The process is up (headers only)
+//
+// GET /healthz without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /healthz (the `HealthzHead` operationId).
+func (c *ClientWithResponses) HealthzHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzHeadResponse, error) {
+	rsp, err := c.HealthzHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHealthzHeadResponse(rsp)
 }
 
 // MetricsWithResponse Prometheus metrics
@@ -9652,6 +10624,21 @@ func (c *ClientWithResponses) OpenapiWithResponse(ctx context.Context, reqEditor
 	return ParseOpenapiResponse(rsp)
 }
 
+// OpenapiHeadWithResponse This document's headers
+//
+// GET /openapi.yaml without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /openapi.yaml (the `OpenapiHead` operationId).
+func (c *ClientWithResponses) OpenapiHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenapiHeadResponse, error) {
+	rsp, err := c.OpenapiHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOpenapiHeadResponse(rsp)
+}
+
 // ProblemTypeWithResponse What a problem code means
 //
 // The page a problem's `type` (`/problems/{code}`) names: the code's status, title and a short description of what happened and what the caller can do. HTML, or JSON when the request accepts application/json. Public, like the codes themselves.
@@ -9667,6 +10654,21 @@ func (c *ClientWithResponses) ProblemTypeWithResponse(ctx context.Context, code 
 	return ParseProblemTypeResponse(rsp)
 }
 
+// ProblemTypeHeadWithResponse What a problem code means (headers only)
+//
+// GET /problems/{code} without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /problems/{code} (the `ProblemTypeHead` operationId).
+func (c *ClientWithResponses) ProblemTypeHeadWithResponse(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*ProblemTypeHeadResponse, error) {
+	rsp, err := c.ProblemTypeHead(ctx, code, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProblemTypeHeadResponse(rsp)
+}
+
 // ReadyzWithResponse The database is reachable and every migration applied
 //
 // Answers 200 once the database is reachable (within 2 seconds) and every migration is applied, otherwise 503 `not_ready` naming the cause. After SIGTERM it answers 503 for PAYD_SHUTDOWN_DELAY while payd still serves, so that a load balancer stops sending before the listener drains. A readiness probe: an instance that is not ready should get no traffic.
@@ -9680,6 +10682,21 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 		return nil, err
 	}
 	return ParseReadyzResponse(rsp)
+}
+
+// ReadyzHeadWithResponse The database is reachable and every migration applied (headers only)
+//
+// GET /readyz without the body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /readyz (the `ReadyzHead` operationId).
+func (c *ClientWithResponses) ReadyzHeadWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzHeadResponse, error) {
+	rsp, err := c.ReadyzHead(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadyzHeadResponse(rsp)
 }
 
 // ListCustomersWithResponse List customers, newest first, or find one by email
@@ -10468,15 +11485,15 @@ func ParseConsolePageResponse(rsp *http.Response) (*ConsolePageResponse, error) 
 	return response, nil
 }
 
-// ParseConsoleAssetResponse parses an HTTP response from a ConsoleAssetWithResponse call
-func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error) {
+// ParseConsolePageHeadResponse parses an HTTP response from a ConsolePageHeadWithResponse call
+func ParseConsolePageHeadResponse(rsp *http.Response) (*ConsolePageHeadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &ConsoleAssetResponse{
+	response := &ConsolePageHeadResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -10493,7 +11510,120 @@ func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error
 
 	switch {
 	case rsp.StatusCode == 429:
+		var headers ConsolePageHeadResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConsoleAssetResponse parses an HTTP response from a ConsoleAssetWithResponse call
+func ParseConsoleAssetResponse(rsp *http.Response) (*ConsoleAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
 		var headers ConsoleAssetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseConsoleAssetHeadResponse parses an HTTP response from a ConsoleAssetHeadWithResponse call
+func ParseConsoleAssetHeadResponse(rsp *http.Response) (*ConsoleAssetHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ConsoleAssetHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ConsoleAssetHeadResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10574,15 +11704,15 @@ func ParseCheckoutPageResponse(rsp *http.Response) (*CheckoutPageResponse, error
 	return response, nil
 }
 
-// ParseCheckoutAssetResponse parses an HTTP response from a CheckoutAssetWithResponse call
-func ParseCheckoutAssetResponse(rsp *http.Response) (*CheckoutAssetResponse, error) {
+// ParseCheckoutPageHeadResponse parses an HTTP response from a CheckoutPageHeadWithResponse call
+func ParseCheckoutPageHeadResponse(rsp *http.Response) (*CheckoutPageHeadResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &CheckoutAssetResponse{
+	response := &CheckoutPageHeadResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -10599,7 +11729,120 @@ func ParseCheckoutAssetResponse(rsp *http.Response) (*CheckoutAssetResponse, err
 
 	switch {
 	case rsp.StatusCode == 429:
+		var headers CheckoutPageHeadResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCheckoutAssetResponse parses an HTTP response from a CheckoutAssetWithResponse call
+func ParseCheckoutAssetResponse(rsp *http.Response) (*CheckoutAssetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckoutAssetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
 		var headers CheckoutAssetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCheckoutAssetHeadResponse parses an HTTP response from a CheckoutAssetHeadWithResponse call
+func ParseCheckoutAssetHeadResponse(rsp *http.Response) (*CheckoutAssetHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckoutAssetHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CheckoutAssetHeadResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10648,6 +11891,22 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseHealthzHeadResponse parses an HTTP response from a HealthzHeadWithResponse call
+func ParseHealthzHeadResponse(rsp *http.Response) (*HealthzHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HealthzHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
@@ -10712,6 +11971,66 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 	switch {
 	case rsp.StatusCode == 429:
 		var headers OpenapiResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseOpenapiHeadResponse parses an HTTP response from a OpenapiHeadWithResponse call
+func ParseOpenapiHeadResponse(rsp *http.Response) (*OpenapiHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OpenapiHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
+		var dest string
+		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers OpenapiHeadResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -10814,6 +12133,59 @@ func ParseProblemTypeResponse(rsp *http.Response) (*ProblemTypeResponse, error) 
 	return response, nil
 }
 
+// ParseProblemTypeHeadResponse parses an HTTP response from a ProblemTypeHeadWithResponse call
+func ParseProblemTypeHeadResponse(rsp *http.Response) (*ProblemTypeHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProblemTypeHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ProblemTypeHeadResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReadyzResponse parses an HTTP response from a ReadyzWithResponse call
 func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10835,6 +12207,32 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadyzHeadResponse parses an HTTP response from a ReadyzHeadWithResponse call
+func ParseReadyzHeadResponse(rsp *http.Response) (*ReadyzHeadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadyzHeadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

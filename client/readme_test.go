@@ -99,10 +99,11 @@ func TestReadmeClientProgramIsTheExample(t *testing.T) {
 }
 
 // TestReadmeClientProgramBuildsInAnotherModule builds the README's
-// program as a module of its own that requires payd's module through a
-// replace directive pointing at this checkout, as the README says to
-// (offline, from the module cache, with payd's go.sum), runs it against
-// the test's payd and finds the output the README shows.
+// program as a module of its own (go mod init) with the README's own
+// commands, read from it, pointed at this checkout: go mod edit -require
+// -replace, go mod tidy, go build. Offline (GOPROXY=off): everything comes
+// from the module cache. It runs the program against the test's payd and
+// finds the output the README shows.
 func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program: not in -short")
@@ -115,16 +116,13 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	goMod := "module example.com/shop\n\ngo 1.26\n\nrequire github.com/payd/payd v0.0.0\n\nreplace github.com/payd/payd => " + root + "\n"
-	for name, body := range map[string][]byte{"go.mod": []byte(goMod), "go.sum": sum, "main.go": readmeProgram(t)} {
-		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), readmeProgram(t), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	run := func(args ...string) {
 		t.Helper()
@@ -137,18 +135,22 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 			t.Fatalf("go %s in a module of its own: %v\n%s", strings.Join(args, " "), err, out.String())
 		}
 	}
-	// go mod tidy would also fetch what the tests of payd's dependencies
-	// import, which the module cache may not hold; go build -mod=mod adds
-	// the requirements the program needs from payd's own.
+	run("mod", "init", "example.com/shop")
+	_, block, ok := strings.Cut(string(raw), "a checkout of payd:\n\n```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	steps := strings.Split(strings.TrimSpace(block), "\n")
+	if !ok || len(steps) != 2 || !strings.HasPrefix(steps[0], "go mod edit -require=github.com/payd/payd@v0.0.0 -replace=github.com/payd/payd=../payd") ||
+		steps[1] != "go mod tidy" {
+		t.Fatalf("README's steps for another module are %q, want go mod edit -require -replace=...=../payd, then go mod tidy", steps)
+	}
+	for _, step := range steps {
+		run(strings.Fields(strings.ReplaceAll(step, "=../payd", "="+root))[1:]...)
+	}
 	run("build", "-o", filepath.Join(dir, "shop"), ".")
 
 	out, err := exec.Command(filepath.Join(dir, "shop")).CombinedOutput() // PAYD_URL is TestMain's payd
 	if err != nil {
 		t.Fatalf("the README's program: %v\n%s", err, out)
-	}
-	raw, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := "```\n" + string(out) + "```\n\nIt is `Example`"
 	if !strings.Contains(string(raw), want) {

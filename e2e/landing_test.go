@@ -48,8 +48,37 @@ func TestLandingPageLinksWhatPaydServes(t *testing.T) {
 			t.Errorf("GET / links %q, not a path of payd's own", l)
 			continue
 		}
-		if got := s.do(request{method: http.MethodGet, path: l}); got.Status != http.StatusOK {
+		got := s.do(request{method: http.MethodGet, path: l})
+		if got.Status != http.StatusOK {
 			t.Errorf("GET / links %s, which answers %d", l, got.Status)
+		}
+		// HEAD of every link: GET's status and headers, no body.
+		head := s.do(request{method: http.MethodHead, path: l})
+		if head.Status != http.StatusOK || len(head.Body) != 0 {
+			t.Errorf("HEAD %s = %d with %d bytes, want 200 and no body", l, head.Status, len(head.Body))
+		}
+		for _, h := range []string{"Content-Type", "Content-Length", "ETag", "Content-Security-Policy", "Cache-Control"} {
+			if head.Header.Get(h) != got.Header.Get(h) {
+				t.Errorf("HEAD %s %s = %q, GET's is %q", l, h, head.Header.Get(h), got.Header.Get(h))
+			}
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if got := s.do(request{method: http.MethodHead, path: p}); got.Status != http.StatusOK || len(got.Body) != 0 ||
+			got.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("HEAD %s = %d %q with %d bytes, want 200 application/json and no body", p, got.Status, got.Header.Get("Content-Type"), len(got.Body))
+		}
+	}
+	// Unknown files under the pages are payd's 404 problem, like any
+	// unknown path, by GET and by HEAD.
+	for _, p := range []string{"/checkout/nope", "/admin/x.js", "/problems/nope"} {
+		if got := s.do(request{method: http.MethodGet, path: p}); got.Status != http.StatusNotFound ||
+			got.Header.Get("Content-Type") != "application/problem+json" || got.code(t) != "not_found" {
+			t.Errorf("GET %s = %d %q %s, want the 404 not_found problem", p, got.Status, got.Header.Get("Content-Type"), got.Body)
+		}
+		if got := s.do(request{method: http.MethodHead, path: p}); got.Status != http.StatusNotFound ||
+			got.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("HEAD %s = %d %q, want 404 application/problem+json", p, got.Status, got.Header.Get("Content-Type"))
 		}
 	}
 

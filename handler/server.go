@@ -89,22 +89,24 @@ func routes(e *echo.Echo, d Deps) {
 	requests := &Requests{Records: d.Idempotency}
 	events := &Events{Orders: d.Orders, Poll: d.EventPoll, Live: d.EventsLive, MaxPerCustomer: d.MaxStreams}
 
-	e.GET("/healthz", healthz)
-	e.GET("/readyz", readyz(d.Ready))
-	checkout := echo.WrapHandler(web.HandlerFor(d.CheckoutPage)) // the checkout page and its assets
-	e.GET(web.Prefix, checkout, public)
-	e.GET(web.Prefix+"/*", checkout, public)
-	console := echo.WrapHandler(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
-	e.GET(web.ConsolePrefix, console, public)
-	e.GET(web.ConsolePrefix+"/*", console, public)
+	// The probes, the pages, this document and the problem types answer
+	// HEAD as well as GET: the same status and headers, no body.
+	getHead := []string{http.MethodGet, http.MethodHead}
+	e.Match(getHead, "/healthz", healthz)
+	e.Match(getHead, "/readyz", readyz(d.Ready))
+	checkout := page(web.HandlerFor(d.CheckoutPage)) // the checkout page and its assets
+	e.Match(getHead, web.Prefix, checkout, public)
+	e.Match(getHead, web.Prefix+"/*", checkout, public)
+	console := page(web.Console()) // the operators' console; it calls /v1/admin/... with a token typed into it
+	e.Match(getHead, web.ConsolePrefix, console, public)
+	e.Match(getHead, web.ConsolePrefix+"/*", console, public)
 	if !d.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Scrape()))
 	}
 	landing := echo.WrapHandler(web.Landing(landingProblems())) // links the pages, this document and the problem types
-	e.GET("/", landing, public)
-	e.HEAD("/", landing, public)
-	e.GET("/openapi.yaml", openAPI, public)
-	e.GET("/problems/:code", problemDoc, public) // what a problem's type URI names
+	e.Match(getHead, "/", landing, public)
+	e.Match(getHead, "/openapi.yaml", openAPI, public)
+	e.Match(getHead, "/problems/:code", problemDoc, public) // what a problem's type URI names
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, public, idem.Wrap(idempotency.KeySealed))
@@ -139,6 +141,18 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/stats", a.stats, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
+}
+
+// page serves one of the pages; a path that is neither the page nor one
+// of its files answers the not_found problem, as any unknown path does.
+func page(s *web.Site) echo.HandlerFunc {
+	serve := echo.WrapHandler(s)
+	return func(c echo.Context) error {
+		if !s.Serves(c.Request().URL.Path) {
+			return errRouteNotFound
+		}
+		return serve(c)
+	}
 }
 
 // landingProblems is the problem catalogue as the landing page lists it,

@@ -67,13 +67,14 @@ type asset struct {
 }
 
 // Handler serves GET and HEAD of /checkout (the page) and /checkout/{file}
-// (its assets) for the sandbox. Anything else under the prefix is 404;
-// other methods 405.
-func Handler() http.Handler { return HandlerFor(Config{}) }
+// (its assets) for the sandbox. Anything else under the prefix is a
+// plain 404 (a router asks Serves first to answer its own); other methods
+// 405.
+func Handler() *Site { return HandlerFor(Config{}) }
 
 // HandlerFor is Handler for the provider cfg describes: the page reads
 // cfg from /checkout/config.json.
-func HandlerFor(cfg Config) http.Handler {
+func HandlerFor(cfg Config) *Site {
 	if cfg.Provider == "" {
 		cfg.Provider = "sandbox"
 	}
@@ -90,7 +91,7 @@ func HandlerFor(cfg Config) http.Handler {
 
 // Console serves the operators' console the same way: /admin (the page)
 // and /admin/{file} (its assets), with the same headers.
-func Console() http.Handler { return site(load("admin"), ConsolePrefix, policy) }
+func Console() *Site { return site(load("admin"), ConsolePrefix, policy) }
 
 // Problem is a problem type the landing page links: /problems/{Code}.
 type Problem struct {
@@ -124,9 +125,23 @@ func Landing(problems []Problem) http.Handler {
 	})
 }
 
+// Site is one of the pages and its assets, an http.Handler.
+type Site struct {
+	assets map[string]asset
+	prefix string
+	http.Handler
+}
+
+// Serves reports whether the path p names the page or one of its files,
+// so a router can answer anything else with its own 404.
+func (s *Site) Serves(p string) bool {
+	_, ok := s.assets[assetName(s.prefix, p)]
+	return ok
+}
+
 // site serves assets at prefix under the Content-Security-Policy csp.
-func site(assets map[string]asset, prefix, csp string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func site(assets map[string]asset, prefix, csp string) *Site {
+	return &Site{assets: assets, prefix: prefix, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -148,7 +163,7 @@ func site(assets map[string]asset, prefix, csp string) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
-	})
+	})}
 }
 
 // assetName maps a request path to an embedded file name: the page itself

@@ -143,3 +143,21 @@ func scriptsOf(t *testing.T, dir, prefix string) []string {
 	}
 	return out
 }
+
+// TestServesNamesOnlyThePageAndItsFiles: a router asks Serves before
+// handing a path to the page, and answers anything else itself.
+func TestServesNamesOnlyThePageAndItsFiles(t *testing.T) {
+	for _, c := range []struct {
+		site *Site
+		path string
+		want bool
+	}{
+		{Handler(), "/checkout", true}, {Handler(), "/checkout/", true}, {Handler(), "/checkout/app.js", true},
+		{Handler(), "/checkout/config.json", true}, {Handler(), "/checkout/nope", false}, {Handler(), "/checkout/x/app.js", false},
+		{Console(), "/admin", true}, {Console(), "/admin/x.js", false}, {Console(), "/checkout/app.js", false},
+	} {
+		if got := c.site.Serves(c.path); got != c.want {
+			t.Errorf("Serves(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+}
