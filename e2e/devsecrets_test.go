@@ -25,15 +25,7 @@ var readmeRegister = request{method: "POST", path: "/v1/customers", key: "demo-r
 // cannot open answers 410 stored_response_unreadable, not 500.
 func TestDevSecretsSurviveRestart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		dir := t.TempDir()
-		dbURL := "sqlite://" + filepath.Join(dir, "payd.db")
-		secretsFile := filepath.Join(dir, "payd.secrets")
-		if dialect == "mysql" {
-			dbURL = dbtest.NewURL(t, migrations.MySQL)
-			t.Chdir(dir) // with MySQL the file is kept in the working directory
-		}
-		e := env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
-			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db")}
+		_, dbURL, secretsFile, e := devFolder(t, dialect)
 
 		first := start(t, asConfigured(e))
 		r1 := first.do(readmeRegister)
@@ -127,4 +119,22 @@ func TestNoSecretsFileWithoutDatabase(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("files left in the working folder: %v, want none", entries)
 	}
+}
+
+// devFolder is a folder for payd in development with no secrets set: its
+// database (SQLite in the folder, or a fresh MySQL database, the secrets
+// file then kept in the working directory, which becomes the folder), where
+// the made-up secrets are kept, and the environment that starts payd there.
+func devFolder(t *testing.T, dialect string) (dir, dbURL, secretsFile string, e env) {
+	t.Helper()
+	dir = t.TempDir()
+	dbURL = "sqlite://" + filepath.Join(dir, "payd.db")
+	secretsFile = filepath.Join(dir, "payd.secrets")
+	if dialect == "mysql" {
+		dbURL = dbtest.NewURL(t, migrations.MySQL)
+		t.Chdir(dir) // with MySQL the file is kept in the working directory
+	}
+	e = env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
+		"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db")}
+	return dir, dbURL, secretsFile, e
 }

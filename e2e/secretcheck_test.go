@@ -62,15 +62,7 @@ func mysqlName(t *testing.T, dbURL string) string {
 // deleting both starts over cleanly, as the message says.
 func TestDeletedSecretsRefuseToStart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
-		dir := t.TempDir()
-		dbURL := "sqlite://" + filepath.Join(dir, "payd.db")
-		secretsFile := filepath.Join(dir, "payd.secrets")
-		if dialect == "mysql" {
-			dbURL = dbtest.NewURL(t, migrations.MySQL)
-			t.Chdir(dir) // with MySQL the file is kept in the working directory
-		}
-		e := env{"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
-			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db")}
+		dir, dbURL, secretsFile, e := devFolder(t, dialect)
 
 		first := start(t, asConfigured(e))
 		r1 := first.do(readmeRegister)
