@@ -439,12 +439,12 @@ func checkKey(ops []Op) []Violation {
 		return out
 	}
 	f := ops[first]
-	for _, op := range ops {
+	for i, op := range ops {
 		cl := classOf(op)
 		after := op.Start.After(f.End) // sent once the key's answer was known
 		sameRequest := op.Method == f.Method && op.Path == f.Path && sameJSON(op.ReqBody, f.ReqBody)
 		switch {
-		case op.ID == f.ID || cl == noAnswer || cl == transient:
+		case i == first || cl == noAnswer || cl == transient:
 		case !sameRequest:
 			if after && op.Status != http.StatusUnprocessableEntity {
 				bad(InvSameFinal, "%s #%d sent another request under the key after its answer and got %d, not 422", op.Kind, op.ID, op.Status)

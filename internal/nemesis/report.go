@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -97,6 +98,9 @@ func short(body []byte) string {
 	}
 	if o, ok := orderOf(body); ok {
 		s := "order " + o.Status
+		if r := refundOf(body); r != "" {
+			s = "refund " + r + ", " + s
+		}
 		if o.PayRequestID != nil {
 			s += " by " + *o.PayRequestID
 		}
@@ -108,6 +112,21 @@ func short(body []byte) string {
 		s = s[:limit] + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// refundOf is the status of the refund a refund's answer carries, "" for
+// any other body.
+func refundOf(body []byte) string {
+	var b struct {
+		Refund *struct {
+			Status string `json:"status"`
+			Amount string `json:"amount"`
+		} `json:"refund"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Refund == nil {
+		return ""
+	}
+	return strings.TrimSpace(b.Refund.Status + " " + b.Refund.Amount)
 }
 
 // Summary is the one line each run prints: faults injected by kind,
