@@ -63,7 +63,10 @@ func (r Report) broken() []string {
 // took (ms from start), who sent what under which key, and what came back.
 func renderOp(op Op, start time.Time) string {
 	at := op.Start.Sub(start).Milliseconds()
-	took := op.End.Sub(op.Start).Milliseconds()
+	var took int64
+	if !op.End.IsZero() {
+		took = op.End.Sub(op.Start).Milliseconds()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "+%6dms %5dms #%-4d c%-2d %-7s", at, took, op.ID, op.Client, op.Kind)
 	if op.Key != "" {
@@ -129,6 +132,27 @@ func refundOf(body []byte) string {
 	return strings.TrimSpace(b.Refund.Status + " " + b.Refund.Amount)
 }
 
+// faultOrder is the order in which a summary lists fault kinds: wire
+// faults, then process faults, as the nemesis names them. Kinds it does
+// not list follow, sorted.
+var faultOrder = []string{"latency", "timeout", "reset_peer", "slow_close", "bandwidth", "limit_data",
+	"kill_replica", "kill_galera_node", "redis_failover", "db_restart"}
+
+func faultNames(faults map[string]int) []string {
+	var out []string
+	for _, k := range faultOrder {
+		if _, ok := faults[k]; ok {
+			out = append(out, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(faults)) {
+		if !slices.Contains(faultOrder, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Summary is the one line each run prints: faults injected by kind,
 // operations by kind, answers by status, and the invariants checked and
 // broken.
@@ -138,7 +162,7 @@ func Summary(setup string, seed int64, faults map[string]int, ops []Op, r Report
 	if len(faults) == 0 {
 		b.WriteString(" none")
 	}
-	for _, k := range slices.Sorted(maps.Keys(faults)) {
+	for _, k := range faultNames(faults) {
 		fmt.Fprintf(&b, " %s=%d", k, faults[k])
 	}
 	kinds := map[OpKind]int{}

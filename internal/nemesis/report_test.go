@@ -47,8 +47,8 @@ func TestSummary(t *testing.T) {
 		{Kind: OpRead, Status: 200}, {Kind: OpRefund, Status: 503}, {Kind: OpCancel, Status: 409},
 	}
 	r := Report{Checked: Invariants, Violations: []Violation{{Invariant: InvBooks}, {Invariant: InvBooks}, {Invariant: InvNo5xx}}}
-	got := Summary("mysql", 7, map[string]int{"timeout": 2, "latency": 4, "kill_replica": 1}, ops, r)
-	want := "nemesis mysql seed=7: faults kill_replica=1 latency=4 timeout=2; ops 6 (pay 3, cancel 1, refund 1, read 1); " +
+	got := Summary("mysql", 7, map[string]int{"timeout": 2, "latency": 4, "kill_replica": 1, "other": 3}, ops, r)
+	want := "nemesis mysql seed=7: faults latency=4 timeout=2 kill_replica=1 other=3; ops 6 (pay 3, cancel 1, refund 1, read 1); " +
 		"answers 200=2 202=1 409=1 503=1 none=1; invariants 9 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary =\n%s\nwant\n%s", got, want)
