@@ -409,12 +409,21 @@ func (c *checker) keys() []Violation {
 }
 
 // checkKey judges the answers under one key (ops by start).
-func checkKey(ops []Op) []Violation {
-	key := ops[0].Key
-	var out []Violation
+func checkKey(ops []Op) (out []Violation) {
+	// One violation per invariant the key breaks, saying every way it does.
+	var broken []string
+	why := map[string][]string{}
 	bad := func(inv, format string, args ...any) {
-		out = append(out, Violation{Invariant: inv, Slice: ops, Detail: fmt.Sprintf("key %s: ", key) + fmt.Sprintf(format, args...)})
+		if why[inv] == nil {
+			broken = append(broken, inv)
+		}
+		why[inv] = append(why[inv], fmt.Sprintf(format, args...))
 	}
+	defer func() {
+		for _, inv := range broken {
+			out = append(out, Violation{Invariant: inv, Slice: ops, Detail: fmt.Sprintf("key %s: %s", ops[0].Key, strings.Join(why[inv], "; "))})
+		}
+	}()
 	// The first binding answer heard under the key: from then on the key
 	// has its one answer.
 	first := -1
@@ -436,7 +445,7 @@ func checkKey(ops []Op) []Violation {
 		}
 	}
 	if first < 0 {
-		return out
+		return nil
 	}
 	f := ops[first]
 	for i, op := range ops {
@@ -458,7 +467,7 @@ func checkKey(ops []Op) []Violation {
 			bad(InvPendingFirst, "%s #%d, sent after #%d's final answer %d, answered %d (not final)", op.Kind, op.ID, f.ID, f.Status, op.Status)
 		}
 	}
-	return out
+	return nil
 }
 
 // lookups checks GET /v1/requests/{key}: a record that says it succeeded

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,5 +279,11 @@ func TestCheckDeclineThenSuccessUnderOneKey(t *testing.T) {
 	r := Check(w)
 	if len(r.Violations) != 1 || r.Violations[0].Invariant != InvSameFinal || len(r.Violations[0].Slice) != 5 {
 		t.Fatalf("Check = %v, want one %s violation over the key's 5 ops", r.Err(), InvSameFinal)
+	}
+	// Another wrong answer under the key adds to that violation.
+	addOp(&w, opAt(1, OpPay, "o1", "k1", 100, 110, 402, problemBody(402, "card_declined", "c")))
+	r = Check(w)
+	if len(r.Violations) != 1 || len(r.Violations[0].Slice) != 6 || !strings.Contains(r.Violations[0].Detail, "#6") {
+		t.Fatalf("Check = %v, want one %s violation over the key's 6 ops naming #5 and #6", r.Err(), InvSameFinal)
 	}
 }

@@ -36,17 +36,32 @@ func (r Report) Err() error {
 	fmt.Fprintf(&b, "nemesis seed=%d: %d of %d invariants broken (%d violations)\n", r.Seed, len(r.broken()), len(r.Checked), len(r.Violations))
 	fmt.Fprintf(&b, "replay: go test -count=1 -run '%s' ./e2e -payd.nemesis.seed=%d\n", run, r.Seed)
 	for i, v := range r.Violations {
+		if i == maxViolations {
+			fmt.Fprintf(&b, "… and %d more violations\n", len(r.Violations)-i)
+			break
+		}
 		fmt.Fprintf(&b, "%d. %s: %s\n", i+1, v.Invariant, v.Detail)
 		start := r.Start
 		if start.IsZero() && len(v.Slice) > 0 {
 			start = v.Slice[0].Start
 		}
-		for _, op := range v.Slice {
+		for j, op := range v.Slice {
+			if j == maxSliceOps {
+				fmt.Fprintf(&b, "   … and %d more requests\n", len(v.Slice)-j)
+				break
+			}
 			fmt.Fprintf(&b, "   %s\n", renderOp(op, start))
 		}
 	}
 	return errors.New(strings.TrimRight(b.String(), "\n"))
 }
+
+// An error stays readable: it shows this many violations, and this many
+// requests of each slice (a slice keeps them all).
+const (
+	maxViolations = 30
+	maxSliceOps   = 60
+)
 
 // broken lists the invariants with at least one violation.
 func (r Report) broken() []string {
