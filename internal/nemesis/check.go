@@ -428,7 +428,7 @@ func checkKey(ops []Op) (out []Violation) {
 	// has its one answer.
 	first := -1
 	for i, op := range ops {
-		if classOf(op) == binding && (first < 0 || op.End.Before(ops[first].End)) {
+		if classOf(op) == ansBinding && (first < 0 || op.End.Before(ops[first].End)) {
 			first = i
 		}
 	}
@@ -453,17 +453,17 @@ func checkKey(ops []Op) (out []Violation) {
 		after := op.Start.After(f.End) // sent once the key's answer was known
 		sameRequest := op.Method == f.Method && op.Path == f.Path && sameJSON(op.ReqBody, f.ReqBody)
 		switch {
-		case i == first || cl == noAnswer || cl == transient:
+		case i == first || cl == ansNone || cl == ansTransient:
 		case !sameRequest:
 			if after && op.Status != http.StatusUnprocessableEntity {
 				bad(InvSameFinal, "%s #%d sent another request under the key after its answer and got %d, not 422", op.Kind, op.ID, op.Status)
 			}
-		case cl == binding || cl.final() && after:
+		case cl == ansBinding || cl.final() && after:
 			if op.Status != f.Status || !bytes.Equal(op.Body, f.Body) {
 				bad(InvSameFinal, "%s #%d answered %d %s, but the key's first final answer (#%d) is %d %s",
-					op.Kind, op.ID, op.Status, short(op.Body), f.ID, f.Status, short(f.Body))
+					op.Kind, op.ID, op.Status, brief(op.Body), f.ID, f.Status, brief(f.Body))
 			}
-		case cl == pending && after:
+		case cl == ansPending && after:
 			bad(InvPendingFirst, "%s #%d, sent after #%d's final answer %d, answered %d (not final)", op.Kind, op.ID, f.ID, f.Status, op.Status)
 		}
 	}
@@ -491,7 +491,7 @@ func (c *checker) lookups(ofKey func(string) []Op) []Violation {
 		keyOps := ofKey(op.Key)
 		var f *Op
 		for i, k := range keyOps {
-			if classOf(k) == binding && (f == nil || k.End.Before(f.End)) {
+			if classOf(k) == ansBinding && (f == nil || k.End.Before(f.End)) {
 				f = &keyOps[i]
 			}
 		}
@@ -501,7 +501,7 @@ func (c *checker) lookups(ofKey func(string) []Op) []Violation {
 		if rec.Response.Status != f.Status || !sameJSON(rec.Response.Body, f.Body) {
 			out = append(out, Violation{Invariant: InvSameFinal, Slice: append(slices.Clone(keyOps), op),
 				Detail: fmt.Sprintf("key %s: GET /v1/requests #%d stores %d %s, but the key answered %d %s (#%d)",
-					op.Key, op.ID, rec.Response.Status, short(rec.Response.Body), f.Status, short(f.Body), f.ID)})
+					op.Key, op.ID, rec.Response.Status, brief(rec.Response.Body), f.Status, brief(f.Body), f.ID)})
 		}
 	}
 	return out

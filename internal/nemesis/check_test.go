@@ -12,12 +12,12 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// t0 is the start of every synthetic history.
-var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+// histStart is the start of every synthetic history.
+var histStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+func atMS(n int) time.Time { return histStart.Add(time.Duration(n) * time.Millisecond) }
 
-func dec(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+func decOf(s string) decimal.Decimal { return decimal.RequireFromString(s) }
 
 // orderBody renders an order as payd does, with what the checker reads.
 func orderBody(id, status, amount, by, refunded string) []byte {
@@ -45,7 +45,7 @@ func opAt(c int, kind OpKind, order, key string, start, end int, status int, bod
 		path = "/v1/admin/orders/" + order + "/refund"
 	}
 	op := Op{Client: c, Kind: kind, OrderID: order, Key: key, Method: method, Path: path,
-		Status: status, Body: body, Start: ms(start), End: ms(end)}
+		Status: status, Body: body, Start: atMS(start), End: atMS(end)}
 	if kind == OpPay {
 		op.ReqBody = []byte(`{"payment_method":"pm_ok"}`)
 	}
@@ -58,7 +58,7 @@ func opAt(c int, kind OpKind, order, key string, start, end int, status int, bod
 	return op
 }
 
-func settled(op Op) Op { op.Settled = true; return op }
+func sweep(op Op) Op { op.Settled = true; return op }
 
 // cleanWorld is a run in which payd kept every promise: o1 paid by k1
 // after a 202, o2 cancelled, o3 paid and refunded in part, o4 declined
@@ -85,12 +85,12 @@ func cleanWorld() World {
 		opAt(5, OpPay, "o4", "k4", 0, 30, 402, problemBody(402, "card_declined", "x3")),
 		opAt(5, OpPay, "o4", "k4", 40, 70, 402, problemBody(402, "card_declined", "x4")),
 		opAt(5, OpRead, "o4", "", 80, 90, 200, orderBody("o4", "pending", "9.99", "", "0.00")),
-		settled(opAt(6, OpPay, "o1", "k1", 1000, 1010, 200, paid1)),
-		settled(opAt(6, OpRead, "o1", "", 1000, 1010, 200, orderBody("o1", "paid", "12.30", "k1", "0.00"))),
-		settled(opAt(6, OpCancel, "o2", "c2", 1000, 1010, 200, orderBody("o2", "cancelled", "20.00", "", "0.00"))),
-		settled(opAt(6, OpPay, "o3", "k3", 1000, 1010, 200, paid3)),
-		settled(opAt(6, OpRefund, "o3", "rk3", 1000, 1010, 200, refund3)),
-		settled(opAt(6, OpPay, "o4", "k4", 1000, 1010, 402, problemBody(402, "card_declined", "x5"))),
+		sweep(opAt(6, OpPay, "o1", "k1", 1000, 1010, 200, paid1)),
+		sweep(opAt(6, OpRead, "o1", "", 1000, 1010, 200, orderBody("o1", "paid", "12.30", "k1", "0.00"))),
+		sweep(opAt(6, OpCancel, "o2", "c2", 1000, 1010, 200, orderBody("o2", "cancelled", "20.00", "", "0.00"))),
+		sweep(opAt(6, OpPay, "o3", "k3", 1000, 1010, 200, paid3)),
+		sweep(opAt(6, OpRefund, "o3", "rk3", 1000, 1010, 200, refund3)),
+		sweep(opAt(6, OpPay, "o4", "k4", 1000, 1010, 402, problemBody(402, "card_declined", "x5"))),
 	}
 	ops[11].RetryAfter = "1"
 	ops[8].Err = "read: connection reset by peer"
@@ -100,18 +100,18 @@ func cleanWorld() World {
 	return World{
 		Setup: "sqlite", Seed: 7, Ops: ops,
 		Charges: []Charge{
-			{ID: "ch1", OrderID: "o1", Key: "a1", Amount: dec("12.30"), Succeeded: true, Created: ms(150)},
-			{ID: "ch3", OrderID: "o3", Key: "a3", Amount: dec("12.30"), Succeeded: true, Refunded: dec("5.00"), Created: ms(20)},
-			{ID: "ch4", OrderID: "o4", Key: "a4", Amount: dec("9.99"), Created: ms(10)},
+			{ID: "ch1", OrderID: "o1", Key: "a1", Amount: decOf("12.30"), Succeeded: true, Created: atMS(150)},
+			{ID: "ch3", OrderID: "o3", Key: "a3", Amount: decOf("12.30"), Succeeded: true, Refunded: decOf("5.00"), Created: atMS(20)},
+			{ID: "ch4", OrderID: "o4", Key: "a4", Amount: decOf("9.99"), Created: atMS(10)},
 		},
 		Orders: map[string]OrderState{
-			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: dec("12.30"), ChargeID: "ch1"},
-			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: dec("20.00")},
-			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: dec("12.30"), Refunded: dec("5.00"), ChargeID: "ch3"},
-			"o4": {ID: "o4", Status: domain.StatusPending, Amount: dec("9.99")},
+			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1"},
+			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00")},
+			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3"},
+			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99")},
 		},
-		Payd:     Money{Charged: dec("24.60"), Refunded: dec("5.00")},
-		Provider: Money{Charged: dec("24.60"), Refunded: dec("5.00")},
+		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
+		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
 	}
 }
 
@@ -150,15 +150,15 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			// payd's view of o9 was not read, so only the provider's books speak.
 			addOp(w, opAt(7, OpPay, "o9", "k9", 0, 10, 202, orderBody("o9", "processing", "1.00", "k9", "0.00")))
 			w.Charges = append(w.Charges,
-				Charge{ID: "ch9a", OrderID: "o9", Amount: dec("1.00"), Succeeded: true},
-				Charge{ID: "ch9b", OrderID: "o9", Amount: dec("1.00"), Succeeded: true, Refunded: dec("0.50")})
+				Charge{ID: "ch9a", OrderID: "o9", Amount: decOf("1.00"), Succeeded: true},
+				Charge{ID: "ch9b", OrderID: "o9", Amount: decOf("1.00"), Succeeded: true, Refunded: decOf("0.50")})
 		}},
 		{"a cancelled order keeps a charge", InvPaidOneCharge, func(w *World) {
-			w.Charges = append(w.Charges, Charge{ID: "ch2", OrderID: "o2", Amount: dec("20.00"), Succeeded: true})
+			w.Charges = append(w.Charges, Charge{ID: "ch2", OrderID: "o2", Amount: decOf("20.00"), Succeeded: true})
 		}},
 		{"payd's refunded amount is not the provider's", InvPaidOneCharge, func(w *World) {
 			o := w.Orders["o3"]
-			o.Refunded = dec("4.00")
+			o.Refunded = decOf("4.00")
 			w.Orders["o3"] = o
 		}},
 		{"an order still processing once settled", InvPaidOneCharge, func(w *World) {
@@ -166,7 +166,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			o.Status = domain.StatusProcessing
 			w.Orders["o4"] = o
 		}},
-		{"books differ", InvBooks, func(w *World) { w.Payd.Refunded = dec("0") }},
+		{"books differ", InvBooks, func(w *World) { w.Payd.Refunded = decOf("0") }},
 		{"a replay that differs", InvSameFinal, func(w *World) {
 			opIndex(w, 16).Body = orderBody("o1", "paid", "12.30", "k1", "1.00")
 		}},
@@ -185,14 +185,14 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			op := opIndex(w, 21)
 			op.Status, op.Body, op.RetryAfter = 409, problemBody(409, "idempotency_key_in_use", "y"), "1"
 		}},
-		{"a 200 before the charge", InvNoUnpaid200, func(w *World) { w.Charges[0].Created = ms(280) }},
+		{"a 200 before the charge", InvNoUnpaid200, func(w *World) { w.Charges[0].Created = atMS(280) }},
 		{"a 500", InvNo5xx, func(w *World) {
 			addOp(w, opAt(7, OpRead, "o2", "", 70, 80, 500, problemBody(500, "internal_error", "z")))
 		}},
 		{"a 503 without Retry-After", InvNo5xx, func(w *World) { opIndex(w, 12).RetryAfter = "" }},
 		{"a 200 for a charge of other money", InvPayExplained, func(w *World) {
 			addOp(w, opAt(7, OpPay, "o5", "k5", 0, 10, 200, orderBody("o5", "paid", "3.00", "k5", "0.00")))
-			w.Charges = append(w.Charges, Charge{ID: "ch5", OrderID: "o5", Amount: dec("2.00"), Succeeded: true, Created: ms(5)})
+			w.Charges = append(w.Charges, Charge{ID: "ch5", OrderID: "o5", Amount: decOf("2.00"), Succeeded: true, Created: atMS(5)})
 		}},
 		{"a 202 that is not this request's", InvPayExplained, func(w *World) {
 			opIndex(w, 2).Body = orderBody("o1", "processing", "12.30", "k-other", "0.00")
@@ -230,21 +230,21 @@ func TestClassOf(t *testing.T) {
 		status     int
 		retryAfter string
 		code       string
-		want       class
+		want       answerClass
 	}{
-		{OpPay, 0, "", "", noAnswer},
-		{OpPay, 503, "1", "service_unavailable", transient},
-		{OpPay, 503, "", "service_unavailable", retryable},
-		{OpPay, 429, "1", "rate_limited", transient},
-		{OpPay, 202, "2", "", pending},
-		{OpPay, 409, "3", "idempotency_key_in_use", pending},
-		{OpPay, 409, "", "order_already_paid", retryable},
-		{OpPay, 402, "", "card_declined", retryable},
-		{OpPay, 422, "", "idempotency_key_reused", retryable},
-		{OpPay, 200, "", "", binding},
-		{OpRefund, 502, "", "refund_refused", binding},
-		{OpRefund, 502, "", "payment_outcome_unknown", retryable},
-		{OpPay, 502, "", "payment_amount_mismatch", retryable},
+		{OpPay, 0, "", "", ansNone},
+		{OpPay, 503, "1", "service_unavailable", ansTransient},
+		{OpPay, 503, "", "service_unavailable", ansRetryable},
+		{OpPay, 429, "1", "rate_limited", ansTransient},
+		{OpPay, 202, "2", "", ansPending},
+		{OpPay, 409, "3", "idempotency_key_in_use", ansPending},
+		{OpPay, 409, "", "order_already_paid", ansRetryable},
+		{OpPay, 402, "", "card_declined", ansRetryable},
+		{OpPay, 422, "", "idempotency_key_reused", ansRetryable},
+		{OpPay, 200, "", "", ansBinding},
+		{OpRefund, 502, "", "refund_refused", ansBinding},
+		{OpRefund, 502, "", "payment_outcome_unknown", ansRetryable},
+		{OpPay, 502, "", "payment_amount_mismatch", ansRetryable},
 	}
 	for _, tt := range tests {
 		op := Op{Kind: tt.kind, Status: tt.status, RetryAfter: tt.retryAfter}
@@ -266,10 +266,10 @@ func TestCheckDeclineThenSuccessUnderOneKey(t *testing.T) {
 			opAt(1, OpPay, "o1", "k1", 0, 10, 402, problemBody(402, "card_declined", "a")),
 			opAt(1, OpPay, "o1", "k1", 20, 30, 202, orderBody("o1", "processing", "5.00", "k1", "0.00")),
 			opAt(1, OpPay, "o1", "k1", 40, 50, 200, paid),
-			settled(opAt(1, OpPay, "o1", "k1", 60, 70, 200, paid)),
+			sweep(opAt(1, OpPay, "o1", "k1", 60, 70, 200, paid)),
 		},
-		Charges: []Charge{{ID: "ch", OrderID: "o1", Amount: dec("5.00"), Succeeded: true, Created: ms(35)}},
-		Orders:  map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: dec("5.00")}},
+		Charges: []Charge{{ID: "ch", OrderID: "o1", Amount: decOf("5.00"), Succeeded: true, Created: atMS(35)}},
+		Orders:  map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("5.00")}},
 	}
 	if err := Check(w).Err(); err != nil {
 		t.Fatalf("Check = %v, want no violation", err)

@@ -123,55 +123,55 @@ type World struct {
 	Provider Money // the provider's books
 }
 
-// class sorts an answer by what it promises about the key it was sent
+// answerClass sorts an answer by what it promises about the key it was sent
 // under.
-type class int
+type answerClass int
 
 const (
-	// noAnswer: nothing came back (transport error, client timeout). It
+	// ansNone: nothing came back (transport error, client timeout). It
 	// proves nothing either way and may happen at any time.
-	noAnswer class = iota
-	// transient: refused before any work, to be retried after Retry-After
+	ansNone answerClass = iota
+	// ansTransient: refused before any work, to be retried after Retry-After
 	// (503 service_unavailable, 429 rate_limited). Allowed at any time.
-	transient
-	// pending: the key's request is still running (202 processing, 409
+	ansTransient
+	// ansPending: the key's request is still running (202 processing, 409
 	// idempotency_key_in_use with Retry-After). Allowed only before the
 	// key's final answer.
-	pending
-	// retryable: a final answer that leaves the key free to run again (a
+	ansPending
+	// ansRetryable: a final answer that leaves the key free to run again (a
 	// decline, a conflict, a refusal payd made itself): the next request
 	// under the key is a new execution, whose answer may differ.
-	retryable
-	// binding: a final answer stored for good (a success, or a refund's
+	ansRetryable
+	// ansBinding: a final answer stored for good (a success, or a refund's
 	// provider decision): every later answer under the key is this one,
 	// byte for byte.
-	binding
+	ansBinding
 )
 
-func (c class) String() string {
+func (c answerClass) String() string {
 	return [...]string{"no answer", "transient", "pending", "retryable final", "final"}[c]
 }
 
 // final reports whether an answer of class c is a final answer.
-func (c class) final() bool { return c >= retryable }
+func (c answerClass) final() bool { return c >= ansRetryable }
 
 // classOf classifies op's answer as payd documents its answers
 // (docs/guarantees.md#idempotency-rules, #pay-answers).
-func classOf(op Op) class {
+func classOf(op Op) answerClass {
 	switch st := op.Status; {
 	case st == 0:
-		return noAnswer
+		return ansNone
 	case (st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests) && op.RetryAfter != "":
-		return transient
+		return ansTransient
 	case st == http.StatusAccepted, st == http.StatusConflict && op.RetryAfter != "":
-		return pending
+		return ansPending
 	case st >= 200 && st < 300:
-		return binding
+		return ansBinding
 	case op.Kind == OpRefund && st == http.StatusBadGateway &&
 		(codeOf(op.Body) == "refund_refused" || codeOf(op.Body) == "payment_amount_mismatch"):
-		return binding // the provider's decision is the key's one answer
+		return ansBinding // the provider's decision is the key's one answer
 	}
-	return retryable
+	return ansRetryable
 }
 
 // keyed reports whether op is an idempotent request whose answers the

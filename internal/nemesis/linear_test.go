@@ -8,7 +8,7 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-func read(c int, order string, start, end int, status domain.OrderStatus) Op {
+func readOp(c int, order string, start, end int, status domain.OrderStatus) Op {
 	return opAt(c, OpRead, order, "", start, end, 200, orderBody(order, string(status), "1.00", "", "0.00"))
 }
 
@@ -39,7 +39,7 @@ func TestReachableFollowsTheMachine(t *testing.T) {
 }
 
 func TestLinearizablePaidThenPending(t *testing.T) {
-	ops := withIDs([]Op{read(1, "o1", 0, 10, domain.StatusPaid), read(2, "o1", 20, 30, domain.StatusPending)})
+	ops := withIDs([]Op{readOp(1, "o1", 0, 10, domain.StatusPaid), readOp(2, "o1", 20, 30, domain.StatusPending)})
 	v := Linearizable(ops)
 	if len(v) != 1 || v[0].Invariant != InvLinearizable || len(v[0].Slice) != 2 {
 		t.Fatalf("Linearizable(paid, then pending) = %+v, want one violation over both reads", v)
@@ -50,20 +50,20 @@ func TestLinearizableOverlappingReadsPass(t *testing.T) {
 	// Processing is heard while pending is still being read, and paid after
 	// both: pending, processing, paid is an order real time allows.
 	ops := withIDs([]Op{
-		read(1, "o1", 0, 50, domain.StatusProcessing),
-		read(2, "o1", 10, 60, domain.StatusPending),
-		read(3, "o1", 20, 40, domain.StatusProcessing),
-		read(1, "o1", 70, 80, domain.StatusPaid),
+		readOp(1, "o1", 0, 50, domain.StatusProcessing),
+		readOp(2, "o1", 10, 60, domain.StatusPending),
+		readOp(3, "o1", 20, 40, domain.StatusProcessing),
+		readOp(1, "o1", 70, 80, domain.StatusPaid),
 		opAt(2, OpRefund, "o1", "r1", 75, 120, 200, []byte(`{"refund":{"id":"r"},"order":{"id":"o1","status":"refunded"}}`)),
-		read(3, "o1", 90, 100, domain.StatusPaid), // the refund had not landed yet
-		read(1, "o1", 130, 140, domain.StatusRefunded),
-		read(1, "o2", 0, 10, domain.StatusCancelled),
+		readOp(3, "o1", 90, 100, domain.StatusPaid), // the refund had not landed yet
+		readOp(1, "o1", 130, 140, domain.StatusRefunded),
+		readOp(1, "o2", 0, 10, domain.StatusCancelled),
 	})
 	if v := Linearizable(ops); len(v) != 0 {
 		t.Fatalf("Linearizable(overlapping reads) = %+v, want none", v)
 	}
 	// The same pending read sent once paid was heard cannot be placed.
-	ops[1].Start, ops[1].End = ms(85), ms(88)
+	ops[1].Start, ops[1].End = atMS(85), atMS(88)
 	if v := Linearizable(ops); len(v) != 1 {
 		t.Fatalf("Linearizable(pending after paid) = %+v, want one violation", v)
 	}
@@ -72,7 +72,7 @@ func TestLinearizableOverlappingReadsPass(t *testing.T) {
 func TestLinearizableStaleReplayPasses(t *testing.T) {
 	// A replayed pay 200 says paid; by then the order may be refunded.
 	ops := withIDs([]Op{
-		read(1, "o1", 0, 10, domain.StatusRefunded),
+		readOp(1, "o1", 0, 10, domain.StatusRefunded),
 		opAt(1, OpPay, "o1", "k1", 20, 30, 200, orderBody("o1", "paid", "1.00", "k1", "0.00")),
 	})
 	if v := Linearizable(ops); len(v) != 0 {
@@ -94,14 +94,14 @@ func TestLinearizableShrinksToAMinimalSlice(t *testing.T) {
 	// Many reads of two orders; o1 is heard pending once after paid.
 	var ops []Op
 	for i := range 20 {
-		ops = append(ops, read(i%4, "o1", i*10, i*10+15, domain.StatusPending))
-		ops = append(ops, read(i%4, "o2", i*10, i*10+5, domain.StatusPending))
+		ops = append(ops, readOp(i%4, "o1", i*10, i*10+15, domain.StatusPending))
+		ops = append(ops, readOp(i%4, "o2", i*10, i*10+5, domain.StatusPending))
 	}
-	ops = append(ops, read(1, "o1", 300, 310, domain.StatusProcessing), read(2, "o1", 320, 330, domain.StatusPaid))
+	ops = append(ops, readOp(1, "o1", 300, 310, domain.StatusProcessing), readOp(2, "o1", 320, 330, domain.StatusPaid))
 	for i := range 10 {
-		ops = append(ops, read(i%4, "o1", 340+i*10, 345+i*10, domain.StatusPaid))
+		ops = append(ops, readOp(i%4, "o1", 340+i*10, 345+i*10, domain.StatusPaid))
 	}
-	ops = append(ops, read(3, "o1", 500, 510, domain.StatusPending))
+	ops = append(ops, readOp(3, "o1", 500, 510, domain.StatusPending))
 	ops = withIDs(ops)
 	v := Linearizable(ops)
 	if len(v) != 1 {
@@ -124,7 +124,7 @@ func TestLinearizableShrinksToAMinimalSlice(t *testing.T) {
 func TestLinearizableIgnoresNonObservations(t *testing.T) {
 	// No answer, a 202 and a problem say nothing the model checks.
 	ops := withIDs([]Op{
-		read(1, "o1", 0, 10, domain.StatusPaid),
+		readOp(1, "o1", 0, 10, domain.StatusPaid),
 		opAt(1, OpRead, "o1", "", 20, 30, 0, nil),
 		opAt(1, OpPay, "o1", "k", 20, 30, 202, orderBody("o1", "processing", "1.00", "k", "0.00")),
 		opAt(1, OpPay, "o1", "k2", 20, 30, 409, problemBody(409, "order_already_paid", "r")),
@@ -177,7 +177,7 @@ func TestLinearizableAcceptsTrueHistories(t *testing.T) {
 			for start := r.IntN(10); start < at+20; start += 1 + r.IntN(30) {
 				end := start + r.IntN(25)
 				seen := start + r.IntN(end-start+1)
-				ops = append(ops, read(c, order, start, end, statusAt(seen)))
+				ops = append(ops, readOp(c, order, start, end, statusAt(seen)))
 			}
 		}
 	}

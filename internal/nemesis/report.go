@@ -104,13 +104,13 @@ func renderOp(op Op, start time.Time) string {
 	if op.RetryAfter != "" {
 		fmt.Fprintf(&b, " Retry-After=%s", op.RetryAfter)
 	}
-	fmt.Fprintf(&b, " %s", short(op.Body))
+	fmt.Fprintf(&b, " %s", brief(op.Body))
 	return b.String()
 }
 
-// short describes a body in a few words: a problem's code, an order's
+// brief describes a body in a few words: a problem's code, an order's
 // status, a record's status, or its first bytes.
-func short(body []byte) string {
+func brief(body []byte) string {
 	if code := codeOf(body); code != "" {
 		return code
 	}

@@ -34,7 +34,7 @@ func TestErrNamesSeedReplayAndSlice(t *testing.T) {
 func TestRenderOpNoAnswer(t *testing.T) {
 	op := opAt(2, OpPay, "o1", "k1", 30, 80, 0, nil)
 	op.ID, op.Err = 5, "context deadline exceeded"
-	got := renderOp(op, t0)
+	got := renderOp(op, histStart)
 	want := "+    30ms    50ms #5    c2  pay     key=k1 order=o1 → no answer: context deadline exceeded"
 	if got != want {
 		t.Errorf("renderOp = %q, want %q", got, want)
@@ -63,7 +63,7 @@ func TestHistoryConcurrentAdd(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				h.Add(Op{Client: c, Kind: OpRead, Start: t0.Add(time.Duration((50-i)*8+c) * time.Millisecond)})
+				h.Add(Op{Client: c, Kind: OpRead, Start: histStart.Add(time.Duration((50-i)*8+c) * time.Millisecond)})
 			}
 		}()
 	}
