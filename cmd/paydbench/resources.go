@@ -130,6 +130,39 @@ func label(labels, name string) string {
 	return v
 }
 
+// idle reads payd's state until no pool has a connection in use, or until
+// wait has passed, and returns the last reading: the baseline the state
+// after the load is compared with. A background job that is querying, or
+// opening a connection, when the baseline is read would skew it: the pool
+// counts a connection as open (and in use) as soon as it starts dialling,
+// but the driver starts that connection's goroutine only once it has
+// logged in, so a later reading would show one goroutine more per open
+// connection than the baseline accounts for.
+func (s *scraper) idle(ctx context.Context, wait time.Duration) (paydState, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := s.state(ctx)
+		if err != nil || !st.busy() || time.Now().After(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// busy reports whether a pool has a connection in use (or being opened).
+func (st paydState) busy() bool {
+	for _, p := range st.Pools {
+		if p.InUse > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // settle reads payd's state until it is back to before (no more
 // goroutines than before, beyond one per extra open pool connection, and
 // no connection in use) or until wait has passed, and returns the last
