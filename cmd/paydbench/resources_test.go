@@ -57,21 +57,25 @@ func TestGrowth(t *testing.T) {
 
 // TestIdleBaseline: the baseline is read once no pool connection is in
 // use (a job querying, or opening a connection whose goroutine the driver
-// has not started yet), not while one is.
+// has not started yet), not while one is, and it is the highest idle
+// reading of its window, not a low one.
 func TestIdleBaseline(t *testing.T) {
 	var reads atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		inUse := 0
-		if reads.Add(1) <= 2 {
-			inUse = 1 // the first two readings: a job holds a connection
+		n, inUse, goroutines := reads.Add(1), 0, 15
+		switch {
+		case n <= 2:
+			inUse, goroutines = 1, 30 // the first two readings: a job holds a connection
+		case n == 5:
+			goroutines = 17 // a job's tick at rest
 		}
-		fmt.Fprintf(w, "go_goroutines %d\ngo_sql_open_connections{db_name=\"payd\"} 2\ngo_sql_in_use_connections{db_name=\"payd\"} %d\n", 15+inUse, inUse)
+		fmt.Fprintf(w, "go_goroutines %d\ngo_sql_open_connections{db_name=\"payd\"} 2\ngo_sql_in_use_connections{db_name=\"payd\"} %d\n", goroutines, inUse)
 	}))
 	defer srv.Close()
 	s := newScraper(srv.URL)
 	st, err := s.idle(context.Background(), 10*time.Second)
-	if err != nil || st.Pools["payd"].InUse != 0 || st.Goroutines != 15 || reads.Load() != 3 {
-		t.Errorf("idle = %+v, %v after %d readings; want the third reading, no connection in use", st, err, reads.Load())
+	if err != nil || st.Pools["payd"].InUse != 0 || st.Goroutines != 17 || reads.Load() < 5 {
+		t.Errorf("idle = %+v, %v after %d readings; want the fifth reading (the highest at rest), no connection in use", st, err, reads.Load())
 	}
 	reads.Store(-1000) // busy from now on: idle gives up after wait with the last reading
 	if st, err := s.idle(context.Background(), 0); err != nil || !st.busy() {
