@@ -14,8 +14,8 @@ import (
 // TestResolveStuck: applying a stuck payment asks the provider first and
 // follows its answer. A charge the provider never made releases the order
 // so the customer can pay again; a charge still pending cannot be settled,
-// so the resolution is refused (502 payment_outcome_unknown, the
-// discrepancy stays open) rather than hiding a payment that is still stuck.
+// so the resolution is refused (503 payment_outcome_unknown with
+// Retry-After, the discrepancy stays open) rather than hiding a payment that is still stuck.
 func TestResolveStuck(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		slow := func(c *sandbox.Config) { c.AsyncDelay = time.Hour }
@@ -50,8 +50,8 @@ func TestResolveStuck(t *testing.T) {
 		d := found["stuck_processing "+pending+"/"+pendingKey]
 		key := uuid.NewString()
 		r = s.admin("POST", resolvePath(run.Id, d.Id), key, apply)
-		if r.Status != http.StatusBadGateway || r.code(t) != "payment_outcome_unknown" {
-			t.Errorf("apply a still pending payment = %d %s, want 502 payment_outcome_unknown", r.Status, r.Body)
+		if r.Status != http.StatusServiceUnavailable || r.code(t) != "payment_outcome_unknown" || r.Header.Get("Retry-After") == "" {
+			t.Errorf("apply a still pending payment = %d %s (Retry-After %q), want 503 payment_outcome_unknown with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
 		}
 		if n := s.count("discrepancies WHERE id = ? AND status = 'open'", d.Id); n != 1 {
 			t.Errorf("the pending payment's discrepancy is no longer open")
@@ -59,7 +59,7 @@ func TestResolveStuck(t *testing.T) {
 		if o := s.timeline(pending).Order; o.Status != "processing" {
 			t.Errorf("the pending payment's order = %s, want processing", o.Status)
 		}
-		if n := s.auditRows("resolve_discrepancy", key, http.StatusBadGateway); n != 1 {
+		if n := s.auditRows("resolve_discrepancy", key, http.StatusServiceUnavailable); n != 1 {
 			t.Errorf("audit rows for the refused resolution = %d, want 1", n)
 		}
 

@@ -15,7 +15,7 @@ import (
 
 // A refund resolution keeps one answer under one key (ADR 0043): before
 // its final answer a key may only say "outcome unknown, retry with this
-// key" (502 payment_outcome_unknown) or "still running" (409
+// key" (503 payment_outcome_unknown with Retry-After) or "still running" (409
 // idempotency_key_in_use with Retry-After); the final answer is stored
 // once and replayed byte for byte, and the provider refunds once.
 
@@ -59,7 +59,12 @@ func (s *stack) refundableCharges() map[string]refundable {
 // one.
 func notYet(t *testing.T, r reply) bool {
 	switch {
-	case r.Status == http.StatusBadGateway && r.code(t) == "payment_outcome_unknown":
+	case r.Status == http.StatusServiceUnavailable && r.code(t) == "payment_outcome_unknown":
+		// A concurrent duplicate given the original's stored answer hears
+		// when to retry too (ADR 0047).
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("503 payment_outcome_unknown without Retry-After: %s", r.Body)
+		}
 		return true
 	case r.Status == http.StatusConflict && r.code(t) == "idempotency_key_in_use":
 		if r.Header.Get("Retry-After") == "" {
@@ -150,8 +155,8 @@ func TestRefundResolutionOneAnswerAfterLostReply(t *testing.T) {
 				key := uuid.NewString()
 				s.hostile.loseRefundReplies(true)
 				first := s.resolveTimes(c, key, 1, 1)
-				if r := first[0]; r.Status != http.StatusBadGateway || r.code(t) != "payment_outcome_unknown" {
-					t.Fatalf("first try, reply lost = %d %s, want 502 payment_outcome_unknown", r.Status, r.Body)
+				if r := first[0]; r.Status != http.StatusServiceUnavailable || r.code(t) != "payment_outcome_unknown" || r.Header.Get("Retry-After") != "2" {
+					t.Fatalf("first try, reply lost = %d %s (Retry-After %q), want 503 payment_outcome_unknown with Retry-After 2", r.Status, r.Body, r.Header.Get("Retry-After"))
 				}
 				answers := append(first, s.resolveTimes(c, key, 4, 4)...)
 				for i, r := range answers {

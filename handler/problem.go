@@ -5,6 +5,7 @@
 package handler
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,6 +90,36 @@ func retryAfter(p *Problem, seconds int) *Problem {
 	return p
 }
 
+// outcomeRetryAfter is the Retry-After, in seconds, of
+// payment_outcome_unknown. A retry with the same key runs again and first
+// asks the provider what became of the earlier try's refund, under that
+// refund's own key (ADR 0043): it needs no more than the provider back, so
+// the wait is short — that of a pay whose outcome is unknown (202 with
+// Retry-After 2), one second longer than service_unavailable's, since the
+// retry costs a provider call, not only a database round trip.
+const outcomeRetryAfter = 2
+
+// unavailableRetryAfter is the Retry-After, in seconds, of
+// service_unavailable: the database is back within moments or not at all
+// for a while, and a retry costs one round trip to it.
+const unavailableRetryAfter = 1
+
+// storedRetryAfter is the Retry-After a replayed answer carries: a record
+// keeps no headers, and a 503 is never answered without one (a concurrent
+// duplicate is given the original's 503, docs/guarantees.md).
+func storedRetryAfter(r idempotency.Response) int {
+	if r.Status != http.StatusServiceUnavailable {
+		return 0
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(r.Body, &p) == nil && p.Code == "payment_outcome_unknown" {
+		return outcomeRetryAfter
+	}
+	return unavailableRetryAfter
+}
+
 // errorRow maps the errors it matches to one problem: its code (whose
 // status and title the catalogue holds) and the sentence a caller can read.
 type errorRow struct {
@@ -139,8 +170,11 @@ var errorTable = []errorRow{
 		detail: "This order can no longer be cancelled."},
 	{match: is(domain.ErrPaymentDeclined), code: "card_declined",
 		detail: "The payment was declined. Try another payment method.", adorn: declineCode},
+	// No final answer yet, and payd's own to find: a 503 asking for the
+	// same request again, never a 5xx of its own (ADR 0047).
 	{match: is(domain.ErrOutcomeUnknown), code: "payment_outcome_unknown",
-		detail: "The payment provider did not answer; the outcome will be resolved."},
+		detail: "The payment provider did not answer; payd resolves the outcome by itself. Retry with the same idempotency key after the time in Retry-After.",
+		adorn:  func(p *Problem, _ error) { p.retryAfter = outcomeRetryAfter }},
 	{match: is(domain.ErrAmountMismatch), code: "payment_amount_mismatch",
 		detail: "The payment provider reported a charge for another amount or currency than the order's. The order was not paid; an operator will refund or apply the charge. Do not pay again."},
 	{match: is(domain.ErrEmailTaken), code: "email_taken",
@@ -178,7 +212,7 @@ var errorTable = []errorRow{
 	// The database restarting is no fault in payd, but an operator wants to know.
 	{match: unreachable, code: "service_unavailable",
 		detail: "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.",
-		adorn:  func(p *Problem, _ error) { p.retryAfter = 1 }, unexpected: true},
+		adorn:  func(p *Problem, _ error) { p.retryAfter = unavailableRetryAfter }, unexpected: true},
 	{match: func(error) bool { return true }, code: "internal_error",
 		detail: "Something went wrong on our side. It has been logged.", unexpected: true},
 }

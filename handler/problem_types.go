@@ -37,7 +37,7 @@ var problemTypes = map[string]problemType{
 	"payment_method_invalid":        {400, "Payment method invalid", "The payment provider does not know this payment method; nothing was charged. Use another one."},
 	"order_not_cancelable":          {409, "Order cannot be cancelled", "Only a pending order can be cancelled; this one is being paid, paid or closed."},
 	"card_declined":                 {402, "Payment declined", "The provider declined the payment; `decline_code` says why (card_declined, insufficient_funds, ...). Nothing was charged. Try another payment method; a new key is not needed."},
-	"payment_outcome_unknown":       {502, "Payment outcome unknown", "The provider did not answer in time. payd resolves the outcome by itself; retry with the same key, or watch the order, and never pay with a new key meanwhile."},
+	"payment_outcome_unknown":       {503, "Payment outcome unknown", "The provider did not answer in time. payd resolves the outcome by itself; retry with the same key after the time in Retry-After, or watch the order, and never pay or refund with a new key meanwhile."},
 	"payment_amount_mismatch":       {502, "Payment amount mismatch", "The provider reported a charge for another amount or currency than the order's. The order was not paid; an operator refunds or applies the charge. Do not pay again."},
 	"payment_not_completed":         {502, "Payment not completed", "The payment did not complete and the order is not paid; anything charged for it is refunded. You may pay again."},
 	"email_taken":                   {409, "Email already registered", "An account with this email address already exists."},

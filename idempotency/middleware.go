@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -49,6 +50,11 @@ type Middleware struct {
 	// Body reads the request body once (its size limit and content type
 	// checked) and keeps it for the handler, which reads it again.
 	Body func(c echo.Context) ([]byte, error)
+	// RetryAfter, optional, is the Retry-After in seconds (0: none) a
+	// replayed answer carries. A record keeps an answer's status and body,
+	// not its headers, yet a concurrent duplicate given a stored 503 must
+	// hear when to retry, as the original did.
+	RetryAfter func(r Response) int
 }
 
 // Wrap wraps one route. It must run after authentication: the caller's
@@ -88,7 +94,7 @@ func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 				return err
 			}
 			if start.Replay != nil {
-				return replay(c, *start.Replay)
+				return m.replay(c, *start.Replay)
 			}
 			return m.execute(c, next, start.For(call))
 		}
@@ -172,8 +178,13 @@ func FingerprintOf(c echo.Context) string {
 
 // replay sends the stored answer of the original request, marked as such.
 // Every answer payd stores is JSON; an error is a problem document.
-func replay(c echo.Context, r Response) error {
+func (m *Middleware) replay(c echo.Context, r Response) error {
 	c.Response().Header().Set("Idempotent-Replayed", "true")
+	if m.RetryAfter != nil {
+		if s := m.RetryAfter(r); s > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(s))
+		}
+	}
 	if r.Status >= 400 {
 		return c.Blob(r.Status, "application/problem+json", r.Body)
 	}

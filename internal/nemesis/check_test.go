@@ -243,7 +243,7 @@ func TestClassOf(t *testing.T) {
 		{OpPay, 422, "", "idempotency_key_reused", ansRetryable},
 		{OpPay, 200, "", "", ansBinding},
 		{OpRefund, 502, "", "refund_refused", ansBinding},
-		{OpRefund, 502, "", "payment_outcome_unknown", ansRetryable},
+		{OpRefund, 503, "2", "payment_outcome_unknown", ansRetryable},
 		{OpPay, 502, "", "payment_amount_mismatch", ansRetryable},
 	}
 	for _, tt := range tests {

@@ -161,6 +161,11 @@ func classOf(op Op) answerClass {
 	switch st := op.Status; {
 	case st == 0:
 		return ansNone
+	case codeOf(op.Body) == "payment_outcome_unknown":
+		// A 503 with Retry-After (ADR 0047), yet no refusal before any
+		// work: the request ran and may have moved money; the key stays
+		// free and its retry learns the outcome.
+		return ansRetryable
 	case (st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests) && op.RetryAfter != "":
 		return ansTransient
 	case st == http.StatusAccepted, st == http.StatusConflict && op.RetryAfter != "":
