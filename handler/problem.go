@@ -100,8 +100,8 @@ func retryAfter(p *Problem, seconds int) *Problem {
 const outcomeRetryAfter = 2
 
 // unavailableRetryAfter is the Retry-After, in seconds, of
-// service_unavailable: the database is back within moments or not at all
-// for a while, and a retry costs one round trip to it.
+// service_unavailable: the shortest wait, since a retry costs only a
+// round trip to the database.
 const unavailableRetryAfter = 1
 
 // storedRetryAfter is the Retry-After a replayed answer carries: a record
