@@ -77,24 +77,25 @@ func startOn(t testing.TB, port int, extra ...string) *Server {
 	s := &Server{t: t, Port: port, dir: t.TempDir()}
 	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--daemonize", "no", "--protected-mode", "no"}, extra...)
-	s.start(bin)
+	s.start(t, bin)
 	t.Cleanup(s.Kill)
 	return s
 }
 
-func (s *Server) start(bin string) {
-	s.t.Helper()
+// start runs the server, failing t if it does not answer.
+func (s *Server) start(t testing.TB, bin string) {
+	t.Helper()
 	s.cmd = exec.Command(bin, s.args...)
 	s.cmd.Dir = s.dir
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		t.Fatalf("start redis-server: %v", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for c.Ping(context.Background()).Err() != nil {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %d did not answer", s.Port)
+			t.Fatalf("redis-server on %d did not answer", s.Port)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -122,7 +123,7 @@ func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start(binary(s.t))
+	s.start(s.t, binary(s.t))
 }
 
 // Cluster is a three-master Redis Cluster.
@@ -325,6 +326,17 @@ func (c *ReplicatedCluster) healthy(alive []*Server) bool {
 		}
 	}
 	return masters == 3
+}
+
+// Rejoin starts n, a node killed for a failover, again on its port with
+// its cluster configuration (so it rejoins as its successor's replica)
+// and waits until the cluster is healthy. It fails t, which need not be
+// the test that started the cluster.
+func (c *ReplicatedCluster) Rejoin(t testing.TB, n *Server, timeout time.Duration) {
+	t.Helper()
+	n.Kill()
+	n.start(t, binary(t))
+	c.WaitHealthy(t, timeout)
 }
 
 // WaitHealthy waits until every running node says cluster_state:ok and
