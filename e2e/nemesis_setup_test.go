@@ -71,8 +71,9 @@ type nemReplica struct {
 	base string // http://127.0.0.1:port, the same across restarts
 	env  env
 
-	mu   sync.Mutex
-	proc *paydProc
+	mu    sync.Mutex
+	proc  *paydProc
+	procs []*paydProc // every process it ran, the current one last: their logs
 }
 
 // current is the replica's process of the moment.
@@ -188,6 +189,9 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range s.reps {
+		r.procs = []*paydProc{r.proc}
+	}
 	s.db = openDB(t, direct)
 
 	// The process faults.
@@ -212,7 +216,7 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 				return err
 			}
 			r.mu.Lock()
-			r.proc = p
+			r.proc, r.procs = p, append(r.procs, p)
 			r.mu.Unlock()
 			return nil
 		}, nil
@@ -315,15 +319,20 @@ func (s *nemSetup) ready() bool {
 	return true
 }
 
-// freeAddr is a loopback address nothing listens on now.
+// freeAddr is a loopback address nothing listens on now, below the
+// kernel's ephemeral ports (32768 and up), so that no listener on port 0
+// — a link, the provider — takes it before the replica binds it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		addr := "127.0.0.1:" + strconv.Itoa(30500+rand.IntN(2200))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port for a replica")
+	return ""
 }
 
 // startNemFront serves the sandbox's webhooks, handing each to a replica
@@ -383,4 +392,23 @@ func asFault(t testing.TB, fn func(testing.TB)) (err error) {
 // nemRand is a client's random source: from the seed and the client.
 func nemRand(seed int64, client int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(client)+0x6e656d))
+}
+
+// errorLines are the ERROR lines every process of every replica logged,
+// at most n.
+func (s *nemSetup) errorLines(n int) []string {
+	var out []string
+	for _, r := range s.reps {
+		r.mu.Lock()
+		procs := append([]*paydProc(nil), r.procs...)
+		r.mu.Unlock()
+		for _, p := range procs {
+			for line := range strings.SplitSeq(p.logs.String(), "\n") {
+				if strings.Contains(line, `"level":"ERROR"`) && len(out) < n {
+					out = append(out, r.name+": "+line)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -167,6 +167,7 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	}
 	loaded := time.Since(began)
 
+	settling := time.Now()
 	if why := w.settle(); why != "" {
 		if !mutant {
 			t.Errorf("nemesis %s seed=%d: the system did not settle within %v of the schedule's end: %s", o.name, seed, nemSettle, why)
@@ -174,15 +175,23 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 			t.Logf("the mutant did not settle: %s", why)
 		}
 	}
+	w.drain()
+	settled := time.Since(settling)
+	swept := time.Now()
 	w.sweep()
-	world := w.world(seed)
+	world := w.world(o.name, seed)
+	read := time.Since(swept)
+	checking := time.Now()
 	rep := nemesis.Check(world)
+	t.Logf("nemesis %s: settled in %v, swept and read in %v, checked in %v", o.name, settled.Round(time.Millisecond),
+		read.Round(time.Millisecond), time.Since(checking).Round(time.Millisecond))
 	summary := nemesis.Summary(o.name, seed, faults, world.Ops, rep)
 	t.Log(summary)
 	fmt.Println(summary)
 	t.Logf("nemesis %s: setup and schedule %v, all %v", o.name, loaded.Round(time.Second), time.Since(began).Round(time.Second))
 	if len(rep.Violations) > 0 {
 		t.Logf("the schedule of seed %d:\n%s", seed, plan)
+		w.dump(rep, world)
 	}
 	return rep, world.Ops
 }
@@ -262,6 +271,7 @@ func nemMethod(r *rand.Rand) string {
 func (w *nemWorkload) client(ctx context.Context, c int) {
 	r := nemRand(w.seed, c)
 	for ctx.Err() == nil {
+		time.Sleep(time.Duration(20+r.IntN(40)) * time.Millisecond) // a client's pace: the history stays checkable
 		switch x := r.IntN(100); {
 		case x < 22: // a new order paid with a new key
 			if o := w.newOrder(r); o != nil {
@@ -423,7 +433,7 @@ func (w *nemWorkload) read(c int, r *rand.Rand, o *nemOrder, settled bool) {
 
 // do sends op's request to a replica picked by r and records it with
 // what came back, or why nothing did.
-func (w *nemWorkload) do(c int, r *rand.Rand, op nemesis.Op, token string, settled bool) {
+func (w *nemWorkload) do(c int, r *rand.Rand, op nemesis.Op, token string, settled bool) nemesis.Op {
 	op.Client, op.Settled = c, settled
 	base := w.s.reps[r.IntN(len(w.s.reps))].base
 	op.Start = time.Now()
@@ -443,7 +453,8 @@ func (w *nemWorkload) do(c int, r *rand.Rand, op nemesis.Op, token string, settl
 	if w.sampler != nil {
 		w.sampler.Observe(op.End.Sub(op.Start))
 	}
-	w.hist.Add(op)
+	op.ID = w.hist.Add(op)
+	return op
 }
 
 // roundTrip is one request with the client's timeout; every answer is
@@ -494,7 +505,12 @@ func (w *nemWorkload) settle() string {
 	pr := &propRun{t: w.t, s: &stack{db: w.s.db, sandbox: w.s.prov.sb}}
 	deadline := time.Now().Add(nemSettle)
 	quiet, why := 0, ""
+	began, said := time.Now(), time.Now()
 	for time.Now().Before(deadline) && quiet < 2 {
+		if why != "" && time.Since(said) > 5*time.Second {
+			w.t.Logf("settling for %v: %s", time.Since(began).Round(time.Second), tail(why, 1))
+			said = time.Now()
+		}
 		if !w.s.ready() {
 			why, quiet = "a replica is not ready", 0
 		} else if why = pr.busy(context.Background(), ids); why == "" {
@@ -520,14 +536,50 @@ func (w *nemWorkload) orderIDs() []string {
 	return ids
 }
 
+// drain is what a client does once the world is quiet: it sends every
+// key again, and then, until each has a final answer (three rounds at
+// most), the keys that answered pending or not at all, letting the world
+// settle after each round. A key whose payment was released unpaid (the
+// recoverer found the charge never reached the provider) or whose request
+// failed without completing runs again when sent again, so only after
+// this may the sweep expect every answer to be final. These are ordinary
+// requests of the history: the checker holds them to every invariant.
+func (w *nemWorkload) drain() {
+	w.mu.Lock()
+	keys := append([]*nemKey(nil), w.keys...)
+	w.mu.Unlock()
+	for round := range 3 {
+		if len(keys) == 0 {
+			return
+		}
+		answers := make([]nemesis.Op, len(keys))
+		forEach(2*nemClients, len(keys), func(i int) {
+			rr := rand.New(rand.NewPCG(uint64(i), uint64(round)+2))
+			k := keys[i]
+			answers[i] = w.do(nemClients, rr, nemesis.Op{Kind: k.kind, OrderID: k.order.id, Key: k.key, Amount: k.amount, Method: k.method, Path: k.path, ReqBody: k.body}, k.token, false)
+		})
+		var again []*nemKey
+		for i, op := range answers {
+			if op.Status == 0 || op.Status == http.StatusAccepted || op.RetryAfter != "" {
+				again = append(again, keys[i])
+			}
+		}
+		if why := w.settle(); why != "" {
+			w.t.Logf("drain round %d: not settled: %s", round+1, why)
+		}
+		keys = again
+	}
+}
+
 // sweep sends every key once more and reads every order, now that the
-// world is quiet: these answers must be final.
+// world is quiet and every key has been drained: these answers must be
+// final.
 func (w *nemWorkload) sweep() {
 	w.mu.Lock()
 	keys, orders := append([]*nemKey(nil), w.keys...), append([]*nemOrder(nil), w.orders...)
 	w.mu.Unlock()
 	r := nemRand(w.seed, nemClients)
-	forEach(nemClients, len(keys), func(i int) {
+	forEach(2*nemClients, len(keys), func(i int) {
 		rr := rand.New(rand.NewPCG(uint64(i), 1))
 		w.sendSettled(nemClients, rr, keys[i], true)
 		if k := keys[i]; k.kind == nemesis.OpPay {
@@ -542,9 +594,9 @@ func (w *nemWorkload) sweep() {
 // world is what the checker is given: the history, the provider's books
 // (the sandbox's charges and their refunds) and payd's final view of each
 // order with its money (GET /v1/admin/orders/{id}).
-func (w *nemWorkload) world(seed int64) nemesis.World {
+func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 	t := w.t
-	wd := nemesis.World{Seed: seed, Ops: w.hist.Ops(), Orders: map[string]nemesis.OrderState{}}
+	wd := nemesis.World{Setup: setup, Seed: seed, Ops: w.hist.Ops(), Orders: map[string]nemesis.OrderState{}}
 	charges, err := w.s.prov.sb.Charges(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -558,9 +610,11 @@ func (w *nemWorkload) world(seed int64) nemesis.World {
 			wd.Provider.Refunded = wd.Provider.Refunded.Add(c.RefundedAmount)
 		}
 	}
-	d := w.s.reps[0].current().driver
-	for _, id := range w.orderIDs() {
-		tl := d.timeline(id)
+	ids := w.orderIDs()
+	tls := make([]client.Timeline, len(ids))
+	forEach(nemClients, len(ids), func(i int) { tls[i] = w.s.reps[i%len(w.s.reps)].current().timeline(ids[i]) })
+	for i, id := range ids {
+		tl := tls[i]
 		st := nemesis.OrderState{ID: id, Status: domain.OrderStatus(tl.Order.Status),
 			Amount: nemDecimal(t, string(tl.Order.Amount)), Refunded: nemDecimal(t, string(tl.Order.RefundedAmount))}
 		if tl.Order.PayRequestId != nil {
@@ -584,4 +638,74 @@ func nemDecimal(t *testing.T, s string) decimal.Decimal {
 		t.Fatalf("%q is not an amount: %v", s, err)
 	}
 	return d
+}
+
+// dump logs, for the orders the violations name (at most five), what the
+// provider holds, what payd recorded and what the clients heard: what a
+// reader of the failure needs beside the checker's slices.
+func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
+	named := map[string]bool{}
+	var order []string
+	note := func(id string) {
+		if _, ok := wd.Orders[id]; ok && !named[id] && len(order) < 5 {
+			named[id] = true
+			order = append(order, id)
+		}
+	}
+	for _, v := range rep.Violations {
+		for _, op := range v.Slice {
+			note(op.OrderID)
+		}
+		for id := range wd.Orders {
+			if strings.Contains(v.Detail, id) {
+				note(id)
+			}
+		}
+	}
+	for _, id := range order {
+		var b strings.Builder
+		st := wd.Orders[id]
+		fmt.Fprintf(&b, "order %s: payd says %s, amount %s, refunded %s, paid by charge %q\n", id, st.Status, st.Amount, st.Refunded, st.ChargeID)
+		for _, c := range wd.Charges {
+			if c.OrderID == id {
+				fmt.Fprintf(&b, "  provider charge %s (attempt %s): succeeded=%v amount %s refunded %s at %s\n", c.ID, c.Key, c.Succeeded, c.Amount, c.Refunded, c.Created.Format("15:04:05.000"))
+			}
+		}
+		tl := w.s.reps[0].current().timeline(id)
+		for _, a := range tl.Attempts {
+			fmt.Fprintf(&b, "  payd attempt %s: request %s %s charge %s\n", a.Id, a.RequestId, a.Status, deref(a.ProviderChargeId))
+		}
+		var rows []struct{ ID, RequestID, Status, FailureCode, CreatedAt, UpdatedAt string }
+		if err := w.s.db.Gorm().Raw(`SELECT id, request_id, status, COALESCE(failure_code, '') AS failure_code, created_at, updated_at
+			FROM payment_attempts WHERE order_id = ? ORDER BY created_at`, id).Scan(&rows).Error; err != nil {
+			fmt.Fprintf(&b, "  payd attempts: %v\n", err)
+		}
+		for _, a := range rows {
+			fmt.Fprintf(&b, "  payd attempt row %+v\n", a)
+		}
+		var recs []struct {
+			IdemKey, Status, CompletedBy, UpdatedAt string
+			ResponseStatus                          int
+		}
+		if err := w.s.db.Gorm().Raw(`SELECT idem_key, status, COALESCE(completed_by, '') AS completed_by, response_status, updated_at
+			FROM idempotency_records WHERE order_id = ?`, id).Scan(&recs).Error; err != nil {
+			fmt.Fprintf(&b, "  payd records: %v\n", err)
+		}
+		for _, rc := range recs {
+			fmt.Fprintf(&b, "  payd record %+v\n", rc)
+		}
+		for _, rf := range tl.Refunds {
+			fmt.Fprintf(&b, "  payd refund %+v\n", rf)
+		}
+		for _, op := range wd.Ops {
+			if op.OrderID == id {
+				fmt.Fprintf(&b, "  %s–%s client %d %s %s key=%s settled=%v -> %d %s %s\n", op.Start.Format("15:04:05.000"), op.End.Format("15:04:05.000"),
+					op.Client, op.Kind, op.Path, op.Key, op.Settled, op.Status, truncate(op.Body), op.Err)
+			}
+		}
+		w.t.Log(b.String())
+	}
+	for _, line := range w.s.errorLines(30) {
+		w.t.Log(line)
+	}
 }
