@@ -98,19 +98,29 @@ func nemDuration(t *testing.T) time.Duration {
 
 func TestNemesis(t *testing.T) {
 	requireNemesis(t)
+	t.Parallel() // beside TestNemesisMutant
 	d := nemDuration(t)
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		runNemesis(t, nemOpts{name: "sqlite", replicas: 1, dialect: "sqlite"}, nemSeed(t, 1), d)
-	})
-	t.Run("mysql", func(t *testing.T) {
-		t.Parallel()
-		runNemesis(t, nemOpts{name: "mysql", replicas: 3, dialect: "mysql", redis: true, restart: true}, nemSeed(t, 2), d)
-	})
-	t.Run("galera", func(t *testing.T) {
-		t.Parallel()
-		runNemesis(t, nemOpts{name: "galera", replicas: 3, dialect: "mysql", galera: true, redis: true}, nemSeed(t, 3), d)
-	})
+	// The setups run at once, each from a goroutine of its own rather
+	// than as parallel subtests, which -parallel (the machine's cores)
+	// would queue: the schedules are wall-clock time, and the step has
+	// four minutes for all of them.
+	setups := []struct {
+		o    nemOpts
+		seed int64
+	}{
+		{nemOpts{name: "sqlite", replicas: 1, dialect: "sqlite"}, 1},
+		{nemOpts{name: "mysql", replicas: 3, dialect: "mysql", redis: true, restart: true}, 2},
+		{nemOpts{name: "galera", replicas: 3, dialect: "mysql", galera: true, redis: true}, 3},
+	}
+	var wg sync.WaitGroup
+	for _, s := range setups {
+		wg.Go(func() {
+			t.Run(s.o.name, func(t *testing.T) {
+				runNemesis(t, s.o, nemSeed(t, s.seed), d)
+			})
+		})
+	}
+	wg.Wait()
 }
 
 // TestNemesisMutant runs the SQLite setup's schedule on payd with the
@@ -271,7 +281,7 @@ func nemMethod(r *rand.Rand) string {
 func (w *nemWorkload) client(ctx context.Context, c int) {
 	r := nemRand(w.seed, c)
 	for ctx.Err() == nil {
-		time.Sleep(time.Duration(20+r.IntN(40)) * time.Millisecond) // a client's pace: the history stays checkable
+		time.Sleep(time.Duration(80+r.IntN(120)) * time.Millisecond) // a client's pace: the history stays quick to drain and check
 		switch x := r.IntN(100); {
 		case x < 22: // a new order paid with a new key
 			if o := w.newOrder(r); o != nil {
@@ -537,9 +547,10 @@ func (w *nemWorkload) orderIDs() []string {
 }
 
 // drain is what a client does once the world is quiet: it sends every
-// key again, and then, until each has a final answer (three rounds at
-// most), the keys that answered pending or not at all, letting the world
-// settle after each round. A key whose payment was released unpaid (the
+// key again, and again after the world settled, until a round in which no
+// key answered pending or not at all (four rounds at most): a key that
+// ran anew may start a payment that turns another key's answer (409, in
+// progress) into a run of its own the next time. A key whose payment was released unpaid (the
 // recoverer found the charge never reached the provider) or whose request
 // failed without completing runs again when sent again, so only after
 // this may the sweep expect every answer to be final. These are ordinary
@@ -548,26 +559,25 @@ func (w *nemWorkload) drain() {
 	w.mu.Lock()
 	keys := append([]*nemKey(nil), w.keys...)
 	w.mu.Unlock()
-	for round := range 3 {
-		if len(keys) == 0 {
-			return
-		}
+	for round := range 4 {
 		answers := make([]nemesis.Op, len(keys))
 		forEach(2*nemClients, len(keys), func(i int) {
 			rr := rand.New(rand.NewPCG(uint64(i), uint64(round)+2))
 			k := keys[i]
 			answers[i] = w.do(nemClients, rr, nemesis.Op{Kind: k.kind, OrderID: k.order.id, Key: k.key, Amount: k.amount, Method: k.method, Path: k.path, ReqBody: k.body}, k.token, false)
 		})
-		var again []*nemKey
-		for i, op := range answers {
+		pending := 0
+		for _, op := range answers {
 			if op.Status == 0 || op.Status == http.StatusAccepted || op.RetryAfter != "" {
-				again = append(again, keys[i])
+				pending++
 			}
+		}
+		if pending == 0 {
+			return // nothing started anew: sent again, every key replays
 		}
 		if why := w.settle(); why != "" {
 			w.t.Logf("drain round %d: not settled: %s", round+1, why)
 		}
-		keys = again
 	}
 }
 
