@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -134,6 +135,7 @@ type Link struct {
 	quiet context.Context
 
 	mu       sync.Mutex
+	settled  time.Time // no toxic is added before, see settle
 	seq      int
 	toxics   map[string]Kind // the toxics on the link now, by name
 	disabled bool
@@ -175,6 +177,7 @@ func (l *Link) Add(f Fault) (string, error) {
 	if l.closed {
 		return "", fmt.Errorf("nemesis: link %s is closed", l.Name)
 	}
+	time.Sleep(time.Until(l.settled))
 	l.seq++
 	name := fmt.Sprintf("%s_%s_%d", f.Kind, stream, l.seq)
 	body, err := json.Marshal(toxic{Name: name, Type: string(f.Kind), Stream: stream, Toxicity: 1, Attributes: attrs})
@@ -218,6 +221,7 @@ func (l *Link) Remove(name string) error {
 		return fmt.Errorf("nemesis: no toxic %s on %s", name, l.Name)
 	}
 	delete(l.toxics, name)
+	defer l.settle()
 	if err := l.proxy.Toxics.RemoveToxic(l.quiet, name); err != nil {
 		return fmt.Errorf("nemesis: remove %s from %s: %w", name, l.Name, err)
 	}
@@ -274,10 +278,26 @@ func (l *Link) Heal() error {
 	if l.closed {
 		return nil
 	}
-	l.proxy.Toxics.ResetToxics(l.quiet)
-	clear(l.toxics)
+	if len(l.toxics) > 0 {
+		l.proxy.Toxics.ResetToxics(l.quiet)
+		clear(l.toxics)
+		l.settle()
+	}
 	return l.enable()
 }
+
+// settleTime is how long Toxiproxy may take to tear down the connections
+// a removal closed. A connection whose toxic stub was closed (a timeout
+// toxic's removal closes its connections; so does a connection's own end)
+// keeps, until its goroutines are done, a chain of stubs longer than the
+// link's chain of toxics, and a toxic added to the link meanwhile indexes
+// past the end of the chain: Toxiproxy 2.5.0 panics (ToxicLink.AddToxic).
+// Waiting this long after a removal before the next toxic on the link
+// leaves the teardown, microseconds when the peers read, time to finish.
+const settleTime = 100 * time.Millisecond
+
+// settle holds the next Add back for settleTime; l.mu is held.
+func (l *Link) settle() { l.settled = time.Now().Add(settleTime) }
 
 func (l *Link) close() {
 	l.mu.Lock()
