@@ -77,7 +77,7 @@ func (n *Net) LinkAt(name string, kind LinkKind, listen, upstream string) (*Link
 	p.Lock()
 	addr := p.Listen // the bound address once started
 	p.Unlock()
-	l := &Link{Name: name, Kind: kind, Upstream: upstream, addr: addr, proxy: p, quiet: n.quiet, toxics: map[string]Kind{}}
+	l := &Link{Name: name, Kind: kind, Upstream: upstream, addr: addr, proxy: p, quiet: n.quiet, toxics: map[string]string{}}
 	n.links = append(n.links, l)
 	return l, nil
 }
@@ -137,7 +137,7 @@ type Link struct {
 	mu       sync.Mutex
 	settled  time.Time // no toxic is added before, see settle
 	seq      int
-	toxics   map[string]Kind // the toxics on the link now, by name
+	toxics   map[string]string // the toxics on the link now: name → stream
 	disabled bool
 	closed   bool
 }
@@ -160,6 +160,12 @@ type toxic struct {
 
 // Add puts the wire fault f on the link (f.Target is not read) and
 // returns the toxic's name, for Remove.
+//
+// A direction of a link takes one toxic at a time. In Toxiproxy 2.5.0 a
+// toxic that ends its connection (timeout, reset_peer, limit_data) stops
+// reading while the toxic before it in the chain may be blocked handing
+// it data, deaf to the interrupt that removing that toxic sends: the
+// removal, and every later change to the link, then waits forever.
 func (l *Link) Add(f Fault) (string, error) {
 	attrs, err := toxicAttributes(f)
 	if err != nil {
@@ -177,6 +183,11 @@ func (l *Link) Add(f Fault) (string, error) {
 	if l.closed {
 		return "", fmt.Errorf("nemesis: link %s is closed", l.Name)
 	}
+	for name, s := range l.toxics {
+		if s == stream {
+			return "", fmt.Errorf("nemesis: %s on %s %s: %s is on it (one toxic per direction)", f.Kind, l.Name, stream, name)
+		}
+	}
 	time.Sleep(time.Until(l.settled))
 	l.seq++
 	name := fmt.Sprintf("%s_%s_%d", f.Kind, stream, l.seq)
@@ -187,7 +198,7 @@ func (l *Link) Add(f Fault) (string, error) {
 	if _, err := l.proxy.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
 		return "", fmt.Errorf("nemesis: %s on %s: %w", f.Kind, l.Name, err)
 	}
-	l.toxics[name] = f.Kind
+	l.toxics[name] = stream
 	return name, nil
 }
 

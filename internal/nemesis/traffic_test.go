@@ -46,24 +46,29 @@ func TestLinkUnderTraffic(t *testing.T) {
 	go func() {
 		defer close(done)
 		for round := range 30 {
+			// A toxic on each direction, of every kind in turn.
+			up, down := faults[round%len(faults)], faults[(round+3)%len(faults)]
+			up.Stream, down.Stream = Upstream, Downstream
 			var names []string
-			for i, f := range faults {
-				if (round+i)%2 == 0 {
-					name, err := l.Add(f)
-					if err != nil {
-						t.Error(err)
-						continue
-					}
-					names = append(names, name)
+			for _, f := range []Fault{up, down} {
+				name, err := l.Add(f)
+				if err != nil {
+					t.Error(err)
+					continue
 				}
+				names = append(names, name)
+			}
+			if _, err := l.Add(up); err == nil {
+				t.Error("a second toxic on the upstream direction was added")
 			}
 			time.Sleep(20 * time.Millisecond)
-			for _, name := range names[:len(names)/2] {
-				if err := l.Remove(name); err != nil {
-					t.Error(err)
+			if round%2 == 0 {
+				for _, name := range names {
+					if err := l.Remove(name); err != nil {
+						t.Error(err)
+					}
 				}
-			}
-			if err := n.Heal(); err != nil {
+			} else if err := n.Heal(); err != nil {
 				t.Error(err)
 			}
 		}
