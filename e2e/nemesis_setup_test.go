@@ -24,6 +24,7 @@ import (
 	"github.com/payd/payd/internal/redistest"
 	"github.com/payd/payd/migrations"
 	"github.com/payd/payd/repository"
+	"github.com/payd/payd/sandbox"
 )
 
 // The nemesis's setups (nemesis_test.go runs the schedule on them): payd
@@ -141,7 +142,13 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 		s.reps[i] = &nemReplica{name: fmt.Sprintf("payd-%d", i+1), base: "http://" + addr}
 		hooks[i] = s.link(fmt.Sprintf("webhook-%d", i+1), "webhook", addr)
 	}
-	s.prov = startProcProvider(t, startNemFront(t, hooks)+"/v1/webhooks/provider")
+	// A provider that delivers its webhooks as real ones arrive: many at
+	// once, in any order, each given up on after a second (a black-holed
+	// link would otherwise hold the queue five seconds a try).
+	s.prov = startProcProvider(t, startNemFront(t, hooks)+"/v1/webhooks/provider", func(c *sandbox.Config) {
+		c.Reorder, c.ReorderWindow, c.DeliveryTimeout, c.BatchSize = true, 200*time.Millisecond, time.Second, 64
+		c.AsyncDelay = 500 * time.Millisecond
+	})
 	provAddr := strings.TrimPrefix(s.prov.url, "http://")
 
 	var rc *redistest.ReplicatedCluster

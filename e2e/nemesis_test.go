@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,7 @@ const envNemesis = "PAYD_TEST_NEMESIS"
 var nemesisDep = testdeps.Dep{Name: "the nemesis switch", Enable: "set " + envNemesis + "=1 (it restarts the shared database server; .ci/run does so in a step of its own)"}
 
 const (
+	nemSoak      = 10 * time.Minute // a schedule this long is a soak: per-minute figures, and no growth allowed
 	nemClients   = 6
 	nemOpTimeout = 5 * time.Second  // a client gives up on an answer after this: no answer recorded
 	nemSettle    = 90 * time.Second // how long the world may take to become quiet after the schedule
@@ -155,7 +157,11 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	t.Logf("nemesis %s seed=%d, %v:\n%s", o.name, seed, d, plan)
 
 	w := newNemWorkload(t, s, seed)
-	sampler := nemesis.NewSampler(s.metrics(), max(d/6, 5*time.Second))
+	every := max(d/6, 5*time.Second)
+	if d >= nemSoak {
+		every = time.Minute
+	}
+	sampler := nemesis.NewSampler(s.metrics(), every)
 	w.sampler = sampler
 	runner := &nemesis.Runner{Net: s.net, Process: s.process, Log: func(format string, args ...any) {
 		t.Logf("%s %s", time.Since(began).Round(time.Millisecond), fmt.Sprintf(format, args...))
@@ -202,6 +208,9 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	if len(rep.Violations) > 0 {
 		t.Logf("the schedule of seed %d:\n%s", seed, plan)
 		w.dump(rep, world)
+	}
+	if d >= nemSoak {
+		w.soakReport(sampler)
 	}
 	return rep, world.Ops
 }
@@ -717,5 +726,44 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 	}
 	for _, line := range w.s.errorLines(30) {
 		w.t.Log(line)
+	}
+}
+
+// soakReport prints a soak's per-minute figures, charts them (an SVG
+// under the system's temporary directory; PAYD_NEMESIS_SVG names another
+// file) and fails on growth: a reading taken once the load stopped and
+// drained, against the first minute after warm-up.
+func (w *nemWorkload) soakReport(sampler *nemesis.Sampler) {
+	t := w.t
+	w.http.CloseIdleConnections() // each idle keep-alive holds a goroutine and a socket of payd's
+	time.Sleep(5 * time.Second)
+	after := sampler.Sample(context.Background())
+	minutes := sampler.Minutes()
+	for _, m := range minutes {
+		line := fmt.Sprintf("minute %3d: ops %6d p99 %8v", m.Minute, m.Ops, m.P99.Round(time.Millisecond))
+		for _, r := range w.s.reps {
+			line += fmt.Sprintf(" | %s rss %.1fMiB goroutines %d files %d pools %v", r.name, float64(m.RSS[r.name])/(1<<20), m.Goroutines[r.name], m.OpenFiles[r.name], m.Pools[r.name])
+		}
+		t.Log(line)
+		fmt.Println(line)
+	}
+	path := os.Getenv("PAYD_NEMESIS_SVG")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "payd-nemesis-"+w.s.name+".svg")
+	}
+	var svg bytes.Buffer
+	if err := nemesis.WriteSVG(&svg, minutes[:len(minutes)-1]); err != nil {
+		t.Errorf("soak chart: %v", err)
+	} else if err := os.WriteFile(path, svg.Bytes(), 0o644); err != nil {
+		t.Errorf("soak chart: %v", err)
+	} else {
+		t.Logf("soak chart: %s", path)
+	}
+	if len(minutes) < 3 {
+		t.Errorf("soak: %d readings, too few to compare", len(minutes))
+		return
+	}
+	for _, g := range nemesis.Growth(minutes[1], after) {
+		t.Errorf("soak %s: grew and did not come back: %s", w.s.name, g)
 	}
 }
