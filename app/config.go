@@ -51,6 +51,7 @@ type Config struct {
 	SandboxDuplicates  string
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
+	Mutant             string // test-only: run with this guard removed, to prove the tests notice (repository.Mutate)
 	ProviderTimeout    time.Duration
 
 	operatorConfig                   // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
@@ -334,6 +335,9 @@ func (c *Config) check(sub string) error {
 	}
 	if c.Fault != "" && c.Env == "production" {
 		return errors.New("PAYD_TEST_FAULT is for tests and may not be set in production")
+	}
+	if c.Mutant != "" && c.Env == "production" {
+		return errors.New("PAYD_TEST_MUTANT is for tests and may not be set in production")
 	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")

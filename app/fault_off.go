@@ -2,10 +2,12 @@
 
 package app
 
-// The shipped build: no fault injection (see fault_on.go).
+// The shipped build: no fault injection and no mutants (see fault_on.go).
 
 const faultBuild = false
 
 func testSettings(*Config) []setting { return nil }
 
 func crashAt(string) {}
+
+func mutate(string) error { return nil }

@@ -2,17 +2,27 @@
 
 package app
 
-import "github.com/payd/payd/service"
+import (
+	"github.com/payd/payd/repository"
+	"github.com/payd/payd/service"
+)
 
 // Test builds only (go build -tags paydfault): the crash tests kill payd,
-// as kill -9 would, at a chosen step of a payment. A shipped binary has
-// neither the flag nor the variable.
+// as kill -9 would, at a chosen step of a payment, and the nemesis's
+// mutant check runs payd with a guard removed to prove its checker
+// notices. A shipped binary has neither the flags nor the variables.
 
 const faultBuild = true
 
 func testSettings(c *Config) []setting {
-	return []setting{{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil}}
+	return []setting{
+		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil},
+		{"PAYD_TEST_MUTANT", "test-mutant", "", "tests only: remove a guard (claim_unguarded: the order claim without its status and version guard)", &c.Mutant, nil},
+	}
 }
 
 // crashAt makes payd kill itself when a payment reaches point (service.CrashAt).
 func crashAt(point string) { service.CrashAt(point) }
+
+// mutate removes the named guard (repository.Mutate); "" removes none.
+func mutate(name string) error { return repository.Mutate(name) }

@@ -87,6 +87,9 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		return nil, fmt.Errorf("PAYD_SECRET_KEY: %w", err)
 	}
 	crashAt(cfg.Fault)
+	if err := mutate(cfg.Mutant); err != nil {
+		return nil, fmt.Errorf("PAYD_TEST_MUTANT: %w", err)
+	}
 	metrics := telemetry.NewMetrics()
 	for name, pool := range db.Pools() { // go_sql_* series, one db_name per pool
 		metrics.Register(collectors.NewDBStatsCollector(pool, name))

@@ -235,16 +235,20 @@ type procProvider struct {
 // that already has the request on the wire.
 func (p *procProvider) holdCharges(d time.Duration) { p.hold.Store(int64(d)) }
 
-// startProcProvider runs a sandbox on loopback. webhookURL empty: it
-// records its webhooks but delivers none, so whatever payd resolves it
-// resolves by asking.
-func startProcProvider(t *testing.T, webhookURL string) *procProvider {
+// startProcProvider runs a sandbox on loopback, its configuration
+// adjusted by each tune. webhookURL empty: it records its webhooks but
+// delivers none, so whatever payd resolves it resolves by asking.
+func startProcProvider(t *testing.T, webhookURL string, tunes ...func(*sandbox.Config)) *procProvider {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{
+	cfg := sandbox.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "sandbox.db"), WebhookURL: webhookURL,
 		WebhookSecret: testWebhookSecret, RetryBase: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, tune := range tunes {
+		tune(&cfg)
+	}
+	sb, err := sandbox.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func shippedExecutable(t *testing.T) string {
 }
 
 // TestShippedBinaryCLI runs the binary a user gets: help exits 0 and never
-// mentions the fault switch, which it does not accept; version prints the
+// mentions the fault or the mutant switch, which it does not accept; version prints the
 // VCS revision, as --version does; a command line payd cannot take exits 2
 // with the usage, if any, on stderr; other errors exit 1.
 func TestShippedBinaryCLI(t *testing.T) {
@@ -65,6 +65,8 @@ func TestShippedBinaryCLI(t *testing.T) {
 		{[]string{"--version"}, 0, "github.com/payd/payd", "", false},
 		{[]string{"-version"}, 0, "github.com/payd/payd", "", false},
 		{[]string{"serve", "-test-fault", "after_claim"}, 2, "flag provided but not defined: -test-fault", "", true},
+		{[]string{"serve", "-test-mutant", "claim_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
+		{[]string{"serve", "-h"}, 0, "-admin-token", "test-mutant", false},
 		{[]string{"bogus"}, 2, "unknown command", "", true},
 		{[]string{"admin"}, 2, "usage: payd admin", "", true},
 		{[]string{"serve", "-lease", "abc"}, 2, `payd: -lease: "abc" is not a duration such as 30s`, "", true},

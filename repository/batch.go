@@ -155,15 +155,21 @@ var (
 //
 // On MySQL it takes one round trip (batchMySQL); on SQLite the statements
 // run one by one in inTx: SQLite is in-process, so a round trip costs a
-// function call. A conflict the database undid is retried from the start,
-// as inTx does. It refuses to run inside a caller's transaction, whose
-// commit would not be its own to make.
+// function call. On a Galera node they run one by one in inTx too: a
+// transaction the cluster aborts for a conflicting node's write while a
+// multi-statement packet runs is rolled back, yet the packet's COMMIT may
+// answer OK, with every statement's count as if it had committed
+// (TestGaleraPayBatchClaimRace) — two nodes would both win one claim and
+// charge the order twice. A COMMIT of its own reports the abort (1213).
+// A conflict the database undid is retried from the start, as inTx does.
+// It refuses to run inside a caller's transaction, whose commit would not
+// be its own to make.
 func (db *DB) batch(ctx context.Context, stmts ...statement) (int, error) {
 	if inTx(ctx, db) {
 		return 0, errors.New("a batch runs in a transaction of its own, not inside another")
 	}
 	var matched int
-	if db.dialect != migrations.MySQL {
+	if db.dialect != migrations.MySQL || db.galera {
 		err := db.inTx(ctx, func(ctx context.Context) error {
 			matched = 0 // inTx may run this again after a conflict: start clean
 			for _, s := range stmts {

@@ -224,3 +224,53 @@ func withParam(url, param string) string {
 	}
 	return url + "?" + param
 }
+
+// TestGaleraPayBatchClaimRace claims each of 30 orders from every node at
+// once through PayBatch.Claim (the claim and its attempt in one packet, as
+// Checkout sends them). A losing node's packet may match and its COMMIT
+// fail certification; whatever happens, exactly one claim reports a win,
+// and that claim is the one the cluster holds, with its attempt.
+func TestGaleraPayBatchClaimRace(t *testing.T) {
+	servers := galeraURLs(t)
+	if len(servers) < 2 {
+		t.Skip("PAYD_TEST_GALERA_URLS names one node; the race needs two")
+	}
+	urls := galeraDatabase(t, servers)
+	var dbs []*repository.DB
+	for _, u := range urls {
+		dbs = append(dbs, openGalera(t, u))
+	}
+	for range 30 {
+		o := newOrder(t, dbs[0])
+		won := make([]bool, len(dbs))
+		errs := make([]error, len(dbs))
+		reqs := make([]string, len(dbs))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, db := range dbs {
+			reqs[i] = "req-" + string(rune('a'+i))
+			wg.Go(func() {
+				a := attemptFor(o, reqs[i])
+				<-start
+				won[i], errs[i] = repository.NewPayBatch(db).Claim(t.Context(), a, o.Version, t0)
+			})
+		}
+		close(start)
+		wg.Wait()
+		var winners []string
+		for i := range dbs {
+			if errs[i] != nil {
+				t.Errorf("order %s: node %d PayBatch.Claim = %v", o.ID, i+1, errs[i])
+			}
+			if won[i] {
+				winners = append(winners, reqs[i])
+			}
+		}
+		got := findOrder(t, dbs[0], o.ID)
+		as := attemptsOf(t, dbs[0], o.ID)
+		if len(winners) != 1 || got.PayRequestID != winners[0] || len(as) != 1 || as[0].RequestID != winners[0] {
+			t.Errorf("order %s: claims won by %v; the cluster holds the order claimed by %q with attempts %+v: want one winner, the one held",
+				o.ID, winners, got.PayRequestID, as)
+		}
+	}
+}

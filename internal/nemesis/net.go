@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,7 +77,7 @@ func (n *Net) LinkAt(name string, kind LinkKind, listen, upstream string) (*Link
 	p.Lock()
 	addr := p.Listen // the bound address once started
 	p.Unlock()
-	l := &Link{Name: name, Kind: kind, Upstream: upstream, addr: addr, proxy: p, quiet: n.quiet, toxics: map[string]Kind{}}
+	l := &Link{Name: name, Kind: kind, Upstream: upstream, addr: addr, proxy: p, quiet: n.quiet, toxics: map[string]string{}}
 	n.links = append(n.links, l)
 	return l, nil
 }
@@ -134,8 +135,9 @@ type Link struct {
 	quiet context.Context
 
 	mu       sync.Mutex
+	settled  time.Time // no toxic is added before, see settle
 	seq      int
-	toxics   map[string]Kind // the toxics on the link now, by name
+	toxics   map[string]string // the toxics on the link now: name → stream
 	disabled bool
 	closed   bool
 }
@@ -158,6 +160,12 @@ type toxic struct {
 
 // Add puts the wire fault f on the link (f.Target is not read) and
 // returns the toxic's name, for Remove.
+//
+// A direction of a link takes one toxic at a time. In Toxiproxy 2.5.0 a
+// toxic that ends its connection (timeout, reset_peer, limit_data) stops
+// reading while the toxic before it in the chain may be blocked handing
+// it data, deaf to the interrupt that removing that toxic sends: the
+// removal, and every later change to the link, then waits forever.
 func (l *Link) Add(f Fault) (string, error) {
 	attrs, err := toxicAttributes(f)
 	if err != nil {
@@ -175,6 +183,12 @@ func (l *Link) Add(f Fault) (string, error) {
 	if l.closed {
 		return "", fmt.Errorf("nemesis: link %s is closed", l.Name)
 	}
+	for name, s := range l.toxics {
+		if s == stream {
+			return "", fmt.Errorf("nemesis: %s on %s %s: %s is on it (one toxic per direction)", f.Kind, l.Name, stream, name)
+		}
+	}
+	time.Sleep(time.Until(l.settled))
 	l.seq++
 	name := fmt.Sprintf("%s_%s_%d", f.Kind, stream, l.seq)
 	body, err := json.Marshal(toxic{Name: name, Type: string(f.Kind), Stream: stream, Toxicity: 1, Attributes: attrs})
@@ -184,7 +198,7 @@ func (l *Link) Add(f Fault) (string, error) {
 	if _, err := l.proxy.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
 		return "", fmt.Errorf("nemesis: %s on %s: %w", f.Kind, l.Name, err)
 	}
-	l.toxics[name] = f.Kind
+	l.toxics[name] = stream
 	return name, nil
 }
 
@@ -218,6 +232,7 @@ func (l *Link) Remove(name string) error {
 		return fmt.Errorf("nemesis: no toxic %s on %s", name, l.Name)
 	}
 	delete(l.toxics, name)
+	defer l.settle()
 	if err := l.proxy.Toxics.RemoveToxic(l.quiet, name); err != nil {
 		return fmt.Errorf("nemesis: remove %s from %s: %w", name, l.Name, err)
 	}
@@ -274,10 +289,26 @@ func (l *Link) Heal() error {
 	if l.closed {
 		return nil
 	}
-	l.proxy.Toxics.ResetToxics(l.quiet)
-	clear(l.toxics)
+	if len(l.toxics) > 0 {
+		l.proxy.Toxics.ResetToxics(l.quiet)
+		clear(l.toxics)
+		l.settle()
+	}
 	return l.enable()
 }
+
+// settleTime is how long Toxiproxy may take to tear down the connections
+// a removal closed. A connection whose toxic stub was closed (a timeout
+// toxic's removal closes its connections; so does a connection's own end)
+// keeps, until its goroutines are done, a chain of stubs longer than the
+// link's chain of toxics, and a toxic added to the link meanwhile indexes
+// past the end of the chain: Toxiproxy 2.5.0 panics (ToxicLink.AddToxic).
+// Waiting this long after a removal before the next toxic on the link
+// leaves the teardown, microseconds when the peers read, time to finish.
+const settleTime = 100 * time.Millisecond
+
+// settle holds the next Add back for settleTime; l.mu is held.
+func (l *Link) settle() { l.settled = time.Now().Add(settleTime) }
 
 func (l *Link) close() {
 	l.mu.Lock()

@@ -128,9 +128,10 @@ const (
 // NewPlan is deterministic in (seed, d, targets): the same seed gives the
 // same plan. Every wire kind (when there are links) and every process kind
 // of targets occurs at least once when d ≥ 60s; wire faults overlap one
-// another and the process faults; every fault is healed by d (the end of
-// the schedule). Process faults are never two at once: each has a slot of
-// its own of at least 15 s, for its heal to finish before the next.
+// another (on different links or directions: one direction of a link has
+// one at a time) and the process faults; every fault is healed by d (the
+// end of the schedule). Process faults are never two at once: each has a
+// slot of its own of at least 15 s, for its heal to finish before the next.
 func NewPlan(seed int64, d time.Duration, tg Targets) Plan {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)) // "nemesis"
 	p := Plan{Seed: seed, Duration: d}
@@ -141,7 +142,9 @@ func NewPlan(seed int64, d time.Duration, tg Targets) Plan {
 }
 
 // wireFaults draws about one wire fault every wireEvery, each kind at least
-// once when d allows, on random links and directions.
+// once when d allows, on random links and directions. A direction of a
+// link has one fault at a time (see Link.Add); faults on different links
+// or directions overlap freely.
 func wireFaults(rng *rand.Rand, d time.Duration, links []*Link) []Fault {
 	if len(links) == 0 || d < minFor {
 		return nil
@@ -150,35 +153,60 @@ func wireFaults(rng *rand.Rand, d time.Duration, links []*Link) []Fault {
 	if d >= coverAll {
 		n = max(n, len(WireKinds))
 	}
-	kinds := make([]Kind, n)
-	for i := range kinds {
-		if i < len(WireKinds) {
-			kinds[i] = WireKinds[i]
-		} else {
-			kinds[i] = WireKinds[rng.IntN(len(WireKinds))]
-		}
-	}
+	// Every kind first, while the schedule is empty, so each finds room.
+	kinds := slices.Clone(WireKinds)
 	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
-	faults := make([]Fault, 0, n)
+	kinds = kinds[:min(n, len(kinds))]
+	for len(kinds) < n {
+		kinds = append(kinds, WireKinds[rng.IntN(len(WireKinds))])
+	}
+	var faults []Fault
 	for _, k := range kinds {
 		f := Fault{Kind: k, For: between(rng, minFor, min(maxFor, d))}
+		if !place(rng, &f, d, links, faults) {
+			continue // no room left: a short schedule on few links
+		}
+		wireParams(rng, &f)
+		faults = append(faults, f)
+	}
+	slices.SortStableFunc(faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
+	return faults
+}
+
+// place draws f's time, link and direction where no other fault is on that
+// link and direction meanwhile: at random a few times, then the first room
+// from the start.
+func place(rng *rand.Rand, f *Fault, d time.Duration, links []*Link, placed []Fault) bool {
+	free := func() bool {
+		for _, g := range placed {
+			if g.Target == f.Target && g.Stream == f.Stream && f.At < g.At+g.For && g.At < f.At+f.For {
+				return false
+			}
+		}
+		return true
+	}
+	for range 20 {
 		f.At = between(rng, 0, d-f.For)
 		f.Target = links[rng.IntN(len(links))].Name
 		f.Stream = Downstream
 		if rng.IntN(2) == 0 {
 			f.Stream = Upstream
 		}
-		wireParams(rng, &f)
-		faults = append(faults, f)
+		if free() {
+			return true
+		}
 	}
-	slices.SortStableFunc(faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
-	if len(faults) >= 2 && !overlapping(faults) {
-		// Faults that meet are the point; a short schedule may draw none.
-		second := &faults[1]
-		second.At = faults[0].At + faults[0].For/2
-		second.For = min(second.For, d-second.At)
+	for at := time.Duration(0); at+f.For <= d; at += 100 * time.Millisecond {
+		for _, l := range links {
+			for _, stream := range []string{Upstream, Downstream} {
+				f.At, f.Target, f.Stream = at, l.Name, stream
+				if free() {
+					return true
+				}
+			}
+		}
 	}
-	return faults
+	return false
 }
 
 // wireParams draws a wire fault's parameters: bad enough to matter, not so
@@ -201,15 +229,6 @@ func wireParams(rng *rand.Rand, f *Fault) {
 	case LimitData:
 		f.Bytes = 10 + rng.Int64N(1991)
 	}
-}
-
-func overlapping(sorted []Fault) bool {
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i].At < sorted[i-1].At+sorted[i-1].For {
-			return true
-		}
-	}
-	return false
 }
 
 // processFaults cuts d into equal slots of at least processSlot and puts

@@ -72,7 +72,8 @@ func TestNewPlanOnlyWhatTheSetupOffers(t *testing.T) {
 }
 
 // TestNewPlanShape checks what every plan promises: faults in order, each
-// healed by the end, process faults one at a time, wire faults that meet,
+// healed by the end, process faults one at a time, wire faults that meet
+// (but one at a time on a link's direction),
 // parameters within their ranges, and a schedule dense enough.
 func TestNewPlanShape(t *testing.T) {
 	tg := targets()
@@ -104,6 +105,7 @@ func TestNewPlanShape(t *testing.T) {
 				for _, g := range p.Faults[:i] {
 					if g.Kind.Wire() && f.At < g.At+g.For {
 						overlap = true
+						check(g.Target != f.Target || g.Stream != f.Stream, f, "meets "+g.String()+" on the same link and direction")
 					}
 				}
 				switch f.Kind {

@@ -28,9 +28,12 @@ import (
 type Server struct {
 	t    testing.TB
 	Port int
-	dir  string
-	args []string
-	cmd  *exec.Cmd
+	// Announced is the port the node tells clients and the other nodes
+	// to reach it on (AnnounceThrough); 0: its own.
+	Announced int
+	dir       string
+	args      []string
+	cmd       *exec.Cmd
 }
 
 // URL is the server's PAYD_REDIS_URL.
@@ -52,31 +55,47 @@ func binary(t testing.TB) string {
 	return path
 }
 
+// ClientAddr is where the cluster tells clients to find the node:
+// Addr, or the announced port in front of it.
+func (s *Server) ClientAddr() string {
+	if s.Announced != 0 {
+		return "127.0.0.1:" + strconv.Itoa(s.Announced)
+	}
+	return s.Addr()
+}
+
 // Start starts a private redis-server; extra arguments are passed on.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	return startOn(t, freePort(t), extra...)
+}
+
+// startOn is Start on a port chosen beforehand.
+func startOn(t testing.TB, port int, extra ...string) *Server {
+	t.Helper()
 	bin := binary(t)
-	s := &Server{t: t, Port: freePort(t), dir: t.TempDir()}
+	s := &Server{t: t, Port: port, dir: t.TempDir()}
 	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--daemonize", "no", "--protected-mode", "no"}, extra...)
-	s.start(bin)
+	s.start(t, bin)
 	t.Cleanup(s.Kill)
 	return s
 }
 
-func (s *Server) start(bin string) {
-	s.t.Helper()
+// start runs the server, failing t if it does not answer.
+func (s *Server) start(t testing.TB, bin string) {
+	t.Helper()
 	s.cmd = exec.Command(bin, s.args...)
 	s.cmd.Dir = s.dir
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		t.Fatalf("start redis-server: %v", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for c.Ping(context.Background()).Err() != nil {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %d did not answer", s.Port)
+			t.Fatalf("redis-server on %d did not answer", s.Port)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -104,7 +123,7 @@ func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start(binary(s.t))
+	s.start(s.t, binary(s.t))
 }
 
 // Cluster is a three-master Redis Cluster.
@@ -195,32 +214,65 @@ type ReplicatedCluster struct {
 	cli   string
 }
 
-// URL is the cluster's PAYD_REDIS_URL, naming every node as a seed.
+// URL is the cluster's PAYD_REDIS_URL, naming every node as a seed (at
+// the address it announces).
 func (c *ReplicatedCluster) URL() string {
-	u := "redis://" + c.Nodes[0].Addr() + "?"
+	u := "redis://" + c.Nodes[0].ClientAddr() + "?"
 	for i, n := range c.Nodes[1:] {
 		if i > 0 {
 			u += "&"
 		}
-		u += "addr=" + n.Addr()
+		u += "addr=" + n.ClientAddr()
 	}
 	return u
+}
+
+// ClusterOption changes how StartReplicatedCluster starts its nodes.
+type ClusterOption func(*clusterConfig)
+
+type clusterConfig struct {
+	through func(port int) (int, error)
+}
+
+// AnnounceThrough has every node announce another port than its own, to
+// clients (CLUSTER SLOTS, MOVED) and to the other nodes (replication):
+// through is called with the node's port before the node starts and
+// returns the port to announce, where a proxy in front of the node
+// listens. The cluster bus keeps the node's own bus port, so only the
+// traffic clients and replicas see passes the proxies.
+func AnnounceThrough(through func(port int) (int, error)) ClusterOption {
+	return func(c *clusterConfig) { c.through = through }
 }
 
 // StartReplicatedCluster starts six cluster-enabled servers, joins them
 // with redis-cli --cluster create --cluster-replicas 1 and waits until the
 // cluster is ok and every master has a connected replica.
-func StartReplicatedCluster(t testing.TB) *ReplicatedCluster {
+func StartReplicatedCluster(t testing.TB, opts ...ClusterOption) *ReplicatedCluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		binary(t)
 		t.Fatalf("redis-cli not found: %v", err)
 	}
+	var cfg clusterConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	c := &ReplicatedCluster{cli: cli}
 	args := []string{"--cluster", "create"}
 	for range 6 {
-		n := Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
+		port := freePort(t)
+		extra := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"}
+		announced := 0
+		if cfg.through != nil {
+			if announced, err = cfg.through(port); err != nil {
+				t.Fatalf("redistest: a port to announce for %d: %v", port, err)
+			}
+			extra = append(extra, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", strconv.Itoa(announced),
+				"--cluster-announce-bus-port", strconv.Itoa(port+10000))
+		}
+		n := startOn(t, port, extra...)
+		n.Announced = announced
 		c.Nodes = append(c.Nodes, n)
 		args = append(args, n.Addr())
 	}
@@ -274,6 +326,37 @@ func (c *ReplicatedCluster) healthy(alive []*Server) bool {
 		}
 	}
 	return masters == 3
+}
+
+// Rejoin starts n, a node killed for a failover, again on its port with
+// its cluster configuration (so it rejoins as its successor's replica)
+// and waits until the cluster is healthy. It fails t, which need not be
+// the test that started the cluster.
+func (c *ReplicatedCluster) Rejoin(t testing.TB, n *Server, timeout time.Duration) {
+	t.Helper()
+	n.Kill()
+	n.start(t, binary(t))
+	c.WaitHealthy(t, timeout)
+}
+
+// WaitHealthy waits until every running node says cluster_state:ok and
+// every master has a connected replica again: after a killed master was
+// restarted and rejoined as its successor's replica.
+func (c *ReplicatedCluster) WaitHealthy(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	var alive []*Server
+	for _, n := range c.Nodes {
+		if n.cmd != nil {
+			alive = append(alive, n)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for !c.healthy(alive) {
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not healthy within %v:\n%s", timeout, c.nodesText(alive[0]))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // MasterFor is the node serving key's slot now.
@@ -349,7 +432,7 @@ func (c *ReplicatedCluster) masterForQuiet(key string, alive []*Server) *Server 
 	for _, r := range slots {
 		if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
 			for _, s := range alive {
-				if s.Addr() == r.Nodes[0].Addr {
+				if s.ClientAddr() == r.Nodes[0].Addr {
 					return s
 				}
 			}

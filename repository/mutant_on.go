@@ -1,0 +1,44 @@
+//go:build paydfault
+
+package repository
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/payd/payd/domain"
+)
+
+// Test builds only (go build -tags paydfault): a mutant is payd with one
+// guard removed. The nemesis runs one to prove that its checker notices
+// what the guard prevents; a shipped binary has no way to remove a guard.
+
+// Mutants are the guards Mutate can remove.
+var Mutants = []string{"claim_unguarded"}
+
+var claimUnguarded atomic.Bool
+
+// Mutate removes the named guard from every statement sent from now on;
+// "" removes none.
+//
+//   - claim_unguarded: the order claim matches the order whatever its
+//     status and version, so a paid order can be claimed and charged again
+//     and two racing requests can both claim it.
+func Mutate(name string) error {
+	switch name {
+	case "":
+	case "claim_unguarded":
+		claimUnguarded.Store(true)
+	default:
+		return fmt.Errorf("unknown mutant %q (known: %v)", name, Mutants)
+	}
+	return nil
+}
+
+func mutantClaim() bool { return claimUnguarded.Load() }
+
+// claimOrderUnguarded is claimOrder without its status guard (and, as
+// claimStatement sends it, without claimOrderAt's version guard).
+var claimOrderUnguarded = `UPDATE orders
+		SET status = '` + string(domain.StatusProcessing) + `', pay_request_id = ?, version = version + 1, updated_at = ?
+		WHERE id = ? AND expires_at > ?`
