@@ -131,7 +131,7 @@ func TestNemesis(t *testing.T) {
 func TestNemesisMutant(t *testing.T) {
 	requireNemesis(t)
 	t.Parallel() // beside TestNemesis's setups: the step's time is theirs
-	o := nemOpts{name: "sqlite", replicas: 1, dialect: "sqlite", extra: env{"PAYD_TEST_MUTANT": "claim_unguarded"}}
+	o := nemOpts{name: "sqlite-mutant", replicas: 1, dialect: "sqlite", extra: env{"PAYD_TEST_MUTANT": "claim_unguarded"}}
 	rep, _ := nemRun(t, o, nemSeed(t, 1), nemDuration(t), true)
 	if len(rep.Violations) == 0 {
 		t.Fatalf("claim_unguarded: the checker found nothing broken (%v checked); it cannot tell a guarded claim from an unguarded one", rep.Checked)
