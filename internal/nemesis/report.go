@@ -28,13 +28,16 @@ func (r Report) Err() error {
 	if len(r.Violations) == 0 {
 		return nil
 	}
-	run := "TestNemesis"
+	run, env := "^TestNemesis$", "PAYD_TEST_NEMESIS=1"
 	if r.Setup != "" {
 		run += "/" + r.Setup
 	}
+	if r.Setup == "galera" {
+		env += " PAYD_TEST_GALERA=1" // scripts/galera.sh's cluster, started if need be
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "nemesis seed=%d: %d of %d invariants broken (%d violations)\n", r.Seed, len(r.broken()), len(r.Checked), len(r.Violations))
-	fmt.Fprintf(&b, "replay: go test -count=1 -run '%s' ./e2e -payd.nemesis.seed=%d\n", run, r.Seed)
+	fmt.Fprintf(&b, "replay: %s go test -count=1 -run '%s' ./e2e -payd.nemesis.seed=%d\n", env, run, r.Seed)
 	for i, v := range r.Violations {
 		if i == maxViolations {
 			fmt.Fprintf(&b, "… and %d more violations\n", len(r.Violations)-i)

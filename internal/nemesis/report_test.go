@@ -20,7 +20,7 @@ func TestErrNamesSeedReplayAndSlice(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		"seed=42",
-		"go test -count=1 -run 'TestNemesis/galera' ./e2e -payd.nemesis.seed=42",
+		"PAYD_TEST_NEMESIS=1 PAYD_TEST_GALERA=1 go test -count=1 -run '^TestNemesis$/galera' ./e2e -payd.nemesis.seed=42",
 		InvLinearizable + ": order o1",
 		"+   400ms    10ms #22   c7  read    order=o1 → 200 order pending",
 		"→ 200 order paid by k1",
