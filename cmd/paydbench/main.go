@@ -210,11 +210,12 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 // drainWait is how long payd has, after the load, to give back what it took.
 const drainWait = 10 * time.Second
 
-// paydAndDrain reads payd's goroutines and pools, runs payd's phases,
-// closes the clients' and the stub's idle connections and reads them again
-// once payd has drained (or drainWait has passed).
+// paydAndDrain reads payd's goroutines and pools once no connection is in
+// use (payd's background jobs run a first pass as it starts), runs payd's
+// phases, closes the clients' and the stub's idle connections and reads
+// them again once payd has drained (or drainWait has passed).
 func (b *bench) paydAndDrain(ctx context.Context, s *scraper, stub *stub) error {
-	before, err := s.state(ctx)
+	before, err := s.idle(ctx, drainWait)
 	if err != nil {
 		return err
 	}

@@ -130,6 +130,66 @@ func label(labels, name string) string {
 	return v
 }
 
+// idle reads payd's state until no pool has a connection in use, or until
+// wait has passed, and returns the baseline the state after the load is
+// compared with. A background job that is querying, or opening a
+// connection, when the baseline is read would skew it: the pool counts a
+// connection as open (and in use) as soon as it starts dialling, but the
+// driver starts that connection's goroutine only once it has logged in, so
+// a later reading would show one goroutine more per open connection than
+// the baseline accounts for. An idle payd's goroutine count also moves by a
+// few between readings (a job's tick, the scrape's own handler), so the
+// baseline is the idle reading with the most goroutines over baselineWindow:
+// growth is what stays above the highest level payd showed at rest, and a
+// low reading before the load cannot pass for a leak after it.
+func (s *scraper) idle(ctx context.Context, wait time.Duration) (paydState, error) {
+	deadline := time.Now().Add(wait)
+	var (
+		best  paydState
+		found bool
+		until time.Time
+	)
+	for {
+		st, err := s.state(ctx)
+		if err != nil {
+			return st, err
+		}
+		if !st.busy() {
+			if !found {
+				found, until = true, time.Now().Add(baselineWindow)
+			}
+			if st.Goroutines > best.Goroutines {
+				best = st
+			}
+		}
+		switch {
+		case found && !time.Now().Before(until):
+			return best, nil
+		case !found && time.Now().After(deadline):
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// baselineWindow is how long idle keeps reading an idle payd for its
+// baseline.
+const baselineWindow = time.Second
+
+// busy reports whether a pool has a connection in use (or being opened).
+func (st paydState) busy() bool {
+	for _, p := range st.Pools {
+		if p.InUse > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // settle reads payd's state until it is back to before (no more
 // goroutines than before, beyond one per extra open pool connection, and
 // no connection in use) or until wait has passed, and returns the last

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseState(t *testing.T) {
@@ -46,6 +52,34 @@ func TestGrowth(t *testing.T) {
 		if g := growth(before, tt.after); (len(g) > 0) != tt.grew {
 			t.Errorf("%s: growth = %q, want growth %t", tt.name, g, tt.grew)
 		}
+	}
+}
+
+// TestIdleBaseline: the baseline is read once no pool connection is in
+// use (a job querying, or opening a connection whose goroutine the driver
+// has not started yet), not while one is, and it is the highest idle
+// reading of its window, not a low one.
+func TestIdleBaseline(t *testing.T) {
+	var reads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n, inUse, goroutines := reads.Add(1), 0, 15
+		switch {
+		case n <= 2:
+			inUse, goroutines = 1, 30 // the first two readings: a job holds a connection
+		case n == 5:
+			goroutines = 17 // a job's tick at rest
+		}
+		fmt.Fprintf(w, "go_goroutines %d\ngo_sql_open_connections{db_name=\"payd\"} 2\ngo_sql_in_use_connections{db_name=\"payd\"} %d\n", goroutines, inUse)
+	}))
+	defer srv.Close()
+	s := newScraper(srv.URL)
+	st, err := s.idle(context.Background(), 10*time.Second)
+	if err != nil || st.Pools["payd"].InUse != 0 || st.Goroutines != 17 || reads.Load() < 5 {
+		t.Errorf("idle = %+v, %v after %d readings; want the fifth reading (the highest at rest), no connection in use", st, err, reads.Load())
+	}
+	reads.Store(-1000) // busy from now on: idle gives up after wait with the last reading
+	if st, err := s.idle(context.Background(), 0); err != nil || !st.busy() {
+		t.Errorf("idle(no wait) of a busy payd = %+v, %v; want its busy reading", st, err)
 	}
 }
 

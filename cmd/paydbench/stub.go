@@ -43,6 +43,9 @@ type stub struct {
 	charges map[string]*charge // by idempotency key
 	srv     *http.Server
 	URL     string
+
+	connMu  sync.Mutex
+	waiting map[net.Conn]bool // open connections waiting for a request (new or idle)
 }
 
 // startStub serves a stub provider on a free loopback port.
@@ -51,8 +54,8 @@ func startStub() (*stub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stub provider: %w", err)
 	}
-	s := &stub{charges: map[string]*charge{}, URL: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s := &stub{charges: map[string]*charge{}, URL: "http://" + ln.Addr().String(), waiting: map[net.Conn]bool{}}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { _ = s.srv.Serve(ln) }() // ends with ErrServerClosed on Close
 	return s, nil
 }
@@ -61,10 +64,41 @@ func startStub() (*stub, error) {
 func (s *stub) Close() error { return s.srv.Close() }
 
 // closeIdle closes the connections payd keeps open to the stub between
-// charges, so payd's HTTP client lets their goroutines go.
+// charges, so payd's HTTP client lets their goroutines go: the idle ones
+// and the new ones that never carried a request. payd's transport keeps
+// those too: when a charge that was dialling a connection got an idle
+// one first, the dialled connection joins the idle pool unused.
+// http.Server's own idle closing (SetKeepAlivesEnabled(false)) leaves a
+// new connection open until it is 5 seconds old, and the stub's
+// ReadHeaderTimeout closes it only 10 seconds after it was accepted: as
+// long as payd is given to drain.
 func (s *stub) closeIdle() {
-	s.srv.SetKeepAlivesEnabled(false) // closes the idle connections
-	s.srv.SetKeepAlivesEnabled(true)
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.waiting {
+		_ = c.Close()
+		delete(s.waiting, c)
+	}
+}
+
+// waitingConns is how many connections closeIdle would close now.
+func (s *stub) waitingConns() int {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	return len(s.waiting)
+}
+
+// track keeps the set of connections closeIdle may close: those waiting
+// for a request, not those serving one.
+func (s *stub) track(c net.Conn, state http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	switch state {
+	case http.StateNew, http.StateIdle:
+		s.waiting[c] = true
+	default: // active, hijacked, closed
+		delete(s.waiting, c)
+	}
 }
 
 func (s *stub) routes() http.Handler {

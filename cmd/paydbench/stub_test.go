@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -41,4 +47,52 @@ func TestStubHonoursKeys(t *testing.T) {
 	if _, err := c.GetCharge(ctx, domain.Attempt{ID: "nope"}); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Errorf("GetCharge(nope) = %v, want domain.ErrChargeNotFound", err)
 	}
+}
+
+// TestStubClosesWaitingConnections: closeIdle closes a connection that
+// carried a charge and waits for the next, and one that never carried a
+// request (a dial payd's transport ended up not needing), however young.
+func TestStubClosesWaitingConnections(t *testing.T) {
+	s, err := startStub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr := strings.TrimPrefix(s.URL, "http://")
+	used, unused := dial(t, addr), dial(t, addr)
+	if _, err := io.WriteString(used, "GET /v1/charges/nope HTTP/1.1\r\nHost: stub\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(used)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The server marks a connection idle just after it answered.
+	for deadline := time.Now().Add(5 * time.Second); s.waitingConns() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections waiting for a request, want 2", s.waitingConns())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.closeIdle()
+	for name, r := range map[string]io.Reader{"used": br, "unused": unused} {
+		if _, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Errorf("%s connection after closeIdle: read = %v, want EOF", name, err)
+		}
+	}
+}
+
+// dial connects to addr; reads on the connection give up after 3 seconds.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	return c
 }

@@ -1,0 +1,289 @@
+package nemesis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+)
+
+// histStart is the start of every synthetic history.
+var histStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func atMS(n int) time.Time { return histStart.Add(time.Duration(n) * time.Millisecond) }
+
+func decOf(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// orderBody renders an order as payd does, with what the checker reads.
+func orderBody(id, status, amount, by, refunded string) []byte {
+	pr := "null"
+	if by != "" {
+		pr = fmt.Sprintf("%q", by)
+	}
+	return fmt.Appendf(nil, `{"id":%q,"customer_id":"c1","status":%q,"amount":%q,"currency":"USD","items":[],"pay_request_id":%s,"paid_at":null,"refunded_amount":%q}`,
+		id, status, amount, pr, refunded)
+}
+
+func problemBody(status int, code, requestID string) []byte {
+	return fmt.Appendf(nil, `{"type":"/problems/%s","title":"t","status":%d,"detail":"d","code":%q,"request_id":%q}`, code, status, code, requestID)
+}
+
+// opAt is one request from client c, sent at start ms and answered at end ms.
+func opAt(c int, kind OpKind, order, key string, start, end int, status int, body []byte) Op {
+	method, path := "POST", "/v1/orders/"+order+"/"+string(kind)
+	switch kind {
+	case OpRead:
+		method, path = "GET", "/v1/orders/"+order
+	case OpRequest:
+		method, path = "GET", "/v1/requests/"+key
+	case OpRefund:
+		path = "/v1/admin/orders/" + order + "/refund"
+	}
+	op := Op{Client: c, Kind: kind, OrderID: order, Key: key, Method: method, Path: path,
+		Status: status, Body: body, Start: atMS(start), End: atMS(end)}
+	if kind == OpPay {
+		op.ReqBody = []byte(`{"payment_method":"pm_ok"}`)
+	}
+	switch {
+	case status == 202:
+		op.RetryAfter = "2"
+	case status == 409 && codeOf(body) == "idempotency_key_in_use":
+		op.RetryAfter = "1"
+	}
+	return op
+}
+
+func sweep(op Op) Op { op.Settled = true; return op }
+
+// cleanWorld is a run in which payd kept every promise: o1 paid by k1
+// after a 202, o2 cancelled, o3 paid and refunded in part, o4 declined
+// twice under one key (each decline a new execution).
+func cleanWorld() World {
+	paid1 := orderBody("o1", "paid", "12.30", "k1", "0.00")
+	paid3 := orderBody("o3", "paid", "12.30", "k3", "0.00")
+	refund3 := fmt.Appendf(nil, `{"refund":{"id":"r1","status":"succeeded","amount":"5.00","provider_charge_id":"ch3"},"order":%s}`,
+		orderBody("o3", "paid", "12.30", "k3", "5.00"))
+	lookup1 := fmt.Appendf(nil, `{"key":"k1","status":"succeeded","method":"POST","path":"/v1/orders/o1/pay","response":{"status":200,"body":%s}}`, paid1)
+	ops := []Op{
+		opAt(1, OpRead, "o1", "", 0, 5, 200, orderBody("o1", "pending", "12.30", "", "0.00")),
+		opAt(1, OpPay, "o1", "k1", 10, 100, 202, orderBody("o1", "processing", "12.30", "k1", "0.00")),
+		opAt(2, OpPay, "o1", "k1", 20, 60, 409, problemBody(409, "idempotency_key_in_use", "x1")),
+		opAt(1, OpPay, "o1", "k1", 200, 260, 200, paid1),
+		opAt(2, OpRead, "o1", "", 150, 300, 200, orderBody("o1", "paid", "12.30", "k1", "0.00")),
+		opAt(3, OpRequest, "", "k1", 400, 410, 200, lookup1),
+		opAt(3, OpRead, "o2", "", 0, 10, 200, orderBody("o2", "pending", "20.00", "", "0.00")),
+		opAt(3, OpCancel, "o2", "c2", 20, 40, 200, orderBody("o2", "cancelled", "20.00", "", "0.00")),
+		opAt(3, OpCancel, "o2", "c2", 50, 60, 0, nil),
+		opAt(3, OpPay, "o3", "k3", 0, 50, 200, paid3),
+		opAt(4, OpRefund, "o3", "rk3", 100, 150, 200, refund3),
+		opAt(4, OpRefund, "o3", "rk3", 120, 130, 503, problemBody(503, "service_unavailable", "x2")),
+		opAt(5, OpPay, "o4", "k4", 0, 30, 402, problemBody(402, "card_declined", "x3")),
+		opAt(5, OpPay, "o4", "k4", 40, 70, 402, problemBody(402, "card_declined", "x4")),
+		opAt(5, OpRead, "o4", "", 80, 90, 200, orderBody("o4", "pending", "9.99", "", "0.00")),
+		sweep(opAt(6, OpPay, "o1", "k1", 1000, 1010, 200, paid1)),
+		sweep(opAt(6, OpRead, "o1", "", 1000, 1010, 200, orderBody("o1", "paid", "12.30", "k1", "0.00"))),
+		sweep(opAt(6, OpCancel, "o2", "c2", 1000, 1010, 200, orderBody("o2", "cancelled", "20.00", "", "0.00"))),
+		sweep(opAt(6, OpPay, "o3", "k3", 1000, 1010, 200, paid3)),
+		sweep(opAt(6, OpRefund, "o3", "rk3", 1000, 1010, 200, refund3)),
+		sweep(opAt(6, OpPay, "o4", "k4", 1000, 1010, 402, problemBody(402, "card_declined", "x5"))),
+	}
+	ops[11].RetryAfter = "1"
+	ops[8].Err = "read: connection reset by peer"
+	for i := range ops {
+		ops[i].ID = i + 1
+	}
+	return World{
+		Setup: "sqlite", Seed: 7, Ops: ops,
+		Charges: []Charge{
+			{ID: "ch1", OrderID: "o1", Key: "a1", Amount: decOf("12.30"), Succeeded: true, Created: atMS(150)},
+			{ID: "ch3", OrderID: "o3", Key: "a3", Amount: decOf("12.30"), Succeeded: true, Refunded: decOf("5.00"), Created: atMS(20)},
+			{ID: "ch4", OrderID: "o4", Key: "a4", Amount: decOf("9.99"), Created: atMS(10)},
+		},
+		Orders: map[string]OrderState{
+			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1"},
+			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00")},
+			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3"},
+			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99")},
+		},
+		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
+		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
+	}
+}
+
+func TestCheckCleanWorldPasses(t *testing.T) {
+	r := Check(cleanWorld())
+	if err := r.Err(); err != nil {
+		t.Fatalf("Check(clean world) = %v, want no violation", err)
+	}
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 9 {
+		t.Errorf("Checked = %v, want the 9 invariants %v", r.Checked, Invariants)
+	}
+}
+
+// opIndex finds the op of w with id.
+func opIndex(w *World, id int) *Op {
+	for i := range w.Ops {
+		if w.Ops[i].ID == id {
+			return &w.Ops[i]
+		}
+	}
+	panic(fmt.Sprintf("no op %d", id))
+}
+
+func addOp(w *World, op Op) {
+	op.ID = len(w.Ops) + 1
+	w.Ops = append(w.Ops, op)
+}
+
+func TestCheckFindsEachBrokenInvariant(t *testing.T) {
+	tests := []struct {
+		name   string
+		want   string
+		mutate func(w *World)
+	}{
+		{"two unrefunded charges", InvOneCharge, func(w *World) {
+			// payd's view of o9 was not read, so only the provider's books speak.
+			addOp(w, opAt(7, OpPay, "o9", "k9", 0, 10, 202, orderBody("o9", "processing", "1.00", "k9", "0.00")))
+			w.Charges = append(w.Charges,
+				Charge{ID: "ch9a", OrderID: "o9", Amount: decOf("1.00"), Succeeded: true},
+				Charge{ID: "ch9b", OrderID: "o9", Amount: decOf("1.00"), Succeeded: true, Refunded: decOf("0.50")})
+		}},
+		{"a cancelled order keeps a charge", InvPaidOneCharge, func(w *World) {
+			w.Charges = append(w.Charges, Charge{ID: "ch2", OrderID: "o2", Amount: decOf("20.00"), Succeeded: true})
+		}},
+		{"payd's refunded amount is not the provider's", InvPaidOneCharge, func(w *World) {
+			o := w.Orders["o3"]
+			o.Refunded = decOf("4.00")
+			w.Orders["o3"] = o
+		}},
+		{"an order still processing once settled", InvPaidOneCharge, func(w *World) {
+			o := w.Orders["o4"]
+			o.Status = domain.StatusProcessing
+			w.Orders["o4"] = o
+		}},
+		{"books differ", InvBooks, func(w *World) { w.Payd.Refunded = decOf("0") }},
+		{"a replay that differs", InvSameFinal, func(w *World) {
+			opIndex(w, 16).Body = orderBody("o1", "paid", "12.30", "k1", "1.00")
+		}},
+		{"the request lookup stores another answer", InvSameFinal, func(w *World) {
+			opIndex(w, 6).Body = []byte(`{"key":"k1","status":"succeeded","response":{"status":200,"body":{"id":"o1","status":"pending"}}}`)
+		}},
+		{"another request under a used key is no 422", InvSameFinal, func(w *World) {
+			op := opAt(7, OpPay, "o1", "k1", 500, 510, 200, orderBody("o1", "paid", "12.30", "k1", "0.00"))
+			op.ReqBody = []byte(`{"payment_method":"pm_declined"}`)
+			addOp(w, op)
+		}},
+		{"a 202 after the final answer", InvPendingFirst, func(w *World) {
+			addOp(w, opAt(7, OpPay, "o1", "k1", 300, 320, 202, orderBody("o1", "processing", "12.30", "k1", "0.00")))
+		}},
+		{"the sweep hears no final answer", InvPendingFirst, func(w *World) {
+			op := opIndex(w, 21)
+			op.Status, op.Body, op.RetryAfter = 409, problemBody(409, "idempotency_key_in_use", "y"), "1"
+		}},
+		{"a 200 before the charge", InvNoUnpaid200, func(w *World) { w.Charges[0].Created = atMS(280) }},
+		{"a 500", InvNo5xx, func(w *World) {
+			addOp(w, opAt(7, OpRead, "o2", "", 70, 80, 500, problemBody(500, "internal_error", "z")))
+		}},
+		{"a 503 without Retry-After", InvNo5xx, func(w *World) { opIndex(w, 12).RetryAfter = "" }},
+		{"a 200 for a charge of other money", InvPayExplained, func(w *World) {
+			addOp(w, opAt(7, OpPay, "o5", "k5", 0, 10, 200, orderBody("o5", "paid", "3.00", "k5", "0.00")))
+			w.Charges = append(w.Charges, Charge{ID: "ch5", OrderID: "o5", Amount: decOf("2.00"), Succeeded: true, Created: atMS(5)})
+		}},
+		{"a 202 that is not this request's", InvPayExplained, func(w *World) {
+			opIndex(w, 2).Body = orderBody("o1", "processing", "12.30", "k-other", "0.00")
+		}},
+		{"paid, then pending", InvLinearizable, func(w *World) {
+			addOp(w, opAt(7, OpRead, "o1", "", 400, 410, 200, orderBody("o1", "pending", "12.30", "", "0.00")))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := cleanWorld()
+			tt.mutate(&w)
+			r := Check(w)
+			if len(r.Violations) == 0 {
+				t.Fatalf("Check = no violation, want %s", tt.want)
+			}
+			for _, v := range r.Violations {
+				if v.Invariant != tt.want {
+					t.Errorf("violation %s (%s), want only %s", v.Invariant, v.Detail, tt.want)
+				}
+				if len(v.Slice) == 0 {
+					t.Errorf("violation %s has an empty slice", v.Invariant)
+				}
+			}
+			if r.Err() == nil {
+				t.Error("Err() = nil with violations")
+			}
+		})
+	}
+}
+
+func TestClassOf(t *testing.T) {
+	tests := []struct {
+		kind       OpKind
+		status     int
+		retryAfter string
+		code       string
+		want       answerClass
+	}{
+		{OpPay, 0, "", "", ansNone},
+		{OpPay, 503, "1", "service_unavailable", ansTransient},
+		{OpPay, 503, "", "service_unavailable", ansRetryable},
+		{OpPay, 429, "1", "rate_limited", ansTransient},
+		{OpPay, 202, "2", "", ansPending},
+		{OpPay, 409, "3", "idempotency_key_in_use", ansPending},
+		{OpPay, 409, "", "order_already_paid", ansRetryable},
+		{OpPay, 402, "", "card_declined", ansRetryable},
+		{OpPay, 422, "", "idempotency_key_reused", ansRetryable},
+		{OpPay, 200, "", "", ansBinding},
+		{OpRefund, 502, "", "refund_refused", ansBinding},
+		{OpRefund, 502, "", "payment_outcome_unknown", ansRetryable},
+		{OpPay, 502, "", "payment_amount_mismatch", ansRetryable},
+	}
+	for _, tt := range tests {
+		op := Op{Kind: tt.kind, Status: tt.status, RetryAfter: tt.retryAfter}
+		if tt.code != "" {
+			op.Body = problemBody(tt.status, tt.code, "r")
+		}
+		if got := classOf(op); got != tt.want {
+			t.Errorf("classOf(%s %d %s RA=%q) = %s, want %s", tt.kind, tt.status, tt.code, tt.retryAfter, got, tt.want)
+		}
+	}
+}
+
+func TestCheckDeclineThenSuccessUnderOneKey(t *testing.T) {
+	// A declined key runs again: its later success is the key's answer,
+	// and a 202 of the new execution comes before it, legitimately.
+	paid := orderBody("o1", "paid", "5.00", "k1", "0.00")
+	w := World{
+		Ops: []Op{
+			opAt(1, OpPay, "o1", "k1", 0, 10, 402, problemBody(402, "card_declined", "a")),
+			opAt(1, OpPay, "o1", "k1", 20, 30, 202, orderBody("o1", "processing", "5.00", "k1", "0.00")),
+			opAt(1, OpPay, "o1", "k1", 40, 50, 200, paid),
+			sweep(opAt(1, OpPay, "o1", "k1", 60, 70, 200, paid)),
+		},
+		Charges: []Charge{{ID: "ch", OrderID: "o1", Amount: decOf("5.00"), Succeeded: true, Created: atMS(35)}},
+		Orders:  map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("5.00")}},
+	}
+	if err := Check(w).Err(); err != nil {
+		t.Fatalf("Check = %v, want no violation", err)
+	}
+	// The same history with a decline after the success breaks the key's promise.
+	addOp(&w, opAt(1, OpPay, "o1", "k1", 80, 90, 402, problemBody(402, "card_declined", "b")))
+	r := Check(w)
+	if len(r.Violations) != 1 || r.Violations[0].Invariant != InvSameFinal || len(r.Violations[0].Slice) != 5 {
+		t.Fatalf("Check = %v, want one %s violation over the key's 5 ops", r.Err(), InvSameFinal)
+	}
+	// Another wrong answer under the key adds to that violation.
+	addOp(&w, opAt(1, OpPay, "o1", "k1", 100, 110, 402, problemBody(402, "card_declined", "c")))
+	r = Check(w)
+	if len(r.Violations) != 1 || len(r.Violations[0].Slice) != 6 || !strings.Contains(r.Violations[0].Detail, "#6") {
+		t.Fatalf("Check = %v, want one %s violation over the key's 6 ops naming #5 and #6", r.Err(), InvSameFinal)
+	}
+}
