@@ -66,7 +66,6 @@ func TestShippedBinaryCLI(t *testing.T) {
 		{[]string{"-version"}, 0, "github.com/payd/payd", "", false},
 		{[]string{"serve", "-test-fault", "after_claim"}, 2, "flag provided but not defined: -test-fault", "", true},
 		{[]string{"serve", "-test-mutant", "claim_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
-		{[]string{"serve", "-test-mutant", "settle_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
 		{[]string{"serve", "-test-mutant", "refund_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
 		{[]string{"serve", "-h"}, 0, "-admin-token", "test-mutant", false},
 		{[]string{"bogus"}, 2, "unknown command", "", true},

@@ -15,7 +15,7 @@ import (
 // what the guard prevents; a shipped binary has no way to remove a guard.
 
 // Mutants are the guards Mutate can remove.
-var Mutants = []string{"claim_unguarded", "settle_unguarded", "refund_unguarded"}
+var Mutants = []string{"claim_unguarded", "refund_unguarded"}
 
 var claimUnguarded atomic.Bool
 
@@ -25,22 +25,16 @@ var claimUnguarded atomic.Bool
 //   - claim_unguarded: the order claim matches the order whatever its
 //     status and version, so a paid order can be claimed and charged again
 //     and two racing requests can both claim it.
-//   - settle_unguarded: marking an order paid matches it whatever request
-//     claimed it, so a late success of another request pays the order.
 //   - refund_unguarded: a refund is added to an order whatever is left of
 //     its amount, so racing refunds can refund more than was charged.
 //
-// The statements are rewritten here, before payd serves, with the guard
+// The statement is rewritten here, before payd serves, with the guard
 // kept in the text but made always true: the arguments stay as they are.
 func Mutate(name string) error {
 	switch name {
 	case "":
 	case "claim_unguarded":
 		claimUnguarded.Store(true)
-	case "settle_unguarded":
-		for _, q := range []*string{&markPaid, &markPaidAt, &markPaidIfBooked, &markPaidAtIfBooked} {
-			*q = alwaysTrue(*q, "pay_request_id = ?")
-		}
 	case "refund_unguarded":
 		addRefund = alwaysTrue(addRefund, "amount_minor - refunded_minor >= ?")
 	default:
