@@ -17,7 +17,7 @@ const faultBuild = true
 func testSettings(c *Config) []setting {
 	return []setting{
 		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit or after_settle_commit", &c.Fault, nil},
-		{"PAYD_TEST_MUTANT", "test-mutant", "", "tests only: remove a guard (claim_unguarded: the order claim without its status and version guard)", &c.Mutant, nil},
+		{"PAYD_TEST_MUTANT", "test-mutant", "", "tests only: remove a guard (claim_unguarded or refund_unguarded; see repository.Mutate)", &c.Mutant, nil},
 	}
 }
 

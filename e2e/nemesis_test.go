@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,18 +126,54 @@ func TestNemesis(t *testing.T) {
 	wg.Wait()
 }
 
-// TestNemesisMutant runs the SQLite setup's schedule on payd with the
-// order claim's status and version guard removed (PAYD_TEST_MUTANT, test
-// builds only): the checker must notice.
+// TestNemesisMutant runs the SQLite setup's schedule on payd with one
+// guard removed (PAYD_TEST_MUTANT, test builds only): the checker must
+// notice each. CI runs claim_unguarded, which the step's time allows;
+// PAYD_NEMESIS_MUTANTS=all (or a comma list of names) runs others.
 func TestNemesisMutant(t *testing.T) {
 	requireNemesis(t)
 	t.Parallel() // beside TestNemesis's setups: the step's time is theirs
-	o := nemOpts{name: "sqlite-mutant", replicas: 1, dialect: "sqlite", extra: env{"PAYD_TEST_MUTANT": "claim_unguarded"}}
-	rep, _ := nemRun(t, o, nemSeed(t, 1), nemDuration(t), true)
-	if len(rep.Violations) == 0 {
-		t.Fatalf("claim_unguarded: the checker found nothing broken (%v checked); it cannot tell a guarded claim from an unguarded one", rep.Checked)
+	for _, m := range nemMutants(t) {
+		t.Run(m, func(t *testing.T) {
+			t.Parallel()
+			o := nemOpts{name: "sqlite-" + m, replicas: 1, dialect: "sqlite", extra: env{"PAYD_TEST_MUTANT": m}}
+			rep, _ := nemRun(t, o, nemSeed(t, 1), nemDuration(t), true)
+			if len(rep.Violations) == 0 {
+				t.Fatalf("%s: the checker found nothing broken (%v checked); it cannot tell the guarded statement from the unguarded one", m, rep.Checked)
+			}
+			broken := map[string]int{}
+			for _, v := range rep.Violations {
+				broken[v.Invariant]++
+			}
+			t.Logf("%s: %d violations found (%v), e.g. %s: %s", m, len(rep.Violations), broken, rep.Violations[0].Invariant, rep.Violations[0].Detail)
+		})
 	}
-	t.Logf("claim_unguarded: %d violations found, e.g. %s: %s", len(rep.Violations), rep.Violations[0].Invariant, rep.Violations[0].Detail)
+}
+
+// nemMutants are the mutants TestNemesisMutant runs: PAYD_NEMESIS_MUTANTS
+// names them ("all", or a comma list); unset, only claim_unguarded.
+func nemMutants(t *testing.T) []string {
+	// markPaid without its pay_request_id guard is no mutant here: the
+	// claim's guard already keeps a second request from charging while
+	// one holds the order, and a claim is released only on a definitive
+	// decline, so no late success of another request reaches it.
+	known := []string{"claim_unguarded", "refund_unguarded"}
+	v := os.Getenv("PAYD_NEMESIS_MUTANTS")
+	switch v {
+	case "":
+		return known[:1]
+	case "all":
+		return known
+	}
+	var names []string
+	for _, n := range strings.Split(v, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(known, n) {
+			t.Fatalf("PAYD_NEMESIS_MUTANTS: unknown mutant %q (known: %v)", n, known)
+		}
+		names = append(names, n)
+	}
+	return names
 }
 
 // runNemesis runs one setup's schedule and fails t on any broken invariant.

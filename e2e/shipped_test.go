@@ -66,6 +66,7 @@ func TestShippedBinaryCLI(t *testing.T) {
 		{[]string{"-version"}, 0, "github.com/payd/payd", "", false},
 		{[]string{"serve", "-test-fault", "after_claim"}, 2, "flag provided but not defined: -test-fault", "", true},
 		{[]string{"serve", "-test-mutant", "claim_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
+		{[]string{"serve", "-test-mutant", "refund_unguarded"}, 2, "flag provided but not defined: -test-mutant", "", true},
 		{[]string{"serve", "-h"}, 0, "-admin-token", "test-mutant", false},
 		{[]string{"bogus"}, 2, "unknown command", "", true},
 		{[]string{"admin"}, 2, "usage: payd admin", "", true},

@@ -4,6 +4,7 @@ package repository
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/payd/payd/domain"
@@ -14,7 +15,7 @@ import (
 // what the guard prevents; a shipped binary has no way to remove a guard.
 
 // Mutants are the guards Mutate can remove.
-var Mutants = []string{"claim_unguarded"}
+var Mutants = []string{"claim_unguarded", "refund_unguarded"}
 
 var claimUnguarded atomic.Bool
 
@@ -24,11 +25,18 @@ var claimUnguarded atomic.Bool
 //   - claim_unguarded: the order claim matches the order whatever its
 //     status and version, so a paid order can be claimed and charged again
 //     and two racing requests can both claim it.
+//   - refund_unguarded: a refund is added to an order whatever is left of
+//     its amount, so racing refunds can refund more than was charged.
+//
+// The statement is rewritten here, before payd serves, with the guard
+// kept in the text but made always true: the arguments stay as they are.
 func Mutate(name string) error {
 	switch name {
 	case "":
 	case "claim_unguarded":
 		claimUnguarded.Store(true)
+	case "refund_unguarded":
+		addRefund = alwaysTrue(addRefund, "amount_minor - refunded_minor >= ?")
 	default:
 		return fmt.Errorf("unknown mutant %q (known: %v)", name, Mutants)
 	}
@@ -42,3 +50,12 @@ func mutantClaim() bool { return claimUnguarded.Load() }
 var claimOrderUnguarded = `UPDATE orders
 		SET status = '` + string(domain.StatusProcessing) + `', pay_request_id = ?, version = version + 1, updated_at = ?
 		WHERE id = ? AND expires_at > ?`
+
+// alwaysTrue weakens guard, which must occur once in query, to
+// "(guard OR 1 = 1)".
+func alwaysTrue(query, guard string) string {
+	if strings.Count(query, guard) != 1 {
+		panic(fmt.Sprintf("mutant: %q occurs %d times in %s", guard, strings.Count(query, guard), query))
+	}
+	return strings.Replace(query, guard, "("+guard+" OR 1 = 1)", 1)
+}

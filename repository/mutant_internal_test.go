@@ -1,0 +1,25 @@
+//go:build paydfault
+
+package repository
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each mutant names a guard that its statements hold exactly once, so
+// weakening it cannot silently do nothing; an unknown name is refused.
+func TestMutantsWeakenTheirGuard(t *testing.T) {
+	if err := Mutate("no_such_mutant"); err == nil {
+		t.Fatal(`Mutate("no_such_mutant") = nil, want an error`)
+	}
+	if got := alwaysTrue(addRefund, "amount_minor - refunded_minor >= ?"); !strings.Contains(got, "(amount_minor - refunded_minor >= ? OR 1 = 1)") {
+		t.Errorf("refund_unguarded leaves %s", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("alwaysTrue of a guard the statement lacks did not panic")
+		}
+	}()
+	alwaysTrue(cancelOrder, "pay_request_id = ?")
+}
