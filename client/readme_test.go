@@ -136,6 +136,16 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 		}
 	}
 	run("mod", "init", "example.com/shop")
+	// The modules come from the local cache (GOPROXY=off), so tidy takes
+	// their checksums from payd's go.sum rather than asking the checksum
+	// database, which a machine without a network cannot reach.
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, block, ok := strings.Cut(string(raw), "a checkout of payd:\n\n```sh\n")
 	block, _, _ = strings.Cut(block, "```")
 	steps := strings.Split(strings.TrimSpace(block), "\n")

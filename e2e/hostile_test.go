@@ -40,6 +40,7 @@ type hostile struct {
 	refuseRefund bool                     // refuse every refund request without forwarding it (resolve_refund_key_test.go)
 	refundCalls  int                      // refund requests that reached the provider
 	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
+	cutGets      bool                     // cut every GET /v1/charges/{key} reply halfway through its body (webhook_hint_test.go)
 }
 
 // hostileRule is how the provider misbehaves for one order. Zero fields
@@ -254,6 +255,9 @@ func (h *hostile) modifyResponse(resp *http.Response) error {
 	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	if isGet {
 		h.holdGet(orderID)
+		if h.cuttingGets() {
+			resp.Body = &cutReader{rest: body[:len(body)/2]}
+		}
 	}
 	if rule != nil && isCharge {
 		if rule.HoldReply > 0 {
@@ -287,6 +291,36 @@ func (h *hostile) holdGet(orderID string) {
 		time.Sleep(d)
 	}
 }
+
+// cutGetReplies makes the provider cut every reply to a GET of a charge
+// halfway through its body, after a 200 and its Content-Length (on), or
+// answer whole again (off): payd's question finds the reply broken.
+func (h *hostile) cutGetReplies(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cutGets = on
+}
+
+func (h *hostile) cuttingGets() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cutGets
+}
+
+// cutReader yields rest, then fails: the proxy then aborts the reply
+// it has begun, and the client reads an unexpected EOF.
+type cutReader struct{ rest []byte }
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if len(r.rest) == 0 {
+		return 0, errDrop
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
+}
+
+func (r *cutReader) Close() error { return nil }
 
 // setRefundAmount makes the provider's refund replies report amount.
 func (h *hostile) setRefundAmount(amount string) {

@@ -118,7 +118,7 @@ func TestWebhookUnknownAttemptNoCharge(t *testing.T) {
 }
 
 // TestWebhookProviderUnreachable: while the provider cannot be asked, a
-// success is not applied and its delivery is answered 5xx, so the
+// success is not applied and its delivery is answered 503, so the
 // provider sends it again; the redelivery, once the provider answers, is
 // applied.
 func TestWebhookProviderUnreachable(t *testing.T) {
@@ -131,8 +131,8 @@ func TestWebhookProviderUnreachable(t *testing.T) {
 		h.setTarget("http://127.0.0.1:1") // nothing listens there
 		r := s.sendEvent(evID, "payment.succeeded", p)
 		h.setTarget(s.providerURL())
-		if r.Status < 500 {
-			t.Fatalf("success while the provider is unreachable = %d %s, want 5xx", r.Status, r.Body)
+		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("success while the provider is unreachable = %d %s, want 503 with Retry-After", r.Status, r.Body)
 		}
 		if o := s.orderRow(id); o.Status != domain.StatusProcessing {
 			t.Errorf("order while the provider is unreachable = %s, want processing", o.Status)
@@ -145,6 +145,62 @@ func TestWebhookProviderUnreachable(t *testing.T) {
 		}
 		if o := s.orderRow(id); o.Status != domain.StatusPaid {
 			t.Errorf("order after the redelivery = %s, want paid", o.Status)
+		}
+	})
+}
+
+// TestWebhookConfirmReplyCut: while the provider's replies to payd's
+// question are cut halfway (its API failing while its webhook arrives), a
+// success is answered 503 with Retry-After, logged as a warning with its
+// cause, never as an internal error, and the inbox keeps the event
+// unprocessed; the redelivery, once the provider answers, applies it
+// once, and a further one is a duplicate.
+func TestWebhookConfirmReplyCut(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect), throughHostile(), withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+		h := s.hostile
+		_, token := s.register("cut@example.com")
+		id, _, p := s.asyncOrder(token, "8.00")
+		evID := "evt_" + uuid.NewString()
+		h.cutGetReplies(true)
+		r := s.sendEvent(evID, "payment.succeeded", p)
+		h.cutGetReplies(false)
+		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("success while the provider's replies are cut = %d (Retry-After %q) %s, want 503 with Retry-After",
+				r.Status, r.Header.Get("Retry-After"), r.Body)
+		}
+		if n := s.count("webhook_events WHERE id = ? AND processed_at IS NULL AND outcome IS NULL", evID); n != 1 {
+			t.Errorf("unprocessed inbox rows of %s = %d, want 1", evID, n)
+		}
+		if o := s.orderRow(id); o.Status != domain.StatusProcessing {
+			t.Errorf("order while the provider's replies are cut = %s, want processing", o.Status)
+		}
+		warned := false
+		for line := range strings.SplitSeq(s.logs.String(), "\n") {
+			if strings.Contains(line, `"level":"ERROR"`) {
+				t.Errorf("ERROR line for a provider that could not be asked: %s", line)
+			}
+			if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, "/v1/webhooks/provider") && strings.Contains(line, p.AttemptID) {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Errorf("no WARN line naming the route and the attempt asked about; logs:\n%s", s.logs.String())
+		}
+		if r := s.sendEvent(evID, "payment.succeeded", p); r.Status != http.StatusOK || r.json(t)["outcome"] != "applied" {
+			t.Fatalf("redelivery = %d %s, want 200 applied", r.Status, r.Body)
+		}
+		if r := s.sendEvent(evID, "payment.succeeded", p); r.Status != http.StatusOK || r.json(t)["outcome"] != "duplicate" {
+			t.Fatalf("second redelivery = %d %s, want 200 duplicate", r.Status, r.Body)
+		}
+		if o := s.orderRow(id); o.Status != domain.StatusPaid {
+			t.Errorf("order after the redelivery = %s, want paid", o.Status)
+		}
+		if n := s.count("ledger_entries WHERE order_id = ? AND kind = 'charge'", id); n != 1 {
+			t.Errorf("charge entries of the order = %d, want 1", n)
+		}
+		if n := s.count("discrepancies"); n != 0 {
+			t.Errorf("discrepancies = %d, want none", n)
 		}
 	})
 }

@@ -129,8 +129,13 @@ type errorRow struct {
 	// adorn, optional, adds what varies per error: a decline code, a
 	// Retry-After, the invalid fields.
 	adorn func(p *Problem, err error)
-	// unexpected rows are logged: the caller cannot act on them, an operator can.
+	// unexpected rows are logged as internal errors: the caller cannot act
+	// on them, an operator can.
 	unexpected bool
+	// outage rows are logged as warnings, with their cause: a dependency
+	// that did not answer is no fault in payd and the caller is told to
+	// repeat the request, but an operator wants to know.
+	outage bool
 }
 
 // errorTable is the one place where errors become HTTP answers. Rows are
@@ -209,22 +214,31 @@ var errorTable = []errorRow{
 	rowOf(httpStatus(http.StatusRequestEntityTooLarge), errTooLarge),
 	rowOf(httpStatus(http.StatusUnsupportedMediaType), errContentType),
 	{match: httpStatus(0), code: "http_error", adorn: echoStatus}, // status: the HTTPError's own
-	// The database restarting is no fault in payd, but an operator wants to know.
+	// The database restarting, or the provider's API down while its webhook
+	// arrives, is no fault in payd, but an operator wants to know.
 	{match: unreachable, code: "service_unavailable",
 		detail: "payd cannot reach its database right now. Retry after the time in Retry-After; a retry with the same idempotency key is safe.",
-		adorn:  func(p *Problem, _ error) { p.retryAfter = unavailableRetryAfter }, unexpected: true},
+		adorn:  nameUnreachable, outage: true},
 	{match: func(error) bool { return true }, code: "internal_error",
 		detail: "Something went wrong on our side. It has been logged.", unexpected: true},
 }
 
 // toProblem turns any error into the problem the client sees; ok is false
-// for errors nobody expected (they are logged).
+// for errors nobody expected and for outages (both are logged).
 func toProblem(err error) (*Problem, bool) {
+	p, row := lookUp(err)
+	return p, row == nil || !(row.unexpected || row.outage)
+}
+
+// lookUp is the problem err answers with and the row that made it (nil
+// for a *Problem, which answers as itself).
+func lookUp(err error) (*Problem, *errorRow) {
 	var p *Problem
 	if errors.As(err, &p) {
-		return p, true
+		return p, nil
 	}
-	for _, row := range errorTable {
+	for i := range errorTable {
+		row := &errorTable[i]
 		if !row.match(err) {
 			continue
 		}
@@ -232,9 +246,19 @@ func toProblem(err error) (*Problem, bool) {
 		if row.adorn != nil {
 			row.adorn(p, err)
 		}
-		return p, !row.unexpected
+		return p, row
 	}
 	panic("errorTable has no catch-all row")
+}
+
+// nameUnreachable sets service_unavailable's wait and, when the payment
+// provider is what payd could not reach (a provider webhook whose charge
+// payd must ask about first, ADR 0031), says so.
+func nameUnreachable(p *Problem, err error) {
+	p.retryAfter = unavailableRetryAfter
+	if errors.Is(err, domain.ErrProviderUnreachable) && !errors.Is(err, domain.ErrUnavailable) {
+		p.Detail = "payd cannot reach the payment provider right now; nothing was applied. Retry after the time in Retry-After; a retry of the same request is safe."
+	}
 }
 
 // rowOf is the row answering errors that match with the problem p the
@@ -356,15 +380,21 @@ func listInvalid(p *Problem, err error) {
 }
 
 // ErrorHandler is Echo's HTTPErrorHandler: it writes every error as problem
-// JSON and logs the unexpected ones, once, with the tracing ID.
+// JSON and logs the unexpected ones (ERROR) and the outages (WARN), once,
+// with the tracing ID.
 func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
-		p, known := toProblem(err)
-		if !known {
+		p, row := lookUp(err)
+		switch {
+		case row != nil && row.unexpected:
 			log.ErrorContext(c.Request().Context(), "internal error",
+				"err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method, "route", c.Path())
+		case row != nil && row.outage:
+			log.WarnContext(c.Request().Context(), "service unavailable",
 				"err", err, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
 				"method", c.Request().Method, "route", c.Path())
 		}

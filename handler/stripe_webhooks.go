@@ -45,11 +45,11 @@ func (h *StripeWebhooks) receive(c echo.Context) error {
 	case errors.As(err, &ve):
 		return ve
 	case err != nil:
-		return err // Stripe unreachable while fetching the event fresh: a 5xx, and Stripe retries
+		return unasked(err) // Stripe unreachable while fetching the event fresh: a 503, and Stripe retries
 	}
 	outcome, err := h.Receiver.Receive(ctx, id, ev, payload)
 	if err != nil {
-		return err
+		return unasked(err)
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"id": id, "outcome": string(outcome)})
 }

@@ -95,9 +95,25 @@ func (h *Webhooks) receive(c echo.Context) error {
 	}
 	outcome, err := h.Receiver.Receive(c.Request().Context(), msgID, ev, raw)
 	if err != nil {
-		return err
+		return unasked(err)
 	}
 	return writeJSON(c, http.StatusOK, map[string]string{"id": msgID, "outcome": string(outcome)})
+}
+
+// unasked marks err, an event's failure to be read or applied, as the
+// provider's being unreachable when the provider could not be asked about
+// the event (ADR 0031): the reply to payd's question was lost, cut,
+// unreadable or a 5xx. Elsewhere such an outcome is open, since a call may
+// have moved money; a question moves none, so here it is no more than a
+// provider that did not answer. Nothing was applied and the inbox row stays
+// unprocessed, so the answer is a 503 with Retry-After (logged as a
+// warning, as a database outage is) and the provider's redelivery applies
+// the event once it answers.
+func unasked(err error) error {
+	if errors.Is(err, domain.ErrProviderUnavailable) && !errors.Is(err, domain.ErrProviderUnreachable) {
+		return fmt.Errorf("%w: %w", domain.ErrProviderUnreachable, err)
+	}
+	return err
 }
 
 func (h *Webhooks) rejected(reason telemetry.WebhookRejection) {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +100,89 @@ func TestWebhookUsesInjectedParser(t *testing.T) {
 			t.Errorf("parser error %v: errors = %+v, want one for %s", c.err, p.Errors, c.field)
 		}
 	}
+}
+
+// TestWebhookProviderNotAskedIsUnavailable: on both webhook routes, an
+// event payd could not confirm because the provider's reply to its
+// question was lost or cut (or, in Stripe mode, the event could not be
+// fetched fresh) answers 503 with Retry-After and is logged as a warning
+// with its cause, as a database outage is; a fault in payd stays a 500
+// logged as an internal error.
+func TestWebhookProviderNotAskedIsUnavailable(t *testing.T) {
+	cut := fmt.Errorf("ask the provider about attempt att_1: get charge att_1: %w: read reply (status 200): %w",
+		domain.ErrProviderUnavailable, io.ErrUnexpectedEOF)
+	reset := fmt.Errorf("ask the provider about charge ch_1: %w: %w", domain.ErrProviderUnreachable, domain.ErrProviderUnavailable)
+	dbDown := fmt.Errorf("store event msg_1: %w", domain.ErrUnavailable)
+	for _, c := range []struct {
+		name                string
+		recvErr, parseErr   error
+		status              int
+		level, cause, route string
+	}{
+		{"provider reply cut", cut, nil, http.StatusServiceUnavailable, "WARN", "unexpected EOF", "provider"},
+		{"provider reset", reset, nil, http.StatusServiceUnavailable, "WARN", "ch_1", "provider"},
+		{"database down", dbDown, nil, http.StatusServiceUnavailable, "WARN", "database unavailable", "provider"},
+		{"fault in payd", errors.New("boom"), nil, http.StatusInternalServerError, "ERROR", "boom", "provider"},
+		{"stripe: confirm reply cut", cut, nil, http.StatusServiceUnavailable, "WARN", "unexpected EOF", "stripe"},
+		{"stripe: event not fetched", nil, fmt.Errorf("retrieve payment intent pi_1: %w: stripe status 500", domain.ErrProviderUnavailable),
+			http.StatusServiceUnavailable, "WARN", "stripe status 500", "stripe"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			recv := receiverFunc(func(context.Context, string, domain.ProviderEvent, []byte) (service.WebhookOutcome, error) {
+				return "", c.recvErr
+			})
+			ev := domain.ProviderEvent{Type: domain.EventPaymentSucceeded, IdempotencyKey: "att_1"}
+			deps := Deps{Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+			req := httptest.NewRequest(http.MethodPost, "/v1/webhooks/stripe", bytes.NewReader([]byte(`{}`)))
+			if c.route == "stripe" {
+				deps.StripeWebhooks = &StripeWebhooks{Receiver: recv,
+					Parse: func(context.Context, []byte, string) (string, domain.ProviderEvent, []byte, error) {
+						return "evt_1", ev, []byte(`{}`), c.parseErr
+					}}
+			} else {
+				wh, err := NewWebhooks(recv, func([]byte) (domain.ProviderEvent, error) { return ev, nil }, testSecret)
+				if err != nil {
+					t.Fatal(err)
+				}
+				deps.Webhooks = wh
+				req = signedWebhook(t, []byte(`{}`))
+			}
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			New(deps).ServeHTTP(rec, req)
+			if rec.Code != c.status || (c.status == http.StatusServiceUnavailable) != (rec.Header().Get("Retry-After") != "") {
+				t.Errorf("webhook = %d (Retry-After %q) %s, want %d (Retry-After with a 503 only)", rec.Code, rec.Header().Get("Retry-After"), rec.Body, c.status)
+			}
+			var lines []string
+			for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+				if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+					lines = append(lines, line)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], `"level":"`+c.level+`"`) || !strings.Contains(lines[0], c.cause) {
+				t.Errorf("warnings and errors logged = %q, want one %s line naming %q", lines, c.level, c.cause)
+			}
+		})
+	}
+}
+
+// signedWebhook is a POST of body to the sandbox's webhook route, signed
+// with testSecret under the message id msg_1.
+func signedWebhook(t *testing.T, body []byte) *http.Request {
+	t.Helper()
+	signer, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	sig, err := signer.Sign("msg_1", now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/v1/webhooks/provider", bytes.NewReader(body))
+	req.Header.Set(standardwebhooks.HeaderWebhookID, "msg_1")
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	return req
 }

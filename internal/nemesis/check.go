@@ -280,7 +280,8 @@ func (c *checker) pays() []Violation {
 // unpaid200 says why a 200 claiming the order is paid is not explained by
 // a successful charge the provider created for it before the answer
 // arrived, "" when it is (or when op makes no such claim). A charge
-// whose creation time is unknown counts as early enough.
+// whose creation time is unknown explains nothing: the provider's records
+// must say when it charged.
 func (c *checker) unpaid200(op Op) string {
 	if op.Status != http.StatusOK || op.OrderID == "" || (op.Kind != OpPay && op.Kind != OpRead && op.Kind != OpRefund) {
 		return ""
@@ -290,7 +291,7 @@ func (c *checker) unpaid200(op Op) string {
 		return ""
 	}
 	for _, ch := range c.charges[op.OrderID] {
-		if ch.Succeeded && (ch.Created.IsZero() || !ch.Created.After(op.End)) {
+		if ch.Succeeded && !ch.Created.IsZero() && !ch.Created.After(op.End) {
 			return ""
 		}
 	}

@@ -186,6 +186,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			op.Status, op.Body, op.RetryAfter = 409, problemBody(409, "idempotency_key_in_use", "y"), "1"
 		}},
 		{"a 200 before the charge", InvNoUnpaid200, func(w *World) { w.Charges[0].Created = atMS(280) }},
+		{"a 200 explained by a charge of unknown time", InvNoUnpaid200, func(w *World) { w.Charges[0].Created = time.Time{} }},
 		{"a 500", InvNo5xx, func(w *World) {
 			addOp(w, opAt(7, OpRead, "o2", "", 70, 80, 500, problemBody(500, "internal_error", "z")))
 		}},
