@@ -211,6 +211,7 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	for c := range nemClients {
 		clients.Go(func() { w.client(ctx, c) })
 	}
+	scheduled := time.Now() // the schedule's start, as the matrix counts it
 	faults, err := runner.Run(context.Background(), plan)
 	stop()
 	clients.Wait()
@@ -241,6 +242,13 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	summary := nemesis.Summary(o.name, seed, faults, world.Ops, rep)
 	t.Log(summary)
 	fmt.Println(summary)
+	links := map[string]nemesis.LinkKind{}
+	for _, l := range s.net.Links() {
+		links[l.Name] = l.Kind
+	}
+	matrix := fmt.Sprintf("nemesis %s seed=%d: answers by fault\n%s", o.name, seed, nemesis.Matrix(plan, scheduled, world.Ops, links).Markdown())
+	t.Log(matrix)
+	fmt.Println(matrix)
 	t.Logf("nemesis %s: setup and schedule %v, all %v", o.name, loaded.Round(time.Second), time.Since(began).Round(time.Second))
 	if len(rep.Violations) > 0 {
 		t.Logf("the schedule of seed %d:\n%s", seed, plan)
