@@ -1,9 +1,16 @@
 package domain
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"time"
+)
+
+// Errors of the endpoints and their deliveries.
+var (
+	ErrEndpointNotFound    = errors.New("endpoint not found")
+	ErrNotifyEventNotFound = errors.New("event not found")
 )
 
 // NotifyType is the type of an event payd tells a merchant's endpoints
@@ -68,6 +75,12 @@ type NotifyEvent struct {
 	Body      []byte // rendered once, at fan-out; nil before
 	FannedOut bool
 	CreatedAt time.Time
+
+	// Order and Money are the order as the change left it, and its
+	// ledger's sums: the snapshot the change's transaction took, with the
+	// order's immutable columns and items. The body is rendered from them.
+	Order Order
+	Money Books
 }
 
 // EndpointStatus says whether an endpoint receives events.
