@@ -243,39 +243,38 @@ func (s *EndpointStore) Gone(ctx context.Context, id, reason string, now time.Ti
 	return failed, err
 }
 
-// upsertEnvEndpoint finds the endpoint PAYD_NOTIFY_URL configured.
-const findEnvEndpoint = `SELECT id FROM notify_endpoints WHERE from_env = 1 ORDER BY created_at, id`
+// updateEnvEndpoint is UpsertFromEnv's update of the stored endpoint.
+var updateEnvEndpoint = `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, status = ` + sqlStatus(domain.EndpointEnabled) + `,
+	disabled_reason = '', updated_at = ? WHERE id = ? AND from_env = 1`
 
-// UpsertFromEnv makes e (from_env, every type) the one endpoint configured
-// from the environment: it creates it, or rewrites the stored one's URL and
-// secret (a rotation in the environment replaces the secret at once), and
-// removes any other from_env endpoint. Replicas starting together may
-// each create one; the extra ones are removed by the next start, and
-// each has its own deliveries, so at worst an event is sent twice.
+// UpsertFromEnv makes e (from_env, its ID fixed by the caller) the
+// endpoint configured from the environment: it rewrites the stored one's
+// URL, types and secret (a secret changed in the environment replaces the
+// old at once) and enables it, or creates it. Replicas starting together
+// all name the same ID, so one of them creates it and the others update.
 func (s *EndpointStore) UpsertFromEnv(ctx context.Context, e domain.Endpoint, now time.Time) (domain.Endpoint, error) {
-	e.FromEnv = true
-	var ids []string
-	if err := s.db.conn(ctx).Raw(findEnvEndpoint).Scan(&ids).Error; err != nil {
-		return domain.Endpoint{}, fmt.Errorf("find endpoint from the environment: %w", err)
-	}
-	if len(ids) == 0 {
-		return s.Create(ctx, e)
-	}
-	for _, extra := range ids[1:] {
-		if err := s.Delete(ctx, extra); err != nil && !errors.Is(err, domain.ErrEndpointNotFound) {
-			return domain.Endpoint{}, err
-		}
-	}
+	e.FromEnv, e.Status = true, domain.EndpointEnabled
 	sealed, err := s.sealer.Seal([]byte(e.Secret))
 	if err != nil {
 		return domain.Endpoint{}, fmt.Errorf("seal secret: %w", err)
 	}
-	_, err = s.db.exec(ctx, `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, status = `+sqlStatus(domain.EndpointEnabled)+`,
-		disabled_reason = '', updated_at = ? WHERE id = ?`, e.URL, joinTypes(e.Events), sealed, ts(now), ids[0])
-	if err != nil {
-		return domain.Endpoint{}, fmt.Errorf("update endpoint from the environment: %w", err)
+	for range 2 {
+		ok, err := s.db.guarded(ctx, act{"update endpoint", e.ID}, updateEnvEndpoint, e.URL, joinTypes(e.Events), sealed, ts(now), e.ID)
+		if err != nil || ok {
+			if err != nil {
+				return domain.Endpoint{}, err
+			}
+			return s.FindByID(ctx, e.ID)
+		}
+		created, err := s.Create(ctx, e)
+		if err == nil {
+			return created, nil
+		}
+		if !isUniqueViolation(err) {
+			return domain.Endpoint{}, err
+		}
 	}
-	return s.FindByID(ctx, ids[0])
+	return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: %w", e.ID, errors.New("an endpoint of that ID was made through the API"))
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.
