@@ -585,7 +585,7 @@ func (r *propRun) expire(o *propOrder) {
 		o.note(r, "expires_at moved into the past")
 		return
 	}
-	ids, err := repository.NewOrderStore(r.s.db).ExpireDue(context.Background(), time.Now(), 500)
+	ids, err := repository.NewOrderStore(r.s.db).ExpireDue(context.Background(), domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500)
 	o.note(r, "expires_at moved into the past; expiry job expired %v %v", ids, propErr(err))
 }
 
@@ -716,7 +716,7 @@ func (r *propRun) settle() string {
 }
 
 func (r *propRun) busy(ctx context.Context, ids []string) string {
-	if _, err := repository.NewOrderStore(r.s.db).ExpireDue(ctx, time.Now(), 500); err != nil {
+	if _, err := repository.NewOrderStore(r.s.db).ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500); err != nil {
 		return "expiry job: " + err.Error()
 	}
 	g := r.s.db.Gorm()
