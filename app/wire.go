@@ -149,6 +149,8 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Resolver:    uc.Resolver,
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
+		Endpoints: &notify.Admin{Endpoints: repository.NewEndpointStore(db, sealer), Log: repository.NewNotifyStore(db),
+			Policy: cfg.notifyPolicy(), Now: now},
 	}
 	draining := new(atomic.Bool)
 	e := handler.New(handler.Deps{

@@ -116,6 +116,15 @@ type Endpoint struct {
 	UpdatedAt      time.Time
 }
 
+// EndpointChange is what an operator changes of an endpoint; nil leaves a
+// field as it is.
+type EndpointChange struct {
+	URL         *string
+	Description *string
+	Events      []NotifyType // nil: unchanged
+	Enabled     *bool
+}
+
 // Wants reports whether the endpoint receives events of type t.
 func (e Endpoint) Wants(t NotifyType) bool {
 	return e.Status == EndpointEnabled && slices.Contains(e.Events, t)
@@ -210,6 +219,19 @@ type DeliveryAttempt struct {
 	RequestHead string // the request line and headers sent, signature included (it is no secret)
 	Response    string // the answer's status line, headers and first bytes of its body
 }
+
+// DeliveryLog is one delivery with its event's type and every attempt
+// made, as operators read it.
+type DeliveryLog struct {
+	Delivery
+	Type     NotifyType
+	Attempts []DeliveryAttempt
+}
+
+// ErrEndpointURLRefused is an endpoint URL naming an address payd refuses
+// to reach (loopback, private, link-local: payd's own network), in
+// production unless PAYD_NOTIFY_ALLOW_PRIVATE lists it.
+var ErrEndpointURLRefused = errors.New("endpoint url refused")
 
 // The delivery schedule: retries back off exponentially from
 // DeliveryFirstRetry, at most DeliveryMaxBackoff apart, with full jitter,

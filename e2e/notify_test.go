@@ -200,7 +200,7 @@ func TestNotifyReplicasInOrder(t *testing.T) {
 			}
 			if i%4 == 0 {
 				for k := range 2 {
-					if r := rs.at(i + k + 1).refund(orders[i], uuid.NewString(), "2.00"); r.Status != http.StatusOK && r.Status != http.StatusCreated {
+					if r := rs.at(i+k+1).refund(orders[i], uuid.NewString(), "2.00"); r.Status != http.StatusOK && r.Status != http.StatusCreated {
 						t.Errorf("refund %s = %d %s", orders[i], r.Status, r.Body)
 					}
 				}

@@ -352,16 +352,9 @@ func (s *NotifyStore) Redeliver(ctx context.Context, id string, now time.Time) (
 	return n, nil
 }
 
-// DeliveryLog is one delivery with its attempts, for operators.
-type DeliveryLog struct {
-	domain.Delivery
-	Type     domain.NotifyType
-	Attempts []domain.DeliveryAttempt
-}
-
 // ListDeliveries returns at most limit deliveries to endpointID, newest
 // first, of status (every status when empty), each with its attempts.
-func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, status domain.DeliveryStatus, limit int) ([]DeliveryLog, error) {
+func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, status domain.DeliveryStatus, limit int) ([]domain.DeliveryLog, error) {
 	q := s.db.conn(ctx).Where("endpoint_id = ?", endpointID)
 	if status != "" {
 		q = q.Where("status = ?", string(status))
@@ -389,9 +382,9 @@ func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, sta
 	for _, t := range types {
 		typeOf[t.ID] = domain.NotifyType(t.Type)
 	}
-	out := make([]DeliveryLog, len(rows))
+	out := make([]domain.DeliveryLog, len(rows))
 	for i, r := range rows {
-		out[i] = DeliveryLog{Delivery: r.toDomain(), Type: typeOf[r.EventID]}
+		out[i] = domain.DeliveryLog{Delivery: r.toDomain(), Type: typeOf[r.EventID]}
 		for _, a := range atts {
 			if a.DeliveryID == r.ID {
 				out[i].Attempts = append(out[i].Attempts, a.toDomain())
