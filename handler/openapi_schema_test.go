@@ -19,8 +19,8 @@ var rendered = map[string]any{
 	"Run": runJSON{}, "TimelineEntry": timelineEntry{}, "Timeline": timelineJSON{},
 	"AdminOrder": adminOrderJSON{}, "Books": booksJSON{}, "LedgerEntry": ledgerEntryJSON{}, "Dispute": disputeJSON{},
 	"Stats": statsJSON{}, "StatsPoint": statsPointJSON{}, "StatsTotals": statsTotalsJSON{}, "StatsMoney": statsMoneyJSON{},
-	"OldestUnknown": oldestUnknownJSON{},
-	"Endpoint":      endpointJSON{}, "EndpointWithSecret": endpointSecretJSON{}, "EndpointList": endpointListJSON{},
+	"OldestUnknown": oldestUnknownJSON{}, "OutboxEvent": outboxEventJSON{},
+	"Endpoint": endpointJSON{}, "EndpointWithSecret": endpointSecretJSON{}, "EndpointList": endpointListJSON{},
 	"Delivery": deliveryJSON{}, "DeliveryAttempt": attemptLogJSON{}, "DeliveryList": deliveryListJSON{}, "RedeliverResult": redeliverJSON{},
 }
 

@@ -28,13 +28,13 @@ var (
 	deliveryPending   = sqlStatus(domain.DeliveryPending)
 )
 
-// eventColumns are what an event is read with: its own columns, its
+// fanOutColumns are what an event is read with: its own columns, its
 // snapshot, and the order's immutable columns (orders o).
-const eventColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
+const fanOutColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
 	e.refunded_minor, e.order_updated_at, e.charged_minor, e.books_refunded_minor, e.disputed_minor, e.lost_minor,
 	e.body, e.fanned_out, e.created_at, o.customer_id, o.currency, o.amount_minor, o.created_at, o.expires_at`
 
-// scanEvent reads one row of eventColumns.
+// scanEvent reads one row of fanOutColumns.
 func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, error) {
 	var (
 		ev                                domain.NotifyEvent
@@ -58,7 +58,7 @@ func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, error) {
 	return ev, o, nil
 }
 
-// events reads the events a query of eventColumns selects, each with its
+// events reads the events a query of fanOutColumns selects, each with its
 // order rebuilt from the snapshot and the order's items.
 func (s *NotifyStore) events(ctx context.Context, query string, args ...any) ([]domain.NotifyEvent, error) {
 	rows, err := s.db.query(ctx, query, args...)
@@ -98,7 +98,7 @@ func (s *NotifyStore) events(ctx context.Context, query string, args ...any) ([]
 }
 
 // listUnfanned is Unfanned's: the oldest events not fanned out yet.
-const listUnfanned = `SELECT ` + eventColumns + ` FROM notify_events e JOIN orders o ON o.id = e.order_id
+const listUnfanned = `SELECT ` + fanOutColumns + ` FROM notify_events e JOIN orders o ON o.id = e.order_id
 	WHERE e.fanned_out = 0 ORDER BY e.created_at, e.order_id, e.seq LIMIT ?`
 
 // Unfanned returns at most limit events not fanned out yet, oldest first.
@@ -111,7 +111,7 @@ func (s *NotifyStore) Unfanned(ctx context.Context, limit int) ([]domain.NotifyE
 }
 
 // findEvent is FindEvent's.
-const findEvent = `SELECT ` + eventColumns + ` FROM notify_events e JOIN orders o ON o.id = e.order_id WHERE e.id = ?`
+const findEvent = `SELECT ` + fanOutColumns + ` FROM notify_events e JOIN orders o ON o.id = e.order_id WHERE e.id = ?`
 
 // FindEvent returns one event, or domain.ErrNotifyEventNotFound.
 func (s *NotifyStore) FindEvent(ctx context.Context, id string) (domain.NotifyEvent, error) {

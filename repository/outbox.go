@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
 )
@@ -202,7 +203,8 @@ func (s *OrderStore) Restamp(ctx context.Context, id string) error {
 	return nil
 }
 
-// eventRow is a row of notify_events as the writing side stores it.
+// eventRow is a row of notify_events as the writing side stores it, with
+// its order's currency.
 type eventRow struct {
 	ID                 string   `gorm:"column:id"`
 	OrderID            string   `gorm:"column:order_id"`
@@ -221,56 +223,48 @@ type eventRow struct {
 	LostMinor          int64    `gorm:"column:lost_minor"`
 	FannedOut          bool     `gorm:"column:fanned_out"`
 	CreatedAt          utcTime  `gorm:"column:created_at"`
+	Currency           string   `gorm:"column:currency"` // the order's
 }
 
 // TableName tells GORM the table.
 func (eventRow) TableName() string { return "notify_events" }
 
-// OrderEvent is one event of an order with the snapshot its transaction
-// took: what the admin timeline shows, and what the tests compare with
-// the order's history. Money is in the order's currency.
-type OrderEvent struct {
-	domain.NotifyEvent
-	OrderStatus  domain.OrderStatus
-	PayRequestID string
-	PaidAt       *time.Time
-	Refunded     int64 // the order's refunded amount, minor units
-	UpdatedAt    time.Time
-	Books        EventBooks
-}
-
-// EventBooks is the ledger's sums an event recorded, in minor units.
-type EventBooks struct{ Charged, Refunded, Disputed, Lost int64 }
-
-func (r eventRow) toOrderEvent() OrderEvent {
-	e := OrderEvent{
+func (r eventRow) toDomain() domain.OutboxEvent {
+	c := domain.Currency(r.Currency)
+	m := func(minor int64) decimal.Decimal { return domain.FromMinorUnits(minor, c) }
+	e := domain.OutboxEvent{
 		NotifyEvent: domain.NotifyEvent{
 			ID: r.ID, OrderID: r.OrderID, Seq: r.Seq, Type: domain.NotifyType(r.Type),
 			Cause:     domain.Cause{Kind: domain.CauseKind(r.Cause), Ref: r.CauseRef},
 			FannedOut: r.FannedOut, CreatedAt: r.CreatedAt.time(),
 		},
-		OrderStatus: domain.OrderStatus(r.OrderStatus), PaidAt: timePtr(r.PaidAt), Refunded: r.RefundedMinor,
+		Currency: c, OrderStatus: domain.OrderStatus(r.OrderStatus), PaidAt: timePtr(r.PaidAt), Refunded: m(r.RefundedMinor),
 		UpdatedAt: r.OrderUpdatedAt.time(),
-		Books:     EventBooks{Charged: r.ChargedMinor, Refunded: r.BooksRefundedMinor, Disputed: r.DisputedMinor, Lost: r.LostMinor},
+		Books:     domain.Books{Charged: m(r.ChargedMinor), Refunded: m(r.BooksRefundedMinor), Disputed: m(r.DisputedMinor), Lost: m(r.LostMinor)},
 	}
+	e.Books.Net = e.Books.Charged.Sub(e.Books.Refunded).Sub(e.Books.Lost)
 	if r.PayRequestID != nil {
 		e.PayRequestID = *r.PayRequestID
 	}
 	return e
 }
 
-// EventsOf returns order id's events, by seq.
-func (s *OrderStore) EventsOf(ctx context.Context, id string) ([]OrderEvent, error) {
+// eventColumns are eventRow's columns, of notify_events e and its order o.
+const eventColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
+	e.refunded_minor, e.order_updated_at, e.charged_minor, e.books_refunded_minor, e.disputed_minor, e.lost_minor,
+	e.fanned_out, e.created_at, o.currency`
+
+// EventsOf returns order id's events with their snapshots, by seq.
+func (s *OrderStore) EventsOf(ctx context.Context, id string) ([]domain.OutboxEvent, error) {
 	var rows []eventRow
-	err := s.db.conn(ctx).Select("id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id, paid_at, refunded_minor, "+
-		"order_updated_at, charged_minor, books_refunded_minor, disputed_minor, lost_minor, fanned_out, created_at").
-		Where("order_id = ?", id).Order("seq").Find(&rows).Error
+	err := s.db.conn(ctx).Raw(`SELECT `+eventColumns+` FROM notify_events e JOIN orders o ON o.id = e.order_id
+		WHERE e.order_id = ? ORDER BY e.seq`, id).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list events of order %s: %w", id, err)
 	}
-	out := make([]OrderEvent, len(rows))
+	out := make([]domain.OutboxEvent, len(rows))
 	for i, r := range rows {
-		out[i] = r.toOrderEvent()
+		out[i] = r.toDomain()
 	}
 	return out, nil
 }

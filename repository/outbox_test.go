@@ -21,8 +21,11 @@ import (
 // testCause is the cause the store tests give the changes they make.
 var testCause = domain.Cause{Kind: domain.CauseOperator, Ref: "test"}
 
+// usd is d in minor units of USD, the fixtures' currency.
+func usd(d decimal.Decimal) int64 { return domain.MinorUnits(d, "USD") }
+
 // eventsOf returns order id's events, by seq.
-func eventsOf(t *testing.T, db *repository.DB, id string) []repository.OrderEvent {
+func eventsOf(t *testing.T, db *repository.DB, id string) []domain.OutboxEvent {
 	t.Helper()
 	es, err := repository.NewOrderStore(db).EventsOf(t.Context(), id)
 	if err != nil {
@@ -35,7 +38,7 @@ func eventsOf(t *testing.T, db *repository.DB, id string) []repository.OrderEven
 // (before events), of type typ and cause c, numbered by the order's
 // version and carrying the order's snapshot and its ledger's sums; it
 // returns the event.
-func wantOneEvent(t *testing.T, db *repository.DB, id string, before int, typ domain.NotifyType, c domain.Cause) repository.OrderEvent {
+func wantOneEvent(t *testing.T, db *repository.DB, id string, before int, typ domain.NotifyType, c domain.Cause) domain.OutboxEvent {
 	t.Helper()
 	es := eventsOf(t, db, id)
 	if len(es) != before+1 {
@@ -44,20 +47,19 @@ func wantOneEvent(t *testing.T, db *repository.DB, id string, before int, typ do
 	e := es[len(es)-1]
 	o := findOrder(t, db, id)
 	books := domain.Summarize(o.Currency, ledgerOf(t, db, id))
-	minor := func(d decimal.Decimal) int64 { return domain.MinorUnits(d, o.Currency) }
-	want := repository.EventBooks{Charged: minor(books.Charged), Refunded: minor(books.Refunded), Disputed: minor(books.Disputed), Lost: minor(books.Lost)}
 	switch {
 	case e.Type != typ || e.Cause != c:
 		t.Errorf("event %s caused by %+v, want %s caused by %+v", e.Type, e.Cause, typ, c)
 	case e.Seq != o.Version:
 		t.Errorf("event seq %d, want the order's version %d", e.Seq, o.Version)
-	case e.OrderStatus != o.Status || e.PayRequestID != o.PayRequestID || e.Refunded != minor(o.RefundedAmount) || !e.UpdatedAt.Equal(o.UpdatedAt):
-		t.Errorf("event snapshot %s %q refunded %d at %s, want the order's %s %q %d at %s",
-			e.OrderStatus, e.PayRequestID, e.Refunded, e.UpdatedAt, o.Status, o.PayRequestID, minor(o.RefundedAmount), o.UpdatedAt)
+	case e.OrderStatus != o.Status || e.PayRequestID != o.PayRequestID || !e.Refunded.Equal(o.RefundedAmount) || !e.UpdatedAt.Equal(o.UpdatedAt) || e.Currency != o.Currency:
+		t.Errorf("event snapshot %s %q refunded %s %s at %s, want the order's %s %q %s %s at %s",
+			e.OrderStatus, e.PayRequestID, e.Refunded, e.Currency, e.UpdatedAt, o.Status, o.PayRequestID, o.RefundedAmount, o.Currency, o.UpdatedAt)
 	case (e.PaidAt == nil) != (o.PaidAt == nil) || (e.PaidAt != nil && !e.PaidAt.Equal(*o.PaidAt)):
 		t.Errorf("event paid_at %v, want the order's %v", e.PaidAt, o.PaidAt)
-	case e.Books != want:
-		t.Errorf("event books %+v, want the ledger's %+v", e.Books, want)
+	case !e.Books.Charged.Equal(books.Charged) || !e.Books.Refunded.Equal(books.Refunded) || !e.Books.Disputed.Equal(books.Disputed) ||
+		!e.Books.Lost.Equal(books.Lost) || !e.Books.Net.Equal(books.Net):
+		t.Errorf("event books %+v, want the ledger's %+v", e.Books, books)
 	case e.FannedOut || e.ID == "" || e.CreatedAt.IsZero():
 		t.Errorf("event %+v: want an id, created_at, and not fanned out", e)
 	}
@@ -89,7 +91,7 @@ func TestOutboxEventPerChange(t *testing.T) {
 			t.Fatalf("SucceedAndPay = %v, %v, %v", settled, paid, err)
 		}
 		e := wantOneEvent(t, db, o.ID, 0, domain.NotifyOrderPaid, pay)
-		if e.Books.Charged != 1200 || e.PaidAt == nil || e.OrderStatus != domain.StatusPaid {
+		if usd(e.Books.Charged) != 1200 || e.PaidAt == nil || e.OrderStatus != domain.StatusPaid {
 			t.Errorf("order.paid = %+v, want paid with 12.00 charged", e)
 		}
 		// A second success of the attempt settles nothing: no event.
@@ -120,7 +122,7 @@ func TestOutboxEventPerChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		e = wantOneEvent(t, db, o.ID, 1, domain.NotifyOrderRefunded, op)
-		if e.Refunded != 500 || e.Books.Refunded != 500 || e.Books.Charged != 1200 {
+		if usd(e.Refunded) != 500 || usd(e.Books.Refunded) != 500 || usd(e.Books.Charged) != 1200 {
 			t.Errorf("order.refunded = %+v, want 5.00 refunded of 12.00", e)
 		}
 		// A dispute's step, outside a caller's transaction.
@@ -130,7 +132,7 @@ func TestOutboxEventPerChange(t *testing.T) {
 		if err := s.Tell(ctx, o.ID, domain.NotifyOrderDisputed, hook, later); err != nil {
 			t.Fatal(err)
 		}
-		if e = wantOneEvent(t, db, o.ID, 2, domain.NotifyOrderDisputed, hook); e.Books.Disputed != 700 {
+		if e = wantOneEvent(t, db, o.ID, 2, domain.NotifyOrderDisputed, hook); usd(e.Books.Disputed) != 700 {
 			t.Errorf("order.disputed books %+v, want 7.00 disputed", e.Books)
 		}
 		appendEntry(t, ledger, domain.LedgerEntry{ID: newID(), OrderID: o.ID, Kind: domain.LedgerDisputeLost, Reference: "dispute:dp_1:dispute_lost",
@@ -138,7 +140,7 @@ func TestOutboxEventPerChange(t *testing.T) {
 		if err := s.Tell(ctx, o.ID, domain.NotifyOrderDisputeClosed, hook, later); err != nil {
 			t.Fatal(err)
 		}
-		if e = wantOneEvent(t, db, o.ID, 3, domain.NotifyOrderDisputeClosed, hook); e.Books.Disputed != 0 || e.Books.Lost != 700 {
+		if e = wantOneEvent(t, db, o.ID, 3, domain.NotifyOrderDisputeClosed, hook); usd(e.Books.Disputed) != 0 || usd(e.Books.Lost) != 700 {
 			t.Errorf("order.dispute_closed books %+v, want 7.00 lost, none disputed", e.Books)
 		}
 		if err := s.Tell(ctx, "no-such-order", domain.NotifyOrderRefunded, op, later); !errors.Is(err, domain.ErrOrderNotFound) {
@@ -216,7 +218,7 @@ func TestOutboxRestamp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := wantOneEvent(t, db, o.ID, 0, domain.NotifyOrderPaid, testCause); e.OrderStatus != domain.StatusRefunded || e.Refunded != 1200 {
+		if e := wantOneEvent(t, db, o.ID, 0, domain.NotifyOrderPaid, testCause); e.OrderStatus != domain.StatusRefunded || usd(e.Refunded) != 1200 {
 			t.Errorf("restamped event %s refunded %d, want refunded 1200", e.OrderStatus, e.Refunded)
 		}
 		if err := s.Restamp(ctx, o.ID); err == nil {

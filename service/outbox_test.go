@@ -5,13 +5,18 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/service"
 )
 
+// eur is d in minor units of EUR, the fixtures' currency.
+func eur(d decimal.Decimal) int64 { return domain.MinorUnits(d, "EUR") }
+
 // notified returns order id's events, by seq.
-func (w *world) notified(t *testing.T, id string) []repository.OrderEvent {
+func (w *world) notified(t *testing.T, id string) []domain.OutboxEvent {
 	t.Helper()
 	es, err := repository.NewOrderStore(w.db).EventsOf(context.Background(), id)
 	if err != nil {
@@ -21,7 +26,7 @@ func (w *world) notified(t *testing.T, id string) []repository.OrderEvent {
 }
 
 // types lists the events' types.
-func types(es []repository.OrderEvent) []domain.NotifyType {
+func types(es []domain.OutboxEvent) []domain.NotifyType {
 	out := make([]domain.NotifyType, len(es))
 	for i, e := range es {
 		out[i] = e.Type
@@ -32,7 +37,7 @@ func types(es []repository.OrderEvent) []domain.NotifyType {
 // wantTold checks that order id was told exactly the events of types want,
 // each numbered by a version of the order no later than its last, and
 // returns them.
-func (w *world) wantTold(t *testing.T, customerID, id string, want ...domain.NotifyType) []repository.OrderEvent {
+func (w *world) wantTold(t *testing.T, customerID, id string, want ...domain.NotifyType) []domain.OutboxEvent {
 	t.Helper()
 	es := w.notified(t, id)
 	got := types(es)
@@ -67,7 +72,7 @@ func TestOutboxTellsEachChange(t *testing.T) {
 		es := w.wantTold(t, cust, o.ID, domain.NotifyOrderPaid)
 		paid := w.get(t, cust, o.ID)
 		if e := es[0]; e.Cause != (domain.Cause{Kind: domain.CausePayRequest, Ref: key}) || e.Seq != paid.Version ||
-			e.OrderStatus != domain.StatusPaid || e.Books.Charged != 1000 || e.PaidAt == nil {
+			e.OrderStatus != domain.StatusPaid || eur(e.Books.Charged) != 1000 || e.PaidAt == nil {
 			t.Errorf("order.paid = %+v, want caused by pay request %s at version %d, 10.00 charged", e, key, paid.Version)
 		}
 
@@ -77,7 +82,7 @@ func TestOutboxTellsEachChange(t *testing.T) {
 		if _, err := w.pay(cust, d.ID, declined, "pm_declined"); !errors.As(err, &decline) {
 			t.Fatalf("Pay(pm_declined) = %v, want a decline", err)
 		}
-		if e := w.wantTold(t, cust, d.ID, domain.NotifyOrderPaymentFailed)[0]; e.Cause.Ref != declined || e.OrderStatus != domain.StatusPending || e.Books.Charged != 0 {
+		if e := w.wantTold(t, cust, d.ID, domain.NotifyOrderPaymentFailed)[0]; e.Cause.Ref != declined || e.OrderStatus != domain.StatusPending || eur(e.Books.Charged) != 0 {
 			t.Errorf("order.payment_failed = %+v, want pending, caused by %s", e, declined)
 		}
 		if _, err := w.orders.Cancel(ctx, cust, d.ID); err != nil {
@@ -123,7 +128,7 @@ func TestOutboxTellsMoneyThatMoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		es := w.wantTold(t, cust, o.ID, domain.NotifyOrderPaid, domain.NotifyOrderRefunded)
-		if e := es[1]; e.Refunded != 400 || e.Books.Refunded != 400 || e.Books.Charged != 1000 || e.OrderStatus != domain.StatusPaid {
+		if e := es[1]; eur(e.Refunded) != 400 || eur(e.Books.Refunded) != 400 || eur(e.Books.Charged) != 1000 || e.OrderStatus != domain.StatusPaid {
 			t.Errorf("order.refunded = %+v, want 4.00 of 10.00 refunded", e)
 		}
 
@@ -154,7 +159,7 @@ func TestOutboxTellsMoneyThatMoved(t *testing.T) {
 			t.Fatal("the sandbox queued no refund webhook")
 		}
 		es = w.notified(t, o.ID)
-		var outside []repository.OrderEvent
+		var outside []domain.OutboxEvent
 		for _, e := range es[2:] {
 			if e.Type == domain.NotifyOrderRefunded && e.Cause.Kind == domain.CauseWebhook {
 				outside = append(outside, e)
@@ -163,7 +168,7 @@ func TestOutboxTellsMoneyThatMoved(t *testing.T) {
 		if len(outside) != 1 || len(es) != 3 {
 			t.Fatalf("after the outside refund's webhooks the order was told %v, want one more order.refunded caused by a webhook", types(es))
 		}
-		if e := outside[0]; e.Books.Refunded != 900 || e.Refunded != 900 {
+		if e := outside[0]; eur(e.Books.Refunded) != 900 || eur(e.Refunded) != 900 {
 			t.Errorf("outside order.refunded = %+v, want 9.00 refunded", e)
 		}
 	})
@@ -186,7 +191,7 @@ func TestOutboxTellsDisputes(t *testing.T) {
 			}
 		}
 		es := w.wantTold(t, cust, o.ID, domain.NotifyOrderPaid, domain.NotifyOrderDisputed)
-		if e := es[1]; e.Cause != (domain.Cause{Kind: domain.CauseWebhook, Ref: "evt_open"}) || e.Books.Disputed != 1000 {
+		if e := es[1]; e.Cause != (domain.Cause{Kind: domain.CauseWebhook, Ref: "evt_open"}) || eur(e.Books.Disputed) != 1000 {
 			t.Errorf("order.disputed = %+v, want 10.00 disputed, caused by evt_open", e)
 		}
 		lost, err := w.sb.CloseDispute(ctx, d.ID, domain.DisputeLost)
@@ -202,7 +207,7 @@ func TestOutboxTellsDisputes(t *testing.T) {
 			t.Fatal(err)
 		}
 		es = w.wantTold(t, cust, o.ID, domain.NotifyOrderPaid, domain.NotifyOrderDisputed, domain.NotifyOrderDisputeClosed)
-		if e := es[2]; e.Books.Disputed != 0 || e.Books.Lost != 1000 || e.Cause.Kind != domain.CauseWebhook {
+		if e := es[2]; eur(e.Books.Disputed) != 0 || eur(e.Books.Lost) != 1000 || e.Cause.Kind != domain.CauseWebhook {
 			t.Errorf("order.dispute_closed = %+v, want 10.00 lost, caused by a webhook", e)
 		}
 	})

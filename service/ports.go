@@ -79,6 +79,8 @@ type OrderStore interface {
 	// Restamp brings the event the caller's transaction wrote for the
 	// order one change ago up to the order as it now stands.
 	Restamp(ctx context.Context, id string) error
+	// EventsOf returns the order's events with their snapshots, by seq.
+	EventsOf(ctx context.Context, id string) ([]domain.OutboxEvent, error)
 	// AddRefund reserves minor units of a paid order for a refund:
 	// refunded_minor += minor, and status → refunded when it reaches the
 	// amount; guarded by status='paid' AND refunded_minor + minor <= amount_minor.
