@@ -219,3 +219,26 @@ func headerOf(head, name string) string {
 	}
 	return ""
 }
+
+// TestNotifyAdminCLI: `payd admin endpoints` creates an endpoint (its
+// secret printed once), lists it, rotates it, shows its deliveries, and
+// `payd admin events redeliver` sends an event again.
+func TestNotifyAdminCLI(t *testing.T) {
+	s := start(t)
+	out := s.mustCLI("endpoints", "create", "https://shop.example/hooks", "-events", "order.paid,order.refunded", "-description", "cli")
+	wantLines(t, "endpoints create", out, "secret whsec_", "shown this once")
+	id := strings.Fields(out)[1]
+	wantLines(t, "endpoints list", s.mustCLI("endpoints", "list"), id, "enabled", "order.paid,order.refunded")
+	wantLines(t, "endpoints rotate", s.mustCLI("endpoints", "rotate", id), "new secret whsec_", "keeps signing beside it until")
+	_, cust := s.register(newEmail())
+	order := s.paidOrder(cust, "1.00")
+	var ev string
+	eventually(t, 30*time.Second, "no delivery of order.paid to the endpoint", func() bool {
+		scanRows(t, s.db, &ev, `SELECT event_id FROM notify_deliveries WHERE order_id = ? AND attempts > 0`, order)
+		return ev != ""
+	})
+	wantLines(t, "endpoints deliveries", s.mustCLI("endpoints", "deliveries", id, "-status", "pending"), ev, "order.paid", order)
+	if out, err := s.adminCLI(testAdminToken, "events", "redeliver", ev); err != nil || !strings.Contains(out, "0 deliveries pending again") {
+		t.Errorf("events redeliver of a pending event = %q, %v; want 0 put back (it is pending still)", out, err)
+	}
+}
