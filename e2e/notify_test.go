@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
@@ -289,5 +293,43 @@ func parallelDo(n, width int, fn func(i int)) {
 	}
 	for range n {
 		<-done
+	}
+}
+
+// TestNotifySpanPerDelivery: each attempt is one client span, naming the
+// event, its type, the endpoint, the attempt and the endpoint's answer.
+func TestNotifySpanPerDelivery(t *testing.T) {
+	otelEnv(t, nil)
+	rec := tracetest.NewSpanRecorder()
+	rcv := startReceiver(t, notifySecret, 1)
+	s := start(t, tracedBy(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))), withEnv(notifyEnv(rcv)))
+	_, tok := s.register(newEmail())
+	order := s.paidOrder(tok, "4.00")
+	var ev []eventRow
+	eventually(t, 45*time.Second, "the event did not reach the receiver", func() bool {
+		ev = eventsOf(t, s.db, order)
+		return len(ev) == 1 && rcv.events()[ev[0].ID].OrderID == order
+	})
+	var answers []int64
+	eventually(t, 10*time.Second, "no two delivery spans", func() bool {
+		answers = nil
+		for _, sp := range rec.Ended() {
+			if sp.Name() != "notify deliver" || sp.SpanKind() != trace.SpanKindClient {
+				continue
+			}
+			attrs := map[string]attribute.Value{}
+			for _, a := range sp.Attributes() {
+				attrs[string(a.Key)] = a.Value
+			}
+			if attrs["payd.notify.event_id"].AsString() != ev[0].ID || attrs["payd.notify.event_type"].AsString() != "order.paid" {
+				continue
+			}
+			answers = append(answers, attrs["http.response.status_code"].AsInt64())
+		}
+		return len(answers) == 2
+	})
+	slices.Sort(answers)
+	if !slices.Equal(answers, []int64{204, 500}) {
+		t.Errorf("delivery spans answered %v, want one 500 and one 204", answers)
 	}
 }
