@@ -353,6 +353,40 @@ func TestErrorsNameWhatWasUsed(t *testing.T) {
 	}
 }
 
+// TestListenErrorsNameWhatWasUsed: an address payd cannot listen on (a
+// port in use) is named as it was given, the flag or the variable, and
+// only the one that failed; it is not the command line's fault (exit 1).
+func TestListenErrorsNameWhatWasUsed(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	inUse := busy.Addr().String()
+	for _, tt := range []struct{ env, flag, other string }{
+		{"PAYD_ADDR", "addr", ""},
+		{"PAYD_SANDBOX_ADDR", "sandbox-addr", "PAYD_ADDR"},
+		{"PAYD_METRICS_ADDR", "metrics-addr", "PAYD_PPROF_ADDR"},
+		{"PAYD_PPROF_ADDR", "pprof", "PAYD_METRICS_ADDR"},
+	} {
+		dir := t.TempDir()
+		args := []string{"serve", "-database-url", "sqlite://" + filepath.Join(dir, "payd.db"),
+			"-sandbox-database-url", "sqlite://" + filepath.Join(dir, "sandbox.db")}
+		if tt.flag != "addr" {
+			args = append(args, "-addr", "127.0.0.1:0")
+		}
+		_, _, err, exit := runEnv(t, nil, append(args, "-"+tt.flag, inUse)...)
+		if exit != 1 || err == nil || !strings.HasPrefix(err.Error(), "-"+tt.flag+": ") || strings.Contains(err.Error(), tt.env) ||
+			(tt.other != "" && strings.Contains(err.Error(), tt.other)) {
+			t.Errorf("payd serve -%s %s: exit %d, %v; want exit 1 and an error starting -%s: that names nothing else", tt.flag, inUse, exit, err, tt.flag)
+		}
+		_, _, err, exit = runEnv(t, map[string]string{tt.env: inUse}, args...)
+		if exit != 1 || err == nil || !strings.HasPrefix(err.Error(), tt.env+": ") || (tt.other != "" && strings.Contains(err.Error(), tt.other)) {
+			t.Errorf("%s=%s payd serve: exit %d, %v; want exit 1 and an error starting %s: that names nothing else", tt.env, inUse, exit, err, tt.env)
+		}
+	}
+}
+
 // startPayd runs payd serve in-process on a free port with its databases
 // in a temporary folder, until the test ends; it returns its base URL.
 func startPayd(t *testing.T) string {
