@@ -592,3 +592,23 @@ func TestMissingVerbSaysWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsBeforeTheVerb: payd migrate and payd admin given their flags
+// before the verb both say that the flags come after it, naming the
+// first flag, as a usage error.
+func TestFlagsBeforeTheVerb(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "x.db")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-database-url", db, "up"}, "payd migrate takes flags after its verb: payd migrate up -database-url"},
+		{[]string{"migrate", "-database-url=" + db, "status"}, "payd migrate takes flags after its verb: payd migrate status -database-url"},
+		{[]string{"admin", "-url", "http://127.0.0.1:1", "orders", "search"}, "payd admin takes flags after its verb: payd admin GROUP VERB -url"},
+	} {
+		_, _, err, exit := runEnv(t, nil, tt.args...)
+		if exit != 2 || !strings.HasPrefix(fmt.Sprint(err), tt.want) {
+			t.Errorf("payd %s: exit %d, %v; want exit 2 and an error starting %q", strings.Join(tt.args, " "), exit, err, tt.want)
+		}
+	}
+}
