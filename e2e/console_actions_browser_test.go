@@ -204,3 +204,37 @@ func TestConsoleDisputeOffersWhatFits(t *testing.T) {
 		t.Errorf("the disputed card says %q, want the dispute in payd's books as a dispute of its order", meta)
 	}
 }
+
+// TestConsoleReconcileRefreshesTheOpenOrder: with an order open and the
+// tab hidden (the console does not poll), a reconciliation run from the
+// console finds the charge payd missed on it; the order's timeline shows
+// the discrepancy and the overview counts it at once, without a reload.
+func TestConsoleReconcileRefreshesTheOpenOrder(t *testing.T) {
+	chromium(t)
+	s := start(t, withEnv(env{"PAYD_LEASE": "10m"}), tuned(silentSandbox))
+	p := newTap(t, s.base)
+	_, tok := s.register("reconcile-console@example.com")
+	order := s.order(tok, "9.90")
+	s.loseOutcome(tok, order)
+	if r := s.do(request{method: "POST", path: "/v1/orders/" + order + "/cancel", token: tok, key: uuid.NewString()}); r.Status != http.StatusOK {
+		t.Fatalf("cancel = %d %s, want 200", r.Status, r.Body)
+	}
+
+	b := consoleFor(t, s, p, 1280, true)
+	b.do("open the order by ID", chromedp.SendKeys("#open-id", order), chromedp.Click("#open"))
+	entry := `#timeline li[data-kind="discrepancy"]`
+	b.waitFor("the open order", func() bool { return b.count(`#timeline li`) > 0 })
+	if n := b.count(entry); n != 0 {
+		t.Fatalf("discrepancies on the timeline before the run = %d, want 0", n)
+	}
+	b.waitFor("the empty overview", func() bool { return b.tileValue("discrepancies") == "0" })
+	b.setVisibility("hidden")
+	b.waitFor("the poll paused", func() bool { return b.attr("#live", "live") == "paused" })
+
+	b.do("run a reconciliation", chromedp.Click("#run"))
+	b.waitFor("the run's discrepancy on the open order's timeline", func() bool { return b.count(entry) == 1 })
+	b.waitFor("the overview counting it", func() bool { return b.tileValue("discrepancies") == "1" })
+	if !b.stayed() {
+		t.Error("the page was reloaded")
+	}
+}
