@@ -238,3 +238,44 @@ func TestConsoleReconcileRefreshesTheOpenOrder(t *testing.T) {
 		t.Error("the page was reloaded")
 	}
 }
+
+// TestConsoleShortensEveryID: an order with a payment, a dispute, its
+// ledger entries and its discrepancy shows no whole ID anywhere in the
+// order's panel (its timeline, books, disputes and discrepancy cards
+// included): each is shortened, whole on hover and in its copy button.
+func TestConsoleShortensEveryID(t *testing.T) {
+	chromium(t)
+	s := start(t)
+	p := newTap(t, s.base)
+	_, tok := s.register("ids-console@example.com")
+	order := s.order(tok, "10.00")
+	if r := s.pay(tok, order, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
+		t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
+	}
+	eventually(t, 10*time.Second, "the dispute", func() bool {
+		return s.count("discrepancies WHERE type = 'disputed' AND order_id = ?", order) == 1 && s.count("disputes WHERE order_id = ?", order) == 1
+	})
+	b := consoleFor(t, s, p, 1280, true)
+	b.do("open the order by ID", chromedp.SendKeys("#open-id", order), chromedp.Click("#open"))
+	b.waitFor("its dispute, ledger and discrepancy", func() bool {
+		return b.count(`#order-open li.discrepancy`) == 1 && b.count(`#timeline li[data-kind="dispute"]`) == 1 && b.count(`#timeline li[data-kind="ledger"]`) == 2
+	})
+	whole, err := eval[[]string](b, `(() => {
+		const re = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+		const out = [];
+		const walk = document.createTreeWalker(document.querySelector('#order'), NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			if (re.test(n.nodeValue) && n.parentElement.closest('[hidden]') === null) out.push(n.parentElement.className + ': ' + n.nodeValue);
+		}
+		return out;
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range whole {
+		t.Errorf("a whole ID shown in the order's panel: %s", w)
+	}
+	if n := b.count(`#timeline .idref`); n == 0 {
+		t.Error("the timeline shows no shortened ID")
+	}
+}

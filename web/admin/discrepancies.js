@@ -6,7 +6,7 @@
 // payd resolves (and refunds) once and keeps one answer for it. Another
 // action or another note is another intent, with a key of its own.
 
-import { h, when, badge, idRef } from './dom.js';
+import { h, when, badge, idRef, withIds } from './dom.js';
 import { send, describe, newKey, NetworkError } from './api.js';
 
 // Per discrepancy, kept while cards are redrawn (the open order is
@@ -63,14 +63,14 @@ export function card(d, { onSettled, openOrder, say }) {
       h('strong', {}, d.type.replaceAll('_', ' ')), ' ',
       badge(d.resolution ? `${d.status}: ${d.resolution}` : d.status)),
     h('div', { class: 'meta' },
-      `reference ${d.reference}`,
+      withIds(`reference ${d.reference}`, 'reference'),
       amounts ? ` · ${amounts}` : '',
       ` · found ${when(d.detected_at)}`,
       d.run_id ? [' · run ', idRef(d.run_id, { what: 'run ID' })] : ' · found outside a run'),
     d.order_id
       ? h('div', { class: 'meta' }, 'order ', idRef(d.order_id, { what: 'order ID', open: openOrder, cls: 'open-order' }))
       : null,
-    d.note ? h('div', { class: 'meta' }, `note: ${d.note}`) : null,
+    d.note ? h('div', { class: 'meta' }, withIds(`note: ${d.note}`)) : null,
   );
   if (!open) return el;
 
