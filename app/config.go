@@ -61,8 +61,9 @@ type Config struct {
 	notifyConfig                     // PAYD_NOTIFY_* (config_notify.go, ADR 0053)
 	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
-	generated   []string // names of secrets made up at start (development only)
-	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
+	generated   []string          // names of secrets made up at start (development only)
+	secretsFile string            // where the made-up secrets are kept (development only; ADR 12)
+	flags       map[string]string // variable → flag, of the settings the command line gave
 }
 
 // setting ties one config field to its variable, flag and default.
@@ -258,6 +259,7 @@ func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet
 	}
 	flagOf := map[string]string{} // variable → flag, of the settings given as flags
 	fs.Visit(func(f *flag.Flag) { flagOf[envOf[f.Name]] = "-" + f.Name })
+	c.flags = flagOf
 	return c, byFlag(c.load(sub, getenv, durs), flagOf)
 }
 
@@ -312,6 +314,15 @@ func byFlag(err error, flagOf map[string]string) error {
 		return err
 	}
 	return &FlagError{msg: msg, err: err}
+}
+
+// settingName names the setting of variable env as it was given: by its
+// flag when the command line gave it (-metrics-addr), else by the variable.
+func (c Config) settingName(env string) string {
+	if f, ok := c.flags[env]; ok {
+		return f
+	}
+	return env
 }
 
 // FlagSet is the flags of subcommand sub with their defaults, for its help.

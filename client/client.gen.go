@@ -113,6 +113,27 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for DiscrepancyActions.
+const (
+	DiscrepancyActionsApply  DiscrepancyActions = "apply"
+	DiscrepancyActionsIgnore DiscrepancyActions = "ignore"
+	DiscrepancyActionsRefund DiscrepancyActions = "refund"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyActions enum.
+func (e DiscrepancyActions) Valid() bool {
+	switch e {
+	case DiscrepancyActionsApply:
+		return true
+	case DiscrepancyActionsIgnore:
+		return true
+	case DiscrepancyActionsRefund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscrepancyResolution.
 const (
 	DiscrepancyResolutionApply        DiscrepancyResolution = "apply"
@@ -1159,8 +1180,10 @@ type DeliveryStatus string
 
 // Discrepancy defines model for Discrepancy.
 type Discrepancy struct {
-	AttemptId *string `json:"attempt_id"`
-	Currency  *string `json:"currency"`
+	// Actions The actions that fit it now, as `POST .../resolve` takes them; empty unless it is open.
+	Actions   []DiscrepancyActions `json:"actions"`
+	AttemptId *string              `json:"attempt_id"`
+	Currency  *string              `json:"currency"`
 
 	// DetectedAt RFC 3339 UTC.
 	DetectedAt Timestamp `json:"detected_at"`
@@ -1189,6 +1212,9 @@ type Discrepancy struct {
 	Status DiscrepancyStatus `json:"status"`
 	Type   DiscrepancyType   `json:"type"`
 }
+
+// DiscrepancyActions defines model for Discrepancy.Actions.
+type DiscrepancyActions string
 
 // DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
 type DiscrepancyResolution string

@@ -253,7 +253,9 @@ async function runReconcile() {
       ticket('run'); // a run opened before this one answered must not cover it
       showRun(r.data);
       say(`${r.data.dry_run ? 'Dry run' : 'Run'} finished: ${r.data.found} found, ${r.data.new} new, ${r.data.matched} matched.`, 'ok');
-      if (!r.data.dry_run) await Promise.all([loadRuns(), loadDiscrepancies()]);
+      // What the run found is on the open order's timeline and in the
+      // overview at once, as after any other action.
+      if (!r.data.dry_run) await Promise.all([loadRuns(), afterAction()]);
     } else {
       say(describe(r), 'bad');
     }
