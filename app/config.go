@@ -58,6 +58,7 @@ type Config struct {
 	Stripe         stripeConfig      // PAYD_PROVIDER and STRIPE_* (stripe.go)
 	RedisURL       string            // empty: no Redis (ADR 0018)
 	limitsConfig                     // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
+	notifyConfig                     // PAYD_NOTIFY_* (config_notify.go, ADR 0053)
 	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
 	generated   []string // names of secrets made up at start (development only)
@@ -80,6 +81,7 @@ var secretSettings = map[string]bool{
 	"PAYD_ADMIN_TOKENS":     true,
 	"PAYD_WEBHOOK_SECRET":   true,
 	"PAYD_SECRET_KEY":       true,
+	"PAYD_NOTIFY_SECRET":    true,
 	"STRIPE_SECRET_KEY":     true,
 	"STRIPE_WEBHOOK_SECRET": true,
 	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…):
@@ -94,7 +96,7 @@ var secretSettings = map[string]bool{
 // each through maskURL, as the banner does, never as written.
 var urlSettings = map[string]bool{
 	"PAYD_DATABASE_URL": true, "PAYD_SANDBOX_DATABASE_URL": true, "PAYD_REDIS_URL": true,
-	"PAYD_PROVIDER_URL": true, "PAYD_SANDBOX_WEBHOOK_URL": true, "STRIPE_API_BASE": true,
+	"PAYD_PROVIDER_URL": true, "PAYD_SANDBOX_WEBHOOK_URL": true, "STRIPE_API_BASE": true, "PAYD_NOTIFY_URL": true,
 }
 
 // madeUpSecrets are the secrets payd makes up in development when they are
@@ -192,7 +194,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
-	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), c.limitSettings()...)...)
+	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), append(c.limitSettings(), c.notifySettings()...)...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -384,6 +386,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkLimits(); err != nil {
+		return err
+	}
+	if err := c.checkNotify(sub); err != nil {
 		return err
 	}
 	if err := c.checkURLs(sub); err != nil {

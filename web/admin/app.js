@@ -13,6 +13,7 @@ import { card } from './discrepancies.js';
 import { initOverview, refreshOverview } from './overview.js';
 import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
 import { every } from './live.js';
+import { loadEndpoints } from './endpoints.js';
 
 const app = $('app');
 let orderCursor = null;
@@ -85,7 +86,7 @@ async function signIn(token) {
   }
   $('sign-in-error').textContent = '';
   setState('ready');
-  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders()]);
+  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders(), loadEndpoints()]);
 }
 
 function signOut() {
@@ -333,6 +334,8 @@ on('disc-form', 'submit', () => loadDiscrepancies());
 on('disc-more', 'click', () => loadDiscrepancies(true));
 on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
 on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
+on('ep-refresh', 'click', () => loadEndpoints());
+$('ep-status').addEventListener('change', () => loadEndpoints());
 
 initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });
 initOrder({ checked, say, cardOpts, afterAction, onShown: markShown });
