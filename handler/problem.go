@@ -142,6 +142,11 @@ type errorRow struct {
 // tried in order (errors.Is / errors.As); the last matches anything. A
 // *Problem a handler returns answers as itself.
 var errorTable = []errorRow{
+	// First: whatever the handler answered, it was not stored, so it is
+	// not sent (ADR 0051).
+	{match: is(idempotency.ErrAnswerNotStored), code: "service_unavailable",
+		detail: "payd lost its database while storing its answer to this request, so it sends none: every request with this idempotency key gets the same answer. Retry with the same idempotency key after the time in Retry-After; the retry finds what this request did and answers it.",
+		adorn:  func(p *Problem, _ error) { p.retryAfter = unavailableRetryAfter }, outage: true},
 	{match: isValidation, code: "validation_failed", adorn: listInvalid},
 	rowOf(is(idempotency.ErrMalformedBody), errMalformedJSON),
 	rowOf(is(idempotency.ErrKeyConflict), errKeyConflict),

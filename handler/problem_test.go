@@ -51,6 +51,11 @@ func TestToProblem(t *testing.T) {
 		{fmt.Errorf("find order: %w", fmt.Errorf("%w: %w", domain.ErrUnavailable, errors.New("Error 1047: WSREP has not yet prepared node for application use"))),
 			http.StatusServiceUnavailable, "service_unavailable", false},
 		{errors.New("boom"), http.StatusInternalServerError, "internal_error", false},
+		// An answer the idempotency record could not store is not sent,
+		// whatever the cause and whatever the answer (ADR 0051).
+		{fmt.Errorf("%w: k1: complete idempotency record: %w", idempotency.ErrAnswerNotStored, dbRefused), http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("%w: k1: %w", idempotency.ErrAnswerNotStored, idempotency.ErrStoredResponseUnreadable), http.StatusServiceUnavailable, "service_unavailable", false},
+		{fmt.Errorf("%w: k1: %w", idempotency.ErrAnswerNotStored, errors.New("boom")), http.StatusServiceUnavailable, "service_unavailable", false},
 	}
 	for _, tt := range tests {
 		p, known := toProblem(tt.err)
@@ -58,7 +63,7 @@ func TestToProblem(t *testing.T) {
 			t.Errorf("toProblem(%v) = %d %s (known %v), want %d %s (known %v)", tt.err, p.Status, p.Code, known, tt.status, tt.code, tt.known)
 		}
 	}
-	for _, err := range []error{dbRefused, providerRefused, domain.ErrUnavailable, domain.ErrProviderUnreachable} {
+	for _, err := range []error{dbRefused, providerRefused, domain.ErrUnavailable, domain.ErrProviderUnreachable, idempotency.ErrAnswerNotStored} {
 		if p, _ := toProblem(err); p.retryAfter < 1 {
 			t.Errorf("toProblem(%v) Retry-After = %d, want at least 1", err, p.retryAfter)
 		}

@@ -64,7 +64,7 @@ var problemTypes = map[string]problemType{
 	"too_many_streams":              {429, "Too many event streams", "This customer already has as many event streams open as payd allows. Close one, or retry after the time in Retry-After."},
 	"http_error":                    {400, "HTTP error", "The HTTP request was refused before payd read it; the status and detail say why."},
 	"not_ready":                     {503, "Not ready", "payd cannot serve yet, or no longer: its database is unreachable, its migrations are not applied, or it is shutting down (the detail says which)."},
-	"service_unavailable":           {503, "Service unavailable", "payd cannot reach its database right now (or, for a provider's webhook, the payment provider it must ask before applying the event). Nothing was decided. Retry after the time in Retry-After; a retry with the same idempotency key, or a redelivery of the event, is safe."},
+	"service_unavailable":           {503, "Service unavailable", "payd cannot reach its database right now (or, for a provider's webhook, the payment provider it must ask before applying the event). Nothing was decided — or, when payd lost its database just as it was storing a request's answer, nothing was answered: the answer is sent only once stored, and the retry finds what the request did. Retry after the time in Retry-After; a retry with the same idempotency key, or a redelivery of the event, is safe."},
 	"internal_error":                {500, "Internal error", "Something went wrong inside payd. It was logged with the request_id of this problem: quote it when you report it."},
 }
 

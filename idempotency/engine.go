@@ -8,6 +8,7 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +36,7 @@ type Call struct {
 	fingerprint string    // Fingerprint, once the middleware has computed it
 	expiresAt   time.Time // the record's expiry as Begin saw it (Start.expiresAt), for Replays
 	lock        string    // the token of the gate's lock Begin took for this call (Start.lock), for Finish
+	lease       time.Time // the end of the lease Begin took on the record for this call (Start.lease), for Finish
 }
 
 // Fingerprint is the hex SHA-256 over the method, the concrete path and the
@@ -65,14 +67,34 @@ type Start struct {
 
 	expiresAt time.Time // of the record this call now holds, when it executes
 	lock      string    // the token of the gate's lock this call holds, when it executes
+	lease     time.Time // the end of the lease this call holds on the record, when it executes
 }
 
 // For returns c as Finish needs it after this Start said execute: with the
-// record's expiry (for the fast copy) and the token of the gate's lock
-// Begin took for it, which only this call may free.
+// record's expiry (for the fast copy), the token of the gate's lock Begin
+// took for it, which only this call may free, and the end of its lease on
+// the record, which only this call may end early.
 func (st Start) For(c Call) Call {
-	c.expiresAt, c.lock = st.expiresAt, st.lock
+	c.expiresAt, c.lock, c.lease = st.expiresAt, st.lock, st.lease
 	return c
+}
+
+// ErrAnswerNotStored: the answer a request produced could not be stored
+// under its key, so it must not be sent (ADR 0051) — a retry could run
+// again and answer otherwise, and every request with the key gets the same
+// answer. The record stays processing with its lease ended: a retry with
+// the key takes over and answers what this request did.
+var ErrAnswerNotStored = errors.New("the answer could not be stored under its idempotency key")
+
+// Finished is what Finish stored, and so what the caller is sent.
+type Finished struct {
+	// Response is the key's answer: the request's own, or the one another
+	// path stored first (Replayed).
+	Response
+	// Replayed: the record was completed first by another path (a request
+	// that took over after this one's lease ran out, a webhook, the
+	// recoverer) with another answer, which is the key's one answer.
+	Replayed bool
 }
 
 // ErrStoredResponseUnreadable: the answer stored under a key was sealed
@@ -242,7 +264,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		err := s.Records.InsertIfAbsent(ctx, r)
 		if err == nil {
 			s.observe(KeyExecuted)
-			return Start{expiresAt: r.ExpiresAt}, executing, nil
+			return Start{expiresAt: r.ExpiresAt, lease: r.LockedUntil}, executing, nil
 		}
 		if !errors.Is(err, domain.ErrKeyInUse) {
 			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
@@ -261,7 +283,7 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		r := s.newRecord(c, fp)
 		if err := s.Records.Insert(ctx, r); err == nil {
 			s.observe(KeyExecuted)
-			return Start{expiresAt: r.ExpiresAt}, executing, nil
+			return Start{expiresAt: r.ExpiresAt, lease: r.LockedUntil}, executing, nil
 		} else if !errors.Is(err, domain.ErrKeyInUse) {
 			return Start{}, answered, fmt.Errorf("insert idempotency record: %w", err)
 		}
@@ -294,23 +316,25 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 			start, err := s.replay(rec)
 			return start, answered, err
 		}
-		won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+		lease := now.Add(s.Lease)
+		won, err := s.Records.Retry(ctx, c.Scope, c.Key, now, lease)
 		if err != nil {
 			return Start{}, answered, fmt.Errorf("retry idempotency record: %w", err)
 		}
 		if won {
 			s.observe(KeyExecuted)
-			return Start{expiresAt: rec.ExpiresAt}, executing, nil
+			return Start{expiresAt: rec.ExpiresAt, lease: lease}, executing, nil
 		}
 	case domain.RecordProcessing:
 		if rec.LockedUntil.Before(now) {
-			won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, now.Add(s.Lease))
+			lease := now.Add(s.Lease)
+			won, err := s.Records.TakeOver(ctx, c.Scope, c.Key, now, lease)
 			if err != nil {
 				return Start{}, answered, fmt.Errorf("take over idempotency record: %w", err)
 			}
 			if won {
 				s.observe(KeyTookOver)
-				return Start{TookOver: true, expiresAt: rec.ExpiresAt}, executing, nil
+				return Start{TookOver: true, expiresAt: rec.ExpiresAt, lease: lease}, executing, nil
 			}
 			return Start{}, again, nil
 		}
@@ -355,24 +379,80 @@ func (s *Engine) replay(rec domain.Record) (Start, error) {
 //     so the same key may run again as a new attempt — unless the route
 //     marked it final (Final): then it is stored as failed for good and
 //     replayed, like a decline learnt in the background.
-func (s *Engine) Finish(ctx context.Context, c Call, r Response) error {
+//
+// It returns what the caller is to be sent: r, or the answer another path
+// stored first (Finished.Replayed). An error (ErrAnswerNotStored) means
+// Finish could not do what r asks of the record, and r must not be sent
+// (ADR 0051): the record stays processing, and this request's lease on it
+// is ended so that a retry takes over at once.
+func (s *Engine) Finish(ctx context.Context, c Call, r Response) (Finished, error) {
 	defer s.released(ctx, c)
+	f, err := s.store(ctx, c, r)
+	if err != nil {
+		s.letGo(ctx, c)
+		return Finished{}, fmt.Errorf("%w: %s: %w", ErrAnswerNotStored, c.Key, err)
+	}
+	return f, nil
+}
+
+func (s *Engine) store(ctx context.Context, c Call, r Response) (Finished, error) {
 	switch {
 	case r.Status == http.StatusAccepted:
 		s.hold(c, s.Now().Add(s.Lease))
-		return nil
+		return Finished{Response: r}, nil
 	case r.Status >= 200 && r.Status < 300:
 		return s.complete(ctx, c, domain.RecordSucceeded, r)
 	case notExecuted(r.Status):
-		return s.Records.Delete(ctx, c.Scope, c.Key)
+		return Finished{Response: r}, s.Records.Delete(ctx, c.Scope, c.Key)
 	case c.final && !c.Seal:
-		_, err := s.Records.CompleteFinal(ctx, c.Scope, c.Key, r.Status, r.Body, s.Now())
+		done, err := s.Records.CompleteFinal(ctx, c.Scope, c.Key, r.Status, r.Body, s.Now())
 		if err != nil {
-			return fmt.Errorf("complete idempotency record: %w", err)
+			return Finished{}, fmt.Errorf("complete idempotency record: %w", err)
 		}
-		return nil
+		if !done {
+			return s.storedFirst(ctx, c, r)
+		}
+		return Finished{Response: r}, nil
 	default:
 		return s.complete(ctx, c, domain.RecordFailed, r)
+	}
+}
+
+// storedFirst is what the key answers when completing its record changed
+// nothing: another path completed it first — a request that took over
+// after this one's lease ran out, a webhook or the recoverer, or this very
+// completion, whose first try's reply was lost. That answer is the key's
+// one answer, and this caller's too. A record processing again (another
+// request runs under the key now) or gone holds no answer to give: this
+// request's is not stored.
+func (s *Engine) storedFirst(ctx context.Context, c Call, r Response) (Finished, error) {
+	rec, err := s.Records.Find(ctx, c.Scope, c.Key)
+	if err != nil {
+		return Finished{}, fmt.Errorf("read the idempotency record completed first: %w", err)
+	}
+	if rec.Status == domain.RecordProcessing || rec.Fingerprint != c.Fingerprint() {
+		return Finished{}, fmt.Errorf("the idempotency record is %s under another request", rec.Status)
+	}
+	body := rec.ResponseBody
+	if rec.Sealed {
+		if body, err = s.Sealer.Open(body); err != nil {
+			return Finished{}, fmt.Errorf("%w: %s: %w", ErrStoredResponseUnreadable, rec.Key, err)
+		}
+	}
+	stored := Response{Status: rec.ResponseStatus, Body: body}
+	return Finished{Response: stored, Replayed: stored.Status != r.Status || !bytes.Equal(stored.Body, r.Body)}, nil
+}
+
+// letGo ends this request's lease on c's record when its answer could not
+// be stored, so that a retry with the key takes over at once instead of
+// after the lease. That retry runs the request again, and the use cases
+// find what this run did under the same key (the order's pay_request_id,
+// a refund's request_id) rather than doing it twice. Only this request's
+// own lease is ended: a record taken over since keeps its new holder. The
+// database failing, this may fail too; the lease then runs out by itself.
+func (s *Engine) letGo(ctx context.Context, c Call) {
+	if !c.lease.IsZero() {
+		_, _ = s.Records.ReleaseLease(ctx, c.Scope, c.Key, c.lease, s.Now())
 	}
 }
 
@@ -404,23 +484,26 @@ func (s *Engine) Complete(ctx context.Context, scope, key, orderID string, r Res
 	return nil
 }
 
-func (s *Engine) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) error {
+func (s *Engine) complete(ctx context.Context, c Call, status domain.RecordStatus, r Response) (Finished, error) {
 	body, sealed := r.Body, false
 	if c.Seal {
 		var err error
 		if body, err = s.Sealer.Seal(r.Body); err != nil {
-			return err
+			return Finished{}, err
 		}
 		sealed = true
 	}
 	done, err := s.Records.Complete(ctx, c.Scope, c.Key, status, r.Status, body, sealed, s.Now())
 	if err != nil {
-		return fmt.Errorf("complete idempotency record: %w", err)
+		return Finished{}, fmt.Errorf("complete idempotency record: %w", err)
 	}
-	if done && status == domain.RecordSucceeded {
+	if !done {
+		return s.storedFirst(ctx, c, r)
+	}
+	if status == domain.RecordSucceeded {
 		s.keep(ctx, c, r.Status, body, sealed)
 	}
-	return nil
+	return Finished{Response: r}, nil
 }
 
 // find returns the record for (scope, key) unless it is gone (expired, see
@@ -495,7 +578,7 @@ func (s *Engine) ReleaseHeld(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for k := range held {
-		ok, err := s.Records.ReleaseLease(ctx, k[0], k[1], s.Now())
+		ok, err := s.Records.ReleaseLease(ctx, k[0], k[1], time.Time{}, s.Now())
 		if ok {
 			n++
 		}

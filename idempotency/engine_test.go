@@ -69,7 +69,7 @@ func begin(t *testing.T, e *idempotency.Engine, c idempotency.Call) idempotency.
 
 func finish(t *testing.T, e *idempotency.Engine, c idempotency.Call, status int, body string) {
 	t.Helper()
-	if err := e.Finish(t.Context(), c, idempotency.Response{Status: status, Body: []byte(body)}); err != nil {
+	if _, err := e.Finish(t.Context(), c, idempotency.Response{Status: status, Body: []byte(body)}); err != nil {
 		t.Fatalf("Finish(%s, %d) = %v", c.Key, status, err)
 	}
 }
@@ -168,7 +168,7 @@ func TestEngineInFlight(t *testing.T) {
 		begin(t, e, done)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			_ = e.Finish(t.Context(), done, idempotency.Response{Status: 200, Body: []byte(`{"status":"paid"}`)})
+			_, _ = e.Finish(t.Context(), done, idempotency.Response{Status: 200, Body: []byte(`{"status":"paid"}`)})
 		}()
 		wantReplay(t, e, done, 200, `{"status":"paid"}`)
 
@@ -176,7 +176,7 @@ func TestEngineInFlight(t *testing.T) {
 		begin(t, e, declined)
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			_ = e.Finish(t.Context(), declined, idempotency.Response{Status: 402, Body: []byte(`{"code":"card_declined"}`)})
+			_, _ = e.Finish(t.Context(), declined, idempotency.Response{Status: 402, Body: []byte(`{"code":"card_declined"}`)})
 		}()
 		wantReplay(t, e, declined, 402, `{"code":"card_declined"}`)
 
@@ -352,7 +352,7 @@ func TestEngineConcurrentSameKey(t *testing.T) {
 				default:
 					executed.Add(1)
 					time.Sleep(20 * time.Millisecond)
-					if err := e.Finish(t.Context(), c, idempotency.Response{Status: 200, Body: []byte(`{"status":"paid"}`)}); err != nil {
+					if _, err := e.Finish(t.Context(), c, idempotency.Response{Status: 200, Body: []byte(`{"status":"paid"}`)}); err != nil {
 						t.Errorf("Finish = %v", err)
 					}
 				}

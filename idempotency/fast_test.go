@@ -67,7 +67,7 @@ func TestGateKeepsDuplicatesFromTheRecords(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // the original runs; the duplicates wait (their safety-net look comes at 500ms)
 		during := store.finds.Load() - before
-		if err := engines[0].Finish(ctx, start.For(call), answer); err != nil {
+		if _, err := engines[0].Finish(ctx, start.For(call), answer); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()
@@ -120,7 +120,7 @@ func TestLeftoverLockIsNoDuplicate(t *testing.T) {
 		ctx := context.Background()
 		call := payCall("leftover-" + string(d))
 		start := begin(t, e, call)
-		if err := e.Finish(ctx, start.For(call), idempotency.Response{Status: 402, Body: []byte(`{"code":"card_declined"}`)}); err != nil {
+		if _, err := e.Finish(ctx, start.For(call), idempotency.Response{Status: 402, Body: []byte(`{"code":"card_declined"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		for try := 0; ; try++ { // the lock whose release was lost

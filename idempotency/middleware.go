@@ -102,28 +102,43 @@ func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 }
 
 // execute runs the handler with the response held back, stores it, and
-// only then sends it: a caller who has the answer and retries at once must
-// find the record complete, or a decline it already saw would be replayed
-// to it as a concurrent duplicate's instead of starting a new attempt. The
-// store uses a context the client cannot cancel: a client hanging up must
-// not leave the record half-finished.
+// only then sends it (ADR 0051). An answer sent but not stored would not be
+// the key's answer: the record left processing, a retry would take over,
+// run again and answer the order as it then stands. So an answer that
+// cannot be stored is not sent; the caller is told to retry instead
+// (ErrAnswerNotStored: 503 with Retry-After). And a caller who has the
+// answer and retries at once must find the record complete, or a decline
+// it already saw would be replayed to it as a concurrent duplicate's
+// instead of starting a new attempt. The store uses a context the client
+// cannot cancel: a client hanging up must not leave the record
+// half-finished.
 func (m *Middleware) execute(c echo.Context, next echo.HandlerFunc, call Call) error {
-	rec := &recorder{ResponseWriter: c.Response().Writer, status: http.StatusOK}
-	c.Response().Writer = rec
+	res := c.Response()
+	w, headers := res.Writer, res.Header().Clone()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	res.Writer = rec
 	if err := next(c); err != nil {
 		c.Error(err)
 	}
 	call.final, _ = c.Get(ctxFinal).(bool)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
 	defer cancel()
-	resp := Response{Status: c.Response().Status, Body: rec.buf.Bytes()}
-	if err := m.Engine.Finish(ctx, call, resp); err != nil {
-		// The record stays processing and the next request with this key
-		// takes over after the lease; this caller still gets its answer.
-		m.Log.ErrorContext(ctx, "store idempotent response", "err", err,
-			"request_id", c.Response().Header().Get(echo.HeaderXRequestID), "route", c.Path())
+	f, err := m.Engine.Finish(ctx, call, Response{Status: res.Status, Body: rec.buf.Bytes()})
+	if err == nil && !f.Replayed {
+		return rec.send()
 	}
-	return rec.send()
+	// Another answer than the handler's goes out: the handler's is
+	// dropped, headers and all.
+	res.Writer, res.Status, res.Size, res.Committed = w, http.StatusOK, 0, false
+	h := res.Header()
+	clear(h)
+	for k, v := range headers {
+		h[k] = v
+	}
+	if err != nil {
+		return err // the error table logs it (WARN) and answers 503
+	}
+	return m.replay(c, f.Response)
 }
 
 func orNext(err error, next echo.HandlerFunc, c echo.Context) error {

@@ -32,13 +32,13 @@ import (
 type server struct {
 	e       *echo.Echo
 	engine  *idempotency.Engine
-	records *repository.RecordStore
+	records idempotency.RecordStore
 	clock   *clock
 	runs    atomic.Int64
 	prefix  string // put before every scope: rows share a database, never a scope
 }
 
-func newServer(t *testing.T, records *repository.RecordStore) *server {
+func newServer(t *testing.T, records idempotency.RecordStore) *server {
 	t.Helper()
 	s := &server{records: records, clock: &clock{}}
 	s.engine = engineOn(t, records, testSecret)
@@ -117,6 +117,9 @@ func codeOnly(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(inUse.RetryAfter.Round(time.Second)/time.Second)))
 	case errors.Is(err, idempotency.ErrStoredResponseUnreadable):
 		code, status = "stored_response_unreadable", http.StatusGone
+	case errors.Is(err, domain.ErrUnavailable):
+		code, status = "service_unavailable", http.StatusServiceUnavailable
+		c.Response().Header().Set("Retry-After", "1")
 	}
 	_ = c.JSON(status, map[string]string{"code": code})
 }
@@ -234,7 +237,7 @@ func TestMiddlewareDecisionTable(t *testing.T) {
 				s.engine.InflightWait = 2 * time.Second
 				go func() {
 					time.Sleep(50 * time.Millisecond)
-					_ = s.engine.Finish(t.Context(), c, idempotency.Response{Status: 200, Body: []byte(`{"run":0}`)})
+					_, _ = s.engine.Finish(t.Context(), c, idempotency.Response{Status: 200, Body: []byte(`{"run":0}`)})
 				}()
 			},
 			reqs:  []req{{path: "/orders/o1/pay", key: "k1", body: pay}},

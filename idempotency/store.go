@@ -24,8 +24,10 @@ type RecordStore interface {
 	// new lease until lockedUntil; it reports whether this caller won it.
 	TakeOver(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error)
 	// ReleaseLease ends a processing record's lease at now (graceful
-	// shutdown), so a retry may take it over at once.
-	ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error)
+	// shutdown, an answer that could not be stored), so a retry may take it
+	// over at once. A non-zero heldUntil is the lease the caller holds: a
+	// record under another lease (taken over since) is left alone.
+	ReleaseLease(ctx context.Context, scope, key string, heldUntil, now time.Time) (bool, error)
 	// Retry moves a failed record back to processing with a new lease, for a
 	// new attempt with the same key; it reports whether this caller won it.
 	Retry(ctx context.Context, scope, key string, now, lockedUntil time.Time) (bool, error)

@@ -184,7 +184,7 @@ func TestRecordMachineMatchesTable(t *testing.T) {
 					return s.TakeOver(ctx, scope, key, now, now.Add(lease))
 				},
 				domain.RecordEventRelease: func(ctx context.Context, key string, now time.Time) (bool, error) {
-					return s.ReleaseLease(ctx, scope, key, now)
+					return s.ReleaseLease(ctx, scope, key, time.Time{}, now)
 				},
 				domain.RecordEventReplace: func(ctx context.Context, key string, now time.Time) (bool, error) {
 					r := newRecord(key)

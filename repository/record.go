@@ -167,6 +167,9 @@ var (
 		SET locked_until = ?, updated_at = ?
 		WHERE scope = ? AND idem_key = ? AND status IN ` + recordRelease.from + ` AND locked_until > ?`
 
+	// releaseOwnRecordLease is ReleaseLease's for the holder of one lease.
+	releaseOwnRecordLease = releaseRecordLease + ` AND locked_until = ?`
+
 	// retryRecord is Retry's.
 	retryRecord = `UPDATE idempotency_records
 		SET status = ` + recordRetry.to + `, locked_until = ?, response_status = 0, response_body = NULL,
@@ -221,10 +224,18 @@ func (s *RecordStore) TakeOver(ctx context.Context, scope, key string, now, lock
 
 // ReleaseLease ends the lease of a processing record at now, so the next
 // request with its key may take it over at once instead of waiting the
-// lease out (payd does this for the records it holds when it shuts down).
-func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, act{"release idempotency record", key}, releaseRecordLease,
-		ts(now), ts(now), scope, key, ts(now))
+// lease out (payd does this for the records it holds when it shuts down,
+// and for one whose answer it could not store). A non-zero heldUntil is
+// the end of the lease the caller took: the record's locked_until is its
+// holder's token, and a record taken over since, under a lease of its new
+// holder, is left alone.
+func (s *RecordStore) ReleaseLease(ctx context.Context, scope, key string, heldUntil, now time.Time) (bool, error) {
+	if heldUntil.IsZero() {
+		return s.db.guarded(ctx, act{"release idempotency record", key}, releaseRecordLease,
+			ts(now), ts(now), scope, key, ts(now))
+	}
+	return s.db.guarded(ctx, act{"release idempotency record", key}, releaseOwnRecordLease,
+		ts(now), ts(now), scope, key, ts(now), ts(heldUntil))
 }
 
 // Retry moves a failed record back to processing with a new lease and no

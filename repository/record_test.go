@@ -113,6 +113,46 @@ func TestRecordTakeOver(t *testing.T) {
 	})
 }
 
+// TestRecordReleaseOwnLease: a holder that names its lease ends it, to
+// the microsecond it took it with (nanoseconds dropped as the column
+// drops them); a record taken over since, under its new holder's lease,
+// is left alone, and so is a completed one.
+func TestRecordReleaseOwnLease(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		s := repository.NewRecordStore(dbtest.Open(t, d))
+		now := t0.Add(time.Second)
+		mine := newRecord("own-lease")
+		mine.LockedUntil = t0.Add(lease + 123456789*time.Nanosecond)
+		insertRecord(t, s, mine)
+		if ok, err := s.ReleaseLease(t.Context(), mine.Scope, mine.Key, mine.LockedUntil, now); !ok || err != nil {
+			t.Fatalf("ReleaseLease(own lease) = %v, %v, want true", ok, err)
+		}
+		if got := findRecord(t, s, mine.Scope, mine.Key); got.Status != domain.RecordProcessing || !got.LockedUntil.Equal(now) {
+			t.Errorf("after ReleaseLease: %s locked until %v, want processing until %v", got.Status, got.LockedUntil, now)
+		}
+
+		taken := newRecord("taken-over")
+		taken.LockedUntil = t0.Add(-time.Second)
+		insertRecord(t, s, taken)
+		if ok, err := s.TakeOver(t.Context(), taken.Scope, taken.Key, t0, t0.Add(lease)); !ok || err != nil {
+			t.Fatalf("TakeOver = %v, %v", ok, err)
+		}
+		if ok, err := s.ReleaseLease(t.Context(), taken.Scope, taken.Key, taken.LockedUntil, t0); ok || err != nil {
+			t.Errorf("ReleaseLease(the lease before the takeover) = %v, %v, want false", ok, err)
+		}
+		if got := findRecord(t, s, taken.Scope, taken.Key); !got.LockedUntil.Equal(t0.Add(lease)) {
+			t.Errorf("the new holder's lease ends %v, want %v", got.LockedUntil, t0.Add(lease))
+		}
+
+		done := newRecord("completed-lease")
+		insertRecord(t, s, done)
+		s.Complete(t.Context(), done.Scope, done.Key, domain.RecordSucceeded, 200, []byte("{}"), false, t0)
+		if ok, err := s.ReleaseLease(t.Context(), done.Scope, done.Key, done.LockedUntil, t0); ok || err != nil {
+			t.Errorf("ReleaseLease(completed record) = %v, %v, want false", ok, err)
+		}
+	})
+}
+
 // TestRecordConcurrentTakeOver: of 20 callers that find the same dead
 // lease, exactly one wins it.
 func TestRecordConcurrentTakeOver(t *testing.T) {

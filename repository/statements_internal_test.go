@@ -84,6 +84,8 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE scope = ? AND idem_key = ? AND status IN ('processing') AND locked_until < ?`},
 		{"releaseRecordLease", releaseRecordLease, `UPDATE idempotency_records SET locked_until = ?, updated_at = ?
 			WHERE scope = ? AND idem_key = ? AND status IN ('processing') AND locked_until > ?`},
+		{"releaseOwnRecordLease", releaseOwnRecordLease, `UPDATE idempotency_records SET locked_until = ?, updated_at = ?
+			WHERE scope = ? AND idem_key = ? AND status IN ('processing') AND locked_until > ? AND locked_until = ?`},
 		{"retryRecord", retryRecord, `UPDATE idempotency_records
 			SET status = 'processing', locked_until = ?, response_status = 0, response_body = NULL,
 				response_sealed = ?, completed_by = NULL, updated_at = ?

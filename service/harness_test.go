@@ -230,7 +230,7 @@ func (w *world) payKeyed(t *testing.T, customerID, orderID, key, method string) 
 		t.Fatalf("Begin = %+v, %v, want to execute", start, err)
 	}
 	o, err := w.pay(customerID, orderID, key, method)
-	if ferr := w.idem.Finish(ctx, call, respond(o, err)); ferr != nil {
+	if _, ferr := w.idem.Finish(ctx, call, respond(o, err)); ferr != nil {
 		t.Fatalf("Finish = %v", ferr)
 	}
 	return o, err

@@ -126,8 +126,8 @@ const (
 )
 
 // NewPlan is deterministic in (seed, d, targets): the same seed gives the
-// same plan. Every wire kind (when there are links) and every process kind
-// of targets occurs at least once when d ≥ 60s; wire faults overlap one
+// same plan. Every wire kind on every kind of link (when there are links)
+// and every process kind of targets occurs at least once when d ≥ 60s; wire faults overlap one
 // another (on different links or directions: one direction of a link has
 // one at a time) and the process faults; every fault is healed by d (the
 // end of the schedule). Process faults are never two at once: each has a
@@ -141,29 +141,38 @@ func NewPlan(seed int64, d time.Duration, tg Targets) Plan {
 	return p
 }
 
-// wireFaults draws about one wire fault every wireEvery, each kind at least
-// once when d allows, on random links and directions. A direction of a
+// wireFaults draws about one wire fault every wireEvery, on random links
+// and directions. When d allows, every kind meets every kind of link
+// first: a latency on a database link and one on the provider's are
+// different tests, and a 90-second run must hold both. A direction of a
 // link has one fault at a time (see Link.Add); faults on different links
 // or directions overlap freely.
 func wireFaults(rng *rand.Rand, d time.Duration, links []*Link) []Fault {
 	if len(links) == 0 || d < minFor {
 		return nil
 	}
-	n := int(d / wireEvery)
-	if d >= coverAll {
-		n = max(n, len(WireKinds))
+	type want struct {
+		kind  Kind
+		links []*Link // the links it may go on
 	}
-	// Every kind first, while the schedule is empty, so each finds room.
-	kinds := slices.Clone(WireKinds)
-	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
-	kinds = kinds[:min(n, len(kinds))]
-	for len(kinds) < n {
-		kinds = append(kinds, WireKinds[rng.IntN(len(WireKinds))])
+	var wants []want
+	if d >= coverAll {
+		for _, lk := range linkKinds(links) {
+			of := linksOf(links, lk)
+			for _, k := range WireKinds {
+				wants = append(wants, want{k, of})
+			}
+		}
+		// Every pair first, while the schedule is empty, so each finds room.
+		rng.Shuffle(len(wants), func(i, j int) { wants[i], wants[j] = wants[j], wants[i] })
+	}
+	for len(wants) < int(d/wireEvery) {
+		wants = append(wants, want{WireKinds[rng.IntN(len(WireKinds))], links})
 	}
 	var faults []Fault
-	for _, k := range kinds {
-		f := Fault{Kind: k, For: between(rng, minFor, min(maxFor, d))}
-		if !place(rng, &f, d, links, faults) {
+	for _, w := range wants {
+		f := Fault{Kind: w.kind, For: between(rng, minFor, min(maxFor, d))}
+		if !place(rng, &f, d, w.links, faults) {
 			continue // no room left: a short schedule on few links
 		}
 		wireParams(rng, &f)
@@ -171,6 +180,28 @@ func wireFaults(rng *rand.Rand, d time.Duration, links []*Link) []Fault {
 	}
 	slices.SortStableFunc(faults, func(a, b Fault) int { return cmp.Compare(a.At, b.At) })
 	return faults
+}
+
+// linkKinds is the kinds of links, in the order they first appear.
+func linkKinds(links []*Link) []LinkKind {
+	var out []LinkKind
+	for _, l := range links {
+		if !slices.Contains(out, l.Kind) {
+			out = append(out, l.Kind)
+		}
+	}
+	return out
+}
+
+// linksOf is the links of one kind.
+func linksOf(links []*Link, kind LinkKind) []*Link {
+	var out []*Link
+	for _, l := range links {
+		if l.Kind == kind {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // place draws f's time, link and direction where no other fault is on that

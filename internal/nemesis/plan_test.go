@@ -43,14 +43,30 @@ func TestNewPlanIsDeterministic(t *testing.T) {
 func TestNewPlanCoversEveryKind(t *testing.T) {
 	for _, d := range []time.Duration{60 * time.Second, 90 * time.Second, 30 * time.Minute} {
 		for seed := range int64(50) {
-			p := NewPlan(seed, d, targets())
+			tg := targets()
+			p := NewPlan(seed, d, tg)
+			kindOf := map[string]LinkKind{}
+			for _, l := range tg.Links {
+				kindOf[l.Name] = l.Kind
+			}
 			seen := map[Kind]int{}
+			onLink := map[string]int{} // "latency on db"
 			for _, f := range p.Faults {
 				seen[f.Kind]++
+				if f.Kind.Wire() {
+					onLink[string(f.Kind)+" on "+string(kindOf[f.Target])]++
+				}
 			}
 			for _, k := range append(slices.Clone(WireKinds), ProcessKinds...) {
 				if seen[k] == 0 {
 					t.Fatalf("seed %d, %s: no %s in\n%s", seed, d, k, p)
+				}
+			}
+			for _, k := range WireKinds {
+				for _, lk := range []LinkKind{DBLink, ProviderLink, RedisLink, WebhookLink} {
+					if onLink[string(k)+" on "+string(lk)] == 0 {
+						t.Fatalf("seed %d, %s: no %s on a %s link in\n%s", seed, d, k, lk, p)
+					}
 				}
 			}
 		}
