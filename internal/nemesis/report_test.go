@@ -49,7 +49,7 @@ func TestSummary(t *testing.T) {
 	r := Report{Checked: Invariants, Violations: []Violation{{Invariant: InvBooks}, {Invariant: InvBooks}, {Invariant: InvNo5xx}}}
 	got := Summary("mysql", 7, map[string]int{"timeout": 2, "latency": 4, "kill_replica": 1, "other": 3}, ops, r)
 	want := "nemesis mysql seed=7: faults latency=4 timeout=2 kill_replica=1 other=3; ops 6 (pay 3, cancel 1, refund 1, read 1); " +
-		"answers 200=2 202=1 409=1 503=1 none=1; invariants 9 checked, 2 broken"
+		"answers 200=2 202=1 409=1 503=1 none=1; invariants 10 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary =\n%s\nwant\n%s", got, want)
 	}
