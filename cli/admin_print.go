@@ -107,6 +107,15 @@ func outcomeOf(t client.Timeline, e client.TimelineEntry) string {
 				return string(d.Status)
 			}
 		}
+	case "event":
+		for _, ev := range t.Events {
+			if ev.Id == e.Id {
+				if ev.FannedOut {
+					return "fanned out"
+				}
+				return "to fan out"
+			}
+		}
 	case "audit":
 		for _, a := range t.Audit {
 			if a.Id == e.Id {

@@ -43,6 +43,10 @@ function recordOutcome(doc, entry) {
       const d = find(doc.disputes);
       return d.status; // open, won or lost
     }
+    case 'event': {
+      const e = find(doc.events);
+      return e.id ? (e.fanned_out ? 'fanned out' : 'to fan out') : '';
+    }
     case 'audit': {
       const a = find(doc.audit);
       if (!a.result) return '';
