@@ -715,11 +715,13 @@ func (r *propRun) settle() string {
 	return why
 }
 
-func (r *propRun) busy(ctx context.Context, ids []string) string {
-	if _, err := repository.NewOrderStore(r.s.db).ExpireDue(ctx, time.Now(), 500); err != nil {
+// busyPayd is busy's part in payd's database, whatever the provider: an
+// order processing, an attempt started or unknown, a refund pending.
+func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
+	if _, err := repository.NewOrderStore(db).ExpireDue(ctx, time.Now(), 500); err != nil {
 		return "expiry job: " + err.Error()
 	}
-	g := r.s.db.Gorm()
+	g := db.Gorm()
 	var busy []string
 	// An order held for an operator (docs/guarantees.md#money-checked: a charge for another amount is
 	// never applied; payd may leave it to an operator) is settled as far as
@@ -734,6 +736,14 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	if err := g.Raw("SELECT id FROM refunds WHERE status = 'pending' AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
 		return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
 	}
+	return ""
+}
+
+func (r *propRun) busy(ctx context.Context, ids []string) string {
+	if why := busyPayd(ctx, r.s.db, ids); why != "" {
+		return why
+	}
+	var busy []string
 	charges, err := r.s.sandbox.Charges(ctx)
 	if err != nil {
 		return "sandbox charges: " + err.Error()
