@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/payd/payd/idempotency"
 	"github.com/payd/payd/repository"
 )
 
@@ -207,8 +208,22 @@ func secretCheck(key string) string {
 // made with (ADR 0042): the first start on a database records its key's
 // check value, every later start compares, and a start with another key
 // is refused, not left to answer 410 to every replay of a stored answer.
-// madeSecrets is the secrets file this start created ("": none).
+// A database made before the check value existed (migration 00017) has
+// none; if payd made its key up (development, no PAYD_SECRET_KEY set:
+// the secrets file was deleted, or is another folder's) and the database
+// holds a sealed answer, the key must open it before it is recorded. A
+// key that was given (the environment, a flag, production) is recorded
+// as given: deleting the check value and starting with a new key is how
+// an operator changes the key on purpose. madeSecrets is the secrets
+// file this start created ("": none).
 func checkSecretKey(ctx context.Context, cfg Config, db *repository.DB, madeSecrets string) error {
+	fits, err := databaseKey(ctx, db, slices.Contains(cfg.generated, "PAYD_SECRET_KEY"))
+	if err != nil {
+		return err
+	}
+	if fits != nil && !fits(cfg.SecretKey) {
+		return wrongSecretKey(cfg, madeSecrets, fits)
+	}
 	want := secretCheck(cfg.SecretKey)
 	got, err := repository.RecordSecretCheck(ctx, db, want)
 	if err != nil {
@@ -217,12 +232,46 @@ func checkSecretKey(ctx context.Context, cfg Config, db *repository.DB, madeSecr
 	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
 		return nil
 	}
-	return wrongSecretKey(cfg, madeSecrets)
+	return wrongSecretKey(cfg, madeSecrets, checkFits(got))
+}
+
+// databaseKey tells whether a key is the one db was made with: by its
+// recorded check value, else (tryAnswers) by opening a sealed stored
+// answer; nil when it cannot tell (a new database: any key is its own).
+func databaseKey(ctx context.Context, db *repository.DB, tryAnswers bool) (func(key string) bool, error) {
+	stored, err := repository.SecretCheck(ctx, db)
+	if err != nil || stored != "" || !tryAnswers {
+		if stored == "" {
+			return nil, err
+		}
+		return checkFits(stored), err
+	}
+	sealed, found, err := repository.SealedResponse(ctx, db)
+	if err != nil || !found {
+		return nil, err
+	}
+	return func(key string) bool {
+		s, err := idempotency.NewSealer(key)
+		if err != nil {
+			return false
+		}
+		_, err = s.Open(sealed)
+		return err == nil
+	}, nil
+}
+
+// checkFits tells whether a key has the check value stored.
+func checkFits(stored string) func(key string) bool {
+	return func(key string) bool {
+		return subtle.ConstantTimeCompare([]byte(secretCheck(key)), []byte(stored)) == 1
+	}
 }
 
 // wrongSecretKey says why a start was refused and what to do, naming the
-// files in development and the database and the variable otherwise.
-func wrongSecretKey(cfg Config, madeSecrets string) error {
+// files in development and the database and the variable otherwise. fits
+// tells the database's key (nil: unknown), to say whether the secrets file
+// holds it.
+func wrongSecretKey(cfg Config, madeSecrets string, fits func(key string) bool) error {
 	where := describeDatabase(cfg.DatabaseURL)
 	generated := slices.Contains(cfg.generated, "PAYD_SECRET_KEY")
 	secrets := secretsFileFor(cfg.DatabaseURL) // beside a SQLite file, as its path was given
@@ -240,8 +289,8 @@ func wrongSecretKey(cfg Config, madeSecrets string) error {
 			"customer tokens already issued keep working), run DELETE FROM secret_key_check on that database "+
 			"and start payd with the new key (docs/adr/0042-secrets-bound-to-the-database.md)", where)
 	case !generated && secrets != "":
-		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: "+
-			"unset it to use the development secrets kept in %s, or set it to the key the database was made with", where, secrets)
+		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: %s",
+			where, keptKeyAdvice(secrets, madeSecrets, fits))
 	case !generated:
 		return fmt.Errorf("PAYD_SECRET_KEY (set by the environment or -secret-key) is not the key %s was made with: "+
 			"set it to the key the database was made with", where)
@@ -257,15 +306,30 @@ func wrongSecretKey(cfg Config, madeSecrets string) error {
 		}
 		return fmt.Errorf("%s does not hold the secrets %s was made with: restore %s, or %s to start over",
 			secrets, db, secrets, over)
-	default: // a MySQL database: the file is the working folder's
-		held := "another one is in " + secrets
+	default: // a MySQL database: the file is the working folder's, and this folder's is not the database's
+		held := secrets + " holds other secrets"
 		if madeSecrets != "" {
-			held = "there was no " + secrets + " (payd made up new secrets)"
+			held = "there was no " + secrets + " (payd made up new secrets, and kept none)"
 		}
-		return fmt.Errorf("%s was made with another PAYD_SECRET_KEY, and %s: run payd from the folder that holds "+
-			"that database's %s, or set PAYD_SECRET_KEY (and PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET) to the secrets it was made with",
-			where, held, secrets)
+		return fmt.Errorf("%s was made with another PAYD_SECRET_KEY, and %s: run payd from the folder whose payd.secrets "+
+			"that database was made with, not from %s, or set PAYD_SECRET_KEY (and PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET) to the secrets it was made with",
+			where, held, filepath.Dir(secrets))
 	}
+}
+
+// keptKeyAdvice is what to do about a PAYD_SECRET_KEY set wrong in
+// development: unset it only if the secrets file holds the database's
+// key (or, the key being unknown, holds one at all); else set it right.
+func keptKeyAdvice(secrets, madeSecrets string, fits func(key string) bool) string {
+	kept, existed, err := readSecretsFile(secrets)
+	key := kept["PAYD_SECRET_KEY"]
+	switch {
+	case err != nil || !existed || madeSecrets != "":
+		return "set it to the key the database was made with (there is no " + secrets + " holding it to fall back on)"
+	case key == "" || (fits != nil && !fits(key)):
+		return "set it to the key the database was made with (" + secrets + " does not hold it either)"
+	}
+	return "unset it to use the development secrets kept in " + secrets + ", or set it to the key the database was made with"
 }
 
 // describeDatabase names a database in a message, never with its password:

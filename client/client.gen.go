@@ -296,6 +296,72 @@ func (e OrderStatus) Valid() bool {
 	}
 }
 
+// Defines values for OutboxEventCauseKind.
+const (
+	OutboxEventCauseKindCustomer       OutboxEventCauseKind = "customer"
+	OutboxEventCauseKindExpiry         OutboxEventCauseKind = "expiry"
+	OutboxEventCauseKindOperator       OutboxEventCauseKind = "operator"
+	OutboxEventCauseKindPayRequest     OutboxEventCauseKind = "pay_request"
+	OutboxEventCauseKindReconciliation OutboxEventCauseKind = "reconciliation"
+	OutboxEventCauseKindRecoverer      OutboxEventCauseKind = "recoverer"
+	OutboxEventCauseKindWebhook        OutboxEventCauseKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the OutboxEventCauseKind enum.
+func (e OutboxEventCauseKind) Valid() bool {
+	switch e {
+	case OutboxEventCauseKindCustomer:
+		return true
+	case OutboxEventCauseKindExpiry:
+		return true
+	case OutboxEventCauseKindOperator:
+		return true
+	case OutboxEventCauseKindPayRequest:
+		return true
+	case OutboxEventCauseKindReconciliation:
+		return true
+	case OutboxEventCauseKindRecoverer:
+		return true
+	case OutboxEventCauseKindWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OutboxEventType.
+const (
+	OutboxEventTypeOrderCancelled     OutboxEventType = "order.cancelled"
+	OutboxEventTypeOrderDisputeClosed OutboxEventType = "order.dispute_closed"
+	OutboxEventTypeOrderDisputed      OutboxEventType = "order.disputed"
+	OutboxEventTypeOrderExpired       OutboxEventType = "order.expired"
+	OutboxEventTypeOrderPaid          OutboxEventType = "order.paid"
+	OutboxEventTypeOrderPaymentFailed OutboxEventType = "order.payment_failed"
+	OutboxEventTypeOrderRefunded      OutboxEventType = "order.refunded"
+)
+
+// Valid indicates whether the value is a known member of the OutboxEventType enum.
+func (e OutboxEventType) Valid() bool {
+	switch e {
+	case OutboxEventTypeOrderCancelled:
+		return true
+	case OutboxEventTypeOrderDisputeClosed:
+		return true
+	case OutboxEventTypeOrderDisputed:
+		return true
+	case OutboxEventTypeOrderExpired:
+		return true
+	case OutboxEventTypeOrderPaid:
+		return true
+	case OutboxEventTypeOrderPaymentFailed:
+		return true
+	case OutboxEventTypeOrderRefunded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	ProblemCodeCardDeclined               ProblemCode = "card_declined"
@@ -635,6 +701,7 @@ const (
 	TimelineEntryKindAudit       TimelineEntryKind = "audit"
 	TimelineEntryKindDiscrepancy TimelineEntryKind = "discrepancy"
 	TimelineEntryKindDispute     TimelineEntryKind = "dispute"
+	TimelineEntryKindEvent       TimelineEntryKind = "event"
 	TimelineEntryKindLedger      TimelineEntryKind = "ledger"
 	TimelineEntryKindOrder       TimelineEntryKind = "order"
 	TimelineEntryKindRefund      TimelineEntryKind = "refund"
@@ -651,6 +718,8 @@ func (e TimelineEntryKind) Valid() bool {
 	case TimelineEntryKindDiscrepancy:
 		return true
 	case TimelineEntryKindDispute:
+		return true
+	case TimelineEntryKindEvent:
 		return true
 	case TimelineEntryKindLedger:
 		return true
@@ -1215,6 +1284,59 @@ type OrderWithAttempts struct {
 	UpdatedAt Timestamp `json:"updated_at"`
 }
 
+// OutboxEvent One committed change of the order, as the outbox holds it for the
+// merchant's endpoints (written by the change's own transaction): its
+// type, its number among the order's changes (`seq`, the order's
+// version the change left), what caused it, and the order and its
+// money as the change left them.
+type OutboxEvent struct {
+	Cause struct {
+		Kind OutboxEventCauseKind `json:"kind"`
+
+		// Ref Within the kind: the pay request's key, the provider event's ID, the operator, the attempt, the run, the customer; may be empty.
+		Ref string `json:"ref"`
+	} `json:"cause"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// FannedOut Whether the event was handed to the endpoints subscribed to it.
+	FannedOut bool `json:"fanned_out"`
+
+	// Id The event's ID: the `webhook-id` of every delivery of it.
+	Id string `json:"id"`
+
+	// Money What the order's ledger adds up to, in the order's currency:
+	// `charged` every charge, `refunded` every refund (payd's and those
+	// made at the provider without payd), `disputed` what banks hold back
+	// under disputes still open, `lost` what disputes took for good, and
+	// `net` = charged − refunded − lost. `refunded` equals the order's
+	// `refunded_amount` unless a refund was made outside payd before it
+	// was confirmed with the provider.
+	Money       Books       `json:"money"`
+	OrderStatus OrderStatus `json:"order_status"`
+
+	// OrderUpdatedAt RFC 3339 UTC.
+	OrderUpdatedAt Timestamp  `json:"order_updated_at"`
+	PaidAt         *time.Time `json:"paid_at"`
+	PayRequestId   *string    `json:"pay_request_id"`
+
+	// RefundedAmount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	RefundedAmount Money `json:"refunded_amount"`
+
+	// Seq Orders the order's events: unique per order, increasing with each change.
+	Seq  int64           `json:"seq"`
+	Type OutboxEventType `json:"type"`
+}
+
+// OutboxEventCauseKind defines model for OutboxEvent.Cause.Kind.
+type OutboxEventCauseKind string
+
+// OutboxEventType defines model for OutboxEvent.Type.
+type OutboxEventType string
+
 // PayRequest defines model for PayRequest.
 type PayRequest struct {
 	// PaymentMethod With the sandbox provider: pm_ok, pm_declined,
@@ -1633,6 +1755,9 @@ type Timeline struct {
 	// Disputes The customers' disputes of the order's charges, oldest first.
 	Disputes []Dispute `json:"disputes"`
 
+	// Events Every event the order's changes wrote for the merchant's endpoints, by `seq`.
+	Events []OutboxEvent `json:"events"`
+
 	// Ledger Every movement of the order's money, oldest first; `order.money` adds them up.
 	Ledger []LedgerEntry `json:"ledger"`
 
@@ -1651,12 +1776,12 @@ type TimelineEntry struct {
 	At Timestamp `json:"at"`
 	Id string    `json:"id"`
 
-	// Kind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's).
+	// Kind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's).
 	Kind    TimelineEntryKind `json:"kind"`
 	Summary string            `json:"summary"`
 }
 
-// TimelineEntryKind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's).
+// TimelineEntryKind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's).
 type TimelineEntryKind string
 
 // Timestamp RFC 3339 UTC.

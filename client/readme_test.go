@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -99,11 +100,22 @@ func TestReadmeClientProgramIsTheExample(t *testing.T) {
 }
 
 // TestReadmeClientProgramBuildsInAnotherModule builds the README's
-// program as a module of its own (go mod init) with the README's own
-// commands, read from it, pointed at this checkout: go mod edit -require
-// -replace, go mod tidy, go build. Offline (GOPROXY=off): everything comes
-// from the module cache. It runs the program against the test's payd and
-// finds the output the README shows.
+// program as a module of its own (go mod init), pointed at this checkout
+// with the README's go mod edit step, read from it, and runs it against
+// the test's payd, finding the output the README shows.
+//
+// It runs offline (GOPROXY=off) on the module cache that building and
+// testing payd fill, and that cache is all it may need: the README's
+// second step, go mod tidy, is checked as text but not run, because tidy
+// loads modules no build of payd downloads (the go.mod of every
+// requirement of a dependency older than Go 1.17, such as
+// go-jsonmerge's go-jsoncommentstrip, and the test imports of
+// dependencies), so on a freshly filled cache it fails with "module
+// lookup disabled". In its place the module gets payd's own requirements
+// and go.sum. That is what tidy selects too: payd's go.mod is tidy and
+// is the highest requirement of every module the client needs, so
+// minimal version selection picks the same versions; the build is then
+// -mod=readonly, which fails if anything is missing rather than fetching it.
 func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program: not in -short")
@@ -124,28 +136,20 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), readmeProgram(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) {
+	goCmd := func(in string, args ...string) []byte {
 		t.Helper()
 		cmd := exec.Command(goTool, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.Dir = in
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+		var out, errs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errs
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("go %s in a module of its own: %v\n%s", strings.Join(args, " "), err, out.String())
+			t.Fatalf("go %s in %s: %v\n%s%s", strings.Join(args, " "), in, err, out.String(), errs.String())
 		}
+		return out.Bytes()
 	}
-	run("mod", "init", "example.com/shop")
-	// The modules come from the local cache (GOPROXY=off), so tidy takes
-	// their checksums from payd's go.sum rather than asking the checksum
-	// database, which a machine without a network cannot reach.
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	run := func(args ...string) { t.Helper(); goCmd(dir, args...) }
+
 	_, block, ok := strings.Cut(string(raw), "a checkout of payd:\n\n```sh\n")
 	block, _, _ = strings.Cut(block, "```")
 	steps := strings.Split(strings.TrimSpace(block), "\n")
@@ -153,8 +157,27 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 		steps[1] != "go mod tidy" {
 		t.Fatalf("README's steps for another module are %q, want go mod edit -require -replace=...=../payd, then go mod tidy", steps)
 	}
-	for _, step := range steps {
-		run(strings.Fields(strings.ReplaceAll(step, "=../payd", "="+root))[1:]...)
+	run("mod", "init", "example.com/shop")
+	run(strings.Fields(strings.ReplaceAll(steps[0], "=../payd", "="+root))[1:]...)
+
+	// In place of go mod tidy (see above): payd's requirements and sums.
+	var mod struct {
+		Require []struct{ Path, Version string }
+	}
+	if err := json.Unmarshal(goCmd(root, "mod", "edit", "-json"), &mod); err != nil {
+		t.Fatal(err)
+	}
+	edit := []string{"mod", "edit"}
+	for _, r := range mod.Require {
+		edit = append(edit, "-require="+r.Path+"@"+r.Version)
+	}
+	run(edit...)
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	run("build", "-o", filepath.Join(dir, "shop"), ".")
 

@@ -721,6 +721,17 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 				}
 			}
 		}
+		// The order's outbox events, and what they must tell
+		// (nemesis.InvOneEvent).
+		for _, e := range tl.Events {
+			st.Told = append(st.Told, nemesis.Told{ID: e.Id, Type: domain.NotifyType(e.Type), Seq: e.Seq, Status: domain.OrderStatus(e.OrderStatus)})
+		}
+		for _, e := range tl.Ledger {
+			if e.Kind == client.LedgerEntryKindRefund || e.Kind == client.LedgerEntryKindOutsideRefund {
+				st.RefundsBooked++
+			}
+		}
+		st.Attempts = len(tl.Attempts)
 		wd.Orders[id] = st
 		wd.Payd.Charged = wd.Payd.Charged.Add(nemDecimal(t, tl.Order.Money.Charged))
 		wd.Payd.Refunded = wd.Payd.Refunded.Add(nemDecimal(t, tl.Order.Money.Refunded))

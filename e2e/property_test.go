@@ -585,7 +585,7 @@ func (r *propRun) expire(o *propOrder) {
 		o.note(r, "expires_at moved into the past")
 		return
 	}
-	ids, err := repository.NewOrderStore(r.s.db).ExpireDue(context.Background(), time.Now(), 500)
+	ids, err := repository.NewOrderStore(r.s.db).ExpireDue(context.Background(), domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500)
 	o.note(r, "expires_at moved into the past; expiry job expired %v %v", ids, propErr(err))
 }
 
@@ -718,7 +718,7 @@ func (r *propRun) settle() string {
 // busyPayd is busy's part in payd's database, whatever the provider: an
 // order processing, an attempt started or unknown, a refund pending.
 func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
-	if _, err := repository.NewOrderStore(db).ExpireDue(ctx, time.Now(), 500); err != nil {
+	if _, err := repository.NewOrderStore(db).ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500); err != nil {
 		return "expiry job: " + err.Error()
 	}
 	g := db.Gorm()
@@ -800,6 +800,8 @@ type propFacts struct {
 	inbox    []propInbox // every event payd received about the order
 	ledger   []domain.LedgerEntry
 	disputes []domain.ProviderDispute // the provider's disputes of the order's charges
+	told     []domain.OutboxEvent     // the order's outbox events, by seq
+	payd     []string                 // the statuses of payd's own disputes of the order
 }
 
 type propRefund struct{ ChargeID, Reason, Kind, Status string }
@@ -852,6 +854,12 @@ func (r *propRun) facts(o *propOrder) propFacts {
 		if d.OrderID == o.id {
 			f.disputes = append(f.disputes, d)
 		}
+	}
+	if f.told, err = repository.NewOrderStore(r.s.db).EventsOf(ctx, o.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Raw("SELECT status FROM disputes WHERE order_id = ?", o.id).Scan(&f.payd).Error; err != nil {
+		t.Fatal(err)
 	}
 	return f
 }
@@ -1162,6 +1170,13 @@ func (r *propRun) check(o *propOrder) []string {
 		}
 	}
 
+	// 10. Every committed change has exactly one event (ADR 0053), and
+	// nothing else has one: the order's version history (seq) and status,
+	// its ledger's refunds and payd's disputes against its outbox.
+	for _, why := range propToldWhy(f) {
+		bad("one event per committed change: %s", why)
+	}
+
 	// 8. What the pay calls answered live: 200 only for the order paid by
 	// that request, and never an internal error.
 	for _, p := range o.replies {
@@ -1182,6 +1197,92 @@ func (r *propRun) check(o *propOrder) []string {
 		}
 	}
 	return v
+}
+
+// propToldWhy holds an order's outbox events to what committed: one
+// order.paid for a paid order, showing its payment; one close for a
+// cancelled or expired order; one order.refunded per refund its ledger
+// books, the last showing every refund; one order.disputed per dispute
+// payd opened (a second when an inquiry's money was withdrawn later), one
+// order.dispute_closed per dispute closed; no attempt told declined twice;
+// seqs the order's versions, increasing; snapshots that fit their types.
+func propToldWhy(f propFacts) []string {
+	var why []string
+	count := map[domain.NotifyType]int{}
+	var lastRefund, lastPaid *domain.OutboxEvent
+	for i, e := range f.told {
+		count[e.Type]++
+		if e.Seq > f.order.Version || (i > 0 && e.Seq <= f.told[i-1].Seq) {
+			why = append(why, fmt.Sprintf("event %s (%s) has seq %d (previous %d, the order at version %d)", e.ID, e.Type, e.Seq, f.told[max(i-1, 0)].Seq, f.order.Version))
+		}
+		if e.Currency != f.order.Currency || !e.Cause.Kind.Valid() {
+			why = append(why, fmt.Sprintf("event %s: currency %s, cause %q", e.ID, e.Currency, e.Cause.Kind))
+		}
+		switch e.Type {
+		case domain.NotifyOrderPaid:
+			lastPaid = &f.told[i]
+			if !e.OrderStatus.WasPaid() || e.PaidAt == nil || !e.Books.Charged.IsPositive() {
+				why = append(why, fmt.Sprintf("order.paid %s shows the order %s paid_at %v charged %s", e.ID, e.OrderStatus, e.PaidAt, e.Books.Charged))
+			}
+		case domain.NotifyOrderRefunded:
+			if lastRefund != nil && !e.Books.Refunded.GreaterThan(lastRefund.Books.Refunded) {
+				why = append(why, fmt.Sprintf("order.refunded %s shows %s refunded, no more than the one before", e.ID, e.Books.Refunded))
+			}
+			lastRefund = &f.told[i]
+		case domain.NotifyOrderPaymentFailed:
+			if e.OrderStatus != domain.StatusPending || e.PayRequestID != "" {
+				why = append(why, fmt.Sprintf("order.payment_failed %s shows the order %s by %q", e.ID, e.OrderStatus, e.PayRequestID))
+			}
+		case domain.NotifyOrderCancelled, domain.NotifyOrderExpired:
+			if want := map[domain.NotifyType]domain.OrderStatus{domain.NotifyOrderCancelled: domain.StatusCancelled, domain.NotifyOrderExpired: domain.StatusExpired}[e.Type]; e.OrderStatus != want {
+				why = append(why, fmt.Sprintf("%s %s shows the order %s", e.Type, e.ID, e.OrderStatus))
+			}
+		}
+	}
+	want := func(t domain.NotifyType, n int) {
+		if count[t] != n {
+			why = append(why, fmt.Sprintf("%d %s events, want %d", count[t], t, n))
+		}
+	}
+	one := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	want(domain.NotifyOrderPaid, one(f.order.Status.WasPaid()))
+	want(domain.NotifyOrderCancelled, one(f.order.Status == domain.StatusCancelled))
+	want(domain.NotifyOrderExpired, one(f.order.Status == domain.StatusExpired))
+	refunds, openings := 0, 0
+	for _, e := range f.ledger {
+		switch e.Kind {
+		case domain.LedgerRefund, domain.LedgerOutsideRefund:
+			refunds++
+		case domain.LedgerDisputeOpened:
+			openings++
+		}
+	}
+	want(domain.NotifyOrderRefunded, refunds)
+	closed := 0
+	for _, st := range f.payd {
+		if st != string(domain.DisputeOpen) {
+			closed++
+		}
+	}
+	want(domain.NotifyOrderDisputeClosed, closed)
+	if n := count[domain.NotifyOrderDisputed]; n < len(f.payd) || n > len(f.payd)+openings {
+		why = append(why, fmt.Sprintf("%d order.disputed events for %d disputes (%d openings booked)", n, len(f.payd), openings))
+	}
+	if n := count[domain.NotifyOrderPaymentFailed]; n > len(f.attempts) {
+		why = append(why, fmt.Sprintf("%d order.payment_failed events for %d attempts", n, len(f.attempts)))
+	}
+	if books := domain.Summarize(f.order.Currency, f.ledger); lastRefund != nil && !lastRefund.Books.Refunded.Equal(books.Refunded) {
+		why = append(why, fmt.Sprintf("the last order.refunded shows %s refunded, the ledger %s", lastRefund.Books.Refunded, books.Refunded))
+	}
+	if lastPaid != nil && (f.order.PaidAt == nil || !lastPaid.PaidAt.Equal(*f.order.PaidAt) || lastPaid.PayRequestID != f.order.PayRequestID) {
+		why = append(why, fmt.Sprintf("order.paid shows paid_at %v by %q, the order %v by %q", lastPaid.PaidAt, lastPaid.PayRequestID, f.order.PaidAt, f.order.PayRequestID))
+	}
+	return why
 }
 
 // dump says everything about an order that a reader of a failure needs:

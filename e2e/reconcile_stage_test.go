@@ -158,7 +158,7 @@ func (s *stack) bookPayment(ctx context.Context, orderID, attemptID, chargeID, a
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if ok, err := orders.MarkPaid(ctx, orderID, requestID, now); err != nil || !ok {
+	if ok, err := orders.MarkPaid(ctx, orderID, requestID, domain.Cause{Kind: domain.CauseOperator}, now); err != nil || !ok {
 		s.t.Fatalf("MarkPaid(%s) = %v, %v; want true", orderID, ok, err)
 	}
 }

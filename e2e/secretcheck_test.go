@@ -133,6 +133,41 @@ func TestDeletedSecretsRefuseToStart(t *testing.T) {
 	})
 }
 
+// TestDeletedSecretsOfAnOlderDatabaseRefuseToStart: a database made
+// before payd kept its secret key's check value (migration 00017) holds
+// no check value, only answers sealed with the key. With payd.secrets
+// deleted, payd tries its new key on a sealed answer and refuses, rather
+// than recording the new key and answering 410 to every replay.
+func TestDeletedSecretsOfAnOlderDatabaseRefuseToStart(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		dir, dbURL, secretsFile, e := devFolder(t, dialect)
+		first := start(t, asConfigured(e))
+		if r := first.do(readmeRegister); r.Status != http.StatusCreated {
+			t.Fatalf("register = %d %s, want 201", r.Status, r.Body)
+		}
+		first.stop()
+		if err := openDB(t, dbURL).Gorm().Exec("DELETE FROM secret_key_check").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(secretsFile); err != nil {
+			t.Fatal(err)
+		}
+		err := refusedStart(t, e)
+		want := []string{"database " + mysqlName(t, dbURL) + " on 127.0.0.1:", secretsFile, "PAYD_SECRET_KEY"}
+		if dialect == "sqlite" {
+			want = []string{secretsFile, filepath.Join(dir, "payd.db"), "restore", "delete both"}
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("start of an older database without payd.secrets = %q, want it to name %q", err, w)
+			}
+		}
+		if n := countRows(t, openDB(t, dbURL), "secret_key_check"); n != 0 {
+			t.Errorf("the refused start recorded %d check values, want none", n)
+		}
+	})
+}
+
 // TestMySQLSecretsOfAnotherFolder: with a MySQL URL the development
 // secrets file is the working folder's. Another folder against the same
 // database would make up new secrets; payd refuses instead, naming the
@@ -160,10 +195,14 @@ func TestMySQLSecretsOfAnotherFolder(t *testing.T) {
 
 	t.Chdir(two)
 	err = refusedStart(t, e)
-	for _, w := range []string{"database " + name + " on 127.0.0.1:", "PAYD_SECRET_KEY", filepath.Join(two, "payd.secrets"), "run payd from the folder"} {
+	for _, w := range []string{"database " + name + " on 127.0.0.1:", "PAYD_SECRET_KEY", "there was no " + filepath.Join(two, "payd.secrets"),
+		"run payd from the folder whose payd.secrets", "not from " + two} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("start from another folder = %q, want it to name %q", err, w)
 		}
+	}
+	if strings.Contains(err.Error(), "holds that database's "+filepath.Join(two, "payd.secrets")) {
+		t.Errorf("start from another folder = %q, which says this folder holds the database's secrets", err)
 	}
 	if entries, _ := os.ReadDir(two); len(entries) != 0 {
 		t.Errorf("the refused start left %v in the other folder, want nothing", entries)

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // Keys under which a handler tells the audit trail what its action
@@ -48,6 +49,10 @@ func (h *Admin) audited(action string) echo.MiddlewareFunc {
 			// problem written by the handler and one written by the
 			// idempotency layer (a key in use, a key reused, a replay) are
 			// recorded alike.
+			// What the action changes is told to the merchant as the
+			// operator's doing (ADR 0053).
+			c.SetRequest(c.Request().WithContext(service.WithCause(c.Request().Context(),
+				domain.Cause{Kind: domain.CauseOperator, Ref: firstNonEmpty(operatorOf(c), SharedOperator)})))
 			tap := &problemTap{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = tap
 			if err := next(c); err != nil {

@@ -149,7 +149,7 @@ func toRunSummaryJSON(r domain.ReconciliationRun) runSummaryJSON {
 // timelineEntry is one line of an order's merged story.
 type timelineEntry struct {
 	At      string `json:"at"`
-	Kind    string `json:"kind"` // order, attempt, webhook, refund, discrepancy, audit, ledger, dispute
+	Kind    string `json:"kind"` // order, attempt, webhook, refund, discrepancy, audit, ledger, dispute, event
 	ID      string `json:"id"`
 	Summary string `json:"summary"`
 	at      time.Time
@@ -164,7 +164,38 @@ type timelineJSON struct {
 	Audit         []auditJSON        `json:"audit"`
 	Ledger        []ledgerEntryJSON  `json:"ledger"`
 	Disputes      []disputeJSON      `json:"disputes"`
+	Events        []outboxEventJSON  `json:"events"`
 	Timeline      []timelineEntry    `json:"timeline"`
+}
+
+// outboxEventJSON is one event the order's changes wrote for the
+// merchant's endpoints (ADR 0053), with the order as the change left it.
+type outboxEventJSON struct {
+	ID             string    `json:"id"`
+	Type           string    `json:"type"`
+	Seq            int64     `json:"seq"`
+	Cause          causeJSON `json:"cause"`
+	OrderStatus    string    `json:"order_status"`
+	PayRequestID   *string   `json:"pay_request_id"`
+	PaidAt         *string   `json:"paid_at"`
+	RefundedAmount string    `json:"refunded_amount"`
+	OrderUpdatedAt string    `json:"order_updated_at"`
+	Money          booksJSON `json:"money"`
+	FannedOut      bool      `json:"fanned_out"`
+	CreatedAt      string    `json:"created_at"`
+}
+
+// causeJSON is what made a change.
+type causeJSON struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+}
+
+func toOutboxEventJSON(e domain.OutboxEvent) outboxEventJSON {
+	return outboxEventJSON{ID: e.ID, Type: string(e.Type), Seq: e.Seq, Cause: causeJSON{Kind: string(e.Cause.Kind), Ref: e.Cause.Ref},
+		OrderStatus: string(e.OrderStatus), PayRequestID: strPtr(e.PayRequestID), PaidAt: stampPtr(e.PaidAt),
+		RefundedAmount: domain.FormatAmount(e.Refunded, e.Currency), OrderUpdatedAt: stamp(e.UpdatedAt),
+		Money: toBooksJSON(e.Books, e.Currency), FannedOut: e.FannedOut, CreatedAt: stamp(e.CreatedAt)}
 }
 
 // toTimelineJSON renders the order's story: each kind of record in its own
@@ -172,7 +203,7 @@ type timelineJSON struct {
 func toTimelineJSON(t service.Timeline) timelineJSON {
 	out := timelineJSON{Order: adminOrderJSON{orderJSON: toOrderJSON(t.Order), Money: toBooksJSON(t.Money, t.Order.Currency)},
 		Attempts: []attemptJSON{}, WebhookEvents: []webhookEventJSON{}, Refunds: []refundJSON{}, Discrepancies: []discrepancyJSON{},
-		Audit: []auditJSON{}, Ledger: []ledgerEntryJSON{}, Disputes: []disputeJSON{}}
+		Audit: []auditJSON{}, Ledger: []ledgerEntryJSON{}, Disputes: []disputeJSON{}, Events: []outboxEventJSON{}}
 	add := func(at time.Time, kind, id, summary string) {
 		out.Timeline = append(out.Timeline, timelineEntry{At: stamp(at), Kind: kind, ID: id, Summary: summary, at: at})
 	}
@@ -211,6 +242,10 @@ func toTimelineJSON(t service.Timeline) timelineJSON {
 		j := toDisputeJSON(d)
 		out.Disputes = append(out.Disputes, j)
 		add(d.OpenedAt, "dispute", j.ID, "dispute of "+j.Amount+" "+j.Currency+disputeReason(j.Reason))
+	}
+	for _, e := range t.Notified {
+		out.Events = append(out.Events, toOutboxEventJSON(e))
+		add(e.CreatedAt, "event", e.ID, string(e.Type)+" #"+strconv.FormatInt(e.Seq, 10)+" ("+string(e.Cause.Kind)+")")
 	}
 	sort.SliceStable(out.Timeline, func(i, j int) bool { return out.Timeline[i].at.Before(out.Timeline[j].at) })
 	return out

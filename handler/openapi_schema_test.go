@@ -19,7 +19,7 @@ var rendered = map[string]any{
 	"Run": runJSON{}, "TimelineEntry": timelineEntry{}, "Timeline": timelineJSON{},
 	"AdminOrder": adminOrderJSON{}, "Books": booksJSON{}, "LedgerEntry": ledgerEntryJSON{}, "Dispute": disputeJSON{},
 	"Stats": statsJSON{}, "StatsPoint": statsPointJSON{}, "StatsTotals": statsTotalsJSON{}, "StatsMoney": statsMoneyJSON{},
-	"OldestUnknown": oldestUnknownJSON{},
+	"OldestUnknown": oldestUnknownJSON{}, "OutboxEvent": outboxEventJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.

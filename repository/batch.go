@@ -16,7 +16,7 @@ import (
 
 // PayBatch runs the pay path's two transactions — the claim, and the
 // settlement of a successful charge with its ledger entry — in one round
-// trip each on MySQL instead of four and five: START TRANSACTION, the
+// trip each on MySQL instead of four and six: START TRANSACTION, the
 // transaction's statements and COMMIT go in one multi-statement packet.
 // See docs/adr/0034-pay-path-performance.md (each pay transaction one
 // packet, where it once took two round trips) and ADR 0033 for the packets'
@@ -27,9 +27,9 @@ import (
 // exactly one row (on MySQL, the statement's own guard ROW_COUNT() = 1),
 // and the transaction commits what ran. So a claim either takes the order
 // and records its attempt, or changes nothing; a settlement either
-// settles the attempt, pays the order and records the charge, settles the
-// attempt alone (the order was moved meanwhile, as InTx would have
-// committed it), or changes nothing (a statement that fails, such as the
+// settles the attempt, records the charge, pays the order and writes its
+// event (ADR 53), settles the attempt alone (the order was moved
+// meanwhile, as InTx would have committed it), or changes nothing (a statement that fails, such as the
 // ledger's INSERT finding the charge recorded, rolls back all of it). The
 // caller then learns why as it did before (a fresh read, or the
 // one-statement-at-a-time path), so no outcome differs from running the
@@ -66,8 +66,8 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 // SucceedAndPay moves attempt a from started or unknown to succeeded with
 // chargeID (AttemptStore.Succeed), only if that matched records the
 // charge's ledger entry (LedgerStore.Append), and then moves its order
-// from processing to paid for a.RequestID (OrderStore.MarkPaid), in one
-// transaction. settled: the attempt moved (it is this call's success) and
+// from processing to paid for a.RequestID (OrderStore.MarkPaid) and writes
+// the order's order.paid event, caused by c, in one transaction. settled: the attempt moved (it is this call's success) and
 // its charge is booked; paid: the order moved too. Not settled: nothing
 // was written — the attempt was settled or moved meanwhile, or entry's
 // reference is taken (the charge is booked already, and the whole
@@ -79,7 +79,7 @@ func (b *PayBatch) Claim(ctx context.Context, a domain.Attempt, version int64, n
 // 0030), and the attempt's success and its charge are committed alone, as
 // Checkout.succeed's transaction commits them: the money moved whether or
 // not the order can take it, and the caller pays the order step by step.
-func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error) {
+func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, c domain.Cause, now time.Time) (settled, paid bool, err error) {
 	ledger, err := ledgerFromDomain(entry)
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
@@ -90,10 +90,15 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	} else {
 		paying = statement{markPaidAt, markPaidAtIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID, version}}
 	}
+	told, err := eventStatement(a.OrderID, domain.NotifyOrderPaid, c, now)
+	if err != nil {
+		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
+	}
 	matched, err := b.db.batch(ctx,
 		statement{succeedAttempt, "", []any{nullString(chargeID), nullString(""), ts(now), a.ID}},
 		statement{insertLedgerEntry, insertLedgerEntryIfSettled, ledger.args()},
 		paying,
+		told,
 	)
 	if violatesIndex(err, "ledger_entries", "reference") {
 		return false, false, nil // rolled back whole: nothing was written
@@ -101,11 +106,16 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}
-	if matched == 1 {
+	switch matched {
+	case 1:
 		// An INSERT that ran inserts its row or fails: never here.
 		return false, false, fmt.Errorf("mark order %s paid: attempt %s settled but its ledger entry %s not recorded", a.OrderID, a.ID, entry.Reference)
+	case 3:
+		// The order's row was just matched: the INSERT ... SELECT of it
+		// writes its row or fails.
+		return false, false, fmt.Errorf("mark order %s paid: the order was paid but its event was not written", a.OrderID)
 	}
-	return matched >= 2, matched == 3, nil
+	return matched >= 2, matched == 4, nil
 }
 
 // statement is one statement of a batch and its arguments. query is the statement as its store

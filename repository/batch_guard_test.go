@@ -24,6 +24,7 @@ func TestPacketStatements(t *testing.T) {
 		{"insertLedgerEntryIfSettled", insertLedgerEntryIfSettled, fromValues(insertLedgerEntry)},
 		{"markPaidIfBooked", markPaidIfBooked, markPaid + " AND " + guard},
 		{"markPaidAtIfBooked", markPaidAtIfBooked, markPaidAt + " AND " + guard},
+		{"insertEventIfChanged", insertEventIfChanged, insertEvent + " AND " + guard},
 	} {
 		if oneLine(tc.got) != oneLine(tc.want) {
 			t.Errorf("%s = %q\nwant %q", tc.name, oneLine(tc.got), oneLine(tc.want))

@@ -151,7 +151,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		later := t0.Add(time.Second)
 
 		o, a := claimedOrder(t, db, b, "req-1")
-		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), domain.AnyVersion, later); err != nil || !settled || !paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), domain.AnyVersion, testCause, later); err != nil || !settled || !paid {
 			t.Fatalf("SucceedAndPay = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
 		got := findOrder(t, db, o.ID)
@@ -166,7 +166,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 			t.Errorf("ledger %+v, want the charge ch_1 of %s", es, o.Amount)
 		}
 		// Settled already: the attempt's guard refuses, nothing changes.
-		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_2", entryOf(a, "ch_2", later.Add(time.Second)), domain.AnyVersion, later.Add(time.Second)); err != nil || settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_2", entryOf(a, "ch_2", later.Add(time.Second)), domain.AnyVersion, testCause, later.Add(time.Second)); err != nil || settled || paid {
 			t.Fatalf("SucceedAndPay(settled) = %v, %v, %v, want neither", settled, paid, err)
 		}
 		if findOrder(t, db, o.ID).Version != got.Version {
@@ -184,10 +184,10 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		// holds, the order's does not. The attempt's success is committed
 		// alone, as Checkout.succeed's transaction commits it.
 		o3, a3 := claimedOrder(t, db, b, "req-3")
-		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", t0); err != nil || !ok {
+		if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o3.ID, "req-3", testCause, t0); err != nil || !ok {
 			t.Fatalf("MarkPaid = %v, %v", ok, err)
 		}
-		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_3", entryOf(a3, "ch_3", later), domain.AnyVersion, later); err != nil || !settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_3", entryOf(a3, "ch_3", later), domain.AnyVersion, testCause, later); err != nil || !settled || paid {
 			t.Fatalf("SucceedAndPay(order paid already) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		if as := attemptsOf(t, db, o3.ID); as[0].Status != domain.AttemptSucceeded || as[0].ProviderChargeID != "ch_3" {
@@ -212,7 +212,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 			t.Fatalf("Hold = %v, %v", ok, err)
 		}
 		before := findOrder(t, db, o4.ID)
-		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_held", entryOf(a4, "ch_held", later), domain.AnyVersion, later); err != nil || settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_held", entryOf(a4, "ch_held", later), domain.AnyVersion, testCause, later); err != nil || settled || paid {
 			t.Fatalf("SucceedAndPay(held attempt) = %v, %v, %v, want neither", settled, paid, err)
 		}
 		if got := findOrder(t, db, o4.ID); got.Status != domain.StatusProcessing || got.Version != before.Version {
@@ -230,7 +230,7 @@ func TestPayBatchSucceedAndPay(t *testing.T) {
 		if err := repository.NewAttemptStore(db).Create(ctx, mine); err != nil {
 			t.Fatal(err)
 		}
-		if settled, paid, err := b.SucceedAndPay(ctx, mine, "ch_4", entryOf(mine, "ch_4", later), domain.AnyVersion, later); err != nil || !settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, mine, "ch_4", entryOf(mine, "ch_4", later), domain.AnyVersion, testCause, later); err != nil || !settled || paid {
 			t.Fatalf("SucceedAndPay(order claimed by another) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		mineNow, err := repository.NewAttemptStore(db).FindByID(ctx, mine.ID)
@@ -272,7 +272,7 @@ func TestPayBatchChargeRecorded(t *testing.T) {
 		recorded := entryOf(a, "ch_1", t0)
 		appendEntry(t, repository.NewLedgerStore(db), recorded)
 
-		settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), domain.AnyVersion, later)
+		settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), domain.AnyVersion, testCause, later)
 		if err != nil || settled || paid {
 			t.Fatalf("SucceedAndPay(charge recorded) = %v, %v, %v, want neither and no error", settled, paid, err)
 		}
@@ -299,7 +299,7 @@ func TestPayBatchChargeRecorded(t *testing.T) {
 			if ok, err := repository.NewAttemptStore(db).Succeed(ctx, a.ID, "ch_1", later); err != nil || !ok {
 				return errors.Join(err, errors.New("the attempt did not settle"))
 			}
-			if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o.ID, "req-1", later); err != nil || !ok {
+			if ok, err := repository.NewOrderStore(db).MarkPaid(ctx, o.ID, "req-1", testCause, later); err != nil || !ok {
 				return errors.Join(err, errors.New("the order was not paid"))
 			}
 			isNew, err := repository.NewLedgerStore(db).Append(ctx, entryOf(a, "ch_1", later))

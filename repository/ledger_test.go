@@ -233,7 +233,7 @@ func TestLedgerRepeatInTx(t *testing.T) {
 			if _, err := s.Append(ctx, before); err != nil {
 				return err
 			}
-			if ok, err := repository.NewOrderStore(db).Cancel(ctx, o.ID, t0); err != nil || !ok {
+			if ok, err := repository.NewOrderStore(db).Cancel(ctx, o.ID, testCause, t0); err != nil || !ok {
 				return errors.Join(err, errors.New("cancel matched nothing"))
 			}
 			repeat := chargeEntry(o.ID, "ch_1", t0)

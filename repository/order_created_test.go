@@ -56,7 +56,7 @@ func TestClaimVersionGuard(t *testing.T) {
 		if ok, err := s.Claim(t.Context(), o.ID, "req-0", o.Version, t0); !ok || err != nil {
 			t.Fatalf("Claim(v%d) = %v, %v", o.Version, ok, err)
 		}
-		if ok, err := s.Release(t.Context(), o.ID, "req-0", t0); !ok || err != nil {
+		if ok, err := s.Release(t.Context(), o.ID, "req-0", testCause, t0); !ok || err != nil {
 			t.Fatalf("Release = %v, %v", ok, err)
 		}
 		if ok, err := s.Claim(t.Context(), o.ID, "req-1", o.Version, t0); ok || err != nil {

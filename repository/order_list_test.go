@@ -56,7 +56,7 @@ func TestOrderList(t *testing.T) {
 		adas := seedOrders(t, db, ada.ID, 25)
 		bobs := seedOrders(t, db, bob.ID, 3)
 		for _, id := range adas[:4] {
-			if ok, err := s.Cancel(t.Context(), id, t0); !ok || err != nil {
+			if ok, err := s.Cancel(t.Context(), id, testCause, t0); !ok || err != nil {
 				t.Fatalf("Cancel(%s) = %v, %v", id, ok, err)
 			}
 		}
@@ -121,13 +121,13 @@ func TestOrderExpireDue(t *testing.T) {
 		}
 
 		// The oldest due first: justBefore, then atNow.
-		if got, err := s.ExpireDue(t.Context(), now, 1); !slices.Equal(got, []string{justBefore.ID}) || err != nil {
+		if got, err := s.ExpireDue(t.Context(), testCause, now, 1); !slices.Equal(got, []string{justBefore.ID}) || err != nil {
 			t.Errorf("ExpireDue(limit 1) = %v, %v, want [%s]", got, err, justBefore.ID)
 		}
-		if got, err := s.ExpireDue(t.Context(), now, 10); !slices.Equal(got, []string{atNow.ID}) || err != nil {
+		if got, err := s.ExpireDue(t.Context(), testCause, now, 10); !slices.Equal(got, []string{atNow.ID}) || err != nil {
 			t.Errorf("ExpireDue(limit 10) = %v, %v, want [%s] (the rest)", got, err, atNow.ID)
 		}
-		if got, err := s.ExpireDue(t.Context(), now, 10); len(got) != 0 || err != nil {
+		if got, err := s.ExpireDue(t.Context(), testCause, now, 10); len(got) != 0 || err != nil {
 			t.Errorf("ExpireDue(again) = %v, %v, want none", got, err)
 		}
 		want := map[string]domain.OrderStatus{
@@ -160,7 +160,7 @@ func TestOrderExpireDueConcurrent(t *testing.T) {
 		for range replicas {
 			wg.Go(func() {
 				for {
-					ids, err := s.ExpireDue(t.Context(), t0, 4)
+					ids, err := s.ExpireDue(t.Context(), testCause, t0, 4)
 					if err != nil {
 						t.Errorf("ExpireDue = %v", err)
 						return

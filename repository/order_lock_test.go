@@ -53,7 +53,7 @@ func TestPayBatchSucceedAndPayAtVersion(t *testing.T) {
 		if _, err := repository.NewOrderStore(db).Lock(ctx, o.ID); err != nil {
 			t.Fatal(err)
 		}
-		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), read.Version, later); err != nil || !settled || paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a, "ch_1", entryOf(a, "ch_1", later), read.Version, testCause, later); err != nil || !settled || paid {
 			t.Fatalf("SucceedAndPay(older version) = %v, %v, %v, want settled, not paid", settled, paid, err)
 		}
 		if got := findOrder(t, db, o.ID); got.Status != domain.StatusProcessing {
@@ -65,7 +65,7 @@ func TestPayBatchSucceedAndPayAtVersion(t *testing.T) {
 
 		o2, a2 := claimedOrder(t, db, b, "req-2")
 		at := findOrder(t, db, o2.ID).Version
-		if settled, paid, err := b.SucceedAndPay(ctx, a2, "ch_2", entryOf(a2, "ch_2", later), at, later); err != nil || !settled || !paid {
+		if settled, paid, err := b.SucceedAndPay(ctx, a2, "ch_2", entryOf(a2, "ch_2", later), at, testCause, later); err != nil || !settled || !paid {
 			t.Fatalf("SucceedAndPay(at its version) = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
 		if got := findOrder(t, db, o2.ID); got.Status != domain.StatusPaid || got.Version != at+1 {

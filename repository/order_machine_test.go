@@ -24,16 +24,16 @@ var machineSteps = map[domain.Event]machineStep{
 		return s.Claim(ctx, o.ID, machineRequest, domain.AnyVersion, now)
 	},
 	domain.EventSucceed: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.MarkPaid(ctx, o.ID, machineRequest, now)
+		return s.MarkPaid(ctx, o.ID, machineRequest, testCause, now)
 	},
 	domain.EventRelease: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.Release(ctx, o.ID, machineRequest, now)
+		return s.Release(ctx, o.ID, machineRequest, testCause, now)
 	},
 	domain.EventCancel: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.Cancel(ctx, o.ID, now)
+		return s.Cancel(ctx, o.ID, testCause, now)
 	},
 	domain.EventExpire: func(ctx context.Context, s *repository.OrderStore, o domain.Order, _ time.Time) (bool, error) {
-		ids, err := s.ExpireDue(ctx, o.ExpiresAt, 0) // due exactly now (earlier rows of the test may go too)
+		ids, err := s.ExpireDue(ctx, testCause, o.ExpiresAt, 0) // due exactly now (earlier rows of the test may go too)
 		return slices.Contains(ids, o.ID), err
 	},
 	domain.EventRefundPartial: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {

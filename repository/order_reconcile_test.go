@@ -20,7 +20,7 @@ func paidAt(t *testing.T, db *repository.DB, at time.Time) domain.Order {
 	if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, at.Add(-time.Hour)); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
-	if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", at); !ok || err != nil {
+	if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", testCause, at); !ok || err != nil {
 		t.Fatalf("MarkPaid = %v, %v", ok, err)
 	}
 	return o

@@ -17,6 +17,12 @@ import (
 // UPDATE matches the row, every other caller's matches nothing and reports
 // false, and then re-reads the order to learn why. version=version+1 makes
 // every match a change.
+//
+// The transitions a merchant is told of (MarkPaid, Release, Cancel, the
+// expiry) take the change's cause and write its event in the change's
+// own transaction (outbox.go): a guard that matched nothing writes none.
+// Claim and the refund reservations tell nothing: no money moved yet (a
+// refund is told when its money moves, with its ledger entry, Tell).
 
 // Claim moves a pending order to processing for the pay request requestID.
 // It happens before the provider is called, so no second request can ever
@@ -109,26 +115,26 @@ var (
 
 // MarkPaid moves a processing order to paid, only for the request that
 // claimed it: a late success of another request never pays the order.
-func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, act{"mark paid order", id}, markPaid, ts(now), ts(now), id, requestID)
+func (s *OrderStore) MarkPaid(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error) {
+	return s.transition(ctx, act{"mark paid order", id}, domain.NotifyOrderPaid, c, now, markPaid, ts(now), ts(now), id, requestID)
 }
 
 // Release moves a processing order back to pending after a definitive
 // decline, clearing pay_request_id so the customer may try again; only the
 // request that claimed the order may release it.
-func (s *OrderStore) Release(ctx context.Context, id, requestID string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, act{"release order", id}, releaseOrder, ts(now), id, requestID)
+func (s *OrderStore) Release(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error) {
+	return s.transition(ctx, act{"release order", id}, domain.NotifyOrderPaymentFailed, c, now, releaseOrder, ts(now), id, requestID)
 }
 
 // Cancel moves a pending order to cancelled. A processing order cannot be
 // cancelled: money may be moving.
-func (s *OrderStore) Cancel(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, act{"cancel order", id}, cancelOrder, ts(now), id)
+func (s *OrderStore) Cancel(ctx context.Context, id string, c domain.Cause, now time.Time) (bool, error) {
+	return s.transition(ctx, act{"cancel order", id}, domain.NotifyOrderCancelled, c, now, cancelOrder, ts(now), id)
 }
 
 // expire moves one pending order that is due at now to expired.
-func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	return s.db.guarded(ctx, act{"expire order", id}, expireOrder, ts(now), id, ts(now))
+func (s *OrderStore) expire(ctx context.Context, id string, c domain.Cause, now time.Time) (bool, error) {
+	return s.transition(ctx, act{"expire order", id}, domain.NotifyOrderExpired, c, now, expireOrder, ts(now), id, ts(now))
 }
 
 // ExpireDue moves pending orders whose expires_at is at or before now to
@@ -143,7 +149,7 @@ func (s *OrderStore) expire(ctx context.Context, id string, now time.Time) (bool
 // UPDATE by primary key holds one row lock and cannot be part of a deadlock
 // cycle. On an error it returns the IDs expired so far along with it: those
 // changes are committed.
-func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *OrderStore) ExpireDue(ctx context.Context, c domain.Cause, now time.Time, limit int) ([]string, error) {
 	var due []string
 	err := s.db.conn(ctx).Model(&orderRow{}).
 		Where("status IN ? AND expires_at <= ?", names(domain.EventExpire.From()), ts(now)).
@@ -153,7 +159,7 @@ func (s *OrderStore) ExpireDue(ctx context.Context, now time.Time, limit int) ([
 	}
 	expired := make([]string, 0, len(due))
 	for _, id := range due {
-		ok, err := s.expire(ctx, id, now)
+		ok, err := s.expire(ctx, id, c, now)
 		if err != nil {
 			return expired, err
 		}

@@ -27,18 +27,18 @@ func claim(req string) step {
 
 func markPaid(req string) step {
 	return step{"MarkPaid(" + req + ")", func(ctx context.Context, s *repository.OrderStore, id string, now time.Time) (bool, error) {
-		return s.MarkPaid(ctx, id, req, now)
+		return s.MarkPaid(ctx, id, req, testCause, now)
 	}}
 }
 
 func release(req string) step {
 	return step{"Release(" + req + ")", func(ctx context.Context, s *repository.OrderStore, id string, now time.Time) (bool, error) {
-		return s.Release(ctx, id, req, now)
+		return s.Release(ctx, id, req, testCause, now)
 	}}
 }
 
 var cancel = step{"Cancel", func(ctx context.Context, s *repository.OrderStore, id string, now time.Time) (bool, error) {
-	return s.Cancel(ctx, id, now)
+	return s.Cancel(ctx, id, testCause, now)
 }}
 
 // orderAfter stores a pending order and applies setup to it, failing the

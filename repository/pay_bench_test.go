@@ -62,7 +62,7 @@ func BenchmarkPayStatements(b *testing.B) {
 					if err := wantTrue(attempts.Succeed(ctx, a.ID, "ch_"+a.ID, t0)); err != nil {
 						return err
 					}
-					return wantTrue(orders.MarkPaid(ctx, o.ID, key, t0))
+					return wantTrue(orders.MarkPaid(ctx, o.ID, key, testCause, t0))
 				}))
 				must(b, wantTrue(records.Complete(ctx, scope, key, domain.RecordSucceeded, 200, body, false, t0)))
 			}

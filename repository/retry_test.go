@@ -164,7 +164,7 @@ func TestGuardedRetries(t *testing.T) {
 			if stmts.Load() != 2 {
 				t.Errorf("Claim() under %v ran %d statements, want 2", conflict, stmts.Load())
 			}
-			if _, err := repository.NewOrderStore(db).Release(t.Context(), o.ID, "req-1", t0); err != nil {
+			if _, err := repository.NewOrderStore(db).Release(t.Context(), o.ID, "req-1", testCause, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -293,7 +293,7 @@ func TestSQLiteBusyRetried(t *testing.T) {
 
 	done = holdLock(50 * time.Millisecond)
 	err = repository.NewTransactor(db).InTx(t.Context(), func(ctx context.Context) error {
-		_, err := orders.Release(ctx, o.ID, "req-1", t0)
+		_, err := orders.Release(ctx, o.ID, "req-1", testCause, t0)
 		return err
 	})
 	if err != nil {

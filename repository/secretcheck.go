@@ -52,3 +52,18 @@ func SecretCheck(ctx context.Context, db *DB) (string, error) {
 	}
 	return stored, nil
 }
+
+// SealedResponse is one stored answer sealed with the secret key, found
+// false when the database holds none: a database made before the check
+// value existed is recognised by whether its key opens one.
+func SealedResponse(ctx context.Context, db *DB) (body []byte, found bool, err error) {
+	err = db.queryRow(ctx, "SELECT response_body FROM idempotency_records WHERE response_sealed = ? AND response_body IS NOT NULL LIMIT 1", true).
+		Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read a sealed stored answer: %w", err)
+	}
+	return body, true, nil
+}

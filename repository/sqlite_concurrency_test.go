@@ -110,7 +110,7 @@ func payFlow(ctx context.Context, db *repository.DB, name string) error {
 		if ok, err := attempts.Succeed(ctx, a.ID, "ch_"+name, now); err != nil || !ok {
 			return errors.Join(err, errors.New("attempt not settled"))
 		}
-		paid, err := orders.MarkPaid(ctx, o.ID, name, now)
+		paid, err := orders.MarkPaid(ctx, o.ID, name, testCause, now)
 		if err != nil || !paid {
 			return errors.Join(err, errors.New("not paid"))
 		}

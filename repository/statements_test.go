@@ -38,7 +38,14 @@ func TestStatementCounts(t *testing.T) {
 				_, err := orders.Claim(ctx, o.ID, "r", domain.AnyVersion, t0)
 				return err
 			}, 1},
-			{"OrderStore.MarkPaid", func(ctx context.Context) error { _, err := orders.MarkPaid(ctx, o.ID, "r", t0); return err }, 1},
+			// The change and its event, in the caller's transaction (outside
+			// one they go as a batch, one packet on MySQL).
+			{"OrderStore.MarkPaid", func(ctx context.Context) error {
+				return repository.NewTransactor(db).InTx(ctx, func(ctx context.Context) error {
+					_, err := orders.MarkPaid(ctx, o.ID, "r", testCause, t0)
+					return err
+				})
+			}, 2},
 			{"CustomerStore.FindByTokenHash", func(ctx context.Context) error {
 				_, err := customers.FindByTokenHash(ctx, "x")
 				return ignore(err, domain.ErrCustomerNotFound)

@@ -37,6 +37,9 @@ type Timeline struct {
 	Ledger   []domain.LedgerEntry
 	Money    domain.Books
 	Disputes []domain.Dispute
+	// Notified is every event the order's changes wrote for the merchant's
+	// endpoints, by seq (ADR 0053).
+	Notified []domain.OutboxEvent
 }
 
 // Search lists orders of any customer. f.CustomerID may be a customer's
@@ -97,6 +100,9 @@ func (s *Admin) Timeline(ctx context.Context, id string) (Timeline, error) {
 		}
 	}
 	t.Money = domain.Summarize(o.Currency, t.Ledger)
+	if t.Notified, err = s.Orders.EventsOf(ctx, id); err != nil {
+		return Timeline{}, err
+	}
 	return t, nil
 }
 

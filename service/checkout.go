@@ -84,7 +84,8 @@ type PayBatch interface {
 	// entry's reference was recorded already).
 	// Unless version is domain.AnyVersion, the order moves only if it is
 	// still at version too.
-	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, now time.Time) (settled, paid bool, err error)
+	// The order.paid event, caused by c, is written with the payment.
+	SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID string, entry domain.LedgerEntry, version int64, c domain.Cause, now time.Time) (settled, paid bool, err error)
 }
 
 // ChargeCanceller is what a provider whose failed charge may still be
@@ -119,6 +120,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 	if !methodPattern.MatchString(r.PaymentMethod) {
 		return domain.Order{}, &domain.ValidationError{Field: "payment_method", Reason: "must be a payment method ID such as \"pm_ok\""}
 	}
+	ctx = WithCause(ctx, domain.Cause{Kind: domain.CausePayRequest, Ref: r.RequestID})
 	if o, ok := s.created(r); ok {
 		a, claimed, err := s.claim(ctx, &o, r)
 		if err != nil && !errors.Is(err, domain.ErrOrderExpired) {
@@ -438,7 +440,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 		fault("before_settle_commit")
 		mine := a
 		mine.OrderID = o.ID
-		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), o.Version, now)
+		settled, paid, err = s.Batch.SucceedAndPay(ctx, mine, chargeID, chargeEntry(mine, chargeID, src, now), o.Version, sourceCause(ctx, src, settledRef(src, a)), now)
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("mark order %s paid: %w", o.ID, err)
 		}
@@ -470,7 +472,7 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 					return err
 				}
 			}
-			if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, now); err != nil {
+			if paid, err = s.Orders.MarkPaid(ctx, o.ID, a.RequestID, sourceCause(ctx, src, settledRef(src, a)), now); err != nil {
 				return err
 			}
 			if paid {
@@ -536,7 +538,7 @@ func (s *Checkout) settledAs(ctx context.Context, id, chargeID string) (bool, er
 // may pay again. The order is released only if this attempt's own record
 // moved: a late failure for an old attempt never releases a newer claim.
 func (s *Checkout) fail(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, src domain.LedgerSource) (domain.Order, error) {
-	o, released, err := s.release(ctx, o, a, chargeID, code)
+	o, released, err := s.release(ctx, o, a, chargeID, code, sourceCause(ctx, src, settledRef(src, a)))
 	if err != nil {
 		return domain.Order{}, err
 	}
@@ -562,7 +564,7 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 	if code == "" {
 		code = "provider_refused"
 	}
-	o, released, err := s.release(ctx, o, a, "", code)
+	o, released, err := s.release(ctx, o, a, "", code, sourceCause(ctx, domain.SourcePayReply, a.RequestID))
 	if err != nil {
 		return domain.Order{}, err
 	}
@@ -575,10 +577,11 @@ func (s *Checkout) refused(ctx context.Context, o domain.Order, a domain.Attempt
 }
 
 // release fails attempt a with code and gives its order back (processing →
-// pending), in one transaction. The order is released only if this
+// pending), with its order.payment_failed event caused by c, in one
+// transaction. The order is released only if this
 // attempt's own record moved: a late failure for an old attempt never
 // releases a newer claim.
-func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string) (domain.Order, bool, error) {
+func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt, chargeID, code string, c domain.Cause) (domain.Order, bool, error) {
 	now := s.Now().UTC()
 	var released bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -587,7 +590,7 @@ func (s *Checkout) release(ctx context.Context, o domain.Order, a domain.Attempt
 		if err != nil || !finished {
 			return err
 		}
-		released, err = s.Orders.Release(ctx, o.ID, a.RequestID, now)
+		released, err = s.Orders.Release(ctx, o.ID, a.RequestID, c, now)
 		return err
 	})
 	if err != nil {
@@ -658,4 +661,18 @@ func (s *Checkout) changed(id string) { s.obs().OrderChanged(id) }
 
 func (s *Checkout) observe(ctx context.Context, a domain.Attempt, result PaymentOutcome) {
 	s.obs().PaymentResult(ctx, a, result)
+}
+
+// settledRef is the reference of the cause of a settlement of attempt a
+// learned from src, when the context carries none: the pay request's key
+// on its reply, the attempt the recoverer asked about; a webhook's and a
+// run's are their own (WithCause).
+func settledRef(src domain.LedgerSource, a domain.Attempt) string {
+	switch src {
+	case domain.SourcePayReply:
+		return a.RequestID
+	case domain.SourceRecoverer:
+		return a.ID
+	}
+	return ""
 }

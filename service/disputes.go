@@ -126,6 +126,7 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 	var stored domain.Dispute
 	var disc *domain.Discrepancy
 	var isNew, closed, booked bool
+	c := sourceCause(ctx, src, pd.ID)
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
 		isNew, closed, booked, disc = false, false, false, nil // InTx may run fn again after a conflict: start clean
 		var err error
@@ -153,14 +154,26 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 			}
 			hadOpening, booked = true, true
 		}
+		if isNew || booked {
+			// The dispute opened, or its money was withdrawn: told with
+			// the change (ADR 0053).
+			if err := s.Orders.Tell(ctx, orderID, domain.NotifyOrderDisputed, c, now); err != nil {
+				return err
+			}
+		}
 		e, ok := domain.CloseEvent(pd.Status)
 		if !ok || stored.Status != domain.DisputeOpen {
 			return nil
 		}
-		if closed, err = s.Store.Close(ctx, stored.ID, e, now); err != nil || !closed || !hadOpening {
+		if closed, err = s.Store.Close(ctx, stored.ID, e, now); err != nil || !closed {
 			return err
 		}
-		return s.book(ctx, stored, e.Ledger(), src, now)
+		if hadOpening {
+			if err := s.book(ctx, stored, e.Ledger(), src, now); err != nil {
+				return err
+			}
+		}
+		return s.Orders.Tell(ctx, orderID, domain.NotifyOrderDisputeClosed, c, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("record dispute %s: %w", pd.ID, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/payd/payd/domain"
 )
 
 // Job is one unit of background work, run over and over. Every job is a
@@ -78,7 +80,7 @@ func PurgeRecords(records RecordPurger, now func() time.Time) func(context.Conte
 // a time, and tells obs (optional) of each order it changed.
 func ExpireOrders(orders OrderStore, now func() time.Time, obs Observer) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
-		ids, err := orders.ExpireDue(ctx, now().UTC(), jobBatch)
+		ids, err := orders.ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, now().UTC(), jobBatch)
 		for _, id := range ids {
 			observing(obs).OrderChanged(id)
 		}

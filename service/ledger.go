@@ -85,7 +85,9 @@ func seenChargeEntry(orderID string, ch domain.Charge, src domain.LedgerSource, 
 // committed before (and is read here) or is recorded after and counts
 // itself (ADR 0030). The count goes through the order's one guarded
 // refund UPDATE (OrderStore.AddRefund), so a full refund moves the order
-// to refunded. It reports whether it changed the order.
+// to refunded. It reports whether it changed the order. It must follow
+// the MarkPaid that wrote the transaction's order.paid event: the event is
+// brought up to the counted order (OrderStore.Restamp).
 func countOutside(ctx context.Context, l LedgerStore, orders OrderStore, orderID, chargeID string, cur domain.Currency, now time.Time) (bool, error) {
 	if l == nil || chargeID == "" {
 		return false, nil
@@ -107,5 +109,11 @@ func countOutside(ctx context.Context, l LedgerStore, orders OrderStore, orderID
 	// booked (Refunds.refundShown), and the charge is the order's payment
 	// for the order's money: the guard cannot refuse an order paid just
 	// now. Should it, the payment stands and the ledger keeps the refunds.
-	return orders.AddRefund(ctx, orderID, domain.MinorUnits(sum, cur), now)
+	counted, err := orders.AddRefund(ctx, orderID, domain.MinorUnits(sum, cur), now)
+	if err != nil || !counted {
+		return counted, err
+	}
+	// The order.paid event MarkPaid wrote tells the order as this
+	// transaction leaves it, refunds counted (ADR 0053).
+	return true, orders.Restamp(ctx, orderID)
 }

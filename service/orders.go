@@ -186,7 +186,7 @@ func (s *Orders) Cancel(ctx context.Context, customerID, id string) (domain.Orde
 	if _, err := s.Get(ctx, customerID, id); err != nil {
 		return domain.Order{}, err
 	}
-	ok, err := s.Store.Cancel(ctx, id, s.Now().UTC())
+	ok, err := s.Store.Cancel(ctx, id, causeIn(ctx, domain.Cause{Kind: domain.CauseCustomer, Ref: customerID}), s.Now().UTC())
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("cancel order %s: %w", id, err)
 	}

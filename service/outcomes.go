@@ -142,7 +142,7 @@ func (s *Checkout) adopt(ctx context.Context, o domain.Order, id, chargeID strin
 		if err := s.book(ctx, chargeEntry(mine, chargeID, src, now)); err != nil {
 			return err
 		}
-		if paid, err = s.Orders.MarkPaid(ctx, o.ID, cur.RequestID, now); err == nil && !paid {
+		if paid, err = s.Orders.MarkPaid(ctx, o.ID, cur.RequestID, sourceCause(ctx, src, settledRef(src, cur)), now); err == nil && !paid {
 			err = errAdoptLost // a held attempt whose order was released meanwhile
 		}
 		if err != nil {
@@ -263,7 +263,7 @@ func (s *Checkout) ReleaseHeld(ctx context.Context, a domain.Attempt) error {
 		if err != nil || !finished {
 			return err
 		}
-		released, err = s.Orders.Release(ctx, a.OrderID, a.RequestID, now)
+		released, err = s.Orders.Release(ctx, a.OrderID, a.RequestID, causeIn(ctx, domain.Cause{Kind: domain.CauseOperator}), now)
 		return err
 	})
 	if err != nil {

@@ -131,7 +131,12 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 				return err
 			}
 		}
-		return s.auditOutside(ctx, o.ID, pr, src, counted, now)
+		if err := s.auditOutside(ctx, o.ID, pr, src, counted, now); err != nil {
+			return err
+		}
+		// Money went back: the order's order.refunded event, with the
+		// refund's entry, counted or not (ADR 0053).
+		return s.Orders.Tell(ctx, o.ID, domain.NotifyOrderRefunded, sourceCause(ctx, src, pr.ID), now)
 	})
 	if err != nil {
 		return "", fmt.Errorf("record outside refund %s: %w", pr.ID, err)

@@ -60,15 +60,27 @@ type OrderStore interface {
 	// Claim: pending → processing, recording requestID as pay_request_id,
 	// only while the order is at version (any, for domain.AnyVersion).
 	Claim(ctx context.Context, id, requestID string, version int64, now time.Time) (bool, error)
-	// MarkPaid: processing → paid, only for the request that claimed it.
-	MarkPaid(ctx context.Context, id, requestID string, now time.Time) (bool, error)
-	// Release: processing → pending, clearing pay_request_id, only for the request that claimed it.
-	Release(ctx context.Context, id, requestID string, now time.Time) (bool, error)
-	// Cancel: pending → cancelled.
-	Cancel(ctx context.Context, id string, now time.Time) (bool, error)
+	// MarkPaid: processing → paid, only for the request that claimed it;
+	// it writes the order.paid event, caused by c, with the change.
+	MarkPaid(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error)
+	// Release: processing → pending, clearing pay_request_id, only for the
+	// request that claimed it; it writes order.payment_failed.
+	Release(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error)
+	// Cancel: pending → cancelled; it writes order.cancelled.
+	Cancel(ctx context.Context, id string, c domain.Cause, now time.Time) (bool, error)
 	// ExpireDue: pending orders whose expires_at is at or before now → expired,
-	// at most limit of them; it returns the IDs of the orders it changed.
-	ExpireDue(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// at most limit of them, each with its order.expired event; it returns
+	// the IDs of the orders it changed.
+	ExpireDue(ctx context.Context, c domain.Cause, now time.Time, limit int) ([]string, error)
+	// Tell writes the event of type t, caused by c, of a change that booked
+	// money without moving the order's status (a refund, a dispute's
+	// step), taking the order's lock (which raises its version) first.
+	Tell(ctx context.Context, id string, t domain.NotifyType, c domain.Cause, now time.Time) error
+	// Restamp brings the event the caller's transaction wrote for the
+	// order one change ago up to the order as it now stands.
+	Restamp(ctx context.Context, id string) error
+	// EventsOf returns the order's events with their snapshots, by seq.
+	EventsOf(ctx context.Context, id string) ([]domain.OutboxEvent, error)
 	// AddRefund reserves minor units of a paid order for a refund:
 	// refunded_minor += minor, and status → refunded when it reaches the
 	// amount; guarded by status='paid' AND refunded_minor + minor <= amount_minor.

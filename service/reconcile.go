@@ -77,6 +77,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return domain.ReconciliationRun{}, &domain.ValidationError{Field: "to", Reason: "the window must be non-empty, from before to, and at most 31 days"}
 	}
 	run := domain.ReconciliationRun{ID: newID(), Source: "provider", From: req.From.UTC(), To: req.To.UTC(), DryRun: req.DryRun, CreatedAt: s.Now().UTC()}
+	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseReconciliation, Ref: run.ID})
 	charges := req.Charges
 	if charges != nil {
 		run.Source = "csv"

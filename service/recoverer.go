@@ -63,7 +63,7 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 		if !a.Status.Unsettled() {
 			continue // settled meanwhile (a webhook, a retry)
 		}
-		settled, err := r.settle(ctx, a)
+		settled, err := r.settle(WithCause(ctx, domain.Cause{Kind: domain.CauseRecoverer, Ref: a.ID}), a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("attempt %s: %w", a.ID, err))
 			continue
@@ -83,7 +83,7 @@ func (r *Recoverer) Run(ctx context.Context) (int64, error) {
 // resolve asks the provider about one attempt and settles it; a charge the
 // provider still has pending is left for a later pass.
 func (r *Recoverer) resolve(ctx context.Context, a domain.Attempt) error {
-	_, err := r.settle(ctx, a)
+	_, err := r.settle(WithCause(ctx, domain.Cause{Kind: domain.CauseRecoverer, Ref: a.ID}), a)
 	return err
 }
 

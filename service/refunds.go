@@ -205,8 +205,31 @@ func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefund
 		if err != nil || !finished {
 			return err
 		}
-		return appendEntry(ctx, s.Ledger, refundEntry(r, providerRefundID, src, now))
+		ref := r.RequestID
+		if ref == "" || src == domain.SourceRecoverer {
+			ref = r.ID
+		}
+		return s.bookRefund(ctx, refundEntry(r, providerRefundID, src, now), sourceCause(ctx, src, ref), now)
 	})
+}
+
+// bookRefund books e, a refund whose money moved, in the caller's
+// transaction and, when it is new, tells the order's endpoints: the
+// refund's order.refunded event is written with its entry (ADR 0053), so a
+// refund the provider refused, whose reservation is given back, is never
+// told.
+func (s *Refunds) bookRefund(ctx context.Context, e domain.LedgerEntry, c domain.Cause, now time.Time) error {
+	isNew := true // without a ledger (tests), Finish's guard decides once
+	if s.Ledger != nil {
+		var err error
+		if isNew, err = s.Ledger.Append(ctx, e); err != nil {
+			return fmt.Errorf("book %s %s: %w", e.Kind, e.Reference, err)
+		}
+	}
+	if !isNew {
+		return nil
+	}
+	return s.Orders.Tell(ctx, e.OrderID, domain.NotifyOrderRefunded, c, now)
 }
 
 // refused marks a refund the provider definitively refused as failed and,
@@ -344,7 +367,7 @@ func (s *Refunds) RetryPending(ctx context.Context, olderThan time.Time) (int64,
 	}
 	var n int64
 	for _, r := range pending {
-		if _, err := s.ask(ctx, r, domain.SourceRecoverer); err == nil {
+		if _, err := s.ask(WithCause(ctx, domain.Cause{Kind: domain.CauseRecoverer, Ref: r.ID}), r, domain.SourceRecoverer); err == nil {
 			n++
 		}
 	}

@@ -212,7 +212,7 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 				return err
 			}
 		}
-		paid, err := s.Orders.MarkPaid(ctx, a.OrderID, a.RequestID, now)
+		paid, err := s.Orders.MarkPaid(ctx, a.OrderID, a.RequestID, causeIn(ctx, domain.Cause{Kind: domain.CauseOperator}), now)
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,11 @@ func (s *Webhooks) Receive(ctx context.Context, msgID string, ev domain.Provider
 }
 
 func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	ref := ev.ID
+	if ref == "" {
+		ref = msgID
+	}
+	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseWebhook, Ref: ref})
 	switch ev.Type {
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, msgID, ev)

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/payd/payd/internal/metricsread"
 )
 
 // paydState is what payd's /metrics says about its resources at one
@@ -52,62 +51,30 @@ func newScraper(base string) *scraper {
 }
 
 func (s *scraper) state(ctx context.Context) (paydState, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	fams, err := metricsread.Fetch(ctx, s.hc, s.url)
 	if err != nil {
-		return paydState{}, err
+		return paydState{}, fmt.Errorf("payd's metrics: %w", err)
 	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return paydState{}, fmt.Errorf("read payd's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return paydState{}, fmt.Errorf("read payd's metrics: status %d", resp.StatusCode)
-	}
-	return parseState(resp.Body)
+	return stateOf(fams)
 }
 
-// parseState reads go_goroutines and the go_sql_* pool series from the
-// Prometheus text format.
-func parseState(r io.Reader) (paydState, error) {
-	st := paydState{Goroutines: -1}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		series, value, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
-		if err != nil {
-			continue
-		}
-		name, labels, _ := strings.Cut(series, "{")
-		if name == "go_goroutines" {
-			st.Goroutines = int(v)
-			continue
-		}
-		field, ok := poolFields[name]
-		if !ok {
-			continue
-		}
-		db := label(labels, "db_name")
-		if st.Pools == nil {
-			st.Pools = map[string]pool{}
-		}
-		p := st.Pools[db]
-		field(&p, v)
-		st.Pools[db] = p
+// stateOf takes go_goroutines and the go_sql_* pool series from one
+// reading of payd's /metrics.
+func stateOf(fams metricsread.Families) (paydState, error) {
+	g, ok := fams.Value("go_goroutines")
+	if !ok {
+		return paydState{Goroutines: -1}, fmt.Errorf("payd's metrics have no go_goroutines")
 	}
-	if err := sc.Err(); err != nil {
-		return st, err
-	}
-	if st.Goroutines < 0 {
-		return st, fmt.Errorf("payd's metrics have no go_goroutines")
+	st := paydState{Goroutines: int(g)}
+	for name, field := range poolFields {
+		for db, v := range fams.ByLabel(name, "db_name") {
+			if st.Pools == nil {
+				st.Pools = map[string]pool{}
+			}
+			p := st.Pools[db]
+			field(&p, v)
+			st.Pools[db] = p
+		}
 	}
 	return st, nil
 }
@@ -117,17 +84,6 @@ var poolFields = map[string]func(*pool, float64){
 	"go_sql_in_use_connections": func(p *pool, v float64) { p.InUse = int(v) },
 	"go_sql_idle_connections":   func(p *pool, v float64) { p.Idle = int(v) },
 	"go_sql_wait_count_total":   func(p *pool, v float64) { p.Waits = int64(v) },
-}
-
-// label returns a label's value from `a="x",b="y"}`.
-func label(labels, name string) string {
-	i := strings.Index(labels, name+`="`)
-	if i < 0 {
-		return ""
-	}
-	rest := labels[i+len(name)+2:]
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
 }
 
 // idle reads payd's state until no pool has a connection in use, or until

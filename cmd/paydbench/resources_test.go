@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/payd/payd/internal/metricsread"
 )
 
 func TestParseState(t *testing.T) {
@@ -22,7 +24,7 @@ go_sql_open_connections{db_name="write"} 1
 go_sql_wait_count_total{db_name="write"} 1234
 payd_payments_total{result="paid"} 5
 `
-	got, err := parseState(strings.NewReader(text))
+	got, err := parseState(text)
 	if err != nil {
 		t.Fatalf("parseState = %v", err)
 	}
@@ -30,9 +32,18 @@ payd_payments_total{result="paid"} 5
 		got.Pools["write"] != (pool{Open: 1, Waits: 1234}) || len(got.Pools) != 2 {
 		t.Errorf("parseState = %+v", got)
 	}
-	if _, err := parseState(strings.NewReader("payd_payments_total 1\n")); err == nil {
+	if _, err := parseState("payd_payments_total 1\n"); err == nil {
 		t.Error("parseState(no go_goroutines) = nil error, want one")
 	}
+}
+
+// parseState is what the scraper makes of one /metrics answer.
+func parseState(text string) (paydState, error) {
+	fams, err := metricsread.Parse(strings.NewReader(text))
+	if err != nil {
+		return paydState{}, err
+	}
+	return stateOf(fams)
 }
 
 func TestGrowth(t *testing.T) {

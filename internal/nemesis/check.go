@@ -43,12 +43,20 @@ const (
 	// InvLinearizable: each order's observed statuses are linearizable
 	// against domain.OrderMachine.
 	InvLinearizable = "linearizable"
+	// InvOneEvent: every committed change of an order has exactly one
+	// outbox event (docs/adr/0053-telling-the-shop.md), and each event is
+	// visible to operators: a paid order was told order.paid once, a
+	// cancelled or expired one its close once, each refund its ledger
+	// books order.refunded once, no attempt was told declined twice;
+	// each event's snapshot fits its type, and the order's events are
+	// numbered by distinct, increasing versions.
+	InvOneEvent = "one_event_per_change"
 )
 
 // Invariants lists every invariant Check proves, in the order it reports
 // them.
 var Invariants = []string{InvOneCharge, InvPaidOneCharge, InvBooks, InvSameFinal, InvPendingFirst,
-	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable}
+	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent}
 
 // Violation is one broken invariant: what broke, and the smallest part of
 // the history that shows it.
@@ -75,7 +83,7 @@ func Check(w World) Report {
 	if len(ops) > 0 {
 		r.Start = ops[0].Start
 	}
-	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays} {
+	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events} {
 		r.Violations = append(r.Violations, inv()...)
 	}
 	r.Violations = append(r.Violations, Linearizable(ops)...)
@@ -516,4 +524,83 @@ func sameJSON(a, b []byte) bool {
 		return bytes.Equal(a, b)
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// events holds each order's outbox events to its final state: what
+// committed must have been told once, and nothing else.
+func (c *checker) events() []Violation {
+	var out []Violation
+	for _, id := range c.orderIDs() {
+		o, ok := c.w.Orders[id]
+		if !ok {
+			continue
+		}
+		if why := toldWhy(o); why != "" {
+			out = append(out, Violation{Invariant: InvOneEvent, Detail: "order " + id + ": " + why, Slice: c.byOrder[id]})
+		}
+	}
+	return out
+}
+
+// toldWhy says how order o's events break InvOneEvent, or "".
+func toldWhy(o OrderState) string {
+	count := map[domain.NotifyType]int{}
+	var why []string
+	last := domain.NotifyType("") // the last event that moved the order's status
+	for i, e := range o.Told {
+		count[e.Type]++
+		if i > 0 && e.Seq <= o.Told[i-1].Seq {
+			why = append(why, fmt.Sprintf("event %s has seq %d after seq %d", e.ID, e.Seq, o.Told[i-1].Seq))
+		}
+		if !e.Type.Valid() {
+			why = append(why, fmt.Sprintf("event %s has unknown type %q", e.ID, e.Type))
+			continue
+		}
+		if want, moves := toldStatus[e.Type]; moves {
+			last = e.Type
+			if !slices.Contains(want, e.Status) {
+				why = append(why, fmt.Sprintf("%s event %s shows the order %s", e.Type, e.ID, e.Status))
+			}
+		}
+	}
+	want := func(t domain.NotifyType, n int) {
+		if count[t] != n {
+			why = append(why, fmt.Sprintf("%d %s events, want %d", count[t], t, n))
+		}
+	}
+	want(domain.NotifyOrderPaid, b2i(o.Status.WasPaid()))
+	want(domain.NotifyOrderCancelled, b2i(o.Status == domain.StatusCancelled))
+	want(domain.NotifyOrderExpired, b2i(o.Status == domain.StatusExpired))
+	want(domain.NotifyOrderRefunded, o.RefundsBooked)
+	if n := count[domain.NotifyOrderPaymentFailed]; n > o.Attempts {
+		why = append(why, fmt.Sprintf("%d order.payment_failed events for %d attempts", n, o.Attempts))
+	}
+	// The last status it was told is the status it has (a paid order's
+	// refunds do not move it back).
+	switch final := o.Status; {
+	case final.WasPaid():
+		if last != domain.NotifyOrderPaid {
+			why = append(why, fmt.Sprintf("the order is %s, its last status event %q", final, last))
+		}
+	case final == domain.StatusPending || final == domain.StatusProcessing:
+		if last != "" && last != domain.NotifyOrderPaymentFailed {
+			why = append(why, fmt.Sprintf("the order is %s, its last status event %q", final, last))
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// toldStatus is the order status each event that moves it shows.
+var toldStatus = map[domain.NotifyType][]domain.OrderStatus{
+	domain.NotifyOrderPaid:          {domain.StatusPaid, domain.StatusRefunded},
+	domain.NotifyOrderPaymentFailed: {domain.StatusPending},
+	domain.NotifyOrderCancelled:     {domain.StatusCancelled},
+	domain.NotifyOrderExpired:       {domain.StatusExpired},
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -105,10 +105,14 @@ func cleanWorld() World {
 			{ID: "ch4", OrderID: "o4", Key: "a4", Amount: decOf("9.99"), Created: atMS(10)},
 		},
 		Orders: map[string]OrderState{
-			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1"},
-			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00")},
-			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3"},
-			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99")},
+			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1", Attempts: 1,
+				Told: []Told{{"e1", domain.NotifyOrderPaid, 3, domain.StatusPaid}}},
+			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00"),
+				Told: []Told{{"e2", domain.NotifyOrderCancelled, 2, domain.StatusCancelled}}},
+			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3", Attempts: 1, RefundsBooked: 1,
+				Told: []Told{{"e3", domain.NotifyOrderPaid, 3, domain.StatusPaid}, {"e4", domain.NotifyOrderRefunded, 5, domain.StatusPaid}}},
+			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99"), Attempts: 1,
+				Told: []Told{{"e5", domain.NotifyOrderPaymentFailed, 3, domain.StatusPending}}},
 		},
 		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
 		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
@@ -120,8 +124,8 @@ func TestCheckCleanWorldPasses(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("Check(clean world) = %v, want no violation", err)
 	}
-	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 9 {
-		t.Errorf("Checked = %v, want the 9 invariants %v", r.Checked, Invariants)
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 10 {
+		t.Errorf("Checked = %v, want the 10 invariants %v", r.Checked, Invariants)
 	}
 }
 
@@ -201,6 +205,47 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		{"paid, then pending", InvLinearizable, func(w *World) {
 			addOp(w, opAt(7, OpRead, "o1", "", 400, 410, 200, orderBody("o1", "pending", "12.30", "", "0.00")))
 		}},
+		{"a payment told twice", InvOneEvent, func(w *World) {
+			o := w.Orders["o1"]
+			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaid, 4, domain.StatusPaid})
+			w.Orders["o1"] = o
+		}},
+		{"a payment never told", InvOneEvent, func(w *World) {
+			o := w.Orders["o1"]
+			o.Told = nil
+			w.Orders["o1"] = o
+		}},
+		{"a refund booked but not told", InvOneEvent, func(w *World) {
+			o := w.Orders["o3"]
+			o.RefundsBooked = 2
+			w.Orders["o3"] = o
+		}},
+		{"a change that rolled back, told", InvOneEvent, func(w *World) {
+			o := w.Orders["o2"]
+			o.Told = append([]Told{{"e9", domain.NotifyOrderPaid, 1, domain.StatusPaid}}, o.Told...)
+			w.Orders["o2"] = o
+		}},
+		{"two events of one version", InvOneEvent, func(w *World) {
+			o := w.Orders["o3"]
+			o.Told[1].Seq = o.Told[0].Seq
+			w.Orders["o3"] = o
+		}},
+		{"an event that shows another status", InvOneEvent, func(w *World) {
+			o := w.Orders["o4"]
+			o.Told[0].Status = domain.StatusPaid
+			w.Orders["o4"] = o
+		}},
+		{"a decline told twice", InvOneEvent, func(w *World) {
+			o := w.Orders["o4"]
+			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaymentFailed, 5, domain.StatusPending})
+			w.Orders["o4"] = o
+		}},
+		{"a paid order last told it was declined", InvOneEvent, func(w *World) {
+			o := w.Orders["o1"]
+			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaymentFailed, 5, domain.StatusPending})
+			o.Attempts = 2
+			w.Orders["o1"] = o
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,7 +315,8 @@ func TestCheckDeclineThenSuccessUnderOneKey(t *testing.T) {
 			sweep(opAt(1, OpPay, "o1", "k1", 60, 70, 200, paid)),
 		},
 		Charges: []Charge{{ID: "ch", OrderID: "o1", Amount: decOf("5.00"), Succeeded: true, Created: atMS(35)}},
-		Orders:  map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("5.00")}},
+		Orders: map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("5.00"), Attempts: 2,
+			Told: []Told{{"e1", domain.NotifyOrderPaymentFailed, 3, domain.StatusPending}, {"e2", domain.NotifyOrderPaid, 5, domain.StatusPaid}}}},
 	}
 	if err := Check(w).Err(); err != nil {
 		t.Fatalf("Check = %v, want no violation", err)

@@ -106,6 +106,21 @@ type OrderState struct {
 	Amount   decimal.Decimal
 	Refunded decimal.Decimal
 	ChargeID string // the charge payd says paid it, if any
+	// Told is the order's outbox events as payd's admin timeline shows
+	// them, by seq; RefundsBooked how many refunds its ledger books
+	// (payd's and outside ones); Attempts how many payment attempts it has.
+	Told          []Told
+	RefundsBooked int
+	Attempts      int
+}
+
+// Told is one outbox event of an order: its type, its number among the
+// order's changes, and the order status its snapshot shows.
+type Told struct {
+	ID     string
+	Type   domain.NotifyType
+	Seq    int64
+	Status domain.OrderStatus
 }
 
 // Money is a money summary: one currency is enough for the runs.

@@ -1,17 +1,15 @@
 package nemesis
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/payd/payd/internal/metricsread"
 )
 
 // Minute is one sample of a soak: what the clients did during the
@@ -139,77 +137,34 @@ type reading struct {
 }
 
 func (s *Sampler) read(ctx context.Context, url string) (reading, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fams, err := metricsread.Fetch(ctx, s.hc, url)
 	if err != nil {
 		return reading{}, err
 	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return reading{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return reading{}, fmt.Errorf("read %s: status %d", url, resp.StatusCode)
-	}
-	return parseMetrics(resp.Body)
+	return readingOf(fams)
 }
 
-// parseMetrics reads the series a soak follows from the Prometheus text
-// format: the Go and process collectors' and database/sql's pool
+// readingOf takes the series a soak follows from one reading of
+// /metrics: the Go and process collectors' and database/sql's pool
 // statistics (one db_name per pool).
-func parseMetrics(r io.Reader) (reading, error) {
+func readingOf(fams metricsread.Families) (reading, error) {
 	out := reading{open: map[string]int{}, inUse: map[string]int{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		series, value, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(value)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		name, labels, _ := strings.Cut(series, "{")
-		switch name {
-		case "go_goroutines":
-			out.goroutines, out.hasGo = int(v), true
-		case "process_resident_memory_bytes":
-			out.rss, out.hasProcess = int64(v), true
-		case "process_open_fds":
-			out.openFiles = int(v)
-		case "go_sql_open_connections":
-			out.open[labelValue(labels, "db_name")] = int(v)
-		case "go_sql_in_use_connections":
-			out.inUse[labelValue(labels, "db_name")] = int(v)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, err
-	}
-	if !out.hasGo || !out.hasProcess {
+	g, hasGo := fams.Value("go_goroutines")
+	rss, hasProcess := fams.Value("process_resident_memory_bytes")
+	if !hasGo || !hasProcess {
 		return out, fmt.Errorf("metrics without go_goroutines or process_resident_memory_bytes")
 	}
-	return out, nil
-}
-
-// labelValue returns a label's value from `a="x",b="y"}`.
-func labelValue(labels, name string) string {
-	for _, kv := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.TrimSpace(k) == name {
-			return strings.Trim(v, `"`)
-		}
+	out.goroutines, out.rss, out.hasGo, out.hasProcess = int(g), int64(rss), true, true
+	if fds, ok := fams.Value("process_open_fds"); ok {
+		out.openFiles = int(fds)
 	}
-	return ""
+	for db, v := range fams.ByLabel("go_sql_open_connections", "db_name") {
+		out.open[db] = int(v)
+	}
+	for db, v := range fams.ByLabel("go_sql_in_use_connections", "db_name") {
+		out.inUse[db] = int(v)
+	}
+	return out, nil
 }
 
 // What Growth lets pass (see Growth).

@@ -1,0 +1,270 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"github.com/payd/payd/domain"
+)
+
+// The outbox's writing side (docs/adr/0053-telling-the-shop.md): every
+// committed change of an order a merchant is told of writes one row of
+// notify_events in the change's own transaction, right after the
+// statement that changed the order. The row is an INSERT ... SELECT from
+// the order's row, so it records the version the change left (its seq:
+// (order_id, seq) is unique) and the order as the transaction sees it:
+// status, payment, refunded amount, and the ledger's sums as
+// domain.Summarize adds them (entries of the order's currency only).
+
+// The ledger's sums of order o, one scalar subquery each, by
+// domain.Summarize's rules: charged is every charge; refunded every
+// refund, payd's and outside ones; disputed what disputes still open
+// withdrew (opened less won and lost); lost what disputes took for good.
+var (
+	ledgerSum = func(expr, kinds string) string {
+		return `(SELECT COALESCE(SUM(` + expr + `), 0) FROM ledger_entries l
+			WHERE l.order_id = o.id AND l.currency = o.currency AND l.kind IN ` + kinds + `)`
+	}
+	chargedSum  = ledgerSum("l.amount_minor", kindList(domain.LedgerCharge))
+	refundedSum = ledgerSum("l.amount_minor", kindList(domain.LedgerRefund, domain.LedgerOutsideRefund))
+	disputedSum = ledgerSum(`CASE WHEN l.kind = '`+string(domain.LedgerDisputeOpened)+`' THEN l.amount_minor ELSE -l.amount_minor END`,
+		kindList(domain.LedgerDisputeOpened, domain.LedgerDisputeWon, domain.LedgerDisputeLost))
+	lostSum = ledgerSum("l.amount_minor", kindList(domain.LedgerDisputeLost))
+)
+
+// kindList renders ledger kinds as an SQL list: ('a', 'b').
+func kindList(kinds ...domain.LedgerKind) string {
+	out := "("
+	for i, k := range kinds {
+		if i > 0 {
+			out += ", "
+		}
+		out += "'" + string(k) + "'"
+	}
+	return out + ")"
+}
+
+var (
+	// insertEvent writes the event of the change the transaction just
+	// made to order o: its arguments are the event's id, type, cause,
+	// cause's reference, created_at, and the order's id.
+	insertEvent = `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
+		paid_at, refunded_minor, order_updated_at, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at)
+		SELECT ?, o.id, o.version, ?, ?, ?, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at,
+		` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?
+		FROM orders o WHERE o.id = ?`
+
+	// insertEventIfChanged is insertEvent in a MySQL packet, after the
+	// statement that changed the order (PayBatch, DB.batch).
+	insertEventIfChanged = insertEvent + ` AND ROW_COUNT() = 1`
+
+	// restampEvent brings the event the transaction wrote for order ?
+	// up to the order after one more change in the same transaction (a
+	// refund counted as the order is paid, countOutside): its seq and the
+	// order's columns that change can move. The ledger's sums cannot: the
+	// change books nothing.
+	restampEvent = `UPDATE notify_events SET seq = seq + 1,
+		order_status = (SELECT o.status FROM orders o WHERE o.id = notify_events.order_id),
+		refunded_minor = (SELECT o.refunded_minor FROM orders o WHERE o.id = notify_events.order_id),
+		order_updated_at = (SELECT o.updated_at FROM orders o WHERE o.id = notify_events.order_id)
+		WHERE order_id = ? AND fanned_out = FALSE AND seq = (SELECT o.version - 1 FROM orders o WHERE o.id = ?)`
+)
+
+// maxCauseRef bounds a cause's reference to its column.
+const maxCauseRef = 255
+
+// eventStatement is the statement that writes order id's event of type
+// t, caused by c, at now. An unknown type or cause is refused (the
+// table's CHECKs hold the same sets).
+func eventStatement(id string, t domain.NotifyType, c domain.Cause, now time.Time) (statement, error) {
+	if !t.Valid() {
+		return statement{}, fmt.Errorf("unknown event type %q", t)
+	}
+	if !c.Kind.Valid() {
+		return statement{}, fmt.Errorf("unknown cause %q of %s", c.Kind, t)
+	}
+	ref := strings.ToValidUTF8(c.Ref, "")
+	if len(ref) > maxCauseRef {
+		ref = ref[:maxCauseRef]
+		for !utf8.ValidString(ref) {
+			ref = ref[:len(ref)-1] // a rune the cut split
+		}
+	}
+	eventID := uuid.Must(uuid.NewV7()).String()
+	return statement{insertEvent, insertEventIfChanged, []any{eventID, string(t), string(c.Kind), ref, ts(now), id}}, nil
+}
+
+// transition runs the guarded statement query, which moves order id, and
+// when it matched the order's row writes the change's event of type t,
+// caused by c, in the same transaction: in the caller's, one after the
+// other, or else as one batch (one round trip on MySQL). It reports
+// whether the statement matched; a statement that matched nothing writes
+// no event.
+func (s *OrderStore) transition(ctx context.Context, what act, t domain.NotifyType, c domain.Cause, now time.Time, query string, args ...any) (bool, error) {
+	ev, err := eventStatement(what.row, t, c, now)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	if inTx(ctx, s.db) {
+		ok, err := s.db.guarded(ctx, what, query, args...)
+		if err != nil || !ok {
+			return false, err
+		}
+		return true, s.db.writeEvent(ctx, what, ev)
+	}
+	matched, err := s.db.batch(ctx, statement{query: query, args: args}, ev)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	if matched == 1 {
+		// The order's row was just matched: the INSERT ... SELECT of it
+		// writes its row or fails.
+		return false, fmt.Errorf("%s: the order moved but its event was not written", what)
+	}
+	return matched == 2, nil
+}
+
+// writeEvent runs ev in the caller's transaction; it must write one row.
+func (db *DB) writeEvent(ctx context.Context, what act, ev statement) error {
+	n, err := db.exec(ctx, ev.query, ev.args...)
+	if err != nil {
+		return fmt.Errorf("%s: write its event: %w", what, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%s: its event wrote %d rows, want 1", what, n)
+	}
+	return nil
+}
+
+// Tell writes the event of type t, caused by c, of a change of order id
+// that moved no status of it (money booked in its ledger: a refund, a
+// dispute's step): it takes the order's lock first (Lock's statement),
+// which raises its version, so the event has a seq of its own and the
+// order's lock for the rest of the transaction (ADR 0030). In a caller's
+// transaction it runs in it, else the two run as one batch.
+// domain.ErrOrderNotFound when there is no such order.
+func (s *OrderStore) Tell(ctx context.Context, id string, t domain.NotifyType, c domain.Cause, now time.Time) error {
+	what := act{"tell " + string(t) + " of order", id}
+	ev, err := eventStatement(id, t, c, now)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var matched int
+	if inTx(ctx, s.db) {
+		n, err := s.db.exec(ctx, lockOrder, id)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if n != 1 {
+			return domain.ErrOrderNotFound
+		}
+		return s.db.writeEvent(ctx, what, ev)
+	}
+	if matched, err = s.db.batch(ctx, statement{query: lockOrder, args: []any{id}}, ev); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	switch matched {
+	case 0:
+		return domain.ErrOrderNotFound
+	case 1:
+		return fmt.Errorf("%s: the order was locked but its event was not written", what)
+	}
+	return nil
+}
+
+// errNoEventToRestamp: Restamp found no event of this transaction's to
+// bring up to date.
+var errNoEventToRestamp = errors.New("no event of the order's previous version, written by this transaction, to restamp")
+
+// Restamp brings the event this transaction wrote for order id, one
+// change ago, up to the order as it now stands: a transaction that paid
+// the order (MarkPaid, which wrote order.paid) and then counted refunds
+// into it (AddRefund, which raised the version once more) tells one
+// change, the order as both left it. It runs only in a caller's
+// transaction.
+func (s *OrderStore) Restamp(ctx context.Context, id string) error {
+	if !inTx(ctx, s.db) {
+		return fmt.Errorf("restamp event of order %s: only inside the transaction that wrote it", id)
+	}
+	n, err := s.db.exec(ctx, restampEvent, id, id)
+	if err != nil {
+		return fmt.Errorf("restamp event of order %s: %w", id, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("restamp event of order %s: %w", id, errNoEventToRestamp)
+	}
+	return nil
+}
+
+// eventRow is a row of notify_events as the writing side stores it, with
+// its order's currency.
+type eventRow struct {
+	ID                 string   `gorm:"column:id"`
+	OrderID            string   `gorm:"column:order_id"`
+	Seq                int64    `gorm:"column:seq"`
+	Type               string   `gorm:"column:type"`
+	Cause              string   `gorm:"column:cause"`
+	CauseRef           string   `gorm:"column:cause_ref"`
+	OrderStatus        string   `gorm:"column:order_status"`
+	PayRequestID       *string  `gorm:"column:pay_request_id"`
+	PaidAt             *utcTime `gorm:"column:paid_at"`
+	RefundedMinor      int64    `gorm:"column:refunded_minor"`
+	OrderUpdatedAt     utcTime  `gorm:"column:order_updated_at"`
+	ChargedMinor       int64    `gorm:"column:charged_minor"`
+	BooksRefundedMinor int64    `gorm:"column:books_refunded_minor"`
+	DisputedMinor      int64    `gorm:"column:disputed_minor"`
+	LostMinor          int64    `gorm:"column:lost_minor"`
+	FannedOut          bool     `gorm:"column:fanned_out"`
+	CreatedAt          utcTime  `gorm:"column:created_at"`
+	Currency           string   `gorm:"column:currency"` // the order's
+}
+
+// TableName tells GORM the table.
+func (eventRow) TableName() string { return "notify_events" }
+
+func (r eventRow) toDomain() domain.OutboxEvent {
+	c := domain.Currency(r.Currency)
+	m := func(minor int64) decimal.Decimal { return domain.FromMinorUnits(minor, c) }
+	e := domain.OutboxEvent{
+		NotifyEvent: domain.NotifyEvent{
+			ID: r.ID, OrderID: r.OrderID, Seq: r.Seq, Type: domain.NotifyType(r.Type),
+			Cause:     domain.Cause{Kind: domain.CauseKind(r.Cause), Ref: r.CauseRef},
+			FannedOut: r.FannedOut, CreatedAt: r.CreatedAt.time(),
+		},
+		Currency: c, OrderStatus: domain.OrderStatus(r.OrderStatus), PaidAt: timePtr(r.PaidAt), Refunded: m(r.RefundedMinor),
+		UpdatedAt: r.OrderUpdatedAt.time(),
+		Books:     domain.Books{Charged: m(r.ChargedMinor), Refunded: m(r.BooksRefundedMinor), Disputed: m(r.DisputedMinor), Lost: m(r.LostMinor)},
+	}
+	e.Books.Net = e.Books.Charged.Sub(e.Books.Refunded).Sub(e.Books.Lost)
+	if r.PayRequestID != nil {
+		e.PayRequestID = *r.PayRequestID
+	}
+	return e
+}
+
+// eventColumns are eventRow's columns, of notify_events e and its order o.
+const eventColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
+	e.refunded_minor, e.order_updated_at, e.charged_minor, e.books_refunded_minor, e.disputed_minor, e.lost_minor,
+	e.fanned_out, e.created_at, o.currency`
+
+// EventsOf returns order id's events with their snapshots, by seq.
+func (s *OrderStore) EventsOf(ctx context.Context, id string) ([]domain.OutboxEvent, error) {
+	var rows []eventRow
+	err := s.db.conn(ctx).Raw(`SELECT `+eventColumns+` FROM notify_events e JOIN orders o ON o.id = e.order_id
+		WHERE e.order_id = ? ORDER BY e.seq`, id).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list events of order %s: %w", id, err)
+	}
+	out := make([]domain.OutboxEvent, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, nil
+}
