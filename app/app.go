@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -143,7 +144,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	log := a.log
 	if a.ln = o.ln; a.ln == nil {
 		if a.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", cfg.settingName("PAYD_ADDR"), err)
 		}
 	}
 	ln := a.ln
@@ -155,7 +156,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 			return nil, err
 		}
 		if sandboxLn, err = net.Listen("tcp", cfg.SandboxAddr); err != nil {
-			return nil, fmt.Errorf("start sandbox: %w", err)
+			return nil, fmt.Errorf("%s: start sandbox: %w", cfg.settingName("PAYD_SANDBOX_ADDR"), err)
 		}
 		a.onClose(func() { _ = sandboxLn.Close() })
 	}
@@ -228,6 +229,23 @@ func logMigrations(log *slog.Logger, applied []repository.MigrationState) {
 	}
 }
 
+// adminListenerName names the settings whose address an admin listener
+// failed on (ServeAdmin's error), as they were given.
+func (c Config) adminListenerName(err error) string {
+	var le *telemetry.ListenError
+	if !errors.As(err, &le) {
+		return c.settingName("PAYD_METRICS_ADDR") + " or " + c.settingName("PAYD_PPROF_ADDR")
+	}
+	var names []string
+	if c.MetricsAddr == le.Addr {
+		names = append(names, c.settingName("PAYD_METRICS_ADDR"))
+	}
+	if c.PprofAddr == le.Addr {
+		names = append(names, c.settingName("PAYD_PPROF_ADDR"))
+	}
+	return strings.Join(names, " and ")
+}
+
 // onClose adds f to what Close runs.
 func (a *App) onClose(f func()) { a.closes = append(a.closes, f) }
 
@@ -255,7 +273,7 @@ func (a *App) Serve(ctx context.Context) error {
 		// Nothing was served: the start failed, and leaves no file it made.
 		a.Close()
 		a.files.remove()
-		return fmt.Errorf("PAYD_METRICS_ADDR or PAYD_PPROF_ADDR: %w", err)
+		return fmt.Errorf("%s: %w", cfg.adminListenerName(err), err)
 	}
 	defer stopAdmin()
 	jobsCtx, stopJobs := context.WithCancel(ctx)

@@ -58,10 +58,12 @@ type Config struct {
 	Stripe         stripeConfig      // PAYD_PROVIDER and STRIPE_* (stripe.go)
 	RedisURL       string            // empty: no Redis (ADR 0018)
 	limitsConfig                     // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
+	notifyConfig                     // PAYD_NOTIFY_* (config_notify.go, ADR 0053)
 	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
-	generated   []string // names of secrets made up at start (development only)
-	secretsFile string   // where the made-up secrets are kept (development only; ADR 12)
+	generated   []string          // names of secrets made up at start (development only)
+	secretsFile string            // where the made-up secrets are kept (development only; ADR 12)
+	flags       map[string]string // variable → flag, of the settings the command line gave
 }
 
 // setting ties one config field to its variable, flag and default.
@@ -80,6 +82,7 @@ var secretSettings = map[string]bool{
 	"PAYD_ADMIN_TOKENS":     true,
 	"PAYD_WEBHOOK_SECRET":   true,
 	"PAYD_SECRET_KEY":       true,
+	"PAYD_NOTIFY_SECRET":    true,
 	"STRIPE_SECRET_KEY":     true,
 	"STRIPE_WEBHOOK_SECRET": true,
 	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…):
@@ -94,7 +97,7 @@ var secretSettings = map[string]bool{
 // each through maskURL, as the banner does, never as written.
 var urlSettings = map[string]bool{
 	"PAYD_DATABASE_URL": true, "PAYD_SANDBOX_DATABASE_URL": true, "PAYD_REDIS_URL": true,
-	"PAYD_PROVIDER_URL": true, "PAYD_SANDBOX_WEBHOOK_URL": true, "STRIPE_API_BASE": true,
+	"PAYD_PROVIDER_URL": true, "PAYD_SANDBOX_WEBHOOK_URL": true, "STRIPE_API_BASE": true, "PAYD_NOTIFY_URL": true,
 }
 
 // madeUpSecrets are the secrets payd makes up in development when they are
@@ -192,7 +195,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
-	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), c.limitSettings()...)...)
+	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), append(c.limitSettings(), c.notifySettings()...)...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -256,6 +259,7 @@ func LoadConfig(sub string, getenv func(string) string, parse func(*flag.FlagSet
 	}
 	flagOf := map[string]string{} // variable → flag, of the settings given as flags
 	fs.Visit(func(f *flag.Flag) { flagOf[envOf[f.Name]] = "-" + f.Name })
+	c.flags = flagOf
 	return c, byFlag(c.load(sub, getenv, durs), flagOf)
 }
 
@@ -310,6 +314,15 @@ func byFlag(err error, flagOf map[string]string) error {
 		return err
 	}
 	return &FlagError{msg: msg, err: err}
+}
+
+// settingName names the setting of variable env as it was given: by its
+// flag when the command line gave it (-metrics-addr), else by the variable.
+func (c Config) settingName(env string) string {
+	if f, ok := c.flags[env]; ok {
+		return f
+	}
+	return env
 }
 
 // FlagSet is the flags of subcommand sub with their defaults, for its help.
@@ -384,6 +397,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkLimits(); err != nil {
+		return err
+	}
+	if err := c.checkNotify(sub); err != nil {
 		return err
 	}
 	if err := c.checkURLs(sub); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/notify"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/redisx"
 	"github.com/payd/payd/repository"
@@ -30,7 +31,13 @@ type PaymentProvider = telemetry.Provider
 func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, error) {
 	return func(ctx context.Context) (telemetry.Backlog, error) {
 		b, err := repository.ReadBacklog(ctx, db)
-		return telemetry.Backlog(b), err
+		if err != nil {
+			return telemetry.Backlog{}, err
+		}
+		n, err := repository.ReadNotifyBacklog(ctx, db)
+		return telemetry.Backlog{OrdersProcessing: b.OrdersProcessing, DiscrepanciesOpen: b.DiscrepanciesOpen,
+			OldestUnknownAttempt: b.OldestUnknownAttempt, WebhookEventsPending: b.WebhookEventsPending, DisputesOpen: b.DisputesOpen,
+			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending}, err
 	}
 }
 
@@ -142,6 +149,8 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Resolver:    uc.Resolver,
 		Records:     idem,
 		Settlements: settlementsFor(cfg), // Stripe mode: a balance-transactions export (stripe.go)
+		Endpoints: &notify.Admin{Endpoints: repository.NewEndpointStore(db, sealer), Log: repository.NewNotifyStore(db),
+			Policy: cfg.notifyPolicy(), Now: now},
 	}
 	draining := new(atomic.Bool)
 	e := handler.New(handler.Deps{
@@ -174,6 +183,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		{Name: service.JobRecoverPayments, Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
+	jobs = append(jobs, notifyWorker(cfg, db, sealer, metrics, log).Job(notifyEvery, log, observer))
 	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds, draining: draining}, nil
 }
 
@@ -313,4 +323,23 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Ledger:        ledger,
 		DisputeStore:  disputeStore,
 	}, nil
+}
+
+// notifyEvery is how often each replica's notify worker looks for events
+// to fan out and deliveries due (a full pass runs again at once).
+const notifyEvery = time.Second
+
+// notifyWorker is the worker that tells the merchant's endpoints (ADR
+// 0053), with the endpoint from PAYD_NOTIFY_URL if set.
+func notifyWorker(cfg Config, db *repository.DB, sealer *idempotency.Sealer, metrics *telemetry.Metrics, log *slog.Logger) *notify.Worker {
+	policy := cfg.notifyPolicy()
+	w := &notify.Worker{Store: repository.NewNotifyStore(db), Endpoints: repository.NewEndpointStore(db, sealer),
+		Sender: notify.Sender{Client: notify.NewClient(cfg.NotifyTimeout, policy), Policy: policy},
+		Lease:  notify.LeaseFor(cfg.NotifyTimeout), Now: now, Log: log, Observer: metrics,
+		Tracer: cfg.tracing.TracerProvider(), Pool: 4, PerEndpoint: 8}
+	if cfg.NotifyURL != "" {
+		e := notify.EnvEndpoint(cfg.NotifyURL, cfg.NotifySecret, now())
+		w.Env = &e
+	}
+	return w
 }

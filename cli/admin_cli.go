@@ -30,6 +30,14 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
   payd admin reconcile list [-limit N] [-cursor C]
   payd admin discrepancies list [-status open|resolving|resolved] [-type T] [-order ID]
   payd admin discrepancies resolve DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]
+  payd admin endpoints list                   the shop's endpoints told of order events
+  payd admin endpoints create URL -events T,T,... [-description D] [-key K]
+                                              a new endpoint; its secret is printed this once
+  payd admin endpoints rotate ENDPOINT_ID [-key K]
+                                              a new secret; the old one signs beside it for 24h
+  payd admin endpoints deliveries ENDPOINT_ID [-status pending|delivered|failed] [-limit N]
+  payd admin events redeliver EVENT_ID [-key K]
+                                              send an event again, under the same webhook-id
   payd admin stats [-from T] [-to T] [-bucket hour|day]
                                               payments by outcome and refunds per hour or day (default
                                               the last 24h), money, what is open, the oldest unknown

@@ -39,6 +39,11 @@ var adminVerbs = map[string]func() adminVerb{
 	"discrepancies list":    discrepanciesList,
 	"discrepancies resolve": discrepanciesResolve,
 	"stats":                 adminStats,
+	"endpoints list":        endpointsList,
+	"endpoints create":      endpointsCreate,
+	"endpoints rotate":      endpointsRotate,
+	"endpoints deliveries":  endpointsDeliveries,
+	"events redeliver":      eventsRedeliver,
 }
 
 func ordersSearch() adminVerb {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/payd/payd/app"
 )
@@ -96,6 +98,11 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 		return app.Migrate(ctx, args[0], cfg, stdout)
+	}
+	if verb := slices.IndexFunc(args, func(a string) bool { return a == "up" || a == "status" }); verb > 0 &&
+		strings.HasPrefix(args[0], "-") && !slices.ContainsFunc(args[:verb], isHelp) {
+		flagName, _, _ := strings.Cut(args[0], "=") // never its value: it may be a database URL
+		return usagef("payd migrate takes flags after its verb: payd migrate %s %s ... (run 'payd help migrate')", args[verb], flagName)
 	}
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' { // -h, or flags before the verb
 		if _, err := loadConfig("migrate", args, getenv, stdout); err != nil {

@@ -353,6 +353,40 @@ func TestErrorsNameWhatWasUsed(t *testing.T) {
 	}
 }
 
+// TestListenErrorsNameWhatWasUsed: an address payd cannot listen on (a
+// port in use) is named as it was given, the flag or the variable, and
+// only the one that failed; it is not the command line's fault (exit 1).
+func TestListenErrorsNameWhatWasUsed(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	inUse := busy.Addr().String()
+	for _, tt := range []struct{ env, flag, other string }{
+		{"PAYD_ADDR", "addr", ""},
+		{"PAYD_SANDBOX_ADDR", "sandbox-addr", "PAYD_ADDR"},
+		{"PAYD_METRICS_ADDR", "metrics-addr", "PAYD_PPROF_ADDR"},
+		{"PAYD_PPROF_ADDR", "pprof", "PAYD_METRICS_ADDR"},
+	} {
+		dir := t.TempDir()
+		args := []string{"serve", "-database-url", "sqlite://" + filepath.Join(dir, "payd.db"),
+			"-sandbox-database-url", "sqlite://" + filepath.Join(dir, "sandbox.db")}
+		if tt.flag != "addr" {
+			args = append(args, "-addr", "127.0.0.1:0")
+		}
+		_, _, err, exit := runEnv(t, nil, append(args, "-"+tt.flag, inUse)...)
+		if exit != 1 || err == nil || !strings.HasPrefix(err.Error(), "-"+tt.flag+": ") || strings.Contains(err.Error(), tt.env) ||
+			(tt.other != "" && strings.Contains(err.Error(), tt.other)) {
+			t.Errorf("payd serve -%s %s: exit %d, %v; want exit 1 and an error starting -%s: that names nothing else", tt.flag, inUse, exit, err, tt.flag)
+		}
+		_, _, err, exit = runEnv(t, map[string]string{tt.env: inUse}, args...)
+		if exit != 1 || err == nil || !strings.HasPrefix(err.Error(), tt.env+": ") || (tt.other != "" && strings.Contains(err.Error(), tt.other)) {
+			t.Errorf("%s=%s payd serve: exit %d, %v; want exit 1 and an error starting %s: that names nothing else", tt.env, inUse, exit, err, tt.env)
+		}
+	}
+}
+
 // startPayd runs payd serve in-process on a free port with its databases
 // in a temporary folder, until the test ends; it returns its base URL.
 func startPayd(t *testing.T) string {
@@ -555,6 +589,26 @@ func TestMissingVerbSaysWhatIsMissing(t *testing.T) {
 		_, errOut, err, exit := runEnv(t, nil, strings.Fields(args)...)
 		if exit != 2 || fmt.Sprint(err) != want || !strings.Contains(errOut, "usage: payd") {
 			t.Errorf("payd %s: exit %d, error %q, stderr %q; want 2, %q after the usage", args, exit, err, errOut, want)
+		}
+	}
+}
+
+// TestFlagsBeforeTheVerb: payd migrate and payd admin given their flags
+// before the verb both say that the flags come after it, naming the
+// first flag, as a usage error.
+func TestFlagsBeforeTheVerb(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "x.db")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-database-url", db, "up"}, "payd migrate takes flags after its verb: payd migrate up -database-url"},
+		{[]string{"migrate", "-database-url=" + db, "status"}, "payd migrate takes flags after its verb: payd migrate status -database-url"},
+		{[]string{"admin", "-url", "http://127.0.0.1:1", "orders", "search"}, "payd admin takes flags after its verb: payd admin GROUP VERB -url"},
+	} {
+		_, _, err, exit := runEnv(t, nil, tt.args...)
+		if exit != 2 || !strings.HasPrefix(fmt.Sprint(err), tt.want) {
+			t.Errorf("payd %s: exit %d, %v; want exit 2 and an error starting %q", strings.Join(tt.args, " "), exit, err, tt.want)
 		}
 	}
 }

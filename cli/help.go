@@ -32,7 +32,7 @@ var commands = []command{
 		"Drives a running payd (start it first with `payd serve`) through the README's walkthrough\n" +
 			"and prints each exchange: method, path, status and body. Tokens are shortened in the output."},
 	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
-	{"admin", "orders|reconcile|discrepancies VERB [flags] | stats [flags]", "search orders, reconcile, resolve discrepancies, see how payments go on a running payd", adminAbout},
+	{"admin", "orders|reconcile|discrepancies|endpoints|events VERB [flags] | stats [flags]", "search orders, reconcile, resolve discrepancies, manage the shop's endpoints, see how payments go on a running payd", adminAbout},
 	{"healthcheck", "[-url URL] [-timeout D]", "exit 0 if payd answers 2xx, 1 if not: a container's HEALTHCHECK", healthcheckAbout},
 	{"version", "", "print payd's version and VCS revision (also payd --version, payd -version)", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
 		"the build information Go recorded in the binary."},

@@ -92,6 +92,48 @@ func (e AuditEntryOutcome) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusDelivered DeliveryStatus = "delivered"
+	DeliveryStatusFailed    DeliveryStatus = "failed"
+	DeliveryStatusPending   DeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusDelivered:
+		return true
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DiscrepancyActions.
+const (
+	DiscrepancyActionsApply  DiscrepancyActions = "apply"
+	DiscrepancyActionsIgnore DiscrepancyActions = "ignore"
+	DiscrepancyActionsRefund DiscrepancyActions = "refund"
+)
+
+// Valid indicates whether the value is a known member of the DiscrepancyActions enum.
+func (e DiscrepancyActions) Valid() bool {
+	switch e {
+	case DiscrepancyActionsApply:
+		return true
+	case DiscrepancyActionsIgnore:
+		return true
+	case DiscrepancyActionsRefund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DiscrepancyResolution.
 const (
 	DiscrepancyResolutionApply        DiscrepancyResolution = "apply"
@@ -209,6 +251,42 @@ func (e DisputeStatus) Valid() bool {
 	}
 }
 
+// Defines values for EndpointStatus.
+const (
+	EndpointStatusDisabled EndpointStatus = "disabled"
+	EndpointStatusEnabled  EndpointStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the EndpointStatus enum.
+func (e EndpointStatus) Valid() bool {
+	switch e {
+	case EndpointStatusDisabled:
+		return true
+	case EndpointStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EndpointWithSecretStatus.
+const (
+	EndpointWithSecretStatusDisabled EndpointWithSecretStatus = "disabled"
+	EndpointWithSecretStatusEnabled  EndpointWithSecretStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the EndpointWithSecretStatus enum.
+func (e EndpointWithSecretStatus) Valid() bool {
+	switch e {
+	case EndpointWithSecretStatusDisabled:
+		return true
+	case EndpointWithSecretStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LedgerEntryKind.
 const (
 	LedgerEntryKindCharge        LedgerEntryKind = "charge"
@@ -260,6 +338,39 @@ func (e LedgerEntrySource) Valid() bool {
 	case LedgerEntrySourceRecoverer:
 		return true
 	case LedgerEntrySourceWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NotifyType.
+const (
+	NotifyTypeOrderCancelled     NotifyType = "order.cancelled"
+	NotifyTypeOrderDisputeClosed NotifyType = "order.dispute_closed"
+	NotifyTypeOrderDisputed      NotifyType = "order.disputed"
+	NotifyTypeOrderExpired       NotifyType = "order.expired"
+	NotifyTypeOrderPaid          NotifyType = "order.paid"
+	NotifyTypeOrderPaymentFailed NotifyType = "order.payment_failed"
+	NotifyTypeOrderRefunded      NotifyType = "order.refunded"
+)
+
+// Valid indicates whether the value is a known member of the NotifyType enum.
+func (e NotifyType) Valid() bool {
+	switch e {
+	case NotifyTypeOrderCancelled:
+		return true
+	case NotifyTypeOrderDisputeClosed:
+		return true
+	case NotifyTypeOrderDisputed:
+		return true
+	case NotifyTypeOrderExpired:
+		return true
+	case NotifyTypeOrderPaid:
+		return true
+	case NotifyTypeOrderPaymentFailed:
+		return true
+	case NotifyTypeOrderRefunded:
 		return true
 	default:
 		return false
@@ -370,6 +481,9 @@ const (
 	ProblemCodeDiscrepancyAlreadyResolved ProblemCode = "discrepancy_already_resolved"
 	ProblemCodeDiscrepancyNotFound        ProblemCode = "discrepancy_not_found"
 	ProblemCodeEmailTaken                 ProblemCode = "email_taken"
+	ProblemCodeEndpointNotFound           ProblemCode = "endpoint_not_found"
+	ProblemCodeEndpointUrlRefused         ProblemCode = "endpoint_url_refused"
+	ProblemCodeEventNotFound              ProblemCode = "event_not_found"
 	ProblemCodeForbidden                  ProblemCode = "forbidden"
 	ProblemCodeHttpError                  ProblemCode = "http_error"
 	ProblemCodeIdempotencyKeyInUse        ProblemCode = "idempotency_key_in_use"
@@ -421,6 +535,12 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeDiscrepancyNotFound:
 		return true
 	case ProblemCodeEmailTaken:
+		return true
+	case ProblemCodeEndpointNotFound:
+		return true
+	case ProblemCodeEndpointUrlRefused:
+		return true
+	case ProblemCodeEventNotFound:
 		return true
 	case ProblemCodeForbidden:
 		return true
@@ -961,6 +1081,18 @@ type Books struct {
 	Refunded Money `json:"refunded"`
 }
 
+// CreateEndpointRequest defines model for CreateEndpointRequest.
+type CreateEndpointRequest struct {
+	Description *string      `json:"description,omitempty"`
+	Events      []NotifyType `json:"events"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
+
+	// Url An absolute http or https URL, without credentials.
+	Url string `json:"url"`
+}
+
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
 	// Currency ISO 4217 code.
@@ -995,10 +1127,63 @@ type CustomerPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// Delivery defines model for Delivery.
+type Delivery struct {
+	// Attempts Requests started, one possibly cut short by a crash.
+	Attempts    int        `json:"attempts"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DeliveredAt *time.Time `json:"delivered_at"`
+
+	// EventId The event, and the webhook-id every attempt carried.
+	EventId string `json:"event_id"`
+
+	// EventType An order event's type (ADR 53).
+	EventType NotifyType `json:"event_type"`
+	FailedAt  *time.Time `json:"failed_at"`
+	Id        string     `json:"id"`
+	LastError string     `json:"last_error"`
+
+	// LastStatus The endpoint's last HTTP status; 0 when it gave none.
+	LastStatus int               `json:"last_status"`
+	Log        []DeliveryAttempt `json:"log"`
+
+	// NextAttemptAt Pending: when it is sent next.
+	NextAttemptAt *time.Time     `json:"next_attempt_at"`
+	OrderId       string         `json:"order_id"`
+	Status        DeliveryStatus `json:"status"`
+}
+
+// DeliveryAttempt defines model for DeliveryAttempt.
+type DeliveryAttempt struct {
+	DurationMs int    `json:"duration_ms"`
+	Error      string `json:"error"`
+	N          int    `json:"n"`
+
+	// Request The request line and headers sent, signature included.
+	Request string `json:"request"`
+
+	// Response The answer's status line, headers and first 4 KiB of its body.
+	Response  string    `json:"response"`
+	StartedAt time.Time `json:"started_at"`
+
+	// Status 0: no answer.
+	Status int `json:"status"`
+}
+
+// DeliveryList defines model for DeliveryList.
+type DeliveryList struct {
+	Data []Delivery `json:"data"`
+}
+
+// DeliveryStatus defines model for DeliveryStatus.
+type DeliveryStatus string
+
 // Discrepancy defines model for Discrepancy.
 type Discrepancy struct {
-	AttemptId *string `json:"attempt_id"`
-	Currency  *string `json:"currency"`
+	// Actions The actions that fit it now, as `POST .../resolve` takes them; empty unless it is open.
+	Actions   []DiscrepancyActions `json:"actions"`
+	AttemptId *string              `json:"attempt_id"`
+	Currency  *string              `json:"currency"`
 
 	// DetectedAt RFC 3339 UTC.
 	DetectedAt Timestamp `json:"detected_at"`
@@ -1027,6 +1212,9 @@ type Discrepancy struct {
 	Status DiscrepancyStatus `json:"status"`
 	Type   DiscrepancyType   `json:"type"`
 }
+
+// DiscrepancyActions defines model for Discrepancy.Actions.
+type DiscrepancyActions string
 
 // DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
 type DiscrepancyResolution string
@@ -1072,6 +1260,60 @@ type Dispute struct {
 
 // DisputeStatus defines model for Dispute.Status.
 type DisputeStatus string
+
+// Endpoint defines model for Endpoint.
+type Endpoint struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+
+	// DisabledReason Why it is disabled: by an operator, or its own 410 Gone.
+	DisabledReason string       `json:"disabled_reason"`
+	Events         []NotifyType `json:"events"`
+
+	// FromEnv Configured by PAYD_NOTIFY_URL.
+	FromEnv bool   `json:"from_env"`
+	Id      string `json:"id"`
+
+	// PreviousSecretUntil After a rotation: the old secret signs beside the new until then.
+	PreviousSecretUntil *time.Time     `json:"previous_secret_until"`
+	Status              EndpointStatus `json:"status"`
+	UpdatedAt           time.Time      `json:"updated_at"`
+	Url                 string         `json:"url"`
+}
+
+// EndpointStatus defines model for Endpoint.Status.
+type EndpointStatus string
+
+// EndpointList defines model for EndpointList.
+type EndpointList struct {
+	Data []Endpoint `json:"data"`
+}
+
+// EndpointWithSecret defines model for EndpointWithSecret.
+type EndpointWithSecret struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+
+	// DisabledReason Why it is disabled: by an operator, or its own 410 Gone.
+	DisabledReason string       `json:"disabled_reason"`
+	Events         []NotifyType `json:"events"`
+
+	// FromEnv Configured by PAYD_NOTIFY_URL.
+	FromEnv bool   `json:"from_env"`
+	Id      string `json:"id"`
+
+	// PreviousSecretUntil After a rotation: the old secret signs beside the new until then.
+	PreviousSecretUntil *time.Time `json:"previous_secret_until"`
+
+	// Secret The whsec_ secret deliveries are signed with: shown only here.
+	Secret    string                   `json:"secret"`
+	Status    EndpointWithSecretStatus `json:"status"`
+	UpdatedAt time.Time                `json:"updated_at"`
+	Url       string                   `json:"url"`
+}
+
+// EndpointWithSecretStatus defines model for EndpointWithSecret.Status.
+type EndpointWithSecretStatus string
 
 // FieldError One invalid input of a `validation_failed` problem.
 type FieldError struct {
@@ -1176,6 +1418,9 @@ type NextAction struct {
 	// Type The provider's name for the step, e.g. use_stripe_sdk or redirect_to_url.
 	Type string `json:"type"`
 }
+
+// NotifyType An order event's type (ADR 53).
+type NotifyType string
 
 // OldestUnknown The oldest attempt without a final outcome, now (not windowed), and since when; null when there is none.
 type OldestUnknown struct {
@@ -1503,6 +1748,13 @@ type Record struct {
 // RecordStatus defines model for Record.Status.
 type RecordStatus string
 
+// RedeliverResult defines model for RedeliverResult.
+type RedeliverResult struct {
+	// Deliveries Deliveries put back to pending.
+	Deliveries int    `json:"deliveries"`
+	EventId    string `json:"event_id"`
+}
+
 // Refund defines model for Refund.
 type Refund struct {
 	// Amount A decimal string with the currency's full scale.
@@ -1787,6 +2039,17 @@ type TimelineEntryKind string
 // Timestamp RFC 3339 UTC.
 type Timestamp = time.Time
 
+// UpdateEndpointRequest defines model for UpdateEndpointRequest.
+type UpdateEndpointRequest struct {
+	Description *string       `json:"description,omitempty"`
+	Enabled     *bool         `json:"enabled,omitempty"`
+	Events      *[]NotifyType `json:"events,omitempty"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
+	Url       *string         `json:"url,omitempty"`
+}
+
 // WebhookAck defines model for WebhookAck.
 type WebhookAck struct {
 	Id      string            `json:"id"`
@@ -1813,6 +2076,9 @@ type WebhookEvent struct {
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// EndpointID defines model for EndpointID.
+type EndpointID = string
+
 // IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
 type IdempotencyKeyOptional = IdempotencyKey
 
@@ -1833,6 +2099,9 @@ type StatusFilter = OrderStatus
 
 // BadRequest RFC 9457 problem details with payd's stable machine code.
 type BadRequest = Problem
+
+// EndpointNotFound RFC 9457 problem details with payd's stable machine code.
+type EndpointNotFound = Problem
 
 // Forbidden RFC 9457 problem details with payd's stable machine code.
 type Forbidden = Problem
@@ -1900,6 +2169,88 @@ type ListDiscrepanciesParamsStatus string
 
 // ResolveDiscrepancyByIDParams defines parameters for ResolveDiscrepancyByID.
 type ResolveDiscrepancyByIDParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateEndpointParams defines parameters for CreateEndpoint.
+type CreateEndpointParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteEndpointParams defines parameters for DeleteEndpoint.
+type DeleteEndpointParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateEndpointParams defines parameters for UpdateEndpoint.
+type UpdateEndpointParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
+// ListDeliveriesParams defines parameters for ListDeliveries.
+type ListDeliveriesParams struct {
+	// Status Only deliveries in this status.
+	Status *DeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
+	Limit  *int            `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// RotateEndpointSecretParams defines parameters for RotateEndpointSecret.
+type RotateEndpointSecretParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
+// RedeliverEventParams defines parameters for RedeliverEvent.
+type RedeliverEventParams struct {
 	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
 	// for every retry of the same request). A JSON body may carry it
 	// instead as its `request_id` field, so the header is optional, but
@@ -2092,6 +2443,18 @@ type StripeWebhookParams struct {
 
 // ResolveDiscrepancyByIDJSONRequestBody defines body for ResolveDiscrepancyByID for application/json ContentType.
 type ResolveDiscrepancyByIDJSONRequestBody = ResolveRequest
+
+// CreateEndpointJSONRequestBody defines body for CreateEndpoint for application/json ContentType.
+type CreateEndpointJSONRequestBody = CreateEndpointRequest
+
+// UpdateEndpointJSONRequestBody defines body for UpdateEndpoint for application/json ContentType.
+type UpdateEndpointJSONRequestBody = UpdateEndpointRequest
+
+// RotateEndpointSecretJSONRequestBody defines body for RotateEndpointSecret for application/json ContentType.
+type RotateEndpointSecretJSONRequestBody = KeyOnlyRequest
+
+// RedeliverEventJSONRequestBody defines body for RedeliverEvent for application/json ContentType.
+type RedeliverEventJSONRequestBody = KeyOnlyRequest
 
 // RefundOrderJSONRequestBody defines body for RefundOrder for application/json ContentType.
 type RefundOrderJSONRequestBody = RefundRequest
@@ -2398,6 +2761,137 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 	ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEndpoints List the merchant endpoints
+	//
+	// Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
+	//
+	// Corresponds with GET /v1/admin/endpoints (the `ListEndpoints` operationId).
+	ListEndpoints(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEndpointWithBody Add a merchant endpoint told of order events
+	//
+	// payd sends each event of the listed types (`order.paid`,
+	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+	// signed with the endpoint's own `whsec_` secret, at least once, in
+	// order per order (ADR 53; README "Telling your shop"). The answer
+	// carries the secret: the only time it is shown (a replay of the
+	// same key shows it again; the stored answer is sealed). An
+	// endpoint only gets events made after it. In production a URL
+	// naming a loopback, private or link-local address is 422
+	// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+	// it. Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+	CreateEndpointWithBody(ctx context.Context, params *CreateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEndpoint Add a merchant endpoint told of order events
+	//
+	// payd sends each event of the listed types (`order.paid`,
+	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+	// signed with the endpoint's own `whsec_` secret, at least once, in
+	// order per order (ADR 53; README "Telling your shop"). The answer
+	// carries the secret: the only time it is shown (a replay of the
+	// same key shows it again; the stored answer is sealed). An
+	// endpoint only gets events made after it. In production a URL
+	// naming a loopback, private or link-local address is 422
+	// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+	// it. Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+	CreateEndpoint(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteEndpoint Remove an endpoint and its delivery log
+	//
+	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	//
+	// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
+	DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEndpointWithBody Enable, disable or change an endpoint
+	//
+	// Changes what the body names and leaves the rest. `enabled: true`
+	// enables an endpoint disabled by an operator or by its own 410;
+	// `enabled: false` stops new deliveries to it (pending ones wait).
+	// Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+	UpdateEndpointWithBody(ctx context.Context, id EndpointID, params *UpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEndpoint Enable, disable or change an endpoint
+	//
+	// Changes what the body names and leaves the rest. `enabled: true`
+	// enables an endpoint disabled by an operator or by its own 410;
+	// `enabled: false` stops new deliveries to it (pending ones wait).
+	// Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+	UpdateEndpoint(ctx context.Context, id EndpointID, params *UpdateEndpointParams, body UpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeliveries An endpoint's delivery log
+	//
+	// The endpoint's deliveries, newest first, each with every request
+	// sent (its headers, signature included) and what came back.
+	// `status=failed` lists what payd gave up on (3 days of retries, or
+	// the endpoint's 410); `POST /v1/admin/events/{id}/redeliver` sends
+	// one again.
+	//
+	// Corresponds with GET /v1/admin/endpoints/{id}/deliveries (the `ListDeliveries` operationId).
+	ListDeliveries(ctx context.Context, id EndpointID, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateEndpointSecretWithBody Give an endpoint a new secret
+	//
+	// The answer carries the new secret, once. For 24 hours
+	// (`previous_secret_until`) every delivery carries two signatures in
+	// `webhook-signature`, by the new secret and the old, so the shop
+	// can switch its receiver over without losing an event. Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+	RotateEndpointSecretWithBody(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateEndpointSecret Give an endpoint a new secret
+	//
+	// The answer carries the new secret, once. For 24 hours
+	// (`previous_secret_until`) every delivery carries two signatures in
+	// `webhook-signature`, by the new secret and the old, so the shop
+	// can switch its receiver over without losing an event. Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+	RotateEndpointSecret(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, body RotateEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedeliverEventWithBody Send an order event again
+	//
+	// Every delivery of the event that was delivered or failed is sent
+	// again, with the same body and `webhook-id` (the event's id), so a
+	// receiver that dedupes on it sees a repeat. Audited.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+	RedeliverEventWithBody(ctx context.Context, id string, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RedeliverEvent Send an order event again
+	//
+	// Every delivery of the event that was delivered or failed is sent
+	// again, with the same body and `webhook-id` (the event's id), so a
+	// receiver that dedupes on it sees a repeat. Audited.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+	RedeliverEvent(ctx context.Context, id string, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InspectRecord Inspect any caller's idempotency record
 	//
@@ -3179,6 +3673,247 @@ func (c *Client) ResolveDiscrepancyByIDWithBody(ctx context.Context, did string,
 // Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 func (c *Client) ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveDiscrepancyByIDRequest(c.Server, did, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEndpoints List the merchant endpoints
+//
+// Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
+//
+// Corresponds with GET /v1/admin/endpoints (the `ListEndpoints` operationId).
+func (c *Client) ListEndpoints(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEndpointsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEndpointWithBody Add a merchant endpoint told of order events
+//
+// payd sends each event of the listed types (`order.paid`,
+// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+// signed with the endpoint's own `whsec_` secret, at least once, in
+// order per order (ADR 53; README "Telling your shop"). The answer
+// carries the secret: the only time it is shown (a replay of the
+// same key shows it again; the stored answer is sealed). An
+// endpoint only gets events made after it. In production a URL
+// naming a loopback, private or link-local address is 422
+// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+// it. Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+func (c *Client) CreateEndpointWithBody(ctx context.Context, params *CreateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEndpointRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateEndpoint Add a merchant endpoint told of order events
+//
+// payd sends each event of the listed types (`order.paid`,
+// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+// signed with the endpoint's own `whsec_` secret, at least once, in
+// order per order (ADR 53; README "Telling your shop"). The answer
+// carries the secret: the only time it is shown (a replay of the
+// same key shows it again; the stored answer is sealed). An
+// endpoint only gets events made after it. In production a URL
+// naming a loopback, private or link-local address is 422
+// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+// it. Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+func (c *Client) CreateEndpoint(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEndpointRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteEndpoint Remove an endpoint and its delivery log
+//
+// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+//
+// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
+func (c *Client) DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEndpointWithBody Enable, disable or change an endpoint
+//
+// Changes what the body names and leaves the rest. `enabled: true`
+// enables an endpoint disabled by an operator or by its own 410;
+// `enabled: false` stops new deliveries to it (pending ones wait).
+// Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+func (c *Client) UpdateEndpointWithBody(ctx context.Context, id EndpointID, params *UpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEndpointRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateEndpoint Enable, disable or change an endpoint
+//
+// Changes what the body names and leaves the rest. `enabled: true`
+// enables an endpoint disabled by an operator or by its own 410;
+// `enabled: false` stops new deliveries to it (pending ones wait).
+// Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+func (c *Client) UpdateEndpoint(ctx context.Context, id EndpointID, params *UpdateEndpointParams, body UpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEndpointRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDeliveries An endpoint's delivery log
+//
+// The endpoint's deliveries, newest first, each with every request
+// sent (its headers, signature included) and what came back.
+// `status=failed` lists what payd gave up on (3 days of retries, or
+// the endpoint's 410); `POST /v1/admin/events/{id}/redeliver` sends
+// one again.
+//
+// Corresponds with GET /v1/admin/endpoints/{id}/deliveries (the `ListDeliveries` operationId).
+func (c *Client) ListDeliveries(ctx context.Context, id EndpointID, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateEndpointSecretWithBody Give an endpoint a new secret
+//
+// The answer carries the new secret, once. For 24 hours
+// (`previous_secret_until`) every delivery carries two signatures in
+// `webhook-signature`, by the new secret and the old, so the shop
+// can switch its receiver over without losing an event. Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+func (c *Client) RotateEndpointSecretWithBody(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateEndpointSecretRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateEndpointSecret Give an endpoint a new secret
+//
+// The answer carries the new secret, once. For 24 hours
+// (`previous_secret_until`) every delivery carries two signatures in
+// `webhook-signature`, by the new secret and the old, so the shop
+// can switch its receiver over without losing an event. Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+func (c *Client) RotateEndpointSecret(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, body RotateEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateEndpointSecretRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedeliverEventWithBody Send an order event again
+//
+// Every delivery of the event that was delivered or failed is sent
+// again, with the same body and `webhook-id` (the event's id), so a
+// receiver that dedupes on it sees a repeat. Audited.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+func (c *Client) RedeliverEventWithBody(ctx context.Context, id string, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverEventRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RedeliverEvent Send an order event again
+//
+// Every delivery of the event that was delivered or failed is sent
+// again, with the same body and `webhook-id` (the event's id), so a
+// receiver that dedupes on it sees a repeat. Audited.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+func (c *Client) RedeliverEvent(ctx context.Context, id string, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverEventRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4657,6 +5392,396 @@ func NewResolveDiscrepancyByIDRequestWithBody(server string, did string, params 
 	return req, nil
 }
 
+// NewListEndpointsRequest constructs an http.Request for the ListEndpoints method
+func NewListEndpointsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateEndpointRequest calls the generic CreateEndpoint builder with application/json body
+func NewCreateEndpointRequest(server string, params *CreateEndpointParams, body CreateEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateEndpointRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateEndpointRequestWithBody constructs an http.Request for the CreateEndpoint method, with any body, and a specified content type
+func NewCreateEndpointRequestWithBody(server string, params *CreateEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteEndpointRequest constructs an http.Request for the DeleteEndpoint method
+func NewDeleteEndpointRequest(server string, id EndpointID, params *DeleteEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateEndpointRequest calls the generic UpdateEndpoint builder with application/json body
+func NewUpdateEndpointRequest(server string, id EndpointID, params *UpdateEndpointParams, body UpdateEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEndpointRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateEndpointRequestWithBody constructs an http.Request for the UpdateEndpoint method, with any body, and a specified content type
+func NewUpdateEndpointRequestWithBody(server string, id EndpointID, params *UpdateEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListDeliveriesRequest constructs an http.Request for the ListDeliveries method
+func NewListDeliveriesRequest(server string, id EndpointID, params *ListDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRotateEndpointSecretRequest calls the generic RotateEndpointSecret builder with application/json body
+func NewRotateEndpointSecretRequest(server string, id EndpointID, params *RotateEndpointSecretParams, body RotateEndpointSecretJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateEndpointSecretRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRotateEndpointSecretRequestWithBody constructs an http.Request for the RotateEndpointSecret method, with any body, and a specified content type
+func NewRotateEndpointSecretRequestWithBody(server string, id EndpointID, params *RotateEndpointSecretParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/endpoints/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRedeliverEventRequest calls the generic RedeliverEvent builder with application/json body
+func NewRedeliverEventRequest(server string, id string, params *RedeliverEventParams, body RedeliverEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRedeliverEventRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRedeliverEventRequestWithBody constructs an http.Request for the RedeliverEvent method, with any body, and a specified content type
+func NewRedeliverEventRequestWithBody(server string, id string, params *RedeliverEventParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/events/%s/redeliver", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewInspectRecordRequest constructs an http.Request for the InspectRecord method
 func NewInspectRecordRequest(server string, scope string, key IdempotencyKey) (*http.Request, error) {
 	var err error
@@ -6064,6 +7189,143 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 	ResolveDiscrepancyByIDWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error)
+
+	// ListEndpointsWithResponse List the merchant endpoints
+	//
+	// Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/endpoints (the `ListEndpoints` operationId).
+	ListEndpointsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEndpointsResponse, error)
+
+	// CreateEndpointWithBodyWithResponse Add a merchant endpoint told of order events
+	//
+	// payd sends each event of the listed types (`order.paid`,
+	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+	// signed with the endpoint's own `whsec_` secret, at least once, in
+	// order per order (ADR 53; README "Telling your shop"). The answer
+	// carries the secret: the only time it is shown (a replay of the
+	// same key shows it again; the stored answer is sealed). An
+	// endpoint only gets events made after it. In production a URL
+	// naming a loopback, private or link-local address is 422
+	// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+	// it. Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+	CreateEndpointWithBodyWithResponse(ctx context.Context, params *CreateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error)
+
+	// CreateEndpointWithResponse Add a merchant endpoint told of order events
+	//
+	// payd sends each event of the listed types (`order.paid`,
+	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+	// signed with the endpoint's own `whsec_` secret, at least once, in
+	// order per order (ADR 53; README "Telling your shop"). The answer
+	// carries the secret: the only time it is shown (a replay of the
+	// same key shows it again; the stored answer is sealed). An
+	// endpoint only gets events made after it. In production a URL
+	// naming a loopback, private or link-local address is 422
+	// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+	// it. Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+	CreateEndpointWithResponse(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error)
+
+	// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+	//
+	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
+	DeleteEndpointWithResponse(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*DeleteEndpointResponse, error)
+
+	// UpdateEndpointWithBodyWithResponse Enable, disable or change an endpoint
+	//
+	// Changes what the body names and leaves the rest. `enabled: true`
+	// enables an endpoint disabled by an operator or by its own 410;
+	// `enabled: false` stops new deliveries to it (pending ones wait).
+	// Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+	UpdateEndpointWithBodyWithResponse(ctx context.Context, id EndpointID, params *UpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEndpointResponse, error)
+
+	// UpdateEndpointWithResponse Enable, disable or change an endpoint
+	//
+	// Changes what the body names and leaves the rest. `enabled: true`
+	// enables an endpoint disabled by an operator or by its own 410;
+	// `enabled: false` stops new deliveries to it (pending ones wait).
+	// Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+	UpdateEndpointWithResponse(ctx context.Context, id EndpointID, params *UpdateEndpointParams, body UpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEndpointResponse, error)
+
+	// ListDeliveriesWithResponse An endpoint's delivery log
+	//
+	// The endpoint's deliveries, newest first, each with every request
+	// sent (its headers, signature included) and what came back.
+	// `status=failed` lists what payd gave up on (3 days of retries, or
+	// the endpoint's 410); `POST /v1/admin/events/{id}/redeliver` sends
+	// one again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/endpoints/{id}/deliveries (the `ListDeliveries` operationId).
+	ListDeliveriesWithResponse(ctx context.Context, id EndpointID, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*ListDeliveriesResponse, error)
+
+	// RotateEndpointSecretWithBodyWithResponse Give an endpoint a new secret
+	//
+	// The answer carries the new secret, once. For 24 hours
+	// (`previous_secret_until`) every delivery carries two signatures in
+	// `webhook-signature`, by the new secret and the old, so the shop
+	// can switch its receiver over without losing an event. Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+	RotateEndpointSecretWithBodyWithResponse(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateEndpointSecretResponse, error)
+
+	// RotateEndpointSecretWithResponse Give an endpoint a new secret
+	//
+	// The answer carries the new secret, once. For 24 hours
+	// (`previous_secret_until`) every delivery carries two signatures in
+	// `webhook-signature`, by the new secret and the old, so the shop
+	// can switch its receiver over without losing an event. Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+	RotateEndpointSecretWithResponse(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, body RotateEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateEndpointSecretResponse, error)
+
+	// RedeliverEventWithBodyWithResponse Send an order event again
+	//
+	// Every delivery of the event that was delivered or failed is sent
+	// again, with the same body and `webhook-id` (the event's id), so a
+	// receiver that dedupes on it sees a repeat. Audited.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+	RedeliverEventWithBodyWithResponse(ctx context.Context, id string, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
+
+	// RedeliverEventWithResponse Send an order event again
+	//
+	// Every delivery of the event that was delivered or failed is sent
+	// again, with the same body and `webhook-id` (the event's id), so a
+	// receiver that dedupes on it sees a repeat. Audited.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+	RedeliverEventWithResponse(ctx context.Context, id string, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
 
 	// InspectRecordWithResponse Inspect any caller's idempotency record
 	//
@@ -7894,6 +9156,1021 @@ func (r ResolveDiscrepancyByIDResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveDiscrepancyByIDResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEndpointsResponse401Headers the declared response headers of an HTTP 401 response for ListEndpoints
+type ListEndpointsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListEndpointsResponse403Headers the declared response headers of an HTTP 403 response for ListEndpoints
+type ListEndpointsResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListEndpointsResponse429Headers the declared response headers of an HTTP 429 response for ListEndpoints
+type ListEndpointsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListEndpointsResponse503Headers the declared response headers of an HTTP 503 response for ListEndpoints
+type ListEndpointsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListEndpointsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListEndpointsResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEndpointsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListEndpointsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEndpointsResponse) GetJSON200() *EndpointList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListEndpointsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListEndpointsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListEndpointsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListEndpointsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListEndpointsResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateEndpointResponse201Headers the declared response headers of an HTTP 201 response for CreateEndpoint
+type CreateEndpointResponse201Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateEndpointResponse401Headers the declared response headers of an HTTP 401 response for CreateEndpoint
+type CreateEndpointResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateEndpointResponse403Headers the declared response headers of an HTTP 403 response for CreateEndpoint
+type CreateEndpointResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateEndpoint
+type CreateEndpointResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CreateEndpointResponse429Headers the declared response headers of an HTTP 429 response for CreateEndpoint
+type CreateEndpointResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// CreateEndpointResponse503Headers the declared response headers of an HTTP 503 response for CreateEndpoint
+type CreateEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateEndpointResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateEndpointResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateEndpointResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateEndpointResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateEndpointResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateEndpointResponse) GetJSON201() *EndpointWithSecret {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateEndpointResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteEndpointResponse200Headers the declared response headers of an HTTP 200 response for DeleteEndpoint
+type DeleteEndpointResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// DeleteEndpointResponse401Headers the declared response headers of an HTTP 401 response for DeleteEndpoint
+type DeleteEndpointResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteEndpointResponse403Headers the declared response headers of an HTTP 403 response for DeleteEndpoint
+type DeleteEndpointResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteEndpointResponse409Headers the declared response headers of an HTTP 409 response for DeleteEndpoint
+type DeleteEndpointResponse409Headers struct {
+	RetryAfter *int
+}
+
+// DeleteEndpointResponse429Headers the declared response headers of an HTTP 429 response for DeleteEndpoint
+type DeleteEndpointResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// DeleteEndpointResponse503Headers the declared response headers of an HTTP 503 response for DeleteEndpoint
+type DeleteEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type DeleteEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Endpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteEndpointResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteEndpointResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *DeleteEndpointResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteEndpointResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteEndpointResponse) GetJSON200() *Endpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteEndpointResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateEndpointResponse200Headers the declared response headers of an HTTP 200 response for UpdateEndpoint
+type UpdateEndpointResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// UpdateEndpointResponse401Headers the declared response headers of an HTTP 401 response for UpdateEndpoint
+type UpdateEndpointResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateEndpointResponse403Headers the declared response headers of an HTTP 403 response for UpdateEndpoint
+type UpdateEndpointResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateEndpointResponse409Headers the declared response headers of an HTTP 409 response for UpdateEndpoint
+type UpdateEndpointResponse409Headers struct {
+	RetryAfter *int
+}
+
+// UpdateEndpointResponse429Headers the declared response headers of an HTTP 429 response for UpdateEndpoint
+type UpdateEndpointResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// UpdateEndpointResponse503Headers the declared response headers of an HTTP 503 response for UpdateEndpoint
+type UpdateEndpointResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Endpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateEndpointResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateEndpointResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateEndpointResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateEndpointResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateEndpointResponse) GetJSON200() *Endpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateEndpointResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListDeliveries
+type ListDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDeliveriesResponse403Headers the declared response headers of an HTTP 403 response for ListDeliveries
+type ListDeliveriesResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListDeliveries
+type ListDeliveriesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListDeliveries
+type ListDeliveriesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeliveryList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDeliveriesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListDeliveriesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDeliveriesResponse) GetJSON200() *DeliveryList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListDeliveriesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateEndpointSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateEndpointSecret
+type RotateEndpointSecretResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RotateEndpointSecretResponse401Headers the declared response headers of an HTTP 401 response for RotateEndpointSecret
+type RotateEndpointSecretResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RotateEndpointSecretResponse403Headers the declared response headers of an HTTP 403 response for RotateEndpointSecret
+type RotateEndpointSecretResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// RotateEndpointSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateEndpointSecret
+type RotateEndpointSecretResponse409Headers struct {
+	RetryAfter *int
+}
+
+// RotateEndpointSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateEndpointSecret
+type RotateEndpointSecretResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// RotateEndpointSecretResponse503Headers the declared response headers of an HTTP 503 response for RotateEndpointSecret
+type RotateEndpointSecretResponse503Headers struct {
+	RetryAfter int
+}
+
+type RotateEndpointSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateEndpointSecretResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateEndpointSecretResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateEndpointSecretResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RotateEndpointSecretResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateEndpointSecretResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RotateEndpointSecretResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateEndpointSecretResponse) GetJSON200() *EndpointWithSecret {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RotateEndpointSecretResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateEndpointSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateEndpointSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateEndpointSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateEndpointSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RedeliverEventResponse200Headers the declared response headers of an HTTP 200 response for RedeliverEvent
+type RedeliverEventResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RedeliverEventResponse401Headers the declared response headers of an HTTP 401 response for RedeliverEvent
+type RedeliverEventResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RedeliverEventResponse403Headers the declared response headers of an HTTP 403 response for RedeliverEvent
+type RedeliverEventResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// RedeliverEventResponse409Headers the declared response headers of an HTTP 409 response for RedeliverEvent
+type RedeliverEventResponse409Headers struct {
+	RetryAfter *int
+}
+
+// RedeliverEventResponse429Headers the declared response headers of an HTTP 429 response for RedeliverEvent
+type RedeliverEventResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// RedeliverEventResponse503Headers the declared response headers of an HTTP 503 response for RedeliverEvent
+type RedeliverEventResponse503Headers struct {
+	RetryAfter int
+}
+
+type RedeliverEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RedeliverResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *KeyInUse
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RedeliverEventResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RedeliverEventResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RedeliverEventResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RedeliverEventResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RedeliverEventResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RedeliverEventResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RedeliverEventResponse) GetJSON200() *RedeliverResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON409() *KeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RedeliverEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RedeliverEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RedeliverEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RedeliverEventResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10908,6 +13185,209 @@ func (c *ClientWithResponses) ResolveDiscrepancyByIDWithResponse(ctx context.Con
 	return ParseResolveDiscrepancyByIDResponse(rsp)
 }
 
+// ListEndpointsWithResponse List the merchant endpoints
+//
+// Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/endpoints (the `ListEndpoints` operationId).
+func (c *ClientWithResponses) ListEndpointsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEndpointsResponse, error) {
+	rsp, err := c.ListEndpoints(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEndpointsResponse(rsp)
+}
+
+// CreateEndpointWithBodyWithResponse Add a merchant endpoint told of order events
+//
+// payd sends each event of the listed types (`order.paid`,
+// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+// signed with the endpoint's own `whsec_` secret, at least once, in
+// order per order (ADR 53; README "Telling your shop"). The answer
+// carries the secret: the only time it is shown (a replay of the
+// same key shows it again; the stored answer is sealed). An
+// endpoint only gets events made after it. In production a URL
+// naming a loopback, private or link-local address is 422
+// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+// it. Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+func (c *ClientWithResponses) CreateEndpointWithBodyWithResponse(ctx context.Context, params *CreateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error) {
+	rsp, err := c.CreateEndpointWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEndpointResponse(rsp)
+}
+
+// CreateEndpointWithResponse Add a merchant endpoint told of order events
+//
+// payd sends each event of the listed types (`order.paid`,
+// `order.refunded`, ...) to `url` as a Standard Webhooks request,
+// signed with the endpoint's own `whsec_` secret, at least once, in
+// order per order (ADR 53; README "Telling your shop"). The answer
+// carries the secret: the only time it is shown (a replay of the
+// same key shows it again; the stored answer is sealed). An
+// endpoint only gets events made after it. In production a URL
+// naming a loopback, private or link-local address is 422
+// `endpoint_url_refused` unless `PAYD_NOTIFY_ALLOW_PRIVATE` lists
+// it. Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
+func (c *ClientWithResponses) CreateEndpointWithResponse(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error) {
+	rsp, err := c.CreateEndpoint(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEndpointResponse(rsp)
+}
+
+// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+//
+// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
+func (c *ClientWithResponses) DeleteEndpointWithResponse(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*DeleteEndpointResponse, error) {
+	rsp, err := c.DeleteEndpoint(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteEndpointResponse(rsp)
+}
+
+// UpdateEndpointWithBodyWithResponse Enable, disable or change an endpoint
+//
+// Changes what the body names and leaves the rest. `enabled: true`
+// enables an endpoint disabled by an operator or by its own 410;
+// `enabled: false` stops new deliveries to it (pending ones wait).
+// Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+func (c *ClientWithResponses) UpdateEndpointWithBodyWithResponse(ctx context.Context, id EndpointID, params *UpdateEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEndpointResponse, error) {
+	rsp, err := c.UpdateEndpointWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEndpointResponse(rsp)
+}
+
+// UpdateEndpointWithResponse Enable, disable or change an endpoint
+//
+// Changes what the body names and leaves the rest. `enabled: true`
+// enables an endpoint disabled by an operator or by its own 410;
+// `enabled: false` stops new deliveries to it (pending ones wait).
+// Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/admin/endpoints/{id} (the `UpdateEndpoint` operationId).
+func (c *ClientWithResponses) UpdateEndpointWithResponse(ctx context.Context, id EndpointID, params *UpdateEndpointParams, body UpdateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEndpointResponse, error) {
+	rsp, err := c.UpdateEndpoint(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEndpointResponse(rsp)
+}
+
+// ListDeliveriesWithResponse An endpoint's delivery log
+//
+// The endpoint's deliveries, newest first, each with every request
+// sent (its headers, signature included) and what came back.
+// `status=failed` lists what payd gave up on (3 days of retries, or
+// the endpoint's 410); `POST /v1/admin/events/{id}/redeliver` sends
+// one again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/endpoints/{id}/deliveries (the `ListDeliveries` operationId).
+func (c *ClientWithResponses) ListDeliveriesWithResponse(ctx context.Context, id EndpointID, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*ListDeliveriesResponse, error) {
+	rsp, err := c.ListDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDeliveriesResponse(rsp)
+}
+
+// RotateEndpointSecretWithBodyWithResponse Give an endpoint a new secret
+//
+// The answer carries the new secret, once. For 24 hours
+// (`previous_secret_until`) every delivery carries two signatures in
+// `webhook-signature`, by the new secret and the old, so the shop
+// can switch its receiver over without losing an event. Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+func (c *ClientWithResponses) RotateEndpointSecretWithBodyWithResponse(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateEndpointSecretResponse, error) {
+	rsp, err := c.RotateEndpointSecretWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateEndpointSecretResponse(rsp)
+}
+
+// RotateEndpointSecretWithResponse Give an endpoint a new secret
+//
+// The answer carries the new secret, once. For 24 hours
+// (`previous_secret_until`) every delivery carries two signatures in
+// `webhook-signature`, by the new secret and the old, so the shop
+// can switch its receiver over without losing an event. Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/endpoints/{id}/rotate-secret (the `RotateEndpointSecret` operationId).
+func (c *ClientWithResponses) RotateEndpointSecretWithResponse(ctx context.Context, id EndpointID, params *RotateEndpointSecretParams, body RotateEndpointSecretJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateEndpointSecretResponse, error) {
+	rsp, err := c.RotateEndpointSecret(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateEndpointSecretResponse(rsp)
+}
+
+// RedeliverEventWithBodyWithResponse Send an order event again
+//
+// Every delivery of the event that was delivered or failed is sent
+// again, with the same body and `webhook-id` (the event's id), so a
+// receiver that dedupes on it sees a repeat. Audited.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Context, id string, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
+	rsp, err := c.RedeliverEventWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedeliverEventResponse(rsp)
+}
+
+// RedeliverEventWithResponse Send an order event again
+//
+// Every delivery of the event that was delivered or failed is sent
+// again, with the same body and `webhook-id` (the event's id), so a
+// receiver that dedupes on it sees a repeat. Audited.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/admin/events/{id}/redeliver (the `RedeliverEvent` operationId).
+func (c *ClientWithResponses) RedeliverEventWithResponse(ctx context.Context, id string, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
+	rsp, err := c.RedeliverEvent(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRedeliverEventResponse(rsp)
+}
+
 // InspectRecordWithResponse Inspect any caller's idempotency record
 //
 // A sealed response (registration, it carries a token) stays sealed.
@@ -12919,6 +15399,1135 @@ func ParseResolveDiscrepancyByIDResponse(rsp *http.Response) (*ResolveDiscrepanc
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyByIDResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEndpointsResponse parses an HTTP response from a ListEndpointsWithResponse call
+func ParseListEndpointsResponse(rsp *http.Response) (*ListEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListEndpointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListEndpointsResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListEndpointsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListEndpointsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateEndpointResponse parses an HTTP response from a CreateEndpointWithResponse call
+func ParseCreateEndpointResponse(rsp *http.Response) (*CreateEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateEndpointResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateEndpointResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateEndpointResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteEndpointResponse parses an HTTP response from a DeleteEndpointWithResponse call
+func ParseDeleteEndpointResponse(rsp *http.Response) (*DeleteEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Endpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteEndpointResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers DeleteEndpointResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteEndpointResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateEndpointResponse parses an HTTP response from a UpdateEndpointWithResponse call
+func ParseUpdateEndpointResponse(rsp *http.Response) (*UpdateEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Endpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateEndpointResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateEndpointResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateEndpointResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDeliveriesResponse parses an HTTP response from a ListDeliveriesWithResponse call
+func ParseListDeliveriesResponse(rsp *http.Response) (*ListDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListDeliveriesResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDeliveriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateEndpointSecretResponse parses an HTTP response from a RotateEndpointSecretWithResponse call
+func ParseRotateEndpointSecretResponse(rsp *http.Response) (*RotateEndpointSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateEndpointSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateEndpointSecretResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateEndpointSecretResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateEndpointSecretResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers RotateEndpointSecretResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateEndpointSecretResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RotateEndpointSecretResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRedeliverEventResponse parses an HTTP response from a RedeliverEventWithResponse call
+func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RedeliverEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RedeliverResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest KeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RedeliverEventResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RedeliverEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RedeliverEventResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers RedeliverEventResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RedeliverEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RedeliverEventResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -1,9 +1,16 @@
 package domain
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"time"
+)
+
+// Errors of the endpoints and their deliveries.
+var (
+	ErrEndpointNotFound    = errors.New("endpoint not found")
+	ErrNotifyEventNotFound = errors.New("event not found")
 )
 
 // NotifyType is the type of an event payd tells a merchant's endpoints
@@ -68,6 +75,12 @@ type NotifyEvent struct {
 	Body      []byte // rendered once, at fan-out; nil before
 	FannedOut bool
 	CreatedAt time.Time
+
+	// Order and Money are the order as the change left it, and its
+	// ledger's sums: the snapshot the change's transaction took, with the
+	// order's immutable columns and items. The body is rendered from them.
+	Order Order
+	Money Books
 }
 
 // EndpointStatus says whether an endpoint receives events.
@@ -101,6 +114,15 @@ type Endpoint struct {
 	FromEnv        bool // configured by PAYD_NOTIFY_URL, not through the API
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+}
+
+// EndpointChange is what an operator changes of an endpoint; nil leaves a
+// field as it is.
+type EndpointChange struct {
+	URL         *string
+	Description *string
+	Events      []NotifyType // nil: unchanged
+	Enabled     *bool
 }
 
 // Wants reports whether the endpoint receives events of type t.
@@ -197,6 +219,19 @@ type DeliveryAttempt struct {
 	RequestHead string // the request line and headers sent, signature included (it is no secret)
 	Response    string // the answer's status line, headers and first bytes of its body
 }
+
+// DeliveryLog is one delivery with its event's type and every attempt
+// made, as operators read it.
+type DeliveryLog struct {
+	Delivery
+	Type     NotifyType
+	Attempts []DeliveryAttempt
+}
+
+// ErrEndpointURLRefused is an endpoint URL naming an address payd refuses
+// to reach (loopback, private, link-local: payd's own network), in
+// production unless PAYD_NOTIFY_ALLOW_PRIVATE lists it.
+var ErrEndpointURLRefused = errors.New("endpoint url refused")
 
 // The delivery schedule: retries back off exponentially from
 // DeliveryFirstRetry, at most DeliveryMaxBackoff apart, with full jitter,

@@ -230,6 +230,11 @@ func TestAlertsFireOnBadSeries(t *testing.T) {
 
 		{"a dispute, counter from 0", "PaydDisputeOpened", `payd_discrepancies_total{job="payd",type="disputed"} 0x5 1x5`, 7 * time.Minute, []string{`{}`}},
 		{"a dispute, counter born with it", "PaydDisputeOpened", `payd_discrepancies_total{job="payd",type="disputed"} _x5 1x5`, 7 * time.Minute, nil},
+
+		{"an event waiting 20 minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30
+			payd_notify_oldest_pending_age_seconds{job="payd",instance="b:8080"} 0+60x30`, 20 * time.Minute, []string{`{}`}},
+		{"events delivered within minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0 120 240 0 60 300 0x20`, 20 * time.Minute, nil},
+		{"an event just past 15 minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30`, 15*time.Minute + 30*time.Second, nil},
 	} {
 		t.Run(c.alert+"/"+c.name, func(t *testing.T) {
 			var got []string

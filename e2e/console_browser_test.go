@@ -60,8 +60,8 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		sel := `#run-discrepancies li[data-type="missing_local_payment"]`
 		b.waitFor("the run's discrepancy", func() bool { return b.count(sel) == 1 })
 		did := b.attr(sel, "id")
-		if !strings.Contains(b.text("#run-discrepancies"), charge) {
-			t.Errorf("the run shows %q, want the charge %s", b.text("#run-discrepancies"), charge)
+		if b.count(fmt.Sprintf(`#run-discrepancies .idref[data-id="%s"]`, charge)) != 1 {
+			t.Errorf("the run shows %q, want the charge %s (shortened, whole in its copy button)", b.text("#run-discrepancies"), charge)
 		}
 		b.screenshot("console-reconcile")
 
@@ -451,7 +451,7 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 		if !b.displayed("#disputes-box") || b.count(card) != 1 {
 			t.Fatalf("the dispute %s is not shown (box shown %v)", dispute, b.displayed("#disputes-box"))
 		}
-		if got := b.text(card); !strings.Contains(got, "lost") || !strings.Contains(got, "10.00 USD") || !strings.Contains(got, charge) || !strings.Contains(got, "closed") {
+		if got := b.text(card); !strings.Contains(got, "lost") || !strings.Contains(got, "10.00 USD") || b.count(card+fmt.Sprintf(` .idref[data-id="%s"]`, charge)) != 1 || !strings.Contains(got, "closed") {
 			t.Errorf("the dispute reads %q, want lost, 10.00 USD, on %s, closed", got, charge)
 		}
 		if got := b.attr(fmt.Sprintf(`#timeline li[data-kind="dispute"][data-id="%s"]`, dispute), "outcome"); got != "lost" {
@@ -471,17 +471,18 @@ func TestConsoleShowsOutsideRefundAndLostDispute(t *testing.T) {
 			}
 		}
 		outside := `#timeline li[data-kind="audit"] .detail` // the first: the outside refund
-		if got := b.text(outside); !strings.Contains(got, "about "+pr.ID) || !strings.Contains(got, "amount=3.00") || !strings.Contains(got, "charge_id="+charge) {
+		if got := b.text(outside); !strings.Contains(got, "about ") || b.count(outside+fmt.Sprintf(` .idref[data-id="%s"]`, pr.ID)) == 0 ||
+			!strings.Contains(got, "amount=3.00") || b.count(outside+fmt.Sprintf(` .idref[data-id="%s"]`, charge)) == 0 {
 			t.Errorf("the outside refund's detail reads %q, want refund %s of 3.00 on %s", got, pr.ID, charge)
 		}
 		if n := b.count(`#timeline li[data-kind="ledger"][data-outcome="booked"]`); n != 4 {
 			t.Errorf("ledger entries on the timeline = %d, want 4", n)
 		}
-		// The dispute's discrepancy: payd's books hold no amount for it,
-		// which the card says in words, never as a dash.
+		// The dispute's discrepancy: payd's books hold it as a dispute of
+		// the order, which the card says in words, never as a dash.
 		disputed := `#order-open li[data-type="disputed"] .meta`
-		if got := b.text(disputed); !strings.Contains(got, "provider 10.00 USD · none in payd's books") || strings.Contains(got, "—") {
-			t.Errorf("the disputed card reads %q, want provider 10.00 USD · none in payd's books", got)
+		if got := b.text(disputed); !strings.Contains(got, "disputed at the provider 10.00 USD · in payd's books as a dispute of its order") || strings.Contains(got, "—") {
+			t.Errorf("the disputed card reads %q, want disputed at the provider 10.00 USD · in payd's books as a dispute of its order", got)
 		}
 		b.screenshot("console-books")
 	})

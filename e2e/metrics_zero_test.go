@@ -15,6 +15,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/notify"
 	"github.com/payd/payd/service"
 	"github.com/payd/payd/telemetry"
 )
@@ -76,6 +77,7 @@ func TestCountersStartAtZero(t *testing.T) {
 	one("payd_webhook_rejected_total", "reason", strs(telemetry.WebhookRejections))
 	one("payd_redis_replays_total", "result", []string{"hit", "miss"})
 	one("payd_rate_limited_total", "limit", strs(telemetry.RateLimits))
+	one("payd_notify_deliveries_total", "outcome", strs(notify.Outcomes))
 	for _, typ := range append(strs(domain.ProviderEventTypes), "other") {
 		for _, o := range strs(domain.WebhookOutcomes) {
 			wants = append(wants, want{"payd_webhook_events_total", map[string]string{"type": typ, "outcome": o}})
@@ -128,6 +130,7 @@ func TestLabelEnumsListed(t *testing.T) {
 		{"telemetry", "ProviderOutcome", strs(telemetry.ProviderOutcomes)},
 		{"telemetry", "WebhookRejection", strs(telemetry.WebhookRejections)},
 		{"telemetry", "RateLimit", strs(telemetry.RateLimits)},
+		{"notify", "Outcome", strs(notify.Outcomes)},
 	} {
 		consts := typedConsts(t, filepath.Join(repoRoot, c.dir), c.typ)
 		if len(consts) == 0 {

@@ -369,6 +369,7 @@ type propRun struct {
 	t      *testing.T
 	s      *stack
 	h      *hostile
+	rcv    *receiverProc // the shop told of every event (examples/receiver)
 	plan   propPlan
 	start  time.Time
 	orders []*propOrder
@@ -403,16 +404,17 @@ func (o *propOrder) note(r *propRun, format string, args ...any) {
 func runProperty(t *testing.T, dialect string, seed int64) {
 	plan := newPropPlan(seed)
 	t.Log(plan)
+	rcv := startReceiver(t, notifySecret, 0)
 	s := start(t, on(dialect), throughHostile(), withEnv(env{
 		"PAYD_LEASE": propLease.String(), "PAYD_PROVIDER_TIMEOUT": propProviderTimeout.String(), "PAYD_INFLIGHT_WAIT": "500ms",
-	}), tuned(func(c *sandbox.Config) {
+	}), withEnv(notifyEnv(rcv)), tuned(func(c *sandbox.Config) {
 		c.Duplicates, c.Reorder, c.ReorderWindow = plan.Duplicates, plan.Reorder, 300*time.Millisecond
 		c.AsyncDelay, c.WebhookDelay, c.RetryBase, c.RetryMax = plan.AsyncDelay, plan.WebhookDelay, 50*time.Millisecond, time.Second
 	}))
 	h := s.hostile
 	amounts := newPropAmounts(t, "http://"+s.sandboxL.Addr().String())
 	h.setTarget(amounts.url) // payd → hostile → amounts → sandbox
-	r := &propRun{t: t, s: s, h: h, plan: plan}
+	r := &propRun{t: t, s: s, h: h, rcv: rcv, plan: plan}
 
 	var customers, tokens []string
 	for c := range plan.Customers {
@@ -783,6 +785,11 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	}
 	if len(busy) > 0 {
 		return fmt.Sprintf("webhooks undelivered: %v", busy)
+	}
+	// The shop is told of everything before the run counts as settled.
+	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
+		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
 	}
 	return ""
 }
@@ -1177,6 +1184,13 @@ func (r *propRun) check(o *propOrder) []string {
 		bad("one event per committed change: %s", why)
 	}
 
+	// 11. Every event was delivered, or is pending or failed and visible
+	// to operators: with a shop that answers, each one's one delivery is
+	// delivered, and the shop recorded it once, in the order of seq.
+	for _, why := range r.toldShopWhy(f) {
+		bad("every event told to the shop: %s", why)
+	}
+
 	// 8. What the pay calls answered live: 200 only for the order paid by
 	// that request, and never an internal error.
 	for _, p := range o.replies {
@@ -1197,6 +1211,40 @@ func (r *propRun) check(o *propOrder) []string {
 		}
 	}
 	return v
+}
+
+// toldShopWhy holds an order's outbox events to what the shop got (ADR
+// 0053): one delivery each, delivered (a failed or pending one would show
+// in the endpoint's delivery log, and the run did not settle), recorded
+// by the receiver once, in the order of their seqs.
+func (r *propRun) toldShopWhy(f propFacts) []string {
+	var why []string
+	got := r.rcv.events()
+	first := map[string]int64{}
+	for _, a := range r.rcv.arrivals() {
+		if _, ok := first[a.WebhookID]; !ok && a.Answered < 300 {
+			first[a.WebhookID] = a.N
+		}
+	}
+	var prev string
+	for _, e := range f.told {
+		var ds []struct{ Status string }
+		if err := r.s.db.Gorm().Raw(`SELECT status FROM notify_deliveries WHERE event_id = ?`, e.ID).Scan(&ds).Error; err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		if len(ds) != 1 || ds[0].Status != "delivered" {
+			why = append(why, fmt.Sprintf("event %s (%s, seq %d): deliveries %v, want one delivered", e.ID, e.Type, e.Seq, ds))
+		}
+		if got[e.ID].OrderID != f.order.ID {
+			why = append(why, fmt.Sprintf("event %s (%s, seq %d) not recorded by the shop", e.ID, e.Type, e.Seq))
+		}
+		if prev != "" && first[e.ID] < first[prev] {
+			why = append(why, fmt.Sprintf("event %s (seq %d) reached the shop before %s", e.ID, e.Seq, prev))
+		}
+		prev = e.ID
+	}
+	return why
 }
 
 // propToldWhy holds an order's outbox events to what committed: one

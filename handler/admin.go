@@ -55,7 +55,8 @@ type Admin struct {
 	// Settlements reads an uploaded settlement file (the provider adapter's
 	// ParseSettlement); a bad line is a *domain.SettlementError.
 	Settlements SettlementParser
-	Log         *slog.Logger // where a lost audit entry is reported
+	Endpoints   EndpointAdmin // the merchant's endpoints (admin_endpoints.go)
+	Log         *slog.Logger  // where a lost audit entry is reported
 }
 
 // SettlementParser reads a provider settlement file into the succeeded

@@ -105,6 +105,9 @@ type discrepancyJSON struct {
 	Note           string  `json:"note"`
 	DetectedAt     string  `json:"detected_at"`
 	ResolvedAt     *string `json:"resolved_at"`
+	// Actions are the resolutions that fit it now (none unless open), so
+	// a console offers those alone rather than learning from a 409.
+	Actions []string `json:"actions"`
 }
 
 func toDiscrepancyJSON(d domain.Discrepancy) discrepancyJSON {
@@ -121,7 +124,7 @@ func toDiscrepancyJSON(d domain.Discrepancy) discrepancyJSON {
 		ProviderAmount: amount(d.ProviderAmount, domain.FormatAmount(d.ProviderAmount, cur)),
 		LocalAmount:    amount(d.LocalAmount, domain.FormatAmount(d.LocalAmount, cur)),
 		Currency:       strPtr(string(cur)), Status: string(d.Status), Resolution: strPtr(d.Resolution), Note: d.Note,
-		DetectedAt: stamp(d.DetectedAt), ResolvedAt: stampPtr(d.ResolvedAt),
+		DetectedAt: stamp(d.DetectedAt), ResolvedAt: stampPtr(d.ResolvedAt), Actions: d.Actions(),
 	}
 }
 

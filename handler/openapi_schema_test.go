@@ -20,6 +20,8 @@ var rendered = map[string]any{
 	"AdminOrder": adminOrderJSON{}, "Books": booksJSON{}, "LedgerEntry": ledgerEntryJSON{}, "Dispute": disputeJSON{},
 	"Stats": statsJSON{}, "StatsPoint": statsPointJSON{}, "StatsTotals": statsTotalsJSON{}, "StatsMoney": statsMoneyJSON{},
 	"OldestUnknown": oldestUnknownJSON{}, "OutboxEvent": outboxEventJSON{},
+	"Endpoint": endpointJSON{}, "EndpointWithSecret": endpointSecretJSON{}, "EndpointList": endpointListJSON{},
+	"Delivery": deliveryJSON{}, "DeliveryAttempt": attemptLogJSON{}, "DeliveryList": deliveryListJSON{}, "RedeliverResult": redeliverJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.
@@ -27,6 +29,7 @@ var accepted = map[string]any{
 	"RegisterRequest": registerRequest{}, "CreateOrderRequest": createOrderRequest{}, "ItemRequest": itemRequest{},
 	"PayRequest": payRequest{}, "KeyOnlyRequest": keyField{}, "RefundRequest": refundRequest{},
 	"ReconcileRequest": reconcileRequest{}, "ResolveRequest": resolveRequest{},
+	"CreateEndpointRequest": createEndpointRequest{}, "UpdateEndpointRequest": updateEndpointRequest{},
 }
 
 // jsonField is one key of a type's JSON form.

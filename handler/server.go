@@ -141,6 +141,15 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/stats", a.stats, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/idempotency/:scope/:key", a.idempotency, admin, validRecordPath)
+	// The merchant's endpoints (ADR 0053). A secret is answered once: the
+	// stored answers that carry one are sealed.
+	v1.POST("/admin/endpoints", a.createEndpoint, admin, a.audited("create_endpoint"), idem.Wrap(idempotency.KeySealed))
+	v1.GET("/admin/endpoints", a.endpoints, admin)
+	v1.PATCH("/admin/endpoints/:id", a.updateEndpoint, admin, a.audited("update_endpoint"), validIDs(endpointID), idem.Wrap(idempotency.KeyRequired))
+	v1.DELETE("/admin/endpoints/:id", a.deleteEndpoint, admin, a.audited("delete_endpoint"), validIDs(endpointID), idem.Wrap(idempotency.KeyRequired))
+	v1.POST("/admin/endpoints/:id/rotate-secret", a.rotateSecret, admin, a.audited("rotate_endpoint_secret"), validIDs(endpointID), idem.Wrap(idempotency.KeySealed))
+	v1.GET("/admin/endpoints/:id/deliveries", a.deliveries, admin, validIDs(endpointID))
+	v1.POST("/admin/events/:id/redeliver", a.redeliver, admin, a.audited("redeliver_event"), validIDs(notifyEventID), idem.Wrap(idempotency.KeyRequired))
 }
 
 // page serves one of the pages; a path that is neither the page nor one

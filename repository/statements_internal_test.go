@@ -112,6 +112,18 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE id = ? AND status IN ('resolving') AND resolution = ?`},
 		{"unclaimDiscrepancy", unclaimDiscrepancy, `UPDATE discrepancies SET status = 'open', resolution = NULL
 			WHERE id = ? AND status IN ('resolving') AND resolution = ?`},
+		{"claimDelivery", claimDelivery, `UPDATE notify_deliveries SET leased_until = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id = ? AND status = 'pending' AND next_attempt_at <= ? AND (leased_until IS NULL OR leased_until < ?)`},
+		{"deliverDelivery", deliverDelivery, `UPDATE notify_deliveries SET status = 'delivered', leased_until = NULL, last_status = ?, last_error = '',
+			delivered_at = ?, updated_at = ? WHERE id = ? AND status IN ('pending') AND leased_until = ?`},
+		{"retryDelivery", retryDelivery, `UPDATE notify_deliveries SET status = 'pending', leased_until = NULL, last_status = ?, last_error = ?,
+			next_attempt_at = ?, updated_at = ? WHERE id = ? AND status IN ('pending') AND leased_until = ?`},
+		{"giveUpDelivery", giveUpDelivery, `UPDATE notify_deliveries SET status = 'failed', leased_until = NULL, last_status = ?, last_error = ?,
+			failed_at = ?, updated_at = ? WHERE id = ? AND status IN ('pending') AND leased_until = ?`},
+		{"giveUpEndpointPending", giveUpEndpointPending, `UPDATE notify_deliveries SET status = 'failed', leased_until = NULL, failed_at = ?, updated_at = ?, last_error = ?
+			WHERE endpoint_id = ? AND status IN ('pending')`},
+		{"redeliverEvent", redeliverEvent, `UPDATE notify_deliveries SET status = 'pending', next_attempt_at = ?, leased_until = NULL,
+			delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ('delivered', 'failed')`},
 	} {
 		if oneLine(tc.got) != oneLine(tc.want) {
 			t.Errorf("%s = %q\nwant %q", tc.name, oneLine(tc.got), oneLine(tc.want))

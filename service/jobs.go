@@ -61,10 +61,11 @@ const (
 	JobExpireOrders      JobName = "expire_orders"
 	JobRecoverPayments   JobName = "recover_payments"
 	JobReconcileSchedule JobName = "reconcile_schedule"
+	JobNotify            JobName = "notify" // the merchant's endpoints told of new events (notify.Worker)
 )
 
 // JobNames lists every background job.
-var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule}
+var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify}
 
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500

@@ -50,12 +50,22 @@ func ServeAdmin(cfg AdminConfig, m *Metrics, log *slog.Logger) (func(), error) {
 		stop, err := serveAdminOn(cfg, addr, h, log)
 		if err != nil {
 			stopAll()
-			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+			return nil, &ListenError{Addr: addr, Err: err}
 		}
 		stops = append(stops, stop)
 	}
 	return stopAll, nil
 }
+
+// ListenError is an admin listener that could not listen on Addr, which
+// the caller names by the setting (or settings) that gave it.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string { return fmt.Sprintf("listen on %s: %v", e.Addr, e.Err) }
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // mountPprof registers net/http/pprof's handlers on mux, without touching
 // http.DefaultServeMux.

@@ -37,6 +37,8 @@ type Backlog struct {
 	OldestUnknownAttempt time.Time // zero: no attempt with an unknown outcome
 	WebhookEventsPending int64     // stored but not yet applied (a delivery died half-way)
 	DisputesOpen         int64     // disputes the customers' banks have not decided
+	NotifyPending        int64     // events not yet told to the merchant's endpoints (ADR 0053)
+	OldestNotifyPending  time.Time // zero: none
 }
 
 // backlogDescs are the gauges a backlog collector exports.
@@ -51,6 +53,10 @@ var (
 		"Provider webhook events stored but not yet applied (whole database).", nil, nil)
 	descDisputesOpen = prometheus.NewDesc("payd_disputes_open",
 		"Customers' disputes of charges not yet decided by their bank: status open (whole database).", nil, nil)
+	descNotifyBacklog = prometheus.NewDesc("payd_notify_backlog",
+		"Events not yet told to the merchant's enabled endpoints: not fanned out, or a delivery pending (whole database).", nil, nil)
+	descNotifyOldest = prometheus.NewDesc("payd_notify_oldest_pending_age_seconds",
+		"Age of the oldest event not yet told to an enabled endpoint; 0 when there is none.", nil, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -80,7 +86,8 @@ func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl,
 
 // Describe sends the gauges' descriptions.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen, descBacklogUp} {
+	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen,
+		descNotifyBacklog, descNotifyOldest, descBacklogUp} {
 		ch <- d
 	}
 }
@@ -113,4 +120,10 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOldestUnknown, prometheus.GaugeValue, age)
 	ch <- prometheus.MustNewConstMetric(descWebhooksPending, prometheus.GaugeValue, float64(b.WebhookEventsPending))
 	ch <- prometheus.MustNewConstMetric(descDisputesOpen, prometheus.GaugeValue, float64(b.DisputesOpen))
+	notifyAge := 0.0
+	if !b.OldestNotifyPending.IsZero() {
+		notifyAge = max(now.Sub(b.OldestNotifyPending).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(descNotifyBacklog, prometheus.GaugeValue, float64(b.NotifyPending))
+	ch <- prometheus.MustNewConstMetric(descNotifyOldest, prometheus.GaugeValue, notifyAge)
 }

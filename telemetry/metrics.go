@@ -20,6 +20,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/idempotency"
+	"github.com/payd/payd/notify"
 	"github.com/payd/payd/service"
 )
 
@@ -48,6 +49,7 @@ type Metrics struct {
 	provider      *prometheus.HistogramVec
 	rejected      *prometheus.CounterVec
 	rateLimited   *prometheus.CounterVec
+	notify        *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -87,12 +89,17 @@ func NewMetrics() *Metrics {
 		}, []string{"reason"}),
 		provider: newProviderHistogram(), rejected: newWebhookRejections(),
 		rateLimited: newRateLimited(),
+		notify: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_notify_deliveries_total",
+			Help: "Requests sent to merchant endpoints by outcome: delivered (2xx), retry, failed (given up), gone (410: endpoint disabled).",
+		}, []string{"outcome"}),
 	}
 	m.startAtZero()
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
 	m.reg.MustRegister(m.rateLimited)                       // ratelimit.go (ADR 0037)
+	m.reg.MustRegister(m.notify)                            // ADR 0053
 	return m
 }
 
@@ -132,7 +139,14 @@ func (m *Metrics) startAtZero() {
 	for _, r := range WebhookRejections {
 		m.rejected.WithLabelValues(string(r))
 	}
+	for _, o := range notify.Outcomes {
+		m.notify.WithLabelValues(string(o))
+	}
 }
+
+// Delivered counts one request sent to a merchant endpoint, by outcome
+// (notify.Observer).
+func (m *Metrics) Delivered(o notify.Outcome) { m.notify.WithLabelValues(string(o)).Inc() }
 
 // ExportRoutes starts each route's 5xx latency series at 0, so the
 // Payd5xxRatio alert sees the first server errors after a restart. Only

@@ -96,6 +96,10 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 	return Tracing{tp: tp, prop: env.propagator, Shutdown: tp.Shutdown}, nil
 }
 
+// TracerProvider is what spans of payd's own are made with (a notify
+// delivery's): nil when tracing is off.
+func (t Tracing) TracerProvider() trace.TracerProvider { return t.tp }
+
 // On reports whether spans are made.
 func (t Tracing) On() bool { return t.tp != nil }
 

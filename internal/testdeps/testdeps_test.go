@@ -13,6 +13,9 @@ import (
 	"testing"
 )
 
+// TestMain reports as every skipping package's does, for TestFakeSkip.
+func TestMain(m *testing.M) { Main(m) }
+
 func newRecorder(wrapped bool) (*recorder, *bytes.Buffer) {
 	var said bytes.Buffer
 	return &recorder{pkg: "./somepkg", wrapped: wrapped, out: func() (io.Writer, func()) { return &said, func() {} }}, &said
@@ -36,8 +39,8 @@ func TestReportOneLinePerDependency(t *testing.T) {
 	}
 	var out bytes.Buffer
 	r.report(&out)
-	want := "payd tests: ./somepkg skipped 3 tests without MySQL/MariaDB: set PAYD_TEST_MYSQL_DSN (e.g. mysql://root:@127.0.0.1:3306/test)\n" +
-		"payd tests: ./somepkg skipped 1 test without redis-server: install it (apt-get install redis-server); PAYD_TEST_REQUIRE_REDIS=1 fails instead\n"
+	want := "payd tests: skipped tests without MySQL/MariaDB (3 in ./somepkg, the first package to skip for it): set PAYD_TEST_MYSQL_DSN (e.g. mysql://root:@127.0.0.1:3306/test)\n" +
+		"payd tests: skipped tests without redis-server (1 in ./somepkg, the first package to skip for it): install it (apt-get install redis-server); PAYD_TEST_REQUIRE_REDIS=1 fails instead\n"
 	if out.String() != want {
 		t.Errorf("report =\n%s\nwant\n%s", out.String(), want)
 	}
@@ -70,9 +73,36 @@ func TestWithoutRunFirstSkipIsSaidAtOnce(t *testing.T) {
 	r, said := newRecorder(false)
 	r.record(Chromium)
 	r.record(Chromium)
-	want := "payd tests: ./somepkg skipped tests without Chromium: " + Chromium.Enable + "\n"
+	want := "payd tests: skipped tests without Chromium (in ./somepkg, the first package to skip for it): " + Chromium.Enable + "\n"
 	if said.String() != want {
 		t.Errorf("said %q, want %q", said.String(), want)
+	}
+}
+
+// TestOneLinePerDependencyPerRun: of the packages of one run (one marker
+// folder), only the first to report a dependency says its line; another
+// run (another folder) says it again, and without a folder every package
+// says its own.
+func TestOneLinePerDependencyPerRun(t *testing.T) {
+	run := t.TempDir()
+	var out bytes.Buffer
+	for _, pkg := range []string{"./a", "./b"} {
+		r := &recorder{pkg: pkg, wrapped: true, first: func(d Dep) bool { return firstIn(run, d) }}
+		r.record(MySQL)
+		r.record(Chromium)
+		if pkg == "./b" {
+			r.record(Redis)
+		}
+		r.report(&out)
+	}
+	want := "payd tests: skipped tests without MySQL/MariaDB (1 in ./a, the first package to skip for it): " + MySQL.Enable + "\n" +
+		"payd tests: skipped tests without Chromium (1 in ./a, the first package to skip for it): " + Chromium.Enable + "\n" +
+		"payd tests: skipped tests without redis-server (1 in ./b, the first package to skip for it): " + Redis.Enable + "\n"
+	if out.String() != want {
+		t.Errorf("two packages of one run reported\n%s\nwant\n%s", out.String(), want)
+	}
+	if !firstIn(t.TempDir(), MySQL) || !firstIn("", MySQL) || !firstIn("", MySQL) {
+		t.Error("another run, or no run folder, did not say the line again")
 	}
 }
 

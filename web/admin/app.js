@@ -13,6 +13,7 @@ import { card } from './discrepancies.js';
 import { initOverview, refreshOverview } from './overview.js';
 import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
 import { every } from './live.js';
+import { loadEndpoints } from './endpoints.js';
 
 const app = $('app');
 let orderCursor = null;
@@ -85,7 +86,7 @@ async function signIn(token) {
   }
   $('sign-in-error').textContent = '';
   setState('ready');
-  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders()]);
+  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders(), loadEndpoints()]);
 }
 
 function signOut() {
@@ -252,7 +253,9 @@ async function runReconcile() {
       ticket('run'); // a run opened before this one answered must not cover it
       showRun(r.data);
       say(`${r.data.dry_run ? 'Dry run' : 'Run'} finished: ${r.data.found} found, ${r.data.new} new, ${r.data.matched} matched.`, 'ok');
-      if (!r.data.dry_run) await Promise.all([loadRuns(), loadDiscrepancies()]);
+      // What the run found is on the open order's timeline and in the
+      // overview at once, as after any other action.
+      if (!r.data.dry_run) await Promise.all([loadRuns(), afterAction()]);
     } else {
       say(describe(r), 'bad');
     }
@@ -333,6 +336,8 @@ on('disc-form', 'submit', () => loadDiscrepancies());
 on('disc-more', 'click', () => loadDiscrepancies(true));
 on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
 on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
+on('ep-refresh', 'click', () => loadEndpoints());
+$('ep-status').addEventListener('change', () => loadEndpoints());
 
 initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });
 initOrder({ checked, say, cardOpts, afterAction, onShown: markShown });

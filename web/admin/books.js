@@ -2,7 +2,7 @@
 // the money summary on the order, the ledger's entries (every movement of
 // money, whoever moved it) and the customers' disputes.
 
-import { h, when, badge } from './dom.js';
+import { h, when, badge, withIds } from './dom.js';
 
 const sums = [['charged', 'Charged'], ['refunded', 'Refunded'], ['disputed', 'Disputed'], ['lost', 'Lost'], ['net', 'Net']];
 
@@ -31,7 +31,7 @@ export function renderLedger(tbody, doc) {
       h('td', { class: 'num' }, `${e.amount} ${e.currency}`),
       h('td', {}, e.actor ? `${e.source} (${e.actor})` : e.source),
       h('td', { class: 'when' }, h('time', { datetime: e.created_at }, when(e.created_at))),
-      h('td', { class: 'note' }, e.note || ''))));
+      h('td', { class: 'note' }, withIds(e.note || '')))));
 }
 
 /** renderDisputes draws doc.disputes as cards into ul. */
@@ -40,6 +40,6 @@ export function renderDisputes(ul, doc) {
     h('li', { class: 'card dispute', dataset: { id: d.id, status: d.status } },
       h('div', {}, badge(d.status), ' ', h('strong', {}, `${d.amount} ${d.currency}`),
         d.reason ? ` · ${d.reason}` : ''),
-      h('div', { class: 'meta' }, `dispute ${d.id} · charge ${d.charge_id} · opened ${when(d.opened_at)}`,
+      h('div', { class: 'meta' }, withIds(`dispute ${d.id} · charge ${d.charge_id} · opened ${when(d.opened_at)}`),
         d.closed_at ? ` · closed ${when(d.closed_at)}` : ' · not decided yet'))));
 }

@@ -6,7 +6,7 @@
 // payd resolves (and refunds) once and keeps one answer for it. Another
 // action or another note is another intent, with a key of its own.
 
-import { h, when, badge, idRef } from './dom.js';
+import { h, when, badge, idRef, withIds } from './dom.js';
 import { send, describe, newKey, NetworkError } from './api.js';
 
 // Per discrepancy, kept while cards are redrawn (the open order is
@@ -33,6 +33,12 @@ export function intentKey(id, action, note) {
 export function amountsOf(d) {
   if (!d.provider_amount && !d.local_amount) return '';
   const cur = d.currency || '';
+  if (d.type === 'disputed' && !d.local_amount) {
+    // A dispute payd booked is in its books as a dispute of the order
+    // (the order's Disputes and Ledger), not as an amount of its own.
+    const provider = d.provider_amount ? `disputed at the provider ${d.provider_amount} ${cur}`.trim() : 'no amount at the provider';
+    return `${provider} · ${d.order_id ? "in payd's books as a dispute of its order" : 'no order of payd\'s to book it on'}`;
+  }
   const provider = d.provider_amount ? `provider ${d.provider_amount} ${cur}`.trim() : 'no amount at the provider';
   const local = d.local_amount ? `payd ${d.local_amount} ${cur}`.trim() : "none in payd's books";
   return `${provider} · ${local}`;
@@ -57,21 +63,22 @@ export function card(d, { onSettled, openOrder, say }) {
       h('strong', {}, d.type.replaceAll('_', ' ')), ' ',
       badge(d.resolution ? `${d.status}: ${d.resolution}` : d.status)),
     h('div', { class: 'meta' },
-      `reference ${d.reference}`,
+      withIds(`reference ${d.reference}`, 'reference'),
       amounts ? ` · ${amounts}` : '',
       ` · found ${when(d.detected_at)}`,
       d.run_id ? [' · run ', idRef(d.run_id, { what: 'run ID' })] : ' · found outside a run'),
     d.order_id
       ? h('div', { class: 'meta' }, 'order ', idRef(d.order_id, { what: 'order ID', open: openOrder, cls: 'open-order' }))
       : null,
-    d.note ? h('div', { class: 'meta' }, `note: ${d.note}`) : null,
+    d.note ? h('div', { class: 'meta' }, withIds(`note: ${d.note}`)) : null,
   );
   if (!open) return el;
 
   const note = h('input', { class: 'note', 'aria-label': `Note for ${d.type} ${d.reference}`, placeholder: 'Note (why)', maxlength: 1000 });
   note.value = drafts.get(d.id) || '';
   note.addEventListener('input', () => drafts.set(d.id, note.value));
-  const buttons = ['apply', 'refund', 'ignore'].map((action) =>
+  // Only the actions payd says fit it now: another would be refused.
+  const buttons = (Array.isArray(d.actions) ? d.actions : ['apply', 'refund', 'ignore']).map((action) =>
     h('button', { type: 'button', class: `resolve ${action}`, dataset: { action }, 'aria-label': `${action} ${d.type} ${d.reference}` }, action));
   const out = h('p', { class: 'result', role: 'status' });
   const fits = h('p', { class: 'fits' });

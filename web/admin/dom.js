@@ -123,3 +123,25 @@ export function age(seconds) {
   if (hrs < 48) return `${hrs} h ${m % 60} min`;
   return `${Math.floor(hrs / 24)} d ${hrs % 24} h`;
 }
+
+// idPattern finds payd's IDs (UUIDs) in text, with a provider's prefix
+// (ch_, dp_, re_, ...) when they carry one.
+const idPattern = /(?:[a-z]{2,4}_)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/**
+ * withIds is text with every ID in it drawn as idRef draws one (shortened,
+ * whole on hover and copy), so a note, a reference or a timeline line
+ * does not wrap on a 36-character ID.
+ */
+export function withIds(text, what = 'ID') {
+  const s = String(text ?? '');
+  const out = [];
+  let last = 0;
+  for (const m of s.matchAll(idPattern)) {
+    if (m.index > last) out.push(s.slice(last, m.index));
+    out.push(idRef(m[0], { what }));
+    last = m.index + m[0].length;
+  }
+  if (last < s.length) out.push(s.slice(last));
+  return out;
+}

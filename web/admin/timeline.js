@@ -6,7 +6,7 @@
 // ledger entry booked (it never changes), an operator action's HTTP
 // result (so a refund answered 409 never looks like one answered 200).
 
-import { h, when, badge } from './dom.js';
+import { h, when, badge, withIds } from './dom.js';
 import { amountsOf } from './discrepancies.js';
 
 /**
@@ -101,9 +101,9 @@ export function renderTimeline(ol, doc) {
         h('span', { class: 'dot', 'aria-hidden': 'true' }),
         h('div', { class: 'what' },
           h('span', { class: 'kind' }, entry.kind), ' ',
-          h('span', { class: 'summary' }, entry.summary), ' ',
+          h('span', { class: 'summary' }, withIds(entry.summary)), ' ',
           badge(outcome)),
-        detail ? h('div', { class: 'detail' }, detail) : null,
+        detail ? h('div', { class: 'detail' }, withIds(detail)) : null,
         h('time', { datetime: entry.at }, when(entry.at))),
     );
   }

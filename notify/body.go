@@ -1,0 +1,102 @@
+// Package notify tells the merchant's endpoints of their orders' changes
+// (docs/adr/0053-telling-the-shop.md): it renders each outbox event's body
+// once, fans it out to the endpoints that want it, and delivers it as a
+// Standard Webhooks request under a lease, retrying with backoff. It
+// imports domain, repository's stores through small ports, and service's
+// job loop; never the HTTP layer nor the wiring.
+package notify
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// timeFormat is the admin API's: RFC 3339 in UTC with microseconds.
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+func stamp(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func stampPtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := stamp(*t)
+	return &s
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Body is what a delivery sends: the event, what caused it, and the order
+// as GET /v1/admin/orders/{id} shows it (the AdminOrder schema), as the
+// change left it.
+type Body struct {
+	ID        string    `json:"id"` // also the webhook-id header
+	Type      string    `json:"type"`
+	CreatedAt string    `json:"created_at"`
+	Cause     causeJSON `json:"cause"`
+	Order     orderJSON `json:"order"`
+}
+
+type causeJSON struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+}
+
+// orderJSON is the admin API's AdminOrder: handler's adminOrderJSON, which
+// handler's TestNotifyBodyIsAdminOrder holds it to.
+type orderJSON struct {
+	ID             string     `json:"id"`
+	CustomerID     string     `json:"customer_id"`
+	Status         string     `json:"status"`
+	Amount         string     `json:"amount"`
+	Currency       string     `json:"currency"`
+	Items          []itemJSON `json:"items"`
+	PayRequestID   *string    `json:"pay_request_id"`
+	PaidAt         *string    `json:"paid_at"`
+	RefundedAmount string     `json:"refunded_amount"`
+	CreatedAt      string     `json:"created_at"`
+	UpdatedAt      string     `json:"updated_at"`
+	Money          booksJSON  `json:"money"`
+}
+
+type itemJSON struct {
+	SKU       string `json:"sku"`
+	Name      string `json:"name"`
+	Quantity  int64  `json:"quantity"`
+	UnitPrice string `json:"unit_price"`
+}
+
+type booksJSON struct {
+	Charged  string `json:"charged"`
+	Refunded string `json:"refunded"`
+	Disputed string `json:"disputed"`
+	Lost     string `json:"lost"`
+	Net      string `json:"net"`
+}
+
+// Render is ev's body, from its snapshot: the same bytes for the same
+// event, whichever replica renders it.
+func Render(ev domain.NotifyEvent) ([]byte, error) {
+	o, c := ev.Order, ev.Order.Currency
+	items := make([]itemJSON, len(o.Items))
+	for i, it := range o.Items {
+		items[i] = itemJSON{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: domain.FormatAmount(it.UnitPrice, c)}
+	}
+	m := ev.Money
+	return json.Marshal(Body{ID: ev.ID, Type: string(ev.Type), CreatedAt: stamp(ev.CreatedAt),
+		Cause: causeJSON{Kind: string(ev.Cause.Kind), Ref: ev.Cause.Ref},
+		Order: orderJSON{ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status),
+			Amount: domain.FormatAmount(o.Amount, c), Currency: string(c), Items: items,
+			PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
+			RefundedAmount: domain.FormatAmount(o.RefundedAmount, c),
+			CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
+			Money: booksJSON{Charged: domain.FormatAmount(m.Charged, c), Refunded: domain.FormatAmount(m.Refunded, c),
+				Disputed: domain.FormatAmount(m.Disputed, c), Lost: domain.FormatAmount(m.Lost, c), Net: domain.FormatAmount(m.Net, c)}}})
+}

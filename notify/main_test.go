@@ -1,0 +1,10 @@
+package notify_test
+
+import (
+	"testing"
+
+	"github.com/payd/payd/internal/testdeps"
+)
+
+// TestMain runs the tests, then says what they skipped for want of MySQL.
+func TestMain(m *testing.M) { testdeps.Main(m) }

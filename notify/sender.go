@@ -1,0 +1,221 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payd/payd/domain"
+)
+
+// Policy is what an outbound request may reach (ADR 0053): http and https
+// only; in production (Guard) no address on payd's own side of the network
+// — loopback, private, link-local, unspecified, multicast — unless listed
+// in Allow (PAYD_NOTIFY_ALLOW_PRIVATE).
+type Policy struct {
+	Guard bool
+	Allow []netip.Prefix
+}
+
+// ErrRefusedAddress is an endpoint whose address the policy refuses.
+var ErrRefusedAddress = errors.New("address refused: loopback, private, link-local and multicast addresses are not reached in production")
+
+// ParseAllow reads PAYD_NOTIFY_ALLOW_PRIVATE: comma-separated CIDRs (a
+// bare address is its own /32 or /128).
+func ParseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a CIDR", f)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Allowed reports whether ip may be reached.
+func (p Policy) Allowed(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !p.Guard {
+		return true
+	}
+	if slices.ContainsFunc(p.Allow, func(pr netip.Prefix) bool { return pr.Contains(ip) }) {
+		return true
+	}
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || !ip.IsValid() ||
+		cgnat.Contains(ip))
+}
+
+// cgnat is the shared address space (RFC 6598), private in all but name.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// CheckURL refuses an endpoint URL payd will not send to: not absolute
+// http(s), with credentials, or (under the guard) naming a refused address
+// literally or as localhost. A name is checked again, after resolution,
+// on every connection (the dialer's Control).
+func (p Policy) CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return errors.New("url must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return errors.New("url must not carry credentials")
+	}
+	if u.Fragment != "" {
+		return errors.New("url must not have a fragment")
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !p.Allowed(ip) {
+			return ErrRefusedAddress
+		}
+		return nil
+	}
+	if p.Guard && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+		return ErrRefusedAddress
+	}
+	return nil
+}
+
+// control is the dialer's check of each address it is about to connect
+// to, after DNS resolution: a name that resolves to 127.0.0.1 is refused
+// like the literal.
+func (p Policy) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", address, err)
+	}
+	if !p.Allowed(ap.Addr()) {
+		return fmt.Errorf("dial %s: %w", ap.Addr(), ErrRefusedAddress)
+	}
+	return nil
+}
+
+// NewClient is the bounded client deliveries are sent with: the whole
+// request within timeout, no redirect followed (a 3xx is the answer), no
+// proxy from the environment (it would dial for us, unchecked), and every
+// connection's address checked by the policy.
+func NewClient(timeout time.Duration, p Policy) *http.Client {
+	d := &net.Dialer{Timeout: timeout, Control: p.control}
+	t := &http.Transport{
+		DialContext: d.DialContext, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 4,
+		IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: timeout, ResponseHeaderTimeout: timeout,
+	}
+	return &http.Client{Timeout: timeout, Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Sender sends one delivery as a Standard Webhooks request.
+type Sender struct {
+	Client *http.Client
+	Policy Policy
+}
+
+// Answer is what one request got: the endpoint's status (0: none), the
+// transport's error, and the request and answer as the delivery log keeps
+// them.
+type Answer struct {
+	Status      int
+	Err         error
+	RequestHead string
+	Response    string
+}
+
+// maxResponse is how much of an answer's body is read and kept.
+const maxResponse = 4 << 10
+
+// Sign is the webhook-signature header of body sent as event id at at,
+// one v1 signature per secret, space-separated (Standard Webhooks: a
+// receiver accepts any one it can verify).
+func Sign(secrets []string, id string, at time.Time, body []byte) (string, error) {
+	sigs := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		wh, err := standardwebhooks.NewWebhook(s)
+		if err != nil {
+			return "", fmt.Errorf("endpoint secret: %w", err)
+		}
+		sig, err := wh.Sign(id, at, body)
+		if err != nil {
+			return "", err
+		}
+		sigs = append(sigs, sig)
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// Send posts body to ep as event id at now, signed with every secret ep
+// signs with at now.
+func (s Sender) Send(ctx context.Context, ep domain.Endpoint, id string, body []byte, now time.Time) Answer {
+	if err := s.Policy.CheckURL(ep.URL); err != nil {
+		return Answer{Err: err}
+	}
+	sig, err := Sign(ep.Secrets(now), id, now, body)
+	if err != nil {
+		return Answer{Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return Answer{Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "payd-notify/1")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	a := Answer{RequestHead: requestHead(req)}
+	res, err := s.Client.Do(req)
+	if err != nil {
+		a.Err = err
+		return a
+	}
+	defer res.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20)) // let the connection be reused
+	a.Status, a.Response = res.StatusCode, responseText(res, head)
+	return a
+}
+
+// requestHead is the request line and headers, as the delivery log shows
+// them: the signature is no secret.
+func requestHead(r *http.Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", r.Method, r.URL.RequestURI(), r.URL.Host)
+	_ = r.Header.Write(&b)
+	return b.String()
+}
+
+func responseText(res *http.Response, body []byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\r\n", res.Proto, res.Status)
+	_ = res.Header.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(bytes.ToValidUTF8(body, []byte("?")))
+	return b.String()
+}

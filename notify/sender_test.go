@@ -1,0 +1,131 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/notify"
+)
+
+const (
+	secretA = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secretB = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+)
+
+// TestSignEverySecret: during a rotation's overlap the header carries one
+// signature per secret, and a receiver holding either verifies it.
+func TestSignEverySecret(t *testing.T) {
+	now := time.Now()
+	body := []byte(`{"id":"e1"}`)
+	sig, err := notify.Sign([]string{secretB, secretA}, "e1", now, body)
+	if err != nil || len(strings.Fields(sig)) != 2 {
+		t.Fatalf("Sign = %q, %v; want two signatures", sig, err)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", "e1")
+	h.Set("webhook-timestamp", itoa(now.Unix()))
+	h.Set("webhook-signature", sig)
+	for _, s := range []string{secretA, secretB} {
+		wh, _ := standardwebhooks.NewWebhook(s)
+		if err := wh.Verify(body, h); err != nil {
+			t.Errorf("Verify with %s = %v", s[:10], err)
+		}
+	}
+	other, _ := standardwebhooks.NewWebhook("whsec_" + strings.Repeat("QUJD", 8))
+	if err := other.Verify(body, h); err == nil {
+		t.Error("a third secret verified the signatures")
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestPolicyRefusesOwnNetwork: under the guard, loopback, private,
+// link-local, unspecified and multicast addresses are refused, as URL
+// literals and after resolution, unless allowed; without it they are
+// reached.
+func TestPolicyRefusesOwnNetwork(t *testing.T) {
+	guard := notify.Policy{Guard: true}
+	for _, u := range []string{"http://127.0.0.1:8080/x", "https://10.1.2.3/x", "http://[::1]/x", "http://169.254.169.254/latest",
+		"http://0.0.0.0/", "http://192.168.1.1/", "http://localhost:9000/", "http://[::ffff:127.0.0.1]/", "http://224.0.0.1/"} {
+		if err := guard.CheckURL(u); !errors.Is(err, notify.ErrRefusedAddress) {
+			t.Errorf("CheckURL(%q) = %v, want refused", u, err)
+		}
+		if err := (notify.Policy{}).CheckURL(u); err != nil {
+			t.Errorf("without the guard CheckURL(%q) = %v, want nil", u, err)
+		}
+	}
+	for _, u := range []string{"ftp://shop.example/", "file:///etc/passwd", "/relative", "https://user:pw@shop.example/", "http://"} {
+		if err := (notify.Policy{}).CheckURL(u); err == nil {
+			t.Errorf("CheckURL(%q) = nil, want refused", u)
+		}
+	}
+	if err := guard.CheckURL("https://shop.example/hooks"); err != nil {
+		t.Errorf("CheckURL(public name) = %v", err)
+	}
+	allow, err := notify.ParseAllow("10.0.0.0/8, 127.0.0.1")
+	if err != nil || len(allow) != 2 {
+		t.Fatalf("ParseAllow = %v, %v", allow, err)
+	}
+	allowed := notify.Policy{Guard: true, Allow: allow}
+	for _, ip := range []string{"10.9.9.9", "127.0.0.1"} {
+		if !allowed.Allowed(netip.MustParseAddr(ip)) {
+			t.Errorf("Allowed(%s) = false with it listed", ip)
+		}
+	}
+	if allowed.Allowed(netip.MustParseAddr("127.0.0.2")) {
+		t.Error("Allowed(127.0.0.2) = true, listed was 127.0.0.1 alone")
+	}
+	if _, err := notify.ParseAllow("10.0.0.0/33"); err == nil {
+		t.Error("ParseAllow(10.0.0.0/33) = nil error")
+	}
+}
+
+// TestSenderBounded: the guard refuses a loopback endpoint at connection
+// time (a name resolving to it too); redirects are not followed; a slow
+// endpoint is cut off at the timeout.
+func TestSenderBounded(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/slow":
+			time.Sleep(2 * time.Second)
+		default:
+			_, _ = io.Copy(io.Discard, r.Body)
+		}
+	}))
+	defer srv.Close()
+	ep := func(path string) domain.Endpoint {
+		return domain.Endpoint{ID: "ep", URL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + path, Secret: secretA}
+	}
+	guarded := notify.Sender{Client: notify.NewClient(time.Second, notify.Policy{Guard: true}), Policy: notify.Policy{}}
+	a := guarded.Send(context.Background(), ep("/ok"), "e1", []byte("{}"), time.Now())
+	if !errors.Is(a.Err, notify.ErrRefusedAddress) || hits.Load() != 0 {
+		t.Fatalf("guarded Send to localhost = %d %v (hits %d), want refused at the dialer", a.Status, a.Err, hits.Load())
+	}
+	open := notify.Sender{Client: notify.NewClient(500*time.Millisecond, notify.Policy{})}
+	if a := open.Send(context.Background(), ep("/redirect"), "e1", []byte("{}"), time.Now()); a.Status != http.StatusFound || hits.Load() != 1 {
+		t.Errorf("Send(redirect) = %d %v, hits %d; want the 302 itself, not followed", a.Status, a.Err, hits.Load())
+	}
+	if a := open.Send(context.Background(), ep("/slow"), "e1", []byte("{}"), time.Now()); a.Err == nil {
+		t.Errorf("Send(slow) = %d, want a timeout", a.Status)
+	}
+	a = open.Send(context.Background(), ep("/ok"), "e1", []byte("{}"), time.Now())
+	if a.Status != 200 || !strings.Contains(a.RequestHead, "Webhook-Id: e1") || !strings.HasPrefix(a.Response, "HTTP/1.1 200") {
+		t.Errorf("Send = %+v", a)
+	}
+}

@@ -1,0 +1,82 @@
+// endpoints.js: the shop's endpoints (ADR 0053) and their delivery log:
+// each delivery with every request payd sent (its headers, signature
+// included) and what came back, and a redeliver button for one that
+// ended. A redelivery is one intent with one Idempotency-Key, kept until
+// payd answers it with a success, as every change the console asks for.
+
+import { h, $, when, badge } from './dom.js';
+import { call, send, describe, newKey } from './api.js';
+
+const redeliveries = new Map(); // event id → the key of a redelivery not yet answered with a success
+let shown = null; // the endpoint whose deliveries are drawn
+
+/** loadEndpoints draws every endpoint, and the open one's deliveries again. */
+export async function loadEndpoints() {
+  const r = await call('GET', '/v1/admin/endpoints');
+  const list = $('ep-list');
+  if (r.status !== 200) {
+    list.replaceChildren();
+    $('ep-empty').hidden = false;
+    $('ep-empty').textContent = describe(r);
+    return;
+  }
+  list.replaceChildren(...r.data.data.map((e) => h('li', { class: 'card endpoint', dataset: { id: e.id, status: e.status } },
+    h('div', { class: 'head' }, h('strong', {}, e.url), ' ', badge(e.status)),
+    h('div', { class: 'meta' }, e.events.join(', ')),
+    h('div', { class: 'meta' }, [e.from_env ? 'from PAYD_NOTIFY_URL' : e.description, e.disabled_reason].filter(Boolean).join(' · ')),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'deliveries', onclick: () => loadDeliveries(e.id) }, 'Delivery log')))));
+  $('ep-empty').hidden = list.children.length !== 0;
+  $('ep-empty').textContent = 'No endpoint: POST /v1/admin/endpoints, or set PAYD_NOTIFY_URL.';
+  if (shown) await loadDeliveries(shown);
+}
+
+/** loadDeliveries draws endpoint id's delivery log, newest first. */
+export async function loadDeliveries(id) {
+  shown = id;
+  const q = new URLSearchParams();
+  if ($('ep-status').value) q.set('status', $('ep-status').value);
+  const r = await call('GET', `/v1/admin/endpoints/${id}/deliveries?${q}`);
+  const list = $('ep-deliveries');
+  $('ep-log').hidden = false;
+  $('ep-log-of').textContent = id;
+  if (r.status !== 200) {
+    list.replaceChildren(h('li', { class: 'hint' }, describe(r)));
+    return;
+  }
+  list.replaceChildren(...r.data.data.map((d) => deliveryCard(d)));
+  list.dataset.loaded = String(list.children.length);
+  if (list.children.length === 0) list.append(h('li', { class: 'hint' }, 'No delivery yet.'));
+}
+
+function deliveryCard(d) {
+  const ended = d.status !== 'pending';
+  const result = h('p', { class: 'result' });
+  const button = h('button', { type: 'button', class: 'redeliver', hidden: !ended }, 'Redeliver');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    const key = redeliveries.get(d.event_id) || newKey();
+    redeliveries.set(d.event_id, key);
+    const r = await send('POST', `/v1/admin/events/${d.event_id}/redeliver`, { key, body: {} });
+    if (r.status === 200) {
+      redeliveries.delete(d.event_id);
+      result.textContent = '';
+      await loadDeliveries(shown);
+      return;
+    }
+    button.disabled = false;
+    result.textContent = describe(r);
+  });
+  return h('li', { class: 'card delivery', dataset: { id: d.id, event: d.event_id, status: d.status } },
+    h('div', { class: 'head' }, h('strong', {}, d.event_type), ' ', badge(d.status)),
+    h('div', { class: 'meta' }, `event ${d.event_id} · order ${d.order_id} · ${d.attempts} attempts · created ${when(d.created_at)}`),
+    d.status === 'pending' && d.next_attempt_at ? h('div', { class: 'meta' }, `next attempt ${when(d.next_attempt_at)}`) : null,
+    d.last_error ? h('div', { class: 'meta' }, `last: ${d.last_status || 'no answer'} ${d.last_error}`) : null,
+    h('ol', { class: 'attempts' }, d.log.map((a) => h('li', { dataset: { n: a.n, status: a.status } },
+      h('details', {},
+        h('summary', {}, `#${a.n} ${when(a.started_at)} → ${a.status || 'no answer'} ${a.error} (${a.duration_ms} ms)`),
+        h('pre', { class: 'request' }, a.request),
+        h('pre', { class: 'response' }, a.response))))),
+    h('div', { class: 'actions' }, button),
+    result);
+}
