@@ -718,7 +718,8 @@ func (r *propRun) settle() string {
 }
 
 // busyPayd is busy's part in payd's database, whatever the provider: an
-// order processing, an attempt started or unknown, a refund pending.
+// order processing, an attempt started or unknown, a refund pending, an
+// event the shop has not been told.
 func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
 	if _, err := repository.NewOrderStore(db).ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500); err != nil {
 		return "expiry job: " + err.Error()
@@ -737,6 +738,11 @@ func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
 	}
 	if err := g.Raw("SELECT id FROM refunds WHERE status = 'pending' AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
 		return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
+	}
+	// The shop is told of everything before the run counts as settled.
+	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
+		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
 	}
 	return ""
 }
@@ -785,11 +791,6 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	}
 	if len(busy) > 0 {
 		return fmt.Sprintf("webhooks undelivered: %v", busy)
-	}
-	// The shop is told of everything before the run counts as settled.
-	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
-		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
 	}
 	return ""
 }
