@@ -216,6 +216,7 @@ func responseText(res *http.Response, body []byte) string {
 	fmt.Fprintf(&b, "%s %s\r\n", res.Proto, res.Status)
 	_ = res.Header.Write(&b)
 	b.WriteString("\r\n")
-	b.Write(bytes.ToValidUTF8(body, []byte("?")))
-	return b.String()
+	b.Write(body)
+	// a hostile endpoint's headers carry any byte too: the log keeps text
+	return strings.ToValidUTF8(b.String(), "\uFFFD")
 }

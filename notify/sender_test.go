@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -127,5 +128,20 @@ func TestSenderBounded(t *testing.T) {
 	a = open.Send(context.Background(), ep("/ok"), "e1", []byte("{}"), time.Now())
 	if a.Status != 200 || !strings.Contains(a.RequestHead, "Webhook-Id: e1") || !strings.HasPrefix(a.Response, "HTTP/1.1 200") {
 		t.Errorf("Send = %+v", a)
+	}
+}
+
+// TestSenderCleansAnswer: an answer whose header bytes are not UTF-8 is
+// kept as valid text, so the attempt can be recorded.
+func TestSenderCleansAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Bad"] = []string{"caf\xe9 \xff"}
+		_, _ = w.Write([]byte("ok\xc3"))
+	}))
+	defer srv.Close()
+	s := notify.Sender{Client: notify.NewClient(time.Second, notify.Policy{})}
+	a := s.Send(context.Background(), domain.Endpoint{ID: "ep", URL: srv.URL, Secret: secretA}, "e1", []byte("{}"), time.Now())
+	if a.Status != 200 || !utf8.ValidString(a.Response) || !strings.Contains(a.Response, "X-Bad: caf") {
+		t.Fatalf("Send = %d %q, want a 200 kept as valid UTF-8", a.Status, a.Response)
 	}
 }

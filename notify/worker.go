@@ -226,7 +226,18 @@ func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (se
 		Status: ans.Status, Error: rec.Error, RequestHead: ans.RequestHead, Response: ans.Response}
 	ok, err := w.Store.Record(ctx, att, *d.LeasedUntil, rec, end)
 	if err != nil {
-		return true, false, err
+		// whatever in the answer the store refused, the outcome must still
+		// land (else the delivery is re-sent at each lease's end, with no
+		// backoff): once more, the attempt without the answer's text
+		w.log().Warn("notify: recording an attempt failed; recording it without its answer", "delivery", d.ID, "err", err)
+		att.RequestHead, att.Response = "", ""
+		att.Error = "the answer could not be recorded"
+		if rec.Error != "" {
+			att.Error += "; " + rec.Error
+		}
+		if ok, err = w.Store.Record(ctx, att, *d.LeasedUntil, rec, end); err != nil {
+			return true, false, err
+		}
 	}
 	if !ok {
 		w.log().Warn("notify: a delivery's lease ran out before its answer was recorded", "delivery", d.ID, "event", ev.ID)

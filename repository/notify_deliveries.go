@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -301,7 +302,7 @@ type Outcome struct {
 // under the lease ending at held, in one transaction. It reports false,
 // and stores nothing, when the lease is no longer the caller's.
 func (s *NotifyStore) Record(ctx context.Context, a domain.DeliveryAttempt, held time.Time, o Outcome, now time.Time) (bool, error) {
-	errText := truncate(o.Error, 500)
+	errText := cleanText(o.Error, 500)
 	var won bool
 	err := s.db.inTx(ctx, func(ctx context.Context) error {
 		var err error
@@ -319,14 +320,25 @@ func (s *NotifyStore) Record(ctx context.Context, a domain.DeliveryAttempt, held
 			return err
 		}
 		row := notifyAttemptRow{ID: a.ID, DeliveryID: a.DeliveryID, N: a.N, StartedAt: ts(a.StartedAt),
-			DurationUS: a.Duration.Microseconds(), Status: a.Status, Error: truncate(a.Error, 500),
-			RequestHead: a.RequestHead, Response: a.Response}
+			DurationUS: a.Duration.Microseconds(), Status: a.Status, Error: cleanText(a.Error, 500),
+			RequestHead: cleanText(a.RequestHead, maxAttemptText), Response: cleanText(a.Response, maxAttemptText)}
 		if err := s.db.create(ctx, &row); err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", a.N, a.DeliveryID, err)
 		}
 		return nil
 	})
 	return won && err == nil, err
+}
+
+// maxAttemptText bounds what an attempt keeps of its request and answer:
+// under MariaDB's TEXT (65,535 bytes).
+const maxAttemptText = 60 << 10
+
+// cleanText is s as a column of at most n bytes keeps it: valid UTF-8
+// (an endpoint's answer may carry any byte, and MariaDB refuses an
+// invalid one, failing the whole record), cut at a rune's start.
+func cleanText(s string, n int) string {
+	return truncate(strings.ToValidUTF8(s, "\uFFFD"), n)
 }
 
 // redeliverEvent is Redeliver's: the event's finished deliveries back to

@@ -3,10 +3,12 @@ package repository_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/idempotency"
@@ -267,6 +269,46 @@ func TestNotifyBacklog(t *testing.T) {
 		b, err := repository.ReadNotifyBacklog(t.Context(), db)
 		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) {
 			t.Fatalf("backlog = %+v, %v; want 2 pending, the oldest at %v", b, err, t0)
+		}
+	})
+}
+
+// TestRecordKeepsBadBytes: an answer whose headers or body are not UTF-8
+// (a hostile endpoint's) is recorded all the same, cleaned, and ends the
+// delivery; on MariaDB a raw invalid byte would fail the INSERT.
+func TestRecordKeepsBadBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		ep := newEndpoint(t, es, domain.NotifyOrderPaid)
+		o := newOrder(t, db)
+		insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		events, _ := ns.Unfanned(t.Context(), 10)
+		if _, err := ns.FanOut(t.Context(), events[0], []byte("a"), []domain.Endpoint{ep}, newID, t0); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(time.Second)
+		ids, _ := ns.Due(t.Context(), ep.ID, now, 10)
+		if len(ids) != 1 {
+			t.Fatalf("Due = %v", ids)
+		}
+		dl, ok, err := ns.Claim(t.Context(), ids[0], now, now.Add(time.Minute))
+		if !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		bad := "HTTP/1.1 200 OK\r\nX-Bad: caf\xe9 \xff\r\n\r\nok\xc3"
+		att := domain.DeliveryAttempt{ID: newID(), DeliveryID: dl.ID, N: 1, StartedAt: now, Status: 200,
+			Error: "x\xff" + string(bytes.Repeat([]byte("é"), 400)), RequestHead: "POST / HTTP/1.1\r\nX: \xfe\r\n", Response: bad + string(bytes.Repeat([]byte("x"), 70000))}
+		if ok, err := ns.Record(t.Context(), att, *dl.LeasedUntil, repository.Outcome{Event: domain.DeliveryEventDeliver, Status: 200}, now); !ok || err != nil {
+			t.Fatalf("Record(a 200 with bad bytes) = %v, %v; want recorded", ok, err)
+		}
+		logs, err := ns.ListDeliveries(t.Context(), ep.ID, domain.DeliveryDelivered, 10)
+		if err != nil || len(logs) != 1 || len(logs[0].Attempts) != 1 {
+			t.Fatalf("ListDeliveries(delivered) = %+v, %v; want the delivery and its attempt", logs, err)
+		}
+		a := logs[0].Attempts[0]
+		if !utf8.ValidString(a.Response) || !utf8.ValidString(a.Error) || !utf8.ValidString(a.RequestHead) || !strings.Contains(a.Response, "X-Bad: caf") {
+			t.Errorf("recorded attempt not cleaned: %q", a.Response[:40])
 		}
 	})
 }
