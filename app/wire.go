@@ -336,7 +336,7 @@ func notifyWorker(cfg Config, db *repository.DB, sealer *idempotency.Sealer, met
 	w := &notify.Worker{Store: repository.NewNotifyStore(db), Endpoints: repository.NewEndpointStore(db, sealer),
 		Sender: notify.Sender{Client: notify.NewClient(cfg.NotifyTimeout, policy), Policy: policy},
 		Lease:  notify.LeaseFor(cfg.NotifyTimeout), Now: now, Log: log, Observer: metrics,
-		Tracer: cfg.tracing.TracerProvider(), Pool: 4, PerEndpoint: 8}
+		Tracer: cfg.tracing.TracerProvider(), PerEndpoint: 8}
 	if cfg.NotifyURL != "" {
 		e := notify.EnvEndpoint(cfg.NotifyURL, cfg.NotifySecret, now())
 		w.Env = &e

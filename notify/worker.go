@@ -82,13 +82,19 @@ type Worker struct {
 	Log      *slog.Logger
 	Observer Observer             // nil: none
 	Tracer   trace.TracerProvider // nil: no spans
-	// Pool is how many endpoints are delivered to at once; PerEndpoint how
-	// many deliveries of one endpoint one pass sends, one after another.
-	Pool, PerEndpoint int
+	// PerEndpoint is how many deliveries of one endpoint one goroutine
+	// sends, one after another; every endpoint has its own goroutine.
+	PerEndpoint int
 	// Env, optional, is the endpoint from the environment (EnvEndpoint),
 	// stored before the first pass fans anything out.
 	Env    *domain.Endpoint
 	envSet atomic.Bool
+
+	mu       sync.Mutex
+	busy     map[string]bool // endpoints a goroutine is delivering to
+	sent     int             // finished goroutines' attempts, not reported yet
+	errs     []error         // and their errors
+	inflight sync.WaitGroup
 }
 
 // fanOutBatch is how many events one pass fans out at most.
@@ -143,35 +149,42 @@ func (w *Worker) fanOut(ctx context.Context, endpoints []domain.Endpoint) (int, 
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// deliver sends each endpoint's due deliveries, endpoints in parallel (at
-// most Pool at once) and one endpoint's one after another: a slow endpoint
-// holds only its own goroutine.
+// deliver starts, for each endpoint not already being delivered to, a
+// goroutine of its own sending its due deliveries one after another, and
+// returns without waiting for any: a slow endpoint holds only its own
+// goroutine, never the pass, the fan-out or another endpoint. It returns
+// what the goroutines finished since the last pass sent and failed with.
 func (w *Worker) deliver(ctx context.Context, endpoints []domain.Endpoint) (int, error) {
-	pool := max(w.Pool, 1)
-	sem := make(chan struct{}, pool)
-	var (
-		mu   sync.Mutex
-		sent int
-		errs []error
-		wg   sync.WaitGroup
-	)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy == nil {
+		w.busy = map[string]bool{}
+	}
 	for _, ep := range endpoints {
-		sem <- struct{}{}
-		wg.Add(1)
+		if w.busy[ep.ID] {
+			continue
+		}
+		w.busy[ep.ID] = true
+		w.inflight.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer w.inflight.Done()
 			n, err := w.deliverTo(ctx, ep)
-			mu.Lock()
-			sent += n
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			delete(w.busy, ep.ID)
+			w.sent += n
 			if err != nil {
-				errs = append(errs, err)
+				w.errs = append(w.errs, err)
 			}
-			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	sent, errs := w.sent, w.errs
+	w.sent, w.errs = 0, nil
 	return sent, errors.Join(errs...)
 }
+
+// Wait waits for the deliveries the passes so far started.
+func (w *Worker) Wait() { w.inflight.Wait() }
 
 func (w *Worker) deliverTo(ctx context.Context, ep domain.Endpoint) (int, error) {
 	ids, err := w.Store.Due(ctx, ep.ID, w.Now().UTC(), max(w.PerEndpoint, 1))
