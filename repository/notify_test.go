@@ -3,6 +3,7 @@ package repository_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +310,40 @@ func TestRecordKeepsBadBytes(t *testing.T) {
 		a := logs[0].Attempts[0]
 		if !utf8.ValidString(a.Response) || !utf8.ValidString(a.Error) || !utf8.ValidString(a.RequestHead) || !strings.Contains(a.Response, "X-Bad: caf") {
 			t.Errorf("recorded attempt not cleaned: %q", a.Response[:40])
+		}
+	})
+}
+
+// TestRotateTwiceKeepsBothOld: a second rotation within the overlap keeps
+// the first old secret signing too, each until its own 24 h end.
+func TestRotateTwiceKeepsBothOld(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es := repository.NewEndpointStore(db, newSealer(t))
+		e := newEndpoint(t, es, domain.NotifyOrderPaid)
+		if err := es.Rotate(t.Context(), e.ID, "whsec_second", t0.Add(domain.SecretOverlap), t0); err != nil {
+			t.Fatal(err)
+		}
+		t1 := t0.Add(time.Hour)
+		if err := es.Rotate(t.Context(), e.ID, "whsec_third", t1.Add(domain.SecretOverlap), t1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := es.FindByID(t.Context(), e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := got.Secrets(t1.Add(time.Minute)); !slices.Equal(s, []string{"whsec_third", "whsec_second", e.Secret}) {
+			t.Errorf("Secrets after two rotations = %q, want the new one and both old", s)
+		}
+		if s := got.Secrets(t0.Add(domain.SecretOverlap)); !slices.Equal(s, []string{"whsec_third", "whsec_second"}) {
+			t.Errorf("Secrets after the first overlap = %q, want the first old one gone", s)
+		}
+		if err := es.Rotate(t.Context(), e.ID, "whsec_fourth", t0.Add(30*time.Hour+domain.SecretOverlap), t0.Add(6*time.Hour+domain.SecretOverlap)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = es.FindByID(t.Context(), e.ID)
+		if s := got.Secrets(t0.Add(domain.SecretOverlap + 7*time.Hour)); !slices.Equal(s, []string{"whsec_fourth", "whsec_third"}) {
+			t.Errorf("Secrets after a later rotation = %q, want the expired ones dropped", s)
 		}
 	})
 }
