@@ -34,7 +34,8 @@ import (
 //
 //   - payd-i → its database node ("db-i"; none on SQLite);
 //   - payd-i → the provider ("provider-i"): the sandbox, run in the test
-//     process so it outlives every payd the schedule kills;
+//     process so it outlives every payd the schedule kills, or in Stripe
+//     mode the fake Stripe (nemesis_stripe_test.go);
 //   - the provider → payd-i ("webhook-i"): the sandbox's webhooks go to a
 //     front that hands each to a replica through that replica's link;
 //   - payd → each Redis Cluster node ("redis-n"): the nodes announce their
@@ -56,8 +57,10 @@ type nemSetup struct {
 	t    *testing.T
 	name string
 	net  *nemesis.Net
-	prov *procProvider
-	reps []*nemReplica
+	prov *procProvider // the sandbox; nil in Stripe mode
+	// stripe is the fake Stripe in Stripe mode, nil on the sandbox.
+	stripe *nemStripe
+	reps   []*nemReplica
 	// db is the test's own handle on payd's database, past the links: the
 	// settling checks read it.
 	db      *repository.DB
@@ -92,6 +95,8 @@ type nemOpts struct {
 	galera   bool   // the replicas' databases are the cluster's nodes
 	redis    bool   // a Redis Cluster with replicas, behind links
 	restart  bool   // db_restart: the system MariaDB may be restarted
+	stripe   bool   // payd charges through its Stripe adapter, against internal/stripefake
+	seed     int64  // Stripe mode: the seed of the bank's decisions
 	extra    env    // on top of every replica's settings
 }
 
@@ -145,11 +150,18 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 	// A provider that delivers its webhooks as real ones arrive: many at
 	// once, in any order, each given up on after a second (a black-holed
 	// link would otherwise hold the queue five seconds a try).
-	s.prov = startProcProvider(t, startNemFront(t, hooks)+"/v1/webhooks/provider", func(c *sandbox.Config) {
-		c.Reorder, c.ReorderWindow, c.DeliveryTimeout, c.BatchSize = true, 200*time.Millisecond, time.Second, 64
-		c.AsyncDelay = 500 * time.Millisecond
-	})
-	provAddr := strings.TrimPrefix(s.prov.url, "http://")
+	front := startNemFront(t, hooks)
+	var provAddr string
+	if o.stripe {
+		s.stripe = startNemStripe(t, front, o.seed)
+		provAddr = strings.TrimPrefix(s.stripe.fake.URL(), "http://")
+	} else {
+		s.prov = startProcProvider(t, front+"/v1/webhooks/provider", func(c *sandbox.Config) {
+			c.Reorder, c.ReorderWindow, c.DeliveryTimeout, c.BatchSize = true, 200*time.Millisecond, time.Second, 64
+			c.AsyncDelay = 500 * time.Millisecond
+		})
+		provAddr = strings.TrimPrefix(s.prov.url, "http://")
+	}
 
 	var rc *redistest.ReplicatedCluster
 	if o.redis {
@@ -185,7 +197,13 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 		for k, v := range o.extra {
 			e[k] = v
 		}
-		r.env = paydEnv(dbURL, "http://"+s.link(fmt.Sprintf("provider-%d", i+1), "provider", provAddr).Addr(), e)
+		provURL := "http://" + s.link(fmt.Sprintf("provider-%d", i+1), "provider", provAddr).Addr()
+		if s.stripe != nil {
+			e["PAYD_PROVIDER"], e["STRIPE_SECRET_KEY"], e["STRIPE_API_BASE"] = "stripe", "sk_test_fake", provURL
+			e["STRIPE_WEBHOOK_SECRET"] = s.stripe.fake.Secret
+			provURL = ""
+		}
+		r.env = paydEnv(dbURL, provURL, e)
 	}
 	errs := make([]error, len(s.reps))
 	var wg sync.WaitGroup

@@ -107,19 +107,31 @@ func TestNemesis(t *testing.T) {
 	// than as parallel subtests, which -parallel (the machine's cores)
 	// would queue: the schedules are wall-clock time, and the step has
 	// four minutes for all of them.
+	//
+	// The stripe setup's schedule is 60 seconds unless
+	// PAYD_NEMESIS_DURATION says otherwise: the shortest that holds every
+	// fault kind (nemesis.NewPlan), so that a fourth setup fits the step's
+	// budget beside the other three.
 	setups := []struct {
-		o    nemOpts
-		seed int64
+		o     nemOpts
+		seed  int64
+		short time.Duration // the schedule when PAYD_NEMESIS_DURATION is unset; 0: d
 	}{
-		{nemOpts{name: "sqlite", replicas: 1, dialect: "sqlite"}, 1},
-		{nemOpts{name: "mysql", replicas: 3, dialect: "mysql", redis: true, restart: true}, 2},
-		{nemOpts{name: "galera", replicas: 3, dialect: "mysql", galera: true, redis: true}, 3},
+		{nemOpts{name: "sqlite", replicas: 1, dialect: "sqlite"}, 1, 0},
+		{nemOpts{name: "mysql", replicas: 3, dialect: "mysql", redis: true, restart: true}, 2, 0},
+		{nemOpts{name: "galera", replicas: 3, dialect: "mysql", galera: true, redis: true}, 3, 0},
+		{nemOpts{name: "stripe", replicas: 1, dialect: "sqlite", stripe: true}, 4, time.Minute},
 	}
 	var wg sync.WaitGroup
 	for _, s := range setups {
 		wg.Go(func() {
 			t.Run(s.o.name, func(t *testing.T) {
-				runNemesis(t, s.o, nemSeed(t, s.seed), d)
+				d := d
+				if s.short > 0 && os.Getenv("PAYD_NEMESIS_DURATION") == "" {
+					d = s.short
+				}
+				s.o.seed = nemSeed(t, s.seed)
+				runNemesis(t, s.o, s.o.seed, d)
 			})
 		})
 	}
@@ -225,12 +237,17 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	if why := w.settle(); why != "" {
 		if !mutant {
 			t.Errorf("nemesis %s seed=%d: the system did not settle within %v of the schedule's end: %s", o.name, seed, nemSettle, why)
+			w.stuck()
 		} else {
 			t.Logf("the mutant did not settle: %s", why)
 		}
 	}
 	w.drain()
 	settled := time.Since(settling)
+	if s.stripe != nil {
+		sent, failed := s.stripe.deliveries()
+		t.Logf("nemesis %s: %d Stripe event deliveries tried, %d of them not answered 2xx (and tried again)", o.name, sent, failed)
+	}
 	swept := time.Now()
 	w.sweep()
 	world := w.world(o.name, seed)
@@ -451,6 +468,9 @@ func (w *nemWorkload) remember(k *nemKey) *nemKey {
 }
 
 func (w *nemWorkload) payKey(o *nemOrder, method string) *nemKey {
+	if w.s.stripe != nil {
+		method = nemStripeMethods[method]
+	}
 	body, _ := json.Marshal(client.PayRequest{PaymentMethod: method})
 	return w.remember(&nemKey{kind: nemesis.OpPay, order: o, key: "pay-" + uuid.NewString(), method: http.MethodPost,
 		path: "/v1/orders/" + o.id + "/pay", token: o.token, body: body})
@@ -566,7 +586,15 @@ func (w *nemWorkload) settle() string {
 	if len(ids) == 0 {
 		return ""
 	}
-	pr := &propRun{t: w.t, s: &stack{db: w.s.db, sandbox: w.s.prov.sb}}
+	busy := func(ctx context.Context, ids []string) string {
+		if why := busyPayd(ctx, w.s.db, ids); why != "" {
+			return why
+		}
+		return w.s.stripe.busy()
+	}
+	if w.s.prov != nil {
+		busy = (&propRun{t: w.t, s: &stack{db: w.s.db, sandbox: w.s.prov.sb}}).busy
+	}
 	deadline := time.Now().Add(nemSettle)
 	quiet, why := 0, ""
 	began, said := time.Now(), time.Now()
@@ -577,7 +605,7 @@ func (w *nemWorkload) settle() string {
 		}
 		if !w.s.ready() {
 			why, quiet = "a replica is not ready", 0
-		} else if why = pr.busy(context.Background(), ids); why == "" {
+		} else if why = busy(context.Background(), ids); why == "" {
 			quiet++
 		} else {
 			quiet = 0
@@ -661,17 +689,22 @@ func (w *nemWorkload) sweep() {
 func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 	t := w.t
 	wd := nemesis.World{Setup: setup, Seed: seed, Ops: w.hist.Ops(), Orders: map[string]nemesis.OrderState{}}
-	charges, err := w.s.prov.sb.Charges(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if w.s.stripe != nil {
+		wd.Charges = w.s.stripe.books(t)
+	} else {
+		charges, err := w.s.prov.sb.Charges(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range charges {
+			wd.Charges = append(wd.Charges, nemesis.Charge{ID: c.ID, OrderID: c.OrderID, Key: c.IdempotencyKey, Amount: c.Amount,
+				Succeeded: c.Status == domain.ChargeSucceeded, Refunded: c.RefundedAmount, Created: c.CreatedAt})
+		}
 	}
-	for _, c := range charges {
-		ch := nemesis.Charge{ID: c.ID, OrderID: c.OrderID, Key: c.IdempotencyKey, Amount: c.Amount,
-			Succeeded: c.Status == domain.ChargeSucceeded, Refunded: c.RefundedAmount, Created: c.CreatedAt}
-		wd.Charges = append(wd.Charges, ch)
+	for _, ch := range wd.Charges {
 		if ch.Succeeded {
-			wd.Provider.Charged = wd.Provider.Charged.Add(c.Amount)
-			wd.Provider.Refunded = wd.Provider.Refunded.Add(c.RefundedAmount)
+			wd.Provider.Charged = wd.Provider.Charged.Add(ch.Amount)
+			wd.Provider.Refunded = wd.Provider.Refunded.Add(ch.Refunded)
 		}
 	}
 	ids := w.orderIDs()
@@ -821,5 +854,52 @@ func (w *nemWorkload) soakReport(sampler *nemesis.Sampler) {
 	}
 	for _, g := range nemesis.Growth(minutes[1], after) {
 		t.Errorf("soak %s: grew and did not come back: %s", w.s.name, g)
+	}
+}
+
+// stuck logs, for the orders still processing (at most five), payd's
+// attempts as stored, what the provider was asked about each and holds,
+// and what payd logged about them: what a reader of a run that did not
+// settle needs.
+func (w *nemWorkload) stuck() {
+	var ids []string
+	if err := w.s.db.Gorm().Raw(`SELECT id FROM orders WHERE status = 'processing' AND id IN ? LIMIT 5`, w.orderIDs()).Scan(&ids).Error; err != nil {
+		w.t.Logf("stuck orders: %v", err)
+		return
+	}
+	for _, id := range ids {
+		var b strings.Builder
+		fmt.Fprintf(&b, "order %s still processing\n", id)
+		var rows []map[string]any
+		if err := w.s.db.Gorm().Raw(`SELECT * FROM payment_attempts WHERE order_id = ? ORDER BY created_at`, id).Scan(&rows).Error; err != nil {
+			fmt.Fprintf(&b, "  attempts: %v\n", err)
+		}
+		for _, a := range rows {
+			fmt.Fprintf(&b, "  attempt %v\n", a)
+			aid, _ := a["id"].(string)
+			if w.s.stripe != nil {
+				fmt.Fprintf(&b, "    asked at Stripe: %v\n", w.s.stripe.fake.CallsFor(aid))
+			}
+			for _, r := range w.s.reps {
+				r.mu.Lock()
+				procs := append([]*paydProc(nil), r.procs...)
+				r.mu.Unlock()
+				for _, p := range procs {
+					for line := range strings.SplitSeq(p.logs.String(), "\n") {
+						if strings.Contains(line, aid) {
+							fmt.Fprintf(&b, "    %s: %s\n", r.name, truncate([]byte(line)))
+						}
+					}
+				}
+			}
+		}
+		if w.s.stripe != nil {
+			for _, pi := range w.s.stripe.fake.PaymentIntents() {
+				if pi.OrderID == id {
+					fmt.Fprintf(&b, "  stripe %+v\n", pi)
+				}
+			}
+		}
+		w.t.Log(b.String())
 	}
 }

@@ -717,11 +717,14 @@ func (r *propRun) settle() string {
 	return why
 }
 
-func (r *propRun) busy(ctx context.Context, ids []string) string {
-	if _, err := repository.NewOrderStore(r.s.db).ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500); err != nil {
+// busyPayd is busy's part in payd's database, whatever the provider: an
+// order processing, an attempt started or unknown, a refund pending, an
+// event the shop has not been told.
+func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
+	if _, err := repository.NewOrderStore(db).ExpireDue(ctx, domain.Cause{Kind: domain.CauseExpiry}, time.Now(), 500); err != nil {
 		return "expiry job: " + err.Error()
 	}
-	g := r.s.db.Gorm()
+	g := db.Gorm()
 	var busy []string
 	// An order held for an operator (docs/guarantees.md#money-checked: a charge for another amount is
 	// never applied; payd may leave it to an operator) is settled as far as
@@ -736,6 +739,19 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	if err := g.Raw("SELECT id FROM refunds WHERE status = 'pending' AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
 		return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
 	}
+	// The shop is told of everything before the run counts as settled.
+	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
+		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
+	}
+	return ""
+}
+
+func (r *propRun) busy(ctx context.Context, ids []string) string {
+	if why := busyPayd(ctx, r.s.db, ids); why != "" {
+		return why
+	}
+	var busy []string
 	charges, err := r.s.sandbox.Charges(ctx)
 	if err != nil {
 		return "sandbox charges: " + err.Error()
@@ -775,11 +791,6 @@ func (r *propRun) busy(ctx context.Context, ids []string) string {
 	}
 	if len(busy) > 0 {
 		return fmt.Sprintf("webhooks undelivered: %v", busy)
-	}
-	// The shop is told of everything before the run counts as settled.
-	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
-		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
 	}
 	return ""
 }

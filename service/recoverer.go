@@ -108,6 +108,17 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 		return false, err // still unknown; the next lease tries again
 	}
 	if ch.Status == domain.ChargePending {
+		if ch.ID != "" && a.ProviderChargeID == "" {
+			// The charge's ID learned only now (the reply that named it was
+			// lost): stored, so every later ask reads this charge by its ID.
+			// At Stripe an ask without it replays the create, whose stored
+			// first response never changes: a PaymentIntent it left
+			// processing would read processing forever (ADR 0020, 0052).
+			if _, err := r.Attempts.RecordChargeID(ctx, a.ID, ch.ID); err != nil {
+				return false, fmt.Errorf("record charge id of attempt %s: %w", a.ID, err)
+			}
+			a.ProviderChargeID = ch.ID
+		}
 		if ch.Action == nil || ch.ID == "" || r.Checkout.Canceller == nil || r.ActionTTL <= 0 ||
 			r.Now().UTC().Sub(a.CreatedAt) < r.ActionTTL {
 			return false, nil

@@ -183,3 +183,35 @@ func (p *slowLookups) GetCharge(ctx context.Context, a domain.Attempt) (domain.C
 	p.before()
 	return p.spyProvider.GetCharge(ctx, a)
 }
+
+// TestRecovererStoresPendingChargeID: a payment whose reply was lost and
+// whose charge the provider still has pending when the recoverer asks is
+// not settled yet, but the charge's ID the answer names is stored on the
+// attempt, so every later ask (the recoverer's next pass, a retry, a
+// webhook's check) reads that charge by its ID. At Stripe an ask without
+// the ID replays the create, whose stored first response never changes
+// (ADR 0020, 0052): without the ID the attempt would never settle.
+func TestRecovererStoresPendingChargeID(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.order(t, cust, "8.00")
+		w.delayNextCharge()
+		if got, err := w.pay(cust, o.ID, newKey(), "pm_async"); err != nil || got.Status != domain.StatusProcessing {
+			t.Fatalf("Pay with the reply lost = %v, %v, want processing", got.Status, err)
+		}
+		cs := w.charges(t, o.ID)
+		if len(cs) != 1 {
+			t.Fatalf("charges = %+v, want the late one", cs)
+		}
+		if a := w.attempts(t, cust, o.ID)[0]; a.Status != domain.AttemptUnknown || a.ProviderChargeID != "" {
+			t.Fatalf("attempt after the lost reply = %s %q, want unknown without a charge ID", a.Status, a.ProviderChargeID)
+		}
+		w.clock.Advance(lease + inFlightWindow) // the charge itself is still pending (AsyncDelay)
+		if n, err := w.recoverer.Run(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Run while the charge is pending = %d, %v, want 0 settled", n, err)
+		}
+		if a := w.attempts(t, cust, o.ID)[0]; a.Status != domain.AttemptUnknown || a.ProviderChargeID != cs[0].ID {
+			t.Fatalf("attempt after the recoverer asked = %s %q, want unknown with the pending charge %s stored", a.Status, a.ProviderChargeID, cs[0].ID)
+		}
+	})
+}

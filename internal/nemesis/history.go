@@ -129,7 +129,7 @@ type Money struct{ Charged, Refunded decimal.Decimal }
 // World is everything the checker judges: the history and, read once the
 // world settled, the provider's records and payd's.
 type World struct {
-	Setup    string // the TestNemesis subtest ("sqlite", "mysql", "galera"), for the replay command
+	Setup    string // the TestNemesis subtest ("sqlite", "mysql", "galera", "stripe"), for the replay command
 	Seed     int64
 	Ops      []Op
 	Charges  []Charge

@@ -210,6 +210,11 @@ func (f *Fake) Finish(id string, ok bool) { f.finish(id, ok, "card_declined") }
 func (f *Fake) finish(id string, ok bool, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.finishLocked(id, ok, code)
+}
+
+// finishLocked is finish; the caller holds mu.
+func (f *Fake) finishLocked(id string, ok bool, code string) {
 	pi := f.pis[id]
 	pi["next_action"] = nil
 	if ok {
@@ -557,4 +562,70 @@ func canonical(v url.Values) string {
 		fmt.Fprintf(&b, "%s=%s&", k, strings.Join(v[k], ","))
 	}
 	return b.String()
+}
+
+// Intent is a PaymentIntent as the fake holds it: what a test reads as
+// the provider's books.
+type Intent struct {
+	ID, OrderID, Attempt  string // Attempt: metadata payd_attempt, the create's Idempotency-Key
+	Status, PaymentMethod string
+	Currency              string
+	// Amount and Refunded are Stripe's integer amounts; Refunded counts
+	// the refunds that succeeded.
+	Amount, Refunded int64
+	Created          time.Time
+}
+
+// PaymentIntents returns every PaymentIntent, oldest first.
+func (f *Fake) PaymentIntents() []Intent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]Intent, 0, len(f.order))
+	for _, id := range f.order {
+		pi := f.pis[id]
+		m := meta(pi)
+		in := Intent{ID: id, OrderID: m["payd_order"], Attempt: m["payd_attempt"], Amount: toInt(pi["amount"]),
+			Created: time.Unix(toInt(pi["created"]), 0)}
+		in.Status, _ = pi["status"].(string)
+		in.PaymentMethod, _ = pi["payment_method"].(string)
+		in.Currency, _ = pi["currency"].(string)
+		for _, r := range f.refunds {
+			if r["payment_intent"] == id && r["status"] == "succeeded" {
+				in.Refunded += toInt(r["amount"])
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// Settle finishes PaymentIntent id as Finish (processing) or Authenticate
+// (requires_action) would, but only while it still waits for the bank or
+// the customer, in one step under the fake's lock: a PaymentIntent payd
+// cancelled meanwhile stays cancelled. It reports whether it settled one.
+func (f *Fake) Settle(id string, ok bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch st, _ := f.pis[id]["status"].(string); st {
+	case "processing":
+		f.finishLocked(id, ok, "card_declined")
+	case "requires_action":
+		f.finishLocked(id, ok, "payment_intent_authentication_failure")
+	default:
+		return false
+	}
+	return true
+}
+
+// toInt reads an integer the fake stored (int64, or float64 once cloned through JSON).
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
 }

@@ -119,7 +119,9 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 // PaymentIntent ID when payd stored one; otherwise by repeating the
 // attempt's very create under the same key (its ID), which Stripe answers
 // with the first result (or carries out, once, if it never arrived) — for
-// an attempt still started or unknown only; otherwise, and past
+// an attempt still started or unknown only, and a first result still
+// pending is followed by a retrieve of the PaymentIntent it names, since
+// that result never changes (ADR 0052); otherwise, and past
 // ReplayWindow, by a metadata search, which is eventually consistent
 // (ADR 0020). domain.ErrChargeNotFound means Stripe has no PaymentIntent
 // for the attempt. An attempt payd has no record of (no status: a key an
@@ -133,26 +135,39 @@ func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge
 	defer cancel()
 	switch {
 	case a.ProviderChargeID != "":
-		pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, a.ProviderChargeID, nil)
-		if err != nil {
-			if err = wrap(err, "get charge "+idempotencyKey); errors.Is(err, domain.ErrChargeNotFound) {
-				// Stripe gave payd this id: a 404 for it (another key's
-				// account, a wiped test account) does not mean it never
-				// charged. The attempt stays unknown for an operator
-				// (stuck_processing), never released to be paid again.
-				return domain.Charge{}, fmt.Errorf("get charge %s: %w: stripe does not know stored payment intent %s",
-					idempotencyKey, domain.ErrProviderUnavailable, a.ProviderChargeID)
-			}
-			return domain.Charge{}, err
-		}
-		return toCharge(pi)
+		return c.retrieve(ctx, a.ID, a.ProviderChargeID)
 	case a.Status.Unsettled() && c.now().Sub(a.CreatedAt) < ReplayWindow:
 		// Only an attempt payd is still settling is replayed: one payd
 		// settled (a refusal, a release) must never be charged by asking.
-		return c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
+		ch, err := c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
 			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod})
+		if err != nil || ch.Status != domain.ChargePending {
+			return ch, err
+		}
+		// Stripe answers a replayed key with the first response, as it
+		// was: a PaymentIntent the create left processing or awaiting 3-D
+		// Secure reads so in every replay, however it ended since. The
+		// PaymentIntent it names is read as it is now (ADR 0052).
+		return c.retrieve(ctx, a.ID, ch.ID)
 	}
 	return c.search(ctx, a)
+}
+
+// retrieve reads attempt's PaymentIntent id as it is now. Stripe named
+// that id to payd: a 404 for it (another key's account, a wiped test
+// account) does not mean it never charged. It is an unknown outcome, the
+// attempt left for an operator (stuck_processing), never released to be
+// paid again.
+func (c *Client) retrieve(ctx context.Context, attempt, id string) (domain.Charge, error) {
+	pi, err := c.sc.V1PaymentIntents.Retrieve(ctx, id, nil)
+	if err != nil {
+		if err = wrap(err, "get charge "+attempt); errors.Is(err, domain.ErrChargeNotFound) {
+			return domain.Charge{}, fmt.Errorf("get charge %s: %w: stripe does not know payment intent %s",
+				attempt, domain.ErrProviderUnavailable, id)
+		}
+		return domain.Charge{}, err
+	}
+	return toCharge(pi)
 }
 
 // search finds an attempt's PaymentIntent by metadata. Stripe's search

@@ -121,6 +121,41 @@ func TestLostReplyAskedByReplay(t *testing.T) {
 	}
 }
 
+// Stripe replays the first response under a key, a snapshot of the
+// PaymentIntent as the create left it: asked by replay after the bank (or
+// the customer) finished a PaymentIntent that the create left pending, the
+// adapter answers its state now, not the snapshot, and it names the
+// PaymentIntent, so payd can store its id.
+func TestLostReplyPendingThenFinished(t *testing.T) {
+	for _, tt := range []struct {
+		pm     string
+		finish func(f *stripefake.Fake, id string)
+	}{
+		{stripefake.PMProcessing, func(f *stripefake.Fake, id string) { f.Finish(id, true) }},
+		{stripefake.PM3DS, func(f *stripefake.Fake, id string) { f.Authenticate(id, true) }},
+	} {
+		t.Run(tt.pm, func(t *testing.T) {
+			e := newEnv(t)
+			a, req := e.attempt("att-pending", tt.pm)
+			e.fake.DropReplies(1)
+			if _, err := e.c.Charge(context.Background(), req); !errors.Is(err, domain.ErrProviderUnavailable) {
+				t.Fatalf("Charge with a lost reply = %v, want ErrProviderUnavailable", err)
+			}
+			a.Status = domain.AttemptUnknown
+			e.store.put(a)
+			pi := e.fake.PaymentIntentOf(req.OrderID)
+			tt.finish(e.fake, pi)
+			ch, err := e.c.GetCharge(context.Background(), e.store.record(a.ID))
+			if err != nil || ch.Status != domain.ChargeSucceeded || ch.ID != pi {
+				t.Fatalf("GetCharge after Stripe finished %s = %+v, %v, want %s succeeded", pi, ch, err, pi)
+			}
+			if n := e.fake.Created(req.OrderID); n != 1 {
+				t.Fatalf("PaymentIntents for the order = %d, want 1", n)
+			}
+		})
+	}
+}
+
 // With a stored PaymentIntent id the adapter retrieves it: 3-D Secure then
 // completed reads as succeeded.
 func TestGetChargeByStoredID(t *testing.T) {
