@@ -2,7 +2,6 @@ package notify_test
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -23,7 +22,7 @@ func startEnvWorker(t *testing.T, db *repository.DB, clk *clock, url, secret str
 	w, es := newWorker(t, db, clk, nil)
 	e := notify.EnvEndpoint(url, secret, clk.now())
 	w.Env, w.Log = &e, slog.New(slog.NewJSONHandler(log, nil))
-	if _, err := w.Run(context.Background()); err != nil {
+	if err := pass(w); err != nil {
 		t.Fatal(err)
 	}
 	return w, es
@@ -57,7 +56,7 @@ func TestEnvEndpointAtStart(t *testing.T) {
 		startEnvWorker(t, db, clk, gone.URL, secretA, &log)
 		paidOrder(t, db)
 		w, es := newWorker(t, db, clk, nil)
-		if _, err := w.Run(context.Background()); err != nil {
+		if err := pass(w); err != nil {
 			t.Fatal(err)
 		}
 		ep, err := es.FindByID(t.Context(), notify.EnvEndpointID)
@@ -71,7 +70,7 @@ func TestEnvEndpointAtStart(t *testing.T) {
 		w, _ = startEnvWorker(t, db, clk, gone.URL, secretA, &log)
 		paidOrder(t, db)
 		for range 2 {
-			if _, err := w.Run(context.Background()); err != nil {
+			if err := pass(w); err != nil {
 				t.Fatal(err)
 			}
 			clk.add(time.Minute)
@@ -124,7 +123,7 @@ func TestEnvEndpointAtStart(t *testing.T) {
 		}
 		paidOrder(t, db)
 		w, _ = newWorker(t, db, clk, nil)
-		if _, err := w.Run(context.Background()); err != nil {
+		if err := pass(w); err != nil {
 			t.Fatal(err)
 		}
 		if hits := oldHits(); len(hits) != 1 || hits[0].err != nil {

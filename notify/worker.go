@@ -275,7 +275,8 @@ func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (se
 }
 
 // judge turns an answer into the delivery's next step: 2xx delivers, 410
-// gives up (and disables the endpoint), anything else retries after the
+// gives up (and disables the endpoint), an address the policy refuses
+// fails the delivery, anything else retries after the
 // backoff, until DeliveryGiveUpAfter has passed since the event.
 func (w *Worker) judge(ev domain.NotifyEvent, d domain.Delivery, a Answer, now time.Time) (Outcome, repository.Outcome) {
 	o := repository.Outcome{Status: a.Status}
@@ -286,6 +287,11 @@ func (w *Worker) judge(ev domain.NotifyEvent, d domain.Delivery, a Answer, now t
 	case a.Err == nil && a.Status == http.StatusGone:
 		o.Event, o.Error = domain.DeliveryEventGiveUp, "answered 410 Gone: the endpoint is disabled"
 		return OutcomeGone, o
+	case errors.Is(a.Err, ErrRefusedAddress):
+		// the policy will refuse it on every attempt: failed now, and the
+		// delivery log says why
+		o.Event, o.Error = domain.DeliveryEventGiveUp, a.Err.Error()
+		return OutcomeFailed, o
 	case a.Err != nil:
 		o.Error = a.Err.Error()
 	default:

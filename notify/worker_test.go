@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,4 +293,23 @@ func pass(w *notify.Worker) error {
 	_, err := w.Run(context.Background())
 	w.Wait()
 	return err
+}
+
+// TestWorkerRefusedDialFails: a delivery whose address the dialer's guard
+// refuses fails at once, saying why, rather than retrying for 3 days.
+func TestWorkerRefusedDialFails(t *testing.T) {
+	db := dbtest.Open(t, migrations.SQLite)
+	clk := &clock{t: t0}
+	w, es := newWorker(t, db, clk, nil)
+	w.Sender = notify.Sender{Client: notify.NewClient(time.Second, notify.Policy{Guard: true})}
+	srv, hits := receiver(t, secretA, 200)
+	ep, _ := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), Events: domain.NotifyTypes, Secret: secretA, CreatedAt: t0, UpdatedAt: t0})
+	paidOrder(t, db)
+	if err := pass(w); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := repository.NewNotifyStore(db).ListDeliveries(t.Context(), ep.ID, "", 10)
+	if len(logs) != 1 || logs[0].Status != domain.DeliveryFailed || !strings.Contains(logs[0].LastError, "address refused") || len(hits()) != 0 {
+		t.Fatalf("deliveries = %+v, want one failed at once for the refused address", logs)
+	}
 }
