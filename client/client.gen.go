@@ -2805,9 +2805,9 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
 	CreateEndpoint(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DeleteEndpoint Remove an endpoint and its delivery log
+	// DeleteEndpoint Remove an endpoint, keeping its delivery log
 	//
-	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 	//
 	// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
 	DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3756,9 +3756,9 @@ func (c *Client) CreateEndpoint(ctx context.Context, params *CreateEndpointParam
 	return c.Client.Do(req)
 }
 
-// DeleteEndpoint Remove an endpoint and its delivery log
+// DeleteEndpoint Remove an endpoint, keeping its delivery log
 //
-// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 //
 // Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
 func (c *Client) DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7235,9 +7235,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
 	CreateEndpointWithResponse(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error)
 
-	// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+	// DeleteEndpointWithResponse Remove an endpoint, keeping its delivery log
 	//
-	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13248,9 +13248,9 @@ func (c *ClientWithResponses) CreateEndpointWithResponse(ctx context.Context, pa
 	return ParseCreateEndpointResponse(rsp)
 }
 
-// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+// DeleteEndpointWithResponse Remove an endpoint, keeping its delivery log
 //
-// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 //
 // Returns a wrapper object for the known response body format(s).
 //

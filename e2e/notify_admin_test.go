@@ -185,8 +185,11 @@ func TestNotifyRotateSecret(t *testing.T) {
 		if r := admin("DELETE", "/v1/admin/endpoints/"+ep.ID, nil); r.Status != http.StatusOK {
 			t.Errorf("DELETE = %d %s", r.Status, r.Body)
 		}
-		if r := admin("GET", "/v1/admin/endpoints/"+ep.ID+"/deliveries", nil); r.Status != http.StatusNotFound || r.problemCode() != "endpoint_not_found" {
-			t.Errorf("deliveries of the deleted endpoint = %d %s, want 404 endpoint_not_found", r.Status, r.Body)
+		if r := admin("GET", "/v1/admin/endpoints/"+ep.ID+"/deliveries", nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"attempts"`) {
+			t.Errorf("deliveries of the deleted endpoint = %d %s, want its log kept", r.Status, r.Body)
+		}
+		if r := admin("GET", "/v1/admin/endpoints/"+uuid.NewString()+"/deliveries", nil); r.Status != http.StatusNotFound || r.problemCode() != "endpoint_not_found" {
+			t.Errorf("deliveries of an unknown endpoint = %d %s, want 404 endpoint_not_found", r.Status, r.Body)
 		}
 		var audited int64
 		scanRows(t, s.db, &audited, `SELECT COUNT(*) FROM audit_log WHERE action IN ('create_endpoint', 'update_endpoint', 'rotate_endpoint_secret', 'redeliver_event', 'delete_endpoint')`)

@@ -21,7 +21,7 @@ type EndpointStore interface {
 	List(ctx context.Context, enabledOnly bool) ([]domain.Endpoint, error)
 	Update(ctx context.Context, e domain.Endpoint, now time.Time) (bool, error)
 	Rotate(ctx context.Context, id, secret string, until, now time.Time) error
-	Delete(ctx context.Context, id string) error
+	Delete(ctx context.Context, id string, now time.Time) error
 }
 
 // DeliveryLogs is what they need of the deliveries (repository.NotifyStore).
@@ -191,14 +191,14 @@ func (a *Admin) Update(ctx context.Context, id string, ch domain.EndpointChange)
 	return domain.Endpoint{}, fmt.Errorf("update endpoint %s: changed by others five times over", id)
 }
 
-// Delete removes an endpoint with its delivery log, and returns it as it
-// was.
+// Delete removes an endpoint, its pending deliveries failed and its
+// delivery log kept, and returns it as it was.
 func (a *Admin) Delete(ctx context.Context, id string) (domain.Endpoint, error) {
 	e, err := a.Endpoints.FindByID(ctx, id)
 	if err != nil {
 		return domain.Endpoint{}, err
 	}
-	return e, a.Endpoints.Delete(ctx, id)
+	return e, a.Endpoints.Delete(ctx, id, a.Now().UTC())
 }
 
 // Rotate gives endpoint id a fresh secret and returns the endpoint with
@@ -214,10 +214,15 @@ func (a *Admin) Rotate(ctx context.Context, id string) (domain.Endpoint, error) 
 // Deliveries returns endpoint id's newest deliveries of status (every
 // status when empty), with their attempts.
 func (a *Admin) Deliveries(ctx context.Context, id string, status domain.DeliveryStatus, limit int) ([]domain.DeliveryLog, error) {
-	if _, err := a.Endpoints.FindByID(ctx, id); err != nil {
+	_, err := a.Endpoints.FindByID(ctx, id)
+	if err != nil && !errors.Is(err, domain.ErrEndpointNotFound) {
 		return nil, err
 	}
-	return a.Log.ListDeliveries(ctx, id, status, limit)
+	logs, lerr := a.Log.ListDeliveries(ctx, id, status, limit)
+	if err != nil && lerr == nil && len(logs) == 0 {
+		return nil, err // no such endpoint, and no log left of one deleted
+	}
+	return logs, lerr
 }
 
 // Redeliver sends event id again to every endpoint it was delivered or

@@ -342,9 +342,11 @@ func cleanText(s string, n int) string {
 }
 
 // redeliverEvent is Redeliver's: the event's finished deliveries back to
-// pending, due at once, with their count of attempts kept.
+// pending, due at once, with their count of attempts kept; not those of
+// an endpoint deleted since (nothing would send them).
 var redeliverEvent = `UPDATE notify_deliveries SET status = ` + deliveryRedeliver.to + `, next_attempt_at = ?, leased_until = NULL,
-	delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ` + deliveryRedeliver.from
+	delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ` + deliveryRedeliver.from + `
+	  AND endpoint_id IN (SELECT id FROM notify_endpoints)`
 
 // Redeliver puts event id's delivered and failed deliveries back to
 // pending: each is sent again, with the same webhook-id. It returns how

@@ -274,14 +274,13 @@ func (s *EndpointStore) Rotate(ctx context.Context, id, secret string, until, no
 	return fmt.Errorf("rotate endpoint %s: rotated by another at the same time; try again", id)
 }
 
-// Delete removes an endpoint and its deliveries and their attempts.
-func (s *EndpointStore) Delete(ctx context.Context, id string) error {
+// Delete removes endpoint id. Its deliveries and their attempts stay, in
+// the delivery log: those still pending are failed, "endpoint deleted",
+// so every event stays delivered, pending or visibly failed.
+func (s *EndpointStore) Delete(ctx context.Context, id string, now time.Time) error {
 	return s.db.inTx(ctx, func(ctx context.Context) error {
-		if _, err := s.db.exec(ctx, `DELETE FROM notify_attempts WHERE delivery_id IN (SELECT id FROM notify_deliveries WHERE endpoint_id = ?)`, id); err != nil {
-			return fmt.Errorf("delete endpoint %s attempts: %w", id, err)
-		}
-		if _, err := s.db.exec(ctx, `DELETE FROM notify_deliveries WHERE endpoint_id = ?`, id); err != nil {
-			return fmt.Errorf("delete endpoint %s deliveries: %w", id, err)
+		if _, err := s.db.exec(ctx, giveUpEndpointPending, ts(now), ts(now), "endpoint deleted", id); err != nil {
+			return fmt.Errorf("delete endpoint %s: fail its pending deliveries: %w", id, err)
 		}
 		n, err := s.db.exec(ctx, `DELETE FROM notify_endpoints WHERE id = ?`, id)
 		if err != nil {

@@ -377,3 +377,44 @@ func TestRotateTwiceKeepsBothOld(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteEndpointKeepsLog: deleting an endpoint fails its pending
+// deliveries ("endpoint deleted") and keeps them with their attempts, so
+// each event stays delivered, pending or visibly failed; a redelivery
+// does not bring them back to pending for an endpoint that is gone.
+func TestDeleteEndpointKeepsLog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		ep := newEndpoint(t, es, domain.NotifyOrderPaid)
+		o := newOrder(t, db)
+		ev := insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		events, _ := ns.Unfanned(t.Context(), 10)
+		if _, err := ns.FanOut(t.Context(), events[0], []byte("a"), []domain.Endpoint{ep}, newID, t0); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(time.Second)
+		ids, _ := ns.Due(t.Context(), ep.ID, now, 10)
+		dl, ok, err := ns.Claim(t.Context(), ids[0], now, now.Add(time.Minute))
+		if !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		att := domain.DeliveryAttempt{ID: newID(), DeliveryID: dl.ID, N: 1, StartedAt: now, Status: 500, Error: "answered 500"}
+		if ok, err := ns.Record(t.Context(), att, *dl.LeasedUntil, repository.Outcome{Event: domain.DeliveryEventRetry, Next: now, Status: 500, Error: "answered 500"}, now); !ok || err != nil {
+			t.Fatalf("Record = %v, %v", ok, err)
+		}
+		if err := es.Delete(t.Context(), ep.ID, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := es.FindByID(t.Context(), ep.ID); !errors.Is(err, domain.ErrEndpointNotFound) {
+			t.Fatalf("FindByID after Delete = %v", err)
+		}
+		logs, err := ns.ListDeliveries(t.Context(), ep.ID, "", 10)
+		if err != nil || len(logs) != 1 || logs[0].Status != domain.DeliveryFailed || logs[0].LastError != "endpoint deleted" || len(logs[0].Attempts) != 1 {
+			t.Fatalf("deliveries after Delete = %+v, %v; want one failed (endpoint deleted) with its attempt", logs, err)
+		}
+		if n, err := ns.Redeliver(t.Context(), ev, now); n != 0 || err != nil {
+			t.Errorf("Redeliver after Delete = %d, %v; want nothing back to pending", n, err)
+		}
+	})
+}
