@@ -47,7 +47,7 @@ const (
 	CauseRecoverer      CauseKind = "recoverer"      // payd's recoverer settled an unknown outcome; the ref is the attempt
 	CauseExpiry         CauseKind = "expiry"         // the expiry job
 	CauseReconciliation CauseKind = "reconciliation" // a reconciliation run; the ref is the run
-	CauseCustomer       CauseKind = "customer"       // a customer's own call (a cancel, a refund request); the ref is its key
+	CauseCustomer       CauseKind = "customer"       // a customer's own call (a cancel, a refund request); the ref is its request key, else the customer's ID
 )
 
 // CauseKinds lists every cause.
