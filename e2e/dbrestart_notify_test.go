@@ -67,7 +67,9 @@ func testNotifyOutage(t *testing.T, m *mariaDB) {
 			ev = eventsOf(t, db, order)
 			return len(ev) == 1 && rcv.events()[ev[0].ID].Type == "order.paid"
 		})
-		eventually(t, 30*time.Second, "the delivery of "+ev[0].ID+" is not recorded delivered", func() bool {
+		// The delivery whose answer was lost stays pending under its lease
+		// (35s from its claim) and is sent again once the lease has run out.
+		eventually(t, 2*time.Minute, "the delivery of "+ev[0].ID+" is not recorded delivered", func() bool {
 			return deliveryOf(t, db, ev[0].ID).Status == "delivered"
 		})
 		if ev[0].Type != "order.paid" {
