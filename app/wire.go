@@ -37,7 +37,7 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 		n, err := repository.ReadNotifyBacklog(ctx, db)
 		return telemetry.Backlog{OrdersProcessing: b.OrdersProcessing, DiscrepanciesOpen: b.DiscrepanciesOpen,
 			OldestUnknownAttempt: b.OldestUnknownAttempt, WebhookEventsPending: b.WebhookEventsPending, DisputesOpen: b.DisputesOpen,
-			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending}, err
+			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending, NotifyHeld: n.Held}, err
 	}
 }
 

@@ -107,10 +107,15 @@ func (w *Worker) Job(every time.Duration, log *slog.Logger, obs service.Observer
 // returns how many deliveries it wrote and attempts it made.
 func (w *Worker) Run(ctx context.Context) (int64, error) {
 	if w.Env != nil && !w.envSet.Load() {
-		if _, err := w.Endpoints.UpsertFromEnv(ctx, *w.Env, w.Now().UTC()); err != nil {
+		ep, err := w.Endpoints.UpsertFromEnv(ctx, *w.Env, w.Now().UTC())
+		if err != nil {
 			return 0, fmt.Errorf("store the endpoint of PAYD_NOTIFY_URL: %w", err)
 		}
 		w.envSet.Store(true)
+		if ep.Status != domain.EndpointEnabled {
+			w.log().Warn("notify: the endpoint of PAYD_NOTIFY_URL is disabled and stays so; nothing is sent to it until an operator enables it with `payd admin endpoints update "+ep.ID+" -enable`",
+				"endpoint", ep.ID, "reason", ep.DisabledReason)
+		}
 	}
 	endpoints, err := w.Endpoints.List(ctx, true)
 	if err != nil {

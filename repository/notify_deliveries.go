@@ -398,6 +398,11 @@ func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, sta
 type NotifyBacklog struct {
 	Pending       int64     // events not fanned out, and pending deliveries to enabled endpoints
 	OldestPending time.Time // created_at of the oldest such event; zero when none
+	// Held is the pending deliveries to disabled endpoints: an operator
+	// paused them (a 410 fails them instead), and they go when the
+	// endpoint is enabled again. Apart from Pending, whose age an alert
+	// watches: a paused endpoint is not delivery falling behind.
+	Held int64
 }
 
 // notifyBacklogQuery counts by notify_events_fanout and
@@ -408,18 +413,20 @@ var notifyBacklogQuery = `SELECT
 	(SELECT COUNT(*) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id
 	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `),
 	(SELECT MIN(e.created_at) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id JOIN notify_events e ON e.id = d.event_id
-	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `)`
+	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `),
+	(SELECT COUNT(*) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id
+	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointDisabled) + `)`
 
 // ReadNotifyBacklog reads the notify backlog (the metrics' gauges).
 func ReadNotifyBacklog(ctx context.Context, db *DB) (NotifyBacklog, error) {
 	var (
-		unfanned, pending int64
-		o1, o2            *utcTime
+		unfanned, pending, held int64
+		o1, o2                  *utcTime
 	)
-	if err := db.queryRow(ctx, notifyBacklogQuery).Scan(&unfanned, &o1, &pending, &o2); err != nil {
+	if err := db.queryRow(ctx, notifyBacklogQuery).Scan(&unfanned, &o1, &pending, &o2, &held); err != nil {
 		return NotifyBacklog{}, fmt.Errorf("read notify backlog: %w", err)
 	}
-	b := NotifyBacklog{Pending: unfanned + pending}
+	b := NotifyBacklog{Pending: unfanned + pending, Held: held}
 	for _, o := range []*utcTime{o1, o2} {
 		if o != nil && (b.OldestPending.IsZero() || o.time().Before(b.OldestPending)) {
 			b.OldestPending = o.time()

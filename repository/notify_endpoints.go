@@ -243,38 +243,64 @@ func (s *EndpointStore) Gone(ctx context.Context, id, reason string, now time.Ti
 	return failed, err
 }
 
-// updateEnvEndpoint is UpsertFromEnv's update of the stored endpoint.
-var updateEnvEndpoint = `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, status = ` + sqlStatus(domain.EndpointEnabled) + `,
-	disabled_reason = '', updated_at = ? WHERE id = ? AND from_env = 1`
+// updateEnvEndpoint is UpsertFromEnv's update of the stored endpoint, on
+// a row still as it read it: URL, types and secrets; never its status.
+const updateEnvEndpoint = `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, previous_secret_sealed = ?, previous_until = ?,
+	updated_at = ? WHERE id = ? AND from_env = 1 AND updated_at = ?`
 
 // UpsertFromEnv makes e (from_env, its ID fixed by the caller) the
-// endpoint configured from the environment: it rewrites the stored one's
-// URL, types and secret (a secret changed in the environment replaces the
-// old at once) and enables it, or creates it. Replicas starting together
-// all name the same ID, so one of them creates it and the others update.
+// endpoint configured from the environment, or creates it (enabled).
+// A stored one takes e's URL and types; a secret changed in the
+// environment rotates as rotate-secret does (the stored secret keeps
+// signing beside the new for domain.SecretOverlap). Its status is
+// left as it is: an endpoint its own 410 or an operator disabled stays
+// disabled, and the caller tells the operator so. Replicas starting
+// together all name the same ID: one creates it, and each update is
+// guarded on the row as read, so a second replica finds the rotation
+// done rather than rotating the new secret over itself.
 func (s *EndpointStore) UpsertFromEnv(ctx context.Context, e domain.Endpoint, now time.Time) (domain.Endpoint, error) {
 	e.FromEnv, e.Status = true, domain.EndpointEnabled
-	sealed, err := s.sealer.Seal([]byte(e.Secret))
-	if err != nil {
-		return domain.Endpoint{}, fmt.Errorf("seal secret: %w", err)
-	}
-	for range 2 {
-		ok, err := s.db.guarded(ctx, act{"update endpoint", e.ID}, updateEnvEndpoint, e.URL, joinTypes(e.Events), sealed, ts(now), e.ID)
-		if err != nil || ok {
-			if err != nil {
+	for range 4 {
+		stored, err := s.FindByID(ctx, e.ID)
+		if errors.Is(err, domain.ErrEndpointNotFound) {
+			created, err := s.Create(ctx, e)
+			if err == nil {
+				return created, nil
+			}
+			if !isUniqueViolation(err) {
 				return domain.Endpoint{}, err
 			}
-			return s.FindByID(ctx, e.ID)
+			continue
 		}
-		created, err := s.Create(ctx, e)
-		if err == nil {
-			return created, nil
-		}
-		if !isUniqueViolation(err) {
+		if err != nil {
 			return domain.Endpoint{}, err
 		}
+		if !stored.FromEnv {
+			return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: %w", e.ID, errors.New("an endpoint of that ID was made through the API"))
+		}
+		next := stored
+		next.URL, next.Events = e.URL, e.Events
+		if e.Secret != stored.Secret {
+			until := now.Add(domain.SecretOverlap)
+			next.Secret, next.PreviousSecret, next.PreviousUntil = e.Secret, stored.Secret, &until
+		}
+		if next.URL == stored.URL && joinTypes(next.Events) == joinTypes(stored.Events) && next.Secret == stored.Secret {
+			return stored, nil
+		}
+		row, err := s.fromDomain(next)
+		if err != nil {
+			return domain.Endpoint{}, err
+		}
+		ok, err := s.db.guarded(ctx, act{"update endpoint", e.ID}, updateEnvEndpoint, row.URL, row.Events, row.SecretSealed,
+			row.PreviousSecretSealed, row.PreviousUntil, ts(now), e.ID, ts(stored.UpdatedAt))
+		if err != nil {
+			return domain.Endpoint{}, err
+		}
+		if ok {
+			return s.FindByID(ctx, e.ID)
+		}
 	}
-	return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: %w", e.ID, errors.New("an endpoint of that ID was made through the API"))
+	return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: changed under every attempt to store it", e.ID)
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

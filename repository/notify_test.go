@@ -265,8 +265,38 @@ func TestNotifyBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := repository.ReadNotifyBacklog(t.Context(), db)
-		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) {
-			t.Fatalf("backlog = %+v, %v; want 2 pending, the oldest at %v", b, err, t0)
+		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) || b.Held != 0 {
+			t.Fatalf("backlog = %+v, %v; want 2 pending, the oldest at %v, none held", b, err, t0)
+		}
+	})
+}
+
+// TestNotifyBacklogHeld: an endpoint an operator disabled keeps its
+// pending deliveries (they go when it is enabled again). They are out of
+// the pending count and its age, which say whether delivery keeps up (an
+// alert fires on them), and counted apart as held, so that what waits on
+// a disabled endpoint stays in sight.
+func TestNotifyBacklogHeld(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		on, off := newEndpoint(t, es, domain.NotifyTypes...), newEndpoint(t, es, domain.NotifyTypes...)
+		o := newOrder(t, db)
+		insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		insertNotifyEvent(t, db, o, 4, domain.NotifyOrderRefunded, t0.Add(time.Minute))
+		events, _ := ns.Unfanned(t.Context(), 10)
+		for _, ev := range events {
+			if _, err := ns.FanOut(t.Context(), ev, []byte("a"), []domain.Endpoint{on, off}, newID, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		off.Status, off.DisabledReason = domain.EndpointDisabled, "paused by an operator"
+		if ok, err := es.Update(t.Context(), off, t0.Add(time.Hour)); err != nil || !ok {
+			t.Fatalf("Update(disabled) = %v, %v", ok, err)
+		}
+		b, err := repository.ReadNotifyBacklog(t.Context(), db)
+		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) || b.Held != 2 {
+			t.Fatalf("backlog = %+v, %v; want 2 pending to the enabled endpoint (the oldest at %v) and 2 held by the disabled one", b, err, t0)
 		}
 	})
 }
