@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 type Store interface {
 	Unfanned(ctx context.Context, limit int) ([]domain.NotifyEvent, error)
 	FanOut(ctx context.Context, ev domain.NotifyEvent, body []byte, endpoints []domain.Endpoint, newID func() string, now time.Time) (int, error)
+	PassOver(ctx context.Context, ids []string) (int64, error)
 	Due(ctx context.Context, endpointID string, now time.Time, limit int) ([]string, error)
 	Claim(ctx context.Context, id string, now, until time.Time) (domain.Delivery, bool, error)
 	FindEvent(ctx context.Context, id string) (domain.NotifyEvent, error)
@@ -97,8 +99,11 @@ type Worker struct {
 	inflight sync.WaitGroup
 }
 
-// fanOutBatch is how many events one pass fans out at most.
-const fanOutBatch = 200
+// fanOutBatch is how many events one pass fans out at most: the
+// background jobs' full batch, so that a pass that took a full batch
+// runs again at once (service.Job.Loop) and a busy payd's events never
+// wait for the next tick in a growing queue.
+const fanOutBatch = 500
 
 // LeaseFor is the lease for a sender timeout: twice it, and a margin for
 // recording the answer.
@@ -110,7 +115,7 @@ func (w *Worker) Job(every time.Duration, log *slog.Logger, obs service.Observer
 }
 
 // Run is one pass: new events fanned out, then due deliveries sent. It
-// returns how many deliveries it wrote and attempts it made.
+// returns how many events it fanned out and attempts it made.
 func (w *Worker) Run(ctx context.Context) (int64, error) {
 	if w.Env != nil && !w.envSet.Load() {
 		ep, err := w.Endpoints.UpsertFromEnv(ctx, *w.Env, w.Now().UTC())
@@ -137,17 +142,30 @@ func (w *Worker) fanOut(ctx context.Context, endpoints []domain.Endpoint) (int, 
 	if err != nil {
 		return 0, err
 	}
+	// Events no endpoint wants (every event, while payd has no endpoint)
+	// are passed over together, in one statement: nothing will send them,
+	// so they need no body and no transaction each.
+	var unwanted []string
 	total := 0
 	for _, ev := range events {
+		if !slices.ContainsFunc(endpoints, func(e domain.Endpoint) bool { return e.Wants(ev.Type) }) {
+			unwanted = append(unwanted, ev.ID)
+			continue
+		}
 		body, err := Render(ev)
 		if err != nil {
 			return total, fmt.Errorf("render event %s: %w", ev.ID, err)
 		}
-		n, err := w.Store.FanOut(ctx, ev, body, endpoints, newID, w.Now().UTC())
-		if err != nil {
+		if _, err := w.Store.FanOut(ctx, ev, body, endpoints, newID, w.Now().UTC()); err != nil {
 			return total, err
 		}
-		total += n
+		total++
+	}
+	if len(unwanted) > 0 {
+		if _, err := w.Store.PassOver(ctx, unwanted); err != nil {
+			return total, err
+		}
+		total += len(unwanted)
 	}
 	return total, nil
 }

@@ -313,3 +313,47 @@ func TestWorkerRefusedDialFails(t *testing.T) {
 		t.Fatalf("deliveries = %+v, want one failed at once for the refused address", logs)
 	}
 }
+
+// TestWorkerPassesOverUnwantedEvents: events no endpoint wants are marked
+// fanned out together, with no body and no delivery, and counted as the
+// pass's work (so a full batch makes the job run again at once); an event
+// an endpoint wants is fanned out to it as before.
+func TestWorkerPassesOverUnwantedEvents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		clk := &clock{t: t0}
+		w, es := newWorker(t, db, clk, &counter{n: map[notify.Outcome]int{}})
+		srv, hits := receiver(t, secretA, 200)
+		if _, err := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: srv.URL, Events: []domain.NotifyType{domain.NotifyOrderRefunded},
+			Secret: secretA, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+		var events []string
+		for range 5 {
+			_, ev := paidOrder(t, db)
+			events = append(events, ev)
+		}
+		n, err := w.Run(t.Context())
+		w.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 5 {
+			t.Errorf("the pass reported %d, want the 5 events it handled", n)
+		}
+		store := repository.NewNotifyStore(db)
+		for _, id := range events {
+			ev, err := store.FindEvent(t.Context(), id)
+			if err != nil || !ev.FannedOut || ev.Body != nil {
+				t.Errorf("event %s: fanned out %v, body %q, %v; want passed over: fanned out, no body", id, ev.FannedOut, ev.Body, err)
+			}
+		}
+		var deliveries int64
+		if err := db.Gorm().Raw(`SELECT COUNT(*) FROM notify_deliveries`).Scan(&deliveries).Error; err != nil || deliveries != 0 {
+			t.Errorf("deliveries = %d, %v; want none for events nobody wants", deliveries, err)
+		}
+		if got := hits(); len(got) != 0 {
+			t.Errorf("the endpoint got %d requests, want none", len(got))
+		}
+	})
+}

@@ -131,6 +131,25 @@ func (s *NotifyStore) FindEvent(ctx context.Context, id string) (domain.NotifyEv
 // its lock, then reading it fanned out) match nothing.
 const markFannedOut = `UPDATE notify_events SET fanned_out = 1, body = ? WHERE id = ? AND fanned_out = 0`
 
+// PassOver marks events that no endpoint wants fanned out, with no body
+// and no delivery, in one statement, and returns how many it marked (an
+// event another replica fanned out meanwhile is left as it is).
+func (s *NotifyStore) PassOver(ctx context.Context, ids []string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	q := `UPDATE notify_events SET fanned_out = 1 WHERE fanned_out = 0 AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	n, err := s.db.exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("pass over %d events no endpoint wants: %w", len(ids), err)
+	}
+	return n, nil
+}
+
 // insertDelivery is one pending delivery, due at once.
 var insertDelivery = `INSERT INTO notify_deliveries (id, endpoint_id, event_id, order_id, seq, status, attempts, next_attempt_at, created_at, updated_at)
 	VALUES (?, ?, ?, ?, ?, ` + deliveryPending + `, 0, ?, ?, ?)`
