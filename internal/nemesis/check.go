@@ -51,12 +51,19 @@ const (
 	// each event's snapshot fits its type, and the order's events are
 	// numbered by distinct, increasing versions.
 	InvOneEvent = "one_event_per_change"
+	// InvDelivered: once the world settled, every outbox event of a type
+	// the merchant subscribes to reached it at least once with a valid
+	// signature, or payd's admin deliveries list shows it pending or
+	// failed; every arrival under one webhook-id carries the same body;
+	// no arrival names an event payd does not hold; and an order's events
+	// first arrived in the order of their seq.
+	InvDelivered = "events_delivered"
 )
 
 // Invariants lists every invariant Check proves, in the order it reports
 // them.
 var Invariants = []string{InvOneCharge, InvPaidOneCharge, InvBooks, InvSameFinal, InvPendingFirst,
-	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent}
+	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered}
 
 // Violation is one broken invariant: what broke, and the smallest part of
 // the history that shows it.
@@ -87,6 +94,8 @@ func Check(w World) Report {
 		r.Violations = append(r.Violations, inv()...)
 	}
 	r.Violations = append(r.Violations, Linearizable(ops)...)
+	told, counts := c.delivered()
+	r.Violations, r.Delivered = append(r.Violations, told...), counts
 	order := func(v Violation) int { return slices.Index(Invariants, v.Invariant) }
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return order(a) - order(b) })
 	return r
