@@ -236,3 +236,35 @@ func TestWorkerGivesUp(t *testing.T) {
 		t.Errorf("%d requests over 3 days, want the backoff's dozen or so", n)
 	}
 }
+
+// TestWorkerDrainsABacklogInOnePass: an endpoint that answers 2xx is sent
+// its whole backlog in one pass, a batch after another, not one batch a
+// pass (a pass a second would cap a shop at PerEndpoint events a second);
+// an endpoint that fails stops at its first batch.
+func TestWorkerDrainsABacklogInOnePass(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		clk := &clock{t: t0}
+		w, es := newWorker(t, db, clk, nil)
+		ok, okHits := receiver(t, secretA, 204)
+		bad, badHits := receiver(t, secretA, 500)
+		for _, srv := range []*httptest.Server{ok, bad} {
+			if _, err := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: srv.URL, Events: domain.NotifyTypes, Secret: secretA, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 11 // PerEndpoint is 4: three batches
+		for range n {
+			paidOrder(t, db)
+		}
+		if _, err := w.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(okHits()); got != n {
+			t.Errorf("the healthy endpoint got %d of its %d events in one pass", got, n)
+		}
+		if got := len(badHits()); got != 4 {
+			t.Errorf("the failing endpoint was tried %d times in one pass, want one batch of 4", got)
+		}
+	})
+}
