@@ -8,6 +8,9 @@ import (
 	"github.com/payd/payd/domain"
 )
 
+// The merchant invariant: every event told reached the shop, or payd
+// shows why not.
+
 // Delivered counts what InvDelivered saw, for the summary line: the
 // events of a subscribed type payd holds, how many reached the merchant
 // (verified), how many payd shows pending or failed instead, and the
