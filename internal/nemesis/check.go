@@ -118,3 +118,20 @@ func (c *checker) orderIDs() []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// eachOrder judges every order whose final view payd gave (an order it
+// was not read for has nothing to compare): detail says how order o
+// breaks inv, "" when it does not; the slice is the order's requests.
+func (c *checker) eachOrder(inv string, detail func(o OrderState) string) []Violation {
+	var out []Violation
+	for _, id := range c.orderIDs() {
+		o, ok := c.w.Orders[id]
+		if !ok {
+			continue
+		}
+		if d := detail(o); d != "" {
+			out = append(out, Violation{Invariant: inv, Detail: d, Slice: c.byOrder[id]})
+		}
+	}
+	return out
+}

@@ -13,17 +13,12 @@ import (
 // events holds each order's outbox events to its final state: what
 // committed must have been told once, and nothing else.
 func (c *checker) events() []Violation {
-	var out []Violation
-	for _, id := range c.orderIDs() {
-		o, ok := c.w.Orders[id]
-		if !ok {
-			continue
-		}
+	return c.eachOrder(InvOneEvent, func(o OrderState) string {
 		if why := toldWhy(o); why != "" {
-			out = append(out, Violation{Invariant: InvOneEvent, Detail: "order " + id + ": " + why, Slice: c.byOrder[id]})
+			return "order " + o.ID + ": " + why
 		}
-	}
-	return out
+		return ""
+	})
 }
 
 // toldWhy says how order o's events break InvOneEvent, or "".

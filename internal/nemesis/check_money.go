@@ -33,18 +33,12 @@ func (c *checker) oneCharge() []Violation {
 }
 
 func (c *checker) paidOneCharge() []Violation {
-	var out []Violation
-	for _, id := range c.orderIDs() {
-		o, ok := c.w.Orders[id]
-		if !ok {
-			continue // payd's view was not read: nothing to compare
-		}
+	return c.eachOrder(InvPaidOneCharge, func(o OrderState) string {
 		if why := c.paidWhy(o); why != "" {
-			out = append(out, Violation{Invariant: InvPaidOneCharge, Slice: c.byOrder[id],
-				Detail: fmt.Sprintf("order %s (%s, %s, refunded %s): %s", id, o.Status, o.Amount, o.Refunded, why)})
+			return fmt.Sprintf("order %s (%s, %s, refunded %s): %s", o.ID, o.Status, o.Amount, o.Refunded, why)
 		}
-	}
-	return out
+		return ""
+	})
 }
 
 // paidWhy says how order o and the provider's charges for it disagree,
