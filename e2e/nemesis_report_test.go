@@ -73,6 +73,26 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 		for _, rf := range tl.Refunds {
 			fmt.Fprintf(&b, "  payd refund %+v\n", rf)
 		}
+		for _, e := range st.Told {
+			fmt.Fprintf(&b, "  payd event %s %s seq %d shows %s\n", e.ID, e.Type, e.Seq, e.Status)
+		}
+		var dels []struct {
+			EventID, Status string
+			Attempts        int
+		}
+		if err := w.s.db.Gorm().Raw(`SELECT event_id, status, attempts FROM notify_deliveries WHERE order_id = ?`, id).Scan(&dels).Error; err != nil {
+			fmt.Fprintf(&b, "  payd deliveries: %v\n", err)
+		}
+		for _, d := range dels {
+			fmt.Fprintf(&b, "  payd delivery %+v\n", d)
+		}
+		if wd.Merchant != nil {
+			for _, a := range wd.Merchant.Arrivals {
+				if a.OrderID == id {
+					fmt.Fprintf(&b, "  the shop heard %s at %s via %s verified=%v body %.12s\n", a.WebhookID, a.At.Format("15:04:05.000"), a.Via, a.Verified, a.BodyHash)
+				}
+			}
+		}
 		for _, op := range wd.Ops {
 			if op.OrderID == id {
 				fmt.Fprintf(&b, "  %s–%s client %d %s %s key=%s settled=%v -> %d %s %s\n", op.Start.Format("15:04:05.000"), op.End.Format("15:04:05.000"),
