@@ -265,6 +265,16 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	matrix := fmt.Sprintf("nemesis %s seed=%d: answers by fault\n%s", o.name, seed, nemesis.Matrix(plan, scheduled, world.Ops, links).Markdown())
 	t.Log(matrix)
 	fmt.Println(matrix)
+	if world.Merchant != nil {
+		linkOf := map[string]string{}
+		for i, r := range s.reps {
+			linkOf[r.name] = fmt.Sprintf("merchant-%d", i+1)
+		}
+		shop := fmt.Sprintf("nemesis %s seed=%d: what the shop heard by fault\n%s", o.name, seed,
+			nemesis.Shop(plan, scheduled, world.Merchant.Arrivals, linkOf).Markdown())
+		t.Log(shop)
+		fmt.Println(shop)
+	}
 	t.Logf("nemesis %s: setup and schedule %v, all %v", o.name, loaded.Round(time.Second), time.Since(began).Round(time.Second))
 	if len(rep.Violations) > 0 {
 		t.Logf("the schedule of seed %d:\n%s", seed, plan)
