@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -69,9 +70,10 @@ func (w *nemWorkload) orderIDs() []string {
 
 // drain is what a client does once the world is quiet: it sends every
 // key again, and again after the world settled, until a round in which no
-// key answered pending or not at all (four rounds at most): a key that
-// ran anew may start a payment that turns another key's answer (409, in
-// progress) into a run of its own the next time. A key whose payment was released unpaid (the
+// key could run anew the next time (nemDrainUnsettled; four rounds at
+// most): a key that ran anew may start a payment that turns another key's
+// answer (409, in progress) into a run of its own the next time, even in
+// the same round. A key whose payment was released unpaid (the
 // recoverer found the charge never reached the provider) or whose request
 // failed without completing runs again when sent again, so only after
 // this may the sweep expect every answer to be final. These are ordinary
@@ -89,7 +91,7 @@ func (w *nemWorkload) drain() {
 		})
 		pending := 0
 		for _, op := range answers {
-			if op.Status == 0 || op.Status == http.StatusAccepted || op.RetryAfter != "" {
+			if nemDrainUnsettled(op) {
 				pending++
 			}
 		}
@@ -100,6 +102,24 @@ func (w *nemWorkload) drain() {
 			w.t.Logf("drain round %d: not settled: %s", round+1, why)
 		}
 	}
+}
+
+// nemDrainUnsettled says whether a drain round's answer leaves its key to
+// run anew the next time it is sent: no answer, an answer that asks to
+// retry, a request still running, or another request holding the order
+// meanwhile (its own round's, perhaps: the drain sends keys at once).
+func nemDrainUnsettled(op nemesis.Op) bool {
+	return op.Status == 0 || op.Status == http.StatusAccepted || op.RetryAfter != "" ||
+		op.Status == http.StatusConflict && problemCode(op.Body) == "order_payment_in_progress"
+}
+
+// problemCode is a problem answer's code, "" for any other body.
+func problemCode(body []byte) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Code
 }
 
 // sweep sends every key once more and reads every order, now that the
