@@ -338,8 +338,8 @@ func (a *App) drain(errc <-chan error) error {
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
-	a.parts.Drain()
 	a.log.Info("draining", "delay", delay.String())
+	a.parts.Drain()
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	select {

@@ -37,7 +37,7 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 		n, err := repository.ReadNotifyBacklog(ctx, db)
 		return telemetry.Backlog{OrdersProcessing: b.OrdersProcessing, DiscrepanciesOpen: b.DiscrepanciesOpen,
 			OldestUnknownAttempt: b.OldestUnknownAttempt, WebhookEventsPending: b.WebhookEventsPending, DisputesOpen: b.DisputesOpen,
-			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending}, err
+			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending, NotifyHeld: n.Held}, err
 	}
 }
 
@@ -340,7 +340,7 @@ func notifyWorker(cfg Config, db *repository.DB, sealer *idempotency.Sealer, met
 	w := &notify.Worker{Store: repository.NewNotifyStore(db), Endpoints: repository.NewEndpointStore(db, sealer),
 		Sender: notify.Sender{Client: hc, Policy: policy},
 		Lease:  notify.LeaseFor(cfg.NotifyTimeout), Now: now, Log: log, Observer: metrics,
-		Tracer: cfg.tracing.TracerProvider(), Pool: 4, PerEndpoint: 8}
+		Tracer: cfg.tracing.TracerProvider(), PerEndpoint: 8}
 	if cfg.NotifyURL != "" {
 		e := notify.EnvEndpoint(cfg.NotifyURL, cfg.NotifySecret, now())
 		w.Env = &e

@@ -33,6 +33,10 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
   payd admin endpoints list                   the shop's endpoints told of order events
   payd admin endpoints create URL -events T,T,... [-description D] [-key K]
                                               a new endpoint; its secret is printed this once
+  payd admin endpoints update ENDPOINT_ID [-endpoint-url U] [-events T,T,...] [-description D] [-enable|-disable] [-key K]
+                                              change an endpoint, or stop and restart sending to it
+  payd admin endpoints delete ENDPOINT_ID [-key K]
+                                              remove an endpoint and its delivery log
   payd admin endpoints rotate ENDPOINT_ID [-key K]
                                               a new secret; the old one signs beside it for 24h
   payd admin endpoints deliveries ENDPOINT_ID [-status pending|delivered|failed] [-limit N]

@@ -111,6 +111,117 @@ func endpointsRotate() adminVerb {
 	}
 }
 
+// setString is a string flag that knows whether it was given, so
+// -description "" (clear it) differs from no -description (leave it).
+type setString struct {
+	v   string
+	set bool
+}
+
+func (f *setString) String() string     { return f.v }
+func (f *setString) Set(v string) error { f.v, f.set = v, true; return nil }
+
+func endpointsUpdate() adminVerb {
+	var url, events, description setString
+	var enable, disable bool
+	var key string
+	return adminVerb{
+		usage: "ENDPOINT_ID [-endpoint-url U] [-events T,T,...] [-description D] [-enable|-disable] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.Var(&url, "endpoint-url", "the endpoint's new URL (-url is payd's own address)")
+			fs.Var(&events, "events", "the new event types, comma-separated ("+strings.Join(names(domain.NotifyTypes), ", ")+")")
+			fs.Var(&description, "description", "the new description (\"\" clears it)")
+			fs.BoolVar(&enable, "enable", false, "send to it again")
+			fs.BoolVar(&disable, "disable", false, "stop sending to it (its pending deliveries wait)")
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a change whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ENDPOINT_ID", pos[0]); err != nil {
+				return err
+			}
+			if enable && disable {
+				return usagef("-enable and -disable: give one")
+			}
+			if !url.set && !events.set && !description.set && !enable && !disable {
+				return usagef("nothing to change: give -endpoint-url, -events, -description, -enable or -disable (run 'payd admin endpoints update -h')")
+			}
+			if events.set {
+				for _, t := range strings.Split(events.v, ",") {
+					if err := checkChoice("events", strings.TrimSpace(t), names(domain.NotifyTypes)); err != nil {
+						return err
+					}
+				}
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			var body client.UpdateEndpointRequest
+			if url.set {
+				body.Url = &url.v
+			}
+			if description.set {
+				body.Description = &description.v
+			}
+			if events.set {
+				types := []client.NotifyType{}
+				for _, t := range strings.Split(events.v, ",") {
+					types = append(types, client.NotifyType(strings.TrimSpace(t)))
+				}
+				body.Events = &types
+			}
+			if enable || disable {
+				body.Enabled = &enable
+			}
+			out, _, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.UpdateEndpoint(ctx, pos[0], &client.UpdateEndpointParams{IdempotencyKey: &idemKey}, body)
+			})
+			if err != nil {
+				return err
+			}
+			var e client.Endpoint
+			if err := a.decode(out, &e); err != nil || a.json {
+				return err
+			}
+			printEndpoints(a.out, client.EndpointList{Data: []client.Endpoint{e}})
+			return nil
+		},
+	}
+}
+
+func endpointsDelete() adminVerb {
+	var key string
+	return adminVerb{
+		usage: "ENDPOINT_ID [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a deletion whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ENDPOINT_ID", pos[0]); err != nil {
+				return err
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			out, _, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.DeleteEndpoint(ctx, pos[0], &client.DeleteEndpointParams{IdempotencyKey: &idemKey})
+			})
+			if err != nil {
+				return err
+			}
+			var e client.Endpoint
+			if err := a.decode(out, &e); err != nil || a.json {
+				return err
+			}
+			fmt.Fprintf(a.out, "endpoint %s %s deleted, with its delivery log\n", e.Id, e.Url)
+			return nil
+		},
+	}
+}
+
 func endpointsDeliveries() adminVerb {
 	var status string
 	var limit int

@@ -41,6 +41,8 @@ var adminVerbs = map[string]func() adminVerb{
 	"stats":                 adminStats,
 	"endpoints list":        endpointsList,
 	"endpoints create":      endpointsCreate,
+	"endpoints update":      endpointsUpdate,
+	"endpoints delete":      endpointsDelete,
 	"endpoints rotate":      endpointsRotate,
 	"endpoints deliveries":  endpointsDeliveries,
 	"events redeliver":      eventsRedeliver,

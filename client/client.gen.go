@@ -344,6 +344,39 @@ func (e LedgerEntrySource) Valid() bool {
 	}
 }
 
+// Defines values for NotifyCauseKind.
+const (
+	NotifyCauseKindCustomer       NotifyCauseKind = "customer"
+	NotifyCauseKindExpiry         NotifyCauseKind = "expiry"
+	NotifyCauseKindOperator       NotifyCauseKind = "operator"
+	NotifyCauseKindPayRequest     NotifyCauseKind = "pay_request"
+	NotifyCauseKindReconciliation NotifyCauseKind = "reconciliation"
+	NotifyCauseKindRecoverer      NotifyCauseKind = "recoverer"
+	NotifyCauseKindWebhook        NotifyCauseKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the NotifyCauseKind enum.
+func (e NotifyCauseKind) Valid() bool {
+	switch e {
+	case NotifyCauseKindCustomer:
+		return true
+	case NotifyCauseKindExpiry:
+		return true
+	case NotifyCauseKindOperator:
+		return true
+	case NotifyCauseKindPayRequest:
+		return true
+	case NotifyCauseKindReconciliation:
+		return true
+	case NotifyCauseKindRecoverer:
+		return true
+	case NotifyCauseKindWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NotifyType.
 const (
 	NotifyTypeOrderCancelled     NotifyType = "order.cancelled"
@@ -401,72 +434,6 @@ func (e OrderStatus) Valid() bool {
 	case OrderStatusProcessing:
 		return true
 	case OrderStatusRefunded:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for OutboxEventCauseKind.
-const (
-	OutboxEventCauseKindCustomer       OutboxEventCauseKind = "customer"
-	OutboxEventCauseKindExpiry         OutboxEventCauseKind = "expiry"
-	OutboxEventCauseKindOperator       OutboxEventCauseKind = "operator"
-	OutboxEventCauseKindPayRequest     OutboxEventCauseKind = "pay_request"
-	OutboxEventCauseKindReconciliation OutboxEventCauseKind = "reconciliation"
-	OutboxEventCauseKindRecoverer      OutboxEventCauseKind = "recoverer"
-	OutboxEventCauseKindWebhook        OutboxEventCauseKind = "webhook"
-)
-
-// Valid indicates whether the value is a known member of the OutboxEventCauseKind enum.
-func (e OutboxEventCauseKind) Valid() bool {
-	switch e {
-	case OutboxEventCauseKindCustomer:
-		return true
-	case OutboxEventCauseKindExpiry:
-		return true
-	case OutboxEventCauseKindOperator:
-		return true
-	case OutboxEventCauseKindPayRequest:
-		return true
-	case OutboxEventCauseKindReconciliation:
-		return true
-	case OutboxEventCauseKindRecoverer:
-		return true
-	case OutboxEventCauseKindWebhook:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for OutboxEventType.
-const (
-	OutboxEventTypeOrderCancelled     OutboxEventType = "order.cancelled"
-	OutboxEventTypeOrderDisputeClosed OutboxEventType = "order.dispute_closed"
-	OutboxEventTypeOrderDisputed      OutboxEventType = "order.disputed"
-	OutboxEventTypeOrderExpired       OutboxEventType = "order.expired"
-	OutboxEventTypeOrderPaid          OutboxEventType = "order.paid"
-	OutboxEventTypeOrderPaymentFailed OutboxEventType = "order.payment_failed"
-	OutboxEventTypeOrderRefunded      OutboxEventType = "order.refunded"
-)
-
-// Valid indicates whether the value is a known member of the OutboxEventType enum.
-func (e OutboxEventType) Valid() bool {
-	switch e {
-	case OutboxEventTypeOrderCancelled:
-		return true
-	case OutboxEventTypeOrderDisputeClosed:
-		return true
-	case OutboxEventTypeOrderDisputed:
-		return true
-	case OutboxEventTypeOrderExpired:
-		return true
-	case OutboxEventTypeOrderPaid:
-		return true
-	case OutboxEventTypeOrderPaymentFailed:
-		return true
-	case OutboxEventTypeOrderRefunded:
 		return true
 	default:
 		return false
@@ -1419,6 +1386,38 @@ type NextAction struct {
 	Type string `json:"type"`
 }
 
+// NotifyCause What made the change an event tells of.
+type NotifyCause struct {
+	Kind NotifyCauseKind `json:"kind"`
+
+	// Ref Within the kind: the pay request's key, the provider event's ID, the operator, the attempt, the run, the customer; may be empty.
+	Ref string `json:"ref"`
+}
+
+// NotifyCauseKind defines model for NotifyCause.Kind.
+type NotifyCauseKind string
+
+// NotifyEvent The body of every delivery to a merchant endpoint (the same bytes on
+// every attempt): the event, what caused it, and the order as
+// `GET /v1/admin/orders/{id}` shows it, with its money, as the change
+// left it.
+type NotifyEvent struct {
+	// Cause What made the change an event tells of.
+	Cause NotifyCause `json:"cause"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Id The event's ID, also the `webhook-id` header.
+	Id string `json:"id"`
+
+	// Order The order, with what its ledger adds up to (operators only).
+	Order AdminOrder `json:"order"`
+
+	// Type An order event's type (ADR 53).
+	Type NotifyType `json:"type"`
+}
+
 // NotifyType An order event's type (ADR 53).
 type NotifyType string
 
@@ -1535,12 +1534,8 @@ type OrderWithAttempts struct {
 // version the change left), what caused it, and the order and its
 // money as the change left them.
 type OutboxEvent struct {
-	Cause struct {
-		Kind OutboxEventCauseKind `json:"kind"`
-
-		// Ref Within the kind: the pay request's key, the provider event's ID, the operator, the attempt, the run, the customer; may be empty.
-		Ref string `json:"ref"`
-	} `json:"cause"`
+	// Cause What made the change an event tells of.
+	Cause NotifyCause `json:"cause"`
 
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
@@ -1572,15 +1567,11 @@ type OutboxEvent struct {
 	RefundedAmount Money `json:"refunded_amount"`
 
 	// Seq Orders the order's events: unique per order, increasing with each change.
-	Seq  int64           `json:"seq"`
-	Type OutboxEventType `json:"type"`
+	Seq int64 `json:"seq"`
+
+	// Type An order event's type (ADR 53).
+	Type NotifyType `json:"type"`
 }
-
-// OutboxEventCauseKind defines model for OutboxEvent.Cause.Kind.
-type OutboxEventCauseKind string
-
-// OutboxEventType defines model for OutboxEvent.Type.
-type OutboxEventType string
 
 // PayRequest defines model for PayRequest.
 type PayRequest struct {
@@ -2096,6 +2087,15 @@ type OrderID = string
 
 // StatusFilter defines model for StatusFilter.
 type StatusFilter = OrderStatus
+
+// WebhookIDHeader defines model for WebhookIDHeader.
+type WebhookIDHeader = string
+
+// WebhookSignatureHeader defines model for WebhookSignatureHeader.
+type WebhookSignatureHeader = string
+
+// WebhookTimestampHeader defines model for WebhookTimestampHeader.
+type WebhookTimestampHeader = string
 
 // BadRequest RFC 9457 problem details with payd's stable machine code.
 type BadRequest = Problem
@@ -2805,9 +2805,9 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
 	CreateEndpoint(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DeleteEndpoint Remove an endpoint and its delivery log
+	// DeleteEndpoint Remove an endpoint, keeping its delivery log
 	//
-	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 	//
 	// Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
 	DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3756,9 +3756,9 @@ func (c *Client) CreateEndpoint(ctx context.Context, params *CreateEndpointParam
 	return c.Client.Do(req)
 }
 
-// DeleteEndpoint Remove an endpoint and its delivery log
+// DeleteEndpoint Remove an endpoint, keeping its delivery log
 //
-// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 //
 // Corresponds with DELETE /v1/admin/endpoints/{id} (the `DeleteEndpoint` operationId).
 func (c *Client) DeleteEndpoint(ctx context.Context, id EndpointID, params *DeleteEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7235,9 +7235,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/endpoints (the `CreateEndpoint` operationId).
 	CreateEndpointWithResponse(ctx context.Context, params *CreateEndpointParams, body CreateEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEndpointResponse, error)
 
-	// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+	// DeleteEndpointWithResponse Remove an endpoint, keeping its delivery log
 	//
-	// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+	// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13248,9 +13248,9 @@ func (c *ClientWithResponses) CreateEndpointWithResponse(ctx context.Context, pa
 	return ParseCreateEndpointResponse(rsp)
 }
 
-// DeleteEndpointWithResponse Remove an endpoint and its delivery log
+// DeleteEndpointWithResponse Remove an endpoint, keeping its delivery log
 //
-// The endpoint gets nothing more; its pending deliveries are dropped. Audited.
+// The endpoint gets nothing more. Its pending deliveries are failed with the last error "endpoint deleted", and its deliveries and their attempts stay readable at its deliveries path; a redelivery does not send to it. Audited.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -47,7 +47,7 @@ const (
 	CauseRecoverer      CauseKind = "recoverer"      // payd's recoverer settled an unknown outcome; the ref is the attempt
 	CauseExpiry         CauseKind = "expiry"         // the expiry job
 	CauseReconciliation CauseKind = "reconciliation" // a reconciliation run; the ref is the run
-	CauseCustomer       CauseKind = "customer"       // a customer's own call (a cancel, a refund request); the ref is its key
+	CauseCustomer       CauseKind = "customer"       // a customer's own call (a cancel, a refund request); the ref is its request key, else the customer's ID
 )
 
 // CauseKinds lists every cause.
@@ -100,7 +100,8 @@ func (s EndpointStatus) Valid() bool { return slices.Contains(EndpointStatuses, 
 
 // Endpoint is a merchant's URL that receives events of the types it lists.
 // Secret signs every delivery; PreviousSecret signs beside it until
-// PreviousUntil, after a rotation.
+// PreviousUntil, after a rotation, and so does each of Older (secrets
+// rotated away before it, less than SecretOverlap ago) until its own end.
 type Endpoint struct {
 	ID             string
 	URL            string
@@ -111,6 +112,7 @@ type Endpoint struct {
 	Secret         string
 	PreviousSecret string
 	PreviousUntil  *time.Time
+	Older          []RetiredSecret
 	FromEnv        bool // configured by PAYD_NOTIFY_URL, not through the API
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -130,12 +132,33 @@ func (e Endpoint) Wants(t NotifyType) bool {
 	return e.Status == EndpointEnabled && slices.Contains(e.Events, t)
 }
 
+// RetiredSecret is a secret rotated away, signing until Until.
+type RetiredSecret struct {
+	Secret string
+	Until  time.Time
+}
+
+// Retired returns every secret rotated away, newest first, still signing
+// at now.
+func (e Endpoint) Retired(now time.Time) []RetiredSecret {
+	var out []RetiredSecret
+	if e.PreviousSecret != "" && e.PreviousUntil != nil && now.Before(*e.PreviousUntil) {
+		out = append(out, RetiredSecret{Secret: e.PreviousSecret, Until: *e.PreviousUntil})
+	}
+	for _, r := range e.Older {
+		if now.Before(r.Until) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Secrets returns the secrets that sign a delivery sent at now: the
-// current one, and the previous one during its overlap.
+// current one, and every one rotated away during its overlap.
 func (e Endpoint) Secrets(now time.Time) []string {
 	out := []string{e.Secret}
-	if e.PreviousSecret != "" && e.PreviousUntil != nil && now.Before(*e.PreviousUntil) {
-		out = append(out, e.PreviousSecret)
+	for _, r := range e.Retired(now) {
+		out = append(out, r.Secret)
 	}
 	return out
 }

@@ -190,7 +190,12 @@ func TestAdminCLIExitCodes(t *testing.T) {
 		{testAdminToken, []string{"admin", "orders", "search", "-status", "weird"}, 2, "", `-status "weird": want pending,`},
 		{"", []string{"admin", "orders", "search", "-status", "weird"}, 2, "", `-status "weird"`}, // before the token is looked for
 		{testAdminToken, []string{"admin", "orders", "search", "-url", "http://127.0.0.1:1"}, 1, "", "(is it running? check -url)"},
+		{testAdminToken, []string{"admin", "endpoints", "update", uuid.NewString()}, 2, "", "nothing to change"},
+		{testAdminToken, []string{"admin", "endpoints", "delete", "X"}, 2, "", `ENDPOINT_ID "X" is not an ID`},
+		{testAdminToken, []string{"admin", "endpoints", "delete", uuid.NewString()}, 1, "", "payd answered 404 endpoint_not_found"},
 		{"", []string{"help", "admin"}, 0, "payd admin discrepancies resolve", ""},
+		{"", []string{"help", "admin"}, 0, "payd admin endpoints update ENDPOINT_ID", ""},
+		{"", []string{"help", "admin"}, 0, "payd admin endpoints delete ENDPOINT_ID", ""},
 		{"", []string{"admin", "orders", "search", "-h"}, 0, "-customer", ""},
 	}
 	for _, tt := range tests {

@@ -234,7 +234,8 @@ func TestAlertsFireOnBadSeries(t *testing.T) {
 		{"an event waiting 20 minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30
 			payd_notify_oldest_pending_age_seconds{job="payd",instance="b:8080"} 0+60x30`, 20 * time.Minute, []string{`{}`}},
 		{"events delivered within minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0 120 240 0 60 300 0x20`, 20 * time.Minute, nil},
-		{"an event just past 15 minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30`, 15*time.Minute + 30*time.Second, nil},
+		{"an event just past 15 minutes", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30`, 15*time.Minute + 15*time.Second, []string{`{}`}},
+		{"an event not yet 15 minutes old", "PaydNotifyBehind", `payd_notify_oldest_pending_age_seconds{job="payd",instance="a:8080"} 0+60x30`, 14*time.Minute + 45*time.Second, nil},
 	} {
 		t.Run(c.alert+"/"+c.name, func(t *testing.T) {
 			var got []string

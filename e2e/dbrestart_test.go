@@ -38,6 +38,7 @@ func TestDatabaseRestart(t *testing.T) {
 	t.Run("payments_in_flight", func(t *testing.T) { testOutageInFlight(t, m) })
 	t.Run("outage_after_charge", func(t *testing.T) { testOutageAfterCharge(t, m) })
 	t.Run("pays_racing_the_restart", func(t *testing.T) { testPaysRacingRestart(t, m) })
+	t.Run("notify_outage", func(t *testing.T) { testNotifyOutage(t, m) })
 }
 
 // testOutageInFlight: three pm_async payments and one pm_timeout payment

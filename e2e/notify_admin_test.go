@@ -185,8 +185,11 @@ func TestNotifyRotateSecret(t *testing.T) {
 		if r := admin("DELETE", "/v1/admin/endpoints/"+ep.ID, nil); r.Status != http.StatusOK {
 			t.Errorf("DELETE = %d %s", r.Status, r.Body)
 		}
-		if r := admin("GET", "/v1/admin/endpoints/"+ep.ID+"/deliveries", nil); r.Status != http.StatusNotFound || r.problemCode() != "endpoint_not_found" {
-			t.Errorf("deliveries of the deleted endpoint = %d %s, want 404 endpoint_not_found", r.Status, r.Body)
+		if r := admin("GET", "/v1/admin/endpoints/"+ep.ID+"/deliveries", nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"attempts"`) {
+			t.Errorf("deliveries of the deleted endpoint = %d %s, want its log kept", r.Status, r.Body)
+		}
+		if r := admin("GET", "/v1/admin/endpoints/"+uuid.NewString()+"/deliveries", nil); r.Status != http.StatusNotFound || r.problemCode() != "endpoint_not_found" {
+			t.Errorf("deliveries of an unknown endpoint = %d %s, want 404 endpoint_not_found", r.Status, r.Body)
 		}
 		var audited int64
 		scanRows(t, s.db, &audited, `SELECT COUNT(*) FROM audit_log WHERE action IN ('create_endpoint', 'update_endpoint', 'rotate_endpoint_secret', 'redeliver_event', 'delete_endpoint')`)
@@ -240,5 +243,48 @@ func TestNotifyAdminCLI(t *testing.T) {
 	wantLines(t, "endpoints deliveries", s.mustCLI("endpoints", "deliveries", id, "-status", "pending"), ev, "order.paid", order)
 	if out, err := s.adminCLI(testAdminToken, "events", "redeliver", ev); err != nil || !strings.Contains(out, "0 deliveries pending again") {
 		t.Errorf("events redeliver of a pending event = %q, %v; want 0 put back (it is pending still)", out, err)
+	}
+}
+
+// TestNotifyAdminCLIUpdateDelete: `payd admin endpoints update` changes an
+// endpoint's URL, event types and description, disables and enables it;
+// `payd admin endpoints delete` removes it; what neither can take is a
+// usage error before anything is sent.
+func TestNotifyAdminCLIUpdateDelete(t *testing.T) {
+	s := start(t)
+	out := s.mustCLI("endpoints", "create", "https://shop.example/hooks", "-events", "order.paid", "-description", "cli")
+	id := strings.Fields(out)[1]
+	wantLines(t, "endpoints update", s.mustCLI("endpoints", "update", id, "-endpoint-url", "https://shop.example/v2", "-events", "order.paid,order.refunded",
+		"-description", "second"), id, "https://shop.example/v2", "enabled", "order.paid,order.refunded")
+	wantLines(t, "endpoints update -disable", s.mustCLI("endpoints", "update", id, "-disable"), id, "disabled")
+	wantLines(t, "endpoints list", s.mustCLI("endpoints", "list"), id, "disabled", "https://shop.example/v2", "order.paid,order.refunded")
+	wantLines(t, "endpoints update -enable", s.mustCLI("endpoints", "update", id, "-enable"), id, "enabled")
+	var desc string
+	scanRows(t, s.db, &desc, `SELECT description FROM notify_endpoints WHERE id = ?`, id)
+	if desc != "second" {
+		t.Errorf("description = %q, want second", desc)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"endpoints", "update", id}, "nothing to change"},
+		{[]string{"endpoints", "update", id, "-enable", "-disable"}, "-enable and -disable"},
+		{[]string{"endpoints", "update", id, "-events", "order.shipped"}, `-events "order.shipped": want order.paid,`},
+		{[]string{"endpoints", "update", "nope", "-enable"}, `ENDPOINT_ID "nope" is not an ID`},
+		{[]string{"endpoints", "update"}, "usage: payd admin endpoints update ENDPOINT_ID"},
+		{[]string{"endpoints", "delete"}, "usage: payd admin endpoints delete ENDPOINT_ID"},
+		{[]string{"endpoints", "delete", "nope"}, `ENDPOINT_ID "nope" is not an ID`},
+	} {
+		if out, err := s.adminCLI(testAdminToken, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("payd admin %s = %v (printed %q), want an error saying %q", strings.Join(tt.args, " "), err, out, tt.want)
+		}
+	}
+	wantLines(t, "endpoints delete", s.mustCLI("endpoints", "delete", id), id, "deleted")
+	if out := s.mustCLI("endpoints", "list"); strings.Contains(out, id) {
+		t.Errorf("endpoints list after delete = %q, want it gone", out)
+	}
+	if out, err := s.adminCLI(testAdminToken, "endpoints", "delete", id); err == nil || !strings.Contains(err.Error(), "endpoint_not_found") {
+		t.Errorf("endpoints delete of a deleted endpoint = %v (printed %q), want payd's 404 endpoint_not_found", err, out)
 	}
 }

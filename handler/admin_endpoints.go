@@ -3,7 +3,9 @@ package handler
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -102,7 +104,7 @@ func (h *Admin) createEndpoint(c echo.Context) error {
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	auditInputs(c, map[string]any{"url": req.URL, "events": req.Events, "description": req.Description})
+	auditInputs(c, map[string]any{"url": auditURL(req.URL), "events": req.Events, "description": req.Description})
 	e, err := h.Endpoints.Create(c.Request().Context(), uuid.Must(uuid.NewV7()).String(), req.URL, req.Description, notifyTypes(req.Events))
 	if err != nil {
 		return err
@@ -133,7 +135,7 @@ func (h *Admin) updateEndpoint(c echo.Context) error {
 	}
 	in := map[string]any{}
 	if req.URL != nil {
-		in["url"] = *req.URL
+		in["url"] = auditURL(*req.URL)
 	}
 	if req.Events != nil {
 		in["events"] = req.Events
@@ -270,4 +272,20 @@ func (h *Admin) redeliver(c echo.Context) error {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, redeliverJSON{EventID: c.Param("id"), Deliveries: n})
+}
+
+// auditURL is an endpoint URL as the audit log keeps it: without the
+// credentials a (refused) URL may carry.
+func auditURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if strings.Contains(raw, "@") {
+			return "(an unparsable URL with credentials, withheld)"
+		}
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
 }

@@ -193,11 +193,18 @@ func unpaid(o domain.Order) error {
 	return o.PayOutcome("") // cancelled or expired
 }
 
+// cancel is POST /v1/orders/{id}/cancel. Its event names the request's
+// key as its cause (the customer's ID when it has none).
 func (h *Orders) cancel(c echo.Context) error {
-	if err := decode(c, &keyField{}); err != nil {
+	var body keyField
+	if err := decode(c, &body); err != nil {
 		return err
 	}
-	o, err := h.Service.Cancel(c.Request().Context(), customerOf(c).ID, c.Param("id"))
+	ctx := c.Request().Context()
+	if key := firstNonEmpty(requestKeyOf(c), c.Request().Header.Get("Idempotency-Key"), body.RequestID); key != "" {
+		ctx = service.WithCause(ctx, domain.Cause{Kind: domain.CauseCustomer, Ref: key})
+	}
+	o, err := h.Service.Cancel(ctx, customerOf(c).ID, c.Param("id"))
 	if err != nil {
 		return err
 	}

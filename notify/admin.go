@@ -21,7 +21,7 @@ type EndpointStore interface {
 	List(ctx context.Context, enabledOnly bool) ([]domain.Endpoint, error)
 	Update(ctx context.Context, e domain.Endpoint, now time.Time) (bool, error)
 	Rotate(ctx context.Context, id, secret string, until, now time.Time) error
-	Delete(ctx context.Context, id string) error
+	Delete(ctx context.Context, id string, now time.Time) error
 }
 
 // DeliveryLogs is what they need of the deliveries (repository.NotifyStore).
@@ -53,11 +53,11 @@ func NewSecret() string {
 // checkURL refuses an URL the sender would not send to: a validation
 // error for a malformed one, domain.ErrEndpointURLRefused for an address
 // of payd's own network.
-func (a *Admin) checkURL(u string) error {
+func (a *Admin) checkURL(ctx context.Context, u string) error {
 	if len(u) > 2048 {
 		return &domain.ValidationError{Field: "url", Reason: "must be at most 2048 characters"}
 	}
-	err := a.Policy.CheckURL(u)
+	err := a.Policy.CheckEndpointURL(ctx, u)
 	if errors.Is(err, ErrRefusedAddress) {
 		return fmt.Errorf("%w: %s", domain.ErrEndpointURLRefused, err)
 	}
@@ -100,9 +100,9 @@ func checkDescription(d string) error {
 
 // validate collects every invalid field; a refused address is returned
 // apart, after the fields are valid.
-func (a *Admin) validate(url string, events []domain.NotifyType, description string) error {
+func (a *Admin) validate(ctx context.Context, url string, events []domain.NotifyType, description string) error {
 	var invalid domain.ValidationErrors
-	urlErr := a.checkURL(url)
+	urlErr := a.checkURL(ctx, url)
 	_ = invalid.Add(urlErr) // a refused address is not a field's error: kept apart
 	_ = invalid.Add(checkEvents(events))
 	_ = invalid.Add(checkDescription(description))
@@ -118,7 +118,7 @@ func (a *Admin) validate(url string, events []domain.NotifyType, description str
 // Create stores a new, enabled endpoint with a fresh secret, and returns
 // it with that secret: the only time it is answered.
 func (a *Admin) Create(ctx context.Context, id, url, description string, events []domain.NotifyType) (domain.Endpoint, error) {
-	if err := a.validate(url, events, description); err != nil {
+	if err := a.validate(ctx, url, events, description); err != nil {
 		return domain.Endpoint{}, err
 	}
 	now := a.Now().UTC()
@@ -143,7 +143,7 @@ func (a *Admin) Update(ctx context.Context, id string, ch domain.EndpointChange)
 	var invalid domain.ValidationErrors
 	var refused error
 	if ch.URL != nil {
-		if err := a.checkURL(*ch.URL); errors.Is(err, domain.ErrEndpointURLRefused) {
+		if err := a.checkURL(ctx, *ch.URL); errors.Is(err, domain.ErrEndpointURLRefused) {
 			refused = err
 		} else {
 			_ = invalid.Add(err)
@@ -191,14 +191,14 @@ func (a *Admin) Update(ctx context.Context, id string, ch domain.EndpointChange)
 	return domain.Endpoint{}, fmt.Errorf("update endpoint %s: changed by others five times over", id)
 }
 
-// Delete removes an endpoint with its delivery log, and returns it as it
-// was.
+// Delete removes an endpoint, its pending deliveries failed and its
+// delivery log kept, and returns it as it was.
 func (a *Admin) Delete(ctx context.Context, id string) (domain.Endpoint, error) {
 	e, err := a.Endpoints.FindByID(ctx, id)
 	if err != nil {
 		return domain.Endpoint{}, err
 	}
-	return e, a.Endpoints.Delete(ctx, id)
+	return e, a.Endpoints.Delete(ctx, id, a.Now().UTC())
 }
 
 // Rotate gives endpoint id a fresh secret and returns the endpoint with
@@ -214,10 +214,15 @@ func (a *Admin) Rotate(ctx context.Context, id string) (domain.Endpoint, error) 
 // Deliveries returns endpoint id's newest deliveries of status (every
 // status when empty), with their attempts.
 func (a *Admin) Deliveries(ctx context.Context, id string, status domain.DeliveryStatus, limit int) ([]domain.DeliveryLog, error) {
-	if _, err := a.Endpoints.FindByID(ctx, id); err != nil {
+	_, err := a.Endpoints.FindByID(ctx, id)
+	if err != nil && !errors.Is(err, domain.ErrEndpointNotFound) {
 		return nil, err
 	}
-	return a.Log.ListDeliveries(ctx, id, status, limit)
+	logs, lerr := a.Log.ListDeliveries(ctx, id, status, limit)
+	if err != nil && lerr == nil && len(logs) == 0 {
+		return nil, err // no such endpoint, and no log left of one deleted
+	}
+	return logs, lerr
 }
 
 // Redeliver sends event id again to every endpoint it was delivered or

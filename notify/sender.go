@@ -28,6 +28,9 @@ import (
 type Policy struct {
 	Guard bool
 	Allow []netip.Prefix
+	// Resolve looks a host name up for CheckEndpointURL; nil: the
+	// system's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // ErrRefusedAddress is an endpoint whose address the policy refuses.
@@ -68,6 +71,12 @@ func (p Policy) Allowed(ip netip.Addr) bool {
 	if slices.ContainsFunc(p.Allow, func(pr netip.Prefix) bool { return pr.Contains(ip) }) {
 		return true
 	}
+	if v4, ok := embeddedV4(ip); ok {
+		return p.Allowed(v4)
+	}
+	if nat64Local.Contains(ip) {
+		return false
+	}
 	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || !ip.IsValid() ||
 		cgnat.Contains(ip))
@@ -75,6 +84,45 @@ func (p Policy) Allowed(ip netip.Addr) bool {
 
 // cgnat is the shared address space (RFC 6598), private in all but name.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// The IPv6 ranges that carry an IPv4 address a host may end up reaching:
+// NAT64 (RFC 6052), 6to4 (RFC 3056) and IPv4-compatible (RFC 4291), and
+// NAT64's local-use range (RFC 8215), refused as a whole.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	v4Compat   = netip.MustParsePrefix("::/96")
+)
+
+// embeddedV4 is the IPv4 address an IPv6 address of those ranges carries.
+func embeddedV4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	case v4Compat.Contains(ip) && !ip.IsLoopback() && !ip.IsUnspecified():
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	}
+	return netip.Addr{}, false
+}
+
+// numericHost reports whether host looks like an IPv4 address in one of
+// the forms resolvers accept but netip does not (2130706433, 0x7f000001,
+// 127.1, 0177.0.0.1): its last label is a number.
+func numericHost(host string) bool {
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	last := strings.ToLower(labels[len(labels)-1])
+	if strings.HasPrefix(last, "0x") {
+		return true
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
+}
 
 // CheckURL refuses an endpoint URL payd will not send to: not absolute
 // http(s), with credentials, or (under the guard) naming a refused address
@@ -98,8 +146,51 @@ func (p Policy) CheckURL(raw string) error {
 		}
 		return nil
 	}
-	if p.Guard && (strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")) {
+	if !p.Guard {
+		return nil
+	}
+	if name := strings.ToLower(strings.TrimSuffix(host, ".")); name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return ErrRefusedAddress
+	}
+	if numericHost(host) {
+		return fmt.Errorf("%w: %q is not an address in canonical form", ErrRefusedAddress, host)
+	}
+	return nil
+}
+
+// resolveTimeout bounds CheckEndpointURL's look-up.
+const resolveTimeout = 3 * time.Second
+
+// CheckEndpointURL is CheckURL at an endpoint's creation or change, and
+// under the guard also resolves a name: one refused address among its
+// answers refuses it (the dialer would refuse every delivery to it). A
+// name that does not resolve now is let through: the dialer checks it
+// again on every connection.
+func (p Policy) CheckEndpointURL(ctx context.Context, raw string) error {
+	if err := p.CheckURL(raw); err != nil || !p.Guard {
+		return err
+	}
+	u, _ := url.Parse(raw)
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	resolve := p.Resolve
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	addrs, err := resolve(ctx, host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if !p.Allowed(a) {
+			return fmt.Errorf("%w: %s resolves to %s", ErrRefusedAddress, host, a.Unmap())
+		}
 	}
 	return nil
 }
@@ -227,6 +318,7 @@ func responseText(res *http.Response, body []byte) string {
 	fmt.Fprintf(&b, "%s %s\r\n", res.Proto, res.Status)
 	_ = res.Header.Write(&b)
 	b.WriteString("\r\n")
-	b.Write(bytes.ToValidUTF8(body, []byte("?")))
-	return b.String()
+	b.Write(body)
+	// a hostile endpoint's headers carry any byte too: the log keeps text
+	return strings.ToValidUTF8(b.String(), "\uFFFD")
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -155,5 +156,55 @@ func TestDialViaReachesTheAddressNotTheURL(t *testing.T) {
 	notify.DialVia(guarded, strings.TrimPrefix(srv.URL, "http://"))
 	if _, err := guarded.Post("http://shop.nemesis.test/hooks", "application/json", strings.NewReader("{}")); err == nil || !errors.Is(err, notify.ErrRefusedAddress) {
 		t.Fatalf("a loopback address under the guard: %v, want notify.ErrRefusedAddress", err)
+	}
+}
+
+// TestSenderCleansAnswer: an answer whose header bytes are not UTF-8 is
+// kept as valid text, so the attempt can be recorded.
+func TestSenderCleansAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Bad"] = []string{"caf\xe9 \xff"}
+		_, _ = w.Write([]byte("ok\xc3"))
+	}))
+	defer srv.Close()
+	s := notify.Sender{Client: notify.NewClient(time.Second, notify.Policy{})}
+	a := s.Send(context.Background(), domain.Endpoint{ID: "ep", URL: srv.URL, Secret: secretA}, "e1", []byte("{}"), time.Now())
+	if a.Status != 200 || !utf8.ValidString(a.Response) || !strings.Contains(a.Response, "X-Bad: caf") {
+		t.Fatalf("Send = %d %q, want a 200 kept as valid UTF-8", a.Status, a.Response)
+	}
+}
+
+// TestPolicyRefusesDisguisedAddresses: numeric hosts that are not the
+// canonical form, a trailing dot, IPv6 forms that embed a refused IPv4
+// address, and a name resolving to a refused address are all refused.
+func TestPolicyRefusesDisguisedAddresses(t *testing.T) {
+	guard := notify.Policy{Guard: true, Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+		switch host {
+		case "vm":
+			return []netip.Addr{netip.MustParseAddr("203.0.113.9"), netip.MustParseAddr("127.0.0.1")}, nil
+		case "shop.example":
+			return []netip.Addr{netip.MustParseAddr("203.0.113.9")}, nil
+		}
+		return nil, errors.New("no such host")
+	}}
+	for _, u := range []string{"http://localhost./", "http://LOCALHOST./", "http://2130706433/", "http://0x7f000001/", "http://127.1/",
+		"http://0/", "http://017700000001/", "http://[::7f00:1]/", "http://[64:ff9b::7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/",
+		"http://[2002:7f00:1::]/", "http://vm:18091/"} {
+		if err := guard.CheckEndpointURL(context.Background(), u); !errors.Is(err, notify.ErrRefusedAddress) {
+			t.Errorf("CheckEndpointURL(%q) = %v, want refused", u, err)
+		}
+	}
+	for _, ip := range []string{"64:ff9b::a9fe:a9fe", "2002:a00:1::", "::7f00:1", "64:ff9b:1::a00:1"} {
+		if guard.Allowed(netip.MustParseAddr(ip)) {
+			t.Errorf("Allowed(%s) = true, its embedded IPv4 address is refused", ip)
+		}
+	}
+	for _, ip := range []string{"64:ff9b::cb00:7109", "2002:cb00:7109::", "2001:db8::1"} {
+		if !guard.Allowed(netip.MustParseAddr(ip)) && ip != "2001:db8::1" {
+			t.Errorf("Allowed(%s) = false, its embedded IPv4 address is public", ip)
+		}
+	}
+	if err := guard.CheckEndpointURL(context.Background(), "https://shop.example/hooks"); err != nil {
+		t.Errorf("CheckEndpointURL(public name) = %v", err)
 	}
 }

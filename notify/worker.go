@@ -82,13 +82,19 @@ type Worker struct {
 	Log      *slog.Logger
 	Observer Observer             // nil: none
 	Tracer   trace.TracerProvider // nil: no spans
-	// Pool is how many endpoints are delivered to at once; PerEndpoint how
-	// many deliveries of one endpoint one pass sends, one after another.
-	Pool, PerEndpoint int
+	// PerEndpoint is how many deliveries of one endpoint one goroutine
+	// sends, one after another; every endpoint has its own goroutine.
+	PerEndpoint int
 	// Env, optional, is the endpoint from the environment (EnvEndpoint),
 	// stored before the first pass fans anything out.
 	Env    *domain.Endpoint
 	envSet atomic.Bool
+
+	mu       sync.Mutex
+	busy     map[string]bool // endpoints a goroutine is delivering to
+	sent     int             // finished goroutines' attempts, not reported yet
+	errs     []error         // and their errors
+	inflight sync.WaitGroup
 }
 
 // fanOutBatch is how many events one pass fans out at most.
@@ -107,10 +113,15 @@ func (w *Worker) Job(every time.Duration, log *slog.Logger, obs service.Observer
 // returns how many deliveries it wrote and attempts it made.
 func (w *Worker) Run(ctx context.Context) (int64, error) {
 	if w.Env != nil && !w.envSet.Load() {
-		if _, err := w.Endpoints.UpsertFromEnv(ctx, *w.Env, w.Now().UTC()); err != nil {
+		ep, err := w.Endpoints.UpsertFromEnv(ctx, *w.Env, w.Now().UTC())
+		if err != nil {
 			return 0, fmt.Errorf("store the endpoint of PAYD_NOTIFY_URL: %w", err)
 		}
 		w.envSet.Store(true)
+		if ep.Status != domain.EndpointEnabled {
+			w.log().Warn("notify: the endpoint of PAYD_NOTIFY_URL is disabled and stays so; nothing is sent to it until an operator enables it with `payd admin endpoints update "+ep.ID+" -enable`",
+				"endpoint", ep.ID, "reason", ep.DisabledReason)
+		}
 	}
 	endpoints, err := w.Endpoints.List(ctx, true)
 	if err != nil {
@@ -143,35 +154,42 @@ func (w *Worker) fanOut(ctx context.Context, endpoints []domain.Endpoint) (int, 
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// deliver sends each endpoint's due deliveries, endpoints in parallel (at
-// most Pool at once) and one endpoint's one after another: a slow endpoint
-// holds only its own goroutine.
+// deliver starts, for each endpoint not already being delivered to, a
+// goroutine of its own sending its due deliveries one after another, and
+// returns without waiting for any: a slow endpoint holds only its own
+// goroutine, never the pass, the fan-out or another endpoint. It returns
+// what the goroutines finished since the last pass sent and failed with.
 func (w *Worker) deliver(ctx context.Context, endpoints []domain.Endpoint) (int, error) {
-	pool := max(w.Pool, 1)
-	sem := make(chan struct{}, pool)
-	var (
-		mu   sync.Mutex
-		sent int
-		errs []error
-		wg   sync.WaitGroup
-	)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.busy == nil {
+		w.busy = map[string]bool{}
+	}
 	for _, ep := range endpoints {
-		sem <- struct{}{}
-		wg.Add(1)
+		if w.busy[ep.ID] {
+			continue
+		}
+		w.busy[ep.ID] = true
+		w.inflight.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer w.inflight.Done()
 			n, err := w.deliverTo(ctx, ep)
-			mu.Lock()
-			sent += n
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			delete(w.busy, ep.ID)
+			w.sent += n
 			if err != nil {
-				errs = append(errs, err)
+				w.errs = append(w.errs, err)
 			}
-			mu.Unlock()
 		}()
 	}
-	wg.Wait()
+	sent, errs := w.sent, w.errs
+	w.sent, w.errs = 0, nil
 	return sent, errors.Join(errs...)
 }
+
+// Wait waits for the deliveries the passes so far started.
+func (w *Worker) Wait() { w.inflight.Wait() }
 
 // deliverTo sends ep's due deliveries, PerEndpoint at a time: batch after
 // batch while every attempt of the last one delivered and it was full (a
@@ -243,7 +261,18 @@ func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (Ou
 		Status: ans.Status, Error: rec.Error, RequestHead: ans.RequestHead, Response: ans.Response}
 	ok, err := w.Store.Record(ctx, att, *d.LeasedUntil, rec, end)
 	if err != nil {
-		return OutcomeRetry, err
+		// whatever in the answer the store refused, the outcome must still
+		// land (else the delivery is re-sent at each lease's end, with no
+		// backoff): once more, the attempt without the answer's text
+		w.log().Warn("notify: recording an attempt failed; recording it without its answer", "delivery", d.ID, "err", err)
+		att.RequestHead, att.Response = "", ""
+		att.Error = "the answer could not be recorded"
+		if rec.Error != "" {
+			att.Error += "; " + rec.Error
+		}
+		if ok, err = w.Store.Record(ctx, att, *d.LeasedUntil, rec, end); err != nil {
+			return OutcomeRetry, err
+		}
 	}
 	if !ok {
 		w.log().Warn("notify: a delivery's lease ran out before its answer was recorded", "delivery", d.ID, "event", ev.ID)
@@ -263,7 +292,8 @@ func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (Ou
 }
 
 // judge turns an answer into the delivery's next step: 2xx delivers, 410
-// gives up (and disables the endpoint), anything else retries after the
+// gives up (and disables the endpoint), an address the policy refuses
+// fails the delivery, anything else retries after the
 // backoff, until DeliveryGiveUpAfter has passed since the event.
 func (w *Worker) judge(ev domain.NotifyEvent, d domain.Delivery, a Answer, now time.Time) (Outcome, repository.Outcome) {
 	o := repository.Outcome{Status: a.Status}
@@ -274,6 +304,11 @@ func (w *Worker) judge(ev domain.NotifyEvent, d domain.Delivery, a Answer, now t
 	case a.Err == nil && a.Status == http.StatusGone:
 		o.Event, o.Error = domain.DeliveryEventGiveUp, "answered 410 Gone: the endpoint is disabled"
 		return OutcomeGone, o
+	case errors.Is(a.Err, ErrRefusedAddress):
+		// the policy will refuse it on every attempt: failed now, and the
+		// delivery log says why
+		o.Event, o.Error = domain.DeliveryEventGiveUp, a.Err.Error()
+		return OutcomeFailed, o
 	case a.Err != nil:
 		o.Error = a.Err.Error()
 	default:

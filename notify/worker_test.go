@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,7 +107,7 @@ func newWorker(t *testing.T, db *repository.DB, clk *clock, obs notify.Observer)
 	es := repository.NewEndpointStore(db, sealer)
 	return &notify.Worker{Store: repository.NewNotifyStore(db), Endpoints: es,
 		Sender: notify.Sender{Client: notify.NewClient(2*time.Second, notify.Policy{})},
-		Lease:  notify.LeaseFor(2 * time.Second), Now: clk.now, Observer: obs, Pool: 4, PerEndpoint: 4}, es
+		Lease:  notify.LeaseFor(2 * time.Second), Now: clk.now, Observer: obs, PerEndpoint: 4}, es
 }
 
 // TestWorkerRetriesSameWebhookID: an endpoint answering 500 twice, then
@@ -126,16 +127,16 @@ func TestWorkerRetriesSameWebhookID(t *testing.T) {
 		}
 		o, ev := paidOrder(t, db)
 		for range 3 {
-			if _, err := w.Run(context.Background()); err != nil {
+			if err := pass(w); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.Run(context.Background()); err != nil { // within the backoff: nothing
+			if err := pass(w); err != nil { // within the backoff: nothing
 				t.Fatal(err)
 			}
 			clk.add(time.Minute)
 		}
 		for range 2 {
-			if _, err := w.Run(context.Background()); err != nil {
+			if err := pass(w); err != nil {
 				t.Fatal(err)
 			}
 			clk.add(time.Hour)
@@ -191,7 +192,7 @@ func TestWorkerGoneDisables(t *testing.T) {
 		paidOrder(t, db)
 		paidOrder(t, db)
 		for range 3 {
-			if _, err := w.Run(context.Background()); err != nil {
+			if err := pass(w); err != nil {
 				t.Fatal(err)
 			}
 			clk.add(time.Hour)
@@ -223,7 +224,7 @@ func TestWorkerGivesUp(t *testing.T) {
 	ep, _ := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: srv.URL, Events: domain.NotifyTypes, Secret: secretA, CreatedAt: t0, UpdatedAt: t0})
 	paidOrder(t, db)
 	for clk.now().Before(t0.Add(domain.DeliveryGiveUpAfter + 7*time.Hour)) {
-		if _, err := w.Run(context.Background()); err != nil {
+		if err := pass(w); err != nil {
 			t.Fatal(err)
 		}
 		clk.add(30 * time.Minute)
@@ -260,6 +261,7 @@ func TestWorkerDrainsABacklogInOnePass(t *testing.T) {
 		if _, err := w.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		w.Wait() // the pass's deliveries run beside it
 		if got := len(okHits()); got != n {
 			t.Errorf("the healthy endpoint got %d of its %d events in one pass", got, n)
 		}
@@ -267,4 +269,80 @@ func TestWorkerDrainsABacklogInOnePass(t *testing.T) {
 			t.Errorf("the failing endpoint was tried %d times in one pass, want one batch of 4", got)
 		}
 	})
+}
+
+// TestWorkerSlowEndpointDelaysNoOther: an endpoint that hangs holds only
+// itself: passes go on, and a healthy endpoint gets every event (more
+// than one pass's worth) while the hanging one has taken one request.
+func TestWorkerSlowEndpointDelaysNoOther(t *testing.T) {
+	db := dbtest.Open(t, migrations.SQLite)
+	clk := &clock{t: t0}
+	w, es := newWorker(t, db, clk, nil)
+	w.Sender = notify.Sender{Client: notify.NewClient(time.Minute, notify.Policy{})}
+	w.Lease = notify.LeaseFor(time.Minute)
+	release := make(chan struct{})
+	var slowHits atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowHits.Add(1)
+		<-release
+	}))
+	t.Cleanup(slow.Close)
+	ok, okHits := receiver(t, secretB, 204)
+	for _, u := range []string{slow.URL, ok.URL} {
+		if _, err := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: u, Events: domain.NotifyTypes, Secret: secretB, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 10 // more than PerEndpoint: it takes several passes
+	for range n {
+		paidOrder(t, db)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := w.Run(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(release); close(stop); <-stopped; w.Wait() })
+	deadline := time.Now().Add(30 * time.Second) // a bound on failure, not a measure
+	for len(okHits()) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := len(okHits()); got != n || slowHits.Load() > 1 {
+		t.Fatalf("the healthy endpoint got %d of %d events while the hanging one took %d requests; want all, and one", got, n, slowHits.Load())
+	}
+}
+
+// pass is one pass with its deliveries finished.
+func pass(w *notify.Worker) error {
+	_, err := w.Run(context.Background())
+	w.Wait()
+	return err
+}
+
+// TestWorkerRefusedDialFails: a delivery whose address the dialer's guard
+// refuses fails at once, saying why, rather than retrying for 3 days.
+func TestWorkerRefusedDialFails(t *testing.T) {
+	db := dbtest.Open(t, migrations.SQLite)
+	clk := &clock{t: t0}
+	w, es := newWorker(t, db, clk, nil)
+	w.Sender = notify.Sender{Client: notify.NewClient(time.Second, notify.Policy{Guard: true})}
+	srv, hits := receiver(t, secretA, 200)
+	ep, _ := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), Events: domain.NotifyTypes, Secret: secretA, CreatedAt: t0, UpdatedAt: t0})
+	paidOrder(t, db)
+	if err := pass(w); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := repository.NewNotifyStore(db).ListDeliveries(t.Context(), ep.ID, "", 10)
+	if len(logs) != 1 || logs[0].Status != domain.DeliveryFailed || !strings.Contains(logs[0].LastError, "address refused") || len(hits()) != 0 {
+		t.Fatalf("deliveries = %+v, want one failed at once for the refused address", logs)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -301,7 +302,7 @@ type Outcome struct {
 // under the lease ending at held, in one transaction. It reports false,
 // and stores nothing, when the lease is no longer the caller's.
 func (s *NotifyStore) Record(ctx context.Context, a domain.DeliveryAttempt, held time.Time, o Outcome, now time.Time) (bool, error) {
-	errText := truncate(o.Error, 500)
+	errText := cleanText(o.Error, 500)
 	var won bool
 	err := s.db.inTx(ctx, func(ctx context.Context) error {
 		var err error
@@ -319,8 +320,8 @@ func (s *NotifyStore) Record(ctx context.Context, a domain.DeliveryAttempt, held
 			return err
 		}
 		row := notifyAttemptRow{ID: a.ID, DeliveryID: a.DeliveryID, N: a.N, StartedAt: ts(a.StartedAt),
-			DurationUS: a.Duration.Microseconds(), Status: a.Status, Error: truncate(a.Error, 500),
-			RequestHead: a.RequestHead, Response: a.Response}
+			DurationUS: a.Duration.Microseconds(), Status: a.Status, Error: cleanText(a.Error, 500),
+			RequestHead: cleanText(a.RequestHead, maxAttemptText), Response: cleanText(a.Response, maxAttemptText)}
 		if err := s.db.create(ctx, &row); err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", a.N, a.DeliveryID, err)
 		}
@@ -329,10 +330,23 @@ func (s *NotifyStore) Record(ctx context.Context, a domain.DeliveryAttempt, held
 	return won && err == nil, err
 }
 
+// maxAttemptText bounds what an attempt keeps of its request and answer:
+// under MariaDB's TEXT (65,535 bytes).
+const maxAttemptText = 60 << 10
+
+// cleanText is s as a column of at most n bytes keeps it: valid UTF-8
+// (an endpoint's answer may carry any byte, and MariaDB refuses an
+// invalid one, failing the whole record), cut at a rune's start.
+func cleanText(s string, n int) string {
+	return truncate(strings.ToValidUTF8(s, "\uFFFD"), n)
+}
+
 // redeliverEvent is Redeliver's: the event's finished deliveries back to
-// pending, due at once, with their count of attempts kept.
+// pending, due at once, with their count of attempts kept; not those of
+// an endpoint deleted since (nothing would send them).
 var redeliverEvent = `UPDATE notify_deliveries SET status = ` + deliveryRedeliver.to + `, next_attempt_at = ?, leased_until = NULL,
-	delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ` + deliveryRedeliver.from
+	delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ` + deliveryRedeliver.from + `
+	  AND endpoint_id IN (SELECT id FROM notify_endpoints)`
 
 // Redeliver puts event id's delivered and failed deliveries back to
 // pending: each is sent again, with the same webhook-id. It returns how
@@ -398,6 +412,11 @@ func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, sta
 type NotifyBacklog struct {
 	Pending       int64     // events not fanned out, and pending deliveries to enabled endpoints
 	OldestPending time.Time // created_at of the oldest such event; zero when none
+	// Held is the pending deliveries to disabled endpoints: an operator
+	// paused them (a 410 fails them instead), and they go when the
+	// endpoint is enabled again. Apart from Pending, whose age an alert
+	// watches: a paused endpoint is not delivery falling behind.
+	Held int64
 }
 
 // notifyBacklogQuery counts by notify_events_fanout and
@@ -408,18 +427,20 @@ var notifyBacklogQuery = `SELECT
 	(SELECT COUNT(*) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id
 	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `),
 	(SELECT MIN(e.created_at) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id JOIN notify_events e ON e.id = d.event_id
-	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `)`
+	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointEnabled) + `),
+	(SELECT COUNT(*) FROM notify_deliveries d JOIN notify_endpoints n ON n.id = d.endpoint_id
+	  WHERE d.status = ` + deliveryPending + ` AND n.status = ` + sqlStatus(domain.EndpointDisabled) + `)`
 
 // ReadNotifyBacklog reads the notify backlog (the metrics' gauges).
 func ReadNotifyBacklog(ctx context.Context, db *DB) (NotifyBacklog, error) {
 	var (
-		unfanned, pending int64
-		o1, o2            *utcTime
+		unfanned, pending, held int64
+		o1, o2                  *utcTime
 	)
-	if err := db.queryRow(ctx, notifyBacklogQuery).Scan(&unfanned, &o1, &pending, &o2); err != nil {
+	if err := db.queryRow(ctx, notifyBacklogQuery).Scan(&unfanned, &o1, &pending, &o2, &held); err != nil {
 		return NotifyBacklog{}, fmt.Errorf("read notify backlog: %w", err)
 	}
-	b := NotifyBacklog{Pending: unfanned + pending}
+	b := NotifyBacklog{Pending: unfanned + pending, Held: held}
 	for _, o := range []*utcTime{o1, o2} {
 		if o != nil && (b.OldestPending.IsZero() || o.time().Before(b.OldestPending)) {
 			b.OldestPending = o.time()

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -86,11 +87,69 @@ func (s *EndpointStore) fromDomain(e domain.Endpoint) (endpointRow, error) {
 		Status: string(e.Status), DisabledReason: e.DisabledReason, SecretSealed: sealed, FromEnv: e.FromEnv,
 		CreatedAt: ts(e.CreatedAt), UpdatedAt: ts(e.UpdatedAt), PreviousUntil: tsPtr(e.PreviousUntil)}
 	if e.PreviousSecret != "" {
-		if row.PreviousSecretSealed, err = s.sealer.Seal([]byte(e.PreviousSecret)); err != nil {
-			return endpointRow{}, fmt.Errorf("seal secret: %w", err)
+		retired := append([]domain.RetiredSecret{{Secret: e.PreviousSecret, Until: derefTime(e.PreviousUntil)}}, e.Older...)
+		if row.PreviousSecretSealed, err = s.sealRetired(retired); err != nil {
+			return endpointRow{}, err
 		}
 	}
 	return row, nil
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// retiredSecret is one element of previous_secret_sealed's sealed list.
+type retiredSecret struct {
+	Secret string    `json:"secret"`
+	Until  time.Time `json:"until"`
+}
+
+// sealRetired seals the secrets rotated away, newest first, as one JSON
+// list in previous_secret_sealed.
+func (s *EndpointStore) sealRetired(rs []domain.RetiredSecret) ([]byte, error) {
+	list := make([]retiredSecret, len(rs))
+	for i, r := range rs {
+		list[i] = retiredSecret{Secret: r.Secret, Until: r.Until.UTC()}
+	}
+	plain, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.sealer.Seal(plain)
+	if err != nil {
+		return nil, fmt.Errorf("seal secret: %w", err)
+	}
+	return sealed, nil
+}
+
+// openRetired reads previous_secret_sealed: a sealed JSON list, or (as
+// stored before there could be more than one) a single secret signing
+// until previous_until.
+func (s *EndpointStore) openRetired(sealed []byte, until *utcTime) ([]domain.RetiredSecret, error) {
+	plain, err := s.sealer.Open(sealed)
+	if err != nil {
+		return nil, err
+	}
+	if len(plain) == 0 || plain[0] != '[' {
+		var u time.Time
+		if until != nil {
+			u = until.time()
+		}
+		return []domain.RetiredSecret{{Secret: string(plain), Until: u}}, nil
+	}
+	var list []retiredSecret
+	if err := json.Unmarshal(plain, &list); err != nil {
+		return nil, err
+	}
+	out := make([]domain.RetiredSecret, len(list))
+	for i, r := range list {
+		out[i] = domain.RetiredSecret{Secret: r.Secret, Until: r.Until}
+	}
+	return out, nil
 }
 
 func (s *EndpointStore) toDomain(r endpointRow) (domain.Endpoint, error) {
@@ -102,11 +161,14 @@ func (s *EndpointStore) toDomain(r endpointRow) (domain.Endpoint, error) {
 		Status: domain.EndpointStatus(r.Status), DisabledReason: r.DisabledReason, Secret: string(secret),
 		PreviousUntil: timePtr(r.PreviousUntil), FromEnv: r.FromEnv, CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time()}
 	if len(r.PreviousSecretSealed) > 0 {
-		prev, err := s.sealer.Open(r.PreviousSecretSealed)
+		retired, err := s.openRetired(r.PreviousSecretSealed, r.PreviousUntil)
 		if err != nil {
 			return domain.Endpoint{}, fmt.Errorf("endpoint %s previous secret: %w", r.ID, err)
 		}
-		e.PreviousSecret = string(prev)
+		if len(retired) > 0 {
+			until := retired[0].Until
+			e.PreviousSecret, e.PreviousUntil, e.Older = retired[0].Secret, &until, retired[1:]
+		}
 	}
 	return e, nil
 }
@@ -175,36 +237,50 @@ func (s *EndpointStore) Update(ctx context.Context, e domain.Endpoint, now time.
 		string(e.Status), e.DisabledReason, ts(now), e.ID, ts(e.UpdatedAt))
 }
 
-// rotateEndpoint is Rotate's: the current secret becomes the previous one,
-// signing beside the new until its overlap ends.
-const rotateEndpoint = `UPDATE notify_endpoints SET previous_secret_sealed = secret_sealed, previous_until = ?, secret_sealed = ?, updated_at = ?
-	WHERE id = ?`
+// rotateEndpoint is Rotate's: the new secret, and the secrets rotated
+// away (the current one first, then those still in their overlap), on a
+// row whose secret is still the one read (two rotations at once cannot
+// drop each other's).
+const rotateEndpoint = `UPDATE notify_endpoints SET previous_secret_sealed = ?, previous_until = ?, secret_sealed = ?, updated_at = ?
+	WHERE id = ? AND secret_sealed = ?`
 
-// Rotate gives endpoint id the new secret; the old one keeps signing until
-// until. It returns domain.ErrEndpointNotFound for no such endpoint.
+// Rotate gives endpoint id the new secret; the current one keeps signing
+// until until, and every one rotated away before it until its own end.
+// It returns domain.ErrEndpointNotFound for no such endpoint.
 func (s *EndpointStore) Rotate(ctx context.Context, id, secret string, until, now time.Time) error {
 	sealed, err := s.sealer.Seal([]byte(secret))
 	if err != nil {
 		return fmt.Errorf("seal secret: %w", err)
 	}
-	ok, err := s.db.guarded(ctx, act{"rotate endpoint", id}, rotateEndpoint, ts(until), sealed, ts(now), id)
-	if err != nil {
-		return err
+	for range 5 {
+		var row endpointRow
+		if err := s.db.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+			return fmt.Errorf("rotate endpoint %s: %w", id, notFound(err, domain.ErrEndpointNotFound))
+		}
+		e, err := s.toDomain(row)
+		if err != nil {
+			return err
+		}
+		retired := append([]domain.RetiredSecret{{Secret: e.Secret, Until: until}}, e.Retired(now)...)
+		prev, err := s.sealRetired(retired)
+		if err != nil {
+			return err
+		}
+		ok, err := s.db.guarded(ctx, act{"rotate endpoint", id}, rotateEndpoint, prev, ts(until), sealed, ts(now), id, row.SecretSealed)
+		if err != nil || ok {
+			return err
+		}
 	}
-	if !ok {
-		return fmt.Errorf("rotate endpoint %s: %w", id, domain.ErrEndpointNotFound)
-	}
-	return nil
+	return fmt.Errorf("rotate endpoint %s: rotated by another at the same time; try again", id)
 }
 
-// Delete removes an endpoint and its deliveries and their attempts.
-func (s *EndpointStore) Delete(ctx context.Context, id string) error {
+// Delete removes endpoint id. Its deliveries and their attempts stay, in
+// the delivery log: those still pending are failed, "endpoint deleted",
+// so every event stays delivered, pending or visibly failed.
+func (s *EndpointStore) Delete(ctx context.Context, id string, now time.Time) error {
 	return s.db.inTx(ctx, func(ctx context.Context) error {
-		if _, err := s.db.exec(ctx, `DELETE FROM notify_attempts WHERE delivery_id IN (SELECT id FROM notify_deliveries WHERE endpoint_id = ?)`, id); err != nil {
-			return fmt.Errorf("delete endpoint %s attempts: %w", id, err)
-		}
-		if _, err := s.db.exec(ctx, `DELETE FROM notify_deliveries WHERE endpoint_id = ?`, id); err != nil {
-			return fmt.Errorf("delete endpoint %s deliveries: %w", id, err)
+		if _, err := s.db.exec(ctx, giveUpEndpointPending, ts(now), ts(now), "endpoint deleted", id); err != nil {
+			return fmt.Errorf("delete endpoint %s: fail its pending deliveries: %w", id, err)
 		}
 		n, err := s.db.exec(ctx, `DELETE FROM notify_endpoints WHERE id = ?`, id)
 		if err != nil {
@@ -243,38 +319,64 @@ func (s *EndpointStore) Gone(ctx context.Context, id, reason string, now time.Ti
 	return failed, err
 }
 
-// updateEnvEndpoint is UpsertFromEnv's update of the stored endpoint.
-var updateEnvEndpoint = `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, status = ` + sqlStatus(domain.EndpointEnabled) + `,
-	disabled_reason = '', updated_at = ? WHERE id = ? AND from_env = 1`
+// updateEnvEndpoint is UpsertFromEnv's update of the stored endpoint, on
+// a row still as it read it: URL, types and secrets; never its status.
+const updateEnvEndpoint = `UPDATE notify_endpoints SET url = ?, events = ?, secret_sealed = ?, previous_secret_sealed = ?, previous_until = ?,
+	updated_at = ? WHERE id = ? AND from_env = 1 AND updated_at = ?`
 
 // UpsertFromEnv makes e (from_env, its ID fixed by the caller) the
-// endpoint configured from the environment: it rewrites the stored one's
-// URL, types and secret (a secret changed in the environment replaces the
-// old at once) and enables it, or creates it. Replicas starting together
-// all name the same ID, so one of them creates it and the others update.
+// endpoint configured from the environment, or creates it (enabled).
+// A stored one takes e's URL and types; a secret changed in the
+// environment rotates as rotate-secret does (the stored secret keeps
+// signing beside the new for domain.SecretOverlap). Its status is
+// left as it is: an endpoint its own 410 or an operator disabled stays
+// disabled, and the caller tells the operator so. Replicas starting
+// together all name the same ID: one creates it, and each update is
+// guarded on the row as read, so a second replica finds the rotation
+// done rather than rotating the new secret over itself.
 func (s *EndpointStore) UpsertFromEnv(ctx context.Context, e domain.Endpoint, now time.Time) (domain.Endpoint, error) {
 	e.FromEnv, e.Status = true, domain.EndpointEnabled
-	sealed, err := s.sealer.Seal([]byte(e.Secret))
-	if err != nil {
-		return domain.Endpoint{}, fmt.Errorf("seal secret: %w", err)
-	}
-	for range 2 {
-		ok, err := s.db.guarded(ctx, act{"update endpoint", e.ID}, updateEnvEndpoint, e.URL, joinTypes(e.Events), sealed, ts(now), e.ID)
-		if err != nil || ok {
-			if err != nil {
+	for range 4 {
+		stored, err := s.FindByID(ctx, e.ID)
+		if errors.Is(err, domain.ErrEndpointNotFound) {
+			created, err := s.Create(ctx, e)
+			if err == nil {
+				return created, nil
+			}
+			if !isUniqueViolation(err) {
 				return domain.Endpoint{}, err
 			}
-			return s.FindByID(ctx, e.ID)
+			continue
 		}
-		created, err := s.Create(ctx, e)
-		if err == nil {
-			return created, nil
-		}
-		if !isUniqueViolation(err) {
+		if err != nil {
 			return domain.Endpoint{}, err
 		}
+		if !stored.FromEnv {
+			return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: %w", e.ID, errors.New("an endpoint of that ID was made through the API"))
+		}
+		next := stored
+		next.URL, next.Events = e.URL, e.Events
+		if e.Secret != stored.Secret {
+			until := now.Add(domain.SecretOverlap)
+			next.Secret, next.PreviousSecret, next.PreviousUntil, next.Older = e.Secret, stored.Secret, &until, stored.Retired(now)
+		}
+		if next.URL == stored.URL && joinTypes(next.Events) == joinTypes(stored.Events) && next.Secret == stored.Secret {
+			return stored, nil
+		}
+		row, err := s.fromDomain(next)
+		if err != nil {
+			return domain.Endpoint{}, err
+		}
+		ok, err := s.db.guarded(ctx, act{"update endpoint", e.ID}, updateEnvEndpoint, row.URL, row.Events, row.SecretSealed,
+			row.PreviousSecretSealed, row.PreviousUntil, ts(now), e.ID, ts(stored.UpdatedAt))
+		if err != nil {
+			return domain.Endpoint{}, err
+		}
+		if ok {
+			return s.FindByID(ctx, e.ID)
+		}
 	}
-	return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: %w", e.ID, errors.New("an endpoint of that ID was made through the API"))
+	return domain.Endpoint{}, fmt.Errorf("endpoint %s from the environment: changed under every attempt to store it", e.ID)
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

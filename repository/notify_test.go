@@ -3,10 +3,13 @@ package repository_test
 import (
 	"bytes"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/idempotency"
@@ -265,8 +268,153 @@ func TestNotifyBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, err := repository.ReadNotifyBacklog(t.Context(), db)
-		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) {
-			t.Fatalf("backlog = %+v, %v; want 2 pending, the oldest at %v", b, err, t0)
+		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) || b.Held != 0 {
+			t.Fatalf("backlog = %+v, %v; want 2 pending, the oldest at %v, none held", b, err, t0)
+		}
+	})
+}
+
+// TestNotifyBacklogHeld: an endpoint an operator disabled keeps its
+// pending deliveries (they go when it is enabled again). They are out of
+// the pending count and its age, which say whether delivery keeps up (an
+// alert fires on them), and counted apart as held, so that what waits on
+// a disabled endpoint stays in sight.
+func TestNotifyBacklogHeld(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		on, off := newEndpoint(t, es, domain.NotifyTypes...), newEndpoint(t, es, domain.NotifyTypes...)
+		o := newOrder(t, db)
+		insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		insertNotifyEvent(t, db, o, 4, domain.NotifyOrderRefunded, t0.Add(time.Minute))
+		events, _ := ns.Unfanned(t.Context(), 10)
+		for _, ev := range events {
+			if _, err := ns.FanOut(t.Context(), ev, []byte("a"), []domain.Endpoint{on, off}, newID, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		off.Status, off.DisabledReason = domain.EndpointDisabled, "paused by an operator"
+		if ok, err := es.Update(t.Context(), off, t0.Add(time.Hour)); err != nil || !ok {
+			t.Fatalf("Update(disabled) = %v, %v", ok, err)
+		}
+		b, err := repository.ReadNotifyBacklog(t.Context(), db)
+		if err != nil || b.Pending != 2 || !b.OldestPending.Equal(t0) || b.Held != 2 {
+			t.Fatalf("backlog = %+v, %v; want 2 pending to the enabled endpoint (the oldest at %v) and 2 held by the disabled one", b, err, t0)
+		}
+	})
+}
+
+// TestRecordKeepsBadBytes: an answer whose headers or body are not UTF-8
+// (a hostile endpoint's) is recorded all the same, cleaned, and ends the
+// delivery; on MariaDB a raw invalid byte would fail the INSERT.
+func TestRecordKeepsBadBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		ep := newEndpoint(t, es, domain.NotifyOrderPaid)
+		o := newOrder(t, db)
+		insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		events, _ := ns.Unfanned(t.Context(), 10)
+		if _, err := ns.FanOut(t.Context(), events[0], []byte("a"), []domain.Endpoint{ep}, newID, t0); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(time.Second)
+		ids, _ := ns.Due(t.Context(), ep.ID, now, 10)
+		if len(ids) != 1 {
+			t.Fatalf("Due = %v", ids)
+		}
+		dl, ok, err := ns.Claim(t.Context(), ids[0], now, now.Add(time.Minute))
+		if !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		bad := "HTTP/1.1 200 OK\r\nX-Bad: caf\xe9 \xff\r\n\r\nok\xc3"
+		att := domain.DeliveryAttempt{ID: newID(), DeliveryID: dl.ID, N: 1, StartedAt: now, Status: 200,
+			Error: "x\xff" + string(bytes.Repeat([]byte("é"), 400)), RequestHead: "POST / HTTP/1.1\r\nX: \xfe\r\n", Response: bad + string(bytes.Repeat([]byte("x"), 70000))}
+		if ok, err := ns.Record(t.Context(), att, *dl.LeasedUntil, repository.Outcome{Event: domain.DeliveryEventDeliver, Status: 200}, now); !ok || err != nil {
+			t.Fatalf("Record(a 200 with bad bytes) = %v, %v; want recorded", ok, err)
+		}
+		logs, err := ns.ListDeliveries(t.Context(), ep.ID, domain.DeliveryDelivered, 10)
+		if err != nil || len(logs) != 1 || len(logs[0].Attempts) != 1 {
+			t.Fatalf("ListDeliveries(delivered) = %+v, %v; want the delivery and its attempt", logs, err)
+		}
+		a := logs[0].Attempts[0]
+		if !utf8.ValidString(a.Response) || !utf8.ValidString(a.Error) || !utf8.ValidString(a.RequestHead) || !strings.Contains(a.Response, "X-Bad: caf") {
+			t.Errorf("recorded attempt not cleaned: %q", a.Response[:40])
+		}
+	})
+}
+
+// TestRotateTwiceKeepsBothOld: a second rotation within the overlap keeps
+// the first old secret signing too, each until its own 24 h end.
+func TestRotateTwiceKeepsBothOld(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es := repository.NewEndpointStore(db, newSealer(t))
+		e := newEndpoint(t, es, domain.NotifyOrderPaid)
+		if err := es.Rotate(t.Context(), e.ID, "whsec_second", t0.Add(domain.SecretOverlap), t0); err != nil {
+			t.Fatal(err)
+		}
+		t1 := t0.Add(time.Hour)
+		if err := es.Rotate(t.Context(), e.ID, "whsec_third", t1.Add(domain.SecretOverlap), t1); err != nil {
+			t.Fatal(err)
+		}
+		got, err := es.FindByID(t.Context(), e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := got.Secrets(t1.Add(time.Minute)); !slices.Equal(s, []string{"whsec_third", "whsec_second", e.Secret}) {
+			t.Errorf("Secrets after two rotations = %q, want the new one and both old", s)
+		}
+		if s := got.Secrets(t0.Add(domain.SecretOverlap)); !slices.Equal(s, []string{"whsec_third", "whsec_second"}) {
+			t.Errorf("Secrets after the first overlap = %q, want the first old one gone", s)
+		}
+		if err := es.Rotate(t.Context(), e.ID, "whsec_fourth", t0.Add(30*time.Hour+domain.SecretOverlap), t0.Add(6*time.Hour+domain.SecretOverlap)); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = es.FindByID(t.Context(), e.ID)
+		if s := got.Secrets(t0.Add(domain.SecretOverlap + 7*time.Hour)); !slices.Equal(s, []string{"whsec_fourth", "whsec_third"}) {
+			t.Errorf("Secrets after a later rotation = %q, want the expired ones dropped", s)
+		}
+	})
+}
+
+// TestDeleteEndpointKeepsLog: deleting an endpoint fails its pending
+// deliveries ("endpoint deleted") and keeps them with their attempts, so
+// each event stays delivered, pending or visibly failed; a redelivery
+// does not bring them back to pending for an endpoint that is gone.
+func TestDeleteEndpointKeepsLog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		ep := newEndpoint(t, es, domain.NotifyOrderPaid)
+		o := newOrder(t, db)
+		ev := insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		events, _ := ns.Unfanned(t.Context(), 10)
+		if _, err := ns.FanOut(t.Context(), events[0], []byte("a"), []domain.Endpoint{ep}, newID, t0); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(time.Second)
+		ids, _ := ns.Due(t.Context(), ep.ID, now, 10)
+		dl, ok, err := ns.Claim(t.Context(), ids[0], now, now.Add(time.Minute))
+		if !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		att := domain.DeliveryAttempt{ID: newID(), DeliveryID: dl.ID, N: 1, StartedAt: now, Status: 500, Error: "answered 500"}
+		if ok, err := ns.Record(t.Context(), att, *dl.LeasedUntil, repository.Outcome{Event: domain.DeliveryEventRetry, Next: now, Status: 500, Error: "answered 500"}, now); !ok || err != nil {
+			t.Fatalf("Record = %v, %v", ok, err)
+		}
+		if err := es.Delete(t.Context(), ep.ID, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := es.FindByID(t.Context(), ep.ID); !errors.Is(err, domain.ErrEndpointNotFound) {
+			t.Fatalf("FindByID after Delete = %v", err)
+		}
+		logs, err := ns.ListDeliveries(t.Context(), ep.ID, "", 10)
+		if err != nil || len(logs) != 1 || logs[0].Status != domain.DeliveryFailed || logs[0].LastError != "endpoint deleted" || len(logs[0].Attempts) != 1 {
+			t.Fatalf("deliveries after Delete = %+v, %v; want one failed (endpoint deleted) with its attempt", logs, err)
+		}
+		if n, err := ns.Redeliver(t.Context(), ev, now); n != 0 || err != nil {
+			t.Errorf("Redeliver after Delete = %d, %v; want nothing back to pending", n, err)
 		}
 	})
 }

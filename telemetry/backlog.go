@@ -39,6 +39,7 @@ type Backlog struct {
 	DisputesOpen         int64     // disputes the customers' banks have not decided
 	NotifyPending        int64     // events not yet told to the merchant's endpoints (ADR 0053)
 	OldestNotifyPending  time.Time // zero: none
+	NotifyHeld           int64     // pending deliveries to endpoints an operator disabled
 }
 
 // backlogDescs are the gauges a backlog collector exports.
@@ -57,6 +58,8 @@ var (
 		"Events not yet told to the merchant's enabled endpoints: not fanned out, or a delivery pending (whole database).", nil, nil)
 	descNotifyOldest = prometheus.NewDesc("payd_notify_oldest_pending_age_seconds",
 		"Age of the oldest event not yet told to an enabled endpoint; 0 when there is none.", nil, nil)
+	descNotifyHeld = prometheus.NewDesc("payd_notify_held",
+		"Deliveries pending to endpoints an operator disabled: they go when it is enabled again, and are not in payd_notify_backlog (whole database).", nil, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -87,7 +90,7 @@ func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl,
 // Describe sends the gauges' descriptions.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen,
-		descNotifyBacklog, descNotifyOldest, descBacklogUp} {
+		descNotifyBacklog, descNotifyOldest, descNotifyHeld, descBacklogUp} {
 		ch <- d
 	}
 }
@@ -126,4 +129,5 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descNotifyBacklog, prometheus.GaugeValue, float64(b.NotifyPending))
 	ch <- prometheus.MustNewConstMetric(descNotifyOldest, prometheus.GaugeValue, notifyAge)
+	ch <- prometheus.MustNewConstMetric(descNotifyHeld, prometheus.GaugeValue, float64(b.NotifyHeld))
 }
