@@ -52,6 +52,7 @@ type Config struct {
 	SandboxReorder     string
 	Fault              string // test-only: kill the process at this point of a payment
 	Mutant             string // test-only: run with this guard removed, to prove the tests notice (repository.Mutate)
+	NotifyVia          string // test-only: deliveries connect to this host:port whatever the endpoint's URL (notify.DialVia)
 	ProviderTimeout    time.Duration
 
 	operatorConfig                   // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
@@ -351,6 +352,9 @@ func (c *Config) check(sub string) error {
 	}
 	if c.Mutant != "" && c.Env == "production" {
 		return errors.New("PAYD_TEST_MUTANT is for tests and may not be set in production")
+	}
+	if c.NotifyVia != "" && c.Env == "production" {
+		return errors.New("PAYD_TEST_NOTIFY_VIA is for tests and may not be set in production")
 	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")

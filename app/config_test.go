@@ -39,6 +39,7 @@ func TestConfigProduction(t *testing.T) {
 		{"fault switch", "serve", map[string]string{"PAYD_TEST_FAULT": "after_claim"}, nil, map[bool]string{true: "PAYD_TEST_FAULT"}[faultBuild]},
 		{"mutant switch", "serve", map[string]string{"PAYD_TEST_MUTANT": "claim_unguarded"}, nil, map[bool]string{true: "PAYD_TEST_MUTANT"}[faultBuild]},
 		{"refund mutant switch", "serve", map[string]string{"PAYD_TEST_MUTANT": "refund_unguarded"}, nil, map[bool]string{true: "PAYD_TEST_MUTANT"}[faultBuild]},
+		{"notify via switch", "serve", map[string]string{"PAYD_TEST_NOTIFY_VIA": "127.0.0.1:9"}, nil, map[bool]string{true: "PAYD_TEST_NOTIFY_VIA"}[faultBuild]},
 		{"webhook secret without prefix", "serve", map[string]string{"PAYD_WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwxyz"}, nil, "whsec_"},
 		{"sandbox needs no admin token", "sandbox", map[string]string{"PAYD_ADMIN_TOKEN": "", "PAYD_SECRET_KEY": ""}, nil, ""},
 		{"sandbox needs the webhook secret", "sandbox", map[string]string{"PAYD_WEBHOOK_SECRET": ""}, nil, "PAYD_WEBHOOK_SECRET"},

@@ -10,7 +10,8 @@ import (
 // Test builds only (go build -tags paydfault): the crash tests kill payd,
 // as kill -9 would, at a chosen step of a payment, and the nemesis's
 // mutant check runs payd with a guard removed to prove its checker
-// notices. A shipped binary has neither the flags nor the variables.
+// notices, and its merchant deliveries go through a link of each
+// replica's own (PAYD_TEST_NOTIFY_VIA). A shipped binary has neither the flags nor the variables.
 
 const faultBuild = true
 
@@ -18,6 +19,7 @@ func testSettings(c *Config) []setting {
 	return []setting{
 		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit, after_settle_commit or notify_before_send", &c.Fault, nil},
 		{"PAYD_TEST_MUTANT", "test-mutant", "", "tests only: remove a guard (claim_unguarded or refund_unguarded; see repository.Mutate)", &c.Mutant, nil},
+		{"PAYD_TEST_NOTIFY_VIA", "test-notify-via", "", "tests only: every delivery to a merchant endpoint connects to this host:port (the nemesis's per-replica link)", &c.NotifyVia, nil},
 	}
 }
 

@@ -333,8 +333,12 @@ const notifyEvery = time.Second
 // 0053), with the endpoint from PAYD_NOTIFY_URL if set.
 func notifyWorker(cfg Config, db *repository.DB, sealer *idempotency.Sealer, metrics *telemetry.Metrics, log *slog.Logger) *notify.Worker {
 	policy := cfg.notifyPolicy()
+	hc := notify.NewClient(cfg.NotifyTimeout, policy)
+	if cfg.NotifyVia != "" {
+		notify.DialVia(hc, cfg.NotifyVia)
+	}
 	w := &notify.Worker{Store: repository.NewNotifyStore(db), Endpoints: repository.NewEndpointStore(db, sealer),
-		Sender: notify.Sender{Client: notify.NewClient(cfg.NotifyTimeout, policy), Policy: policy},
+		Sender: notify.Sender{Client: hc, Policy: policy},
 		Lease:  notify.LeaseFor(cfg.NotifyTimeout), Now: now, Log: log, Observer: metrics,
 		Tracer: cfg.tracing.TracerProvider(), PerEndpoint: 8}
 	if cfg.NotifyURL != "" {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -40,7 +39,9 @@ import (
 //     front that hands each to a replica through that replica's link;
 //   - payd → each Redis Cluster node ("redis-n"): the nodes announce their
 //     link's port, so the cluster's own redirections (MOVED, CLUSTER
-//     SLOTS) lead through the links too.
+//     SLOTS) lead through the links too;
+//   - payd-i → the merchant ("merchant-i"): the shop's receiver, told of
+//     every order event (nemesis_merchant_test.go).
 //
 // The process faults each setup can take are kill_replica (all), and
 // redis_failover, db_restart (the system MariaDB) or kill_galera_node.
@@ -60,7 +61,10 @@ type nemSetup struct {
 	prov *procProvider // the sandbox; nil in Stripe mode
 	// stripe is the fake Stripe in Stripe mode, nil on the sandbox.
 	stripe *nemStripe
-	reps   []*nemReplica
+	// merchant is the shop payd tells of order events
+	// (nemesis_merchant_test.go).
+	merchant *nemMerchant
+	reps     []*nemReplica
 	// db is the test's own handle on payd's database, past the links: the
 	// settling checks read it.
 	db      *repository.DB
@@ -151,6 +155,16 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 	// once, in any order, each given up on after a second (a black-holed
 	// link would otherwise hold the queue five seconds a try).
 	front := startNemFront(t, hooks)
+	// The shop, reached from each replica through its own link.
+	names := make([]string, len(s.reps))
+	for i, r := range s.reps {
+		names[i] = r.name
+	}
+	var shop []string
+	s.merchant, shop = startNemMerchant(t, names)
+	for i := range shop {
+		shop[i] = s.link(fmt.Sprintf("merchant-%d", i+1), nemesis.MerchantLink, shop[i]).Addr()
+	}
 	var provAddr string
 	if o.stripe {
 		s.stripe = startNemStripe(t, front, o.seed)
@@ -194,6 +208,9 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 		if rc != nil {
 			e["PAYD_REDIS_URL"] = rc.URL()
 		}
+		for k, v := range nemNotifyEnv(shop[i]) {
+			e[k] = v
+		}
 		for k, v := range o.extra {
 			e[k] = v
 		}
@@ -219,78 +236,7 @@ func startNemSetup(t *testing.T, o nemOpts) *nemSetup {
 	}
 	s.db = openDB(t, direct)
 
-	// The process faults.
-	for _, r := range s.reps {
-		s.targets[nemesis.KillReplica] = append(s.targets[nemesis.KillReplica], r.name)
-	}
-	s.process[nemesis.KillReplica] = func(_ context.Context, target string) (func(context.Context) error, error) {
-		r := s.replica(target)
-		if r == nil {
-			return nil, fmt.Errorf("no replica %q", target)
-		}
-		p := r.current()
-		_ = p.cmd.Process.Kill() // SIGKILL
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			return nil, fmt.Errorf("%s still runs 30s after SIGKILL", r.name)
-		}
-		return func(context.Context) error {
-			p, err := launchPaydProc(t, exe, r.name, r.env)
-			if err != nil {
-				return err
-			}
-			r.mu.Lock()
-			r.proc, r.procs = p, append(r.procs, p)
-			r.mu.Unlock()
-			return nil
-		}, nil
-	}
-	if cluster != nil {
-		for n := 1; n <= galeratest.Nodes; n++ {
-			s.targets[nemesis.KillGaleraNode] = append(s.targets[nemesis.KillGaleraNode], fmt.Sprintf("node%d", n))
-		}
-		s.process[nemesis.KillGaleraNode] = func(_ context.Context, target string) (func(context.Context) error, error) {
-			n, err := strconv.Atoi(strings.TrimPrefix(target, "node"))
-			if err != nil || n < 1 || n > galeratest.Nodes {
-				return nil, fmt.Errorf("no Galera node %q", target)
-			}
-			if err := asFault(t, func(tb testing.TB) { cluster.Kill(tb, n) }); err != nil {
-				return nil, err
-			}
-			return func(context.Context) error { return asFault(t, func(tb testing.TB) { cluster.Start(tb, n) }) }, nil
-		}
-	}
-	if rc != nil {
-		s.targets[nemesis.RedisFailover] = []string{"redis"}
-		var nth atomic.Int64
-		s.process[nemesis.RedisFailover] = func(_ context.Context, _ string) (func(context.Context) error, error) {
-			// A key's master: which one is killed changes from one failover to the next.
-			key := fmt.Sprintf("nemesis-failover-%d", nth.Add(1))
-			var killed *redistest.Server
-			err := asFault(t, func(tb testing.TB) {
-				killed = rc.MasterFor(tb, key)
-				from := time.Now()
-				killed.Kill()
-				rc.WaitFailover(tb, key, killed, from, 30*time.Second)
-			})
-			if err != nil {
-				return nil, err
-			}
-			return func(context.Context) error {
-				return asFault(t, func(tb testing.TB) { rc.Rejoin(tb, killed, time.Minute) })
-			}, nil
-		}
-	}
-	if maria != nil {
-		s.targets[nemesis.DBRestart] = []string{"mariadb"}
-		s.process[nemesis.DBRestart] = func(context.Context, string) (func(context.Context) error, error) {
-			if err := maria.stop(); err != nil {
-				return nil, err
-			}
-			return func(context.Context) error { return maria.start() }, nil
-		}
-	}
+	s.processFaults(exe, cluster, rc, maria)
 	return s
 }
 
@@ -383,35 +329,6 @@ func startNemFront(t *testing.T, links []*nemesis.Link) string {
 	go func() { defer close(served); _ = hs.Serve(ln) }()
 	t.Cleanup(func() { _ = hs.Close(); <-served })
 	return "http://" + ln.Addr().String()
-}
-
-// faultTB is a test's testing.TB for the helpers of galeratest and
-// redistest when a process fault calls them from the schedule's
-// goroutine: a failure there ends the fault with an error (asFault)
-// instead of the goroutine.
-type faultTB struct{ testing.TB }
-
-type faultFailure struct{ msg string }
-
-func (f faultTB) Fatalf(format string, args ...any) {
-	panic(faultFailure{fmt.Sprintf(format, args...)})
-}
-func (f faultTB) Fatal(args ...any) { panic(faultFailure{fmt.Sprint(args...)}) }
-func (f faultTB) FailNow()          { panic(faultFailure{"failed"}) }
-
-// asFault runs fn with a faultTB and returns its failure as an error.
-func asFault(t testing.TB, fn func(testing.TB)) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(faultFailure)
-			if !ok {
-				panic(r)
-			}
-			err = errors.New(f.msg)
-		}
-	}()
-	fn(faultTB{t})
-	return nil
 }
 
 // nemRand is a client's random source: from the seed and the client.

@@ -699,12 +699,16 @@ func (r *propRun) settle() string {
 	for i, o := range r.orders {
 		ids[i] = o.id
 	}
-	ctx := context.Background()
-	deadline := time.Now().Add(propSettle)
+	return untilQuiet(propSettle, func() string { return r.busy(context.Background(), ids) })
+}
+
+// untilQuiet polls busy every 300 ms until it says nothing is busy ("")
+// twice in a row, for at most budget: "" then, else what was still busy.
+func untilQuiet(budget time.Duration, busy func() string) string {
+	deadline := time.Now().Add(budget)
 	quiet, why := 0, ""
 	for time.Now().Before(deadline) && quiet < 2 {
-		why = r.busy(ctx, ids)
-		if why == "" {
+		if why = busy(); why == "" {
 			quiet++
 		} else {
 			quiet = 0
@@ -740,7 +744,14 @@ func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
 		return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
 	}
 	// The shop is told of everything before the run counts as settled.
-	if err := g.Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
+	return busyNotify(db, ids)
+}
+
+// busyNotify is busyPayd's part about the shop: an event of the orders
+// ids not yet fanned out to the endpoints, or a delivery pending.
+func busyNotify(db *repository.DB, ids []string) string {
+	var busy []string
+	if err := db.Gorm().Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
 		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
 		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
 	}

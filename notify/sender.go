@@ -223,6 +223,17 @@ func NewClient(timeout time.Duration, p Policy) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// DialVia makes c, a client of NewClient, connect to addr whatever host
+// a URL names; the URL's host stays the request's Host, and the policy's
+// check of each address still applies. Test builds only
+// (PAYD_TEST_NOTIFY_VIA): the nemesis reaches one merchant through a
+// link of each replica's own.
+func DialVia(c *http.Client, addr string) {
+	t := c.Transport.(*http.Transport)
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) { return dial(ctx, network, addr) }
+}
+
 // Sender sends one delivery as a Standard Webhooks request.
 type Sender struct {
 	Client *http.Client

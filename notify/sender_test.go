@@ -131,6 +131,34 @@ func TestSenderBounded(t *testing.T) {
 	}
 }
 
+// TestDialViaReachesTheAddressNotTheURL: a client made to dial through an
+// address connects there whatever host the endpoint's URL names, and the
+// URL's host is still the request's Host.
+func TestDialViaReachesTheAddressNotTheURL(t *testing.T) {
+	var host string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host = r.Host
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c := notify.NewClient(2*time.Second, notify.Policy{})
+	notify.DialVia(c, strings.TrimPrefix(srv.URL, "http://"))
+	defer c.CloseIdleConnections()
+	resp, err := c.Post("http://shop.nemesis.test/hooks", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("through the address: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || host != "shop.nemesis.test" {
+		t.Fatalf("answered %d with Host %q, want 204 from the address with the URL's host", resp.StatusCode, host)
+	}
+	guarded := notify.NewClient(2*time.Second, notify.Policy{Guard: true})
+	notify.DialVia(guarded, strings.TrimPrefix(srv.URL, "http://"))
+	if _, err := guarded.Post("http://shop.nemesis.test/hooks", "application/json", strings.NewReader("{}")); err == nil || !errors.Is(err, notify.ErrRefusedAddress) {
+		t.Fatalf("a loopback address under the guard: %v, want notify.ErrRefusedAddress", err)
+	}
+}
+
 // TestSenderCleansAnswer: an answer whose header bytes are not UTF-8 is
 // kept as valid text, so the attempt can be recorded.
 func TestSenderCleansAnswer(t *testing.T) {

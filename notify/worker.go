@@ -209,41 +209,58 @@ func (w *Worker) deliver(ctx context.Context, endpoints []domain.Endpoint) (int,
 // Wait waits for the deliveries the passes so far started.
 func (w *Worker) Wait() { w.inflight.Wait() }
 
+// deliverTo sends ep's due deliveries, PerEndpoint at a time: batch after
+// batch while every attempt of the last one delivered and it was full (a
+// healthy endpoint with a backlog is drained in one pass, up to
+// maxPerPass), and no further after an attempt that did not deliver (a
+// failing endpoint waits for its backoff, holding no pool slot meanwhile).
 func (w *Worker) deliverTo(ctx context.Context, ep domain.Endpoint) (int, error) {
-	ids, err := w.Store.Due(ctx, ep.ID, w.Now().UTC(), max(w.PerEndpoint, 1))
-	if err != nil {
-		return 0, err
-	}
+	batch := max(w.PerEndpoint, 1)
 	sent := 0
-	for _, id := range ids {
-		if ctx.Err() != nil {
-			return sent, nil
-		}
-		done, gone, err := w.attempt(ctx, ep, id)
+	for sent < maxPerPass {
+		ids, err := w.Store.Due(ctx, ep.ID, w.Now().UTC(), batch)
 		if err != nil {
 			return sent, err
 		}
-		if done {
-			sent++
+		healthy := len(ids) == batch
+		for _, id := range ids {
+			if ctx.Err() != nil {
+				return sent, nil
+			}
+			outcome, err := w.attempt(ctx, ep, id)
+			if err != nil {
+				return sent, err
+			}
+			if outcome != "" {
+				sent++
+			}
+			if outcome == OutcomeGone {
+				return sent, nil
+			}
+			healthy = healthy && outcome == OutcomeDelivered
 		}
-		if gone {
+		if !healthy {
 			return sent, nil
 		}
 	}
 	return sent, nil
 }
 
+// maxPerPass bounds the deliveries one pass sends one endpoint.
+const maxPerPass = 500
+
 // attempt claims delivery id, sends it once and records the answer. It
-// reports whether it sent, and whether the endpoint is gone (410).
-func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (sent, gone bool, err error) {
+// reports the attempt's outcome: "" when it sent nothing (another replica
+// holds the delivery), OutcomeGone when the endpoint is gone (410).
+func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (Outcome, error) {
 	now := w.Now().UTC()
 	d, won, err := w.Store.Claim(ctx, id, now, now.Add(w.Lease))
 	if err != nil || !won {
-		return false, false, err
+		return "", err
 	}
 	ev, err := w.Store.FindEvent(ctx, d.EventID)
 	if err != nil {
-		return false, false, err
+		return "", err
 	}
 	service.Fault("notify_before_send") // test builds: kill -9 here, the lease taken and nothing sent
 	ctx, span := w.tracer().Start(ctx, "notify deliver", trace.WithSpanKind(trace.SpanKindClient),
@@ -272,24 +289,24 @@ func (w *Worker) attempt(ctx context.Context, ep domain.Endpoint, id string) (se
 			att.Error += "; " + rec.Error
 		}
 		if ok, err = w.Store.Record(ctx, att, *d.LeasedUntil, rec, end); err != nil {
-			return true, false, err
+			return OutcomeRetry, err
 		}
 	}
 	if !ok {
 		w.log().Warn("notify: a delivery's lease ran out before its answer was recorded", "delivery", d.ID, "event", ev.ID)
-		return true, false, nil
+		return OutcomeRetry, nil // what it was told is another claim's now: no reason to go on
 	}
 	if w.Observer != nil {
 		w.Observer.Delivered(outcome)
 	}
 	if outcome == OutcomeGone {
 		if _, err := w.Endpoints.Gone(ctx, ep.ID, "the endpoint answered 410 Gone", end); err != nil {
-			return true, true, err
+			return OutcomeGone, err
 		}
 		w.log().Warn("notify: endpoint answered 410 Gone and is disabled", "endpoint", ep.ID)
-		return true, true, nil
+		return OutcomeGone, nil
 	}
-	return true, false, nil
+	return outcome, nil
 }
 
 // judge turns an answer into the delivery's next step: 2xx delivers, 410

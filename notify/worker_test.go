@@ -238,6 +238,39 @@ func TestWorkerGivesUp(t *testing.T) {
 	}
 }
 
+// TestWorkerDrainsABacklogInOnePass: an endpoint that answers 2xx is sent
+// its whole backlog in one pass, a batch after another, not one batch a
+// pass (a pass a second would cap a shop at PerEndpoint events a second);
+// an endpoint that fails stops at its first batch.
+func TestWorkerDrainsABacklogInOnePass(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		clk := &clock{t: t0}
+		w, es := newWorker(t, db, clk, nil)
+		ok, okHits := receiver(t, secretA, 204)
+		bad, badHits := receiver(t, secretA, 500)
+		for _, srv := range []*httptest.Server{ok, bad} {
+			if _, err := es.Create(t.Context(), domain.Endpoint{ID: newID(), URL: srv.URL, Events: domain.NotifyTypes, Secret: secretA, CreatedAt: t0, UpdatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 11 // PerEndpoint is 4: three batches
+		for range n {
+			paidOrder(t, db)
+		}
+		if _, err := w.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.Wait() // the pass's deliveries run beside it
+		if got := len(okHits()); got != n {
+			t.Errorf("the healthy endpoint got %d of its %d events in one pass", got, n)
+		}
+		if got := len(badHits()); got != 4 {
+			t.Errorf("the failing endpoint was tried %d times in one pass, want one batch of 4", got)
+		}
+	})
+}
+
 // TestWorkerSlowEndpointDelaysNoOther: an endpoint that hangs holds only
 // itself: passes go on, and a healthy endpoint gets every event (more
 // than one pass's worth) while the hanging one has taken one request.

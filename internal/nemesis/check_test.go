@@ -116,7 +116,24 @@ func cleanWorld() World {
 		},
 		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
 		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
+		// The merchant heard every event but o3's refund, which payd shows
+		// pending; o3's payment arrived twice (its first answer was lost).
+		Merchant: &Merchant{
+			Subscribed: domain.NotifyTypes,
+			Arrivals: []Arrival{
+				arrival("e1", "o1", "h1", 300, "payd-1"), arrival("e2", "o2", "h2", 50, "payd-2"),
+				arrival("e3", "o3", "h3", 60, "payd-1"), arrival("e3", "o3", "h3", 900, "payd-2"),
+				arrival("e5", "o4", "h5", 40, "payd-1"),
+			},
+			// e9, which the one_event_per_change cases add, would be pending too.
+			Shown: map[string]domain.DeliveryStatus{"e4": domain.DeliveryPending, "e9": domain.DeliveryPending},
+		},
 	}
+}
+
+// arrival is a verified arrival of event id at ms.
+func arrival(id, order, hash string, ms int, via string) Arrival {
+	return Arrival{WebhookID: id, EventID: id, OrderID: order, BodyHash: hash, Verified: true, At: atMS(ms), Via: via}
 }
 
 func TestCheckCleanWorldPasses(t *testing.T) {
@@ -124,8 +141,11 @@ func TestCheckCleanWorldPasses(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("Check(clean world) = %v, want no violation", err)
 	}
-	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 10 {
-		t.Errorf("Checked = %v, want the 10 invariants %v", r.Checked, Invariants)
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 11 {
+		t.Errorf("Checked = %v, want the 11 invariants %v", r.Checked, Invariants)
+	}
+	if d := r.Delivered; d == nil || *d != (Delivered{Events: 5, Arrived: 4, Pending: 1, Arrivals: 5, Again: 1}) {
+		t.Errorf("Delivered = %+v, want 5 events, 4 arrived, 1 pending, 5 arrivals, 1 again", d)
 	}
 }
 
@@ -214,6 +234,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			o := w.Orders["o1"]
 			o.Told = nil
 			w.Orders["o1"] = o
+			w.Merchant.Arrivals = w.Merchant.Arrivals[1:] // nor heard by the merchant
 		}},
 		{"a refund booked but not told", InvOneEvent, func(w *World) {
 			o := w.Orders["o3"]
@@ -224,6 +245,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			o := w.Orders["o2"]
 			o.Told = append([]Told{{"e9", domain.NotifyOrderPaid, 1, domain.StatusPaid}}, o.Told...)
 			w.Orders["o2"] = o
+			w.Merchant.Shown["e9"] = domain.DeliveryFailed // the merchant's order of events is not this case's
 		}},
 		{"two events of one version", InvOneEvent, func(w *World) {
 			o := w.Orders["o3"]
@@ -245,6 +267,33 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaymentFailed, 5, domain.StatusPending})
 			o.Attempts = 2
 			w.Orders["o1"] = o
+		}},
+		{"an event neither delivered nor shown", InvDelivered, func(w *World) {
+			delete(w.Merchant.Shown, "e4")
+		}},
+		{"an event delivered only unsigned", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals[0].Verified = false
+		}},
+		{"an event shown delivered that never arrived", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals = w.Merchant.Arrivals[1:]
+			w.Merchant.Shown["e1"] = domain.DeliveryDelivered
+		}},
+		{"one webhook-id, two bodies", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals[3].BodyHash = "h3-other"
+		}},
+		{"an invented event", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals = append(w.Merchant.Arrivals, arrival("e-none", "o1", "h9", 500, "payd-1"))
+		}},
+		{"a body naming another event", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals[0].EventID = "e2"
+		}},
+		{"a refund before its payment", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals = append(w.Merchant.Arrivals, arrival("e4", "o3", "h4", 10, "payd-2"))
+			delete(w.Merchant.Shown, "e4")
+		}},
+		{"a refund arrived, its payment never", InvDelivered, func(w *World) {
+			w.Merchant.Arrivals = append(w.Merchant.Arrivals[:2], arrival("e4", "o3", "h4", 70, "payd-2"), w.Merchant.Arrivals[4])
+			w.Merchant.Shown = map[string]domain.DeliveryStatus{"e3": domain.DeliveryPending}
 		}},
 	}
 	for _, tt := range tests {

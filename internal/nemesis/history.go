@@ -136,6 +136,35 @@ type World struct {
 	Orders   map[string]OrderState
 	Payd     Money // payd's money summary (the admin books)
 	Provider Money // the provider's books
+	// Merchant is what the shop heard of payd's order events, and what
+	// payd shows operators of those it has not delivered
+	// (InvDelivered); nil when the setup has no merchant.
+	Merchant *Merchant
+}
+
+// Merchant is the shop's side of the order events: the types its endpoint
+// subscribes to, every request that arrived at it, and the deliveries
+// payd's admin list shows pending or failed, by event.
+type Merchant struct {
+	Subscribed []domain.NotifyType
+	Arrivals   []Arrival
+	// Shown is each event's delivery status as GET
+	// /v1/admin/endpoints/{id}/deliveries?status=pending|failed lists it.
+	Shown map[string]domain.DeliveryStatus
+}
+
+// Arrival is one request the merchant's receiver read in full: the
+// webhook-id it carried, the event its body names, a hash of the body,
+// whether its signature verified, when it arrived and through which
+// replica's link.
+type Arrival struct {
+	WebhookID string
+	EventID   string // the body's "id"; "" when the body is no event
+	OrderID   string // the body's order
+	BodyHash  string
+	Verified  bool
+	At        time.Time
+	Via       string // the replica whose link carried it
 }
 
 // answerClass sorts an answer by what it promises about the key it was sent

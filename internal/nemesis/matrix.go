@@ -105,7 +105,7 @@ func Matrix(p Plan, start time.Time, ops []Op, links map[string]LinkKind) FaultM
 }
 
 // linkOrder is the order of the link columns in a matrix's rows.
-var linkOrder = []LinkKind{DBLink, ProviderLink, RedisLink, WebhookLink}
+var linkOrder = []LinkKind{DBLink, ProviderLink, RedisLink, WebhookLink, MerchantLink}
 
 // rowRank orders rows: wire kinds by link kind, then process kinds, then
 // the row of no fault.

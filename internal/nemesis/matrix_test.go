@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,31 @@ func TestMatrixCountsAnswersByFaultAndLink(t *testing.T) {
 		if !strings.Contains(md, line+"\n") {
 			t.Errorf("Markdown() = \n%s\nwant the line %q", md, line)
 		}
+	}
+}
+
+// TestShopCountsArrivalsByMerchantFault: an arrival through a faulted
+// merchant link is in that fault's row, one through another replica's
+// link is not, and one payd sent again later counts as sent again.
+func TestShopCountsArrivalsByMerchantFault(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	p := Plan{Duration: 20 * time.Second, Faults: []Fault{
+		{At: 2 * time.Second, For: 3 * time.Second, Kind: ResetPeer, Target: "merchant-1", Stream: Downstream},
+		{At: 2 * time.Second, For: 3 * time.Second, Kind: Latency, Target: "db-1", Stream: Upstream},
+	}}
+	arrivals := []Arrival{
+		{WebhookID: "e1", Via: "payd-1", At: at(3)},  // under the reset, sent again at 9 s
+		{WebhookID: "e2", Via: "payd-2", At: at(3)},  // another replica's link: no fault
+		{WebhookID: "e1", Via: "payd-1", At: at(9)},  // the resend
+		{WebhookID: "e3", Via: "payd-1", At: at(30)}, // after the schedule
+	}
+	got := Shop(p, start, arrivals, map[string]string{"payd-1": "merchant-1", "payd-2": "merchant-2"})
+	want := ShopMatrix{Rows: []ShopRow{{Kind: ResetPeer, Faults: 1, Arrivals: 1, Resent: 1}, {Arrivals: 2}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Shop = %+v, want %+v", got, want)
+	}
+	if md := got.Markdown(); !strings.Contains(md, "| reset_peer | merchant | 1 | 1 | 1 |") || !strings.Contains(md, "| no fault | — | — | 2 | 0 |") {
+		t.Errorf("Markdown =\n%s", md)
 	}
 }

@@ -19,12 +19,14 @@ import (
 type LinkKind string
 
 // The links payd has: to each database node, to the provider, to each
-// Redis node, and the provider's webhook deliveries back to payd.
+// Redis node, the provider's webhook deliveries back to payd, and payd's
+// deliveries of order events to the merchant.
 const (
 	DBLink       LinkKind = "db"
 	ProviderLink LinkKind = "provider"
 	RedisLink    LinkKind = "redis"
 	WebhookLink  LinkKind = "webhook"
+	MerchantLink LinkKind = "merchant"
 )
 
 // Net is the set of proxied links of one test setup. Every link is a

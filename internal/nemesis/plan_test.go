@@ -9,14 +9,14 @@ import (
 )
 
 // targets is a Galera-like setup: links to three nodes, the provider, Redis
-// and the webhooks, and every process fault.
+// the webhooks and the merchant, and every process fault.
 func targets() Targets {
 	var links []*Link
 	for _, n := range []struct {
 		name string
 		kind LinkKind
 	}{{"db-node1", DBLink}, {"db-node2", DBLink}, {"db-node3", DBLink}, {"provider", ProviderLink},
-		{"redis-1", RedisLink}, {"webhook", WebhookLink}} {
+		{"redis-1", RedisLink}, {"webhook", WebhookLink}, {"merchant-1", MerchantLink}, {"merchant-2", MerchantLink}} {
 		links = append(links, &Link{Name: n.name, Kind: n.kind})
 	}
 	return Targets{Links: links, Process: map[Kind][]string{
@@ -63,7 +63,7 @@ func TestNewPlanCoversEveryKind(t *testing.T) {
 				}
 			}
 			for _, k := range WireKinds {
-				for _, lk := range []LinkKind{DBLink, ProviderLink, RedisLink, WebhookLink} {
+				for _, lk := range []LinkKind{DBLink, ProviderLink, RedisLink, WebhookLink, MerchantLink} {
 					if onLink[string(k)+" on "+string(lk)] == 0 {
 						t.Fatalf("seed %d, %s: no %s on a %s link in\n%s", seed, d, k, lk, p)
 					}

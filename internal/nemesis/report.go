@@ -19,6 +19,9 @@ type Report struct {
 	Start      time.Time // the history's first request: slices show times from it
 	Checked    []string
 	Violations []Violation
+	// Delivered is what InvDelivered counted; nil when the world had no
+	// merchant.
+	Delivered *Delivered
 }
 
 // Err is nil when nothing broke. Otherwise it says the seed, the command
@@ -208,6 +211,9 @@ func Summary(setup string, seed int64, faults map[string]int, ops []Op, r Report
 	}
 	if answers[0] > 0 {
 		fmt.Fprintf(&b, " none=%d", answers[0])
+	}
+	if d := r.Delivered; d != nil {
+		fmt.Fprintf(&b, "; events %d (arrived %d, pending %d, failed %d), arrivals %d (%d again)", d.Events, d.Arrived, d.Pending, d.Failed, d.Arrivals, d.Again)
 	}
 	fmt.Fprintf(&b, "; invariants %d checked, %d broken", len(r.Checked), len(r.broken()))
 	return b.String()
