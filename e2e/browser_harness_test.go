@@ -292,6 +292,28 @@ func (b *shopper) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// clickFresh clicks the element sel finds. A page that re-renders (the console
+// refreshes a card after each action) may replace the element between
+// the query and the click; the click then never reached the page
+// ("Could not find node"), so it is tried again on the new element, for
+// a few seconds.
+func (b *shopper) clickFresh(what, sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(sel))
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") || time.Now().After(deadline) {
+			b.t.Fatalf("%s: %v\n%s", what, err, b.describe())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // eval runs a JavaScript expression in the page and returns its value.
 func eval[T any](b *shopper, expr string) (T, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)

@@ -120,7 +120,7 @@ func TestConsoleTimelineFollowsEveryAction(t *testing.T) {
 
 		b.do("refund", chromedp.Click(card+" button.refund"))
 		b.waitFor("the console to give up on the 502s", func() bool { return strings.Contains(b.text(card+" .result"), "502") })
-		b.do("refund again", chromedp.Click(card+" button.refund"))
+		b.clickFresh("refund again", card+" button.refund")
 		entry := fmt.Sprintf(`#timeline li[data-kind="discrepancy"][data-id="%s"]`, did)
 		b.waitFor("the resolution on the timeline", func() bool { return b.attr(entry, "outcome") == "resolved: refund" })
 		b.waitFor("the refund on the timeline", func() bool { return b.count(`#timeline li[data-kind="refund"]`) == 1 && audits("200") == 1 })

@@ -125,7 +125,8 @@ func TestDerivedStatements(t *testing.T) {
 		{"giveUpEndpointPending", giveUpEndpointPending, `UPDATE notify_deliveries SET status = 'failed', leased_until = NULL, failed_at = ?, updated_at = ?, last_error = ?
 			WHERE endpoint_id = ? AND status IN ('pending')`},
 		{"redeliverEvent", redeliverEvent, `UPDATE notify_deliveries SET status = 'pending', next_attempt_at = ?, leased_until = NULL,
-			delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ('delivered', 'failed')`},
+			delivered_at = NULL, failed_at = NULL, updated_at = ? WHERE event_id = ? AND status IN ('delivered', 'failed')
+			  AND endpoint_id IN (SELECT id FROM notify_endpoints)`},
 	} {
 		if oneLine(tc.got) != oneLine(tc.want) {
 			t.Errorf("%s = %q\nwant %q", tc.name, oneLine(tc.got), oneLine(tc.want))
