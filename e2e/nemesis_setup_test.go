@@ -290,22 +290,6 @@ func (s *nemSetup) ready() bool {
 	return true
 }
 
-// freeAddr is a loopback address nothing listens on now, below the
-// kernel's ephemeral ports (32768 and up), so that no listener on port 0
-// — a link, the provider — takes it before the replica binds it.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 200 {
-		addr := "127.0.0.1:" + strconv.Itoa(30500+rand.IntN(2200))
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port for a replica")
-	return ""
-}
-
 // startNemFront serves the sandbox's webhooks, handing each to a replica
 // in turn through that replica's webhook link, and returns its base URL.
 // A link that fails, or a replica that is down, is a 502: the sandbox
