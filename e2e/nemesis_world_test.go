@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/client"
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/nemesis"
 )
 
@@ -20,6 +22,9 @@ import (
 func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 	t := w.t
 	wd := nemesis.World{Setup: setup, Seed: seed, Ops: w.hist.Ops(), Orders: map[string]nemesis.OrderState{}}
+	if setup == "mysql" {
+		wd.MySQLDSN = os.Getenv(dbtest.EnvMySQL) // the replay command names it
+	}
 	if w.s.stripe != nil {
 		wd.Charges = w.s.stripe.books(t)
 	} else {

@@ -77,7 +77,7 @@ func Check(w World) Report {
 	for _, ch := range w.Charges {
 		c.charges[ch.OrderID] = append(c.charges[ch.OrderID], ch)
 	}
-	r := Report{Setup: w.Setup, Seed: w.Seed, Checked: slices.Clone(Invariants)}
+	r := Report{Setup: w.Setup, Seed: w.Seed, MySQLDSN: w.MySQLDSN, Checked: slices.Clone(Invariants)}
 	if len(ops) > 0 {
 		r.Start = ops[0].Start
 	}

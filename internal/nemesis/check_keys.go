@@ -68,25 +68,34 @@ func (c *checker) keys() []Violation {
 	return out
 }
 
-// checkKey judges the answers under one key (ops by start).
+// checkKey judges the answers under one key (ops by start). A violation's
+// slice is the smallest part of the key's history that shows it: the
+// answers that break the rule, after the key's first final answer when the
+// rule is about that answer.
 func checkKey(ops []Op) (out []Violation) {
 	// One violation per invariant the key breaks, saying every way it does.
 	var broken []string
 	why := map[string][]string{}
-	bad := func(inv, format string, args ...any) {
+	shown := map[string][]Op{}
+	first := -1 // the first binding answer heard under the key: from then on the key has its one answer
+	// bad records that the answers shown break inv, and how.
+	bad := func(inv string, show []Op, format string, args ...any) {
 		if why[inv] == nil {
 			broken = append(broken, inv)
 		}
 		why[inv] = append(why[inv], fmt.Sprintf(format, args...))
+		for _, op := range show {
+			if !slices.ContainsFunc(shown[inv], func(o Op) bool { return o.ID == op.ID }) {
+				shown[inv] = append(shown[inv], op)
+			}
+		}
 	}
 	defer func() {
 		for _, inv := range broken {
-			out = append(out, Violation{Invariant: inv, Slice: ops, Detail: fmt.Sprintf("key %s: %s", ops[0].Key, strings.Join(why[inv], "; "))})
+			slices.SortStableFunc(shown[inv], func(a, b Op) int { return a.Start.Compare(b.Start) })
+			out = append(out, Violation{Invariant: inv, Slice: shown[inv], Detail: fmt.Sprintf("key %s: %s", ops[0].Key, strings.Join(why[inv], "; "))})
 		}
 	}()
-	// The first binding answer heard under the key: from then on the key
-	// has its one answer.
-	first := -1
 	for i, op := range ops {
 		if classOf(op) == ansBinding && (first < 0 || op.End.Before(ops[first].End)) {
 			first = i
@@ -94,14 +103,13 @@ func checkKey(ops []Op) (out []Violation) {
 	}
 	for _, op := range ops {
 		cl := classOf(op)
-		if op.Settled && !cl.final() {
-			bad(InvPendingFirst, "%s #%d of the final sweep answered %s (%d)", op.Kind, op.ID, cl, op.Status)
-		}
-		if op.Status == http.StatusConflict && codeOf(op.Body) == "idempotency_key_in_use" && op.RetryAfter == "" {
-			bad(InvPendingFirst, "%s #%d answered 409 idempotency_key_in_use without Retry-After", op.Kind, op.ID)
-		}
-		if op.Status == http.StatusAccepted && op.RetryAfter == "" {
-			bad(InvPendingFirst, "%s #%d answered 202 without Retry-After", op.Kind, op.ID)
+		switch {
+		case op.Settled && !cl.final():
+			bad(InvPendingFirst, []Op{op}, "%s #%d of the final sweep answered %s (%d)", op.Kind, op.ID, cl, op.Status)
+		case op.Status == http.StatusConflict && codeOf(op.Body) == "idempotency_key_in_use" && op.RetryAfter == "":
+			bad(InvPendingFirst, []Op{op}, "%s #%d answered 409 idempotency_key_in_use without Retry-After", op.Kind, op.ID)
+		case op.Status == http.StatusAccepted && op.RetryAfter == "":
+			bad(InvPendingFirst, []Op{op}, "%s #%d answered 202 without Retry-After", op.Kind, op.ID)
 		}
 	}
 	if first < 0 {
@@ -116,15 +124,15 @@ func checkKey(ops []Op) (out []Violation) {
 		case i == first || cl == ansNone || cl == ansTransient:
 		case !sameRequest:
 			if after && op.Status != http.StatusUnprocessableEntity {
-				bad(InvSameFinal, "%s #%d sent another request under the key after its answer and got %d, not 422", op.Kind, op.ID, op.Status)
+				bad(InvSameFinal, []Op{f, op}, "%s #%d sent another request under the key after its answer and got %d, not 422", op.Kind, op.ID, op.Status)
 			}
 		case cl == ansBinding || cl.final() && after:
 			if op.Status != f.Status || !bytes.Equal(op.Body, f.Body) {
-				bad(InvSameFinal, "%s #%d answered %d %s, but the key's first final answer (#%d) is %d %s",
+				bad(InvSameFinal, []Op{f, op}, "%s #%d answered %d %s, but the key's first final answer (#%d) is %d %s",
 					op.Kind, op.ID, op.Status, brief(op.Body), f.ID, f.Status, brief(f.Body))
 			}
 		case cl == ansPending && after:
-			bad(InvPendingFirst, "%s #%d, sent after #%d's final answer %d, answered %d (not final)", op.Kind, op.ID, f.ID, f.Status, op.Status)
+			bad(InvPendingFirst, []Op{f, op}, "%s #%d, sent after #%d's final answer %d, answered %d (not final)", op.Kind, op.ID, f.ID, f.Status, op.Status)
 		}
 	}
 	return nil
@@ -159,7 +167,7 @@ func (c *checker) lookups(ofKey func(string) []Op) []Violation {
 			continue // the key's answer was never heard: nothing to compare
 		}
 		if rec.Response.Status != f.Status || !sameJSON(rec.Response.Body, f.Body) {
-			out = append(out, Violation{Invariant: InvSameFinal, Slice: append(slices.Clone(keyOps), op),
+			out = append(out, Violation{Invariant: InvSameFinal, Slice: []Op{*f, op},
 				Detail: fmt.Sprintf("key %s: GET /v1/requests #%d stores %d %s, but the key answered %d %s (#%d)",
 					op.Key, op.ID, rec.Response.Status, brief(rec.Response.Body), f.Status, brief(f.Body), f.ID)})
 		}

@@ -131,6 +131,7 @@ type Money struct{ Charged, Refunded decimal.Decimal }
 type World struct {
 	Setup    string // the TestNemesis subtest ("sqlite", "mysql", "galera", "stripe"), for the replay command
 	Seed     int64
+	MySQLDSN string // the MariaDB the mysql setup ran on, for the replay command (which hides its password)
 	Ops      []Op
 	Charges  []Charge
 	Orders   map[string]OrderState

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 type Report struct {
 	Setup      string // the TestNemesis subtest, for the replay command
 	Seed       int64
+	MySQLDSN   string    // the mysql setup's MariaDB, for the replay command
 	Start      time.Time // the history's first request: slices show times from it
 	Checked    []string
 	Violations []Violation
@@ -35,12 +37,15 @@ func (r Report) Err() error {
 	if r.Setup != "" {
 		run += "/" + r.Setup
 	}
-	if r.Setup == "galera" {
+	switch {
+	case r.Setup == "galera":
 		env += " PAYD_TEST_GALERA=1" // scripts/galera.sh's cluster, started if need be
+	case r.MySQLDSN != "":
+		env += " PAYD_TEST_MYSQL_DSN='" + redactDSN(r.MySQLDSN) + "'"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "nemesis seed=%d: %d of %d invariants broken (%d violations)\n", r.Seed, len(r.broken()), len(r.Checked), len(r.Violations))
-	fmt.Fprintf(&b, "replay: %s go test -count=1 -run '%s' ./e2e -payd.nemesis.seed=%d\n", env, run, r.Seed)
+	fmt.Fprintf(&b, "replay: %s go test -race -count=1 -v -run '%s' ./e2e -payd.nemesis.seed=%d\n", env, run, r.Seed)
 	for i, v := range r.Violations {
 		if i == maxViolations {
 			fmt.Fprintf(&b, "… and %d more violations\n", len(r.Violations)-i)
@@ -60,6 +65,16 @@ func (r Report) Err() error {
 		}
 	}
 	return errors.New(strings.TrimRight(b.String(), "\n"))
+}
+
+// redactDSN is a database URL without its password: the replay command
+// is printed to a CI log.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a MariaDB URL)"
+	}
+	return u.Redacted()
 }
 
 // An error stays readable: it shows this many violations, and this many

@@ -20,7 +20,7 @@ func TestErrNamesSeedReplayAndSlice(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		"seed=42",
-		"PAYD_TEST_NEMESIS=1 PAYD_TEST_GALERA=1 go test -count=1 -run '^TestNemesis$/galera' ./e2e -payd.nemesis.seed=42",
+		"PAYD_TEST_NEMESIS=1 PAYD_TEST_GALERA=1 go test -race -count=1 -v -run '^TestNemesis$/galera' ./e2e -payd.nemesis.seed=42",
 		InvLinearizable + ": order o1",
 		"+   400ms    10ms #22   c7  read    order=o1 → 200 order pending",
 		"→ 200 order paid by k1",
@@ -28,6 +28,20 @@ func TestErrNamesSeedReplayAndSlice(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Err() = %s\nwant it to contain %q", msg, want)
 		}
+	}
+}
+
+// TestErrReplaysTheMySQLSetup: the mysql setup runs only where a MariaDB
+// is named, so its replay command names the one the run used, without
+// its password.
+func TestErrReplaysTheMySQLSetup(t *testing.T) {
+	w := cleanWorld()
+	w.Setup, w.Seed, w.MySQLDSN = "mysql", 9, "mysql://payd:s3cret@db.internal:3306/test"
+	addOp(&w, opAt(7, OpRead, "o1", "", 400, 410, 200, orderBody("o1", "pending", "12.30", "", "0.00")))
+	msg := Check(w).Err().Error()
+	want := "replay: PAYD_TEST_NEMESIS=1 PAYD_TEST_MYSQL_DSN='mysql://payd:xxxxx@db.internal:3306/test' go test -race -count=1 -v -run '^TestNemesis$/mysql' ./e2e -payd.nemesis.seed=9"
+	if !strings.Contains(msg, want) || strings.Contains(msg, "s3cret") {
+		t.Errorf("Err() = %s\nwant it to contain %q and no password", msg, want)
 	}
 }
 
