@@ -729,19 +729,25 @@ func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
 		return "expiry job: " + err.Error()
 	}
 	g := db.Gorm()
-	var busy []string
-	// An order held for an operator (docs/guarantees.md#money-checked: a charge for another amount is
-	// never applied; payd may leave it to an operator) is settled as far as
-	// payd can take it alone.
-	if err := g.Raw(`SELECT id FROM orders WHERE status = 'processing' AND id IN ? AND id NOT IN
-		(SELECT order_id FROM discrepancies WHERE type = 'amount_mismatch' AND status = 'open' AND order_id IS NOT NULL)`, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("orders processing: %v %v", busy, propErr(err))
-	}
-	if err := g.Raw("SELECT id FROM payment_attempts WHERE status IN ('started', 'unknown') AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("attempts started or unknown: %v %v", busy, propErr(err))
-	}
-	if err := g.Raw("SELECT id FROM refunds WHERE status = 'pending' AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
+	why := inBatches(ids, func(ids []string) string {
+		var busy []string
+		// An order held for an operator (docs/guarantees.md#money-checked: a charge for another amount is
+		// never applied; payd may leave it to an operator) is settled as far as
+		// payd can take it alone.
+		if err := g.Raw(`SELECT id FROM orders WHERE status = 'processing' AND id IN ? AND id NOT IN
+			(SELECT order_id FROM discrepancies WHERE type = 'amount_mismatch' AND status = 'open' AND order_id IS NOT NULL)`, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+			return fmt.Sprintf("orders processing: %v %v", busy, propErr(err))
+		}
+		if err := g.Raw("SELECT id FROM payment_attempts WHERE status IN ('started', 'unknown') AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+			return fmt.Sprintf("attempts started or unknown: %v %v", busy, propErr(err))
+		}
+		if err := g.Raw("SELECT id FROM refunds WHERE status = 'pending' AND order_id IN ?", ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+			return fmt.Sprintf("refunds pending: %v %v", busy, propErr(err))
+		}
+		return ""
+	})
+	if why != "" {
+		return why
 	}
 	// The shop is told of everything before the run counts as settled.
 	return busyNotify(db, ids)
@@ -750,10 +756,24 @@ func busyPayd(ctx context.Context, db *repository.DB, ids []string) string {
 // busyNotify is busyPayd's part about the shop: an event of the orders
 // ids not yet fanned out to the endpoints, or a delivery pending.
 func busyNotify(db *repository.DB, ids []string) string {
-	var busy []string
-	if err := db.Gorm().Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
-		UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
-		return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
+	return inBatches(ids, func(ids []string) string {
+		var busy []string
+		if err := db.Gorm().Raw(`SELECT id FROM notify_events WHERE fanned_out = 0 AND order_id IN ?
+			UNION SELECT event_id FROM notify_deliveries WHERE status = 'pending' AND order_id IN ?`, ids, ids).Scan(&busy).Error; err != nil || len(busy) > 0 {
+			return fmt.Sprintf("events not yet told to the shop: %v %v", busy, propErr(err))
+		}
+		return ""
+	})
+}
+
+// inBatches asks busy about ids a thousand at a time, and returns the
+// first thing it says is busy: a long soak has more orders than one
+// statement may name (SQLite takes 32,766 variables).
+func inBatches(ids []string, busy func(ids []string) string) string {
+	for batch := range slices.Chunk(ids, 1000) {
+		if why := busy(batch); why != "" {
+			return why
+		}
 	}
 	return ""
 }
