@@ -141,9 +141,10 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 			if k := w.anyKey(r, nemesis.OpRefund); k != nil {
 				w.send(c, r, k)
 			}
-		case x < 88: // GET /v1/requests/{key}
-			if k := w.anyKey(r, nemesis.OpPay); k != nil {
-				w.do(c, r, nemesis.Op{Kind: nemesis.OpRequest, OrderID: k.order.id, Key: k.key, Method: http.MethodGet, Path: "/v1/requests/" + k.key}, k.token, false)
+		case x < 88: // GET /v1/requests/{key}: of a pay key mostly, else of a cancel's
+			kind := []nemesis.OpKind{nemesis.OpPay, nemesis.OpPay, nemesis.OpCancel}[r.IntN(3)]
+			if k := w.anyKey(r, kind); k != nil {
+				w.lookup(c, r, k, false)
 			}
 		default: // an order read
 			if o := w.anyOrder(r); o != nil {
@@ -151,6 +152,16 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 			}
 		}
 	}
+}
+
+// lookup asks payd what became of k's request, a customer's (pay or
+// cancel): GET /v1/requests/{key} is the customers' route, in their own
+// scope; an operator's refund key has none.
+func (w *nemWorkload) lookup(c int, r *rand.Rand, k *nemKey, settled bool) {
+	if k.kind == nemesis.OpRefund {
+		return
+	}
+	w.do(c, r, nemesis.Op{Kind: nemesis.OpRequest, OrderID: k.order.id, Key: k.key, Method: http.MethodGet, Path: "/v1/requests/" + k.key}, k.token, settled)
 }
 
 // newOrder creates an order (not part of the history: a lost answer only

@@ -133,9 +133,7 @@ func (w *nemWorkload) sweep() {
 	forEach(2*nemClients, len(keys), func(i int) {
 		rr := rand.New(rand.NewPCG(uint64(i), 1))
 		w.sendSettled(nemClients, rr, keys[i], true)
-		if k := keys[i]; k.kind == nemesis.OpPay {
-			w.do(nemClients, rr, nemesis.Op{Kind: nemesis.OpRequest, OrderID: k.order.id, Key: k.key, Method: http.MethodGet, Path: "/v1/requests/" + k.key}, k.token, true)
-		}
+		w.lookup(nemClients, rr, keys[i], true)
 	})
 	for _, o := range orders {
 		w.read(nemClients, r, o, true)
