@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -44,11 +45,14 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 		}
 	}
 	ids := w.orderIDs()
-	tls := make([]client.Timeline, len(ids))
-	forEach(nemClients, len(ids), func(i int) { tls[i] = w.s.reps[i%len(w.s.reps)].current().timeline(ids[i]) })
+	tls, readAt := make([]client.Timeline, len(ids)), make([]time.Time, len(ids))
+	forEach(nemClients, len(ids), func(i int) {
+		readAt[i] = time.Now() // payd goes on working meanwhile: what reached the shop after this may be newer than the read
+		tls[i] = w.s.reps[i%len(w.s.reps)].current().timeline(ids[i])
+	})
 	for i, id := range ids {
 		tl := tls[i]
-		st := nemesis.OrderState{ID: id, Status: domain.OrderStatus(tl.Order.Status),
+		st := nemesis.OrderState{ID: id, Status: domain.OrderStatus(tl.Order.Status), ReadAt: readAt[i],
 			Amount: nemDecimal(t, string(tl.Order.Amount)), Refunded: nemDecimal(t, string(tl.Order.RefundedAmount))}
 		if tl.Order.PayRequestId != nil {
 			for _, a := range tl.Attempts {

@@ -14,10 +14,12 @@ import (
 // Delivered counts what InvDelivered saw, for the summary line: the
 // events of a subscribed type payd holds, how many reached the merchant
 // (verified), how many payd shows pending or failed instead, and the
-// requests that arrived, of them how many were an event again.
+// requests that arrived, of them how many were an event again, and how
+// many were of an event newer than payd's view of its order (Late: it
+// arrived after the order was read, and the read does not hold it).
 type Delivered struct {
 	Events, Arrived, Pending, Failed int
-	Arrivals, Again                  int
+	Arrivals, Again, Late            int
 }
 
 // delivered proves InvDelivered over the merchant's arrivals and the
@@ -47,6 +49,13 @@ func (c *checker) delivered() ([]Violation, *Delivered) {
 	byID := map[string][]Arrival{}
 	for _, a := range m.Arrivals {
 		h, ok := events[a.WebhookID]
+		if o, known := c.w.Orders[a.OrderID]; !ok && known && !o.ReadAt.IsZero() && !a.At.Before(o.ReadAt) {
+			// Sent only once committed: an event that arrived before its
+			// order was read is in the read; one that came after may be
+			// newer than it.
+			n.Late++
+			continue
+		}
 		switch {
 		case !ok:
 			bad(a.OrderID, "an arrival at %s via %s carries webhook-id %q (event %q of order %q), which no event payd holds has: invented",

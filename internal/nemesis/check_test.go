@@ -284,6 +284,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		{"an invented event", InvDelivered, func(w *World) {
 			w.Merchant.Arrivals = append(w.Merchant.Arrivals, arrival("e-none", "o1", "h9", 500, "payd-1"))
 		}},
+		{"an invented event, before its order was read", InvDelivered, func(w *World) {
+			o := w.Orders["o1"]
+			o.ReadAt = atMS(2000)
+			w.Orders["o1"] = o
+			w.Merchant.Arrivals = append(w.Merchant.Arrivals, arrival("e-none", "o1", "h9", 1999, "payd-1"))
+		}},
 		{"a body naming another event", InvDelivered, func(w *World) {
 			w.Merchant.Arrivals[0].EventID = "e2"
 		}},
@@ -349,6 +355,28 @@ func TestClassOf(t *testing.T) {
 		if got := classOf(op); got != tt.want {
 			t.Errorf("classOf(%s %d %s RA=%q) = %s, want %s", tt.kind, tt.status, tt.code, tt.retryAfter, got, tt.want)
 		}
+	}
+}
+
+// TestCheckEventAfterTheRead: payd goes on working while the checker
+// reads it (an order expires, the shop is told), so an arrival of an
+// event the order's timeline did not hold when it was read is no
+// invention if it came after that read; it is counted, not judged.
+func TestCheckEventAfterTheRead(t *testing.T) {
+	w := cleanWorld()
+	o := w.Orders["o4"]
+	o.ReadAt = atMS(2000)
+	w.Orders["o4"] = o
+	w.Merchant.Arrivals = append(w.Merchant.Arrivals, arrival("e-later", "o4", "h9", 2001, "payd-1"))
+	r := Check(w)
+	if err := r.Err(); err != nil {
+		t.Fatalf("Check = %v, want no violation", err)
+	}
+	if r.Delivered == nil || r.Delivered.Late != 1 {
+		t.Fatalf("Delivered = %+v, want 1 arrival after the read", r.Delivered)
+	}
+	if got := Summary("sqlite", 7, nil, nil, r); !strings.Contains(got, "arrivals 6 (1 again, 1 after payd was read)") {
+		t.Errorf("Summary = %s, want it to count the arrival after the read", got)
 	}
 }
 

@@ -112,6 +112,10 @@ type OrderState struct {
 	Told          []Told
 	RefundsBooked int
 	Attempts      int
+	// ReadAt is when payd's view of the order was asked for (zero: after
+	// every arrival). payd goes on working while it is read: an event of
+	// the order that reached the shop after then may be newer than Told.
+	ReadAt time.Time
 }
 
 // Told is one outbox event of an order: its type, its number among the

@@ -228,7 +228,11 @@ func Summary(setup string, seed int64, faults map[string]int, ops []Op, r Report
 		fmt.Fprintf(&b, " none=%d", answers[0])
 	}
 	if d := r.Delivered; d != nil {
-		fmt.Fprintf(&b, "; events %d (arrived %d, pending %d, failed %d), arrivals %d (%d again)", d.Events, d.Arrived, d.Pending, d.Failed, d.Arrivals, d.Again)
+		fmt.Fprintf(&b, "; events %d (arrived %d, pending %d, failed %d), arrivals %d (%d again", d.Events, d.Arrived, d.Pending, d.Failed, d.Arrivals, d.Again)
+		if d.Late > 0 {
+			fmt.Fprintf(&b, ", %d after payd was read", d.Late)
+		}
+		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, "; invariants %d checked, %d broken", len(r.Checked), len(r.broken()))
 	return b.String()
