@@ -106,10 +106,31 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 	}
 }
 
-// soakReport prints a soak's per-minute figures, charts them (an SVG
-// under the system's temporary directory; PAYD_NEMESIS_SVG names another
-// file) and fails on growth: a reading taken once the load stopped and
-// drained, against the first minute after warm-up.
+// soakChartPath is where a soak's chart goes: the file v names
+// (PAYD_NEMESIS_SVG), a relative one from the repository's root, where
+// the documented command runs (go test runs ./e2e in its own folder), or
+// else one under the system's temporary directory. A folder that does
+// not exist is an error, said before the soak rather than after it.
+func soakChartPath(v, setup string) (string, error) {
+	if v == "" {
+		return filepath.Join(os.TempDir(), "payd-nemesis-"+setup+".svg"), nil
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join("..", v)
+	}
+	v, err := filepath.Abs(v)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(filepath.Dir(v)); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("PAYD_NEMESIS_SVG: the folder of %s does not exist", v)
+	}
+	return v, nil
+}
+
+// soakReport prints a soak's per-minute figures, charts them (to the
+// file soakChartPath said) and fails on growth: a reading taken once the
+// load stopped and drained, against the first minute after warm-up.
 func (w *nemWorkload) soakReport(sampler *nemesis.Sampler) {
 	t := w.t
 	w.http.CloseIdleConnections() // each idle keep-alive holds a goroutine and a socket of payd's
@@ -124,9 +145,9 @@ func (w *nemWorkload) soakReport(sampler *nemesis.Sampler) {
 		t.Log(line)
 		fmt.Println(line)
 	}
-	path := os.Getenv("PAYD_NEMESIS_SVG")
-	if path == "" {
-		path = filepath.Join(os.TempDir(), "payd-nemesis-"+w.s.name+".svg")
+	path, err := soakChartPath(os.Getenv("PAYD_NEMESIS_SVG"), w.s.name)
+	if err != nil {
+		t.Fatal(err) // checked before the soak began
 	}
 	var svg bytes.Buffer
 	if err := nemesis.WriteSVG(&svg, minutes[:len(minutes)-1]); err != nil {

@@ -205,6 +205,9 @@ func nemRun(t *testing.T, o nemOpts, seed int64, d time.Duration, mutant bool) (
 	every := max(d/6, 5*time.Second)
 	if d >= nemSoak {
 		every = time.Minute
+		if _, err := soakChartPath(os.Getenv("PAYD_NEMESIS_SVG"), o.name); err != nil {
+			t.Fatal(err) // before half an hour of load, not after it
+		}
 	}
 	sampler := nemesis.NewSampler(s.metrics(), every)
 	w.sampler = sampler
