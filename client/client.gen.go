@@ -187,43 +187,52 @@ func (e DiscrepancyStatus) Valid() bool {
 
 // Defines values for DiscrepancyType.
 const (
-	AmountMismatch          DiscrepancyType = "amount_mismatch"
-	Disputed                DiscrepancyType = "disputed"
-	DuplicateCharge         DiscrepancyType = "duplicate_charge"
-	MissingLocalPayment     DiscrepancyType = "missing_local_payment"
-	MissingProviderCharge   DiscrepancyType = "missing_provider_charge"
-	PaidAfterClose          DiscrepancyType = "paid_after_close"
-	RefundAmountMismatch    DiscrepancyType = "refund_amount_mismatch"
-	RefundMissingAtProvider DiscrepancyType = "refund_missing_at_provider"
-	RefundMissingLocally    DiscrepancyType = "refund_missing_locally"
-	StuckProcessing         DiscrepancyType = "stuck_processing"
-	UnconfirmedPayment      DiscrepancyType = "unconfirmed_payment"
+	DiscrepancyTypeAmountMismatch          DiscrepancyType = "amount_mismatch"
+	DiscrepancyTypeDisputeExceedsRemaining DiscrepancyType = "dispute_exceeds_remaining"
+	DiscrepancyTypeDisputed                DiscrepancyType = "disputed"
+	DiscrepancyTypeDuplicateCharge         DiscrepancyType = "duplicate_charge"
+	DiscrepancyTypeMissingLocalPayment     DiscrepancyType = "missing_local_payment"
+	DiscrepancyTypeMissingProviderCharge   DiscrepancyType = "missing_provider_charge"
+	DiscrepancyTypeOrderBooksRepaired      DiscrepancyType = "order_books_repaired"
+	DiscrepancyTypePaidAfterClose          DiscrepancyType = "paid_after_close"
+	DiscrepancyTypeRefundAmountMismatch    DiscrepancyType = "refund_amount_mismatch"
+	DiscrepancyTypeRefundMissingAtProvider DiscrepancyType = "refund_missing_at_provider"
+	DiscrepancyTypeRefundMissingLocally    DiscrepancyType = "refund_missing_locally"
+	DiscrepancyTypeRefundReversed          DiscrepancyType = "refund_reversed"
+	DiscrepancyTypeStuckProcessing         DiscrepancyType = "stuck_processing"
+	DiscrepancyTypeUnconfirmedPayment      DiscrepancyType = "unconfirmed_payment"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyType enum.
 func (e DiscrepancyType) Valid() bool {
 	switch e {
-	case AmountMismatch:
+	case DiscrepancyTypeAmountMismatch:
 		return true
-	case Disputed:
+	case DiscrepancyTypeDisputeExceedsRemaining:
 		return true
-	case DuplicateCharge:
+	case DiscrepancyTypeDisputed:
 		return true
-	case MissingLocalPayment:
+	case DiscrepancyTypeDuplicateCharge:
 		return true
-	case MissingProviderCharge:
+	case DiscrepancyTypeMissingLocalPayment:
 		return true
-	case PaidAfterClose:
+	case DiscrepancyTypeMissingProviderCharge:
 		return true
-	case RefundAmountMismatch:
+	case DiscrepancyTypeOrderBooksRepaired:
 		return true
-	case RefundMissingAtProvider:
+	case DiscrepancyTypePaidAfterClose:
 		return true
-	case RefundMissingLocally:
+	case DiscrepancyTypeRefundAmountMismatch:
 		return true
-	case StuckProcessing:
+	case DiscrepancyTypeRefundMissingAtProvider:
 		return true
-	case UnconfirmedPayment:
+	case DiscrepancyTypeRefundMissingLocally:
+		return true
+	case DiscrepancyTypeRefundReversed:
+		return true
+	case DiscrepancyTypeStuckProcessing:
+		return true
+	case DiscrepancyTypeUnconfirmedPayment:
 		return true
 	default:
 		return false
@@ -289,12 +298,13 @@ func (e EndpointWithSecretStatus) Valid() bool {
 
 // Defines values for LedgerEntryKind.
 const (
-	LedgerEntryKindCharge        LedgerEntryKind = "charge"
-	LedgerEntryKindDisputeLost   LedgerEntryKind = "dispute_lost"
-	LedgerEntryKindDisputeOpened LedgerEntryKind = "dispute_opened"
-	LedgerEntryKindDisputeWon    LedgerEntryKind = "dispute_won"
-	LedgerEntryKindOutsideRefund LedgerEntryKind = "outside_refund"
-	LedgerEntryKindRefund        LedgerEntryKind = "refund"
+	LedgerEntryKindCharge         LedgerEntryKind = "charge"
+	LedgerEntryKindDisputeLost    LedgerEntryKind = "dispute_lost"
+	LedgerEntryKindDisputeOpened  LedgerEntryKind = "dispute_opened"
+	LedgerEntryKindDisputeWon     LedgerEntryKind = "dispute_won"
+	LedgerEntryKindOutsideRefund  LedgerEntryKind = "outside_refund"
+	LedgerEntryKindRefund         LedgerEntryKind = "refund"
+	LedgerEntryKindRefundReversed LedgerEntryKind = "refund_reversed"
 )
 
 // Valid indicates whether the value is a known member of the LedgerEntryKind enum.
@@ -311,6 +321,8 @@ func (e LedgerEntryKind) Valid() bool {
 	case LedgerEntryKindOutsideRefund:
 		return true
 	case LedgerEntryKindRefund:
+		return true
+	case LedgerEntryKindRefundReversed:
 		return true
 	default:
 		return false
@@ -379,13 +391,14 @@ func (e NotifyCauseKind) Valid() bool {
 
 // Defines values for NotifyType.
 const (
-	NotifyTypeOrderCancelled     NotifyType = "order.cancelled"
-	NotifyTypeOrderDisputeClosed NotifyType = "order.dispute_closed"
-	NotifyTypeOrderDisputed      NotifyType = "order.disputed"
-	NotifyTypeOrderExpired       NotifyType = "order.expired"
-	NotifyTypeOrderPaid          NotifyType = "order.paid"
-	NotifyTypeOrderPaymentFailed NotifyType = "order.payment_failed"
-	NotifyTypeOrderRefunded      NotifyType = "order.refunded"
+	NotifyTypeOrderCancelled      NotifyType = "order.cancelled"
+	NotifyTypeOrderDisputeClosed  NotifyType = "order.dispute_closed"
+	NotifyTypeOrderDisputed       NotifyType = "order.disputed"
+	NotifyTypeOrderExpired        NotifyType = "order.expired"
+	NotifyTypeOrderPaid           NotifyType = "order.paid"
+	NotifyTypeOrderPaymentFailed  NotifyType = "order.payment_failed"
+	NotifyTypeOrderRefundReversed NotifyType = "order.refund_reversed"
+	NotifyTypeOrderRefunded       NotifyType = "order.refunded"
 )
 
 // Valid indicates whether the value is a known member of the NotifyType enum.
@@ -402,6 +415,8 @@ func (e NotifyType) Valid() bool {
 	case NotifyTypeOrderPaid:
 		return true
 	case NotifyTypeOrderPaymentFailed:
+		return true
+	case NotifyTypeOrderRefundReversed:
 		return true
 	case NotifyTypeOrderRefunded:
 		return true
@@ -922,9 +937,10 @@ type AdminOrder struct {
 	// PayRequestId The idempotency key of the pay request that claimed the order.
 	PayRequestId *string `json:"pay_request_id"`
 
-	// RefundedAmount A decimal string with the currency's full scale.
-	//
-	// Example: 19.90
+	// RefundPendingAmount What refunds still in flight have reserved; not given back until the provider confirms it, when it moves to refunded_amount (or is released if the provider refuses).
+	RefundPendingAmount Money `json:"refund_pending_amount"`
+
+	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
 	RefundedAmount Money       `json:"refunded_amount"`
 	Status         OrderStatus `json:"status"`
 
@@ -1467,9 +1483,10 @@ type Order struct {
 	// PayRequestId The idempotency key of the pay request that claimed the order.
 	PayRequestId *string `json:"pay_request_id"`
 
-	// RefundedAmount A decimal string with the currency's full scale.
-	//
-	// Example: 19.90
+	// RefundPendingAmount What refunds still in flight have reserved; not given back until the provider confirms it, when it moves to refunded_amount (or is released if the provider refuses).
+	RefundPendingAmount Money `json:"refund_pending_amount"`
+
+	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
 	RefundedAmount Money       `json:"refunded_amount"`
 	Status         OrderStatus `json:"status"`
 
@@ -1518,9 +1535,10 @@ type OrderWithAttempts struct {
 	// PayRequestId The idempotency key of the pay request that claimed the order.
 	PayRequestId *string `json:"pay_request_id"`
 
-	// RefundedAmount A decimal string with the currency's full scale.
-	//
-	// Example: 19.90
+	// RefundPendingAmount What refunds still in flight have reserved; not given back until the provider confirms it, when it moves to refunded_amount (or is released if the provider refuses).
+	RefundPendingAmount Money `json:"refund_pending_amount"`
+
+	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
 	RefundedAmount Money       `json:"refunded_amount"`
 	Status         OrderStatus `json:"status"`
 

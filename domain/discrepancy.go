@@ -32,11 +32,22 @@ const (
 	// (no such charge, not succeeded, or other money); never applied, the
 	// event is kept (ADR 0031).
 	UnconfirmedPayment DiscrepancyType = "unconfirmed_payment"
+	// RefundReversed: the provider took back a refund it had confirmed
+	// (succeeded, then failed). payd's books follow it at once (a
+	// reversing ledger entry, the order's refunded amount given back);
+	// the discrepancy tells an operator, who may refund again.
+	RefundReversed DiscrepancyType = "refund_reversed"
+	// OrderBooksRepaired: an order's confirmed refunds or status
+	// disagreed with its ledger and were repaired from it (ADR 0054).
+	OrderBooksRepaired DiscrepancyType = "order_books_repaired"
+	// DisputeExceedsRemaining: a dispute opened for more than the charge
+	// still held after its refunds.
+	DisputeExceedsRemaining DiscrepancyType = "dispute_exceeds_remaining"
 )
 
 // DiscrepancyTypes lists every type.
 var DiscrepancyTypes = []DiscrepancyType{MissingLocalPayment, MissingProviderCharge, AmountMismatch, DuplicateCharge, StuckProcessing, PaidAfterClose, Disputed,
-	RefundMissingLocally, RefundMissingAtProvider, RefundAmountMismatch, UnconfirmedPayment}
+	RefundMissingLocally, RefundMissingAtProvider, RefundAmountMismatch, UnconfirmedPayment, RefundReversed, OrderBooksRepaired, DisputeExceedsRemaining}
 
 // Valid reports whether t is a known type.
 func (t DiscrepancyType) Valid() bool {

@@ -23,6 +23,9 @@ func TestDiscrepancyActions(t *testing.T) {
 		RefundMissingAtProvider: {ActionIgnore},
 		RefundAmountMismatch:    {ActionIgnore},
 		UnconfirmedPayment:      {ActionRefund, ActionIgnore},
+		RefundReversed:          {ActionIgnore},
+		OrderBooksRepaired:      {ActionIgnore},
+		DisputeExceedsRemaining: {ActionIgnore},
 	}
 	noAttempt := map[DiscrepancyType][]string{ // a charge no attempt of payd's names
 		MissingLocalPayment: {ActionRefund, ActionIgnore},

@@ -19,10 +19,14 @@ const (
 	LedgerDisputeOpened LedgerKind = "dispute_opened" // the customer's bank took the disputed money back (funds withdrawn)
 	LedgerDisputeWon    LedgerKind = "dispute_won"    // the dispute was decided for the merchant: the money came back (funds reinstated)
 	LedgerDisputeLost   LedgerKind = "dispute_lost"   // the dispute was decided for the customer: the money is gone for good
+	// LedgerRefundReversed: the provider took back a refund it had
+	// confirmed (a refund that succeeded and then failed): the money is
+	// the merchant's again. Its amount is the reversed refund's.
+	LedgerRefundReversed LedgerKind = "refund_reversed"
 )
 
 // LedgerKinds lists every kind, for table tests and documentation.
-var LedgerKinds = []LedgerKind{LedgerCharge, LedgerRefund, LedgerOutsideRefund, LedgerDisputeOpened, LedgerDisputeWon, LedgerDisputeLost}
+var LedgerKinds = []LedgerKind{LedgerCharge, LedgerRefund, LedgerOutsideRefund, LedgerDisputeOpened, LedgerDisputeWon, LedgerDisputeLost, LedgerRefundReversed}
 
 // Valid reports whether k is a known kind.
 func (k LedgerKind) Valid() bool {
@@ -86,6 +90,32 @@ func ChargeReference(chargeID string) string { return "charge:" + chargeID }
 // one movement.
 func RefundReference(providerRefundID string) string { return "refund:" + providerRefundID }
 
+// ReversalReference is the reference of the entry that takes back the
+// refund of RefundReference(providerRefundID): a refund is reversed once.
+func ReversalReference(providerRefundID string) string {
+	return "refund:" + providerRefundID + ":reversed"
+}
+
+// RefundedOn is what the entries hold given back of charge chargeID:
+// payd's refunds and outside refunds of it, less those the provider
+// reversed. It is what an order paid by that charge has confirmed as
+// refunded (Order.RefundedAmount).
+func RefundedOn(chargeID string, cur Currency, entries []LedgerEntry) decimal.Decimal {
+	sum := decimal.Zero
+	for _, e := range entries {
+		if e.ChargeID != chargeID || e.Currency != cur {
+			continue
+		}
+		switch e.Kind {
+		case LedgerRefund, LedgerOutsideRefund:
+			sum = sum.Add(e.Amount)
+		case LedgerRefundReversed:
+			sum = sum.Sub(e.Amount)
+		}
+	}
+	return sum
+}
+
 // DisputeReference is the reference of one step of a dispute: opened, won
 // or lost.
 func DisputeReference(providerDisputeID string, k LedgerKind) string {
@@ -118,6 +148,8 @@ func Summarize(cur Currency, entries []LedgerEntry) Books {
 			m.Charged = m.Charged.Add(e.Amount)
 		case LedgerRefund, LedgerOutsideRefund:
 			m.Refunded = m.Refunded.Add(e.Amount)
+		case LedgerRefundReversed:
+			m.Refunded = m.Refunded.Sub(e.Amount)
 		case LedgerDisputeOpened:
 			m.Disputed = m.Disputed.Add(e.Amount)
 		case LedgerDisputeWon:

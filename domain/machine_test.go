@@ -47,7 +47,7 @@ func machineCheck[S ~string, E ~string](t *testing.T, m *Machine[S, E], events [
 func TestMachines(t *testing.T) {
 	machineCheck(t, OrderMachine, Events, Statuses)
 	machineCheck(t, AttemptMachine, AttemptEvents, AttemptStatuses)
-	machineCheck(t, RefundMachine, []RefundEvent{RefundEventSucceed, RefundEventFail, RefundEventIdentify}, RefundStatuses)
+	machineCheck(t, RefundMachine, []RefundEvent{RefundEventSucceed, RefundEventFail, RefundEventIdentify, RefundEventReverse}, RefundStatuses)
 	machineCheck(t, DiscrepancyMachine, []DiscrepancyEvent{DiscrepancyEventResolve, DiscrepancyEventClaim,
 		DiscrepancyEventSettle, DiscrepancyEventUnclaim}, DiscrepancyStatuses)
 	machineCheck(t, RecordMachine, []RecordEvent{RecordEventSucceed, RecordEventFail, RecordEventRetry,

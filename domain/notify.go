@@ -27,11 +27,14 @@ const (
 	NotifyOrderRefunded      NotifyType = "order.refunded"       // money went back, by payd or outside it, in part or in full
 	NotifyOrderDisputed      NotifyType = "order.disputed"       // a dispute opened: the bank took the money back
 	NotifyOrderDisputeClosed NotifyType = "order.dispute_closed" // the dispute was decided, won or lost
+	// NotifyOrderRefundReversed: the provider took back a refund it had
+	// confirmed; the order's refunded_amount is lower again.
+	NotifyOrderRefundReversed NotifyType = "order.refund_reversed"
 )
 
 // NotifyTypes lists every event type, in the order documentation shows them.
 var NotifyTypes = []NotifyType{NotifyOrderPaid, NotifyOrderPaymentFailed, NotifyOrderCancelled, NotifyOrderExpired,
-	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed}
+	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed, NotifyOrderRefundReversed}
 
 // Valid reports whether t is a known event type.
 func (t NotifyType) Valid() bool { return slices.Contains(NotifyTypes, t) }

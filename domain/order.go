@@ -33,18 +33,18 @@ type Event string
 
 // The events of the order state machine.
 const (
-	EventClaim         Event = "claim"          // a pay request takes the order for itself
-	EventSucceed       Event = "succeed"        // the provider confirmed the claimed charge
-	EventRelease       Event = "release"        // the provider declined: the customer may try again
-	EventCancel        Event = "cancel"         // the customer cancels an unpaid order
-	EventExpire        Event = "expire"         // the order TTL ran out
-	EventRefundPartial Event = "refund_partial" // some, not all, of the payment was given back
-	EventRefundFull    Event = "refund_full"    // the rest of the payment was given back
-	EventRefundRefused Event = "refund_refused" // the provider refused a refund: its reservation is given back
+	EventClaim          Event = "claim"           // a pay request takes the order for itself
+	EventSucceed        Event = "succeed"         // the provider confirmed the claimed charge
+	EventRelease        Event = "release"         // the provider declined: the customer may try again
+	EventCancel         Event = "cancel"          // the customer cancels an unpaid order
+	EventExpire         Event = "expire"          // the order TTL ran out
+	EventRefundPartial  Event = "refund_partial"  // some, not all, of the payment was given back
+	EventRefundFull     Event = "refund_full"     // the rest of the payment was given back
+	EventRefundReversed Event = "refund_reversed" // the provider took back a refund it had confirmed (Stripe's succeeded, then failed)
 )
 
 // Events lists every event, for table tests and documentation.
-var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull, EventRefundRefused}
+var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull, EventRefundReversed}
 
 // Statuses lists every status, for table tests and documentation.
 var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
@@ -62,7 +62,7 @@ var OrderMachine = newMachine("order", Statuses, []OrderStatus{StatusPending},
 	step[OrderStatus, Event]{EventExpire, []OrderStatus{StatusPending}, StatusExpired},
 	step[OrderStatus, Event]{EventRefundPartial, []OrderStatus{StatusPaid}, StatusPaid},
 	step[OrderStatus, Event]{EventRefundFull, []OrderStatus{StatusPaid}, StatusRefunded},
-	step[OrderStatus, Event]{EventRefundRefused, []OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
+	step[OrderStatus, Event]{EventRefundReversed, []OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
 )
 
 // From returns the statuses e may leave from (none for an unknown event).
@@ -108,11 +108,14 @@ type Order struct {
 	PayRequestID    string // the request ID of the pay call that claimed (and maybe paid) the order
 	CreateRequestID string // the idempotency key the order was created under, if any
 	PaidAt          *time.Time
-	RefundedAmount  decimal.Decimal
-	Version         int64 // 1 when created; every change raises it
-	ExpiresAt       time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	RefundedAmount  decimal.Decimal // what the provider confirmed given back (RefundBook.Refunded)
+	// RefundPending is what payd's refunds still in flight have reserved
+	// (RefundBook.Reserved): not money yet, and never in the status.
+	RefundPending decimal.Decimal
+	Version       int64 // 1 when created; every change raises it
+	ExpiresAt     time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 
 	// CreateFingerprint is the fingerprint of the request that created the
 	// order under CreateRequestID (empty for orders stored before it was
@@ -149,12 +152,14 @@ func Total(items []Item) decimal.Decimal {
 	return sum
 }
 
-// Refundable is what may still be given back of a paid order.
+// Refundable is what a new refund may still ask of a paid order: the
+// payment less what the provider confirmed and what refunds in flight
+// reserved (RefundBook.Refundable).
 func (o Order) Refundable() decimal.Decimal {
 	if o.Status != StatusPaid {
 		return decimal.Zero
 	}
-	return o.Amount.Sub(o.RefundedAmount)
+	return decimal.Max(o.Amount.Sub(o.RefundedAmount).Sub(o.RefundPending), decimal.Zero)
 }
 
 // PayOutcome decides what a pay request with requestID gets when its claim
@@ -220,7 +225,7 @@ func (o Order) Apply(e Event, requestID string, now time.Time) (Order, error) {
 			return o, ErrInvalidTransition
 		}
 		o.PayRequestID = ""
-	case EventRefundPartial, EventRefundFull, EventRefundRefused:
+	case EventRefundPartial, EventRefundFull, EventRefundReversed:
 		return o, ErrInvalidTransition
 	}
 	o.Status, o.UpdatedAt, o.Version = to, now, o.Version+1

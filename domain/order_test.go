@@ -14,8 +14,8 @@ func TestNext(t *testing.T) {
 	legal := map[OrderStatus]map[Event]OrderStatus{
 		StatusPending:    {EventClaim: StatusProcessing, EventCancel: StatusCancelled, EventExpire: StatusExpired},
 		StatusProcessing: {EventSucceed: StatusPaid, EventRelease: StatusPending},
-		StatusPaid:       {EventRefundPartial: StatusPaid, EventRefundFull: StatusRefunded, EventRefundRefused: StatusPaid},
-		StatusRefunded:   {EventRefundRefused: StatusPaid},
+		StatusPaid:       {EventRefundPartial: StatusPaid, EventRefundFull: StatusRefunded, EventRefundReversed: StatusPaid},
+		StatusRefunded:   {EventRefundReversed: StatusPaid},
 	}
 	for _, from := range Statuses {
 		for _, ev := range Events {

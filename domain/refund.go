@@ -31,6 +31,7 @@ const (
 	RefundEventSucceed  RefundEvent = "succeed"  // Finish: the provider gave the money back
 	RefundEventFail     RefundEvent = "fail"     // Finish: the provider refused the refund
 	RefundEventIdentify RefundEvent = "identify" // RecordProviderID: the provider named a refund it answered pending
+	RefundEventReverse  RefundEvent = "reverse"  // Reverse: the provider took back a refund it had confirmed
 )
 
 // RefundMachine is the whole refund machine: a refund is recorded pending
@@ -44,6 +45,7 @@ var RefundMachine = newMachine("refund", RefundStatuses, []RefundStatus{RefundPe
 	step[RefundStatus, RefundEvent]{RefundEventSucceed, []RefundStatus{RefundPending}, RefundSucceeded},
 	step[RefundStatus, RefundEvent]{RefundEventFail, []RefundStatus{RefundPending}, RefundFailed},
 	step[RefundStatus, RefundEvent]{RefundEventIdentify, []RefundStatus{RefundPending}, RefundPending},
+	step[RefundStatus, RefundEvent]{RefundEventReverse, []RefundStatus{RefundSucceeded}, RefundFailed},
 )
 
 // FinishEvent returns the event that settles a refund as to: succeeded or

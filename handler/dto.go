@@ -53,8 +53,10 @@ type orderJSON struct {
 	PayRequestID   *string    `json:"pay_request_id"`
 	PaidAt         *string    `json:"paid_at"`
 	RefundedAmount string     `json:"refunded_amount"`
-	CreatedAt      string     `json:"created_at"`
-	UpdatedAt      string     `json:"updated_at"`
+	// RefundPending is what refunds in flight reserved: not money yet.
+	RefundPending string `json:"refund_pending_amount"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
 	// NextAction: a 202 whose payment waits for the customer (3-D Secure).
 	NextAction *nextActionJSON `json:"next_action,omitempty"`
 }
@@ -84,6 +86,7 @@ func toOrderJSON(o domain.Order) orderJSON {
 		Amount: domain.FormatAmount(o.Amount, o.Currency), Currency: string(o.Currency), Items: items,
 		PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 		RefundedAmount: domain.FormatAmount(o.RefundedAmount, o.Currency),
+		RefundPending:  domain.FormatAmount(o.RefundPending, o.Currency),
 		CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
 		NextAction: toNextAction(o.Action),
 	}

@@ -96,6 +96,9 @@ func TestRefundMachineMatchesTable(t *testing.T) {
 				domain.RefundEventIdentify: func(ctx context.Context, id string, _ time.Time) (bool, error) {
 					return s.RecordProviderID(ctx, id, "re_machine")
 				},
+				domain.RefundEventReverse: func(ctx context.Context, id string, now time.Time) (bool, error) {
+					return s.Reverse(ctx, id, now)
+				},
 			},
 			read: func(t *testing.T, id string) (domain.RefundStatus, string) {
 				r := findRefund(t, s, keys[id])

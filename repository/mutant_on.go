@@ -25,8 +25,8 @@ var claimUnguarded atomic.Bool
 //   - claim_unguarded: the order claim matches the order whatever its
 //     status and version, so a paid order can be claimed and charged again
 //     and two racing requests can both claim it.
-//   - refund_unguarded: a refund is added to an order whatever is left of
-//     its amount, so racing refunds can refund more than was charged.
+//   - refund_unguarded: a refund is reserved on an order whatever is left
+//     of its amount, so racing refunds can refund more than was charged.
 //
 // The statement is rewritten here, before payd serves, with the guard
 // kept in the text but made always true: the arguments stay as they are.
@@ -36,7 +36,7 @@ func Mutate(name string) error {
 	case "claim_unguarded":
 		claimUnguarded.Store(true)
 	case "refund_unguarded":
-		addRefund = alwaysTrue(addRefund, "amount_minor - refunded_minor >= ?")
+		refundMoves[domain.MoveReserve] = alwaysTrue(refundMoves[domain.MoveReserve], "amount_minor - refunded_minor - refund_reserved_minor >= ?")
 	default:
 		return fmt.Errorf("unknown mutant %q (known: %v)", name, Mutants)
 	}

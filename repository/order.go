@@ -18,6 +18,7 @@ type orderRow struct {
 	Currency      string         `gorm:"column:currency"`
 	AmountMinor   int64          `gorm:"column:amount_minor"`
 	RefundedMinor int64          `gorm:"column:refunded_minor"`
+	ReservedMinor int64          `gorm:"column:refund_reserved_minor"`
 	PayRequestID  sql.NullString `gorm:"column:pay_request_id"`
 	CreateRequest sql.NullString `gorm:"column:create_request_id"`
 	CreateFP      sql.NullString `gorm:"column:create_fingerprint"`
@@ -33,12 +34,12 @@ func (orderRow) TableName() string { return "orders" }
 
 // orderColumns are the columns of orderRow (of orders o), in the order of
 // fields: FindByID, on every pay, scans them by hand.
-const orderColumns = `o.id, o.customer_id, o.status, o.currency, o.amount_minor, o.refunded_minor, o.pay_request_id,
+const orderColumns = `o.id, o.customer_id, o.status, o.currency, o.amount_minor, o.refunded_minor, o.refund_reserved_minor, o.pay_request_id,
 	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at`
 
 // fields are the scan destinations of orderColumns.
 func (r *orderRow) fields() []any {
-	return []any{&r.ID, &r.CustomerID, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.PayRequestID,
+	return []any{&r.ID, &r.CustomerID, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.ReservedMinor, &r.PayRequestID,
 		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt}
 }
 
@@ -66,12 +67,16 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	if err != nil {
 		return orderRow{}, nil, err
 	}
+	reserved, err := toMinor(o.RefundPending, o.Currency, "refund pending")
+	if err != nil {
+		return orderRow{}, nil, err
+	}
 	if !o.Status.Valid() {
 		return orderRow{}, nil, fmt.Errorf("order status %q is not valid", o.Status)
 	}
 	row := orderRow{
 		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status), Currency: string(o.Currency),
-		AmountMinor: amount, RefundedMinor: refunded, PayRequestID: nullString(o.PayRequestID),
+		AmountMinor: amount, RefundedMinor: refunded, ReservedMinor: reserved, PayRequestID: nullString(o.PayRequestID),
 		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
 	}
@@ -93,6 +98,7 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		ID: r.ID, CustomerID: r.CustomerID, Status: domain.OrderStatus(r.Status), Currency: c,
 		Amount:         domain.FromMinorUnits(r.AmountMinor, c),
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
+		RefundPending:  domain.FromMinorUnits(r.ReservedMinor, c),
 		PayRequestID:   r.PayRequestID.String, CreateRequestID: r.CreateRequest.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
 		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
 		CreateFingerprint: r.CreateFP.String, Items: make([]domain.Item, 0, len(items)),

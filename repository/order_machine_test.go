@@ -37,14 +37,14 @@ var machineSteps = map[domain.Event]machineStep{
 		return slices.Contains(ids, o.ID), err
 	},
 	domain.EventRefundPartial: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.AddRefund(ctx, o.ID, 1, now)
+		return s.MoveRefund(ctx, o.ID, domain.MoveCount, 1, now)
 	},
 	domain.EventRefundFull: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
 		rest := domain.MinorUnits(o.Amount.Sub(o.RefundedAmount), o.Currency)
-		return s.AddRefund(ctx, o.ID, max(rest, 1), now)
+		return s.MoveRefund(ctx, o.ID, domain.MoveCount, max(rest, 1), now)
 	},
-	domain.EventRefundRefused: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
-		return s.SubtractRefund(ctx, o.ID, 1, now)
+	domain.EventRefundReversed: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.MoveRefund(ctx, o.ID, domain.MoveReverse, 1, now)
 	},
 }
 
@@ -52,8 +52,8 @@ const machineRequest = "req-machine"
 
 // orderIn stores an order standing in status, claimed (where a claim
 // belongs to its story) by machineRequest. One minor unit of it is
-// refunded (all of it, for a refunded order), so a refused refund has a
-// reservation to give back and a full refund something left: only the
+// refunded (all of it, for a refunded order), so a reversed refund has
+// confirmed money to take back and a full refund something left: only the
 // status decides.
 func orderIn(t *testing.T, db *repository.DB, status domain.OrderStatus) domain.Order {
 	t.Helper()

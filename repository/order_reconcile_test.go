@@ -43,8 +43,8 @@ func TestOrderListPaidBetween(t *testing.T) {
 		from, to := t0, t0.Add(time.Hour)
 		atFrom := paidAt(t, db, from)
 		refunded := paidAt(t, db, from.Add(time.Minute))
-		if ok, err := s.AddRefund(t.Context(), refunded.ID, 1200, to); !ok || err != nil {
-			t.Fatalf("AddRefund(full) = %v, %v", ok, err)
+		if ok, err := s.MoveRefund(t.Context(), refunded.ID, domain.MoveCount, 1200, to); !ok || err != nil {
+			t.Fatalf("MoveRefund(count all) = %v, %v", ok, err)
 		}
 		justBeforeTo := paidAt(t, db, to.Add(-time.Microsecond))
 		paidAt(t, db, to)                          // excluded: the window is half open

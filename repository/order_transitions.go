@@ -22,7 +22,8 @@ import (
 // expiry) take the change's cause and write its event in the change's
 // own transaction (outbox.go): a guard that matched nothing writes none.
 // Claim and the refund reservations tell nothing: no money moved yet (a
-// refund is told when its money moves, with its ledger entry, Tell).
+// refund is told when the provider confirmed its money, with its ledger
+// entry, Tell).
 
 // Claim moves a pending order to processing for the pay request requestID.
 // It happens before the provider is called, so no second request can ever
@@ -49,9 +50,10 @@ func claimStatement(id, requestID string, version int64, now time.Time) statemen
 	return statement{query: claimOrderAt, args: []any{requestID, ts(now), id, ts(now), version}}
 }
 
-// The order machine's guards, rendered from domain's table. AddRefund
-// performs the full and the partial refund with one UPDATE: they leave
-// from the same statuses (a domain test holds them to it).
+// The order machine's guards, rendered from domain's table. The refund
+// moves (order_refunds.go) perform the full and the partial refund with
+// one UPDATE: they leave from the same statuses (a domain test holds them
+// to it).
 var (
 	orderClaim         = guardOf(domain.OrderMachine, domain.EventClaim)
 	orderPay           = guardOf(domain.OrderMachine, domain.EventSucceed)
@@ -60,7 +62,7 @@ var (
 	orderExpire        = guardOf(domain.OrderMachine, domain.EventExpire)
 	orderRefundFull    = guardOf(domain.OrderMachine, domain.EventRefundFull)
 	orderRefundPartial = guardOf(domain.OrderMachine, domain.EventRefundPartial)
-	orderRefundRefused = guardOf(domain.OrderMachine, domain.EventRefundRefused)
+	orderRefundReverse = guardOf(domain.OrderMachine, domain.EventRefundReversed)
 )
 
 // The order's guarded statements, each built once from the guards above
@@ -99,18 +101,6 @@ var (
 	expireOrder = `UPDATE orders
 		SET status = ` + orderExpire.to + `, version = version + 1, updated_at = ?
 		WHERE id = ? AND status IN ` + orderExpire.from + ` AND expires_at <= ?`
-
-	// addRefund is AddRefund's. Its CASE picks the full or the partial
-	// refund's status.
-	addRefund = `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
-			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ` + orderRefundFull.from + ` AND amount_minor - refunded_minor >= ?`
-
-	// subtractRefund is SubtractRefund's.
-	subtractRefund = `UPDATE orders
-		SET status = ` + orderRefundRefused.to + `, refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ` + orderRefundRefused.from + ` AND refunded_minor >= ?`
 )
 
 // MarkPaid moves a processing order to paid, only for the request that
@@ -168,40 +158,6 @@ func (s *OrderStore) ExpireDue(ctx context.Context, c domain.Cause, now time.Tim
 		}
 	}
 	return expired, nil
-}
-
-// AddRefund reserves minor units of a paid order for a refund, before the
-// provider is asked, and reports whether it could. The guard holds the
-// whole rule in one statement: only a paid order, and never beyond what
-// remains (written as amount - refunded so no sum can overflow), so
-// concurrent refunds can never give back more than was paid. Reaching the
-// full amount moves the order to refunded in the same statement: the
-// partial and the full refund of domain's table share their guard (its
-// tests hold them to that), and the CASE picks which of the two this is.
-//
-// status is assigned before refunded_minor on purpose: MySQL and MariaDB
-// evaluate SET assignments left to right, each seeing the columns already
-// assigned, while SQLite sees the old row throughout. With status first,
-// its CASE reads the old refunded_minor on both.
-func (s *OrderStore) AddRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error) {
-	if minor <= 0 {
-		return false, fmt.Errorf("add refund to order %s: amount %d minor units is not positive", id, minor)
-	}
-	return s.db.guarded(ctx, act{"add refund to order", id}, addRefund, minor, minor, ts(now), id, minor)
-}
-
-// SubtractRefund gives back a reservation made by AddRefund when the
-// provider refused the refund, and reports whether it could: the order is
-// paid again (a refunded order had all of it reserved, so now it has
-// something left to refund). The guard keeps refunded_minor from going
-// below zero; releasing each reservation once is the caller's part, and
-// RefundStore.Finish's status guard gives exactly one path the failed
-// refund to release.
-func (s *OrderStore) SubtractRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error) {
-	if minor <= 0 {
-		return false, fmt.Errorf("subtract refund from order %s: amount %d minor units is not positive", id, minor)
-	}
-	return s.db.guarded(ctx, act{"subtract refund from order", id}, subtractRefund, minor, ts(now), id, minor)
 }
 
 // batchSize bounds the rows one background statement touches, so a job

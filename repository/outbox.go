@@ -25,7 +25,7 @@ import (
 
 // The ledger's sums of order o, one scalar subquery each, by
 // domain.Summarize's rules: charged is every charge; refunded every
-// refund, payd's and outside ones; disputed what disputes still open
+// refund, payd's and outside ones, less those reversed; disputed what disputes still open
 // withdrew (opened less won and lost); lost what disputes took for good.
 var (
 	ledgerSum = func(expr, kinds string) string {
@@ -33,7 +33,8 @@ var (
 			WHERE l.order_id = o.id AND l.currency = o.currency AND l.kind IN ` + kinds + `)`
 	}
 	chargedSum  = ledgerSum("l.amount_minor", kindList(domain.LedgerCharge))
-	refundedSum = ledgerSum("l.amount_minor", kindList(domain.LedgerRefund, domain.LedgerOutsideRefund))
+	refundedSum = ledgerSum(`CASE WHEN l.kind = '`+string(domain.LedgerRefundReversed)+`' THEN -l.amount_minor ELSE l.amount_minor END`,
+		kindList(domain.LedgerRefund, domain.LedgerOutsideRefund, domain.LedgerRefundReversed))
 	disputedSum = ledgerSum(`CASE WHEN l.kind = '`+string(domain.LedgerDisputeOpened)+`' THEN l.amount_minor ELSE -l.amount_minor END`,
 		kindList(domain.LedgerDisputeOpened, domain.LedgerDisputeWon, domain.LedgerDisputeLost))
 	lostSum = ledgerSum("l.amount_minor", kindList(domain.LedgerDisputeLost))

@@ -104,8 +104,8 @@ func TestOutboxEventPerChange(t *testing.T) {
 
 		// A refund: reserving tells nothing; its money moving (its entry
 		// and Tell in one transaction) is order.refunded.
-		if ok, err := s.AddRefund(ctx, o.ID, 500, later); !ok || err != nil {
-			t.Fatalf("AddRefund = %v, %v", ok, err)
+		if ok, err := s.MoveRefund(ctx, o.ID, domain.MoveReserve, 500, later); !ok || err != nil {
+			t.Fatalf("MoveRefund = %v, %v", ok, err)
 		}
 		if n := len(eventsOf(t, db, o.ID)); n != 1 {
 			t.Errorf("a reservation wrote an event: %d events, want 1", n)
@@ -115,6 +115,9 @@ func TestOutboxEventPerChange(t *testing.T) {
 			if _, err := ledger.Append(ctx, domain.LedgerEntry{ID: newID(), OrderID: o.ID, Kind: domain.LedgerRefund, Reference: "refund:re_1",
 				ChargeID: "ch_1", Amount: dec("5.00"), Currency: "USD", Source: domain.SourcePayReply, CreatedAt: later}); err != nil {
 				return err
+			}
+			if ok, err := s.MoveRefund(ctx, o.ID, domain.MoveSettle, 500, later); err != nil || !ok {
+				return fmt.Errorf("settle = %v, %v", ok, err)
 			}
 			return s.Tell(ctx, o.ID, domain.NotifyOrderRefunded, op, later)
 		})
@@ -210,8 +213,8 @@ func TestOutboxRestamp(t *testing.T) {
 			if ok, err := s.MarkPaid(ctx, o.ID, "req-1", testCause, later); err != nil || !ok {
 				return fmt.Errorf("MarkPaid = %v, %v", ok, err)
 			}
-			if ok, err := s.AddRefund(ctx, o.ID, 1200, later); err != nil || !ok {
-				return fmt.Errorf("AddRefund = %v, %v", ok, err)
+			if ok, err := s.MoveRefund(ctx, o.ID, domain.MoveCount, 1200, later); err != nil || !ok {
+				return fmt.Errorf("MoveRefund = %v, %v", ok, err)
 			}
 			return s.Restamp(ctx, o.ID)
 		})

@@ -64,6 +64,7 @@ func (r refundRow) toDomain() domain.Refund {
 var (
 	refundFinish   = guardOf(domain.RefundMachine, domain.RefundEventSucceed)
 	refundIdentify = guardOf(domain.RefundMachine, domain.RefundEventIdentify)
+	refundReverse  = guardOf(domain.RefundMachine, domain.RefundEventReverse)
 )
 
 // The refund's guarded statements, each built once from the guards above
@@ -73,6 +74,11 @@ var (
 	finishRefund = `UPDATE refunds
 		SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
 		WHERE id = ? AND status IN ` + refundFinish.from
+
+	// reverseRefund is Reverse's.
+	reverseRefund = `UPDATE refunds
+		SET status = ` + refundReverse.to + `, updated_at = ?
+		WHERE id = ? AND status IN ` + refundReverse.from
 
 	// recordRefundProviderID is RecordProviderID's.
 	recordRefundProviderID = `UPDATE refunds
@@ -128,6 +134,14 @@ func (s *RefundStore) Finish(ctx context.Context, id string, to domain.RefundSta
 	}
 	return s.db.guarded(ctx, act{"finish refund", id}, finishRefund,
 		string(to), nullString(providerRefundID), ts(now), id)
+}
+
+// Reverse moves a succeeded refund to failed and reports whether it did:
+// the provider took back a refund it had confirmed (Stripe's succeeded,
+// then failed). The guard lets exactly one of the paths that learn it
+// (the webhook, a reconciliation) reverse the refund's money.
+func (s *RefundStore) Reverse(ctx context.Context, id string, now time.Time) (bool, error) {
+	return s.db.guarded(ctx, act{"reverse refund", id}, reverseRefund, ts(now), id)
 }
 
 // RecordProviderID stores the provider's ID of a refund it answered

@@ -35,13 +35,28 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE id = ? AND status IN ('pending')`},
 		{"expireOrder", expireOrder, `UPDATE orders SET status = 'expired', version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('pending') AND expires_at <= ?`},
-		{"addRefund", addRefund, `UPDATE orders
+		{"refundMoves[reserve]", refundMoves[domain.MoveReserve], `UPDATE orders
+			SET refund_reserved_minor = refund_reserved_minor + ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('paid') AND amount_minor - refunded_minor - refund_reserved_minor >= ?`},
+		{"refundMoves[settle]", refundMoves[domain.MoveSettle], `UPDATE orders
+			SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+				refunded_minor = refunded_minor + ?, refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('paid') AND refund_reserved_minor >= ? AND amount_minor - refunded_minor >= ?`},
+		{"refundMoves[count]", refundMoves[domain.MoveCount], `UPDATE orders
 			SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
 				refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('paid') AND amount_minor - refunded_minor >= ?`},
-		{"subtractRefund", subtractRefund, `UPDATE orders
+		{"refundMoves[release]", refundMoves[domain.MoveRelease], `UPDATE orders
+			SET refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('paid', 'refunded') AND refund_reserved_minor >= ?`},
+		{"refundMoves[reverse]", refundMoves[domain.MoveReverse], `UPDATE orders
 			SET status = 'paid', refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('paid', 'refunded') AND refunded_minor >= ?`},
+		{"repairBooks", repairBooks, `UPDATE orders
+			SET status = ?, refunded_minor = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND version = ? AND status IN ('paid', 'refunded')`},
+		{"reverseRefund", reverseRefund, `UPDATE refunds SET status = 'failed', updated_at = ?
+			WHERE id = ? AND status IN ('succeeded')`},
 		{"markUnknownAttempt", markUnknownAttempt, `UPDATE payment_attempts
 			SET status = 'unknown', provider_charge_id = COALESCE(?, provider_charge_id), failure_code = ?, updated_at = ?
 			WHERE id = ? AND status IN ('started')`},

@@ -64,8 +64,18 @@ func TestStatementCounts(t *testing.T) {
 			}, 1},
 			{"AttemptStore.Apply", func(ctx context.Context) error { _, err := attempts.Apply(ctx, "a", "", t0); return err }, 1},
 			{"AttemptStore.Reject", func(ctx context.Context) error { _, err := attempts.Reject(ctx, "a", t0); return err }, 1},
-			{"OrderStore.AddRefund", func(ctx context.Context) error { _, err := orders.AddRefund(ctx, paid.ID, 100, t0); return err }, 1},
-			{"OrderStore.SubtractRefund", func(ctx context.Context) error { _, err := orders.SubtractRefund(ctx, paid.ID, 100, t0); return err }, 1},
+			{"OrderStore.MoveRefund(reserve)", func(ctx context.Context) error {
+				_, err := orders.MoveRefund(ctx, paid.ID, domain.MoveReserve, 100, t0)
+				return err
+			}, 1},
+			{"OrderStore.MoveRefund(settle)", func(ctx context.Context) error {
+				_, err := orders.MoveRefund(ctx, paid.ID, domain.MoveSettle, 100, t0)
+				return err
+			}, 1},
+			{"OrderStore.MoveRefund(release)", func(ctx context.Context) error {
+				_, err := orders.MoveRefund(ctx, paid.ID, domain.MoveRelease, 100, t0)
+				return err
+			}, 1},
 			{"AttemptStore.Lease", func(ctx context.Context) error {
 				_, err := attempts.Lease(ctx, "a", t0, t0.Add(time.Second))
 				return err

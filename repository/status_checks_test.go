@@ -294,6 +294,13 @@ func checkList(t *testing.T, clause, column string) []string {
 	return out
 }
 
+// addedBy00020 are the closed sets' values migration 00020 added.
+var addedBy00020 = map[string]bool{
+	string(domain.LedgerRefundReversed): true, // and discrepancy type refund_reversed
+	string(domain.OrderBooksRepaired): true, string(domain.DisputeExceedsRemaining): true,
+	string(domain.NotifyOrderRefundReversed): true,
+}
+
 // TestStatusChecksKeepRows: the migrations that add the CHECKs (00015,
 // 00016) keep every row stored before them, also those whose outcome or
 // completed_by is still NULL, and every index (SQLite builds the tables
@@ -318,6 +325,9 @@ func TestStatusChecksKeepRows(t *testing.T) {
 				continue
 			}
 			for _, v := range c.values {
+				if addedBy00020[v] {
+					continue // a value migration 00020 added: no CHECK before it takes it
+				}
 				id := newID()
 				if c.table == "orders" && v == c.values[0] {
 					id = order

@@ -83,9 +83,8 @@ func seenChargeEntry(orderID string, ch domain.Charge, src domain.LedgerSource, 
 // transaction that marks the order paid, right after that guarded UPDATE:
 // the order's row is then this transaction's, so an outside refund either
 // committed before (and is read here) or is recorded after and counts
-// itself (ADR 0030). The count goes through the order's one guarded
-// refund UPDATE (OrderStore.AddRefund), so a full refund moves the order
-// to refunded. It reports whether it changed the order. It must follow
+// itself (ADR 0030). The count is the refund book's count
+// (domain.MoveCount), so a full refund moves the order to refunded. It reports whether it changed the order. It must follow
 // the MarkPaid that wrote the transaction's order.paid event: the event is
 // brought up to the counted order (OrderStore.Restamp).
 func countOutside(ctx context.Context, l LedgerStore, orders OrderStore, orderID, chargeID string, cur domain.Currency, now time.Time) (bool, error) {
@@ -109,7 +108,7 @@ func countOutside(ctx context.Context, l LedgerStore, orders OrderStore, orderID
 	// booked (Refunds.refundShown), and the charge is the order's payment
 	// for the order's money: the guard cannot refuse an order paid just
 	// now. Should it, the payment stands and the ledger keeps the refunds.
-	counted, err := orders.AddRefund(ctx, orderID, domain.MinorUnits(sum, cur), now)
+	counted, err := orders.MoveRefund(ctx, orderID, domain.MoveCount, domain.MinorUnits(sum, cur), now)
 	if err != nil || !counted {
 		return counted, err
 	}

@@ -41,9 +41,10 @@ func (s *Refunds) Reported(ctx context.Context, ev domain.ProviderEvent) (Webhoo
 // refund from the provider's dashboard), as what it is: money given back.
 // It is booked in the charge's order's ledger once (its reference is the
 // provider's refund ID, as payd's own refunds' are) and, when the charge
-// is the order's payment, counted in the order's refunded amount by the
-// same guarded UPDATE payd's refunds use, so a full outside refund moves
-// the order to refunded. A refund reported before its charge paid the
+// is the order's payment, counted at once in the order's confirmed
+// refunds (domain.MoveCount), whatever payd's own refunds in flight have
+// reserved: the money moved, so a full outside refund moves the order to
+// refunded. A refund reported before its charge paid the
 // order (the refund's webhook overtook the payment's outcome) is booked
 // alone, and the settlement that pays the order by that charge counts it
 // (ADR 0030). The audit trail records it with the provider as actor.
@@ -127,7 +128,7 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 			return err
 		}
 		if paying {
-			if counted, err = s.Orders.AddRefund(ctx, o.ID, domain.MinorUnits(pr.Amount, o.Currency), now); err != nil {
+			if counted, err = s.Orders.MoveRefund(ctx, o.ID, domain.MoveCount, domain.MinorUnits(pr.Amount, o.Currency), now); err != nil {
 				return err
 			}
 		}
@@ -146,10 +147,14 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 	}
 	observing(s.Observer).OrderChanged(o.ID)
 	if paying && !counted {
-		// The order's refunded amount could not take it (payd's own
-		// refunds reserved the rest, or it was refunded already): the
-		// money moved all the same, and an operator must look.
-		return s.outsideMismatch(ctx, pr, o.ID, "the order's refunded amount could not take this outside refund: with payd's own refunds it exceeds the payment")
+		// The order's confirmed refunds could not take it (they and it
+		// exceed the payment): the money moved all the same and is in the
+		// ledger. The order is repaired from its ledger, and an operator
+		// told.
+		if _, err := s.Heal(ctx, o.ID, src); err != nil {
+			return "", err
+		}
+		return s.recordedMismatch(ctx, pr, o.ID, "the order's confirmed refunds could not take it: with them it exceeds the payment")
 	}
 	return OutcomeApplied, nil
 }
@@ -229,15 +234,27 @@ func (s *Refunds) auditOutside(ctx context.Context, orderID string, pr domain.Pr
 	})
 }
 
+// recordedMismatch records, once, a refund that payd booked in the
+// order's ledger but that disagrees with the order, for an operator: its
+// note says the money was recorded.
+func (s *Refunds) recordedMismatch(ctx context.Context, pr domain.ProviderRefund, orderID, why string) (WebhookOutcome, error) {
+	return s.mismatch(ctx, pr, orderID, "a reported refund was recorded in the ledger (refund "+truncate(pr.ID, 64)+"), but "+why)
+}
+
 // outsideMismatch records, once, a reported refund payd could not record
 // as an outside refund, for an operator.
 func (s *Refunds) outsideMismatch(ctx context.Context, pr domain.ProviderRefund, orderID, why string) (WebhookOutcome, error) {
+	return s.mismatch(ctx, pr, orderID, "a reported refund was not recorded: "+why)
+}
+
+// mismatch records, once, a refund_amount_mismatch of pr saying note.
+func (s *Refunds) mismatch(ctx context.Context, pr domain.ProviderRefund, orderID, note string) (WebhookOutcome, error) {
 	if s.Discrepancies == nil {
 		return OutcomeIgnored, nil
 	}
 	d := withProviderAmount(domain.Discrepancy{
 		Type: domain.RefundAmountMismatch, Reference: domain.RefundReference(pr.ID), OrderID: orderID, ChargeID: pr.ChargeID,
-		Note: truncate("a reported refund was not recorded: "+why, 500),
+		Note: truncate(note, 500),
 	}, pr.Amount.String(), pr.Currency)
 	stored, isNew, err := s.Discrepancies.Record(ctx, newDiscrepancy(d, s.Now))
 	if err != nil {

@@ -81,14 +81,16 @@ type OrderStore interface {
 	Restamp(ctx context.Context, id string) error
 	// EventsOf returns the order's events with their snapshots, by seq.
 	EventsOf(ctx context.Context, id string) ([]domain.OutboxEvent, error)
-	// AddRefund reserves minor units of a paid order for a refund:
-	// refunded_minor += minor, and status → refunded when it reaches the
-	// amount; guarded by status='paid' AND refunded_minor + minor <= amount_minor.
-	AddRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error)
-	// SubtractRefund gives back a reservation the provider refused:
-	// refunded_minor -= minor, status back to paid; guarded by
-	// refunded_minor >= minor and status in (paid, refunded).
-	SubtractRefund(ctx context.Context, id string, minor int64, now time.Time) (bool, error)
+	// MoveRefund makes one move of domain.RefundBook's table on the
+	// order's refund money (reserve, settle, count, release, reverse) by
+	// one guarded UPDATE, and reports whether the move's guard let it.
+	// It writes no event: the caller tells confirmed money with its
+	// ledger entry.
+	MoveRefund(ctx context.Context, id string, m domain.RefundMove, minor int64, now time.Time) (bool, error)
+	// RepairBooks sets the order's confirmed refunds (and the status they
+	// give) to book's, only while the order is at version and paid or
+	// refunded: the ledger's repair of the order (ADR 0054).
+	RepairBooks(ctx context.Context, id string, version int64, book domain.RefundBook, now time.Time) (bool, error)
 	// ListPaidBetween returns orders paid (or since refunded) with paid_at
 	// in [from, to), ordered by ID, after the ID cursor, at most limit.
 	ListPaidBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Order, error)
@@ -203,6 +205,9 @@ type RefundStore interface {
 	// Finish: pending → succeeded or failed, recording the provider's refund
 	// ID; it reports whether a row changed.
 	Finish(ctx context.Context, id string, to domain.RefundStatus, providerRefundID string, now time.Time) (bool, error)
+	// Reverse: succeeded → failed, for a refund the provider took back
+	// after confirming it; it reports whether a row changed.
+	Reverse(ctx context.Context, id string, now time.Time) (bool, error)
 	// ListByOrder returns an order's refunds, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Refund, error)
 	// ListPending returns pending refunds last updated before olderThan, at most limit.

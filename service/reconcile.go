@@ -50,6 +50,10 @@ type Reconciler struct {
 	// (a dispute event that never arrived is booked all the same).
 	Disputes    DisputeLister
 	DisputeBook *Disputes
+	// Books, optional, repairs the orders a run touches from their
+	// ledgers and asks the provider about refunds of payd's it does not
+	// list (Refunds.Heal, Refunds.Recheck; ADR 0054).
+	Books RefundBooks
 }
 
 // ReconcileRequest is one run: a window, and either the provider's list
@@ -95,7 +99,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return domain.ReconciliationRun{}, err
 	}
 	run.Matched = matched // charges: a refund that agrees is not counted
-	refunds, err := s.refunds(ctx, run, req)
+	refunds, touched, err := s.refunds(ctx, run, req)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
@@ -155,6 +159,9 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 			return run, err
 		}
 	}
+	if err := s.healOrders(ctx, run, touched); err != nil {
+		return run, err
+	}
 	return run, nil
 }
 
@@ -205,26 +212,32 @@ func (s *Reconciler) syncDisputes(ctx context.Context, run domain.Reconciliation
 }
 
 // refunds compares refunds, if the run has the provider's, and returns
-// the findings; a real run first records the outside refunds it found
-// (recordOutside), a dry run records nothing.
-func (s *Reconciler) refunds(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) ([]domain.Discrepancy, error) {
+// the findings and the orders whose refunds it saw; a real run first
+// records the outside refunds it found (recordOutside) and asks the
+// provider about payd's refunds it does not list (recheck), a dry run
+// records nothing.
+func (s *Reconciler) refunds(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) ([]domain.Discrepancy, map[string]bool, error) {
 	listed, ok, err := s.refundsToCompare(ctx, run, req)
 	if err != nil || !ok {
-		return nil, err
+		return nil, nil, err
 	}
 	check, err := s.compareRefunds(ctx, run, listed, req.Charges != nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if req.Charges != nil {
 		if err := s.confirmFileRefunds(ctx, run, &check); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if run.DryRun {
-		return check.found, nil
+		return check.found, nil, nil
 	}
-	return s.recordOutside(ctx, check)
+	if err := s.recheck(ctx, &check); err != nil {
+		return nil, nil, err
+	}
+	found, err := s.recordOutside(ctx, check)
+	return found, check.orders, err
 }
 
 // keepAll keeps every finding of run, stamps it finished and returns the

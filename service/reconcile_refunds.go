@@ -33,6 +33,11 @@ const refundSlack = time.Hour
 type refundCheck struct {
 	found   []domain.Discrepancy
 	outside map[int]domain.ProviderRefund
+	// missing are payd's succeeded refunds the provider did not list, each
+	// with its finding's index; orders are the orders whose refunds the
+	// comparison saw.
+	missing map[int]domain.Refund
+	orders  map[string]bool
 }
 
 // refundsToCompare returns the provider's refunds a run compares: the
@@ -76,11 +81,17 @@ func (s *Reconciler) compareRefunds(ctx context.Context, run domain.Reconciliati
 		}
 		byKey[r.ProviderKey] = r
 	}
-	check := refundCheck{outside: map[int]domain.ProviderRefund{}}
+	check := refundCheck{outside: map[int]domain.ProviderRefund{}, missing: map[int]domain.Refund{}, orders: map[string]bool{}}
+	for _, r := range local {
+		check.orders[r.OrderID] = true
+	}
 	listedIDs := map[string]bool{}
 	for _, pr := range listed {
 		if pr.Status != domain.ChargeSucceeded || pr.ID == "" {
 			continue
+		}
+		if pr.OrderID != "" {
+			check.orders[pr.OrderID] = true
 		}
 		r, own := byID[pr.ID]
 		if !own && pr.IdempotencyKey != "" {
@@ -111,6 +122,7 @@ func (s *Reconciler) compareRefunds(ctx context.Context, run domain.Reconciliati
 	}
 	for _, r := range local {
 		if !listedIDs[r.ID] {
+			check.missing[len(check.found)] = r
 			check.found = append(check.found, missingAtProvider(r))
 		}
 	}

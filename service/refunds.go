@@ -195,15 +195,33 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 	return r, nil
 }
 
-// succeeded marks refund r succeeded as the provider's providerRefundID
-// and books it, in one transaction; a refund already marked so by another
-// path (its reply, its webhook) was booked there.
+// succeeded marks refund r succeeded as the provider's providerRefundID,
+// turns its reservation into confirmed money on the order (an order's own
+// refund: settle) and books it, in one transaction; a refund already
+// marked so by another path (its reply, its webhook) was booked there.
+// Should the order's confirmed refunds be unable to take it (only a
+// provider that gave back more than was paid could make that so), its
+// reservation is released, the money stays booked, and the order is
+// repaired from its ledger (Heal) and reported.
 func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefundID string, src domain.LedgerSource) error {
 	now := s.Now().UTC()
-	return s.Tx.InTx(ctx, func(ctx context.Context) error {
+	settled := true
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+		settled = true // InTx may run fn again after a conflict: start clean
 		finished, err := s.Store.Finish(ctx, r.ID, domain.RefundSucceeded, providerRefundID, now)
 		if err != nil || !finished {
 			return err
+		}
+		if r.Kind == domain.RefundManual {
+			minor := domain.MinorUnits(r.Amount, r.Currency)
+			if settled, err = s.Orders.MoveRefund(ctx, r.OrderID, domain.MoveSettle, minor, now); err != nil {
+				return err
+			}
+			if !settled {
+				if _, err := s.Orders.MoveRefund(ctx, r.OrderID, domain.MoveRelease, minor, now); err != nil {
+					return err
+				}
+			}
 		}
 		ref := r.RequestID
 		if ref == "" || src == domain.SourceRecoverer {
@@ -211,6 +229,14 @@ func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefund
 		}
 		return s.bookRefund(ctx, refundEntry(r, providerRefundID, src, now), sourceCause(ctx, src, ref), now)
 	})
+	if err != nil {
+		return err
+	}
+	observing(s.Observer).OrderChanged(r.OrderID)
+	if !settled {
+		_, err = s.Heal(ctx, r.OrderID, src)
+	}
+	return err
 }
 
 // bookRefund books e, a refund whose money moved, in the caller's
@@ -233,7 +259,8 @@ func (s *Refunds) bookRefund(ctx context.Context, e domain.LedgerEntry, c domain
 }
 
 // refused marks a refund the provider definitively refused as failed and,
-// for an order's own payment, gives the reservation back to the order.
+// for an order's own payment, releases its reservation: nothing confirmed
+// goes with it, and nothing is told, for no money moved.
 func (s *Refunds) refused(ctx context.Context, r domain.Refund, providerRefundID string, cause error) error {
 	now := s.Now().UTC()
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -241,7 +268,7 @@ func (s *Refunds) refused(ctx context.Context, r domain.Refund, providerRefundID
 		if err != nil || !finished || r.Kind != domain.RefundManual {
 			return err
 		}
-		_, err = s.Orders.SubtractRefund(ctx, r.OrderID, domain.MinorUnits(r.Amount, r.Currency), now)
+		_, err = s.Orders.MoveRefund(ctx, r.OrderID, domain.MoveRelease, domain.MinorUnits(r.Amount, r.Currency), now)
 		return err
 	})
 	if err != nil || r.Kind != domain.RefundManual {
@@ -337,8 +364,9 @@ func (s *Refunds) Confirmed(ctx context.Context, providerKey, providerRefundID, 
 
 // Failed applies a refund-failed webhook: a refund payd asked for that the
 // provider first answered pending has failed (or was cancelled). A pending
-// one takes the refused path — marked failed, its reservation given back
-// to the order — once; anything else changes nothing.
+// one takes the refused path — marked failed, its reservation released —
+// once. A succeeded one the provider took back after confirming it
+// (Reversed, once the provider says so); anything else changes nothing.
 func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID string) (WebhookOutcome, error) {
 	r, err := s.Store.FindByProviderKey(ctx, providerKey)
 	if errors.Is(err, domain.ErrRefundNotFound) {
@@ -346,6 +374,10 @@ func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID stri
 	}
 	if err != nil {
 		return "", err
+	}
+	if r.Status == domain.RefundSucceeded {
+		// Confirmed before, failed now: the provider took it back.
+		return s.Reversed(ctx, r, domain.SourceWebhook)
 	}
 	if r.Status != domain.RefundPending {
 		return OutcomeIgnored, nil
@@ -491,7 +523,8 @@ func leftOn(ch domain.Charge) decimal.Decimal {
 }
 
 // reserve records the refund and reserves its amount on the order, in one
-// transaction.
+// transaction: a reservation, not money, so the order's refunded amount
+// and status stay as they are until the provider confirms it (settle).
 func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, amount decimal.Decimal, req RefundRequest) (domain.Refund, error) {
 	now := s.Now().UTC()
 	id := newID()
@@ -500,7 +533,7 @@ func (s *Refunds) reserve(ctx context.Context, o domain.Order, chargeID string, 
 		Amount: amount, Currency: o.Currency, Status: domain.RefundPending, Reason: req.Reason, CreatedAt: now, UpdatedAt: now,
 	}
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		ok, err := s.Orders.AddRefund(ctx, o.ID, domain.MinorUnits(amount, o.Currency), now)
+		ok, err := s.Orders.MoveRefund(ctx, o.ID, domain.MoveReserve, domain.MinorUnits(amount, o.Currency), now)
 		if err != nil {
 			return err
 		}
