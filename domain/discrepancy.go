@@ -38,7 +38,7 @@ const (
 	// the discrepancy tells an operator, who may refund again.
 	RefundReversed DiscrepancyType = "refund_reversed"
 	// OrderBooksRepaired: an order's confirmed refunds or status
-	// disagreed with its ledger and were repaired from it (ADR 0054).
+	// disagreed with its ledger and were repaired from it (ADR 0055).
 	OrderBooksRepaired DiscrepancyType = "order_books_repaired"
 	// DisputeExceedsRemaining: a dispute opened for more than the charge
 	// still held after its refunds.

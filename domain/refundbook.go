@@ -13,7 +13,7 @@ import (
 // Refunded alone, and a reservation released takes nothing confirmed with
 // it. A new refund is limited by both, so refunds in flight can never add
 // up to more than was paid; money the provider confirmed is counted
-// whatever is reserved, because it moved (ADR 0054).
+// whatever is reserved, because it moved (ADR 0055).
 //
 // The repository performs each move as one guarded UPDATE whose WHERE
 // clause is Allows written in SQL and whose SET is Apply's arithmetic

@@ -10,7 +10,7 @@ import (
 
 // An order's refund money is two columns: refunded_minor, what the
 // provider confirmed given back, and refund_reserved_minor, what payd's
-// refunds in flight reserved (domain.RefundBook, ADR 0054). Each move of
+// refunds in flight reserved (domain.RefundBook, ADR 0055). Each move of
 // domain's table is one guarded UPDATE: its WHERE clause is the move's
 // guard (RefundBook.Allows) and its SET the move's arithmetic
 // (RefundBook.Apply), with the statuses from domain (RefundMove.From and
@@ -87,7 +87,7 @@ var repairBooks = `UPDATE orders
 // RepairBooks sets order id's confirmed refunds to refundedMinor, and its
 // status to the one they give (domain.RefundBook.Status), if the order is
 // still at version and paid or refunded: an operator's or reconciliation's
-// repair of an order whose books disagree with its ledger (ADR 0054). It
+// repair of an order whose books disagree with its ledger (ADR 0055). It
 // reports whether the order was at version; a repair that lost a race is
 // asked again by its caller on the order as it now is.
 func (s *OrderStore) RepairBooks(ctx context.Context, id string, version int64, book domain.RefundBook, now time.Time) (bool, error) {

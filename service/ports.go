@@ -89,7 +89,7 @@ type OrderStore interface {
 	MoveRefund(ctx context.Context, id string, m domain.RefundMove, minor int64, now time.Time) (bool, error)
 	// RepairBooks sets the order's confirmed refunds (and the status they
 	// give) to book's, only while the order is at version and paid or
-	// refunded: the ledger's repair of the order (ADR 0054).
+	// refunded: the ledger's repair of the order (ADR 0055).
 	RepairBooks(ctx context.Context, id string, version int64, book domain.RefundBook, now time.Time) (bool, error)
 	// ListPaidBetween returns orders paid (or since refunded) with paid_at
 	// in [from, to), ordered by ID, after the ID cursor, at most limit.

@@ -52,7 +52,7 @@ type Reconciler struct {
 	DisputeBook *Disputes
 	// Books, optional, repairs the orders a run touches from their
 	// ledgers and asks the provider about refunds of payd's it does not
-	// list (Refunds.Heal, Refunds.Recheck; ADR 0054).
+	// list (Refunds.Heal, Refunds.Recheck; ADR 0055).
 	Books RefundBooks
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // RefundBooks repairs an order from its ledger and asks the provider about
-// a refund of payd's it does not list (Refunds; ADR 0054).
+// a refund of payd's it does not list (Refunds; ADR 0055).
 type RefundBooks interface {
 	Heal(ctx context.Context, orderID string, src domain.LedgerSource) (bool, error)
 	Recheck(ctx context.Context, r domain.Refund, src domain.LedgerSource) (bool, error)

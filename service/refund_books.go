@@ -15,7 +15,7 @@ import (
 const ResolveRepaired = "repaired"
 
 // Heal compares order orderID's confirmed refunds and status with its
-// ledger, and repairs the order when they differ (ADR 0054): the ledger
+// ledger, and repairs the order when they differ (ADR 0055): the ledger
 // holds every movement of money the provider confirmed, once, so what the
 // order counts as refunded is what the ledger holds given back of its
 // paying charge (domain.RefundedOn), and its status is what that gives

@@ -1,5 +1,5 @@
 -- +goose Up
--- Confirmed money apart from reservations (ADR 0054). refunded_minor is
+-- Confirmed money apart from reservations (ADR 0055). refunded_minor is
 -- from now on only what the provider confirmed given back;
 -- refund_reserved_minor is what payd's refunds in flight reserved. Until
 -- now a reservation was added to refunded_minor, so an order with a
