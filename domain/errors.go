@@ -105,9 +105,11 @@ func (es ValidationErrors) Err() error {
 	return es
 }
 
-// NotCharged is the failure code of a payment the provider never received
-// (payd stopped before asking, and nobody retried): nothing was charged and
-// the customer may simply pay again.
+// NotCharged is the failure code of a payment the provider says it charged
+// nothing for without declining it: a processor fault it recorded under the
+// key, or no charge under the key where none can come any more (Stripe past
+// its replay window). Never a look-up's "not found" alone (ADR 54): nothing
+// was charged and the customer may simply pay again.
 const NotCharged = "not_charged"
 
 // DeclineError is a definitive refusal from the provider, with its reason

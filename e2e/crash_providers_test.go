@@ -24,12 +24,10 @@ type crashProvider interface {
 	// refundCalls is how many refunds payd asked for.
 	refundCalls() int
 	// recoveryCalls is what recovering an attempt crashed at point costs:
-	// the sandbox is asked (GET) and charged (POST) only if it never saw
-	// it; Stripe is asked by repeating the create under the same key (ADR 0020).
+	// the sandbox is asked (GET) and, if it has nothing under the key, the
+	// create is replayed under it (POST, ADR 0054); Stripe is asked by
+	// repeating the create under the same key (ADR 0020).
 	recoveryCalls(point string) []string
-	// recovererReleases: the recoverer releases an attempt the provider
-	// never saw (the sandbox's 404), rather than complete it (Stripe's replay).
-	recovererReleases() bool
 }
 
 // eachCrashProvider runs fn per dialect and provider.
@@ -46,7 +44,6 @@ func eachCrashProvider(t *testing.T, fn func(t *testing.T, dialect string, newPr
 
 func (p *procProvider) settings(dbURL string, extra env) env { return paydEnv(dbURL, p.url, extra) }
 func (p *procProvider) method() string                       { return "pm_ok" }
-func (p *procProvider) recovererReleases() bool              { return true }
 func (p *procProvider) recoveryCalls(point string) []string {
 	if point == "after_claim" {
 		return []string{"GET", "POST"}
@@ -61,7 +58,6 @@ func (s *stripeCrash) settings(dbURL string, extra env) env { return stripeEnv(d
 func (s *stripeCrash) method() string                       { return stripefake.PMVisa }
 func (s *stripeCrash) callsFor(attemptID string) []string   { return s.f.CallsFor(attemptID) }
 func (s *stripeCrash) refundCalls() int                     { return s.f.Count("POST /v1/refunds") }
-func (s *stripeCrash) recovererReleases() bool              { return false }
 func (s *stripeCrash) recoveryCalls(point string) []string {
 	if point == "after_claim" {
 		return []string{"POST"} // the replay is the first create

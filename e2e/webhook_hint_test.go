@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,9 +25,9 @@ func (s *stack) unconfirmedOf(orderID, msgID string) []domain.Discrepancy {
 }
 
 // TestWebhookSuccessNotChargedIsNotApplied: a pay the provider never
-// charged (pm_error: 202, nothing recorded), then a correctly signed
-// payment.succeeded for that attempt with a made-up charge. payd asks the
-// provider, which has no charge under the key: the order stays unpaid,
+// charged (pm_error: 202, recorded failed, nothing charged), then a
+// correctly signed payment.succeeded for that attempt with a made-up
+// charge. payd asks the provider, whose charge under the key failed: the order stays unpaid,
 // the attempt unsettled, the event is stored, and one unconfirmed_payment
 // names the message and what the provider said; a redelivery records
 // nothing new.
@@ -41,8 +40,8 @@ func TestWebhookSuccessNotChargedIsNotApplied(t *testing.T) {
 			t.Fatalf("pay(pm_error) = %d %s, want 202", r.Status, r.Body)
 		}
 		a := s.onlyAttempt(id)
-		if _, err := s.directProvider().GetCharge(context.Background(), domain.Attempt{ID: a.ID}); !errors.Is(err, domain.ErrChargeNotFound) {
-			t.Fatalf("sandbox GetCharge(%s) = %v, want no charge", a.ID, err)
+		if ch, err := s.directProvider().GetCharge(context.Background(), domain.Attempt{ID: a.ID}); err != nil || ch.Status != domain.ChargeFailed {
+			t.Fatalf("sandbox GetCharge(%s) = %+v, %v, want its failed charge", a.ID, ch, err)
 		}
 		forged := payment{AttemptID: a.ID, ChargeID: "ch_made_up_" + a.ID[:8], OrderID: id, Amount: "25.00", Currency: "USD"}
 		evID := "evt_" + uuid.NewString()
@@ -62,7 +61,7 @@ func TestWebhookSuccessNotChargedIsNotApplied(t *testing.T) {
 		}
 		ds := s.unconfirmedOf(id, evID)
 		if len(ds) != 1 || ds[0].Status != domain.DiscrepancyOpen || ds[0].AttemptID != a.ID || ds[0].OrderID != id ||
-			!strings.Contains(ds[0].Note, evID) || !strings.Contains(ds[0].Note, "no charge") {
+			!strings.Contains(ds[0].Note, evID) || !strings.Contains(ds[0].Note, "is failed") {
 			t.Fatalf("unconfirmed_payment for %s = %+v, want one open for the attempt, naming the message and the provider's answer", evID, ds)
 		}
 		if n := s.count("discrepancies"); n != 1 {

@@ -150,9 +150,9 @@ var errorTable = []errorRow{
 	{match: isValidation, code: "validation_failed", adorn: listInvalid},
 	rowOf(is(idempotency.ErrMalformedBody), errMalformedJSON),
 	rowOf(is(idempotency.ErrKeyConflict), errKeyConflict),
-	// A payment the provider never received is no decline: before card_declined.
+	// A payment the provider charged nothing for is no decline: before card_declined.
 	{match: notCharged, code: "payment_not_completed",
-		detail: "The payment never reached the provider and nothing was charged. You may try again."},
+		detail: "The provider charged nothing for this payment. You may try again."},
 	{match: is(domain.ErrKeyMissing), code: "idempotency_key_missing",
 		detail: "This request needs an Idempotency-Key header (a UUID v4 is recommended)."},
 	{match: is(domain.ErrKeyInvalid), code: "idempotency_key_invalid",
@@ -298,7 +298,8 @@ func echoStatus(p *Problem, err error) {
 	p.Status, p.Detail = he.Code, fmt.Sprint(he.Message)
 }
 
-// notCharged matches the decline of a payment that never reached the provider.
+// notCharged matches a payment the provider says it charged nothing for
+// without declining it (domain.NotCharged).
 func notCharged(err error) bool {
 	var decline *domain.DeclineError
 	return errors.As(err, &decline) && decline.Code == domain.NotCharged

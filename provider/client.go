@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -115,11 +116,33 @@ func (c *Client) Charge(ctx context.Context, req domain.ChargeRequest) (domain.C
 }
 
 // GetCharge asks about attempt a's charge, by the attempt's ID, the
-// idempotency key its charges were sent under (the sandbox needs nothing
-// else payd recorded); domain.ErrChargeNotFound means the provider never
-// recorded one under that key.
+// idempotency key its charges were sent under: it is looked up by that
+// key first. A look-up's "not found" is no answer for an attempt payd is
+// still settling (started or unknown): a charge request under the key that
+// is delayed in transit (a proxy, a queue, a loaded provider) may still be
+// carried out after it, however late. So such an attempt is then asked
+// about by repeating its very create under the same key, as the Stripe
+// adapter does (ADR 0020, 0054): the sandbox answers the charge recorded
+// under the key, whichever request made it, and if none has reached it
+// yet, this request is the attempt's first and only charge. Either way
+// the answer is the provider's own and stays true. Any other attempt
+// (settled, or one payd has no record of: a key an event named) is never
+// charged by asking; domain.ErrChargeNotFound means the provider has
+// recorded no charge under its key.
 func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error) {
-	idempotencyKey := a.ID
+	ch, err := c.lookUp(ctx, a.ID)
+	if !errors.Is(err, domain.ErrChargeNotFound) || !a.Status.Unsettled() {
+		return ch, err
+	}
+	if ch, err = c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
+		Currency: string(a.Currency), PaymentMethod: a.PaymentMethod}); err != nil {
+		return domain.Charge{}, fmt.Errorf("get charge %s: replay the create: %w", a.ID, err)
+	}
+	return ch, nil
+}
+
+// lookUp reads the charge recorded under idempotencyKey.
+func (c *Client) lookUp(ctx context.Context, idempotencyKey string) (domain.Charge, error) {
 	var out chargeDTO
 	path := "/v1/charges/" + url.PathEscape(idempotencyKey)
 	if err := c.do(ctx, http.MethodGet, path, "", nil, &out); err != nil {

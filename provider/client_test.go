@@ -61,7 +61,7 @@ func TestClientMagicMethods(t *testing.T) {
 			{"pm_async", domain.ChargePending, "", domain.ChargeSucceeded},
 			{"pm_async_fail", domain.ChargePending, "", domain.ChargeFailed},
 			{"pm_timeout", "", "", domain.ChargeSucceeded},
-			{"pm_error", "", "", ""},
+			{"pm_error", "", "", domain.ChargeFailed},
 		}
 		for _, tt := range tests {
 			key := "key-" + tt.method
@@ -93,10 +93,12 @@ func TestClientMagicMethods(t *testing.T) {
 			}
 		}
 
-		// pm_error recorded nothing, so the key is still free to charge.
-		ch, err := sb.Client.Charge(ctx, chargeReq("key-pm_error", "pm_ok"))
-		if err != nil || ch.Status != domain.ChargeSucceeded {
-			t.Errorf("Charge(key after pm_error) = %+v, %v; want succeeded", ch, err)
+		// pm_error recorded its fault: a replay of the key answers the
+		// failed charge, a processor fault payd calls not charged, and
+		// charges nothing.
+		ch, err := sb.Client.Charge(ctx, chargeReq("key-pm_error", "pm_error"))
+		if err != nil || ch.Status != domain.ChargeFailed || ch.FailureCode != domain.NotCharged {
+			t.Errorf("Charge(pm_error again) = %+v, %v; want failed %s", ch, err, domain.NotCharged)
 		}
 		if _, err := sb.Client.Charge(ctx, chargeReq("key-x", "pm_unknown")); !domain.IsProviderRequestError(err, "unknown_payment_method") || errors.Is(err, domain.ErrProviderUnavailable) {
 			t.Errorf("Charge(pm_unknown) = %v, want a 400 unknown_payment_method ProviderRequestError", err)

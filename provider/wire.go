@@ -113,6 +113,11 @@ func formatAmount(d decimal.Decimal, currency string) (string, error) {
 	return domain.FormatAmount(d, c), nil
 }
 
+// processingError is the failure code of a charge the provider's processor
+// failed on before charging anything: no decline, so payd calls it
+// domain.NotCharged (the payment did not complete, the key may pay again).
+const processingError = "processing_error"
+
 func (d chargeDTO) toCharge() (domain.Charge, error) {
 	amount, err := decimal.NewFromString(d.Amount)
 	if err != nil {
@@ -134,10 +139,14 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	if err != nil {
 		return domain.Charge{}, fmt.Errorf("charge created_at: %w", err)
 	}
+	code := d.FailureCode
+	if status == domain.ChargeFailed && code == processingError {
+		code = domain.NotCharged
+	}
 	return domain.Charge{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
-		Status: status, FailureCode: d.FailureCode, RefundedAmount: refunded, DisputedAmount: disputed,
+		Status: status, FailureCode: code, RefundedAmount: refunded, DisputedAmount: disputed,
 		CreatedAt: created.UTC(),
 	}, nil
 }

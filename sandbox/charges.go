@@ -21,7 +21,7 @@ type method struct {
 	asyncStatus      domain.ChargeStatus
 	asyncFailureCode string
 	loseReply        bool // record the charge, then drop the connection unanswered
-	serverError      bool // answer 500 having recorded nothing
+	serverError      bool // record the charge failed, charging nothing, and answer 500
 	dispute          bool // open a dispute of the whole charge after AsyncDelay
 }
 
@@ -33,11 +33,13 @@ var methods = map[string]method{
 	"pm_async":              {status: domain.ChargePending, asyncStatus: domain.ChargeSucceeded},
 	"pm_async_fail":         {status: domain.ChargePending, asyncStatus: domain.ChargeFailed, asyncFailureCode: "card_declined"},
 	"pm_timeout":            {status: domain.ChargeSucceeded, loseReply: true},
-	"pm_error":              {serverError: true},
+	"pm_error":              {status: domain.ChargeFailed, failureCode: "processing_error", serverError: true},
 	"pm_dispute":            {status: domain.ChargeSucceeded, dispute: true},
 }
 
 // errProcessorFault is pm_error's answer: a 500 with nothing charged.
+// Only the first request under the key hears it: a replay answers the
+// failed charge it recorded, as for any other key.
 var errProcessorFault = &apiError{status: http.StatusInternalServerError, code: "processing_error", msg: "the processor failed; nothing was charged"}
 
 // errKeyReused is an idempotency key sent again with another request. The
@@ -57,9 +59,20 @@ func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	row, err := s.createCharge(r.Context(), in)
+	ctx := r.Context()
+	if d := s.cfg.ChargeDelay; d > 0 {
+		// Late, but carried out: the client's giving up meanwhile does not
+		// take back a request the provider has.
+		ctx = context.WithoutCancel(ctx)
+		time.Sleep(d)
+	}
+	row, created, err := s.createCharge(ctx, in)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if created && methods[row.PaymentMethod].serverError {
+		s.writeError(w, r, errProcessorFault)
 		return
 	}
 	if methods[row.PaymentMethod].loseReply {
@@ -123,23 +136,24 @@ func idempotencyKey(r *http.Request) (string, error) {
 }
 
 // createCharge records a charge under in.key, or returns the one already
-// recorded under it. The unique index on the key is the lock: when
-// concurrent requests race, one insert wins and the others read its row.
-func (s *Server) createCharge(ctx context.Context, in chargeInput) (chargeRow, error) {
+// recorded under it (created false). The unique index on the key is the
+// lock: when concurrent requests race, one insert wins and the others read
+// its row, so a replay of a key whose first request is still being carried
+// out never makes a second charge. Every outcome is recorded, a processor
+// fault's too (pm_error: failed, nothing charged, no webhook), so a replay
+// always says what the key did and never finds nothing.
+func (s *Server) createCharge(ctx context.Context, in chargeInput) (chargeRow, bool, error) {
 	if row, ok, err := s.existingCharge(ctx, in); err != nil || ok {
-		return row, err
+		return row, false, err
 	}
 	m := methods[in.method]
-	if m.serverError {
-		return chargeRow{}, errProcessorFault
-	}
 	row := s.newCharge(in, m)
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			return err
 		}
-		if row.Status == string(domain.ChargePending) {
-			return nil // its webhook comes when it resolves
+		if row.Status == string(domain.ChargePending) || m.serverError {
+			return nil // its webhook comes when it resolves; a fault sends none
 		}
 		return s.enqueue(tx, paymentEvent(row))
 	})
@@ -148,13 +162,13 @@ func (s *Server) createCharge(ctx context.Context, in chargeInput) (chargeRow, e
 		if err == nil && !ok {
 			err = fmt.Errorf("sandbox: charge under a duplicate key is missing")
 		}
-		return row, err
+		return row, false, err
 	}
 	if err != nil {
-		return chargeRow{}, fmt.Errorf("sandbox: create charge: %w", err)
+		return chargeRow{}, false, fmt.Errorf("sandbox: create charge: %w", err)
 	}
 	s.log.InfoContext(ctx, "sandbox charge created", "charge_id", row.ID, "status", row.Status)
-	return row, nil
+	return row, true, nil
 }
 
 // existingCharge finds the charge already under in.key; the same key with

@@ -34,6 +34,12 @@ type Config struct {
 	// pending, and how long after a pm_dispute charge its dispute opens
 	// (default 2s).
 	AsyncDelay time.Duration
+	// ChargeDelay holds every charge request this long after it arrives
+	// and before the sandbox acts on it, and the request is then carried
+	// out even if its client has given up meanwhile: a request delayed in
+	// transit (a proxy, a queue, a loaded provider) that is processed late.
+	// Zero (the default) acts at once.
+	ChargeDelay time.Duration
 
 	// Duplicates is how many times each event is delivered, every copy
 	// with the same webhook-id (default 1).

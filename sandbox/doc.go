@@ -40,6 +40,10 @@
 // A key sent again with the same parameters returns the original charge or
 // refund, without charging again; with other parameters it is 422
 // idempotency_key_reused. A declined charge is a 200 with status failed.
+// Every charge request's outcome is recorded under its key, so a replay
+// says what the key did and never charges twice, even while the first
+// request is still being carried out (Config.ChargeDelay holds each one
+// before it is, to show a request processed late).
 // Refunding more than is left is 422 refund_exceeds_charge; refunding a
 // charge that did not succeed is 422 charge_not_refundable; an unknown
 // charge is 404 charge_not_found. What is left to refund is the amount less
@@ -64,7 +68,8 @@
 //	pm_async_fail          pending; failed (card_declined) after Config.AsyncDelay
 //	pm_timeout             recorded as succeeded, but every POST reply is lost: the connection
 //	                       is dropped unanswered (look it up with GET /v1/charges/{key})
-//	pm_error               500 processing_error; nothing recorded, the key stays free
+//	pm_error               500 processing_error; recorded as failed (processing_error, nothing
+//	                       charged, no webhook), so a replay of the key answers that failed charge
 //	pm_dispute             succeeded; after Config.AsyncDelay the customer's bank disputes the
 //	                       whole amount (reason fraudulent): an open dispute and dispute.created
 //

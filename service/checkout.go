@@ -18,8 +18,13 @@ type PaymentProvider interface {
 	// idempotency key), order, money, payment method, status, creation
 	// time and any provider charge ID payd stored. For a key payd has no
 	// attempt under (one a provider event names), a carries only that ID
-	// and the event's order, and no status. domain.ErrChargeNotFound means
-	// the provider has no charge for the attempt.
+	// and the event's order, and no status. For an attempt still started
+	// or unknown the answer must stay true however late a request under
+	// its key arrives, so an adapter that finds nothing replays the create
+	// under the key rather than answer "not found" (ADR 20, 54); a charge
+	// the replay makes is the attempt's. domain.ErrChargeNotFound means the
+	// provider has no charge for the attempt and, for an unsettled one,
+	// that none can come.
 	GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge, error)
 }
 
@@ -257,8 +262,8 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 }
 
 // charge asks the provider to charge attempt a, then settles on its answer.
-// The request gives up in time for what the attempt records: past
-// InFlightUntil, "not found" means the provider never got it.
+// The request gives up in time for what the attempt records (InFlightUntil):
+// until then nobody else asks about the attempt (ADR 9).
 func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt, src domain.LedgerSource) (domain.Order, error) {
 	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
 	ch, err := s.Provider.Charge(cctx, domain.ChargeRequest{
@@ -310,7 +315,8 @@ func (s *Checkout) recover(ctx context.Context, o domain.Order, requestID string
 			// provider: "not found" proves nothing yet.
 			return s.unknown(ctx, o, a, "", domain.SourcePayReply)
 		}
-		// The provider never saw this attempt: charging now, under the same
+		// The adapter says the provider has nothing under the key and
+		// nothing can come (ADR 54): charging now, under the same
 		// idempotency key, is its first and only charge.
 		return s.resend(ctx, o, a)
 	}

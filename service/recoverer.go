@@ -12,9 +12,12 @@ import (
 // Recoverer resolves payments whose outcome nobody is waiting for: attempts
 // left started (the worker died) or unknown (the reply was lost, the
 // webhook never came) for longer than the lease. It asks the provider about
-// each one before anything else, and never charges: a payment the provider
-// never saw, once no charge request under its key can still reach it, is
-// released so the customer may pay again.
+// each one before anything else. The provider's adapter asks about an
+// attempt it has nothing under by replaying its create under the
+// attempt's key (ADR 20, ADR 54): a charge that replay makes is the
+// customer's one payment and pays the order. Only the provider's
+// definitive answer releases the order; a look-up's "not found" never
+// does, since a request delayed in transit may still be carried out.
 //
 // Several replicas may run it at once: each attempt is leased to one of
 // them by a guarded UPDATE of its updated_at before any work is done.
@@ -101,8 +104,10 @@ func (r *Recoverer) settle(ctx context.Context, a domain.Attempt) (bool, error) 
 		// unknown and a later pass asks again.
 		return false, nil
 	case errors.Is(err, domain.ErrChargeNotFound):
-		// The provider never saw this attempt, and nobody is waiting for it
-		// any more: release the order rather than charge unasked.
+		// The adapter says no charge under this key exists or can come:
+		// the sandbox's never says so for an attempt still being settled
+		// (it replays the create instead), Stripe's only a day after the
+		// key's requests (ADR 20, 54). Release the order.
 		ch = domain.Charge{Status: domain.ChargeFailed, FailureCode: domain.NotCharged}
 	case err != nil:
 		return false, err // still unknown; the next lease tries again

@@ -86,10 +86,13 @@ func TestRecovererResolvesOnceConcurrently(t *testing.T) {
 	})
 }
 
-// TestRecovererReleasesNeverReceived: a charge the provider never received
-// is, once no request under its key can still reach it, released — never
-// charged by the recoverer — so the customer may pay again.
-func TestRecovererReleasesNeverReceived(t *testing.T) {
+// TestRecovererCompletesNeverReceived: a charge request that never reached
+// the provider is not taken for "never charged" once its time in flight
+// is over: a request delayed in transit can still land after any deadline
+// (ADR 54). Asked about it, the provider's adapter replays the create
+// under the attempt's own key, and that replay is the customer's one
+// charge: it pays the order, and nothing is released to be paid again.
+func TestRecovererCompletesNeverReceived(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		cust := w.customer(t)
 		o := w.order(t, cust, "6.00")
@@ -105,17 +108,21 @@ func TestRecovererReleasesNeverReceived(t *testing.T) {
 			t.Fatalf("Run = %d, %v, want 1", n, err)
 		}
 		if calls := w.calls(); !slices.Equal(calls, []string{"get " + id}) {
-			t.Fatalf("provider calls = %v, want one lookup and no charge", calls)
+			t.Fatalf("provider calls = %v, want one question (the adapter's look-up and replay)", calls)
 		}
-		if n := len(w.charges(t, o.ID)); n != 0 {
-			t.Fatalf("charges = %d, want 0", n)
+		charges := w.charges(t, o.ID)
+		if len(charges) != 1 {
+			t.Fatalf("charges = %+v, want the replay's one", charges)
 		}
 		as := w.attempts(t, cust, o.ID)
-		if len(as) != 1 || as[0].Status != domain.AttemptFailed || as[0].FailureCode != domain.NotCharged {
-			t.Fatalf("attempts = %+v, want one failed %s", as, domain.NotCharged)
+		if len(as) != 1 || as[0].Status != domain.AttemptSucceeded {
+			t.Fatalf("attempts = %+v, want one succeeded", as)
 		}
-		if got, err := w.pay(cust, o.ID, newKey(), "pm_ok"); err != nil || got.Status != domain.StatusPaid {
-			t.Fatalf("Pay again = %v, %v, want paid", got.Status, err)
+		if got := w.get(t, cust, o.ID); got.Status != domain.StatusPaid {
+			t.Fatalf("order = %s, want paid by the replay", got.Status)
+		}
+		if n, err := w.recoverer.Run(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Run again = %d, %v, want 0", n, err)
 		}
 	})
 }
