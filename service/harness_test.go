@@ -414,6 +414,9 @@ type spyProvider struct {
 	lostRefunds int                        // the replies to the next n refund requests are lost; the provider refunds
 	disputed    map[string]decimal.Decimal // charge ID → what an open dispute withdrew (the sandbox has no disputes yet)
 	afterCharge func(domain.Charge)        // runs once the provider charged, before its reply reaches payd
+	// beforeRefund runs once, while the next refund request is held on its
+	// way to the provider.
+	beforeRefund func()
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -530,7 +533,12 @@ func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundReque
 	if lost {
 		p.lostRefunds--
 	}
+	hold := p.beforeRefund
+	p.beforeRefund = nil
 	p.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
 	r, err := p.inner.Refund(ctx, req)
 	if lost && err == nil {
 		return domain.ProviderRefund{}, domain.ErrProviderUnavailable
