@@ -146,6 +146,11 @@ func (s *Refunds) Outside(ctx context.Context, pr domain.ProviderRefund, src dom
 		return OutcomeIgnored, nil
 	}
 	observing(s.Observer).OrderChanged(o.ID)
+	if paying && counted {
+		if _, err := s.Heal(ctx, o.ID, src); err != nil { // the cheap check after a money event
+			return "", err
+		}
+	}
 	if paying && !counted {
 		// The order's confirmed refunds could not take it (they and it
 		// exceed the payment): the money moved all the same and is in the

@@ -211,9 +211,9 @@ func (s *Refunds) Reversed(ctx context.Context, r domain.Refund, src domain.Ledg
 // may refund again. It reports whether it reversed r.
 func (s *Refunds) reverse(ctx context.Context, r domain.Refund, src domain.LedgerSource) (bool, error) {
 	now := s.Now().UTC()
-	var reversed, moved bool
+	var reversed bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		reversed, moved = false, false
+		reversed = false
 		var err error
 		if reversed, err = s.Store.Reverse(ctx, r.ID, now); err != nil || !reversed {
 			return err
@@ -230,7 +230,7 @@ func (s *Refunds) reverse(ctx context.Context, r domain.Refund, src domain.Ledge
 			return err
 		}
 		if r.Kind == domain.RefundManual {
-			if moved, err = s.Orders.MoveRefund(ctx, r.OrderID, domain.MoveReverse, domain.MinorUnits(r.Amount, r.Currency), now); err != nil {
+			if _, err = s.Orders.MoveRefund(ctx, r.OrderID, domain.MoveReverse, domain.MinorUnits(r.Amount, r.Currency), now); err != nil {
 				return err
 			}
 		}
@@ -240,8 +240,8 @@ func (s *Refunds) reverse(ctx context.Context, r domain.Refund, src domain.Ledge
 		return false, err
 	}
 	observing(s.Observer).OrderChanged(r.OrderID)
-	if r.Kind == domain.RefundManual && !moved {
-		if _, err := s.Heal(ctx, r.OrderID, src); err != nil {
+	if r.Kind == domain.RefundManual {
+		if _, err := s.Heal(ctx, r.OrderID, src); err != nil { // repairs only a difference (moved or not)
 			return true, err
 		}
 	}

@@ -202,7 +202,8 @@ func (s *Refunds) ask(ctx context.Context, r domain.Refund, src domain.LedgerSou
 // Should the order's confirmed refunds be unable to take it (only a
 // provider that gave back more than was paid could make that so), its
 // reservation is released, the money stays booked, and the order is
-// repaired from its ledger (Heal) and reported.
+// repaired from its ledger (Heal, which checks every confirmed refund's
+// order, and repairs and reports only a difference).
 func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefundID string, src domain.LedgerSource) error {
 	now := s.Now().UTC()
 	settled := true
@@ -233,9 +234,7 @@ func (s *Refunds) succeeded(ctx context.Context, r domain.Refund, providerRefund
 		return err
 	}
 	observing(s.Observer).OrderChanged(r.OrderID)
-	if !settled {
-		_, err = s.Heal(ctx, r.OrderID, src)
-	}
+	_, err = s.Heal(ctx, r.OrderID, src) // the cheap check after a money event; it repairs only a difference
 	return err
 }
 
