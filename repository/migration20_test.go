@@ -45,7 +45,7 @@ func TestRefundReservationsMigration(t *testing.T) {
 		refund(full, domain.RefundManual, "succeeded", 400)
 		refund(full, domain.RefundManual, "pending", 600)
 		refund(full, domain.RefundAuto, "pending", 1000) // another charge's: never on the order
-		done := order("refunded", 1000) // all confirmed
+		done := order("refunded", 1000)                  // all confirmed
 		refund(done, domain.RefundManual, "succeeded", 1000)
 		refund(done, domain.RefundManual, "failed", 300)
 		unpaid := order("pending", 0)

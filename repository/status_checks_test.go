@@ -297,7 +297,7 @@ func checkList(t *testing.T, clause, column string) []string {
 // addedBy00020 are the closed sets' values migration 00020 added.
 var addedBy00020 = map[string]bool{
 	string(domain.LedgerRefundReversed): true, // and discrepancy type refund_reversed
-	string(domain.OrderBooksRepaired): true, string(domain.DisputeExceedsRemaining): true,
+	string(domain.OrderBooksRepaired):   true, string(domain.DisputeExceedsRemaining): true,
 	string(domain.NotifyOrderRefundReversed): true,
 }
 

@@ -131,9 +131,7 @@ func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.Pro
 		if ev.Type == domain.EventPaymentFailed {
 			return OutcomeIgnored, nil
 		}
-		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: a.OrderID,
-			AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency,
-			Note: "payment.succeeded names charge " + truncate(ev.ChargeID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64) + "; not applied"}, ev)
+		return s.twin(ctx, a, ev)
 	}
 	if ev.Type == domain.EventPaymentSucceeded {
 		return s.confirmSuccess(ctx, msgID, a, ev)
@@ -157,6 +155,47 @@ func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.Pro
 		ch = truth
 	}
 	return s.settle(ctx, a, ch)
+}
+
+// twin handles a payment.succeeded that names attempt a but another charge
+// than the one a's request learned: a second charge carrying payd's
+// metadata (another integration on the account created it). The event is
+// a hint: the provider is asked about that charge. One it confirms
+// succeeded, for a's order, while another charge already paid the order,
+// is a duplicate charge, refunded at once as every duplicate is
+// (Refunds.Orphan: booked, refunded under a key derived from the charge,
+// recorded as duplicate_charge). One for an order not paid yet is left to
+// an operator as a missing_local_payment (Orphan decides that too); one
+// the provider does not confirm changes nothing but a record for an
+// operator.
+func (s *Webhooks) twin(ctx context.Context, a domain.Attempt, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	note := "payment.succeeded names charge " + truncate(ev.ChargeID, 64) + ", not the attempt's " + truncate(a.ProviderChargeID, 64)
+	missing := domain.Discrepancy{Type: domain.MissingLocalPayment, Reference: ev.ChargeID, OrderID: a.OrderID,
+		AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency, Note: note + "; not applied"}
+	if s.Refunds == nil || s.Refunds.Charges == nil {
+		return s.discrepancy(ctx, missing, ev)
+	}
+	ch, err := s.Refunds.Charges.FindCharge(ctx, ev.ChargeID)
+	switch {
+	case errors.Is(err, domain.ErrChargeNotFound):
+		return s.discrepancy(ctx, domain.Discrepancy{Type: domain.UnconfirmedPayment, Reference: ev.ChargeID, OrderID: a.OrderID,
+			AttemptID: a.ID, ChargeID: ev.ChargeID, LocalAmount: a.Amount, Currency: a.Currency,
+			Note: note + "; the provider has no such charge"}, ev)
+	case err != nil:
+		return "", fmt.Errorf("%w: ask the provider about charge %s: %w", domain.ErrProviderUnavailable, truncate(ev.ChargeID, 64), err)
+	case ch.Status != domain.ChargeSucceeded || (ch.OrderID != "" && ch.OrderID != a.OrderID):
+		return s.discrepancy(ctx, missing, ev)
+	}
+	o, err := s.Orders.FindByID(ctx, a.OrderID)
+	if err != nil {
+		return "", err
+	}
+	dup := a
+	dup.Amount, dup.Currency = ch.Amount, domain.Currency(ch.Currency)
+	if err := s.Refunds.Orphan(ctx, o, dup, ch.ID, domain.SourceWebhook); err != nil {
+		return "", err
+	}
+	return OutcomeDiscrepancy, nil
 }
 
 // confirmSuccess applies a payment.succeeded for attempt a only as the
