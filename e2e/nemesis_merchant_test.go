@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/payd/payd/domain"
@@ -94,7 +95,8 @@ func (m *nemMerchant) serve(w http.ResponseWriter, r *http.Request, via string) 
 	_ = json.Unmarshal(body, &ev)
 	sum := sha256.Sum256(body)
 	a := nemesis.Arrival{WebhookID: r.Header.Get("webhook-id"), EventID: ev.ID, OrderID: ev.Order.ID,
-		BodyHash: hex.EncodeToString(sum[:]), Verified: m.hook.Verify(body, r.Header) == nil, At: time.Now(), Via: via}
+		BodyHash: hex.EncodeToString(sum[:]), Verified: m.hook.Verify(body, r.Header) == nil, At: time.Now(), Via: via,
+		Amounts: toldAmounts(body)}
 	m.mu.Lock()
 	m.arrivals = append(m.arrivals, a)
 	m.mu.Unlock()
@@ -103,6 +105,29 @@ func (m *nemMerchant) serve(w http.ResponseWriter, r *http.Request, via string) 
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// toldAmounts is the money an event's body tells (its order's
+// refunded_amount and money), nil when the body holds no amounts that read
+// as decimals.
+func toldAmounts(body []byte) *nemesis.Amounts {
+	var ev struct {
+		Order struct {
+			RefundedAmount *decimal.Decimal `json:"refunded_amount"`
+			Money          struct {
+				Charged  *decimal.Decimal `json:"charged"`
+				Refunded *decimal.Decimal `json:"refunded"`
+			} `json:"money"`
+		} `json:"order"`
+	}
+	if json.Unmarshal(body, &ev) != nil {
+		return nil
+	}
+	o := ev.Order
+	if o.RefundedAmount == nil || o.Money.Charged == nil || o.Money.Refunded == nil {
+		return nil
+	}
+	return &nemesis.Amounts{Refunded: *o.RefundedAmount, Books: nemesis.Money{Charged: *o.Money.Charged, Refunded: *o.Money.Refunded}}
 }
 
 // heard is every arrival so far, in arrival order.
@@ -148,4 +173,25 @@ func (w *nemWorkload) merchant() *nemesis.Merchant {
 	}
 	m.Arrivals = w.s.merchant.heard()
 	return m
+}
+
+// TestNemMerchantReadsToldAmounts: the receiver reads the money of a body
+// as payd renders it, and reads none from a body without it.
+func TestNemMerchantReadsToldAmounts(t *testing.T) {
+	d := decimal.RequireFromString
+	body, err := notify.Render(domain.NotifyEvent{ID: "e1", OrderID: "o1", Seq: 5, Type: domain.NotifyOrderRefunded,
+		Order: domain.Order{ID: "o1", Currency: "USD", Amount: d("12.30"), RefundedAmount: d("5.00"), RefundPending: d("4.00")},
+		Money: domain.Books{Charged: d("12.30"), Refunded: d("5.00"), Net: d("7.30")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := toldAmounts(body)
+	if a == nil || !a.Refunded.Equal(d("5")) || !a.Books.Charged.Equal(d("12.3")) || !a.Books.Refunded.Equal(d("5")) {
+		t.Fatalf("toldAmounts(%s) = %+v, want refunded 5.00, charged 12.30, ledger refunded 5.00", body, a)
+	}
+	for _, bad := range []string{`{"id":"e1","order":{"id":"o1"}}`, `{"order":{"refunded_amount":"x","money":{"charged":"1","refunded":"0"}}}`, `cut`} {
+		if a := toldAmounts([]byte(bad)); a != nil {
+			t.Errorf("toldAmounts(%s) = %+v, want nil", bad, a)
+		}
+	}
 }

@@ -62,10 +62,13 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 			}
 		}
 		// The order's outbox events, and what they must tell
-		// (nemesis.InvOneEvent) and the merchant must have heard
-		// (nemesis.InvDelivered).
+		// (nemesis.InvOneEvent), the merchant must have heard
+		// (nemesis.InvDelivered) and the provider must have confirmed
+		// (nemesis.InvConfirmedMoney).
 		for _, e := range tl.Events {
-			st.Told = append(st.Told, nemesis.Told{ID: e.Id, Type: domain.NotifyType(e.Type), Seq: e.Seq, Status: domain.OrderStatus(e.OrderStatus)})
+			st.Told = append(st.Told, nemesis.Told{ID: e.Id, Type: domain.NotifyType(e.Type), Seq: e.Seq, Status: domain.OrderStatus(e.OrderStatus),
+				Amounts: nemesis.Amounts{Refunded: nemDecimal(t, e.RefundedAmount),
+					Books: nemesis.Money{Charged: nemDecimal(t, e.Money.Charged), Refunded: nemDecimal(t, e.Money.Refunded)}}})
 		}
 		for _, e := range tl.Ledger {
 			if e.Kind == client.LedgerEntryKindRefund || e.Kind == client.LedgerEntryKindOutsideRefund {

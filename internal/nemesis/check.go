@@ -49,12 +49,20 @@ const (
 	// no arrival names an event payd does not hold; and an order's events
 	// first arrived in the order of their seq.
 	InvDelivered = "events_delivered"
+	// InvConfirmedMoney: every event's amounts were confirmed at the
+	// provider when it was written (ADR 0055): its refunded_amount is at
+	// most its own ledger's refunded, and, on a provider whose refunds
+	// never reverse, at most what the provider shows refunded of the
+	// order's paying charge at the end; its ledger's refunded and charged
+	// are at most what the provider shows of the order's charges. Judged
+	// for each event payd holds and each body the merchant heard.
+	InvConfirmedMoney = "events_tell_confirmed_money"
 )
 
 // Invariants lists every invariant Check proves, in the order it reports
 // them.
 var Invariants = []string{InvOneCharge, InvPaidOneCharge, InvBooks, InvSameFinal, InvPendingFirst,
-	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered}
+	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered, InvConfirmedMoney}
 
 // Violation is one broken invariant: what broke, and the smallest part of
 // the history that shows it.
@@ -81,7 +89,7 @@ func Check(w World) Report {
 	if len(ops) > 0 {
 		r.Start = ops[0].Start
 	}
-	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events} {
+	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events, c.confirmedMoney} {
 		r.Violations = append(r.Violations, inv()...)
 	}
 	r.Violations = append(r.Violations, Linearizable(ops)...)

@@ -97,7 +97,7 @@ func cleanWorld() World {
 	for i := range ops {
 		ops[i].ID = i + 1
 	}
-	return World{
+	w := World{
 		Setup: "sqlite", Seed: 7, Ops: ops,
 		Charges: []Charge{
 			{ID: "ch1", OrderID: "o1", Key: "a1", Amount: decOf("12.30"), Succeeded: true, Created: atMS(150)},
@@ -106,13 +106,16 @@ func cleanWorld() World {
 		},
 		Orders: map[string]OrderState{
 			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1", Attempts: 1,
-				Told: []Told{{"e1", domain.NotifyOrderPaid, 3, domain.StatusPaid}}},
+				Told: []Told{{ID: "e1", Type: domain.NotifyOrderPaid, Seq: 3, Status: domain.StatusPaid, Amounts: told("0.00", "12.30", "0.00")}}},
 			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00"),
-				Told: []Told{{"e2", domain.NotifyOrderCancelled, 2, domain.StatusCancelled}}},
+				Told: []Told{{ID: "e2", Type: domain.NotifyOrderCancelled, Seq: 2, Status: domain.StatusCancelled}}},
 			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3", Attempts: 1, RefundsBooked: 1,
-				Told: []Told{{"e3", domain.NotifyOrderPaid, 3, domain.StatusPaid}, {"e4", domain.NotifyOrderRefunded, 5, domain.StatusPaid}}},
+				Told: []Told{
+					{ID: "e3", Type: domain.NotifyOrderPaid, Seq: 3, Status: domain.StatusPaid, Amounts: told("0.00", "12.30", "0.00")},
+					{ID: "e4", Type: domain.NotifyOrderRefunded, Seq: 5, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")},
+				}},
 			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99"), Attempts: 1,
-				Told: []Told{{"e5", domain.NotifyOrderPaymentFailed, 3, domain.StatusPending}}},
+				Told: []Told{{ID: "e5", Type: domain.NotifyOrderPaymentFailed, Seq: 3, Status: domain.StatusPending}}},
 		},
 		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
 		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
@@ -129,11 +132,35 @@ func cleanWorld() World {
 			Shown: map[string]domain.DeliveryStatus{"e4": domain.DeliveryPending, "e9": domain.DeliveryPending},
 		},
 	}
+	bodiesAsTold(&w)
+	return w
 }
 
-// arrival is a verified arrival of event id at ms.
+// arrival is a verified arrival of event id at ms, its body telling no
+// money.
 func arrival(id, order, hash string, ms int, via string) Arrival {
-	return Arrival{WebhookID: id, EventID: id, OrderID: order, BodyHash: hash, Verified: true, At: atMS(ms), Via: via}
+	return Arrival{WebhookID: id, EventID: id, OrderID: order, BodyHash: hash, Verified: true, At: atMS(ms), Via: via, Amounts: &Amounts{}}
+}
+
+// told is the money an event tells: the order's refunded_amount, and its
+// ledger's charged and refunded.
+func told(refunded, charged, booksRefunded string) Amounts {
+	return Amounts{Refunded: decOf(refunded), Books: Money{Charged: decOf(charged), Refunded: decOf(booksRefunded)}}
+}
+
+// bodiesAsTold gives each arrival of w the money its event tells in payd's
+// timeline: the body the shop heard is the event's.
+func bodiesAsTold(w *World) {
+	for i, a := range w.Merchant.Arrivals {
+		for _, o := range w.Orders {
+			for _, e := range o.Told {
+				if e.ID == a.EventID {
+					m := e.Amounts
+					w.Merchant.Arrivals[i].Amounts = &m
+				}
+			}
+		}
+	}
 }
 
 func TestCheckCleanWorldPasses(t *testing.T) {
@@ -141,8 +168,8 @@ func TestCheckCleanWorldPasses(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("Check(clean world) = %v, want no violation", err)
 	}
-	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 11 {
-		t.Errorf("Checked = %v, want the 11 invariants %v", r.Checked, Invariants)
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 12 {
+		t.Errorf("Checked = %v, want the 12 invariants %v", r.Checked, Invariants)
 	}
 	if d := r.Delivered; d == nil || *d != (Delivered{Events: 5, Arrived: 4, Pending: 1, Arrivals: 5, Again: 1}) {
 		t.Errorf("Delivered = %+v, want 5 events, 4 arrived, 1 pending, 5 arrivals, 1 again", d)
@@ -227,7 +254,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}},
 		{"a payment told twice", InvOneEvent, func(w *World) {
 			o := w.Orders["o1"]
-			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaid, 4, domain.StatusPaid})
+			o.Told = append(o.Told, Told{ID: "e9", Type: domain.NotifyOrderPaid, Seq: 4, Status: domain.StatusPaid})
 			w.Orders["o1"] = o
 		}},
 		{"a payment never told", InvOneEvent, func(w *World) {
@@ -243,7 +270,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}},
 		{"a change that rolled back, told", InvOneEvent, func(w *World) {
 			o := w.Orders["o2"]
-			o.Told = append([]Told{{"e9", domain.NotifyOrderPaid, 1, domain.StatusPaid}}, o.Told...)
+			o.Told = append([]Told{{ID: "e9", Type: domain.NotifyOrderPaid, Seq: 1, Status: domain.StatusPaid}}, o.Told...)
 			w.Orders["o2"] = o
 			w.Merchant.Shown["e9"] = domain.DeliveryFailed // the merchant's order of events is not this case's
 		}},
@@ -259,12 +286,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}},
 		{"a decline told twice", InvOneEvent, func(w *World) {
 			o := w.Orders["o4"]
-			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaymentFailed, 5, domain.StatusPending})
+			o.Told = append(o.Told, Told{ID: "e9", Type: domain.NotifyOrderPaymentFailed, Seq: 5, Status: domain.StatusPending})
 			w.Orders["o4"] = o
 		}},
 		{"a paid order last told it was declined", InvOneEvent, func(w *World) {
 			o := w.Orders["o1"]
-			o.Told = append(o.Told, Told{"e9", domain.NotifyOrderPaymentFailed, 5, domain.StatusPending})
+			o.Told = append(o.Told, Told{ID: "e9", Type: domain.NotifyOrderPaymentFailed, Seq: 5, Status: domain.StatusPending})
 			o.Attempts = 2
 			w.Orders["o1"] = o
 		}},
@@ -300,6 +327,24 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		{"a refund arrived, its payment never", InvDelivered, func(w *World) {
 			w.Merchant.Arrivals = append(w.Merchant.Arrivals[:2], arrival("e4", "o3", "h4", 70, "payd-2"), w.Merchant.Arrivals[4])
 			w.Merchant.Shown = map[string]domain.DeliveryStatus{"e3": domain.DeliveryPending}
+		}},
+		{"a reservation told as money, then refused", InvConfirmedMoney, func(w *World) {
+			// o3's 5.00 refund was told with 4.00 more in flight, which
+			// the provider then refused.
+			w.Orders["o3"].Told[1].Amounts = told("9.00", "12.30", "5.00")
+		}},
+		{"the shop heard a reservation as money", InvConfirmedMoney, func(w *World) {
+			w.Merchant.Arrivals[3].Amounts = &Amounts{Refunded: decOf("4.00"), Books: Money{Charged: decOf("12.30")}}
+		}},
+		{"a ledger refund the provider never made", InvConfirmedMoney, func(w *World) {
+			w.Orders["o3"].Told[1].Amounts = told("5.00", "12.30", "7.00")
+		}},
+		{"a charge the provider never made", InvConfirmedMoney, func(w *World) {
+			w.Orders["o1"].Told[0].Amounts = told("0.00", "24.60", "0.00")
+			bodiesAsTold(w)
+		}},
+		{"an arrival whose amounts cannot be read", InvConfirmedMoney, func(w *World) {
+			w.Merchant.Arrivals[0].Amounts = nil
 		}},
 	}
 	for _, tt := range tests {
@@ -393,7 +438,7 @@ func TestCheckDeclineThenSuccessUnderOneKey(t *testing.T) {
 		},
 		Charges: []Charge{{ID: "ch", OrderID: "o1", Amount: decOf("5.00"), Succeeded: true, Created: atMS(35)}},
 		Orders: map[string]OrderState{"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("5.00"), Attempts: 2,
-			Told: []Told{{"e1", domain.NotifyOrderPaymentFailed, 3, domain.StatusPending}, {"e2", domain.NotifyOrderPaid, 5, domain.StatusPaid}}}},
+			Told: []Told{{ID: "e1", Type: domain.NotifyOrderPaymentFailed, Seq: 3, Status: domain.StatusPending}, {ID: "e2", Type: domain.NotifyOrderPaid, Seq: 5, Status: domain.StatusPaid}}}},
 	}
 	for i := range w.Ops {
 		w.Ops[i].ID = i + 1

@@ -119,16 +119,27 @@ type OrderState struct {
 }
 
 // Told is one outbox event of an order: its type, its number among the
-// order's changes, and the order status its snapshot shows.
+// order's changes, the order status its snapshot shows and the money it
+// tells.
 type Told struct {
-	ID     string
-	Type   domain.NotifyType
-	Seq    int64
-	Status domain.OrderStatus
+	ID      string
+	Type    domain.NotifyType
+	Seq     int64
+	Status  domain.OrderStatus
+	Amounts Amounts
 }
 
 // Money is a money summary: one currency is enough for the runs.
 type Money struct{ Charged, Refunded decimal.Decimal }
+
+// Amounts is the money an order event tells, as its transaction saw it
+// (ADR 0053): the order's refunded_amount (what the provider confirmed
+// given back of the order's payment, ADR 0055) and the order's ledger's
+// sums (its body's money.charged and money.refunded).
+type Amounts struct {
+	Refunded decimal.Decimal
+	Books    Money
+}
 
 // World is everything the checker judges: the history and, read once the
 // world settled, the provider's records and payd's.
@@ -170,6 +181,9 @@ type Arrival struct {
 	Verified  bool
 	At        time.Time
 	Via       string // the replica whose link carried it
+	// Amounts is the money the body tells (InvConfirmedMoney); nil
+	// when the body carries no amounts that could be read.
+	Amounts *Amounts
 }
 
 // answerClass sorts an answer by what it promises about the key it was sent

@@ -63,13 +63,13 @@ func TestSummary(t *testing.T) {
 	r := Report{Checked: Invariants, Violations: []Violation{{Invariant: InvBooks}, {Invariant: InvBooks}, {Invariant: InvNo5xx}}}
 	got := Summary("mysql", 7, map[string]int{"timeout": 2, "latency": 4, "kill_replica": 1, "other": 3}, ops, r)
 	want := "nemesis mysql seed=7: faults latency=4 timeout=2 kill_replica=1 other=3; ops 6 (pay 3, cancel 1, refund 1, read 1); " +
-		"answers 200=2 202=1 409=1 503=1 none=1; invariants 11 checked, 2 broken"
+		"answers 200=2 202=1 409=1 503=1 none=1; invariants 12 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary =\n%s\nwant\n%s", got, want)
 	}
 	r.Delivered = &Delivered{Events: 9, Arrived: 7, Pending: 1, Failed: 1, Arrivals: 12, Again: 5}
 	got = Summary("mysql", 7, nil, nil, r)
-	want = "nemesis mysql seed=7: faults none; ops 0 (); answers; events 9 (arrived 7, pending 1, failed 1), arrivals 12 (5 again); invariants 11 checked, 2 broken"
+	want = "nemesis mysql seed=7: faults none; ops 0 (); answers; events 9 (arrived 7, pending 1, failed 1), arrivals 12 (5 again); invariants 12 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary with a merchant =\n%s\nwant\n%s", got, want)
 	}
