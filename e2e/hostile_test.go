@@ -41,6 +41,7 @@ type hostile struct {
 	refundCalls  int                      // refund requests that reached the provider
 	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 	cutGets      bool                     // cut every GET /v1/charges/{key} reply halfway through its body (webhook_hint_test.go)
+	onRefund     func()                   // runs once while the next refund request is held on its way (refund_in_flight_test.go)
 }
 
 // hostileRule is how the provider misbehaves for one order. Zero fields
@@ -87,6 +88,15 @@ func newHostile(t *testing.T) *hostile {
 		},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/refunds" {
+			h.mu.Lock()
+			hold := h.onRefund
+			h.onRefund = nil
+			h.mu.Unlock()
+			if hold != nil {
+				hold()
+			}
+		}
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/refunds" && h.refusingRefunds() {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnprocessableEntity)
@@ -335,6 +345,14 @@ func (h *hostile) loseRefundReplies(on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dropRefunds = on
+}
+
+// holdNextRefund runs fn while the next refund request is held on its way
+// to the provider, then lets it through.
+func (h *hostile) holdNextRefund(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onRefund = fn
 }
 
 // refuseRefunds makes the provider refuse every refund request, giving
