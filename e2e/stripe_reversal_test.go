@@ -81,3 +81,54 @@ func TestStripeRefundSucceededThenFailed(t *testing.T) {
 		}
 	})
 }
+
+// A refund made at Stripe's Dashboard that succeeds and then fails is
+// taken back too: payd had booked and counted it as an outside refund,
+// so the order is given its money back, the shop told, and an operator
+// told (issue 36: any provider fact that reverses an earlier one).
+func TestStripeOutsideRefundSucceededThenFailed(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect), stripeMode()).stripe()
+		_, tok := s.register(newEmail())
+		id, pi := s.paidStripeOrder(tok, "19.90")
+		re, err := s.fake.RefundOutside(pi, 1990)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.deliver(s.eventsOf(pi)...)
+		if tl := s.timeline(id); tl.Order.Status != "refunded" || tl.Order.RefundedAmount != "19.90" {
+			t.Fatalf("order after the outside refund = %s refunded %s, want refunded 19.90", tl.Order.Status, tl.Order.RefundedAmount)
+		}
+		s.fake.FinishRefund(re, false)
+		all := s.eventsOf("")
+		rev := slices.Clone(all)
+		slices.Reverse(rev)
+		s.deliver(all...)
+		s.deliver(rev...)
+		doc := s.books(id)
+		wantMoney(t, "reversed", doc, "19.90", "0.00", "0.00", "0.00", "19.90")
+		wantLedger(t, "reversed", doc, map[string]int{"charge": 1, "outside_refund": 1, "refund_reversed": 1})
+		tl := s.timeline(id)
+		if tl.Order.Status != "paid" || tl.Order.RefundedAmount != "0.00" {
+			t.Errorf("order after the reversal = %s refunded %s, want paid 0.00", tl.Order.Status, tl.Order.RefundedAmount)
+		}
+		var reversed int
+		for _, d := range tl.Discrepancies {
+			if d.Type == "refund_reversed" {
+				reversed++
+			}
+		}
+		if reversed != 1 {
+			t.Errorf("discrepancies = %+v, want one refund_reversed", tl.Discrepancies)
+		}
+		var told []string
+		for _, e := range doc.Events {
+			if e.Type == "order.refunded" || e.Type == "order.refund_reversed" {
+				told = append(told, string(e.Type)+" "+e.RefundedAmount)
+			}
+		}
+		if want := []string{"order.refunded 19.90", "order.refund_reversed 0.00"}; !slices.Equal(told, want) {
+			t.Errorf("the shop was told %v, want %v", told, want)
+		}
+	})
+}

@@ -265,3 +265,94 @@ func (s *Refunds) Recheck(ctx context.Context, r domain.Refund, src domain.Ledge
 	out, err := s.Reversed(ctx, r, src)
 	return out == OutcomeApplied, err
 }
+
+// OutsideReversed applies a provider's report that a refund made outside
+// payd failed: if payd booked it as an outside refund, the money is the
+// merchant's again, and payd takes it back as it does its own refunds
+// (reverse): a reversing ledger entry, the order's confirmed refunds
+// given back when it counted them, order.refund_reversed told, a
+// refund_reversed discrepancy for the operator, once. The report is a
+// hint: the provider is asked which order the charge pays and what became
+// of the refund; a refund payd never booked changes nothing.
+func (s *Refunds) OutsideReversed(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	if ev.RefundID == "" || ev.ChargeID == "" || s.Ledger == nil || s.Getter == nil || s.Charges == nil {
+		return OutcomeIgnored, nil
+	}
+	ch, err := s.Charges.FindCharge(ctx, ev.ChargeID)
+	if errors.Is(err, domain.ErrChargeNotFound) {
+		return OutcomeIgnored, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: ask the provider about charge %s: %w", domain.ErrProviderUnavailable, truncate(ev.ChargeID, 64), err)
+	}
+	if ch.OrderID == "" {
+		return OutcomeIgnored, nil
+	}
+	entries, err := s.Ledger.ListByOrder(ctx, ch.OrderID)
+	if err != nil {
+		return "", err
+	}
+	var booked *domain.LedgerEntry
+	for i, e := range entries {
+		if e.Kind == domain.LedgerOutsideRefund && e.Reference == domain.RefundReference(ev.RefundID) {
+			booked = &entries[i]
+		}
+	}
+	if booked == nil {
+		return OutcomeIgnored, nil // never booked: nothing to take back
+	}
+	pr, err := s.Getter.GetRefund(ctx, ev.RefundID)
+	if err != nil {
+		return "", fmt.Errorf("%w: ask the provider about refund %s: %w", domain.ErrProviderUnavailable, truncate(ev.RefundID, 64), err)
+	}
+	if pr.Status != domain.ChargeFailed {
+		return OutcomeIgnored, nil
+	}
+	now := s.Now().UTC()
+	var isNew bool
+	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		isNew, err = s.Ledger.Append(ctx, domain.LedgerEntry{
+			ID: newID(), OrderID: booked.OrderID, Kind: domain.LedgerRefundReversed, Reference: domain.ReversalReference(ev.RefundID),
+			ChargeID: booked.ChargeID, Amount: booked.Amount, Currency: booked.Currency, Source: domain.SourceWebhook, CreatedAt: now,
+			Note: "the provider reversed refund " + truncate(ev.RefundID, 64) + ", made outside payd, after confirming it",
+		})
+		if err != nil || !isNew {
+			return err
+		}
+		cur, err := s.Orders.Lock(ctx, booked.OrderID)
+		if err != nil {
+			return err
+		}
+		counted, err := s.pays(ctx, cur, domain.ProviderRefund{ChargeID: booked.ChargeID})
+		if err != nil {
+			return err
+		}
+		if counted {
+			if _, err := s.Orders.MoveRefund(ctx, cur.ID, domain.MoveReverse, domain.MinorUnits(booked.Amount, booked.Currency), now); err != nil {
+				return err
+			}
+		}
+		return s.Orders.Tell(ctx, cur.ID, domain.NotifyOrderRefundReversed, sourceCause(ctx, domain.SourceWebhook, ev.RefundID), now)
+	})
+	if err != nil {
+		return "", fmt.Errorf("reverse outside refund %s: %w", truncate(ev.RefundID, 64), err)
+	}
+	if !isNew {
+		return OutcomeIgnored, nil
+	}
+	observing(s.Observer).OrderChanged(booked.OrderID)
+	if _, err := s.Heal(ctx, booked.OrderID, domain.SourceWebhook); err != nil {
+		return "", err
+	}
+	err = s.record(ctx, newDiscrepancy(domain.Discrepancy{
+		Type: domain.RefundReversed, Reference: domain.ReversalReference(ev.RefundID), OrderID: booked.OrderID, ChargeID: booked.ChargeID,
+		LocalAmount: booked.Amount, Currency: booked.Currency,
+		Note: truncate(fmt.Sprintf("the provider reversed refund %s of %s, made outside payd, after confirming it: the money is the merchant's again and the order was given it back; refund again if it is still owed",
+			ev.RefundID, domain.FormatAmount(booked.Amount, booked.Currency)), 500),
+	}, s.Now))
+	if err != nil {
+		return "", err
+	}
+	return OutcomeApplied, nil
+}

@@ -93,6 +93,10 @@ func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEv
 		// one payd never asked for is recorded as an outside refund.
 		return s.Refunds.Reported(ctx, ev)
 	case domain.EventRefundFailed:
+		if ev.IdempotencyKey == "" {
+			// Not payd's: an outside refund payd may have booked.
+			return s.Refunds.OutsideReversed(ctx, ev)
+		}
 		return s.Refunds.Failed(ctx, ev.IdempotencyKey, ev.RefundID)
 	}
 	if ev.Type.Dispute() {

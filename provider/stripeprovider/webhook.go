@@ -283,9 +283,9 @@ func (w *Webhooks) refund(ctx context.Context, ev stripe.Event, fresh bool, pe *
 }
 
 // refundInto makes a succeeded refund a refund.succeeded and a failed or
-// cancelled one payd asked for a refund.failed (its reservation given
-// back); any other (pending, or one made elsewhere that failed) is stored
-// and ignored. IdempotencyKey is payd's refund key (metadata payd_refund)
+// cancelled one a refund.failed (payd's own: its reservation given back,
+// or its money taken back if it had succeeded; one made elsewhere: taken
+// back if payd had booked it); any other (pending) is stored and ignored. IdempotencyKey is payd's refund key (metadata payd_refund)
 // for a refund payd made and empty for one made elsewhere (the Dashboard),
 // which is how payd tells an outside refund from its own. For an outside
 // refund the PaymentIntent is looked up for the order payd wrote on it.
@@ -295,7 +295,11 @@ func (w *Webhooks) refundInto(ctx context.Context, r *stripe.Refund, pe *domain.
 		return err
 	}
 	pe.RefundID, pe.ChargeID, pe.IdempotencyKey, pe.OrderID = pr.ID, pr.ChargeID, pr.IdempotencyKey, pr.OrderID
-	if pr.IdempotencyKey != "" && pr.Status == domain.ChargeFailed {
+	if pr.Status == domain.ChargeFailed {
+		// payd's own refund that failed (pending, or taken back after it
+		// succeeded), or one made elsewhere that failed: payd decides
+		// whether it counted it (an outside refund it booked) and asks
+		// Stripe before it takes anything back.
 		pe.Type, pe.Status = domain.EventRefundFailed, domain.ChargeFailed
 		return nil
 	}
