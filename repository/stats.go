@@ -38,12 +38,12 @@ var (
 	FROM payment_attempts WHERE created_at >= ? AND created_at < ?
 	GROUP BY bucket, status`)
 
-	// statsLedger: the charges and refunds (payd's and outside ones)
-	// booked in [from, to) by bucket, kind and currency, counted and
-	// added up in minor units.
+	// statsLedger: the charges and refunds (payd's and outside ones, and
+	// the refunds the provider reversed) booked in [from, to) by bucket,
+	// kind and currency, counted and added up in minor units.
 	statsLedger = perBucket(`SELECT SUBSTR(created_at, 1, %d) AS bucket, kind, currency, COUNT(*), SUM(amount_minor)
 	FROM ledger_entries WHERE created_at >= ? AND created_at < ? AND kind IN ` +
-		sqlStatuses(domain.LedgerCharge, domain.LedgerRefund, domain.LedgerOutsideRefund) + `
+		sqlStatuses(domain.LedgerCharge, domain.LedgerRefund, domain.LedgerOutsideRefund, domain.LedgerRefundReversed) + `
 	GROUP BY bucket, kind, currency`)
 )
 
@@ -194,9 +194,12 @@ func (s *StatsStore) ledger(ctx context.Context, w domain.StatsWindow, point fun
 			money[c] = m
 		}
 		amount := domain.FromMinorUnits(minor, c)
-		if domain.LedgerKind(kind) == domain.LedgerCharge {
+		switch domain.LedgerKind(kind) {
+		case domain.LedgerCharge:
 			m.Charged = m.Charged.Add(amount)
-		} else {
+		case domain.LedgerRefundReversed:
+			m.Refunded = m.Refunded.Sub(amount) // money the provider took back after giving it: not refunded after all
+		default:
 			p.Refunds += n
 			m.Refunded = m.Refunded.Add(amount)
 		}
