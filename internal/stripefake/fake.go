@@ -529,11 +529,38 @@ func (f *Fake) id(prefix string) string {
 	return fmt.Sprintf("%s_fake%06d", prefix, f.seq)
 }
 
+// clone is a deep copy of m that keeps every value's Go type: a round
+// trip through JSON would turn the int64 amounts and created times into
+// float64s, which the list and refund code reads as int64.
 func clone(m map[string]any) map[string]any {
-	b, _ := json.Marshal(m)
-	var out map[string]any
-	_ = json.Unmarshal(b, &out)
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
 	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return clone(x)
+	case map[string]string:
+		c := make(map[string]string, len(x))
+		for k, s := range x {
+			c[k] = s
+		}
+		return c
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = cloneValue(e)
+		}
+		return c
+	}
+	return v
 }
 
 func meta(o map[string]any) map[string]string {

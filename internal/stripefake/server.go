@@ -19,35 +19,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		writeReply(w, reply{400, errBody("invalid_request_error", "parameter_invalid", "", "bad form")})
 		return
 	}
-	f.mu.Lock()
-	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
-	f.noteKeyed(r)
-	if f.down {
-		f.mu.Unlock()
-		writeReply(w, reply{500, errBody("api_error", "", "", "fake is down")})
-		return
-	}
-	drop := f.dropReplies > 0
-	if drop {
-		f.dropReplies--
-	}
-	key := r.Header.Get("Idempotency-Key")
-	var status int
-	var body []byte
-	if prev, ok := f.keys[r.URL.Path+" "+key]; ok && key != "" && r.Method == http.MethodPost {
-		if prev.params != canonical(r.PostForm) {
-			status, body = 400, mustJSON(errBody("idempotency_error", "", "", "Keys for idempotent requests can only be used with the same parameters they were first used with."))
-		} else {
-			status, body = prev.status, prev.body
-		}
-	} else {
-		rep := f.route(r)
-		status, body = rep.status, mustJSON(rep.body)
-		if key != "" && r.Method == http.MethodPost && status < 500 {
-			f.keys[r.URL.Path+" "+key] = idemReply{params: canonical(r.PostForm), status: status, body: body}
-		}
-	}
-	f.mu.Unlock()
+	status, body, drop := f.answer(r)
 	if drop {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -60,6 +32,42 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Request-Id", "req_fake")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// answer carries the request out under mu and says whether to drop the
+// reply. The lock is released by defer, and a panic in a route becomes a
+// 500: net/http recovers a handler's panic, so a lock still held then
+// would leave every later request of the test waiting for good.
+func (f *Fake) answer(r *http.Request) (status int, body []byte, drop bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			status, body, drop = 500, mustJSON(errBody("api_error", "", "", fmt.Sprintf("fake panicked: %v", p))), false
+		}
+	}()
+	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
+	f.noteKeyed(r)
+	if f.down {
+		return 500, mustJSON(errBody("api_error", "", "", "fake is down")), false
+	}
+	drop = f.dropReplies > 0
+	if drop {
+		f.dropReplies--
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if prev, ok := f.keys[r.URL.Path+" "+key]; ok && key != "" && r.Method == http.MethodPost {
+		if prev.params != canonical(r.PostForm) {
+			return 400, mustJSON(errBody("idempotency_error", "", "", "Keys for idempotent requests can only be used with the same parameters they were first used with.")), drop
+		}
+		return prev.status, prev.body, drop
+	}
+	rep := f.route(r)
+	status, body = rep.status, mustJSON(rep.body)
+	if key != "" && r.Method == http.MethodPost && status < 500 {
+		f.keys[r.URL.Path+" "+key] = idemReply{params: canonical(r.PostForm), status: status, body: body}
+	}
+	return status, body, drop
 }
 
 // noteKeyed records a create or retrieve of a PaymentIntent by attempt; the
