@@ -2952,6 +2952,8 @@ type ClientInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2968,6 +2970,8 @@ type ClientInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4043,6 +4047,8 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4069,6 +4075,8 @@ func (c *Client) ReconcileWithBody(ctx context.Context, params *ReconcileParams,
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7394,6 +7402,8 @@ type ClientWithResponsesInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7410,6 +7420,8 @@ type ClientWithResponsesInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13491,6 +13503,8 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13513,6 +13527,8 @@ func (c *ClientWithResponses) ReconcileWithBodyWithResponse(ctx context.Context,
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
