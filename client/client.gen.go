@@ -1147,7 +1147,7 @@ type DeliveryStatus string
 
 // Discrepancy defines model for Discrepancy.
 type Discrepancy struct {
-	// Actions The actions that fit it now, as `POST .../resolve` takes them; empty unless it is open.
+	// Actions The actions that `POST .../resolve` carries out now, decided as it decides: while open, those that fit it; while being resolved, the action it was claimed for; empty once resolved.
 	Actions   []DiscrepancyActions `json:"actions"`
 	AttemptId *string              `json:"attempt_id"`
 	Currency  *string              `json:"currency"`
@@ -1586,7 +1586,7 @@ type PayRequest struct {
 
 // Problem RFC 9457 problem details with payd's stable machine code.
 type Problem struct {
-	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved, being resolved, or fits no other action.
+	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved or fits no other action. While it is being resolved, only the action it was claimed for (a repeat of it finishes it).
 	//
 	// Example: ["refund","ignore"]
 	Actions *[]ResolutionAction `json:"actions,omitempty"`
