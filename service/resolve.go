@@ -265,7 +265,7 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	}
 	ch, err := askCharge(ctx, s.Charges, d.ChargeID, domain.ErrResolutionNotApplicable)
 	if err != nil {
-		return err
+		return s.Refunds.disputeRefusal(ctx, d.OrderID, d.ChargeID, err)
 	}
 	o, pays, err := s.paidBy(ctx, ch)
 	switch {
