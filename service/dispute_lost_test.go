@@ -11,11 +11,12 @@ import (
 )
 
 // lose has payd learn that the provider's dispute id of charge chargeID
-// (of amount USD) was lost, and the provider report the money disputed.
+// (of amount in the world's currency, EUR) was lost, and the provider
+// report the money disputed.
 func (w *world) lose(t *testing.T, id, chargeID, amount string) {
 	t.Helper()
 	w.dispute(chargeID, amount)
-	pd := domain.ProviderDispute{ID: id, ChargeID: chargeID, Amount: money(amount), Currency: "USD", Status: domain.DisputeLost,
+	pd := domain.ProviderDispute{ID: id, ChargeID: chargeID, Amount: money(amount), Currency: "EUR", Status: domain.DisputeLost,
 		CreatedAt: w.clock.Now().Add(-time.Minute), ClosedAt: w.clock.Now()}
 	if _, err := w.disputes.Sync(context.Background(), pd, domain.SourceReconciliation); err != nil {
 		t.Fatalf("Sync(lost dispute %s) = %v", id, err)
