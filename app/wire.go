@@ -302,7 +302,8 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 	reconciler := &service.Reconciler{Tx: tx, Orders: orders, Attempts: attempts, Discrepancies: discrepancies, Runs: runs,
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
 		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger, // refunds compared too
-		Disputes: prov, DisputeBook: disputes} // and disputes, with the provider's list
+		Disputes: prov, DisputeBook: disputes, // and disputes, with the provider's list
+		Charges: prov} // a settlement file's line is held to the provider's owner of its charge
 	return &UseCases{
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
