@@ -303,7 +303,8 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
 		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger, // refunds compared too
 		Disputes: prov, DisputeBook: disputes, // and disputes, with the provider's list
-		Books: refunds} // and orders repaired from their ledgers (ADR 0055)
+		Books:   refunds, // and orders repaired from their ledgers (ADR 0055)
+		Charges: prov}    // a settlement file's line is held to the provider's owner of its charge
 	return &UseCases{
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},

@@ -1163,7 +1163,7 @@ type DeliveryStatus string
 
 // Discrepancy defines model for Discrepancy.
 type Discrepancy struct {
-	// Actions The actions that fit it now, as `POST .../resolve` takes them; empty unless it is open.
+	// Actions The actions that `POST .../resolve` carries out now, decided as it decides: while open, those that fit it; while being resolved, the action it was claimed for; empty once resolved.
 	Actions   []DiscrepancyActions `json:"actions"`
 	AttemptId *string              `json:"attempt_id"`
 	Currency  *string              `json:"currency"`
@@ -1604,7 +1604,7 @@ type PayRequest struct {
 
 // Problem RFC 9457 problem details with payd's stable machine code.
 type Problem struct {
-	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved, being resolved, or fits no other action.
+	// Actions `resolution_not_applicable` and `discrepancy_already_resolved` only: the actions that may still resolve the discrepancy, from the same table that refused this one (an extension member, RFC 9457 §3.2). Empty when none does: the discrepancy is resolved or fits no other action. While it is being resolved, only the action it was claimed for (a repeat of it finishes it).
 	//
 	// Example: ["refund","ignore"]
 	Actions *[]ResolutionAction `json:"actions,omitempty"`
@@ -2970,6 +2970,8 @@ type ClientInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2986,6 +2988,8 @@ type ClientInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4061,6 +4065,8 @@ func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditor
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4087,6 +4093,8 @@ func (c *Client) ReconcileWithBody(ctx context.Context, params *ReconcileParams,
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7412,6 +7420,8 @@ type ClientWithResponsesInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7428,6 +7438,8 @@ type ClientWithResponsesInterface interface {
 	// An upload takes its idempotency key from the `Idempotency-Key`
 	// header only (a form field named `request_id` is not read as one):
 	// without the header it is 400 `idempotency_key_missing`.
+	// A provider that does not answer its lists within the provider
+	// timeout is 503 `service_unavailable` with `Retry-After`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13509,6 +13521,8 @@ func (c *ClientWithResponses) ListRunsWithResponse(ctx context.Context, params *
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13531,6 +13545,8 @@ func (c *ClientWithResponses) ReconcileWithBodyWithResponse(ctx context.Context,
 // An upload takes its idempotency key from the `Idempotency-Key`
 // header only (a form field named `request_id` is not read as one):
 // without the header it is 400 `idempotency_key_missing`.
+// A provider that does not answer its lists within the provider
+// timeout is 503 `service_unavailable` with `Retry-After`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

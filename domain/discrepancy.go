@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -171,17 +172,54 @@ func (d Discrepancy) Fits(action string) bool {
 	return false
 }
 
-// Actions lists the actions that may resolve d now: those that fit it
-// while it is open, none once it is being resolved or resolved (the
-// action it was resolved with answers as done, any other is refused).
-// It is never nil, so a refusal can say "none" as an empty list.
+// ResolutionAutoRefunded is the resolution payd records itself when it
+// refunded a charge an order could not take as soon as it found it; no
+// operator chooses it, but asking to refund such a discrepancy agrees
+// with it.
+const ResolutionAutoRefunded = "auto_refunded"
+
+// Admit is the one decision of whether action may resolve d as it stands:
+// the resolver asks it before anything is claimed or asked, and Actions
+// lists what it admits, so what a discrepancy offers and what resolving it
+// accepts cannot drift apart. done is true when d is resolved with action
+// already (resolving again answers it as done); a refusal is an
+// *UnfitError naming the actions that may still resolve d. An admitted
+// action may still be refused once the provider is asked (the charge pays
+// another order, nothing is left to refund).
+func (d Discrepancy) Admit(action string) (done bool, err error) {
+	done, refusal := d.admit(action)
+	if refusal != nil {
+		return false, Unfit(d, action, refusal)
+	}
+	return done, nil
+}
+
+func (d Discrepancy) admit(action string) (done bool, refusal error) {
+	switch {
+	case d.Status == DiscrepancyResolved:
+		if d.Resolution == action || d.Resolution == ResolutionAutoRefunded && action == ActionRefund {
+			return true, nil
+		}
+		return false, ErrAlreadyResolved
+	case d.Status == DiscrepancyResolving && d.Resolution != action:
+		// Another operator's action is being carried out.
+		return false, ErrAlreadyResolved
+	case !d.Fits(action):
+		return false, fmt.Errorf("%w: %s does not fit a %s discrepancy", ErrResolutionNotApplicable, action, d.Type)
+	}
+	return false, nil
+}
+
+// Actions lists the actions that may resolve d now, those Admit lets be
+// carried out: every one that fits it while it is open; while it is being
+// resolved, the action it was claimed for (a repeat finishes it); none
+// once resolved (the action it was resolved with answers as done, any
+// other is refused). It is never nil, so a refusal can say "none" as an
+// empty list.
 func (d Discrepancy) Actions() []string {
 	out := []string{}
-	if d.Status != DiscrepancyOpen {
-		return out
-	}
 	for _, a := range ResolutionActions {
-		if d.Fits(a) {
+		if done, refusal := d.admit(a); refusal == nil && !done {
 			out = append(out, a)
 		}
 	}

@@ -119,6 +119,21 @@ var ErrDisputeNotFound = errors.New("dispute not found")
 // the bank already took the money back, and a refund would give it twice.
 var ErrChargeDisputed = errors.New("the charge is under an open dispute")
 
+// ErrChargeDisputeLost refuses a refund of a charge whose dispute was
+// lost: the bank gave the disputed money to the customer for good, so
+// there is nothing of it to refund. It is an ErrChargeDisputed (the same
+// refusal: errors.Is finds both) with its own wording.
+var ErrChargeDisputeLost error = disputeLost{}
+
+type disputeLost struct{}
+
+func (disputeLost) Error() string {
+	return "the charge's dispute was lost: the disputed money is gone"
+}
+
+// Is makes a lost dispute's refusal an ErrChargeDisputed too.
+func (disputeLost) Is(target error) bool { return target == ErrChargeDisputed }
+
 // ChargeOwnerError refuses an operator's action on a charge that the
 // provider says pays another order than the one the action is about.
 type ChargeOwnerError struct {

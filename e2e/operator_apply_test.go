@@ -35,8 +35,9 @@ func TestApplyHeldMismatchAsksProvider(t *testing.T) {
 
 // TestApplyMissingPaymentAsksProvider: a settlement file is the operator's
 // upload, not the provider's word. A row claiming a success for an attempt
-// the provider declined gives a missing_local_payment; applying it asks the
-// provider, which says declined: 409, the order stays unpaid.
+// the provider declined, under another charge than the attempt's, does not
+// bear the payment out: a missing_provider_charge naming the row's charge,
+// which apply does not fit (409), and the order stays unpaid.
 func TestApplyMissingPaymentAsksProvider(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), tuned(silentSandbox))
@@ -54,8 +55,8 @@ func TestApplyMissingPaymentAsksProvider(t *testing.T) {
 			t.Fatalf("upload = %d %s, want 201", run.Status, run.Body)
 		}
 		ds := s.discrepancies(id)
-		if len(ds) != 1 || ds[0].Type != domain.MissingLocalPayment {
-			t.Fatalf("discrepancies = %+v, want one missing_local_payment", ds)
+		if len(ds) != 1 || ds[0].Type != domain.MissingProviderCharge || ds[0].Reference != "ch_forged" {
+			t.Fatalf("discrepancies = %+v, want one missing_provider_charge about the row's ch_forged", ds)
 		}
 		r := s.admin("POST", resolvePath(run.json(t)["id"].(string), ds[0].ID), uuid.NewString(), map[string]string{"action": "apply", "note": "the file says so"})
 		if r.Status != http.StatusConflict || r.code(t) != "resolution_not_applicable" {

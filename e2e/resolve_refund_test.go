@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/payd/payd/client"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,8 +153,10 @@ func TestResolveRefundRefusesChargeOfAnotherOrder(t *testing.T) {
 
 // TestResolveRefundRefusesEventNamingAnotherOrdersCharge: a signed
 // payment.succeeded under a key payd never used names order B and order
-// A's real charge: a missing_local_payment about B. Refunding it would
-// refund A behind its back: 409 charge_belongs_to_other_order naming A.
+// A's real charge: an unconfirmed_payment about B. Refunding it would
+// refund A behind its back: the provider holds no charge under the
+// event's key, so the discrepancy names no charge and offers no refund,
+// and asking for one is 409 resolution_not_applicable naming ignore.
 func TestResolveRefundRefusesEventNamingAnotherOrdersCharge(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), tuned(silentSandbox))
@@ -166,13 +169,18 @@ func TestResolveRefundRefusesEventNamingAnotherOrdersCharge(t *testing.T) {
 			t.Fatalf("webhook = %d %s, want 2xx", r.Status, r.Body)
 		}
 		// The provider has no charge under the event's key: the success is
-		// not applied (ADR 0031), and its discrepancy names the real charge
-		// the event claimed.
+		// not applied (ADR 0031), and its discrepancy quotes the charge the
+		// event claimed in its note only.
 		d := s.openOf(other, domain.UnconfirmedPayment)
+		if d.ChargeID != "" || !strings.Contains(d.Note, a.ProviderChargeID) {
+			t.Errorf("discrepancy names charge %q, note %q; want no charge, the claimed one in the note", d.ChargeID, d.Note)
+		}
 
 		key := uuid.NewString()
 		r := s.admin("POST", "/v1/admin/discrepancies/"+d.ID+"/resolve", key, map[string]string{"action": "refund", "note": "the event says so"})
-		s.refusedAsOthers(r, key, d.ID, paid)
+		if r.Status != http.StatusConflict || r.code(t) != "resolution_not_applicable" || !slices.Equal(r.actionsOf(t), []string{"ignore"}) {
+			t.Fatalf("resolve refund = %d %s, want 409 resolution_not_applicable naming ignore", r.Status, r.Body)
+		}
 		s.notRefunded(paid, a.ProviderChargeID)
 		if o := s.orderRow(other); o.Status != domain.StatusPending {
 			t.Errorf("order B = %s, want pending", o.Status)

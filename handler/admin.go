@@ -201,7 +201,12 @@ func (h *Admin) reconcile(c echo.Context) error {
 	defer cancel()
 	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges, Refunds: refunds})
 	if err != nil {
-		return err
+		// A run only asks the provider (its charges, refunds, disputes)
+		// and moves no money: a list that did not answer within
+		// PAYD_PROVIDER_TIMEOUT leaves nothing open, and no run is
+		// recorded. So it is the provider being unreachable, a 503 with
+		// Retry-After as for a webhook (unasked), not a fault in payd.
+		return unasked(err)
 	}
 	auditAbout(c, "", run.ID)
 	status := http.StatusCreated

@@ -53,9 +53,10 @@ func body(c echo.Context) ([]byte, error) {
 }
 
 // decode reads the request body into dst strictly: unknown fields,
-// trailing data and type mismatches are 400 validation_failed.
+// trailing data, type mismatches and what strictJSON refuses are 400
+// validation_failed.
 func decode(c echo.Context, dst any) error {
-	b, err := body(c)
+	b, err := requestBody(c)
 	if err != nil {
 		return err
 	}

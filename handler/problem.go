@@ -213,6 +213,9 @@ var errorTable = []errorRow{
 		detail: "This discrepancy was already resolved with another action.", adorn: listActions},
 	{match: ownedElsewhere, code: "charge_belongs_to_other_order",
 		detail: "The provider says this charge pays another order; nothing was refunded or applied.", adorn: nameOwner},
+	// A lost dispute before an open one: a lost one is also disputed.
+	{match: is(domain.ErrChargeDisputeLost), code: "charge_disputed",
+		detail: "The customer's dispute of this charge was lost: the bank gave the disputed money to the customer and it is gone, so there is nothing of it to refund. Nothing was refunded."},
 	{match: is(domain.ErrChargeDisputed), code: "charge_disputed",
 		detail: "The charge is under an open dispute: the bank has taken the money back, so a refund would give it twice. Nothing was refunded; answer the dispute at the provider."},
 	{match: is(domain.ErrResolutionNotApplicable), code: "resolution_not_applicable",

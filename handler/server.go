@@ -79,7 +79,7 @@ func New(d Deps) *echo.Echo {
 // probes and /metrics is rate limited, before its idempotency middleware
 // (ADR 0037): a probe must answer however loaded payd is.
 func routes(e *echo.Echo, d Deps) {
-	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: body, RetryAfter: storedRetryAfter}
+	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: requestBody, RetryAfter: storedRetryAfter}
 	ops := newOperators(d.AdminToken, d.Operators)
 	limits := newLimiters(d.RateLimits, d.Metrics)
 	public := limits.public()

@@ -124,11 +124,11 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		opened = now
 	}
 	var stored domain.Dispute
-	var disc *domain.Discrepancy
+	var disc, over *domain.Discrepancy
 	var isNew, closed, booked bool
 	c := sourceCause(ctx, src, pd.ID)
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
-		isNew, closed, booked, disc = false, false, false, nil // InTx may run fn again after a conflict: start clean
+		isNew, closed, booked, disc, over = false, false, false, nil, nil // InTx may run fn again after a conflict: start clean
 		var err error
 		stored, isNew, err = s.Store.Open(ctx, domain.Dispute{
 			ID: newID(), ProviderDisputeID: pd.ID, OrderID: orderID, ChargeID: pd.ChargeID, Status: domain.DisputeOpen,
@@ -141,6 +141,9 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 			// The operator's to-do, in the dispute's own transaction: a
 			// dispute is never open without it.
 			if disc, err = s.discrepancy(ctx, pd, orderID, "the customer disputed the payment (reason: "+truncate(pd.Reason, 64)+"); answer it at the provider"); err != nil {
+				return err
+			}
+			if over, err = s.overRemaining(ctx, stored); err != nil {
 				return err
 			}
 		}
@@ -178,8 +181,10 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 	if err != nil {
 		return false, fmt.Errorf("record dispute %s: %w", pd.ID, err)
 	}
-	if disc != nil {
-		observing(s.Observer).DiscrepancyRecorded(ctx, *disc)
+	for _, d := range []*domain.Discrepancy{disc, over} {
+		if d != nil {
+			observing(s.Observer).DiscrepancyRecorded(ctx, *d)
+		}
 	}
 	changed := isNew || closed || booked
 	if changed {

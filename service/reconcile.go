@@ -54,6 +54,10 @@ type Reconciler struct {
 	// ledgers and asks the provider about refunds of payd's it does not
 	// list (Refunds.Heal, Refunds.Recheck; ADR 0055).
 	Books RefundBooks
+	// Charges, optional, is the provider's record of a charge by its ID: a
+	// settlement file's line under the key of an attempt whose charge payd
+	// does not know yet is held to it (lineDisagrees).
+	Charges ChargeFinder
 }
 
 // ReconcileRequest is one run: a window, and either the provider's list
@@ -94,7 +98,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 			return domain.ReconciliationRun{}, fmt.Errorf("list provider charges: %w", err)
 		}
 	}
-	found, matched, err := s.compare(ctx, run, charges)
+	found, matched, err := s.compare(ctx, run, charges, req.Charges != nil)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
@@ -283,9 +287,10 @@ func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d 
 	return stored, isNew, s.Runs.AddFinding(ctx, run.ID, stored.ID)
 }
 
-// compare walks the provider's successful charges, then payd's paid orders
-// and stuck payments, and returns what disagrees and how many charges matched.
-func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []domain.Charge) ([]domain.Discrepancy, int, error) {
+// compare walks the provider's successful charges (a settlement file's
+// lines when file), then payd's paid orders and stuck payments, and
+// returns what disagrees and how many charges matched.
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []domain.Charge, file bool) ([]domain.Discrepancy, int, error) {
 	var found []domain.Discrepancy
 	matched := 0
 	byKey := map[string]domain.Charge{}
@@ -294,7 +299,7 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 			continue
 		}
 		byKey[ch.IdempotencyKey] = ch
-		d, agrees, err := s.checkCharge(ctx, ch)
+		d, agrees, err := s.checkCharge(ctx, ch, file)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -323,8 +328,11 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 // neither: the reply, the webhook or the recoverer will settle it, and if
 // it stays unsettled past the lease, stuck reports it once, as
 // stuck_processing, rather than also as a missing local payment whose
-// resolution could contradict the recovery.
-func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge) (*domain.Discrepancy, bool, error) {
+// resolution could contradict the recovery. A settlement file's line
+// (file) that names another charge or order than its attempt's is a
+// missing_provider_charge about that attempt: the file does not bear the
+// payment out (lineDisagrees).
+func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge, file bool) (*domain.Discrepancy, bool, error) {
 	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
 	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
 	if errors.Is(err, domain.ErrAttemptNotFound) {
@@ -335,6 +343,18 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge) (*domain
 		return nil, false, err
 	}
 	d.AttemptID, d.OrderID, d.LocalAmount = a.ID, a.OrderID, a.Amount
+	if file {
+		said, err := s.lineDisagrees(ctx, ch, a)
+		if err != nil {
+			return nil, false, err
+		}
+		if said != "" {
+			// Its reference is the line's charge, so the order's own
+			// missing_provider_charge (referenced by the order) stays apart.
+			d.Type, d.Note = domain.MissingProviderCharge, said+": the file does not bear out the payment"
+			return d, false, nil
+		}
+	}
 	if !ch.Amount.Equal(a.Amount) || ch.Currency != string(a.Currency) {
 		d.Type, d.Note = domain.AmountMismatch, "the provider charged another amount or currency than the attempt"
 		return settledOr(ch, d)

@@ -21,7 +21,7 @@ const (
 // ResolveAuto is the resolution payd records itself when it refunded a
 // charge an order could not take as soon as it found it; no operator
 // chooses it, but asking to refund such a discrepancy agrees with it.
-const ResolveAuto = "auto_refunded"
+const ResolveAuto = domain.ResolutionAutoRefunded
 
 // Resolver carries out operators' resolutions of discrepancies. Each is
 // idempotent: the discrepancy moves open → resolved by a guarded UPDATE
@@ -62,17 +62,13 @@ func (s *Resolver) Resolve(ctx context.Context, id, action, note string) (domain
 	if err != nil {
 		return domain.Discrepancy{}, err
 	}
-	switch {
-	case d.Status == domain.DiscrepancyResolved:
-		if d.Resolution == action || (d.Resolution == ResolveAuto && action == ResolveRefund) {
-			return d, nil // what was asked is already done
-		}
-		return domain.Discrepancy{}, domain.Unfit(d, action, domain.ErrAlreadyResolved)
-	case d.Status == domain.DiscrepancyResolving && d.Resolution != action:
-		return domain.Discrepancy{}, domain.Unfit(d, action, domain.ErrAlreadyResolved)
-	case !d.Fits(action):
-		return domain.Discrepancy{}, domain.Unfit(d, action,
-			fmt.Errorf("%w: %s does not fit a %s discrepancy", domain.ErrResolutionNotApplicable, action, d.Type))
+	// domain's Admit decides, as it decides what the discrepancy's
+	// actions list.
+	switch done, err := d.Admit(action); {
+	case err != nil:
+		return domain.Discrepancy{}, err
+	case done:
+		return d, nil // what was asked is already done
 	}
 	claimed := false
 	if d.Status == domain.DiscrepancyOpen {
@@ -269,7 +265,7 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 	}
 	ch, err := askCharge(ctx, s.Charges, d.ChargeID, domain.ErrResolutionNotApplicable)
 	if err != nil {
-		return err
+		return s.Refunds.disputeRefusal(ctx, d.OrderID, d.ChargeID, err)
 	}
 	o, pays, err := s.paidBy(ctx, ch)
 	switch {

@@ -278,7 +278,14 @@ func denial(truth domain.Charge, err error, ev domain.ProviderEvent) string {
 // redelivery of the same message records nothing new, and the inbox row
 // under that id keeps the event as received.
 func (s *Webhooks) unconfirmed(ctx context.Context, msgID string, disc domain.Discrepancy, truth domain.Charge, ev domain.ProviderEvent, said string) (WebhookOutcome, error) {
-	disc.Type, disc.Reference, disc.ChargeID = domain.UnconfirmedPayment, msgID, truncate(ev.ChargeID, 64)
+	disc.Type, disc.Reference = domain.UnconfirmedPayment, msgID
+	if truth.ID != "" && truth.ID == ev.ChargeID && truth.Status == domain.ChargeSucceeded {
+		// The discrepancy names a charge only when the provider holds it,
+		// succeeded: a charge it has not (or that moved no money) is
+		// nothing to give back, and naming it would offer a refund that
+		// resolving must refuse. The event's claim stays in the note.
+		disc.ChargeID = truncate(ev.ChargeID, 64)
+	}
 	if disc.Reference == "" {
 		disc.Reference = ev.IdempotencyKey
 	}

@@ -127,13 +127,16 @@ func traced(r *http.Request) bool {
 }
 
 // routeSpan names the server span "METHOD /route/:pattern": a name from a
-// fixed set, never the raw path with its IDs.
+// fixed set, never the raw path with its IDs. It also overwrites the
+// url.path otelhttp recorded before routing with one whose secret
+// parameters are redacted (spanPath).
 func routeSpan(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if route := c.Path(); route != "" {
 			span := trace.SpanFromContext(c.Request().Context())
 			span.SetName(c.Request().Method + " " + route)
-			span.SetAttributes(attribute.String("http.route", route))
+			span.SetAttributes(attribute.String("http.route", route),
+				attribute.String("url.path", spanPath(route, c.Request().URL.Path)))
 		}
 		return next(c)
 	}

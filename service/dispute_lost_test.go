@@ -1,0 +1,89 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
+)
+
+// lose has payd learn that the provider's dispute id of charge chargeID
+// (of amount in the world's currency, EUR) was lost, and the provider
+// report the money disputed.
+func (w *world) lose(t *testing.T, id, chargeID, amount string) {
+	t.Helper()
+	w.dispute(chargeID, amount)
+	pd := domain.ProviderDispute{ID: id, ChargeID: chargeID, Amount: money(amount), Currency: "EUR", Status: domain.DisputeLost,
+		CreatedAt: w.clock.Now().Add(-time.Minute), ClosedAt: w.clock.Now()}
+	if _, err := w.disputes.Sync(context.Background(), pd, domain.SourceReconciliation); err != nil {
+		t.Fatalf("Sync(lost dispute %s) = %v", id, err)
+	}
+}
+
+// TestRefundAfterLostDisputeSaysLost: a refund of an order whose charge's
+// dispute was lost is refused as disputed (charge_disputed), worded as a
+// lost dispute, not an open one: the money is gone, there is nothing to
+// answer at the provider. While a dispute is open the wording stays.
+//
+// The refusal comes from askCharge in Refunds.refund; it is worded by
+// Refunds.disputeRefusal once refund passes its error through it.
+func TestRefundAfterLostDisputeSaysLost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		ch := w.charges(t, o.ID)[0]
+
+		w.dispute(ch.ID, "10.00") // open at the provider, unknown to payd
+		_, _, err := w.refunds.Refund(ctx, service.RefundRequest{OrderID: o.ID, RequestID: newKey(), Fingerprint: "fp-1"})
+		if !errors.Is(err, domain.ErrChargeDisputed) || errors.Is(err, domain.ErrChargeDisputeLost) {
+			t.Fatalf("Refund under a dispute payd does not know lost = %v, want ErrChargeDisputed, not lost", err)
+		}
+
+		w.lose(t, "dp_lost_"+o.ID[:8], ch.ID, "10.00")
+		_, _, err = w.refunds.Refund(ctx, service.RefundRequest{OrderID: o.ID, RequestID: newKey(), Fingerprint: "fp-2"})
+		if !errors.Is(err, domain.ErrChargeDisputeLost) || !errors.Is(err, domain.ErrChargeDisputed) {
+			t.Fatalf("Refund after a lost dispute = %v, want ErrChargeDisputeLost (an ErrChargeDisputed)", err)
+		}
+		if got := w.get(t, cust, o.ID); !got.RefundedAmount.IsZero() {
+			t.Errorf("order refunded %s, want nothing reserved", got.RefundedAmount)
+		}
+	})
+}
+
+// TestResolveRefundAfterLostDisputeSaysLost: refunding a charge payd never
+// asked for whose dispute was lost is refused as a lost dispute, and the
+// discrepancy stays open.
+func TestResolveRefundAfterLostDisputeSaysLost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.order(t, cust, "9.00")
+		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
+		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		var d domain.Discrepancy
+		for _, x := range w.discrepanciesOf(t, o.ID) {
+			if x.Type == domain.MissingLocalPayment {
+				d = x
+			}
+		}
+		if d.ID == "" {
+			t.Fatalf("discrepancies = %+v, want a missing_local_payment", w.discrepanciesOf(t, o.ID))
+		}
+		w.lose(t, "dp_lost_"+o.ID[:8], d.ChargeID, "9.00")
+
+		_, err := w.resolver.Resolve(ctx, d.ID, service.ResolveRefund, "ops")
+		if !errors.Is(err, domain.ErrChargeDisputeLost) {
+			t.Fatalf("Resolve(refund) after a lost dispute = %v, want ErrChargeDisputeLost", err)
+		}
+		got, err := w.admin.Discrepancy(ctx, d.ID)
+		if err != nil || got.Status != domain.DiscrepancyOpen {
+			t.Errorf("discrepancy = %s, %v after the refusal, want open", got.Status, err)
+		}
+	})
+}
