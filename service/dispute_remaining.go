@@ -8,10 +8,10 @@ import (
 	"github.com/payd/payd/domain"
 )
 
-// exceedsRemainingPrefix starts the reference of the discrepancy a dispute
-// opening for more than is left of its charge records, beside the
-// dispute's own (referenced by the dispute's ID): both are of type
-// disputed, and (type, reference) keeps each once.
+// exceedsRemainingPrefix starts the reference of the
+// dispute_exceeds_remaining a dispute opening for more than is left of its
+// charge records, beside the dispute's own disputed (referenced by the
+// dispute's ID); (type, reference) keeps each once.
 const exceedsRemainingPrefix = "exceeds_remaining:"
 
 // overRemaining records a discrepancy when dispute d, just opened, is for
@@ -42,6 +42,8 @@ func (s *Disputes) overRemaining(ctx context.Context, d domain.Dispute) (*domain
 			charged = charged.Add(e.Amount)
 		case domain.LedgerRefund, domain.LedgerOutsideRefund:
 			refunded = refunded.Add(e.Amount)
+		case domain.LedgerRefundReversed:
+			refunded = refunded.Sub(e.Amount)
 		}
 	}
 	left := charged.Sub(refunded)
@@ -50,7 +52,7 @@ func (s *Disputes) overRemaining(ctx context.Context, d domain.Dispute) (*domain
 	}
 	scale := d.Currency.Scale()
 	disc := domain.Discrepancy{
-		Type: domain.Disputed, Reference: exceedsRemainingPrefix + d.ProviderDisputeID, OrderID: d.OrderID, ChargeID: d.ChargeID,
+		Type: domain.DisputeExceedsRemaining, Reference: exceedsRemainingPrefix + d.ProviderDisputeID, OrderID: d.OrderID, ChargeID: d.ChargeID,
 		ProviderAmount: d.Amount, LocalAmount: left, Currency: d.Currency,
 		Note: "dispute " + truncate(d.ProviderDisputeID, 64) + " is for " + d.Amount.StringFixed(scale) + " " + string(d.Currency) +
 			", more than is left of the charge in payd's books (" + left.StringFixed(scale) + ": charged " + charged.StringFixed(scale) +

@@ -16,7 +16,7 @@ func overRemaining(t *testing.T, w *world, orderID string) []domain.Discrepancy 
 	t.Helper()
 	var out []domain.Discrepancy
 	for _, d := range w.discrepanciesOf(t, orderID) {
-		if d.Type == domain.Disputed && strings.HasPrefix(d.Reference, "exceeds_remaining:") {
+		if d.Type == domain.DisputeExceedsRemaining && strings.HasPrefix(d.Reference, "exceeds_remaining:") {
 			out = append(out, d)
 		}
 	}

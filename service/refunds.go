@@ -454,7 +454,7 @@ func (s *Refunds) refund(ctx context.Context, req RefundRequest, asked *domain.C
 	if asked == nil && s.Charges != nil {
 		ch, err := askCharge(ctx, s.Charges, paid.ProviderChargeID, domain.ErrRefundRefused)
 		if err != nil {
-			return domain.Refund{}, domain.Order{}, err
+			return domain.Refund{}, domain.Order{}, s.disputeRefusal(ctx, o.ID, paid.ProviderChargeID, err)
 		}
 		asked = &ch
 	}
