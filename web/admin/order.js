@@ -88,6 +88,8 @@ function draw(doc, fresh) {
   const m = o.money || {};
   $('order-summary').replaceChildren(badge(o.status),
     ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(minus(m.net), o.currency)}`,
+    // A refund in flight is not money yet: said apart, never added in.
+    o.refund_pending_amount && Number(o.refund_pending_amount) !== 0 ? ` · ${amount(o.refund_pending_amount, o.currency)} refund pending` : '',
     ' · customer ', idRef(o.customer_id, { what: 'customer ID' }), ` · created ${when(o.created_at)}`);
   renderMoney($('money'), o);
   renderLedger($('ledger-rows'), doc);
