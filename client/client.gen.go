@@ -142,6 +142,7 @@ const (
 	DiscrepancyResolutionLessThannil  DiscrepancyResolution = "<nil>"
 	DiscrepancyResolutionRecorded     DiscrepancyResolution = "recorded"
 	DiscrepancyResolutionRefund       DiscrepancyResolution = "refund"
+	DiscrepancyResolutionRepaired     DiscrepancyResolution = "repaired"
 )
 
 // Valid indicates whether the value is a known member of the DiscrepancyResolution enum.
@@ -158,6 +159,8 @@ func (e DiscrepancyResolution) Valid() bool {
 	case DiscrepancyResolutionRecorded:
 		return true
 	case DiscrepancyResolutionRefund:
+		return true
+	case DiscrepancyResolutionRepaired:
 		return true
 	default:
 		return false
@@ -1184,7 +1187,7 @@ type Discrepancy struct {
 	// Reference What it is about (a charge ID, an order ID); payd records one discrepancy per type and reference.
 	Reference string `json:"reference"`
 
-	// Resolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
+	// Resolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found. `repaired`: an order whose confirmed refunds or status disagreed with its ledger, repaired from it by payd (ADR 55).
 	Resolution *DiscrepancyResolution `json:"resolution"`
 	ResolvedAt *time.Time             `json:"resolved_at"`
 
@@ -1199,7 +1202,7 @@ type Discrepancy struct {
 // DiscrepancyActions defines model for Discrepancy.Actions.
 type DiscrepancyActions string
 
-// DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found.
+// DiscrepancyResolution `auto_refunded`: payd refunded the charge itself (ADR 0008, 0010); no operator acted. `recorded`: a refund made at the provider without payd, recorded as an outside refund as soon as it was found. `repaired`: an order whose confirmed refunds or status disagreed with its ledger, repaired from it by payd (ADR 55).
 type DiscrepancyResolution string
 
 // DiscrepancyStatus `resolving`: an operator's action is being carried out.

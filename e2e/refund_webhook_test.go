@@ -115,8 +115,16 @@ func (s *stack) lostRefundReply(email string) (token, orderID string, refund cli
 		s.t.Fatalf("refund = %d %s, want 200", r.Status, r.Body)
 	}
 	refund = decode[client.RefundResult](s.t, r).Refund
-	if err := s.db.Gorm().Exec("UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?", refund.Id).Error; err != nil {
-		s.t.Fatal(err)
+	// The books as a lost reply leaves them (ADR 55): the refund pending,
+	// its money reserved on the order, not confirmed, not booked.
+	for _, q := range []string{
+		"UPDATE refunds SET status = 'pending', provider_refund_id = NULL WHERE id = ?",
+		"UPDATE orders SET refunded_minor = refunded_minor - 300, refund_reserved_minor = refund_reserved_minor + 300 WHERE id = (SELECT order_id FROM refunds WHERE id = ?)",
+		"DELETE FROM ledger_entries WHERE kind = 'refund' AND order_id = (SELECT order_id FROM refunds WHERE id = ?)",
+	} {
+		if err := s.db.Gorm().Exec(q, refund.Id).Error; err != nil {
+			s.t.Fatal(err)
+		}
 	}
 	return token, orderID, refund
 }

@@ -33,8 +33,10 @@ const ResolveRepaired = "repaired"
 //
 // An order whose ledger does not hold its paying charge (one paid before
 // payd kept a ledger, until a reconciliation books it) is left alone:
-// its ledger does not know all of its money. payd's own succeeded
-// refunds that such a ledger lacks are counted as the ledger would.
+// its ledger does not know all of its money. So is an order that counts
+// more than its ledger holds while a succeeded refund of payd's is
+// missing from that ledger: the ledger cannot tell that the order is
+// wrong (reconciliation compares such a refund with the provider's).
 func (s *Refunds) Heal(ctx context.Context, orderID string, src domain.LedgerSource) (bool, error) {
 	if s.Ledger == nil {
 		return false, nil
@@ -98,13 +100,19 @@ func (s *Refunds) ledgerBook(ctx context.Context, o domain.Order) (domain.Refund
 	if err != nil {
 		return domain.RefundBook{}, false, err
 	}
+	complete := true // every refund of payd's the order counts is in the ledger
 	for _, r := range rs {
-		if r.Kind != domain.RefundManual || r.Status != domain.RefundSucceeded || r.ChargeID != charge || r.Currency != o.Currency {
-			continue
+		if r.Kind == domain.RefundManual && r.Status == domain.RefundSucceeded && r.ChargeID == charge &&
+			!booked[refundEntry(r, r.ProviderRefundID, "", s.Now()).Reference] {
+			complete = false
 		}
-		if !booked[refundEntry(r, r.ProviderRefundID, "", s.Now()).Reference] {
-			refunded = refunded.Add(r.Amount) // confirmed before the ledger was kept
-		}
+	}
+	if !complete && refunded.LessThan(o.RefundedAmount) {
+		// A refund of payd's that its ledger does not hold (one made before
+		// payd kept a ledger, or written behind its back): the ledger
+		// cannot say the order counts too much. Reconciliation reports
+		// such a refund against the provider's list.
+		return domain.RefundBook{}, false, nil
 	}
 	amount := domain.MinorUnits(o.Amount, o.Currency)
 	return domain.RefundBook{
