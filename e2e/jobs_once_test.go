@@ -151,7 +151,7 @@ type jobTrio struct {
 	token string
 	db    *repository.DB
 	prov  *procProvider
-	drop  sync.Map // order IDs whose charge requests the front drops unsent
+	drop  sync.Map // order IDs whose next charge request the front drops unsent (once)
 	// conflicts, on Galera, counts the cluster's conflicts so far
 	// (galeraConflicts); nil on one database.
 	conflicts func() int64
@@ -198,9 +198,9 @@ func startJobTrio(t *testing.T, opts ...option) *jobTrio {
 }
 
 // startDropFront puts a front before the provider that drops, unsent and
-// unanswered, the charge requests of the orders in h.drop: to payd that is
-// a lost reply like any other (the outcome is unknown), but the provider
-// never saw the attempt.
+// unanswered, the next charge request of each order in h.drop: to payd
+// that is a lost reply like any other (the outcome is unknown), but the
+// provider never saw the attempt. Later requests reach the provider.
 func (h *jobTrio) startDropFront() string {
 	target, err := url.Parse(h.prov.url)
 	if err != nil {
@@ -221,7 +221,7 @@ func (h *jobTrio) startDropFront() string {
 				OrderID string `json:"order_id"`
 			}
 			_ = json.Unmarshal(body, &in)
-			if _, drop := h.drop.Load(in.OrderID); drop {
+			if _, drop := h.drop.LoadAndDelete(in.OrderID); drop {
 				hangUp(w)
 				return
 			}
@@ -318,9 +318,10 @@ func (h *jobTrio) runAtOnce(name service.JobName) [galeratest.Nodes]int64 {
 // seedUnknown pays orders with pm_timeout: the provider charges each and
 // loses the reply, so each attempt is unknown until the recoverer asks.
 // Every fourth charge request is dropped before the provider: the
-// recoverer must release that order as never charged, and the customer's
-// retry with the same key, on another replica, then claims it again and
-// pays it — one charge in all (ADR 0017).
+// recoverer asks the provider by replaying the create under the attempt's
+// key (ADR 54), which charges it then, once, and pays the order; the
+// customer's retry with the same key, on another replica, is answered
+// paid — one charge in all, one attempt per order.
 func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 	const n = 40
 	t := h.t
@@ -336,79 +337,63 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 		}
 	})
 	// What payd asked of the provider at pay time; from here on only one
-	// GET per attempt may come, from the replica that leased it.
+	// question per attempt may come, from the replica that leased it.
 	var attempts []struct{ ID, OrderID string }
 	scanRows(t, h.db, &attempts, "SELECT id, order_id FROM payment_attempts WHERE status = 'unknown'")
 	if len(attempts) != n {
 		t.Fatalf("unknown attempts = %d, want %d", len(attempts), n)
 	}
 	sent := map[string]int{}
+	wasDropped := map[string]bool{}
 	for _, a := range attempts {
 		sent[a.ID] = len(h.prov.callsFor(a.ID))
+		wasDropped[a.OrderID] = slices.Index(ids, a.OrderID)%4 == 0
 	}
 	// Unknown attempts are the recoverer's once the lease has passed since
 	// the charge request, and once no such request can still be in flight.
 	return 1500 * time.Millisecond, func() int64 { return n }, func() {
-		released := map[string]bool{}
 		for _, a := range attempts {
-			// Paid, charged once; or, when the charge request never
-			// reached the provider (dropped, or cut short by payd's own
-			// timeout), released as never charged (pending again, no
-			// charge): either way one step past the claim.
+			// Paid, charged once: by the charge the provider made at pay
+			// time, found by the recoverer's look-up, or by the create the
+			// recoverer replayed under the attempt's key when the provider
+			// had nothing under it (dropped, or cut short by payd's own
+			// timeout before the provider recorded it).
 			o := readOrder(t, h.db, a.OrderID)
 			charges := len(chargesAt(t, h.prov.sb, a.OrderID, "succeeded"))
-			_, dropped := h.drop.Load(a.OrderID)
-			if o.Version != 3 || !(o.Status == "paid" && charges == 1 && !dropped || o.Status == "pending" && charges == 0) {
-				t.Errorf("order %s (charge request dropped: %v) = %+v with %d provider charges, want paid at version 3 charged once, or released pending at version 3 never charged",
-					a.OrderID, dropped, o, charges)
+			if o.Version != 3 || o.Status != "paid" || charges != 1 {
+				t.Errorf("order %s (charge request dropped: %v) = %+v with %d provider charges, want paid at version 3, charged once",
+					a.OrderID, wasDropped[a.OrderID], o, charges)
 			}
-			released[a.OrderID] = o.Status == "pending"
 			calls := h.prov.callsFor(a.ID)
-			if asked := calls[sent[a.ID]:]; !slices.Equal(asked, []string{"GET"}) || slices.Contains(calls[:sent[a.ID]], "GET") {
-				t.Errorf("provider calls for attempt %s = %v (%d at pay time), want one GET added: asked once, by one replica", a.ID, calls, sent[a.ID])
+			asked := calls[sent[a.ID]:]
+			// One question, by one replica: a look-up, and when the
+			// provider has nothing under the key, the replayed create.
+			if !slices.Equal(asked, []string{"GET"}) && !slices.Equal(asked, []string{"GET", "POST"}) || slices.Contains(calls[:sent[a.ID]], "GET") {
+				t.Errorf("provider calls for attempt %s = %v (%d at pay time), want one question added: asked once, by one replica", a.ID, calls, sent[a.ID])
 			}
 		}
-		// The same key again, on the next replica: a released order is
-		// claimed again and paid, charged once; a paid one is a replay.
-		// (A pm_timeout charge request cut short by payd's own timeout
-		// before the provider recorded it is released too; sent again, its
-		// reply is lost again: 202, charged once, left to the recoverer.)
-		//
-		// A paid order's retry is a replay of the answer the recoverer
-		// stored on the key's record (PayRecords), as long as that record
-		// lives: the record TTL here is 4s, and on a busy machine (SQLite
-		// above all, one writer) the seeding and the recovery can outlast
-		// it. A record past its TTL is absent (docs/guarantees.md#key-expiry), so the retry then
-		// runs anew and resolves through the order's pay_request_id to the
-		// same 200 paid, without Idempotent-Replayed: by design, not a lost
-		// update of the record. Only a retry whose record outlived it must
-		// be a replay.
+		// The same key again, on the next replica: a replay of the answer
+		// the recoverer stored on the key's record (PayRecords), as long as
+		// that record lives: the record TTL here is 4s, and on a busy
+		// machine (SQLite above all, one writer) the seeding and the
+		// recovery can outlast it. A record past its TTL is absent
+		// (docs/guarantees.md#key-expiry), so the retry then runs anew and
+		// resolves through the order's pay_request_id to the same 200
+		// paid, without Idempotent-Replayed: by design, not a lost update
+		// of the record. Only a retry whose record outlived it must be a
+		// replay.
 		var recs []struct{ IdemKey, ExpiresAt, Status string }
 		scanRows(t, h.db, &recs, "SELECT idem_key, expires_at, status FROM idempotency_records")
 		expires, recStatus := map[string]time.Time{}, map[string]string{}
 		for _, r := range recs {
 			expires[r.IdemKey], recStatus[r.IdemKey] = dbTime(t, r.ExpiresAt), r.Status
 		}
-		again, retried := make([]reply, n), 0
 		var replayed, expired sync.Map
 		forEach(4, n, func(i int) {
-			h.drop.Delete(ids[i])
 			r, err := h.apis[(i+1)%len(h.apis)].tryPay(h.token, ids[i], keys[i], methods[i])
 			live := expires[keys[i]].After(time.Now()) // so it was when payd read it
-			again[i] = r
-			// (On a slow run, -race above all, payd's own 500ms deadline
-			// can cut a pm_ok request short too: 202 as well.)
-			lost := released[ids[i]] && r.Status == http.StatusAccepted
-			// Not released, it is a replay while its record lives, or once
-			// the record expired the order read back as paid; either way no
-			// new attempt (below).
-			if !lost && (err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) ||
-				released[ids[i]] && r.Header.Get("Idempotent-Replayed") == "true") {
-				t.Errorf("Pay(%q) again on payd-%d (released: %v) = %d %s (err %v), want 200 paid, executed anew if released",
-					keys[i], (i+1)%len(h.apis)+1, released[ids[i]], r.Status, r.Body, err)
-			}
-			if released[ids[i]] {
-				return
+			if err != nil || r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"status":"paid"`)) {
+				t.Errorf("Pay(%q) again on payd-%d = %d %s (err %v), want 200 paid", keys[i], (i+1)%len(h.apis)+1, r.Status, r.Body, err)
 			}
 			if !live {
 				expired.Store(i, true)
@@ -427,28 +412,12 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 		t.Logf("recover_payments: paid orders' retries by the same key: %d replayed from the record the recoverer completed, %d after the record expired (order read back as paid)",
 			count(&replayed), count(&expired))
 		for i, id := range ids {
-			if released[id] {
-				retried++
-			}
-			o := readOrder(t, h.db, id)
 			won := countRows(t, h.db, "payment_attempts WHERE order_id = ? AND status = 'succeeded'", id)
-			c := len(chargesAt(t, h.prov.sb, id, "succeeded"))
-			if again[i].Status == http.StatusAccepted {
-				// The recoverer's to settle: charged at most once is what
-				// counts here (a request cut short before it was sent
-				// charged nothing yet).
-				won, o.Status, c = 1, "paid", max(c, 1)
-			}
 			tries := countRows(t, h.db, "payment_attempts WHERE order_id = ?", id)
-			if c != 1 || o.Status != "paid" || won != 1 || tries != map[bool]int64{false: 1, true: 2}[released[id]] {
-				t.Errorf("order %d (%s, released: %v) = %+v with %d attempts, %d succeeded, %d provider charges; want paid by one attempt (a second only after a release), charged once",
-					i, id, released[id], o, tries, won, c)
+			if c := len(chargesAt(t, h.prov.sb, id, "succeeded")); c != 1 || won != 1 || tries != 1 {
+				t.Errorf("order %d (%s) = %d attempts, %d succeeded, %d provider charges; want paid by its one attempt, charged once", i, id, tries, won, c)
 			}
 		}
-		if retried < n/4 {
-			t.Errorf("released orders = %d, want at least the %d whose charge requests were dropped", retried, n/4)
-		}
-		t.Logf("recover_payments: %d of %d lost replies were never charged and released, then paid again by the same key, charged once", retried, n)
 	}
 }
 
