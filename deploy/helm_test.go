@@ -53,9 +53,11 @@ var (
 )
 
 // helm runs the pinned helm with args. The first call builds it (a minute
-// or two; the Go build cache keeps it for the next runs).
+// or two; the Go build cache keeps it for the next runs), and each call
+// links it anew (go run): without PAYD_TEST_FULL=1 it skips the test.
 func helm(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	testdeps.RequireFull(t, "builds helm and renders the chart")
 	helmOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()

@@ -31,6 +31,7 @@ func TestDatabaseRestart(t *testing.T) {
 		t.Skip("stops and starts the MariaDB server every test package shares: set " + envDBRestart +
 			"=1 to run it alone, as .ci/run does after the other tests")
 	}
+	askedFor(t)
 	if os.Getenv(dbtest.EnvMySQL) == "" {
 		t.Fatalf("%s=1 needs %s naming the local server (mysql://root:@127.0.0.1:3306/test)", envDBRestart, dbtest.EnvMySQL)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/galeratest"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/migrations"
 )
 
@@ -40,6 +41,7 @@ func TestGaleraStorm(t *testing.T) {
 // one database: SQLite, and MariaDB when PAYD_TEST_MYSQL_DSN is set. What
 // holds across Galera nodes must hold on one server too.
 func TestReplicaStorm(t *testing.T) {
+	testdeps.RequireFull(t, "a storm on three replicas")
 	eachDialect(t, func(t *testing.T, dialect string) {
 		u := dbtest.NewURL(t, migrations.Dialect(dialect))
 		startTrio(t, onNodes([galeratest.Nodes]string{u, u, u}), withEnv(stormEnv)).storm()

@@ -63,6 +63,7 @@ func requireNemesis(t *testing.T) {
 	if os.Getenv(envNemesis) != "1" {
 		testdeps.Skip(t, nemesisDep, envNemesis+" is not 1: the nemesis restarts the shared database server and runs in its own step of .ci/run")
 	}
+	askedFor(t)
 }
 
 // nemSeed is the schedule's seed: the flag, the environment or def.

@@ -113,7 +113,7 @@ func TestNotifyRotateSecret(t *testing.T) {
 		}
 		_, cust := s.register(newEmail())
 		paidBefore := s.paidOrder(cust, "1.00")
-		waitRecorded(t, oldRcv, paidBefore)
+		waitRecorded(t, s, oldRcv, paidBefore)
 
 		r = admin("POST", "/v1/admin/endpoints/"+ep.ID+"/rotate-secret", map[string]any{})
 		rotated := decode[endpointAnswer](t, r)
@@ -121,18 +121,21 @@ func TestNotifyRotateSecret(t *testing.T) {
 			t.Fatalf("rotate = %d %s, want a new secret and the old one's end", r.Status, r.Body)
 		}
 		during := s.paidOrder(cust, "2.00")
-		waitRecorded(t, oldRcv, during) // verified by the old secret alone
+		waitRecorded(t, s, oldRcv, during) // verified by the old secret alone
 		var heads []string
 		scanRows(t, s.db, &heads, `SELECT a.request_head FROM notify_attempts a JOIN notify_deliveries d ON d.id = a.delivery_id WHERE d.order_id = ?`, during)
-		if len(heads) != 1 || len(strings.Fields(headerOf(heads[0], "Webhook-Signature"))) != 2 {
-			t.Errorf("the request during the overlap = %q, want two signatures", heads)
+		if len(heads) != 1 {
+			t.Fatalf("the requests during the overlap = %q, want one", heads)
+		}
+		if len(strings.Fields(headerOf(heads[0], "Webhook-Signature"))) != 2 {
+			t.Errorf("the request during the overlap = %q, want two signatures", heads[0])
 		}
 		newRcv := startReceiver(t, rotated.Secret, 0)
 		if r := admin("PATCH", "/v1/admin/endpoints/"+ep.ID, map[string]any{"url": newRcv.url}); r.Status != http.StatusOK {
 			t.Fatalf("point the endpoint at the new receiver = %d %s", r.Status, r.Body)
 		}
 		after := s.paidOrder(cust, "3.00")
-		waitRecorded(t, newRcv, after) // verified by the new secret alone
+		waitRecorded(t, s, newRcv, after) // verified by the new secret alone
 		for _, rcv := range []*receiverProc{oldRcv, newRcv} {
 			for _, a := range rcv.arrivals() {
 				if !a.Verified {
@@ -199,8 +202,10 @@ func TestNotifyRotateSecret(t *testing.T) {
 	})
 }
 
-// waitRecorded waits until rcv recorded an event of order.
-func waitRecorded(t *testing.T, rcv *receiverProc, order string) {
+// waitRecorded waits until rcv recorded an event of order, then until
+// payd recorded its attempt: the receiver has the request before payd
+// has the answer, and payd writes the attempt after it.
+func waitRecorded(t *testing.T, s *stack, rcv *receiverProc, order string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "order "+order+"'s event did not reach the receiver", func() bool {
 		for _, ev := range rcv.events() {
@@ -209,6 +214,9 @@ func waitRecorded(t *testing.T, rcv *receiverProc, order string) {
 			}
 		}
 		return false
+	})
+	eventually(t, 30*time.Second, "payd recorded no attempt of order "+order+"'s delivery", func() bool {
+		return s.count(`notify_attempts a JOIN notify_deliveries d ON d.id = a.delivery_id WHERE d.order_id = ?`, order) > 0
 	})
 }
 

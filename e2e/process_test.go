@@ -56,10 +56,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// ownSwitch holds the top-level tests that a switch of their own asked
+// for (PAYD_TEST_NEMESIS, PAYD_TEST_DB_RESTART): heavy, but wanted, they
+// build payd without PAYD_TEST_FULL=1 too.
+var ownSwitch sync.Map
+
+// askedFor says t's top-level test was asked for by a switch of its own.
+func askedFor(t *testing.T) {
+	root, _, _ := strings.Cut(t.Name(), "/")
+	ownSwitch.Store(root, true)
+}
+
 // paydExecutable builds payd on first use and returns its path. It skips the
-// test only when no go command exists to build with.
+// test without PAYD_TEST_FULL=1 (a build and a process per payd make it
+// heavy) unless its own switch asked for it, or when no go command exists
+// to build with.
 func paydExecutable(t *testing.T) string {
 	t.Helper()
+	if root, _, _ := strings.Cut(t.Name(), "/"); !isAsked(root) {
+		testdeps.RequireFull(t, "builds payd and runs it as processes")
+	}
 	paydBinary.once.Do(func() {
 		goTool, err := exec.LookPath("go")
 		if err != nil {
@@ -83,6 +99,11 @@ func paydExecutable(t *testing.T) string {
 		t.Fatalf("build payd: %v", paydBinary.err)
 	}
 	return paydBinary.path
+}
+
+func isAsked(root string) bool {
+	_, ok := ownSwitch.Load(root)
+	return ok
 }
 
 // paydProc is one payd process (`payd serve`).

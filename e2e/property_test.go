@@ -25,6 +25,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/repository"
 	"github.com/payd/payd/sandbox"
 )
@@ -104,6 +105,9 @@ func propSeeds(t *testing.T) []int64 {
 }
 
 func TestPaymentProperty(t *testing.T) {
+	if *propSeedFlag == "" && os.Getenv("PAYD_PROP_SEED") == "" { // a named seed is a replay, asked for
+		testdeps.RequireFull(t, "schedules of load and faults, half a minute")
+	}
 	seeds := propSeeds(t)
 	eachDialect(t, func(t *testing.T, dialect string) {
 		for _, seed := range seeds {

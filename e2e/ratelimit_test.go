@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payd/payd/client"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/sandbox"
 )
 
@@ -118,6 +119,7 @@ func TestRateLimitCountsReplays(t *testing.T) {
 // deliveries do exceed, each refused delivery comes again and none is
 // lost either: every order ends paid, every event is recorded once.
 func TestRateLimitWebhookStorm(t *testing.T) {
+	testdeps.RequireFull(t, "a storm of 200 orders' webhooks, twice")
 	for _, tt := range []struct {
 		name        string
 		env         env

@@ -18,6 +18,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/redistest"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/redisx"
 )
 
@@ -147,6 +148,7 @@ func TestRedisReplicasPayOnce(t *testing.T) {
 // cluster with a replica per master ("failover") the master is killed for
 // good and its replica is promoted mid-load: a real failover.
 func TestRedisKilledMidLoad(t *testing.T) {
+	testdeps.RequireFull(t, "kills Redis servers and cluster masters under load")
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Run("redis", func(t *testing.T) {
 			srv := redistest.Start(t)

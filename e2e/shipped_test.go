@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/payd/payd/internal/testdeps"
 )
 
 // shippedBinary is payd built as it ships: no build tags, VCS stamping on
@@ -20,8 +22,11 @@ var shippedBinary struct {
 	err  error
 }
 
+// shippedExecutable builds payd as it ships on first use and returns its
+// path; without PAYD_TEST_FULL=1 it skips the test (the build is heavy).
 func shippedExecutable(t *testing.T) string {
 	t.Helper()
+	testdeps.RequireFull(t, "builds payd as it ships")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go command is not available to build payd: " + err.Error())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/internal/otlptest"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/migrations"
 )
 
@@ -44,6 +45,7 @@ func dockerLdflags(t *testing.T, args map[string]string) string {
 // healthcheck exits 0 and 1 as `payd help healthcheck` says, and its
 // traces carry the version as service.version.
 func TestStampedBuild(t *testing.T) {
+	testdeps.RequireFull(t, "builds payd with -trimpath, which compiles every package anew")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go command is not available to build payd: " + err.Error())

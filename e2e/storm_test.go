@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/sandbox"
 )
 
@@ -40,6 +41,7 @@ var stormMethods = []struct {
 // them. Every order must end where its method says, each charge be counted
 // once, and no event be applied twice.
 func TestWebhookStorm(t *testing.T) {
+	testdeps.RequireFull(t, "a storm of 200 orders' webhooks")
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), tuned(func(c *sandbox.Config) {
 			c.Duplicates, c.Reorder, c.ReorderWindow, c.BatchSize = 1, true, 300*time.Millisecond, 64

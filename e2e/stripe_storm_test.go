@@ -11,6 +11,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/stripefake"
+	"github.com/payd/payd/internal/testdeps"
 )
 
 // stripeStormMethods: the Stripe test methods of the storm, the pay answer
@@ -35,6 +36,7 @@ var stripeStormMethods = []struct {
 // its method says, with one PaymentIntent charged per paid order, each
 // event ID stored once, and nothing recorded as a discrepancy.
 func TestWebhookStormStripe(t *testing.T) {
+	testdeps.RequireFull(t, "a storm of 200 orders' webhooks")
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), stripeMode()).stripe()
 		st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}

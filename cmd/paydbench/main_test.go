@@ -7,13 +7,19 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/payd/payd/internal/testdeps"
 )
+
+// TestMain says, once the tests are done, what they skipped and why.
+func TestMain(m *testing.M) { testdeps.Main(m) }
 
 // TestRun runs paydbench end to end with a few requests: payd built and
 // started, every phase completed without a failed request, and the floor
 // measured on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
 // names a server.
 func TestRun(t *testing.T) {
+	testdeps.RequireFull(t, "builds payd and loads it")
 	dbs := map[string]string{"sqlite": ""}
 	if dsn := os.Getenv("PAYD_TEST_MYSQL_DSN"); dsn != "" {
 		dbs["mysql"] = dsn

@@ -301,13 +301,25 @@ func TestHealRestoresEveryLink(t *testing.T) {
 
 func TestCloseStopsListenersAndConnections(t *testing.T) {
 	up := server(t, echo)
+	// The held connection's upstream reads and says so, and never answers:
+	// bytes crossing a timeout toxic as Close removes it can leave a
+	// Toxiproxy 2.5.0 stub blocked for good, handing them to the removed
+	// toxic.
+	arrived := make(chan struct{}, 1)
+	silent := server(t, func(c net.Conn) {
+		if _, err := io.ReadFull(c, make([]byte, len("held"))); err != nil {
+			return
+		}
+		arrived <- struct{}{}
+		io.Copy(io.Discard, c)
+	})
 	before := runtime.NumGoroutine()
 	n := NewNet()
 	l, err := n.Link("a", DBLink, up)
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := n.Link("held", DBLink, up)
+	held, err := n.Link("held", DBLink, silent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,6 +330,15 @@ func TestCloseStopsListenersAndConnections(t *testing.T) {
 	addToxic(t, held, Fault{Kind: Timeout, Stream: Downstream})
 	h := dial(t, held.Addr())
 	io.WriteString(h, "held")
+	// dial returns once the kernel has the connection, before Toxiproxy
+	// takes it: closed before then, the link resets its toxics first and
+	// may start the connection after, with no toxic on it. The upstream
+	// reading "held" says it is proxied.
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held connection's bytes never reached the upstream")
+	}
 
 	n.Close()
 	for _, c := range []net.Conn{c, h} {

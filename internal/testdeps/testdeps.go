@@ -58,7 +58,31 @@ var (
 	StripeMock = Dep{"stripe-mock", "set STRIPE_MOCK_BIN, or PAYD_TEST_REQUIRE_STRIPE_MOCK=1 to have it installed"}
 	Helm       = Dep{"helm", "it is built with go run from the module proxy, which failed; PAYD_TEST_REQUIRE_HELM=1 fails instead"}
 	Galera     = Dep{"a Galera cluster", "set PAYD_TEST_GALERA=1 to use or start the one of scripts/galera.sh"}
+	// Full is not a program but a switch: the heavy tests (RequireFull)
+	// run only when it is on.
+	Full = Dep{"the full-suite switch", "set " + EnvFull + "=1 for the heavy tests: built payd binaries, the Helm chart, faults, long loads (.ci/run sets it)"}
 )
+
+// EnvFull is the switch of the heavy tests: those that build payd
+// binaries, render the Helm chart, inject faults or run for many seconds.
+// A plain `go test ./...` leaves it off and skips them, to stay within a
+// few minutes on a small machine; CI (.ci/run) turns it on, and fails if
+// anything skipped for want of it.
+const EnvFull = "PAYD_TEST_FULL"
+
+// RequireFull skips t, a heavy test, unless PAYD_TEST_FULL=1; why says
+// what makes it heavy ("builds payd").
+func RequireFull(t testing.TB, why string) {
+	t.Helper()
+	std.requireFull(t, os.Getenv, why)
+}
+
+func (r *recorder) requireFull(t testing.TB, getenv func(string) string, why string) {
+	t.Helper()
+	if getenv(EnvFull) != "1" {
+		r.skip(t, Full, fmt.Sprintf("heavy (%s): runs with %s=1", why, EnvFull))
+	}
+}
 
 // Skip records that t skips for want of d, then skips t with msg.
 func Skip(t testing.TB, d Dep, msg string) {

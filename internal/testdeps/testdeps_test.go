@@ -66,6 +66,29 @@ func TestSkipRecordsAndSkips(t *testing.T) {
 	}
 }
 
+// TestRequireFull: a heavy test runs with PAYD_TEST_FULL=1 and skips,
+// counted, without it.
+func TestRequireFull(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		skip bool
+	}{{"", true}, {"0", true}, {"1", false}} {
+		r, _ := newRecorder(true)
+		var skipped, after bool
+		t.Run("PAYD_TEST_FULL="+c.env, func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			r.requireFull(t, func(k string) string { return map[string]string{EnvFull: c.env}[k] }, "builds payd")
+			after = true
+		})
+		if skipped != c.skip || after == c.skip {
+			t.Errorf("PAYD_TEST_FULL=%q: skipped %v, went on %v; want skipped %v", c.env, skipped, after, c.skip)
+		}
+		if want := map[bool]int{true: 1}[c.skip]; r.counts[Full] != want {
+			t.Errorf("PAYD_TEST_FULL=%q: recorded %v, want %d skips for the switch", c.env, r.counts, want)
+		}
+	}
+}
+
 // TestWithoutRunFirstSkipIsSaidAtOnce: in a package whose TestMain is not
 // Run's, nobody reports at the end, so each dependency's first skip is
 // said when it happens, and only that one.
