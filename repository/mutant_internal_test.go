@@ -5,6 +5,8 @@ package repository
 import (
 	"strings"
 	"testing"
+
+	"github.com/payd/payd/domain"
 )
 
 // Each mutant names a guard that its statements hold exactly once, so
@@ -13,7 +15,8 @@ func TestMutantsWeakenTheirGuard(t *testing.T) {
 	if err := Mutate("no_such_mutant"); err == nil {
 		t.Fatal(`Mutate("no_such_mutant") = nil, want an error`)
 	}
-	if got := alwaysTrue(addRefund, "amount_minor - refunded_minor >= ?"); !strings.Contains(got, "(amount_minor - refunded_minor >= ? OR 1 = 1)") {
+	const guard = "amount_minor - refunded_minor - refund_reserved_minor >= ?"
+	if got := alwaysTrue(refundMoves[domain.MoveReserve], guard); !strings.Contains(got, "("+guard+" OR 1 = 1)") {
 		t.Errorf("refund_unguarded leaves %s", got)
 	}
 	defer func() {

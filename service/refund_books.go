@@ -33,10 +33,11 @@ const ResolveRepaired = "repaired"
 //
 // An order whose ledger does not hold its paying charge (one paid before
 // payd kept a ledger, until a reconciliation books it) is left alone:
-// its ledger does not know all of its money. So is an order that counts
-// more than its ledger holds while a succeeded refund of payd's is
-// missing from that ledger: the ledger cannot tell that the order is
-// wrong (reconciliation compares such a refund with the provider's).
+// its ledger does not know all of its money. A repair only ever raises
+// the order's confirmed refunds (or fixes the status they give): an order
+// that counts more than its ledger holds is left alone too, since a
+// ledger may lack refunds booked before it was kept, and money is taken
+// back only by a reversal the provider confirmed.
 func (s *Refunds) Heal(ctx context.Context, orderID string, src domain.LedgerSource) (bool, error) {
 	if s.Ledger == nil {
 		return false, nil
@@ -86,32 +87,22 @@ func (s *Refunds) ledgerBook(ctx context.Context, o domain.Order) (domain.Refund
 	if err != nil {
 		return domain.RefundBook{}, false, err
 	}
-	booked := map[string]bool{}
 	charged := false
 	for _, e := range entries {
-		booked[e.Reference] = true
 		charged = charged || (e.Kind == domain.LedgerCharge && e.ChargeID == charge)
 	}
 	if !charged {
 		return domain.RefundBook{}, false, nil
 	}
 	refunded := domain.RefundedOn(charge, o.Currency, entries)
-	rs, err := s.Store.ListByOrder(ctx, o.ID)
-	if err != nil {
-		return domain.RefundBook{}, false, err
-	}
-	complete := true // every refund of payd's the order counts is in the ledger
-	for _, r := range rs {
-		if r.Kind == domain.RefundManual && r.Status == domain.RefundSucceeded && r.ChargeID == charge &&
-			!booked[refundEntry(r, r.ProviderRefundID, "", s.Now()).Reference] {
-			complete = false
-		}
-	}
-	if !complete && refunded.LessThan(o.RefundedAmount) {
-		// A refund of payd's that its ledger does not hold (one made before
-		// payd kept a ledger, or written behind its back): the ledger
-		// cannot say the order counts too much. Reconciliation reports
-		// such a refund against the provider's list.
+	if refunded.LessThan(o.RefundedAmount) {
+		// The ledger holds less than the order counts: money payd booked
+		// before it kept a ledger (a refund of its own or one made at the
+		// dashboard, which no entry records), or written behind its back.
+		// The ledger cannot say the order is wrong, and a repair would
+		// tell the shop money came back that never did: money is taken
+		// back only by a reversal the provider confirmed (reverse).
+		// Reconciliation compares such refunds with the provider's.
 		return domain.RefundBook{}, false, nil
 	}
 	amount := domain.MinorUnits(o.Amount, o.Currency)

@@ -183,3 +183,41 @@ func TestReconciliationRepairsAnOrderFromItsLedger(t *testing.T) {
 		}
 	})
 }
+
+// The ledger never lowers what an order counts: an order whose ledger
+// holds less than its confirmed refunds (a refund booked before payd kept
+// a ledger, which no entry records) is left as it is by a reconciliation
+// run, and the shop is told nothing. Money is taken back only by a
+// reversal the provider confirmed.
+func TestHealNeverLowersConfirmedRefunds(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		ch := w.chargeOf(t, cust, o)
+		w.refundBehindPaydsBack(t, ch, "4.00") // the provider has it; no entry of payd's does
+		if err := w.db.Gorm().Exec("UPDATE orders SET refunded_minor = 400 WHERE id = ?", o.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		before, err := w.admin.Timeline(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.refunds.Heal(ctx, o.ID, domain.SourceReconciliation); err != nil {
+			t.Fatal(err)
+		}
+		tl, err := w.admin.Timeline(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tl.Order.RefundedAmount.Equal(dec("4.00")) || tl.Order.Status != domain.StatusPaid || len(tl.Notified) != len(before.Notified) {
+			t.Errorf("after Heal: order %s refunded %s, %d events (was %d); want paid, 4.00, nothing told",
+				tl.Order.Status, tl.Order.RefundedAmount, len(tl.Notified), len(before.Notified))
+		}
+		for _, d := range tl.Discrepancies {
+			if d.Type == domain.OrderBooksRepaired {
+				t.Errorf("discrepancy %+v: the order was lowered from its ledger", d)
+			}
+		}
+	})
+}

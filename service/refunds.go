@@ -386,6 +386,11 @@ func (s *Refunds) Failed(ctx context.Context, providerKey, providerRefundID stri
 		return "", err
 	}
 	observing(s.Observer).OrderChanged(r.OrderID)
+	if now, err := s.Store.FindByProviderKey(ctx, providerKey); err == nil && now.Status == domain.RefundSucceeded {
+		// Its reply or another path settled it succeeded meanwhile: the
+		// failure came after the success, and is a reversal (asked first).
+		return s.Reversed(ctx, now, domain.SourceWebhook)
+	}
 	return OutcomeApplied, nil
 }
 
