@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -484,10 +485,24 @@ func (db *DB) Close() error {
 // LogDriverTo sends the MySQL driver's own messages (e.g. "closing bad idle
 // connection" while the server restarts) to log as structured lines,
 // instead of plain text on standard error.
+// The driver's logger is one global of the driver's, written without a
+// lock: it is set once, to a logger that forwards to the one LogDriverTo
+// named last (an atomic pointer), so payds built at once in one process
+// (the tests') never write it concurrently.
 func LogDriverTo(log *slog.Logger) {
-	_ = mysql.SetLogger(driverLogger{log})
+	driverLog.Store(log)
+	driverLogOnce.Do(func() { _ = mysql.SetLogger(driverLogger{}) })
 }
 
-type driverLogger struct{ log *slog.Logger }
+var (
+	driverLog     atomic.Pointer[slog.Logger]
+	driverLogOnce sync.Once
+)
 
-func (l driverLogger) Print(v ...any) { l.log.Warn("mysql driver", "msg", fmt.Sprint(v...)) }
+type driverLogger struct{}
+
+func (driverLogger) Print(v ...any) {
+	if log := driverLog.Load(); log != nil {
+		log.Warn("mysql driver", "msg", fmt.Sprint(v...))
+	}
+}
