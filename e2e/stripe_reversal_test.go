@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/payd/payd/client"
 )
 
 // A Stripe refund that succeeds and then fails (refund.updated to failed,
@@ -51,24 +53,7 @@ func TestStripeRefundSucceededThenFailed(t *testing.T) {
 		if len(tl.Refunds) != 1 || tl.Refunds[0].Status != "failed" {
 			t.Errorf("refunds = %+v, want the one refund failed", tl.Refunds)
 		}
-		var reversed int
-		for _, d := range tl.Discrepancies {
-			if d.Type == "refund_reversed" {
-				reversed++
-			}
-		}
-		if reversed != 1 {
-			t.Errorf("discrepancies = %+v, want one refund_reversed", tl.Discrepancies)
-		}
-		var told []string
-		for _, e := range doc.Events {
-			if e.Type == "order.refunded" || e.Type == "order.refund_reversed" {
-				told = append(told, string(e.Type)+" "+e.RefundedAmount)
-			}
-		}
-		if want := []string{"order.refunded 4.00", "order.refund_reversed 0.00"}; !slices.Equal(told, want) {
-			t.Errorf("the shop was told %v, want %v", told, want)
-		}
+		wantReversedAndTold(t, tl, doc, "4.00")
 
 		// What is still refundable is refundable.
 		if r := s.refund(id, uuid.NewString(), ""); r.Status != http.StatusOK {
@@ -112,23 +97,31 @@ func TestStripeOutsideRefundSucceededThenFailed(t *testing.T) {
 		if tl.Order.Status != "paid" || tl.Order.RefundedAmount != "0.00" {
 			t.Errorf("order after the reversal = %s refunded %s, want paid 0.00", tl.Order.Status, tl.Order.RefundedAmount)
 		}
-		var reversed int
-		for _, d := range tl.Discrepancies {
-			if d.Type == "refund_reversed" {
-				reversed++
-			}
-		}
-		if reversed != 1 {
-			t.Errorf("discrepancies = %+v, want one refund_reversed", tl.Discrepancies)
-		}
-		var told []string
-		for _, e := range doc.Events {
-			if e.Type == "order.refunded" || e.Type == "order.refund_reversed" {
-				told = append(told, string(e.Type)+" "+e.RefundedAmount)
-			}
-		}
-		if want := []string{"order.refunded 19.90", "order.refund_reversed 0.00"}; !slices.Equal(told, want) {
-			t.Errorf("the shop was told %v, want %v", told, want)
-		}
+		wantReversedAndTold(t, tl, doc, "19.90")
 	})
+}
+
+// wantReversedAndTold fails t unless the order holds one refund_reversed
+// discrepancy and the shop was told, of refunds, exactly order.refunded
+// with refunded (the refund) and then order.refund_reversed with 0.00.
+func wantReversedAndTold(t *testing.T, tl, doc client.Timeline, refunded string) {
+	t.Helper()
+	var reversed int
+	for _, d := range tl.Discrepancies {
+		if d.Type == "refund_reversed" {
+			reversed++
+		}
+	}
+	if reversed != 1 {
+		t.Errorf("discrepancies = %+v, want one refund_reversed", tl.Discrepancies)
+	}
+	var told []string
+	for _, e := range doc.Events {
+		if e.Type == "order.refunded" || e.Type == "order.refund_reversed" {
+			told = append(told, string(e.Type)+" "+e.RefundedAmount)
+		}
+	}
+	if want := []string{"order.refunded " + refunded, "order.refund_reversed 0.00"}; !slices.Equal(told, want) {
+		t.Errorf("the shop was told %v, want %v", told, want)
+	}
 }

@@ -342,26 +342,8 @@ func TestStatusChecksKeepRows(t *testing.T) {
 		force(t, db, `INSERT INTO webhook_events (id, type, payload, received_at) VALUES (?, 'payment.succeeded', '{}', ?)`, newID(), checkTime)
 		force(t, db, `INSERT INTO idempotency_records (scope, idem_key, method, path, fingerprint, status, locked_until, created_at, updated_at, expires_at)
 			VALUES ('public', ?, 'POST', '/v1/x', 'fp', 'processing', ?, ?, ?, ?)`, newID(), checkTime, checkTime, checkTime, checkTime)
-		count := func(table string) (n int64) {
-			if err := db.Gorm().Raw("SELECT COUNT(*) FROM " + table).Scan(&n).Error; err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		// each index of table: its name, whether unique, its columns in order
-		indexes := func(table string) (out []string) {
-			q := `SELECT il.name || ' ' || il."unique" || ' ' || (SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_index_info(il.name) ORDER BY seqno))
-				FROM pragma_index_list(?) il WHERE il.origin = 'c' ORDER BY il.name`
-			if d == migrations.MySQL {
-				q = `SELECT CONCAT(INDEX_NAME, ' ', 1 - NON_UNIQUE, ' ', GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX SEPARATOR ','))
-					FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME <> 'PRIMARY'
-					GROUP BY INDEX_NAME, NON_UNIQUE ORDER BY INDEX_NAME`
-			}
-			if err := db.Gorm().Raw(q, table).Scan(&out).Error; err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
+		count := func(table string) int64 { return countRows(t, db, table) }
+		indexes := func(table string) []string { return indexesOf(t, db, d, table) }
 		tables["order_items"] = true
 		nulls := []string{"webhook_events WHERE outcome IS NULL", "idempotency_records WHERE completed_by IS NULL"}
 		before, beforeIdx := map[string]int64{}, map[string][]string{}
