@@ -67,7 +67,8 @@ type DB struct {
 	sql     *sql.DB  // every write; on SQLite, one connection
 	read    *sql.DB  // SQLite: the reader pool; nil when sql serves reads too
 	dialect migrations.Dialect
-	galera  bool // a MariaDB Galera node (wsrep_on): reads wait for the cluster (wsrep_sync_wait)
+	file    string // SQLite: the database file; "" in memory
+	galera  bool   // a MariaDB Galera node (wsrep_on): reads wait for the cluster (wsrep_sync_wait)
 
 	retry   retryPolicy
 	onRetry atomic.Pointer[RetryFunc]
@@ -185,11 +186,22 @@ func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string,
 		return nil, err
 	}
 	db.read = read
+	db.file = sqliteFile(path)
 	if err := db.useWAL(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return db, nil
+}
+
+// sqliteFile is the file a SQLite path names (a file: URI's path too),
+// or "" for an in-memory database.
+func sqliteFile(path string) string {
+	path = strings.TrimPrefix(path, "file:")
+	if path == ":memory:" || path == "" {
+		return ""
+	}
+	return path
 }
 
 // checkSQLiteFolder reports a database file whose folder is missing or is

@@ -2,11 +2,13 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -22,10 +24,10 @@ type MigrationState struct {
 }
 
 // Migrate applies every pending migration of db's dialect. Replicas that
-// start together may all call it: on MySQL a lock row (goose_lock) makes
-// them take turns; SQLite has no such lock in goose, so there the loser of
-// a race (its migration fails because the winner's tables exist) retries
-// for as long as someone else is making progress.
+// start together may all call it: they take turns, each reading what is
+// applied only once it holds the lock (docs/adr/0056). On MySQL the lock
+// is goose's lock row (goose_lock); on SQLite it is a file lock beside the
+// database.
 func Migrate(ctx context.Context, db *DB) error {
 	_, err := MigrateUp(ctx, db)
 	return err
@@ -39,22 +41,17 @@ func MigrateUp(ctx context.Context, db *DB) ([]MigrationState, error) {
 	if err != nil {
 		return nil, err
 	}
+	results, err := p.Up(ctx)
+	if partial := (*goose.PartialError)(nil); errors.As(err, &partial) {
+		results = partial.Applied // those before the one that failed
+	}
 	var applied []MigrationState
-	for {
-		before := dbVersion(ctx, p)
-		results, err := p.Up(ctx)
-		if partial := (*goose.PartialError)(nil); errors.As(err, &partial) {
-			results = partial.Applied // those before the one that failed
-		}
-		for _, r := range results {
-			if r != nil && r.Error == nil && r.Source != nil {
-				applied = append(applied, MigrationState{Version: r.Source.Version, Name: path.Base(r.Source.Path), Applied: true})
-			}
-		}
-		if db.dialect != migrations.SQLite || err == nil || dbVersion(ctx, p) == before {
-			return applied, upErr(db, err)
+	for _, r := range results {
+		if r != nil && r.Error == nil && r.Source != nil {
+			applied = append(applied, MigrationState{Version: r.Source.Version, Name: path.Base(r.Source.Path), Applied: true})
 		}
 	}
+	return applied, upErr(db, err)
 }
 
 // upErr wraps a migration failure; nil stays nil.
@@ -63,16 +60,6 @@ func upErr(db *DB, err error) error {
 		return fmt.Errorf("migrate %s database: %w", db.dialect, err)
 	}
 	return nil
-}
-
-// dbVersion is the database's schema version, -1 before goose's version
-// table exists.
-func dbVersion(ctx context.Context, p *goose.Provider) int64 {
-	v, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return -1
-	}
-	return v
 }
 
 // MigrationStatus lists every known migration, oldest first, with whether
@@ -122,6 +109,9 @@ func newMigrator(db *DB, locked bool) (*goose.Provider, error) {
 	}
 	dialect := goose.DialectSQLite3
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	if db.dialect == migrations.SQLite && db.file != "" && locked {
+		opts = append(opts, goose.WithLocker(fileLocker{flock.New(db.file + ".migrate-lock")}))
+	}
 	if db.dialect == migrations.MySQL {
 		dialect = goose.DialectMySQL
 		if locked {
@@ -138,4 +128,32 @@ func newMigrator(db *DB, locked bool) (*goose.Provider, error) {
 		return nil, fmt.Errorf("load %s migrations: %w", db.dialect, err)
 	}
 	return p, nil
+}
+
+// fileLocker makes the replicas of one SQLite database take turns at
+// migrating, as goose's lock row does on MySQL. Without it two replicas
+// could both apply a migration that builds a table again (00015, 00016):
+// the second rebuild, after the first replica had gone on, dropped the
+// columns the later migrations had added. The lock is the OS's, on a file
+// beside the database, so a replica killed halfway holds it no longer: the
+// next one takes it at once and goes on from the last migration committed.
+// goose takes a connection before the lock: while a replica waits, its own
+// single SQLite writer connection is taken, and nothing else in it can
+// write (nothing does: payd listens only once migrated).
+type fileLocker struct{ f *flock.Flock }
+
+func (l fileLocker) Lock(ctx context.Context, _ *sql.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // as long as the MySQL lock waits
+	defer cancel()
+	if _, err := l.f.TryLockContext(ctx, 50*time.Millisecond); err != nil {
+		return fmt.Errorf("migration lock %s: %w", l.f.Path(), err)
+	}
+	return nil
+}
+
+func (l fileLocker) Unlock(context.Context, *sql.DB) error {
+	if err := l.f.Unlock(); err != nil {
+		return fmt.Errorf("migration lock %s: %w", l.f.Path(), err)
+	}
+	return nil
 }
