@@ -3,6 +3,8 @@ package app
 import (
 	"os"
 	"strings"
+
+	"github.com/payd/payd/repository"
 )
 
 // startFiles are the files a start of payd made that were not there
@@ -39,8 +41,9 @@ func (f *startFiles) createDB(databaseURL string) {
 		return // there already, or Open says why not
 	}
 	_ = file.Close()
-	// SQLite's companions of a database it opens in WAL mode go with it.
-	f.made = append(f.made, path, path+"-wal", path+"-shm", path+"-journal")
+	// SQLite's companions of a database it opens in WAL mode go with it,
+	// and so does the lock its migrations take (ADR 56).
+	f.made = append(f.made, path, path+"-wal", path+"-shm", path+"-journal", path+repository.MigrationLockSuffix)
 }
 
 // add notes path as made by this start.

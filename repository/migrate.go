@@ -110,7 +110,7 @@ func newMigrator(db *DB, locked bool) (*goose.Provider, error) {
 	dialect := goose.DialectSQLite3
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	if db.dialect == migrations.SQLite && db.file != "" && locked {
-		opts = append(opts, goose.WithLocker(fileLocker{flock.New(db.file + ".migrate-lock")}))
+		opts = append(opts, goose.WithLocker(fileLocker{flock.New(db.file + MigrationLockSuffix)}))
 	}
 	if db.dialect == migrations.MySQL {
 		dialect = goose.DialectMySQL
@@ -129,6 +129,10 @@ func newMigrator(db *DB, locked bool) (*goose.Provider, error) {
 	}
 	return p, nil
 }
+
+// MigrationLockSuffix names a SQLite database's migration lock file: the
+// database's path with this added (payd.db.migrate-lock).
+const MigrationLockSuffix = ".migrate-lock"
 
 // fileLocker makes the replicas of one SQLite database take turns at
 // migrating, as goose's lock row does on MySQL. Without it two replicas
