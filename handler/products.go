@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -94,9 +95,6 @@ func (h *Products) create(c echo.Context) error {
 	var req createProductRequest
 	if err := decode(c, &req); err != nil {
 		return err
-	}
-	if domain.ValidSKU(req.SKU) { // the trail names the product also when its creation is refused
-		c.Set(ctxAuditTarget, "product:"+req.SKU)
 	}
 	p, err := h.Service.Create(c.Request().Context(), domain.NewProduct{SKU: req.SKU, Name: req.Name, UnitPrice: req.UnitPrice,
 		Currency: req.Currency, Stock: req.Stock})
@@ -218,8 +216,7 @@ func (h *Products) audited(action string) echo.MiddlewareFunc {
 			if !domain.ValidKey(e.RequestID) {
 				e.RequestID = ""
 			}
-			e.Target, _ = c.Get(ctxAuditTarget).(string)
-			if sku := c.Param("sku"); domain.ValidSKU(sku) {
+			if sku := firstNonEmpty(c.Param("sku"), bodySKU(c)); domain.ValidSKU(sku) {
 				e.Target = "product:" + sku
 			}
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
@@ -230,6 +227,20 @@ func (h *Products) audited(action string) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// bodySKU is the sku a creation's body names ("" if none): the trail
+// names the product also when the handler did not run (a replay, a key
+// reused) or refused it.
+func bodySKU(c echo.Context) string {
+	b, _ := c.Get(ctxBody).([]byte) // read by the idempotency layer, if it got that far
+	var named struct {
+		SKU string `json:"sku"`
+	}
+	if json.Unmarshal(b, &named) != nil {
+		return ""
+	}
+	return named.SKU
 }
 
 func (h *Products) log() *slog.Logger {
