@@ -271,13 +271,13 @@ func TestComposeConfigLoads(t *testing.T) {
 	secrets := map[string]string{
 		"MYSQL_PASSWORD": "Qx7pL2vN9rT4wZ8k", "MYSQL_ROOT_PASSWORD": "Rr5mK8qW2xN7pL4z",
 		"PAYD_ADMIN_TOKEN": "adm_7f3a91c04e6b2d58a3f0c7e19b4d62a8", "PAYD_SECRET_KEY": "9c1e4b7a02f85d36e1c9a7b40d2f68e3",
-		"PAYD_WEBHOOK_SECRET": testWebhookSecret,
+		"PAYD_WEBHOOK_SECRET": testWebhookSecret, "PAYD_MERCHANT_KEY": "sk_5e8a1c3f7b9d2e4a6c8f0b1d3e5a7c9f",
 	}
 	cfg, err := loadConfig("serve", nil, serviceEnv(c.Services["payd"], secrets), io.Discard)
 	if err != nil {
 		t.Fatalf("payd config with real secrets = %v, want it to load", err)
 	}
-	for _, name := range []string{"PAYD_ADMIN_TOKENS", "PAYD_RECONCILE_EVERY", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+	for _, name := range []string{"PAYD_ADMIN_TOKENS", "PAYD_MERCHANT_KEYS", "PAYD_RECONCILE_EVERY", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 		if _, ok := example[name]; !ok {
 			t.Errorf(".env.example does not document %s", name)
 		}

@@ -60,6 +60,7 @@ type Config struct {
 	RedisURL       string            // empty: no Redis (ADR 0018)
 	limitsConfig                     // PAYD_RATE_LIMIT, PAYD_WEBHOOK_RATE_LIMIT, PAYD_TRUSTED_PROXIES (config_limits.go)
 	notifyConfig                     // PAYD_NOTIFY_* (config_notify.go, ADR 0053)
+	merchantConfig                   // PAYD_MERCHANT_KEY, PAYD_MERCHANT_KEYS (config_merchant.go, ADR 0058)
 	tracing        telemetry.Tracing // set by Build: Wire instruments the Redis client with it (ADR 0035)
 
 	generated   []string          // names of secrets made up at start (development only)
@@ -84,6 +85,8 @@ var secretSettings = map[string]bool{
 	"PAYD_WEBHOOK_SECRET":   true,
 	"PAYD_SECRET_KEY":       true,
 	"PAYD_NOTIFY_SECRET":    true,
+	"PAYD_MERCHANT_KEY":     true,
+	"PAYD_MERCHANT_KEYS":    true,
 	"STRIPE_SECRET_KEY":     true,
 	"STRIPE_WEBHOOK_SECRET": true,
 	// URLs may carry a password (mysql://user:pass@…, redis://:pass@…):
@@ -103,7 +106,7 @@ var urlSettings = map[string]bool{
 
 // madeUpSecrets are the secrets payd makes up in development when they are
 // not set (check), and requires in production.
-var madeUpSecrets = map[string]bool{"PAYD_ADMIN_TOKEN": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SECRET_KEY": true}
+var madeUpSecrets = map[string]bool{"PAYD_ADMIN_TOKEN": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SECRET_KEY": true, "PAYD_MERCHANT_KEY": true}
 
 // shownDefault is what help prints as the default of secret or URL
 // setting env whose value (from the environment, else its default) is
@@ -196,7 +199,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
 		{"PAYD_REDIS_URL", "redis-url", "", "Redis in front of the database: redis://host:port/db, a cluster as redis://h1:p1?addr=h2:p2&addr=h3:p3 (empty: none)", &c.RedisURL, nil},
-	}, append(append(append(testSettings(c), c.operatorSettings()...), stripeSettings(c)...), append(c.limitSettings(), c.notifySettings()...)...)...)
+	}, append(append(append(append(testSettings(c), c.operatorSettings()...), c.merchantSettings()...), stripeSettings(c)...), append(c.limitSettings(), c.notifySettings()...)...)...)
 }
 
 // flagsOf lists the settings a subcommand other than serve takes as flags
@@ -370,6 +373,7 @@ func (c *Config) check(sub string) error {
 		{"PAYD_ADMIN_TOKEN", &c.AdminToken, "adm_"},
 		{"PAYD_WEBHOOK_SECRET", &c.WebhookSecret, "whsec_"},
 		{"PAYD_SECRET_KEY", &c.SecretKey, ""},
+		{"PAYD_MERCHANT_KEY", &c.MerchantKey, merchantKeyPrefix},
 	}
 	for _, s := range secrets {
 		if sub == "sandbox" && s.name != "PAYD_WEBHOOK_SECRET" || sub == "migrate" {
@@ -404,6 +408,9 @@ func (c *Config) check(sub string) error {
 		return err
 	}
 	if err := c.checkNotify(sub); err != nil {
+		return err
+	}
+	if err := c.checkMerchants(sub); err != nil {
 		return err
 	}
 	if err := c.checkURLs(sub); err != nil {

@@ -16,7 +16,7 @@ func TestConfigOperators(t *testing.T) {
 	const alice, bob = "op-7Hq2xWv9Lr4Kp8Zt3Ny6Bc1Md5Fg0Js", "op-Qe3Rt7Yu1Io5Pa9Sd2Fg6Hj0Kl4Zx8Cv"
 	prod := map[string]string{
 		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
-		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c",
 	}
 	tests := []struct {
 		name, env, tokens, wantErr string

@@ -14,7 +14,7 @@ import (
 func TestConfigProduction(t *testing.T) {
 	strong := map[string]string{
 		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
-		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c",
 	}
 	with := func(over map[string]string) func(string) string {
 		return func(k string) string {
@@ -74,8 +74,9 @@ func TestConfigDevelopmentDefaults(t *testing.T) {
 		c.InflightWait != 2*time.Second || c.IdempotencyTTL != 24*time.Hour || c.OrderTTL != 30*time.Minute || c.SandboxAddr != "127.0.0.1:0" {
 		t.Errorf("defaults = %+v, want the documented defaults (docs/guarantees.md#configuration)", c)
 	}
-	if len(c.generated) != 3 || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.AdminToken) < 24 || len(c.SecretKey) < 24 {
-		t.Errorf("development secrets = %v, want all three made up", c.generated)
+	if len(c.generated) != 4 || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.AdminToken) < 24 || len(c.SecretKey) < 24 ||
+		!strings.HasPrefix(c.MerchantKey, "sk_") || len(c.MerchantKey) < 24 {
+		t.Errorf("development secrets = %v, want all four made up", c.generated)
 	}
 	if s, _ := loadConfig("sandbox", nil, func(string) string { return "" }, io.Discard); s.SandboxAddr != "127.0.0.1:8081" {
 		t.Errorf("payd sandbox listens on %q by default, want 127.0.0.1:8081", s.SandboxAddr)
@@ -89,7 +90,7 @@ func TestConfigDevelopmentDefaults(t *testing.T) {
 func TestConfigRefusesWeakSettings(t *testing.T) {
 	strong := map[string]string{
 		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
-		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c",
 	}
 	dev := map[string]string{"PAYD_ENV": "development", "PAYD_ADMIN_TOKEN": "", "PAYD_WEBHOOK_SECRET": "", "PAYD_SECRET_KEY": ""}
 	zeros := "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 32))
@@ -159,7 +160,7 @@ func TestConfigSecretKeyAlone(t *testing.T) {
 	const key = "whsec_Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg==" // strong as a key, a token and a webhook secret
 	strong := map[string]string{
 		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
-		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": key,
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": key, "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c",
 	}
 	stripe := map[string]string{"PAYD_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_51Habc0123456789", "STRIPE_WEBHOOK_SECRET": "whsec_0123456789abcdefABCDEF"}
 	tests := []struct {

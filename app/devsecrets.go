@@ -54,6 +54,8 @@ func (c *Config) secretField(name string) *string {
 		return &c.WebhookSecret
 	case "PAYD_SECRET_KEY":
 		return &c.SecretKey
+	case "PAYD_MERCHANT_KEY":
+		return &c.MerchantKey
 	}
 	return nil
 }
@@ -129,7 +131,7 @@ func readSecretsFile(path string) (map[string]string, bool, error) {
 		}
 		name, val, ok := strings.Cut(line, "=")
 		if !ok || (&Config{}).secretField(name) == nil || val == "" {
-			return nil, false, fmt.Errorf("development secrets file %s, line %d: want PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET or PAYD_SECRET_KEY=value", path, n)
+			return nil, false, fmt.Errorf("development secrets file %s, line %d: want PAYD_ADMIN_TOKEN, PAYD_WEBHOOK_SECRET, PAYD_SECRET_KEY or PAYD_MERCHANT_KEY=value", path, n)
 		}
 		kept[name] = val
 	}

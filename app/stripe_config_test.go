@@ -11,7 +11,7 @@ import (
 func TestConfigStripe(t *testing.T) {
 	prod := map[string]string{
 		"PAYD_ENV": "production", "PAYD_ADMIN_TOKEN": "adm_9f8e7d6c5b4a39281716151413121110",
-		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a",
+		"PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c",
 		"PAYD_PROVIDER": "stripe", "STRIPE_SECRET_KEY": "sk_live_51Habc0123456789", "STRIPE_WEBHOOK_SECRET": "whsec_0123456789abcdefABCDEF",
 	}
 	tests := []struct {

@@ -17,7 +17,8 @@ func printWelcome(w io.Writer, cfg Config, base string) {
 		return
 	}
 	for _, name := range cfg.generated {
-		val := map[string]string{"PAYD_ADMIN_TOKEN": cfg.AdminToken, "PAYD_WEBHOOK_SECRET": cfg.WebhookSecret, "PAYD_SECRET_KEY": cfg.SecretKey}[name]
+		val := map[string]string{"PAYD_ADMIN_TOKEN": cfg.AdminToken, "PAYD_WEBHOOK_SECRET": cfg.WebhookSecret, "PAYD_SECRET_KEY": cfg.SecretKey,
+			"PAYD_MERCHANT_KEY": cfg.MerchantKey}[name]
 		if cfg.secretsFile == "" {
 			fmt.Fprintf(w, "  %s=%s  (made up for this run; set it to keep it)\n", name, val)
 			continue

@@ -46,3 +46,22 @@ func TestBannerNamesLandingPage(t *testing.T) {
 		t.Errorf("banner:\n%s\nwant a line naming the landing page, http://127.0.0.1:8080/", b.String())
 	}
 }
+
+// TestBannerPrintsMerchantKey: in development a made-up merchant key is
+// printed with the other made-up secrets; in production nothing is.
+func TestBannerPrintsMerchantKey(t *testing.T) {
+	cfg := Config{Env: "development", DatabaseURL: "sqlite://payd.db", secretsFile: "payd.secrets",
+		generated: []string{"PAYD_MERCHANT_KEY"}}
+	cfg.MerchantKey = "sk_made_up_0123456789abcdef0123"
+	var b bytes.Buffer
+	printWelcome(&b, cfg, "http://127.0.0.1:8080")
+	if !strings.Contains(b.String(), "  PAYD_MERCHANT_KEY="+cfg.MerchantKey+"\n") {
+		t.Errorf("banner:\n%s\nwant the made-up PAYD_MERCHANT_KEY", b.String())
+	}
+	cfg.Env = "production"
+	b.Reset()
+	printWelcome(&b, cfg, "http://127.0.0.1:8080")
+	if strings.Contains(b.String(), cfg.MerchantKey) {
+		t.Errorf("production banner:\n%s\nshows the merchant key", b.String())
+	}
+}

@@ -176,6 +176,11 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		StripeWebhooks: stripeHooks,
 		CheckoutPage:   checkoutPage(cfg),
 		RateLimits:     cfg.RateLimits, // ADR 0037
+
+		// The merchant and its catalogue (ADR 0058).
+		MerchantKey: cfg.MerchantKey,
+		Merchants:   cfg.merchants,
+		Products:    &handler.Products{Service: uc.Catalogue, Audit: uc.Admin},
 	})
 	jobs := []service.Job{
 		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
@@ -231,6 +236,7 @@ type UseCases struct {
 	Reconciler *service.Reconciler
 	Resolver   *service.Resolver
 	Admin      *service.Admin
+	Catalogue  *service.Catalogue
 	Expire     func(context.Context) (int64, error) // the expire_orders job
 
 	// The stores tests read beside the use cases.
@@ -319,7 +325,8 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 			Recoverer: recoverer, Refunds: refunds, Charges: prov, Now: now, Ledger: ledger},
 		Admin: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, StatsReader: repository.NewStatsStore(db), Now: now},
-		Expire: service.ExpireOrders(orders, now, observer),
+		Catalogue: &service.Catalogue{Store: repository.NewProductStore(db), MaxPrice: limits.MaxAmount, Now: now},
+		Expire:    service.ExpireOrders(orders, now, observer),
 
 		Discrepancies: discrepancies,
 		Ledger:        ledger,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -67,16 +68,33 @@ type adminConn struct {
 	json       bool
 	api        *client.Client
 	out        io.Writer
+	who        *caller
 }
 
+// caller is who a verb group speaks as: the operators (payd admin, an
+// operator token) or the merchant's server (payd merchant, a merchant
+// key). Each has its verbs and its credential's flag and variable.
+type caller struct {
+	command   string // admin or merchant
+	verbs     map[string]func() adminVerb
+	tokenFlag string // admin-token
+	tokenEnv  string // PAYD_ADMIN_TOKEN
+	tokenWhat string // operator token
+	example   string // a verb, for the message of a missing one
+}
+
+// operatorCaller is payd admin's.
+var operatorCaller = &caller{command: "admin", verbs: adminVerbs, tokenFlag: "admin-token", tokenEnv: "PAYD_ADMIN_TOKEN",
+	tokenWhat: "operator token", example: "orders search"}
+
 // adminFlags are the flags every verb shares, defaulting to PAYD_URL and
-// PAYD_ADMIN_TOKEN.
-func adminFlags(name string, getenv func(string) string) (*flag.FlagSet, *adminConn) {
-	a := &adminConn{}
-	fs := flag.NewFlagSet("payd admin "+name, flag.ContinueOnError)
+// the caller's token variable.
+func adminFlags(who *caller, name string, getenv func(string) string) (*flag.FlagSet, *adminConn) {
+	a := &adminConn{who: who}
+	fs := flag.NewFlagSet("payd "+who.command+" "+name, flag.ContinueOnError)
 	app.URLVar(fs, &a.url, "url", paydURL(getenv), "PAYD_URL", "base URL of the running payd (PAYD_URL)")
 	// The token's default is read after parsing, so -h never prints it.
-	fs.StringVar(&a.token, "admin-token", "", "operator token (default PAYD_ADMIN_TOKEN; the variable keeps it out of the process list)")
+	fs.StringVar(&a.token, who.tokenFlag, "", who.tokenWhat+" (default "+who.tokenEnv+"; the variable keeps it out of the process list)")
 	fs.BoolVar(&a.json, "json", false, "print payd's JSON answer instead of a table")
 	return fs, a
 }
@@ -94,38 +112,44 @@ func paydURL(getenv func(string) string) string {
 // Help asked for goes to stdout; without a verb, the usage goes to stderr
 // and the command fails as a usage error.
 func adminCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return verbCommand(ctx, operatorCaller, args, getenv, stdout, stderr)
+}
+
+// verbCommand is `payd COMMAND GROUP VERB ...` of caller who.
+func verbCommand(ctx context.Context, who *caller, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := who.command
 	name, rest := "", args
-	_, oneWord := adminVerbs[first(args)]
+	_, oneWord := who.verbs[first(args)]
 	switch {
 	case oneWord:
 		name, rest = args[0], args[1:]
 	case len(args) > 0 && isHelp(args[0]), len(args) > 1 && isHelp(args[1]):
-		printCommandUsage(stdout, "admin", nil)
+		printCommandUsage(stdout, cmd, nil)
 		return nil
 	case len(args) > 0 && strings.HasPrefix(args[0], "-"):
-		return usagef("payd admin takes flags after its verb: payd admin GROUP VERB %s (run 'payd help admin')", args[0])
+		return usagef("payd %s takes flags after its verb: payd %s GROUP VERB %s (run 'payd help %s')", cmd, cmd, args[0], cmd)
 	case len(args) > 1 && !strings.HasPrefix(args[1], "-"):
 		name, rest = args[0]+" "+args[1], args[2:]
 	case len(args) == 0:
-		printCommandUsage(stderr, "admin", nil)
-		return usagef("admin needs a command, such as orders search (the list is above)")
+		printCommandUsage(stderr, cmd, nil)
+		return usagef("%s needs a command, such as %s (the list is above)", cmd, who.example)
 	default:
-		printCommandUsage(stderr, "admin", nil)
-		return usagef("admin %s needs a verb (the list is above)", args[0])
+		printCommandUsage(stderr, cmd, nil)
+		return usagef("%s %s needs a verb (the list is above)", cmd, args[0])
 	}
-	makeVerb, ok := adminVerbs[name]
+	makeVerb, ok := who.verbs[name]
 	if !ok {
-		return usagef("unknown admin command %q (run 'payd help admin')", name)
+		return usagef("unknown %s command %q (run 'payd help %s')", cmd, name, cmd)
 	}
 	verb := makeVerb()
-	fs, a := adminFlags(name, getenv)
+	fs, a := adminFlags(who, name, getenv)
 	verb.flags(fs)
-	pos, err := parseAdminFlags(fs, name, verb.usage, rest, stdout)
+	pos, err := parseAdminFlags(fs, cmd+" "+name, verb.usage, rest, stdout)
 	if err != nil {
 		return err
 	}
 	if len(pos) != verb.nargs {
-		return usagef("usage: payd admin %s %s (run 'payd help admin')", name, verb.usage)
+		return usagef("usage: payd %s %s %s (run 'payd help %s')", cmd, name, verb.usage, cmd)
 	}
 	if verb.check != nil {
 		if err := verb.check(pos); err != nil {
@@ -142,16 +166,18 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 		a.urlFrom = "PAYD_URL"
 	}
 	if a.token == "" {
-		a.token = getenv("PAYD_ADMIN_TOKEN")
+		a.token = getenv(who.tokenEnv)
 	}
-	if a.token == "" {
-		return errors.New("no operator token: set PAYD_ADMIN_TOKEN (or -admin-token)")
+	if a.token == "" && !verb.public {
+		return fmt.Errorf("no %s: set %s (or -%s)", who.tokenWhat, who.tokenEnv, who.tokenFlag)
 	}
 	a.out = stdout
 	a.api, err = client.NewClient(strings.TrimRight(a.url, "/"),
 		client.WithHTTPClient(&http.Client{Timeout: 2 * time.Minute}),
 		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("Authorization", "Bearer "+a.token)
+			if a.token != "" {
+				r.Header.Set("Authorization", "Bearer "+a.token)
+			}
 			r.Header.Set("Accept", "application/json")
 			return nil
 		}))
@@ -194,22 +220,30 @@ func first(args []string) string {
 	return args[0]
 }
 
+// negativeNumber is an argument such as -5: no flag is named by digits.
+var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
+
 // parseAdminFlags parses flags placed before or after the positional
-// arguments (`orders show ID -json` as well as `orders show -json ID`).
+// arguments (`orders show ID -json` as well as `orders show -json ID`);
+// a negative number is an argument.
 func parseAdminFlags(fs *flag.FlagSet, name, usage string, args []string, w io.Writer) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	var pos []string
 	for {
+		if len(args) > 0 && negativeNumber.MatchString(args[0]) { // an argument (an adjustment of -5), not a flag
+			pos, args = append(pos, args[0]), args[1:]
+			continue
+		}
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(w, "usage: payd admin %s %s\n\nflags:\n", name, usage)
+			fmt.Fprintf(w, "usage: payd %s %s\n\nflags:\n", name, usage)
 			fs.SetOutput(w)
 			fs.PrintDefaults()
 			return nil, errHelpShown
 		}
 		if err != nil {
-			return nil, usagef("%w (run 'payd admin %s -h' for its flags)", err, name)
+			return nil, usagef("%w (run 'payd %s -h' for its flags)", err, name)
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
@@ -223,11 +257,12 @@ type apiError struct {
 	status              int
 	code, title, detail string
 	fields              []string
+	who                 *caller // whose token was sent
 }
 
 func (e *apiError) Error() string {
-	if e.status == http.StatusUnauthorized {
-		return "payd refused the operator token (401 unauthorized): set PAYD_ADMIN_TOKEN to an operator token"
+	if e.status == http.StatusUnauthorized && e.who != nil {
+		return fmt.Sprintf("payd refused the %s (401 unauthorized): set %s to an %s", e.who.tokenWhat, e.who.tokenEnv, e.who.tokenWhat)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "payd answered %d", e.status)
@@ -279,7 +314,7 @@ func (a *adminConn) answer(res *http.Response, err error) ([]byte, *http.Respons
 		return body, res, nil
 	}
 	var p client.Problem
-	e := &apiError{status: res.StatusCode}
+	e := &apiError{status: res.StatusCode, who: a.who}
 	if json.Unmarshal(body, &p) == nil {
 		e.code, e.title = string(p.Code), p.Title
 		if p.Detail != nil {

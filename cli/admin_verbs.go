@@ -27,6 +27,8 @@ type adminVerb struct {
 	flags func(fs *flag.FlagSet)
 	check func(pos []string) error // nil: nothing to check
 	run   func(ctx context.Context, a *adminConn, pos []string) error
+	// public verbs need no token: they read what payd shows anyone.
+	public bool
 }
 
 // adminVerbs makes each verb afresh (its flags bind to its own variables).

@@ -63,6 +63,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return demo(ctx, args, getenv, stdout)
 	case "admin": // operators' CLI against a running payd (admin_cli.go)
 		return adminCommand(ctx, args, getenv, stdout, stderr)
+	case "merchant": // the merchant's CLI against a running payd (merchant_cli.go)
+		return merchantCommand(ctx, args, getenv, stdout, stderr)
 	case "healthcheck": // a container's HEALTHCHECK (healthcheck.go)
 		return healthcheck(ctx, args, getenv, stdout)
 	case "version":

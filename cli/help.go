@@ -33,6 +33,8 @@ var commands = []command{
 			"and prints each exchange: method, path, status and body. Tokens are shortened in the output."},
 	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
 	{"admin", "orders|reconcile|discrepancies|endpoints|events VERB [flags] | stats [flags]", "search orders, reconcile, resolve discrepancies, manage the shop's endpoints, see how payments go on a running payd", adminAbout},
+	// merchant: the merchant's CLI (merchant_cli.go).
+	{"merchant", "products VERB [flags]", "list, create, reprice and stock the catalogue's products on a running payd", merchantAbout},
 	{"healthcheck", "[-url URL] [-timeout D]", "exit 0 if payd answers 2xx, 1 if not: a container's HEALTHCHECK", healthcheckAbout},
 	{"version", "", "print payd's version and VCS revision (also payd --version, payd -version)", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
 		"the build information Go recorded in the binary."},
@@ -88,7 +90,7 @@ func help(ctx context.Context, args []string, getenv func(string) string, stdout
 			return nil
 		}
 		return err
-	case "version", "help", "admin":
+	case "version", "help", "admin", "merchant":
 		printCommandUsage(stdout, name, nil)
 	default:
 		return usagef("unknown command %q: run 'payd help' for the list", name)

@@ -157,3 +157,13 @@ var (
 	// does not know: nothing was charged and the caller's input is at fault.
 	ErrPaymentMethodInvalid = errors.New("payment method invalid")
 )
+
+// Errors of the catalogue (docs/adr/0058-the-merchant-key-and-the-catalogue.md).
+var (
+	ErrProductNotFound   = errors.New("product not found")
+	ErrSKUTaken          = errors.New("a product with this SKU already exists")
+	ErrInsufficientStock = errors.New("stock may not go below 0")
+	// ErrStockUnlimited is an adjustment of a product whose stock is not
+	// counted (null): there is no number to adjust.
+	ErrStockUnlimited = errors.New("the product's stock is unlimited")
+)

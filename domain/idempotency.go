@@ -91,6 +91,7 @@ func ValidKey(k string) bool { return keyPattern.MatchString(k) }
 const (
 	ScopePublic   = "public"   // unauthenticated routes (registration)
 	ScopeAdmin    = "admin"    // operators
+	ScopeMerchant = "merchant" // the merchant's server, whichever of its keys it used
 	ScopeProvider = "provider" // the payment provider's webhooks
 )
 

@@ -42,6 +42,7 @@ const (
 	testAdminToken    = "adm_test_0123456789abcdef0123456789"
 	testWebhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	testSecretKey     = "test-secret-key-0123456789abcdef"
+	testMerchantKey   = "sk_test_merchant_0123456789abcdef01"
 )
 
 // repoRoot is the repository, from this package.
@@ -58,7 +59,7 @@ func paydEnv(dbURL, providerURL string, extra env) env {
 	e := env{
 		"PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL, "PAYD_PROVIDER_URL": providerURL,
 		"PAYD_ADMIN_TOKEN": testAdminToken, "PAYD_WEBHOOK_SECRET": testWebhookSecret, "PAYD_SECRET_KEY": testSecretKey,
-		"PAYD_LOG_LEVEL": "info",
+		"PAYD_MERCHANT_KEY": testMerchantKey, "PAYD_LOG_LEVEL": "info",
 		// The tests fire hundreds of requests a second from one address
 		// with one token: limits are off unless a test is about them.
 		"PAYD_RATE_LIMIT": "0", "PAYD_WEBHOOK_RATE_LIMIT": "0",

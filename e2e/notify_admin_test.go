@@ -35,7 +35,7 @@ func TestNotifyLoopbackRefusedInProduction(t *testing.T) {
 		e := env{"PAYD_ENV": "production", "PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbtest.NewURL(t, migrations.Dialect(dialect)),
 			"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + dir + "/sandbox.db", "PAYD_RATE_LIMIT": "0",
 			"PAYD_ADMIN_TOKEN": token, "PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-			"PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a"}
+			"PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c"}
 		rcv := startReceiver(t, notifySecret, 0)
 		withURL := env{"PAYD_NOTIFY_URL": rcv.url, "PAYD_NOTIFY_SECRET": notifySecret}
 		for k, v := range e {

@@ -124,13 +124,16 @@ func TestOpenAPIMatchesBehaviour(t *testing.T) {
 				t.Errorf("%s unsigned = %d %s, want 401 invalid_signature", name, r.Status, r.Body)
 			}
 		}
-		if contains(op.security, "customerToken") || contains(op.security, "adminToken") {
+		if contains(op.security, "customerToken") || contains(op.security, "adminToken") || contains(op.security, "merchantKey") {
 			if r := s.do(req); r.Status != http.StatusUnauthorized || r.code(t) != "unauthorized" {
 				t.Errorf("%s without a token = %d %s, want 401 unauthorized", name, r.Status, r.Body)
 			}
 			req.token = token
 			if contains(op.security, "adminToken") {
 				req.token = testAdminToken
+			}
+			if contains(op.security, "merchantKey") {
+				req.token = testMerchantKey
 			}
 		} else if strings.HasPrefix(op.path, "/v1/") && op.key != "" {
 			if r := s.do(req); r.Status == http.StatusUnauthorized {

@@ -79,6 +79,9 @@ func opsFlow(t *testing.T, s *stack) *opsRun {
 	do(request{method: "POST", path: "/v1/admin/orders/" + o1 + "/refund", token: testAdminToken, key: uuid.NewString(),
 		body: map[string]string{"amount": "2.00", "reason": "ops flow"}}, http.StatusOK)
 	do(request{method: "GET", path: "/v1/admin/orders/" + o2, token: testAdminToken}, http.StatusOK)
+	do(request{method: "POST", path: "/v1/products", token: testMerchantKey, key: uuid.NewString(),
+		body: map[string]any{"sku": "ops-" + uuid.NewString()[:8], "name": "Ops", "unit_price": "1.00", "currency": "USD", "stock": 1}}, http.StatusCreated)
+	do(request{method: "GET", path: "/v1/orders", token: testMerchantKey}, http.StatusForbidden)
 	return run
 }
 
@@ -125,7 +128,7 @@ func checkLogs(t *testing.T, s *stack) {
 	secrets := map[string]string{
 		"customer token": run.token, "admin token": testAdminToken, "webhook secret": testWebhookSecret,
 		"webhook secret key": strings.TrimPrefix(testWebhookSecret, "whsec_"), "secret key": testSecretKey,
-		"refused token": "ptk_not-a-real-token",
+		"refused token": "ptk_not-a-real-token", "merchant key": testMerchantKey,
 	}
 	for i, sig := range run.signatures {
 		secrets["webhook-signature "+strconv.Itoa(i)] = sig
@@ -214,7 +217,7 @@ func TestMetricsAfterFlow(t *testing.T) {
 				t.Errorf("%s = %v, want at least %v", c.series, got, c.min)
 			}
 		}
-		for _, leak := range append(run.orderIDs, run.token, testAdminToken) {
+		for _, leak := range append(run.orderIDs, run.token, testAdminToken, testMerchantKey) {
 			if strings.Contains(text, leak) {
 				t.Errorf("GET /metrics names an order ID or a token")
 			}

@@ -232,7 +232,7 @@ func TestProductionRefusesAnotherSecretKey(t *testing.T) {
 	e := env{"PAYD_ENV": "production", "PAYD_ADDR": "127.0.0.1:0", "PAYD_DATABASE_URL": dbURL,
 		"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db"),
 		"PAYD_ADMIN_TOKEN":          "adm_7f3a91c04e6b2d58a3f0c7e19b4d62a8", "PAYD_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-		"PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a"}
+		"PAYD_SECRET_KEY": "k-4f0c1a9e8b7d6c5e4f3a2b1c0d9e8f7a", "PAYD_MERCHANT_KEY": "sk_9d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c"}
 	start(t, asConfigured(e)).stop()
 
 	e["PAYD_SECRET_KEY"] = "k-0a1b2c3d4e5f60718293a4b5c6d7e8f9"

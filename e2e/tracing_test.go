@@ -330,3 +330,41 @@ func TestTracingRedis(t *testing.T) {
 		}
 	})
 }
+
+// TestTracingCarriesNoMerchantKey: the spans of the catalogue's writes,
+// accepted and refused, carry nothing of the merchant key or of any other
+// bearer token: no attribute, no event, no status.
+func TestTracingCarriesNoMerchantKey(t *testing.T) {
+	otelEnv(t, nil)
+	rec := tracetest.NewSpanRecorder()
+	p := start(t, tracedBy(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))))
+	p.newProduct("traced", "1.00", 2)
+	if r := p.merchant(testMerchantKey, "POST", "/v1/products/traced/stock", uuid.NewString(), map[string]any{"adjust": -3}); r.Status != http.StatusConflict {
+		t.Fatalf("adjust -3 of 2 = %d %s, want 409", r.Status, r.Body)
+	}
+	if r := p.merchant(testAdminToken, "POST", "/v1/products/traced/stock", uuid.NewString(), map[string]any{"adjust": 1}); r.Status != http.StatusForbidden {
+		t.Fatalf("adjust with the admin token = %d %s, want 403", r.Status, r.Body)
+	}
+	found := false
+	for _, s := range rec.Ended() {
+		found = found || strings.HasPrefix(s.Name(), "POST /v1/products")
+		text := s.Name() + s.Status().Description
+		for _, a := range s.Attributes() {
+			text += string(a.Key) + a.Value.Emit()
+		}
+		for _, e := range s.Events() {
+			text += e.Name
+			for _, a := range e.Attributes {
+				text += string(a.Key) + a.Value.Emit()
+			}
+		}
+		for _, secret := range []string{testMerchantKey, testAdminToken, "Bearer"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("span %q carries a bearer token", s.Name())
+			}
+		}
+	}
+	if !found {
+		t.Error("no span of the catalogue's writes was recorded")
+	}
+}

@@ -67,13 +67,20 @@ func RequireAdmin(adminToken string, auth Authenticator) echo.MiddlewareFunc {
 }
 
 // requireOperator admits requests carrying the shared admin token or a
-// named operator's, and notes the operator's name for the audit trail.
-func requireOperator(ops *operators, auth Authenticator) echo.MiddlewareFunc {
+// named operator's, and notes the operator's name for the audit trail. A
+// merchant key, like a customer token, is a known caller of the wrong
+// kind: 403.
+func requireOperator(ops *operators, auth Authenticator, merchants ...*operators) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			tok := bearer(c)
 			name := ops.match(tok)
 			if name == "" {
+				for _, m := range merchants {
+					if m.match(tok) != "" {
+						return domain.ErrForbidden
+					}
+				}
 				return wrongKind(c, auth, tok)
 			}
 			c.Set(ctxAdmin, true)
@@ -118,6 +125,9 @@ func scopeOf(c echo.Context) string {
 	}
 	if admin, _ := c.Get(ctxAdmin).(bool); admin {
 		return domain.ScopeAdmin
+	}
+	if merchantOf(c) != "" { // one scope for every merchant key: a retry after a rotation replays
+		return domain.ScopeMerchant
 	}
 	return domain.ScopePublic
 }

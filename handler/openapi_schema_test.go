@@ -22,6 +22,7 @@ var rendered = map[string]any{
 	"OldestUnknown": oldestUnknownJSON{}, "OutboxEvent": outboxEventJSON{},
 	"Endpoint": endpointJSON{}, "EndpointWithSecret": endpointSecretJSON{}, "EndpointList": endpointListJSON{},
 	"Delivery": deliveryJSON{}, "DeliveryAttempt": attemptLogJSON{}, "DeliveryList": deliveryListJSON{}, "RedeliverResult": redeliverJSON{},
+	"Product": productJSON{}, "ProductList": productListJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.
@@ -30,6 +31,7 @@ var accepted = map[string]any{
 	"PayRequest": payRequest{}, "KeyOnlyRequest": keyField{}, "RefundRequest": refundRequest{},
 	"ReconcileRequest": reconcileRequest{}, "ResolveRequest": resolveRequest{},
 	"CreateEndpointRequest": createEndpointRequest{}, "UpdateEndpointRequest": updateEndpointRequest{},
+	"CreateProductRequest": createProductRequest{}, "UpdateProductRequest": updateProductRequest{}, "AdjustStockRequest": stockRequest{},
 }
 
 // jsonField is one key of a type's JSON form.

@@ -34,22 +34,25 @@ type operators struct {
 func newOperators(shared string, named []Operator) *operators {
 	o := &operators{}
 	if shared != "" {
-		o.names = append(o.names, SharedOperator)
-		o.hashes = append(o.hashes, sha256.Sum256([]byte(shared)))
+		o.add(SharedOperator, shared)
 	}
 	for _, op := range named {
-		if op.Token == "" {
-			continue
+		if op.Token != "" {
+			o.add(op.Name, op.Token)
 		}
-		o.names = append(o.names, op.Name)
-		o.hashes = append(o.hashes, sha256.Sum256([]byte(op.Token)))
 	}
 	return o
 }
 
+// add keeps the hash of the token of name.
+func (o *operators) add(name, token string) {
+	o.names = append(o.names, name)
+	o.hashes = append(o.hashes, sha256.Sum256([]byte(token)))
+}
+
 // match returns the operator whose token tok is, or "".
 func (o *operators) match(tok string) string {
-	if tok == "" {
+	if o == nil || tok == "" {
 		return ""
 	}
 	got := sha256.Sum256([]byte(tok))

@@ -17,7 +17,8 @@ import (
 
 // RateLimits are payd's request rate limits (ADR 0037), token buckets of
 // Rate requests per second and Burst at once. Rate and Burst hold for each
-// authenticated customer (by customer ID), each operator (by name) and
+// authenticated customer (by customer ID), each operator (by name), each
+// merchant key (by name) and
 // each client IP on the routes without a token (registration, the
 // document, the problem pages, the checkout page and the console) and for
 // failed authentications. Provider
@@ -153,7 +154,7 @@ func (l *limit) by(key func(echo.Context) string) echo.MiddlewareFunc {
 
 // limiters are payd's rate limits as they apply to routes.
 type limiters struct {
-	customer, operator, ip, webhook *limit
+	customer, operator, merchant, ip, webhook *limit
 	// failed is the per-IP limit on failed authentications, a bucket of
 	// its own: the pages and registration an address requests without a
 	// token (behind a proxy, all its users') never refuse a valid token.
@@ -164,6 +165,7 @@ func newLimiters(rl RateLimits, m *telemetry.Metrics) *limiters {
 	return &limiters{
 		customer: newLimit(telemetry.LimitCustomer, rl.Rate, rl.Burst, m),
 		operator: newLimit(telemetry.LimitOperator, rl.Rate, rl.Burst, m),
+		merchant: newLimit(telemetry.LimitMerchant, rl.Rate, rl.Burst, m),
 		ip:       newLimit(telemetry.LimitIP, rl.Rate, rl.Burst, m),
 		webhook:  newLimit(telemetry.LimitWebhook, rl.WebhookRate, rl.WebhookBurst, m),
 		failed:   newLimit(telemetry.LimitIP, rl.Rate, rl.Burst, m),
@@ -189,6 +191,12 @@ func (ls *limiters) customers(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
 // operator's name.
 func (ls *limiters) operators(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return ls.authenticated(auth, ls.operator.by(operatorOf))
+}
+
+// merchants is customers for a merchant key, limited by the key's name:
+// each key (each of the merchant's systems) has its own quota.
+func (ls *limiters) merchants(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return ls.authenticated(auth, ls.merchant.by(merchantOf))
 }
 
 // authenticated runs auth, then perCaller. A client IP whose failed

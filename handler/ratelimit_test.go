@@ -323,7 +323,7 @@ func TestRateLimitSeriesStartAtZero(t *testing.T) {
 		}
 	}
 	ls := newLimiters(RateLimits{Rate: 1, Burst: 1, WebhookRate: 1, WebhookBurst: 1}, telemetry.NewMetrics())
-	for _, l := range []*limit{ls.customer, ls.operator, ls.ip, ls.webhook} {
+	for _, l := range []*limit{ls.customer, ls.operator, ls.merchant, ls.ip, ls.webhook} {
 		found := false
 		for _, name := range telemetry.RateLimits {
 			found = found || name == l.name

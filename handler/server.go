@@ -54,6 +54,13 @@ type Deps struct {
 	// RateLimits are the request rate limits (ADR 0037); the zero value
 	// limits nothing.
 	RateLimits RateLimits
+
+	// The merchant (ADR 0058): its keys, PAYD_MERCHANT_KEY (actor
+	// merchant:default) and the named PAYD_MERCHANT_KEYS, and the
+	// catalogue it writes.
+	MerchantKey string
+	Merchants   []Merchant
+	Products    *Products
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -81,9 +88,10 @@ func New(d Deps) *echo.Echo {
 func routes(e *echo.Echo, d Deps) {
 	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: requestBody, RetryAfter: storedRetryAfter}
 	ops := newOperators(d.AdminToken, d.Operators)
+	known := callers{admins: ops, merchants: newMerchants(d.MerchantKey, d.Merchants), customers: d.Customers}
 	limits := newLimiters(d.RateLimits, d.Metrics)
 	public := limits.public()
-	customer := limits.customers(requireCustomer(d.Customers, func(tok string) bool { return ops.match(tok) != "" }))
+	customer := limits.customers(requireCustomer(d.Customers, known.notCustomer))
 	customers := &Customers{Service: d.Customers}
 	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
 	requests := &Requests{Records: d.Idempotency}
@@ -123,7 +131,25 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/webhooks/provider", d.Webhooks.receive, limits.webhooks())     // 404 when PAYD_PROVIDER=stripe
 	v1.POST("/webhooks/stripe", d.StripeWebhooks.receive, limits.webhooks()) // 404 unless PAYD_PROVIDER=stripe
 
-	admin, a := limits.operators(requireOperator(ops, d.Customers)), d.Admin
+	// The catalogue (ADR 0058): the merchant writes it, anyone reads its
+	// active products.
+	p := d.Products
+	if p == nil {
+		p = &Products{}
+	}
+	if p.Log == nil {
+		p.Log = d.Log
+	}
+	{
+		merchant := limits.merchants(requireMerchant(known))
+		v1.POST("/products", p.create, merchant, p.audited("create_product"), idem.Wrap(idempotency.KeyRequired))
+		v1.GET("/products", p.list, public)
+		v1.GET("/products/:sku", p.get, public, validSKU)
+		v1.PATCH("/products/:sku", p.update, merchant, p.audited("update_product"), validSKU, idem.Wrap(idempotency.KeyRequired))
+		v1.POST("/products/:sku/stock", p.stock, merchant, p.audited("adjust_stock"), validSKU, idem.Wrap(idempotency.KeyRequired))
+	}
+
+	admin, a := limits.operators(requireOperator(ops, d.Customers, known.merchants)), d.Admin
 	if a != nil && a.Log == nil {
 		a.Log = d.Log
 	}

@@ -10,17 +10,18 @@ type RateLimit string
 const (
 	LimitCustomer RateLimit = "customer" // an authenticated customer, by customer ID
 	LimitOperator RateLimit = "operator" // an authenticated operator, by name
+	LimitMerchant RateLimit = "merchant" // the merchant's server, by merchant key name
 	LimitIP       RateLimit = "ip"       // unauthenticated requests and failed authentications, by client IP
 	LimitWebhook  RateLimit = "webhook"  // provider webhooks, by source IP
 )
 
 // RateLimits is every rate limit, each a pre-initialised series.
-var RateLimits = []RateLimit{LimitCustomer, LimitOperator, LimitIP, LimitWebhook}
+var RateLimits = []RateLimit{LimitCustomer, LimitOperator, LimitMerchant, LimitIP, LimitWebhook}
 
 func newRateLimited() *prometheus.CounterVec {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "payd_rate_limited_total",
-		Help: "Requests refused with 429 rate_limited, by limit: customer, operator, ip, webhook.",
+		Help: "Requests refused with 429 rate_limited, by limit: customer, operator, merchant, ip, webhook.",
 	}, []string{"limit"})
 	for _, l := range RateLimits { // each starts at 0: the first refusals are an increase()
 		v.WithLabelValues(string(l))

@@ -76,7 +76,7 @@ The names of payd's secret settings, and of the OpenTelemetry exporter's
 headers (a collector's token goes there): never in env or extraEnv values.
 */}}
 {{- define "payd.secretEnvNames" -}}
-PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SECRET_KEY STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET PAYD_REDIS_URL PAYD_NOTIFY_SECRET PAYD_SANDBOX_DATABASE_URL OTEL_EXPORTER_OTLP_HEADERS OTEL_EXPORTER_OTLP_TRACES_HEADERS
+PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SECRET_KEY PAYD_MERCHANT_KEY PAYD_MERCHANT_KEYS STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET PAYD_REDIS_URL PAYD_NOTIFY_SECRET PAYD_SANDBOX_DATABASE_URL OTEL_EXPORTER_OTLP_HEADERS OTEL_EXPORTER_OTLP_TRACES_HEADERS
 {{- end }}
 
 {{/* Refuse values payd cannot run with; called by every template that needs them. */}}
@@ -105,6 +105,7 @@ PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SE
 {{- $_ := required "secrets.adminToken is required (payd refuses to start in production without it), or set secrets.existingSecret" .Values.secrets.adminToken }}
 {{- $_ := required "secrets.webhookSecret is required (whsec_...), or set secrets.existingSecret" .Values.secrets.webhookSecret }}
 {{- $_ := required "secrets.secretKey is required, or set secrets.existingSecret" .Values.secrets.secretKey }}
+{{- $_ := required "secrets.merchantKey is required (sk_...; payd refuses to start in production without it), or set secrets.existingSecret" .Values.secrets.merchantKey }}
 {{- if eq .Values.provider.name "stripe" }}
 {{- $_ := required "secrets.stripeSecretKey is required with provider.name=stripe" .Values.secrets.stripeSecretKey }}
 {{- $_ := required "secrets.stripeWebhookSecret is required with provider.name=stripe" .Values.secrets.stripeWebhookSecret }}

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/payd/payd/client"
+	"github.com/payd/payd/domain"
+)
+
+// merchantAbout is `payd help merchant`: the merchant's verbs.
+const merchantAbout = `Talks to a running payd as the merchant's server, with a merchant key (sk_...):
+the catalogue, which only the merchant writes (docs/adr/0058-the-merchant-key-and-the-catalogue.md).
+Prints tables for people; -json prints payd's JSON answer for scripts.
+
+  payd merchant products list [-limit N] [-cursor C]
+                                              the active products, as buyers see them (no key needed)
+  payd merchant products show SKU             one active product (no key needed)
+  payd merchant products create SKU -name N -price P -currency C [-stock N] [-key K]
+                                              a new product; without -stock its stock is unlimited
+  payd merchant products update SKU [-name N] [-price P] [-activate|-deactivate] [-key K]
+                                              rename, reprice, hide or show a product
+  payd merchant products stock SKU ADJUST [-key K]
+                                              add to (5) or take from (-5) a product's stock; never below 0
+
+Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -merchant-key
+(PAYD_MERCHANT_KEY; prefer the variable: a flag shows in the process list) and -json.
+A change is sent with one idempotency key, repeated on a lost answer; -key K sets
+it, so a script that reruns a command after a timeout acts once. An answer other
+than success prints payd's problem and exits 1; a command line payd merchant cannot
+take (an unknown verb or flag, a missing argument, a SKU or -key of a shape payd
+never takes, an ADJUST that is not a whole number) exits 2 before anything is sent.`
+
+// merchantCaller is payd merchant's: the merchant key.
+var merchantCaller = &caller{command: "merchant", verbs: merchantVerbs, tokenFlag: "merchant-key", tokenEnv: "PAYD_MERCHANT_KEY",
+	tokenWhat: "merchant key", example: "products list"}
+
+// merchantVerbs makes each merchant verb afresh.
+var merchantVerbs = map[string]func() adminVerb{
+	"products list":   productsList,
+	"products show":   productsShow,
+	"products create": productsCreate,
+	"products update": productsUpdate,
+	"products stock":  productsStock,
+}
+
+// merchantCommand is `payd merchant GROUP VERB ...`.
+func merchantCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return verbCommand(ctx, merchantCaller, args, getenv, stdout, stderr)
+}
+
+func checkSKU(v string) error {
+	if domain.ValidSKU(v) {
+		return nil
+	}
+	return usagef("SKU %q: want 1 to 64 letters, digits or . _ -", v)
+}
+
+func productsList() adminVerb {
+	var limit int
+	var cursor string
+	return adminVerb{
+		usage:  "[-limit N] [-cursor C]",
+		public: true,
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&limit, "limit", 20, "products per page")
+			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		check: func([]string) error {
+			if limit < 1 || limit > domain.MaxPageSize {
+				return usagef("-limit %d: want a whole number from 1 to %d", limit, domain.MaxPageSize)
+			}
+			if cursor != "" && !domain.ValidSKU(cursor) {
+				return usagef("-cursor %q: want the cursor printed under an earlier page", cursor)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			p := client.ListProductsParams{Limit: &limit}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			var list client.ProductList
+			res, err := a.api.ListProducts(ctx, &p)
+			if err := a.get(res, err, &list); err != nil || a.json {
+				return err
+			}
+			printProducts(a.out, list.Data)
+			if list.NextCursor != nil {
+				fmt.Fprintf(a.out, "more: -cursor %s\n", *list.NextCursor)
+			}
+			return nil
+		},
+	}
+}
+
+func productsShow() adminVerb {
+	return adminVerb{
+		usage:  "SKU",
+		nargs:  1,
+		public: true,
+		flags:  func(*flag.FlagSet) {},
+		check:  func(pos []string) error { return checkSKU(pos[0]) },
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			var p client.Product
+			res, err := a.api.GetProduct(ctx, pos[0])
+			if err := a.get(res, err, &p); err != nil || a.json {
+				return err
+			}
+			printProducts(a.out, []client.Product{p})
+			return nil
+		},
+	}
+}
+
+func productsCreate() adminVerb {
+	var name, price, currency, stock, key string
+	return adminVerb{
+		usage: "SKU -name N -price P -currency C [-stock N] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&name, "name", "", "the product's name; required")
+			fs.StringVar(&price, "price", "", "the unit price, a decimal such as 4.95; required")
+			fs.StringVar(&currency, "currency", "", "the price's currency, such as USD; required")
+			fs.StringVar(&stock, "stock", "", "how many there are (default: unlimited)")
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a creation whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if name == "" || price == "" || currency == "" {
+				return usagef("-name, -price and -currency are required (run 'payd merchant products create -h')")
+			}
+			if _, err := optInt("stock", stock); err != nil {
+				return err
+			}
+			if err := checkSKU(pos[0]); err != nil {
+				return err
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			n, _ := optInt("stock", stock)
+			body := client.CreateProductRequest{Sku: pos[0], Name: name, UnitPrice: price, Currency: currency, Stock: n}
+			return a.product(ctx, func() (*http.Response, error) {
+				return a.api.CreateProduct(ctx, &client.CreateProductParams{IdempotencyKey: &idemKey}, body)
+			})
+		},
+	}
+}
+
+func productsUpdate() adminVerb {
+	var name, price, key string
+	var activate, deactivate bool
+	return adminVerb{
+		usage: "SKU [-name N] [-price P] [-activate|-deactivate] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&name, "name", "", "a new name")
+			fs.StringVar(&price, "price", "", "a new unit price, in the product's currency")
+			fs.BoolVar(&activate, "activate", false, "show the product to buyers")
+			fs.BoolVar(&deactivate, "deactivate", false, "hide the product from buyers")
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a change whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if activate && deactivate {
+				return usagef("-activate and -deactivate: choose one")
+			}
+			if name == "" && price == "" && !activate && !deactivate {
+				return usagef("nothing to change: give -name, -price, -activate or -deactivate")
+			}
+			if err := checkSKU(pos[0]); err != nil {
+				return err
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			var body client.UpdateProductRequest
+			if name != "" {
+				body.Name = &name
+			}
+			if price != "" {
+				body.UnitPrice = &price
+			}
+			if activate || deactivate {
+				body.Active = &activate
+			}
+			return a.product(ctx, func() (*http.Response, error) {
+				return a.api.UpdateProduct(ctx, pos[0], &client.UpdateProductParams{IdempotencyKey: &idemKey}, body)
+			})
+		},
+	}
+}
+
+func productsStock() adminVerb {
+	var key string
+	return adminVerb{
+		usage: "SKU ADJUST [-key K]",
+		nargs: 2,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat an adjustment whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if _, err := strconv.ParseInt(pos[1], 10, 64); err != nil {
+				return usagef("ADJUST %q: want a signed whole number such as 5 or -5", pos[1])
+			}
+			if err := checkSKU(pos[0]); err != nil {
+				return err
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			adjust, _ := strconv.ParseInt(pos[1], 10, 64)
+			return a.product(ctx, func() (*http.Response, error) {
+				return a.api.AdjustProductStock(ctx, pos[0], &client.AdjustProductStockParams{IdempotencyKey: &idemKey},
+					client.AdjustStockRequest{Adjust: adjust})
+			})
+		},
+	}
+}
+
+// product sends a change of a product and prints the product it answers.
+func (a *adminConn) product(ctx context.Context, send func() (*http.Response, error)) error {
+	out, _, err := a.change(ctx, send)
+	if err != nil {
+		return err
+	}
+	var p client.Product
+	if err := a.decode(out, &p); err != nil || a.json {
+		return err
+	}
+	printProducts(a.out, []client.Product{p})
+	return nil
+}
+
+// optInt reads an optional whole-number flag ("" is none).
+func optInt(name, v string) (*int64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, usagef("-%s %q: want a whole number", name, v)
+	}
+	return &n, nil
+}
+
+// printProducts prints products as a table; an unlimited stock is shown
+// as "unlimited".
+func printProducts(w io.Writer, ps []client.Product) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SKU\tNAME\tPRICE\tSTOCK\tACTIVE")
+	for _, p := range ps {
+		stock := "unlimited"
+		if p.Stock != nil {
+			stock = strconv.FormatInt(*p.Stock, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%v\n", p.Sku, p.Name, p.UnitPrice, p.Currency, stock, p.Active)
+	}
+	_ = tw.Flush()
+}
