@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,6 +153,9 @@ type jobTrio struct {
 	db    *repository.DB
 	prov  *procProvider
 	drop  sync.Map // order IDs whose next charge request the front drops unsent (once)
+	// busy counts the requests the front is carrying to the provider: 0
+	// once the provider has finished every request payd sent.
+	busy atomic.Int64
 	// conflicts, on Galera, counts the cluster's conflicts so far
 	// (galeraConflicts); nil on one database.
 	conflicts func() int64
@@ -215,6 +219,8 @@ func (h *jobTrio) startDropFront() string {
 	// The sandbox hung up (pm_timeout): so does the front.
 	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { hangUp(w) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.busy.Add(1)
+		defer h.busy.Add(-1)
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {
 			body, _ := io.ReadAll(r.Body)
 			var in struct {
@@ -227,10 +233,30 @@ func (h *jobTrio) startDropFront() string {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		proxy.ServeHTTP(w, r)
+		// A provider carries out a request it has received, also when payd
+		// has given up waiting (its provider timeout, 500ms here): payd's
+		// hanging up does not reach the provider. (A context that can
+		// never be cancelled would make the proxy watch the connection
+		// instead: this one is cancelled only once the proxy is done.)
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		defer cancel()
+		proxy.ServeHTTP(w, r.WithContext(ctx))
 	}))
 	h.t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// waitProviderIdle waits until the front carries no request to the
+// provider.
+func (h *jobTrio) waitProviderIdle() {
+	h.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for h.busy.Load() != 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the provider still had %d requests of payd's in hand after a minute", h.busy.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // runCases seeds and runs each case in turn.
@@ -336,6 +362,13 @@ func (h *jobTrio) seedUnknown() (time.Duration, func() int64, func()) {
 			t.Errorf("Pay pm_timeout = %d %s (err %v), want 202", r.Status, r.Body, err)
 		}
 	})
+	// payd gives up on a charge request after its provider timeout, but the
+	// provider carries it out (startDropFront): on a loaded machine it may
+	// record the charge after that. A look-up before then finds nothing, and the create the
+	// recoverer then replays loses its reply again (pm_timeout): the
+	// outcome stays unknown for that pass, rightly. So the recoverer runs
+	// once the provider has finished every pay-time request.
+	h.waitProviderIdle()
 	// What payd asked of the provider at pay time; from here on only one
 	// question per attempt may come, from the replica that leased it.
 	var attempts []struct{ ID, OrderID string }
