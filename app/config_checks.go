@@ -52,16 +52,7 @@ func (c *Config) checkSecretKeyAlone(sub string) error {
 	if c.Env != "production" || sub == "sandbox" || sub == "migrate" || c.SecretKey == "" {
 		return nil
 	}
-	others := []struct{ name, val string }{{"PAYD_ADMIN_TOKEN", c.AdminToken}}
-	for _, o := range c.operators {
-		others = append(others, struct{ name, val string }{"PAYD_ADMIN_TOKENS (operator " + o.Name + ")", o.Token})
-	}
-	for _, w := range []struct{ name, val string }{{"PAYD_WEBHOOK_SECRET", c.WebhookSecret}, {"STRIPE_WEBHOOK_SECRET", c.Stripe.WebhookSecret}} {
-		others = append(others, w)
-		for _, s := range webhookSecrets(w.val) {
-			others = append(others, struct{ name, val string }{w.name, s})
-		}
-	}
+	others := c.heldSecrets(heldSecret{"PAYD_ADMIN_TOKEN", c.AdminToken})
 	for _, o := range others {
 		if o.val != "" && subtle.ConstantTimeCompare([]byte(o.val), []byte(c.SecretKey)) == 1 {
 			return fmt.Errorf("PAYD_SECRET_KEY must differ from %s when PAYD_ENV=production: each secret has its own holder", o.name)
@@ -261,3 +252,23 @@ func maskURL(s string) (masked string, ok bool) {
 
 // secretParam is a query parameter whose value may be a secret.
 var secretParam = regexp.MustCompile(`(?i)pass|secret|token|key|auth`)
+
+// heldSecret is one of payd's secrets, named by its setting.
+type heldSecret struct{ name, val string }
+
+// heldSecrets is first, then the named operators' tokens and every webhook
+// signing secret (each rotation's too): the secrets another one must
+// differ from, so that each has its own holder.
+func (c *Config) heldSecrets(first ...heldSecret) []heldSecret {
+	others := first
+	for _, o := range c.operators {
+		others = append(others, heldSecret{"PAYD_ADMIN_TOKENS (operator " + o.Name + ")", o.Token})
+	}
+	for _, w := range []heldSecret{{"PAYD_WEBHOOK_SECRET", c.WebhookSecret}, {"STRIPE_WEBHOOK_SECRET", c.Stripe.WebhookSecret}} {
+		others = append(others, w)
+		for _, s := range webhookSecrets(w.val) {
+			others = append(others, heldSecret{w.name, s})
+		}
+	}
+	return others
+}

@@ -79,19 +79,8 @@ func (c *Config) checkMerchants(sub string) error {
 // merchantKeysAlone refuses a merchant key that is also another of
 // payd's secrets, naming both settings, never the key.
 func (c *Config) merchantKeysAlone(keys map[string]string) error {
-	others := []struct{ name, val string }{
-		{"PAYD_ADMIN_TOKEN", c.AdminToken}, {"PAYD_SECRET_KEY", c.SecretKey}, {"PAYD_NOTIFY_SECRET", c.NotifySecret},
-		{"STRIPE_SECRET_KEY", c.Stripe.SecretKey},
-	}
-	for _, o := range c.operators {
-		others = append(others, struct{ name, val string }{"PAYD_ADMIN_TOKENS (operator " + o.Name + ")", o.Token})
-	}
-	for _, w := range []struct{ name, val string }{{"PAYD_WEBHOOK_SECRET", c.WebhookSecret}, {"STRIPE_WEBHOOK_SECRET", c.Stripe.WebhookSecret}} {
-		others = append(others, w)
-		for _, s := range webhookSecrets(w.val) {
-			others = append(others, struct{ name, val string }{w.name, s})
-		}
-	}
+	others := c.heldSecrets(heldSecret{"PAYD_ADMIN_TOKEN", c.AdminToken}, heldSecret{"PAYD_SECRET_KEY", c.SecretKey},
+		heldSecret{"PAYD_NOTIFY_SECRET", c.NotifySecret}, heldSecret{"STRIPE_SECRET_KEY", c.Stripe.SecretKey})
 	for key, which := range keys {
 		for _, o := range others {
 			if o.val != "" && subtle.ConstantTimeCompare([]byte(o.val), []byte(key)) == 1 {
