@@ -128,12 +128,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
-// syncUntilDone brings the catalogue into payd, retrying (every second, up
-// to 2 minutes) while payd cannot be reached or answers 5xx: started
-// together, the shop may be up before payd. A refusal (a wrong key, a
+// syncUntilDone brings the catalogue into payd, retrying while payd cannot
+// be reached or answers 429 or 5xx: started together, the shop is often up
+// before payd (whose first build takes a while). A refusal (a wrong key, a
 // product payd refuses) ends the shop.
 func (s *shop) syncUntilDone(ctx context.Context) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	wait := 250 * time.Millisecond
 	for {
 		err := s.syncCatalogue(ctx)
 		if err == nil {
@@ -142,14 +142,15 @@ func (s *shop) syncUntilDone(ctx context.Context) error {
 			return nil
 		}
 		var refused *refusal
-		if errors.As(err, &refused) || time.Now().After(deadline) {
+		if errors.As(err, &refused) {
 			return fmt.Errorf("catalogue: %w", err)
 		}
-		s.log.Warn("catalogue not in payd yet, retrying", "err", err)
+		s.log.Warn("catalogue not in payd yet, retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }
