@@ -167,3 +167,28 @@ func TestCheckoutRefusals(t *testing.T) {
 		t.Errorf("out of stock = %d %s %s, want payd's 409 problem naming the SKU", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
 }
+
+// TestPaydAnswersNoCORS pins why the page pays through the shop
+// (README.md): payd answers a browser's preflight for a cross-origin pay
+// without Access-Control-Allow-Origin, so the browser would refuse to
+// send it. Should payd ever allow it, the page could pay payd directly.
+func TestPaydAnswersNoCORS(t *testing.T) {
+	base := startPayd(t, nil)
+	for _, method := range []string{http.MethodOptions, http.MethodPost} {
+		req, err := http.NewRequest(method, base+"/v1/orders/"+fakeOrder+"/pay", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", "http://127.0.0.1:4242")
+		req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+		req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, idempotency-key")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if v := resp.Header.Get("Access-Control-Allow-Origin"); v != "" {
+			t.Errorf("%s answered Access-Control-Allow-Origin: %q: payd allows cross-origin calls now; the page could pay payd directly", method, v)
+		}
+	}
+}
