@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,20 +31,15 @@ func (s *shop) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	type line struct {
-		SKU      string `json:"sku"`
-		Quantity int    `json:"quantity"`
-	}
-	lines := make([]line, len(cart.Items))
+	lines := make([]client.ItemRequest, len(cart.Items))
 	for i, it := range cart.Items {
-		lines[i] = line{SKU: it.SKU, Quantity: it.Quantity}
+		lines[i] = client.ItemRequest{Sku: ptr(it.SKU), Quantity: it.Quantity} // no price: payd's catalogue has it
 	}
-	body, _ := json.Marshal(map[string]any{"currency": s.catalogue[0].Currency, "items": lines})
 	ctx, cancel := timeout(r.Context())
 	defer cancel()
 	key := "shop-cart-" + cart.CartID
-	resp, err := s.payd.c.CreateOrderWithBodyWithResponse(ctx, &client.CreateOrderParams{IdempotencyKey: &key},
-		"application/json", bytes.NewReader(body), s.payd.asMerchant)
+	resp, err := s.payd.c.CreateOrderWithResponse(ctx, &client.CreateOrderParams{IdempotencyKey: &key},
+		client.CreateOrderRequest{Currency: ptr(s.catalogue[0].Currency), Items: lines}, s.payd.asMerchant)
 	if err != nil {
 		s.log.Error("create order", "err", err)
 		writeError(w, http.StatusBadGateway, "payd could not be reached")
@@ -58,20 +52,15 @@ func (s *shop) createOrder(w http.ResponseWriter, r *http.Request) {
 		passOn(w, resp.HTTPResponse, resp.Body) // out_of_stock, ...: the page says what it means
 		return
 	}
-	var created struct {
-		ID           string `json:"id"`
-		Amount       string `json:"amount"`
-		Currency     string `json:"currency"`
-		ClientSecret string `json:"client_secret"`
-	}
-	if err := json.Unmarshal(resp.Body, &created); err != nil || created.ID == "" || created.ClientSecret == "" {
+	created := resp.JSON201
+	if created == nil || created.Id == "" || created.ClientSecret == nil || *created.ClientSecret == "" {
 		s.log.Error("create order: an answer without an id or a client secret", "status", resp.StatusCode())
 		writeError(w, http.StatusBadGateway, "payd's answer carried no client secret")
 		return
 	}
-	s.orders.add(shopOrder{ID: created.ID, Amount: created.Amount, Currency: created.Currency})
-	fmt.Fprintf(s.out, "order %s created: %s %s\n", created.ID, created.Amount, created.Currency)
-	writeJSON(w, http.StatusCreated, orderCreated{OrderID: created.ID, ClientSecret: created.ClientSecret,
+	s.orders.add(shopOrder{ID: created.Id, Amount: created.Amount, Currency: created.Currency})
+	fmt.Fprintf(s.out, "order %s created: %s %s\n", created.Id, created.Amount, created.Currency)
+	writeJSON(w, http.StatusCreated, orderCreated{OrderID: created.Id, ClientSecret: *created.ClientSecret,
 		Amount: created.Amount, Currency: created.Currency})
 }
 
