@@ -1,9 +1,10 @@
 // app.js: the checkout page's screens. The cart, on payd's catalogue, lives
 // in cart.js and the payment rules in payment.js; this file wires them to
-// the page. main[data-state] names the
-// screen the customer sees (signed-out, cart, ready, paying, processing,
-// checking, recovering, authenticating (3-D Secure, Stripe mode), paid, declined,
-// error, offline, closed).
+// the page. main[data-state] names the screen the customer sees
+// (signed-out, cart (once the catalogue is drawn), ready, paying,
+// processing, checking, recovering, authenticating (3-D Secure, Stripe
+// mode), paid, declined, error, offline, closed); main[data-out-of-stock]
+// names the SKU payd last found short.
 
 import { Client, NetworkError, describe, send } from './api.js';
 import { cartItems, emptyCart, loadCatalogue, markShort, money, productLeft, productName, renderCart } from './cart.js';
