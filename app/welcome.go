@@ -41,7 +41,7 @@ func printWelcome(w io.Writer, cfg Config, base string) {
 		provider = "Stripe (pay with pm_card_visa, pm_card_chargeDeclined, ... in test mode; webhooks at " + base + "/v1/webhooks/stripe)"
 	}
 	fmt.Fprintf(w, "  database: %s\n  provider: %s\n  start page: %s/ (links the pages below, the OpenAPI document and the problem types)\n  checkout page: %s/checkout\n  operators' console: %s/admin (sign in with an admin token)\n\n", redactURL(cfg.DatabaseURL), provider, base, base, base)
-	fmt.Fprint(w, strings.ReplaceAll(walkthrough, "@URL@", base))
+	fmt.Fprint(w, strings.NewReplacer("@URL@", base, "@MERCHANT_KEY@", cfg.MerchantKey).Replace(walkthrough))
 }
 
 // walkthrough runs as pasted into a POSIX shell with curl (sed picks the
@@ -58,9 +58,13 @@ runs the walkthrough below and prints each exchange, or paste:
        -H 'Idempotency-Key: demo-register-1' -d '{"email":"ada@example.com","name":"Ada"}'); echo "$REPLY"
   TOKEN=$(echo "$REPLY" | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')
 
-  # create an order
+  # the merchant's server puts green tea in the catalogue: only the merchant sets a price
+  curl -s -X POST $BASE/v1/products -H 'Authorization: Bearer @MERCHANT_KEY@' -H 'Content-Type: application/json' \
+       -H 'Idempotency-Key: demo-product-tea' -d '{"sku":"tea","name":"Green tea","unit_price":"4.95","currency":"USD"}'; echo
+
+  # the buyer orders two by SKU; payd prices them from the catalogue
   REPLY=$(curl -s -X POST $BASE/v1/orders -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-       -d '{"currency":"USD","items":[{"sku":"tea","name":"Green tea","quantity":2,"unit_price":"4.95"}]}'); echo "$REPLY"
+       -d '{"items":[{"sku":"tea","quantity":2}]}'); echo "$REPLY"
   ORDER=$(echo "$REPLY" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
 
   # pay it, then send the very same request again: same answer, Idempotent-Replayed: true, one charge

@@ -183,6 +183,8 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		MerchantKey: cfg.MerchantKey,
 		Merchants:   cfg.merchants,
 		Products:    &handler.Products{Service: uc.Catalogue, Audit: uc.Admin},
+		// Orders' client secrets (ADR 0059), derived from PAYD_SECRET_KEY.
+		ClientSecrets: uc.Tokens,
 	})
 	jobs := []service.Job{
 		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
@@ -239,6 +241,7 @@ type UseCases struct {
 	Resolver   *service.Resolver
 	Admin      *service.Admin
 	Catalogue  *service.Catalogue
+	Tokens     *service.Tokens                      // customers' tokens and orders' client secrets
 	Expire     func(context.Context) (int64, error) // the expire_orders job
 
 	// The stores tests read beside the use cases.
@@ -274,6 +277,7 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		orders        = repository.NewOrderStore(db)
 		attempts      = repository.NewAttemptStore(db)
 		custs         = repository.NewCustomerStore(db)
+		products      = repository.NewProductStore(db)
 		discrepancies = repository.NewDiscrepancyStore(db)
 		refundStore   = repository.NewRefundStore(db)
 		audit         = repository.NewAuditStore(db)
@@ -316,7 +320,9 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 	return &UseCases{
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
-		Orders:     &service.Orders{Store: orders, Attempts: attempts, Limits: limits, TTL: cfg.OrderTTL, Now: now, Observer: observer, Feed: changes},
+		Orders: &service.Orders{Store: orders, Attempts: attempts, Products: products, Customers: custs, Limits: limits, TTL: cfg.OrderTTL,
+			Now: now, Observer: observer, Feed: changes},
+		Tokens:     tokens,
 		Checkout:   checkout,
 		Refunds:    refunds,
 		Disputes:   disputes,
@@ -327,7 +333,7 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 			Recoverer: recoverer, Refunds: refunds, Charges: prov, Now: now, Ledger: ledger},
 		Admin: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, StatsReader: repository.NewStatsStore(db), Now: now},
-		Catalogue: &service.Catalogue{Store: repository.NewProductStore(db), MaxPrice: limits.MaxAmount, Now: now},
+		Catalogue: &service.Catalogue{Store: products, MaxPrice: limits.MaxAmount, Now: now},
 		Expire:    service.ExpireOrders(orders, now, observer),
 
 		Discrepancies: discrepancies,

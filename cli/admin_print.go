@@ -34,7 +34,7 @@ func printOrders(w io.Writer, page client.OrderPage) {
 	}
 	table(w, "ORDER\tSTATUS\tAMOUNT\tREFUNDED\tCUSTOMER\tCREATED", func(tw io.Writer) {
 		for _, o := range page.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, o.CustomerId, adminStamp(o.CreatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, deref(o.CustomerId), adminStamp(o.CreatedAt))
 		}
 	})
 	printCursor(w, page.NextCursor)
@@ -45,7 +45,7 @@ func printOrders(w io.Writer, page client.OrderPage) {
 func printTimeline(w io.Writer, t client.Timeline) {
 	o, m := t.Order, t.Order.Money
 	fmt.Fprintf(w, "order     %s\nstatus    %s\namount    %s %s (refunded %s)\ncustomer  %s\ncreated   %s\n",
-		o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, o.CustomerId, adminStamp(o.CreatedAt))
+		o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, deref(o.CustomerId), adminStamp(o.CreatedAt))
 	fmt.Fprintf(w, "money     charged %s  refunded %s  disputed %s  lost %s  net %s %s\n\n",
 		m.Charged, m.Refunded, m.Disputed, m.Lost, m.Net, o.Currency)
 	table(w, "AT\tKIND\tOUTCOME\tSUMMARY\tID", func(tw io.Writer) {

@@ -396,7 +396,7 @@ func startPayd(t *testing.T) string {
 	r, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- Main(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-shutdown-delay", "0s",
+		done <- Main(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-shutdown-delay", "0s", "-merchant-key", demoMerchantKey,
 			"-database-url", "sqlite://" + filepath.Join(dir, "payd.db"), "-sandbox-database-url", "sqlite://" + filepath.Join(dir, "sandbox.db")},
 			func(string) string { return "" }, w, io.Discard)
 		w.Close()
@@ -430,6 +430,10 @@ func startPayd(t *testing.T) string {
 	return ""
 }
 
+// demoMerchantKey is the merchant key of startPayd's payd: payd demo
+// stocks the catalogue with it when it has nothing to sell.
+const demoMerchantKey = "sk_demo0demo0demo0demo0demo0demo0demo0demo0demo0demo0demo0demo0"
+
 // TestDemoHonoursPayDURL: payd demo walks the payd PAYD_URL names, as payd
 // admin does; -url wins over it; a PAYD_URL that is not a URL is named.
 func TestDemoHonoursPayDURL(t *testing.T) {
@@ -454,7 +458,7 @@ func TestDemoHonoursPayDURL(t *testing.T) {
 		{"a -url that is not a URL", base, []string{"-url", "localhost:8080"}, 2, `-url "localhost:8080" must be an http:// or https:// URL`},
 	}
 	for _, tt := range tests {
-		out, _, err, exit := runEnv(t, map[string]string{"PAYD_URL": tt.paydURL}, append([]string{"demo"}, tt.args...)...)
+		out, _, err, exit := runEnv(t, map[string]string{"PAYD_URL": tt.paydURL, "PAYD_MERCHANT_KEY": demoMerchantKey}, append([]string{"demo"}, tt.args...)...)
 		switch {
 		case exit != tt.exit:
 			t.Errorf("%s: payd demo %v exit %d (%v), want %d\n%s", tt.name, tt.args, exit, err, tt.exit, out)

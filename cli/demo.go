@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,8 +67,21 @@ func demo(ctx context.Context, args []string, getenv func(string) string, w io.W
 	}
 	d.token = customer.Token
 
-	body, raw = jsonBody(client.CreateOrderJSONRequestBody{Currency: "USD",
-		Items: []client.ItemRequest{{Sku: "tea", Name: "Green tea", Quantity: 2, UnitPrice: "4.95"}}})
+	// A buyer names what to buy, never its price: payd prices it from the
+	// merchant's catalogue.
+	req, err = client.NewListProductsRequest(server, &client.ListProductsParams{})
+	cat, err := d.exchange("read the catalogue", req, err, nil, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	sku, err := demoProduct(cat.body)
+	if err != nil && getenv("PAYD_MERCHANT_KEY") != "" {
+		sku, err = d.stock(server, getenv("PAYD_MERCHANT_KEY"))
+	}
+	if err != nil {
+		return err
+	}
+	body, raw = jsonBody(client.CreateOrderJSONRequestBody{Items: []client.ItemRequest{{Sku: &sku, Quantity: 2}}})
 	req, err = client.NewCreateOrderRequestWithBody(server, &client.CreateOrderParams{}, "application/json", body)
 	ord, err := d.exchange("create an order", req, err, raw, http.StatusCreated)
 	if err != nil {
@@ -175,4 +189,34 @@ func shortToken(tok string) string {
 		return "…"
 	}
 	return tok[:8] + "…"
+}
+
+// stock puts green tea in an empty catalogue with the merchant's key
+// (PAYD_MERCHANT_KEY), as the merchant's server would: the buyer cannot.
+func (d *demoRun) stock(server, merchantKey string) (string, error) {
+	body, raw := jsonBody(client.CreateProductRequest{Sku: "demo-tea", Name: "Green tea", UnitPrice: "4.95", Currency: "USD"})
+	key := "demo-product-tea"
+	req, err := client.NewCreateProductRequestWithBody(server, &client.CreateProductParams{IdempotencyKey: &key}, "application/json", body)
+	buyer := d.token
+	d.token = merchantKey // this one exchange is the merchant's
+	defer func() { d.token = buyer }()
+	if _, err := d.exchange("the merchant's server puts green tea in the catalogue (PAYD_MERCHANT_KEY)", req, err, raw, http.StatusCreated); err != nil {
+		return "", err
+	}
+	return "demo-tea", nil
+}
+
+// demoProduct picks the product the demo buys: the catalogue's first
+// with stock to sell.
+func demoProduct(page []byte) (string, error) {
+	var list client.ProductList
+	if err := json.Unmarshal(page, &list); err != nil {
+		return "", fmt.Errorf("demo: the catalogue answer is not a product list: %s", page)
+	}
+	for _, p := range list.Data {
+		if p.Stock == nil || *p.Stock >= 2 {
+			return p.Sku, nil
+		}
+	}
+	return "", errors.New("demo: the catalogue has nothing to sell; add a product first: payd merchant products create SKU -name N -price P -currency C")
 }

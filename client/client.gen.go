@@ -92,6 +92,21 @@ func (e AuditEntryOutcome) Valid() bool {
 	}
 }
 
+// Defines values for CreateOrderRequestCaptureMethod.
+const (
+	Automatic CreateOrderRequestCaptureMethod = "automatic"
+)
+
+// Valid indicates whether the value is a known member of the CreateOrderRequestCaptureMethod enum.
+func (e CreateOrderRequestCaptureMethod) Valid() bool {
+	switch e {
+	case Automatic:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusDelivered DeliveryStatus = "delivered"
@@ -488,6 +503,7 @@ const (
 	ProblemCodeOrderNotPayable            ProblemCode = "order_not_payable"
 	ProblemCodeOrderNotRefundable         ProblemCode = "order_not_refundable"
 	ProblemCodeOrderPaymentInProgress     ProblemCode = "order_payment_in_progress"
+	ProblemCodeOutOfStock                 ProblemCode = "out_of_stock"
 	ProblemCodePayloadTooLarge            ProblemCode = "payload_too_large"
 	ProblemCodePaymentAmountMismatch      ProblemCode = "payment_amount_mismatch"
 	ProblemCodePaymentMethodInvalid       ProblemCode = "payment_method_invalid"
@@ -568,6 +584,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeOrderNotRefundable:
 		return true
 	case ProblemCodeOrderPaymentInProgress:
+		return true
+	case ProblemCodeOutOfStock:
 		return true
 	case ProblemCodePayloadTooLarge:
 		return true
@@ -930,16 +948,21 @@ type AdminOrder struct {
 	// Example: 19.90
 	Amount Money `json:"amount"`
 
+	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency   Currency `json:"currency"`
-	CustomerId string   `json:"customer_id"`
-	Id         string   `json:"id"`
-	Items      []Item   `json:"items"`
+	Currency Currency `json:"currency"`
+
+	// CustomerId null for a guest order the merchant created without a customer.
+	CustomerId *string `json:"customer_id"`
+	Id         string  `json:"id"`
+	Items      []Item  `json:"items"`
 
 	// Money What the order's ledger adds up to, in the order's currency:
 	// `charged` every charge, `refunded` every refund (payd's and those
@@ -1102,15 +1125,22 @@ type CreateEndpointRequest struct {
 
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
-	// Currency ISO 4217 code.
-	//
-	// Example: USD
-	Currency Currency      `json:"currency"`
-	Items    []ItemRequest `json:"items"`
+	// CaptureMethod The merchant's only. How a successful pay captures the money.
+	CaptureMethod *CreateOrderRequestCaptureMethod `json:"capture_method,omitempty"`
+
+	// Currency Optional when every line is a catalogue SKU (the products' currency); a line in another currency is 400 validation_failed.
+	Currency *Currency `json:"currency,omitempty"`
+
+	// CustomerId The merchant's only. The order's customer, who may then use its own token on it; without one the order is a guest's, reached with its client secret.
+	CustomerId *string       `json:"customer_id,omitempty"`
+	Items      []ItemRequest `json:"items"`
 
 	// RequestId The idempotency key, instead of the Idempotency-Key header (if both are sent they must be equal); without either, no dedupe.
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
+
+// CreateOrderRequestCaptureMethod The merchant's only. How a successful pay captures the money.
+type CreateOrderRequestCaptureMethod string
 
 // CreateProductRequest defines model for CreateProductRequest.
 type CreateProductRequest struct {
@@ -1369,16 +1399,17 @@ type Item struct {
 	UnitPrice Money `json:"unit_price"`
 }
 
-// ItemRequest defines model for ItemRequest.
+// ItemRequest A catalogue line `{sku, quantity}`, priced by payd; or, from the merchant only, a custom line `{name, quantity, unit_price}` (sku optional) at its own price, which takes no stock.
 type ItemRequest struct {
-	Name     string `json:"name"`
-	Quantity int    `json:"quantity"`
-	Sku      string `json:"sku"`
+	// Name A custom line's name (merchant). On a catalogue line it is not read: the line takes the product's name.
+	Name     *string `json:"name,omitempty"`
+	Quantity int     `json:"quantity"`
 
-	// UnitPrice A decimal string with the currency's full scale.
-	//
-	// Example: 19.90
-	UnitPrice Money `json:"unit_price"`
+	// Sku A catalogue product's SKU (an active one).
+	Sku *string `json:"sku,omitempty"`
+
+	// UnitPrice A custom line's price; the merchant's only. From a buyer it is 400 validation_failed.
+	UnitPrice *Money `json:"unit_price,omitempty"`
 }
 
 // KeyOnlyRequest defines model for KeyOnlyRequest.
@@ -1504,16 +1535,21 @@ type Order struct {
 	// Example: 19.90
 	Amount Money `json:"amount"`
 
+	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency   Currency `json:"currency"`
-	CustomerId string   `json:"customer_id"`
-	Id         string   `json:"id"`
-	Items      []Item   `json:"items"`
+	Currency Currency `json:"currency"`
+
+	// CustomerId null for a guest order the merchant created without a customer.
+	CustomerId *string `json:"customer_id"`
+	Id         string  `json:"id"`
+	Items      []Item  `json:"items"`
 
 	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
 	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
@@ -1556,16 +1592,21 @@ type OrderWithAttempts struct {
 	Amount   Money     `json:"amount"`
 	Attempts []Attempt `json:"attempts"`
 
+	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
 
 	// Currency ISO 4217 code.
 	//
 	// Example: USD
-	Currency   Currency `json:"currency"`
-	CustomerId string   `json:"customer_id"`
-	Id         string   `json:"id"`
-	Items      []Item   `json:"items"`
+	Currency Currency `json:"currency"`
+
+	// CustomerId null for a guest order the merchant created without a customer.
+	CustomerId *string `json:"customer_id"`
+	Id         string  `json:"id"`
+	Items      []Item  `json:"items"`
 
 	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
 	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
@@ -1675,8 +1716,11 @@ type Problem struct {
 	//
 	// Example: 5f0c6a8e-3d1b-4c2a-9e7f-1a2b3c4d5e6f
 	RequestId *string `json:"request_id,omitempty"`
-	Status    int     `json:"status"`
-	Title     string  `json:"title"`
+
+	// Sku On out_of_stock, the SKU of the line its product's stock could not take.
+	Sku    *string `json:"sku,omitempty"`
+	Status int     `json:"status"`
+	Title  string  `json:"title"`
 
 	// Type Example: /problems/card_declined
 	Type string `json:"type"`
@@ -3257,7 +3301,14 @@ type ClientInterface interface {
 
 	// CreateOrderWithBody Create an order
 	//
-	// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+	// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+	// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+	// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+	// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+	// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+	// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+	// answer carries the order's `client_secret`. The key is optional; without one there is no
+	// dedupe; a replayed creation takes stock once.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3266,7 +3317,14 @@ type ClientInterface interface {
 
 	// CreateOrder Create an order
 	//
-	// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+	// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+	// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+	// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+	// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+	// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+	// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+	// answer carries the order's `client_secret`. The key is optional; without one there is no
+	// dedupe; a replayed creation takes stock once.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4567,7 +4625,14 @@ func (c *Client) ListOrders(ctx context.Context, params *ListOrdersParams, reqEd
 
 // CreateOrderWithBody Create an order
 //
-// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+// answer carries the order's `client_secret`. The key is optional; without one there is no
+// dedupe; a replayed creation takes stock once.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4586,7 +4651,14 @@ func (c *Client) CreateOrderWithBody(ctx context.Context, params *CreateOrderPar
 
 // CreateOrder Create an order
 //
-// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+// answer carries the order's `client_secret`. The key is optional; without one there is no
+// dedupe; a replayed creation takes stock once.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8362,7 +8434,14 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrderWithBodyWithResponse Create an order
 	//
-	// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+	// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+	// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+	// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+	// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+	// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+	// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+	// answer carries the order's `client_secret`. The key is optional; without one there is no
+	// dedupe; a replayed creation takes stock once.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8371,7 +8450,14 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrderWithResponse Create an order
 	//
-	// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+	// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+	// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+	// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+	// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+	// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+	// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+	// answer carries the order's `client_secret`. The key is optional; without one there is no
+	// dedupe; a replayed creation takes stock once.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12823,7 +12909,7 @@ type CreateOrderResponse struct {
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *KeyInUse
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -12871,7 +12957,7 @@ func (r CreateOrderResponse) GetApplicationproblemJSON403() *Forbidden {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateOrderResponse) GetApplicationproblemJSON409() *KeyInUse {
+func (r CreateOrderResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
 }
 
@@ -15403,7 +15489,14 @@ func (c *ClientWithResponses) ListOrdersWithResponse(ctx context.Context, params
 
 // CreateOrderWithBodyWithResponse Create an order
 //
-// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+// answer carries the order's `client_secret`. The key is optional; without one there is no
+// dedupe; a replayed creation takes stock once.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15418,7 +15511,14 @@ func (c *ClientWithResponses) CreateOrderWithBodyWithResponse(ctx context.Contex
 
 // CreateOrderWithResponse Create an order
 //
-// The amount is the exact sum of quantity × unit_price. The key is optional; without one there is no dedupe.
+// A buyer (customer token) names catalogue SKUs and quantities only: payd prices each line
+// from the catalogue as it is now, and any `unit_price` from a buyer is 400 validation_failed
+// naming `items[i].unit_price`. The merchant (merchant key) may also name a `customer_id` and
+// custom lines with their own `name` and `unit_price`. Lines of products with counted stock take
+// it, all lines or none: a line beyond what is left is 409 out_of_stock naming the SKU (`sku`),
+// and nothing is created or taken. The amount is the exact sum of quantity × unit_price. The
+// answer carries the order's `client_secret`. The key is optional; without one there is no
+// dedupe; a replayed creation takes stock once.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20291,7 +20391,7 @@ func ParseCreateOrderResponse(rsp *http.Response) (*CreateOrderResponse, error) 
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest KeyInUse
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

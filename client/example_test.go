@@ -38,6 +38,7 @@ func withPayd(run func() int) int {
 		"PAYD_DATABASE_URL":         "sqlite://" + filepath.Join(dir, "payd.db"),
 		"PAYD_SANDBOX_DATABASE_URL": "sqlite://" + filepath.Join(dir, "sandbox.db"),
 		"PAYD_SHUTDOWN_DELAY":       "0",
+		"PAYD_MERCHANT_KEY":         exampleMerchantKey,
 	}
 	cfg, err := app.LoadConfig("serve", func(k string) string { return env[k] }, func(fs *flag.FlagSet) error {
 		fs.SetOutput(io.Discard)
@@ -67,7 +68,36 @@ func withPayd(run func() int) int {
 		a.Close()
 	}()
 	os.Setenv("PAYD_URL", "http://"+ln.Addr().String())
+	if err := stockTea(ctx, "http://"+ln.Addr().String()); err != nil {
+		fmt.Fprintln(os.Stderr, "catalogue:", err)
+		return 1
+	}
 	return run()
+}
+
+// exampleMerchantKey is the merchant key of the example's payd.
+const exampleMerchantKey = "sk_example0example0example0example0example0example0example0ex"
+
+// stockTea puts what the example buys in the catalogue, as the merchant's
+// server does: only the merchant sets a price.
+func stockTea(ctx context.Context, base string) error {
+	m, err := client.NewClientWithResponses(base, client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Authorization", "Bearer "+exampleMerchantKey)
+		return nil
+	}))
+	if err != nil {
+		return err
+	}
+	key := uuid.NewString()
+	r, err := m.CreateProductWithResponse(ctx, &client.CreateProductParams{IdempotencyKey: &key},
+		client.CreateProductRequest{Sku: "tea", Name: "Green tea", UnitPrice: "4.95", Currency: "USD"})
+	if err != nil {
+		return err
+	}
+	if r.JSON201 == nil {
+		return fmt.Errorf("create product: %s %s", r.Status(), r.Body)
+	}
+	return nil
 }
 
 // Example is a whole customer session through the client: register (the
@@ -109,9 +139,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// A buyer names what to buy; payd prices it from the catalogue.
+	tea := "tea"
 	order, err := customer.CreateOrderWithResponse(ctx, &client.CreateOrderParams{}, client.CreateOrderRequest{
-		Currency: "USD",
-		Items:    []client.ItemRequest{{Sku: "tea", Name: "Green tea", Quantity: 2, UnitPrice: "4.95"}},
+		Items: []client.ItemRequest{{Sku: &tea, Quantity: 2}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -166,4 +166,17 @@ var (
 	// ErrStockUnlimited is an adjustment of a product whose stock is not
 	// counted (null): there is no number to adjust.
 	ErrStockUnlimited = errors.New("the product's stock is unlimited")
+	// ErrOutOfStock is an order line beyond what is left of its product's
+	// stock: the order is not created and nothing is taken. It comes as an
+	// *OutOfStockError naming the SKU.
+	ErrOutOfStock = errors.New("out of stock")
 )
+
+// OutOfStockError is the line of an order its product's stock could not
+// take; it matches ErrOutOfStock.
+type OutOfStockError struct{ SKU string }
+
+func (e *OutOfStockError) Error() string { return "out of stock: " + e.SKU }
+
+// Is makes an OutOfStockError match ErrOutOfStock.
+func (e *OutOfStockError) Is(target error) bool { return target == ErrOutOfStock }

@@ -95,6 +95,10 @@ const (
 	ScopeProvider = "provider" // the payment provider's webhooks
 )
 
+// OrderScope is the idempotency scope of the holder of one order's client
+// secret: the keys a buyer's browser used with it (ADR 0059).
+func OrderScope(orderID string) string { return "order:" + orderID }
+
 // CustomerScope is the idempotency scope of one customer.
 func CustomerScope(customerID string) string { return "customer:" + customerID }
 

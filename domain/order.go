@@ -95,12 +95,24 @@ type Item struct {
 	Name      string
 	Quantity  int64
 	UnitPrice decimal.Decimal
+	// StockTaken is how many of the line's units its creation took from
+	// the product's counted stock (Product.Line): what a cancel or an
+	// expiry gives back, once. 0 for a custom line, a product whose stock
+	// is unlimited, and every order created before stock was counted.
+	StockTaken int64
 }
 
 // Order is what a customer buys and pays for once.
 type Order struct {
-	ID              string
-	CustomerID      string
+	ID string
+	// CustomerID is the buyer's customer, or "" for a guest's order the
+	// merchant created without one (its client secret is its buyer's only
+	// credential).
+	CustomerID string
+	// Creator is who created the order, as its idempotency scope: the
+	// customer's (CustomerScope) or the merchant's (ScopeMerchant). A
+	// creation key is unique within its creator.
+	Creator         string
 	Status          OrderStatus
 	Amount          decimal.Decimal
 	Currency        Currency
@@ -127,6 +139,29 @@ type Order struct {
 	// waits for the customer (3-D Secure): never stored, it travels with
 	// the 202 (and its idempotent replays). ADR 0019.
 	Action *CustomerAction
+}
+
+// CreatedBy is o's Creator, or, for an order that names none, its
+// customer's scope: an order was its customer's before the merchant
+// created any.
+func (o Order) CreatedBy() string {
+	if o.Creator != "" {
+		return o.Creator
+	}
+	return CustomerScope(o.CustomerID)
+}
+
+// AnyCustomer, as the customer a request acts for, lets it act on any
+// order: the edge has already bound its caller to the order (the order's
+// client secret) or its caller is the merchant. Customer IDs are UUIDs,
+// so no customer is ever AnyCustomer.
+const AnyCustomer = "*"
+
+// VisibleTo reports whether a request acting for customerID may see and
+// act on o: o is the customer's, or customerID is AnyCustomer. Any other
+// order is ErrOrderNotFound to it, so its existence does not leak.
+func (o Order) VisibleTo(customerID string) bool {
+	return customerID == AnyCustomer || o.CustomerID == customerID
 }
 
 // AnyVersion, given as the version an order must be at for a change, lets

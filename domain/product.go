@@ -3,6 +3,7 @@ package domain
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -171,4 +172,42 @@ func unitPrice(s string, cur Currency, maxPrice decimal.Decimal) (decimal.Decima
 		return decimal.Decimal{}, &ValidationError{Field: "unit_price", Reason: "must be greater than 0 and at most " + maxPrice.String()}
 	}
 	return d, nil
+}
+
+// Line is an order line of quantity units of p, priced as p is now (a
+// price change applies to orders created after it). A counted stock gives
+// the line its units to take (StockTaken) when the order is created, all
+// lines or none (StockToTake); an unlimited one takes nothing.
+func (p Product) Line(quantity int64) Item {
+	it := Item{SKU: p.SKU, Name: p.Name, Quantity: quantity, UnitPrice: p.UnitPrice}
+	if p.Stock != nil {
+		it.StockTaken = quantity
+	}
+	return it
+}
+
+// StockTake is what one order takes from one product's counted stock.
+type StockTake struct {
+	SKU      string
+	Quantity int64
+}
+
+// StockToTake sums what items take from each product's stock, one take
+// per SKU, in SKU order: the order in which a creation takes its rows, so
+// two creations never wait for each other's rows in opposite orders. A
+// cancel or an expiry gives the same quantities back.
+func StockToTake(items []Item) []StockTake {
+	var takes []StockTake
+	for _, it := range items {
+		if it.StockTaken == 0 {
+			continue
+		}
+		i, found := slices.BinarySearchFunc(takes, it.SKU, func(t StockTake, sku string) int { return strings.Compare(t.SKU, sku) })
+		if found {
+			takes[i].Quantity += it.StockTaken
+			continue
+		}
+		takes = slices.Insert(takes, i, StockTake{SKU: it.SKU, Quantity: it.StockTaken})
+	}
+	return takes
 }

@@ -73,6 +73,7 @@ func newAppOn(b testing.TB, db *repository.DB, counter *dbtest.Counter) *benchAp
 		AdminToken: testAdminToken, WebhookSecret: testWebhookSecret, SecretKey: testSecretKey, MaxAmount: "1000000",
 		IdempotencyTTL: 24 * time.Hour, InflightWait: 2 * time.Second, Lease: 30 * time.Second, OrderTTL: 30 * time.Minute,
 	}
+	cfg.MerchantKey = testMerchantKey
 	ba.prov = provider.NewClient(srv.URL)
 	a, err := app.Wire(cfg, db, ba.prov, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -81,6 +82,7 @@ func newAppOn(b testing.TB, db *repository.DB, counter *dbtest.Counter) *benchAp
 	ba.h = a.Echo
 	rec := ba.call(b, "POST", "/v1/customers", "", uuid.NewString(), `{"email":"bench@example.com","name":"Bench"}`)
 	ba.token = strings.Split(strings.Split(rec, `"token":"`)[1], `"`)[0]
+	ba.call(b, "POST", "/v1/products", testMerchantKey, uuid.NewString(), `{"sku":"s","name":"n","unit_price":"9.99","currency":"USD"}`)
 	return ba
 }
 
@@ -102,7 +104,7 @@ func (a *benchApp) call(b testing.TB, method, path, token, key, body string) str
 }
 
 func (a *benchApp) newOrder(b testing.TB) string {
-	body := a.call(b, "POST", "/v1/orders", a.token, "", `{"currency":"USD","items":[{"sku":"s","name":"n","quantity":1,"unit_price":"9.99"}]}`)
+	body := a.call(b, "POST", "/v1/orders", a.token, "", `{"items":[{"sku":"s","quantity":1}]}`)
 	return strings.Split(strings.Split(body, `"id":"`)[1], `"`)[0]
 }
 

@@ -70,8 +70,9 @@ func TestGeneratedClientDrivesPayd(t *testing.T) {
 		}
 		auth := bearer(r1.JSON201.Token)
 
+		notebook := s.priced("9.95")
 		o, err := c.CreateOrderWithResponse(ctx, &client.CreateOrderParams{}, client.CreateOrderRequest{
-			Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Notebook", Quantity: 2, UnitPrice: "9.95"}},
+			Items: []client.ItemRequest{{Sku: &notebook, Quantity: 2}},
 		}, auth)
 		if err != nil || o.JSON201 == nil {
 			t.Fatalf("CreateOrder = %v, %s; want 201", err, answer(o))

@@ -107,7 +107,7 @@ func (g *galeraSet) createAndPay(w int, token string) nodeOp {
 	r := g.reps[w]
 	op := nodeOp{replica: w, key: uuid.NewString()}
 	op.create, op.createE = r.send(request{method: http.MethodPost, path: "/v1/orders", token: token, body: map[string]any{
-		"currency": "USD", "items": []map[string]any{{"sku": "sku-1", "name": "Thing", "quantity": 1, "unit_price": "4.00"}},
+		"items": []map[string]any{{"sku": r.priced("4.00"), "quantity": 1}},
 	}})
 	if op.createE != nil || op.create.Status != http.StatusCreated {
 		return op

@@ -79,13 +79,15 @@ type driver struct {
 	name   string // names payd in failure messages
 	base   string // http://127.0.0.1:port
 	client *http.Client
+
+	catalogue *sync.Map // the SKUs priced has made sure of
 }
 
 // newDriver is a driver for the payd listening at base.
 func newDriver(t *testing.T, name, base string) *driver {
 	c := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	t.Cleanup(c.CloseIdleConnections)
-	return &driver{t: t, name: name, base: base, client: c}
+	return &driver{t: t, name: name, base: base, client: c, catalogue: &sync.Map{}}
 }
 
 // request is one call to payd.
@@ -241,17 +243,49 @@ func (d *driver) register(email string) (string, string) {
 // newEmail is an address no other customer has.
 func newEmail() string { return uuid.NewString() + "@example.com" }
 
-// order creates a USD order of amount and returns its ID.
+// order creates a USD order of amount and returns its ID: the buyer
+// orders one unit of the catalogue's product at that price (priced).
 func (d *driver) order(token, amount string) string {
 	d.t.Helper()
+	sku := d.priced(amount)
 	r := d.as(token)(client.NewCreateOrderRequest(d.server(), &client.CreateOrderParams{}, client.CreateOrderRequest{
-		Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: amount}},
+		Items: []client.ItemRequest{{Sku: &sku, Quantity: 1}},
 	}))
 	if r.Status != http.StatusCreated {
 		d.t.Fatalf("create order = %d %s, want 201", r.Status, r.Body)
 	}
 	return decode[client.Order](d.t, r).Id
 }
+
+// priced returns the SKU of a catalogue product that costs amount USD
+// (unlimited stock), created by the test's merchant key the first time a
+// test asks for that price: only the merchant sets a price. The key is the
+// SKU's, so replicas and concurrent callers creating it get one product.
+func (d *driver) priced(amount string) string {
+	d.t.Helper()
+	sku := "usd-" + amount
+	if _, ok := d.catalogue.Load(sku); ok {
+		return sku
+	}
+	for range 50 {
+		r := d.do(request{method: "POST", path: "/v1/products", token: testMerchantKey, key: "catalogue-" + sku,
+			body: map[string]any{"sku": sku, "name": "Thing at " + amount, "unit_price": amount, "currency": "USD"}})
+		switch {
+		case r.Status == http.StatusCreated, r.problemCode() == "sku_taken":
+			d.catalogue.Store(sku, true)
+			return sku
+		case r.Status == http.StatusConflict: // the same creation in flight elsewhere
+			time.Sleep(20 * time.Millisecond)
+		default:
+			d.t.Fatalf("create product %s = %d %s, want 201", sku, r.Status, r.Body)
+		}
+	}
+	d.t.Fatalf("create product %s: still in flight", sku)
+	return ""
+}
+
+// item is a buyer's order line: one unit of sku.
+func item(sku string) client.ItemRequest { return client.ItemRequest{Sku: &sku, Quantity: 1} }
 
 // payRequest is the customer's pay call.
 func payRequest(token, orderID, key, method string) request {

@@ -34,8 +34,9 @@ func (s *stack) forget(how, key string) {
 	}
 }
 
-func cart(sku, price string) map[string]any {
-	return map[string]any{"currency": "USD", "items": []map[string]any{{"sku": sku, "name": "Thing", "quantity": 1, "unit_price": price}}}
+// cart is a buyer's order of one unit of the product that costs price.
+func (d *driver) cart(price string) map[string]any {
+	return map[string]any{"items": []map[string]any{{"sku": d.priced(price), "quantity": 1}}}
 }
 
 // TestOrderKeyAfterExpiry: an order creation under a key whose record is
@@ -49,7 +50,7 @@ func TestOrderKeyAfterExpiry(t *testing.T) {
 		for _, how := range []string{"expired", "purged"} {
 			t.Run(how, func(t *testing.T) {
 				key := uuid.NewString()
-				first := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("tea", "4.50")})
+				first := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("4.50")})
 				if first.Status != http.StatusCreated {
 					t.Fatalf("create = %d %s, want 201", first.Status, first.Body)
 				}
@@ -59,11 +60,11 @@ func TestOrderKeyAfterExpiry(t *testing.T) {
 				if r := s.do(request{method: "GET", path: "/v1/requests/" + key, token: token}); r.Status != http.StatusNotFound {
 					t.Errorf("GET /v1/requests/%s after the record %s = %d %s, want 404", key, how, r.Status, r.Body)
 				}
-				other := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("tea", "9.00")})
+				other := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("9.00")})
 				if other.Status != http.StatusUnprocessableEntity || other.code(t) != "idempotency_key_reused" {
 					t.Errorf("old key, other cart = %d %s, want 422 idempotency_key_reused", other.Status, other.Body)
 				}
-				same := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("tea", "4.50")})
+				same := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("4.50")})
 				if same.Status != http.StatusCreated || same.json(t)["id"] != id {
 					t.Errorf("old key, same cart = %d %s, want 201 with order %s", same.Status, same.Body, id)
 				}
@@ -79,16 +80,16 @@ func TestOrderKeyAfterExpiry(t *testing.T) {
 		// An order stored before fingerprints were kept: what can be
 		// compared (currency and items) is compared.
 		key := uuid.NewString()
-		first := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("cup", "3.00")})
+		first := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("3.00")})
 		if first.Status != http.StatusCreated {
 			t.Fatalf("create = %d %s, want 201", first.Status, first.Body)
 		}
 		s.forget("purged", key)
 		s.db.Gorm().Exec("UPDATE orders SET create_fingerprint = NULL WHERE create_request_id = ?", key)
-		if r := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("cup", "3.01")}); r.Status != http.StatusUnprocessableEntity {
+		if r := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("3.01")}); r.Status != http.StatusUnprocessableEntity {
 			t.Errorf("legacy order, other cart = %d %s, want 422", r.Status, r.Body)
 		}
-		if r := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: cart("cup", "3.00")}); r.Status != http.StatusCreated || r.json(t)["id"] != first.json(t)["id"] {
+		if r := s.do(request{method: "POST", path: "/v1/orders", token: token, key: key, body: s.cart("3.00")}); r.Status != http.StatusCreated || r.json(t)["id"] != first.json(t)["id"] {
 			t.Errorf("legacy order, same cart = %d %s, want 201 with the same order", r.Status, r.Body)
 		}
 	})

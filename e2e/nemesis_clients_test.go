@@ -29,6 +29,7 @@ type nemWorkload struct {
 	seed    int64
 	hist    nemesis.History
 	sampler *nemesis.Sampler
+	skus    map[string]string // the catalogue SKU of each of nemAmounts
 	http    *http.Client
 	tokens  []string // the customers' tokens
 
@@ -66,6 +67,10 @@ func newNemWorkload(t *testing.T, s *nemSetup, seed int64) *nemWorkload {
 	for range 3 {
 		_, tok := d.register(newEmail())
 		w.tokens = append(w.tokens, tok)
+	}
+	w.skus = map[string]string{}
+	for _, amount := range nemAmounts {
+		w.skus[amount] = d.priced(amount) // only the merchant sets a price
 	}
 	return w
 }
@@ -168,7 +173,7 @@ func (w *nemWorkload) lookup(c int, r *rand.Rand, k *nemKey, settled bool) {
 // leaves an order nobody pays), trying three times; nil if none was made.
 func (w *nemWorkload) newOrder(r *rand.Rand) *nemOrder {
 	amount, token := nemAmounts[r.IntN(len(nemAmounts))], w.tokens[r.IntN(len(w.tokens))]
-	body, _ := json.Marshal(client.CreateOrderRequest{Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: amount}}})
+	body, _ := json.Marshal(client.CreateOrderRequest{Items: []client.ItemRequest{item(w.skus[amount])}})
 	for range 3 {
 		rep, err := w.roundTrip(w.s.reps[r.IntN(len(w.s.reps))].base, http.MethodPost, "/v1/orders", token, "", body)
 		if err == nil && rep.Status == http.StatusCreated {

@@ -72,7 +72,7 @@ func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 			{"sku": "a", "name": "A", "quantity": 1, "unit_price": "12.3x"},
 			{"sku": "b", "name": " ", "quantity": 1, "unit_price": "1.00"},
 		}}
-		r := s.do(request{method: "POST", path: "/v1/orders", token: token, body: bad})
+		r := s.do(request{method: "POST", path: "/v1/orders", token: testMerchantKey, body: bad}) // custom lines: the merchant's
 		if r.Status != http.StatusBadRequest || r.code(t) != "validation_failed" {
 			t.Fatalf("create order with three bad fields = %d %s, want 400 validation_failed", r.Status, r.Body)
 		}

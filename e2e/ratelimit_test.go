@@ -92,7 +92,7 @@ func TestRateLimitCountsReplays(t *testing.T) {
 		s := start(t, on(dialect), withEnv(env{"PAYD_RATE_LIMIT": "0.01", "PAYD_RATE_LIMIT_BURST": "3"}))
 		_, tok := s.register(newEmail())
 		create := request{method: "POST", path: "/v1/orders", token: tok, key: uuid.NewString(), body: client.CreateOrderRequest{
-			Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: "4.00"}}}}
+			Items: []client.ItemRequest{item(s.priced("4.00"))}}}
 		for i := range 3 {
 			r := s.do(create)
 			if r.Status != http.StatusCreated || (i > 0) != (r.Header.Get("Idempotent-Replayed") == "true") {
@@ -156,7 +156,7 @@ func (s *stack) rateLimitedStorm(n int, wantRefused bool) {
 	forEach(16, n, func(i int) {
 		tok := tokens[i%len(tokens)]
 		r := s.politely(&waited, request{method: "POST", path: "/v1/orders", token: tok, key: uuid.NewString(), body: client.CreateOrderRequest{
-			Currency: "USD", Items: []client.ItemRequest{{Sku: "sku-1", Name: "Thing", Quantity: 1, UnitPrice: fmt.Sprintf("%d.00", 1+i%50)}}}})
+			Items: []client.ItemRequest{item(s.priced(fmt.Sprintf("%d.00", 1+i%50)))}}})
 		if r.Status != http.StatusCreated {
 			t.Errorf("create order = %d %s, want 201", r.Status, r.Body)
 			return

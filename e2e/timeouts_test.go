@@ -42,7 +42,7 @@ func TestSlowClientIsCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		body := `{"currency":"USD","items":[{"sku":"a","name":"b","quantity":1,"unit_price":"1.00"}]}`
+		body := `{"items":[{"sku":"` + s.priced("1.00") + `","quantity":1}]}`
 		fmt.Fprintf(conn, "POST /v1/orders HTTP/1.1\r\nHost: payd\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", tok, len(body))
 		closed := make(chan time.Duration, 1)
 		start := time.Now()

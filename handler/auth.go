@@ -129,5 +129,8 @@ func scopeOf(c echo.Context) string {
 	if merchantOf(c) != "" { // one scope for every merchant key: a retry after a rotation replays
 		return domain.ScopeMerchant
 	}
+	if id := secretOrderOf(c); id != "" {
+		return domain.OrderScope(id)
+	}
 	return domain.ScopePublic
 }

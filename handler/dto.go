@@ -45,7 +45,7 @@ type attemptJSON struct {
 
 type orderJSON struct {
 	ID             string     `json:"id"`
-	CustomerID     string     `json:"customer_id"`
+	CustomerID     *string    `json:"customer_id"` // null: a guest order the merchant created
 	Status         string     `json:"status"`
 	Amount         string     `json:"amount"`
 	Currency       string     `json:"currency"`
@@ -59,6 +59,9 @@ type orderJSON struct {
 	UpdatedAt     string `json:"updated_at"`
 	// NextAction: a 202 whose payment waits for the customer (3-D Secure).
 	NextAction *nextActionJSON `json:"next_action,omitempty"`
+	// ClientSecret, on the creation's answer and every answer to the
+	// merchant, is the order's own bearer credential (ADR 0059).
+	ClientSecret string `json:"client_secret,omitempty"`
 }
 
 // nextActionJSON is what the checkout page needs to let the customer
@@ -82,7 +85,7 @@ func toOrderJSON(o domain.Order) orderJSON {
 		items[i] = itemJSON{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: domain.FormatAmount(it.UnitPrice, o.Currency)}
 	}
 	return orderJSON{
-		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status),
+		ID: o.ID, CustomerID: strPtr(o.CustomerID), Status: string(o.Status),
 		Amount: domain.FormatAmount(o.Amount, o.Currency), Currency: string(o.Currency), Items: items,
 		PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 		RefundedAmount: domain.FormatAmount(o.RefundedAmount, o.Currency),

@@ -43,8 +43,7 @@ type Events struct {
 // (seen by polling the version).
 func (h *Events) stream(c echo.Context) error {
 	ctx := c.Request().Context()
-	cust := customerOf(c)
-	release, ok := h.admit(cust.ID)
+	release, ok := h.admit(buyerKey(c))
 	if !ok {
 		return errTooManyStreams
 	}
@@ -53,7 +52,7 @@ func (h *Events) stream(c echo.Context) error {
 	// and the subscription would otherwise wait for the next poll.
 	changed, stop := h.Orders.Subscribe(c.Param("id"))
 	defer stop()
-	o, err := h.Orders.Get(ctx, cust.ID, c.Param("id"))
+	o, err := h.Orders.Get(ctx, actingFor(c), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -106,7 +105,7 @@ func (h *Events) stream(c echo.Context) error {
 			}
 			rested = 0
 		}
-		next, err := h.Orders.Get(ctx, cust.ID, o.ID)
+		next, err := h.Orders.Get(ctx, actingFor(c), o.ID)
 		if err != nil {
 			return nil // the stream is already open: end it; the client reconnects
 		}

@@ -32,7 +32,15 @@ type PayRecords struct {
 // PaymentSettled completes the record of the pay request a.RequestID. A
 // record already past its TTL is completed too, but a retry no longer sees
 // it (gone, ADR 0011): that retry gets the same outcome from the order,
-// not a replay, by design.
+// not a replay, by design. The pay request came with the order's client
+// secret or with its customer's token (ADR 0059): the record is in one of
+// their two scopes, and completing the other matches no record.
 func (p PayRecords) PaymentSettled(ctx context.Context, o domain.Order, a domain.Attempt, outcome error, final bool) error {
-	return p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, RenderPay(o, outcome), final)
+	answer := RenderPay(o, outcome)
+	if o.CustomerID != "" {
+		if err := p.Engine.Complete(ctx, domain.CustomerScope(o.CustomerID), a.RequestID, o.ID, answer, final); err != nil {
+			return err
+		}
+	}
+	return p.Engine.Complete(ctx, domain.OrderScope(o.ID), a.RequestID, o.ID, answer, final)
 }

@@ -60,6 +60,7 @@ type callers struct {
 	admins    *operators
 	merchants *operators
 	customers Authenticator
+	secrets   ClientSecrets // nil: no client secrets
 }
 
 // isAdmin reports whether tok is an admin token, shared or an operator's.
@@ -68,9 +69,25 @@ func (k callers) isAdmin(tok string) bool { return k.admins.match(tok) != "" }
 // isMerchant reports whether tok is a merchant key.
 func (k callers) isMerchant(tok string) bool { return k.merchants.match(tok) != "" }
 
+// orderOfSecret is the order whose client secret tok is, if it is one.
+func (k callers) orderOfSecret(tok string) (string, bool) {
+	if k.secrets == nil || tok == "" {
+		return "", false
+	}
+	return k.secrets.OrderOfClientSecret(tok)
+}
+
+// isSecret reports whether tok is an order's client secret.
+func (k callers) isSecret(tok string) bool {
+	_, ok := k.orderOfSecret(tok)
+	return ok
+}
+
 // notCustomer reports whether tok belongs to a caller that is not a
-// customer: an operator or the merchant.
-func (k callers) notCustomer(tok string) bool { return k.isAdmin(tok) || k.isMerchant(tok) }
+// customer: an operator, the merchant, or an order's client secret.
+func (k callers) notCustomer(tok string) bool {
+	return k.isAdmin(tok) || k.isMerchant(tok) || k.isSecret(tok)
+}
 
 // requireMerchant admits requests carrying a merchant key and notes which
 // one for the audit trail, the rate limit and the idempotency scope. A
@@ -82,7 +99,7 @@ func requireMerchant(k callers) echo.MiddlewareFunc {
 			tok := bearer(c)
 			name := k.merchants.match(tok)
 			if name == "" {
-				if tok != "" && k.isAdmin(tok) {
+				if tok != "" && (k.isAdmin(tok) || k.isSecret(tok)) {
 					return domain.ErrForbidden
 				}
 				return wrongKind(c, k.customers, tok)

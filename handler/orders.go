@@ -16,7 +16,7 @@ import (
 
 // OrderService is what the order routes need.
 type OrderService interface {
-	Create(ctx context.Context, customerID string, req service.Keyed, currency string, items []service.NewItem) (domain.Order, error)
+	Create(ctx context.Context, req service.Keyed, n service.NewOrder) (domain.Order, error)
 	GetWithAttempts(ctx context.Context, customerID, id string) (domain.Order, []domain.Attempt, error)
 	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
 	Cancel(ctx context.Context, customerID, id string) (domain.Order, error)
@@ -27,52 +27,98 @@ type Payer interface {
 	Pay(ctx context.Context, r service.PayRequest) (domain.Order, error)
 }
 
-// Orders serves a customer's orders and payments.
+// Orders serves orders and their payments to their customers, to the
+// holders of their client secrets and to the merchant (ADR 0059).
 type Orders struct {
 	Service  OrderService
 	Checkout Payer
+	Secrets  ClientSecrets // nil: answers carry no client secret
 }
 
 type createOrderRequest struct {
 	keyField
-	Currency string        `json:"currency"`
-	Items    []itemRequest `json:"items"`
+	CustomerID    *string       `json:"customer_id"`
+	Currency      string        `json:"currency"`
+	Items         []itemRequest `json:"items"`
+	CaptureMethod *string       `json:"capture_method"`
 }
 
+// itemRequest is one line of an order's creation: a catalogue SKU and a
+// quantity, or (the merchant's only) a custom line with its name and
+// price. A buyer's name is not read: a line takes its product's.
 type itemRequest struct {
-	SKU       string `json:"sku"`
-	Name      string `json:"name"`
-	Quantity  int64  `json:"quantity"`
-	UnitPrice string `json:"unit_price"`
+	SKU       string  `json:"sku"`
+	Name      string  `json:"name"`
+	Quantity  int64   `json:"quantity"`
+	UnitPrice *string `json:"unit_price"`
 }
 
-func toNewItems(in []itemRequest) []service.NewItem {
-	out := make([]service.NewItem, len(in))
-	for i, it := range in {
-		out[i] = service.NewItem{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: it.UnitPrice}
+// newOrder is what req asks for, created by the merchant or by the
+// buyer customerID. A buyer may not name a customer or a capture method
+// (nor a price: the service refuses it, with the line's other faults).
+func (req createOrderRequest) newOrder(merchant bool, customerID string) (service.NewOrder, error) {
+	n := service.NewOrder{Merchant: merchant, CustomerID: customerID, Currency: req.Currency, Items: make([]service.NewItem, len(req.Items))}
+	for i, it := range req.Items {
+		n.Items[i] = service.NewItem{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: it.UnitPrice}
 	}
-	return out
+	var invalid domain.ValidationErrors
+	if req.CustomerID != nil {
+		if !merchant {
+			invalid = append(invalid, errBuyerField("customer_id"))
+		} else if n.CustomerID = *req.CustomerID; !domain.ValidID(n.CustomerID) {
+			invalid = append(invalid, &domain.ValidationError{Field: "customer_id", Reason: "no customer has this ID"})
+		}
+	}
+	if req.CaptureMethod != nil {
+		if !merchant {
+			invalid = append(invalid, errBuyerField("capture_method"))
+		}
+		n.CaptureMethod = *req.CaptureMethod
+	}
+	return n, invalid.Err()
 }
 
+// create is POST /v1/orders, by a buyer (its customer token) or by the
+// merchant (its key). The answer carries the order's client secret.
 func (h *Orders) create(c echo.Context) error {
 	var req createOrderRequest
 	if err := decode(c, &req); err != nil {
 		return err
 	}
-	o, err := h.Service.Create(c.Request().Context(), customerOf(c).ID, keyedOf(c), req.Currency, toNewItems(req.Items))
+	merchant := merchantOf(c) != ""
+	customerID := ""
+	if !merchant {
+		customerID = customerOf(c).ID
+	}
+	n, err := req.newOrder(merchant, customerID)
+	if err != nil {
+		return err
+	}
+	o, err := h.Service.Create(c.Request().Context(), keyedOf(c), n)
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/orders/"+o.ID)
-	return writeJSON(c, http.StatusCreated, toOrderJSON(o))
+	return writeJSON(c, http.StatusCreated, h.withSecret(toOrderJSON(o), true))
+}
+
+// withSecret adds the order's client secret to an answer that carries it:
+// the creation's, and every answer to the merchant.
+func (h *Orders) withSecret(o orderJSON, carry bool) orderJSON {
+	if carry && h.Secrets != nil {
+		o.ClientSecret = h.Secrets.ClientSecret(o.ID)
+	}
+	return o
 }
 
 func (h *Orders) get(c echo.Context) error {
-	o, attempts, err := h.Service.GetWithAttempts(c.Request().Context(), customerOf(c).ID, c.Param("id"))
+	o, attempts, err := h.Service.GetWithAttempts(c.Request().Context(), actingFor(c), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toOrderWithAttempts(o, attempts))
+	j := toOrderWithAttempts(o, attempts)
+	j.orderJSON = h.withSecret(j.orderJSON, merchantOf(c) != "")
+	return writeJSON(c, http.StatusOK, j)
 }
 
 func (h *Orders) list(c echo.Context) error {
@@ -81,12 +127,19 @@ func (h *Orders) list(c echo.Context) error {
 	if err := invalid.Err(); err != nil {
 		return err
 	}
-	f.CustomerID = customerOf(c).ID
+	merchant := merchantOf(c) != ""
+	if !merchant {
+		f.CustomerID = customerOf(c).ID // the merchant lists every order
+	}
 	page, err := h.Service.List(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toPageJSON(page))
+	out := toPageJSON(page)
+	for i := range out.Data {
+		out.Data[i] = h.withSecret(out.Data[i], merchant)
+	}
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // orderFilter reads status, limit and cursor from the query string,
@@ -133,7 +186,7 @@ func (h *Orders) pay(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), payTimeout)
 	defer cancel()
 	o, err := h.Checkout.Pay(ctx, service.PayRequest{
-		CustomerID: customerOf(c).ID, OrderID: c.Param("id"), RequestID: requestKeyOf(c), PaymentMethod: req.PaymentMethod,
+		CustomerID: actingFor(c), OrderID: c.Param("id"), RequestID: requestKeyOf(c), PaymentMethod: req.PaymentMethod,
 	})
 	if err == nil {
 		err = unpaid(o)
@@ -204,9 +257,9 @@ func (h *Orders) cancel(c echo.Context) error {
 	if key := firstNonEmpty(requestKeyOf(c), c.Request().Header.Get("Idempotency-Key"), body.RequestID); key != "" {
 		ctx = service.WithCause(ctx, domain.Cause{Kind: domain.CauseCustomer, Ref: key})
 	}
-	o, err := h.Service.Cancel(ctx, customerOf(c).ID, c.Param("id"))
+	o, err := h.Service.Cancel(ctx, actingFor(c), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toOrderJSON(o))
+	return writeJSON(c, http.StatusOK, h.withSecret(toOrderJSON(o), merchantOf(c) != ""))
 }

@@ -30,6 +30,8 @@ type Problem struct {
 	Detail      string `json:"detail,omitempty"`
 	Code        string `json:"code"`
 	DeclineCode string `json:"decline_code,omitempty"`
+	// SKU, on out_of_stock, names the line the stock could not take.
+	SKU string `json:"sku,omitempty"`
 	// Instance is the path of the request this occurrence answers (no
 	// query: it can carry what the caller searched for).
 	Instance string `json:"instance,omitempty"`
@@ -209,6 +211,8 @@ var errorTable = []errorRow{
 		detail: "A product with this SKU already exists; nothing was stored."},
 	{match: is(domain.ErrInsufficientStock), code: "insufficient_stock",
 		detail: "The stock may not go below 0; nothing was changed."},
+	{match: is(domain.ErrOutOfStock), code: "out_of_stock", adorn: nameSKU,
+		detail: "A line asks for more than is left of its product; nothing was created and no stock was taken."},
 	{match: is(domain.ErrStockUnlimited), code: "stock_unlimited",
 		detail: "The product's stock is unlimited (null): there is nothing to adjust. Nothing was changed."},
 	{match: is(domain.ErrEndpointNotFound), code: "endpoint_not_found",
@@ -280,6 +284,15 @@ func nameUnreachable(p *Problem, err error) {
 	p.retryAfter = unavailableRetryAfter
 	if errors.Is(err, domain.ErrProviderUnreachable) && !errors.Is(err, domain.ErrUnavailable) {
 		p.Detail = "payd cannot reach the payment provider right now; nothing was applied. Retry after the time in Retry-After; a retry of the same request is safe."
+	}
+}
+
+// nameSKU names the SKU out of stock, in the problem's sku and detail.
+func nameSKU(p *Problem, err error) {
+	var e *domain.OutOfStockError
+	if errors.As(err, &e) {
+		p.SKU = e.SKU
+		p.Detail = fmt.Sprintf("The line of %s asks for more than is left of it; nothing was created and no stock was taken.", e.SKU)
 	}
 }
 

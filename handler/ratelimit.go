@@ -187,6 +187,23 @@ func (ls *limiters) customers(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return ls.authenticated(auth, ls.customer.by(func(c echo.Context) string { return customerOf(c).ID }))
 }
 
+// buyers is customers for the routes on orders: a customer is limited by
+// its ID, the holder of a client secret by its order, the merchant by its
+// key's name (its own quota, as on the catalogue).
+func (ls *limiters) buyers(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
+	byBuyer, byMerchant := ls.customer.by(buyerKey), ls.merchant.by(merchantOf)
+	perCaller := func(next echo.HandlerFunc) echo.HandlerFunc {
+		buyer, merchant := byBuyer(next), byMerchant(next)
+		return func(c echo.Context) error {
+			if merchantOf(c) != "" {
+				return merchant(c)
+			}
+			return buyer(c)
+		}
+	}
+	return ls.authenticated(auth, perCaller)
+}
+
 // operators is customers for an operator's token, limited by the
 // operator's name.
 func (ls *limiters) operators(auth echo.MiddlewareFunc) echo.MiddlewareFunc {

@@ -61,6 +61,9 @@ type Deps struct {
 	MerchantKey string
 	Merchants   []Merchant
 	Products    *Products
+	// ClientSecrets derives and checks orders' client secrets (ADR 0059);
+	// nil: orders have none.
+	ClientSecrets ClientSecrets
 }
 
 // New builds the Echo server with every route, middleware and the error handler.
@@ -88,12 +91,17 @@ func New(d Deps) *echo.Echo {
 func routes(e *echo.Echo, d Deps) {
 	idem := &idempotency.Middleware{Engine: d.Idempotency, Log: d.Log, Scope: scopeOf, Body: requestBody, RetryAfter: storedRetryAfter}
 	ops := newOperators(d.AdminToken, d.Operators)
-	known := callers{admins: ops, merchants: newMerchants(d.MerchantKey, d.Merchants), customers: d.Customers}
+	known := callers{admins: ops, merchants: newMerchants(d.MerchantKey, d.Merchants), customers: d.Customers, secrets: d.ClientSecrets}
 	limits := newLimiters(d.RateLimits, d.Metrics)
 	public := limits.public()
-	customer := limits.customers(requireCustomer(d.Customers, known.notCustomer))
 	customers := &Customers{Service: d.Customers}
-	orders := &Orders{Service: d.Orders, Checkout: d.Checkout}
+	orders := &Orders{Service: d.Orders, Checkout: d.Checkout, Secrets: d.ClientSecrets}
+	// The routes on orders (ADR 0059): a customer token everywhere; the
+	// merchant key to create, list, read and cancel; an order's client
+	// secret on that order's own routes.
+	buyerOrMerchant := limits.buyers(requireBuyer(known, access{merchant: true}))
+	anyOfOrder := limits.buyers(requireBuyer(known, access{merchant: true, secret: true}))
+	buyerOfOrder := limits.buyers(requireBuyer(known, access{secret: true}))
 	requests := &Requests{Records: d.Idempotency}
 	events := &Events{Orders: d.Orders, Poll: d.EventPoll, Live: d.EventsLive, MaxPerCustomer: d.MaxStreams}
 
@@ -118,13 +126,13 @@ func routes(e *echo.Echo, d Deps) {
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, public, idem.Wrap(idempotency.KeySealed))
-	v1.POST("/orders", orders.create, customer, idem.Wrap(idempotency.KeyOptional))
-	v1.GET("/orders", orders.list, customer)
-	v1.GET("/orders/:id", orders.get, customer, validIDs(orderID))
-	v1.POST("/orders/:id/pay", orders.pay, customer, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, customer, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
-	v1.GET("/orders/:id/events", events.stream, customer, validIDs(orderID))
-	v1.GET("/requests/:key", requests.get, customer)
+	v1.POST("/orders", orders.create, buyerOrMerchant, idem.Wrap(idempotency.KeyOptional))
+	v1.GET("/orders", orders.list, buyerOrMerchant)
+	v1.GET("/orders/:id", orders.get, anyOfOrder, validIDs(orderID))
+	v1.POST("/orders/:id/pay", orders.pay, buyerOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	v1.GET("/orders/:id/events", events.stream, anyOfOrder, validIDs(orderID))
+	v1.GET("/requests/:key", requests.get, anyOfOrder)
 	// One webhook endpoint per provider mode: each answers 404 when its
 	// receiver is nil. Both have a limit of their own, per source: a
 	// provider's retry storm must not spend a customer's quota.

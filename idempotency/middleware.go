@@ -26,7 +26,7 @@ type KeyMode int
 // The modes of the idempotency middleware.
 const (
 	KeyRequired KeyMode = iota // pay, cancel, refunds, admin actions, registration
-	KeyOptional                // order creation: without a key, no dedupe
+	KeyOptional                // order creation: without a key, no dedupe; the stored response is encrypted (it carries the order's client secret)
 	KeySealed                  // required, and the stored response is encrypted (it carries a token)
 )
 
@@ -80,7 +80,7 @@ func (m *Middleware) Wrap(mode KeyMode) echo.MiddlewareFunc {
 			c.Set(ctxKey, key)
 			call := Call{
 				Scope: m.Scope(c), Key: key, Method: c.Request().Method, Path: c.Request().URL.Path,
-				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed,
+				Body: canonical, OrderID: c.Param("id"), Seal: mode == KeySealed || mode == KeyOptional,
 			}
 			call.fingerprint = call.Fingerprint() // once: Begin checks it again
 			c.Set(ctxFingerprint, call.fingerprint)

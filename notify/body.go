@@ -53,7 +53,7 @@ type causeJSON struct {
 // handler's TestNotifyBodyIsAdminOrder holds it to.
 type orderJSON struct {
 	ID             string     `json:"id"`
-	CustomerID     string     `json:"customer_id"`
+	CustomerID     *string    `json:"customer_id"` // null: a guest order the merchant created
 	Status         string     `json:"status"`
 	Amount         string     `json:"amount"`
 	Currency       string     `json:"currency"`
@@ -92,7 +92,7 @@ func Render(ev domain.NotifyEvent) ([]byte, error) {
 	m := ev.Money
 	return json.Marshal(Body{ID: ev.ID, Type: string(ev.Type), CreatedAt: stamp(ev.CreatedAt),
 		Cause: causeJSON{Kind: string(ev.Cause.Kind), Ref: ev.Cause.Ref},
-		Order: orderJSON{ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status),
+		Order: orderJSON{ID: o.ID, CustomerID: strPtr(o.CustomerID), Status: string(o.Status),
 			Amount: domain.FormatAmount(o.Amount, c), Currency: string(c), Items: items,
 			PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 			RefundedAmount: domain.FormatAmount(o.RefundedAmount, c),

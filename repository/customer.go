@@ -63,6 +63,11 @@ func (s *CustomerStore) FindByEmail(ctx context.Context, email string) (domain.C
 	return s.findBy(ctx, "email", findCustomerByEmail, email)
 }
 
+// FindByID returns the customer with that ID, or domain.ErrCustomerNotFound.
+func (s *CustomerStore) FindByID(ctx context.Context, id string) (domain.Customer, error) {
+	return s.findBy(ctx, "id", findCustomerByID, id)
+}
+
 // The reads of one customer by a unique column, written out and scanned
 // by hand (customerRow.fields): authentication runs the first on every
 // request the token cache does not answer, and GORM's Take would reflect
@@ -72,6 +77,8 @@ const (
 		FROM customers WHERE token_hash = ?`
 	findCustomerByEmail = `SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
 		FROM customers WHERE email = ?`
+	findCustomerByID = `SELECT id, email, name, token_hash, request_id, request_fingerprint, created_at
+		FROM customers WHERE id = ?`
 )
 
 // fields are the scan destinations of the findCustomerBy statements.

@@ -49,6 +49,7 @@ func pendingOrder(customerID string) domain.Order {
 	return domain.Order{
 		ID:         newID(),
 		CustomerID: customerID,
+		Creator:    domain.CustomerScope(customerID),
 		Status:     domain.StatusPending,
 		Amount:     domain.Total(items),
 		Currency:   "USD",

@@ -63,6 +63,11 @@ func TestRefundReservationsMigration(t *testing.T) {
 		if err := repository.MigrateTo(t.Context(), db, 20); err != nil {
 			t.Fatal(err)
 		}
+		// The orders are read by today's store, which knows the columns
+		// migrations after 00020 add; those change no amount.
+		if err := repository.Migrate(t.Context(), db); err != nil {
+			t.Fatal(err)
+		}
 		for _, tt := range []struct {
 			id, status         string
 			refunded, reserved string

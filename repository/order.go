@@ -13,7 +13,8 @@ import (
 // orderRow is a row of orders. Money is in integer minor units.
 type orderRow struct {
 	ID            string         `gorm:"column:id"`
-	CustomerID    string         `gorm:"column:customer_id"`
+	CustomerID    sql.NullString `gorm:"column:customer_id"`
+	Creator       string         `gorm:"column:creator"`
 	Status        string         `gorm:"column:status"`
 	Currency      string         `gorm:"column:currency"`
 	AmountMinor   int64          `gorm:"column:amount_minor"`
@@ -34,12 +35,12 @@ func (orderRow) TableName() string { return "orders" }
 
 // orderColumns are the columns of orderRow (of orders o), in the order of
 // fields: FindByID, on every pay, scans them by hand.
-const orderColumns = `o.id, o.customer_id, o.status, o.currency, o.amount_minor, o.refunded_minor, o.refund_reserved_minor, o.pay_request_id,
+const orderColumns = `o.id, o.customer_id, o.creator, o.status, o.currency, o.amount_minor, o.refunded_minor, o.refund_reserved_minor, o.pay_request_id,
 	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at`
 
 // fields are the scan destinations of orderColumns.
 func (r *orderRow) fields() []any {
-	return []any{&r.ID, &r.CustomerID, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.ReservedMinor, &r.PayRequestID,
+	return []any{&r.ID, &r.CustomerID, &r.Creator, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.ReservedMinor, &r.PayRequestID,
 		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt}
 }
 
@@ -51,6 +52,7 @@ type itemRow struct {
 	Name           string `gorm:"column:name"`
 	Quantity       int64  `gorm:"column:quantity"`
 	UnitPriceMinor int64  `gorm:"column:unit_price_minor"`
+	StockTaken     int64  `gorm:"column:stock_taken"`
 }
 
 // TableName tells GORM the table.
@@ -75,7 +77,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 		return orderRow{}, nil, fmt.Errorf("order status %q is not valid", o.Status)
 	}
 	row := orderRow{
-		ID: o.ID, CustomerID: o.CustomerID, Status: string(o.Status), Currency: string(o.Currency),
+		ID: o.ID, CustomerID: nullString(o.CustomerID), Creator: o.CreatedBy(), Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, ReservedMinor: reserved, PayRequestID: nullString(o.PayRequestID),
 		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
@@ -86,7 +88,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 		if err != nil {
 			return orderRow{}, nil, err
 		}
-		items[i] = itemRow{OrderID: o.ID, Position: i, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPriceMinor: price}
+		items[i] = itemRow{OrderID: o.ID, Position: i, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPriceMinor: price, StockTaken: it.StockTaken}
 	}
 	return row, items, nil
 }
@@ -95,7 +97,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 func (r orderRow) toDomain(items []itemRow) domain.Order {
 	c := domain.Currency(r.Currency)
 	o := domain.Order{
-		ID: r.ID, CustomerID: r.CustomerID, Status: domain.OrderStatus(r.Status), Currency: c,
+		ID: r.ID, CustomerID: r.CustomerID.String, Creator: r.Creator, Status: domain.OrderStatus(r.Status), Currency: c,
 		Amount:         domain.FromMinorUnits(r.AmountMinor, c),
 		RefundedAmount: domain.FromMinorUnits(r.RefundedMinor, c),
 		RefundPending:  domain.FromMinorUnits(r.ReservedMinor, c),
@@ -106,7 +108,7 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 	for _, it := range items {
 		o.Items = append(o.Items, domain.Item{
 			SKU: it.SKU, Name: it.Name, Quantity: it.Quantity,
-			UnitPrice: domain.FromMinorUnits(it.UnitPriceMinor, c),
+			UnitPrice: domain.FromMinorUnits(it.UnitPriceMinor, c), StockTaken: it.StockTaken,
 		})
 	}
 	return o
@@ -128,9 +130,16 @@ func NewOrderStore(db *DB) *OrderStore {
 	return &OrderStore{db: db, created: newCreatedOrders(createdCapacity)}
 }
 
-// Create stores o with its items: two INSERTs (all items in one), in the
-// caller's transaction or in one of its own, so an order never exists
-// without its items.
+// Create stores o with its items, and takes from the products' counted
+// stock what its lines take (domain.StockToTake), in the caller's
+// transaction or in one of its own: an order never exists without its
+// items, nor stock taken without its order, nor the reverse. Two INSERTs
+// (all items in one), then one guarded UPDATE per product, in SKU order:
+// a product whose stock cannot take the quantity matches no row, and the
+// whole creation is undone with a *domain.OutOfStockError naming it. A
+// creation under a key its creator used before is domain.ErrOrderExists
+// (found by the unique index before any stock is touched), so a replayed
+// creation takes stock once. ADR 0059.
 func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 	row, items, err := orderFromDomain(o)
 	if err != nil {
@@ -143,10 +152,12 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 			}
 			return err
 		}
-		if len(items) == 0 {
-			return nil
+		if len(items) > 0 {
+			if err := s.db.create(ctx, &items); err != nil {
+				return err
+			}
 		}
-		return s.db.create(ctx, &items)
+		return s.takeStock(ctx, o)
 	})
 	if err != nil {
 		return fmt.Errorf("create order %s: %w", o.ID, err)
@@ -164,12 +175,13 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 // version (Claim, PayBatch.Claim) may act on it (ADR 0034).
 func (s *OrderStore) TakeCreated(id string) (domain.Order, bool) { return s.created.take(id) }
 
-// FindByCreateRequest returns the customer's order created under requestID,
-// or domain.ErrOrderNotFound.
-func (s *OrderStore) FindByCreateRequest(ctx context.Context, customerID, requestID string) (domain.Order, error) {
+// FindByCreateRequest returns the order creator (its idempotency scope:
+// a customer's, or the merchant's) created under requestID, or
+// domain.ErrOrderNotFound.
+func (s *OrderStore) FindByCreateRequest(ctx context.Context, creator, requestID string) (domain.Order, error) {
 	var id string
 	err := s.db.conn(ctx).Model(&orderRow{}).Select("id").
-		Where("customer_id = ? AND create_request_id = ?", customerID, requestID).Limit(1).Scan(&id).Error
+		Where("creator = ? AND create_request_id = ?", creator, requestID).Limit(1).Scan(&id).Error
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("find order created by %s: %w", requestID, err)
 	}
@@ -188,7 +200,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	// it on every read (EXPLAIN: "Using temporary; Using filesort"), which
 	// cost it more CPU than the rest of the read; the few items are sorted
 	// here instead.
-	rows, err := s.db.query(ctx, `SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor
+	rows, err := s.db.query(ctx, `SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor, i.stock_taken
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
 	 WHERE o.id = ?`, id)
 	if err != nil {
@@ -198,15 +210,15 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	var o orderRow
 	items, found := []itemRow{}, false
 	for rows.Next() {
-		var pos, qty, price sql.NullInt64
+		var pos, qty, price, taken sql.NullInt64
 		var sku, name sql.NullString
-		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price)...); err != nil {
+		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price, &taken)...); err != nil {
 			return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 		}
 		found = true
 		if pos.Valid {
 			items = append(items, itemRow{OrderID: id, Position: int(pos.Int64), SKU: sku.String,
-				Name: name.String, Quantity: qty.Int64, UnitPriceMinor: price.Int64})
+				Name: name.String, Quantity: qty.Int64, UnitPriceMinor: price.Int64, StockTaken: taken.Int64})
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -39,11 +39,11 @@ func TestCreateRequestIsUnique(t *testing.T) {
 		if n := created.Load(); n != 1 {
 			t.Errorf("orders created under one key = %d, want 1", n)
 		}
-		got, err := store.FindByCreateRequest(t.Context(), ann.ID, "key-1")
+		got, err := store.FindByCreateRequest(t.Context(), domain.CustomerScope(ann.ID), "key-1")
 		if err != nil || got.CreateRequestID != "key-1" || len(got.Items) != 2 {
 			t.Errorf("FindByCreateRequest(key-1) = %+v, %v; want the order with its items", got, err)
 		}
-		if _, err := store.FindByCreateRequest(t.Context(), ben.ID, "key-1"); !errors.Is(err, domain.ErrOrderNotFound) {
+		if _, err := store.FindByCreateRequest(t.Context(), domain.CustomerScope(ben.ID), "key-1"); !errors.Is(err, domain.ErrOrderNotFound) {
 			t.Errorf("FindByCreateRequest(other customer) = %v, want ErrOrderNotFound", err)
 		}
 		o := pendingOrder(ben.ID)

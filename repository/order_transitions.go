@@ -118,13 +118,19 @@ func (s *OrderStore) Release(ctx context.Context, id, requestID string, c domain
 
 // Cancel moves a pending order to cancelled. A processing order cannot be
 // cancelled: money may be moving.
+// The stock the order took comes back in the same transaction.
 func (s *OrderStore) Cancel(ctx context.Context, id string, c domain.Cause, now time.Time) (bool, error) {
-	return s.transition(ctx, act{"cancel order", id}, domain.NotifyOrderCancelled, c, now, cancelOrder, ts(now), id)
+	return s.closeUnpaid(ctx, id, func(ctx context.Context) (bool, error) {
+		return s.transition(ctx, act{"cancel order", id}, domain.NotifyOrderCancelled, c, now, cancelOrder, ts(now), id)
+	})
 }
 
-// expire moves one pending order that is due at now to expired.
+// expire moves one pending order that is due at now to expired, and
+// gives back the stock it took in the same transaction.
 func (s *OrderStore) expire(ctx context.Context, id string, c domain.Cause, now time.Time) (bool, error) {
-	return s.transition(ctx, act{"expire order", id}, domain.NotifyOrderExpired, c, now, expireOrder, ts(now), id, ts(now))
+	return s.closeUnpaid(ctx, id, func(ctx context.Context) (bool, error) {
+		return s.transition(ctx, act{"expire order", id}, domain.NotifyOrderExpired, c, now, expireOrder, ts(now), id, ts(now))
+	})
 }
 
 // ExpireDue moves pending orders whose expires_at is at or before now to

@@ -208,3 +208,17 @@ func whyNotAdjusted(p domain.Product, adjust int64) error {
 	}
 	return errFitsNow
 }
+
+// FindSKUs returns the products of skus, active or not, by SKU, in one
+// query; a SKU no product has is missing from the map.
+func (s *ProductStore) FindSKUs(ctx context.Context, skus []string) (map[string]domain.Product, error) {
+	var rows []productRow
+	if err := s.db.conn(ctx).Where("sku IN ?", skus).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("find products: %w", err)
+	}
+	out := make(map[string]domain.Product, len(rows))
+	for _, r := range rows {
+		out[r.SKU] = r.toDomain()
+	}
+	return out, nil
+}

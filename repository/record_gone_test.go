@@ -111,7 +111,7 @@ func TestRowFingerprints(t *testing.T) {
 		o := pendingOrder(c.ID)
 		o.CreateRequestID, o.CreateFingerprint = "key-1", "fp-create"
 		createOrder(t, db, o)
-		if got, err := orders.FindByCreateRequest(t.Context(), c.ID, "key-1"); err != nil || got.CreateFingerprint != "fp-create" {
+		if got, err := orders.FindByCreateRequest(t.Context(), domain.CustomerScope(c.ID), "key-1"); err != nil || got.CreateFingerprint != "fp-create" {
 			t.Errorf("FindByCreateRequest = %+v, %v; want fingerprint fp-create", got, err)
 		}
 		legacy := pendingOrder(c.ID)

@@ -26,7 +26,10 @@ type statusColumn struct {
 }
 
 // checkFixture is what the inserted rows refer to.
-type checkFixture struct{ customerID, orderID string }
+type checkFixture struct {
+	customerID, orderID string
+	before22            bool // the schema before 00022: orders have no creator
+}
 
 const checkTime = "2025-03-01 12:00:00.000000"
 
@@ -59,8 +62,12 @@ func strs[S ~string](ss []S) []string {
 //     provider, open sets.
 var statusColumns = []statusColumn{
 	{"orders", "status", "orders_status", strs(domain.OrderMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
-		return `INSERT INTO orders (id, customer_id, status, currency, amount_minor, expires_at, created_at, updated_at)
+		if f.before22 {
+			return `INSERT INTO orders (id, customer_id, status, currency, amount_minor, expires_at, created_at, updated_at)
 			VALUES (?, ?, ?, 'USD', 100, ?, ?, ?)`, []any{id, f.customerID, v, checkTime, checkTime, checkTime}
+		}
+		return `INSERT INTO orders (id, customer_id, creator, status, currency, amount_minor, expires_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 'USD', 100, ?, ?, ?)`, []any{id, f.customerID, domain.CustomerScope(f.customerID), v, checkTime, checkTime, checkTime}
 	}},
 	{"payment_attempts", "status", "payment_attempts_status", strs(domain.AttemptMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
 		return `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method, currency, amount_minor, created_at, updated_at)
@@ -317,7 +324,7 @@ func TestStatusChecksKeepRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		cust, order := newID(), newID()
-		fix := checkFixture{customerID: cust, orderID: order}
+		fix := checkFixture{customerID: cust, orderID: order, before22: true}
 		force(t, db, `INSERT INTO customers (id, email, name, token_hash, created_at) VALUES (?, ?, 'n', ?, ?)`, cust, cust+"@example.com", cust, checkTime)
 		tables := map[string]bool{}
 		for _, c := range statusColumns {

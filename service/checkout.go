@@ -142,7 +142,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 		if err != nil {
 			return domain.Order{}, err
 		}
-		if o.CustomerID != r.CustomerID {
+		if !o.VisibleTo(r.CustomerID) {
 			return domain.Order{}, domain.ErrOrderNotFound
 		}
 		if o.Status == domain.StatusPending {
@@ -177,7 +177,7 @@ func (s *Checkout) Pay(ctx context.Context, r PayRequest) (domain.Order, error) 
 // otherwise Pay reads the order as it would have without it.
 func (s *Checkout) created(r PayRequest) (domain.Order, bool) {
 	o, ok := s.Orders.TakeCreated(r.OrderID)
-	if !ok || o.CustomerID != r.CustomerID || !o.Claimable(s.Now().UTC()) {
+	if !ok || !o.VisibleTo(r.CustomerID) || !o.Claimable(s.Now().UTC()) {
 		return domain.Order{}, false
 	}
 	return o, true

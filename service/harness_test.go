@@ -71,6 +71,7 @@ type world struct {
 	disputeStore  *repository.DisputeStore
 	disputes      *service.Disputes
 	admin         *service.Admin
+	catalogue     *service.Catalogue
 	db            *repository.DB // this replica's connections
 
 	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
@@ -128,6 +129,7 @@ func (w *world) build(db *repository.DB) {
 	w.customers, w.orders, w.checkout, w.refunds, w.disputes = uc.Customers, uc.Orders, uc.Checkout, uc.Refunds, uc.Disputes
 	w.webhooks, w.recoverer, w.reconciler, w.resolver, w.admin = uc.Webhooks, uc.Recoverer, uc.Reconciler, uc.Resolver, uc.Admin
 	w.expire, w.discrepancies, w.ledger, w.disputeStore = uc.Expire, uc.Discrepancies, uc.Ledger, uc.DisputeStore
+	w.catalogue = uc.Catalogue
 }
 
 // observer is what these tests hear from the use cases: the payment
@@ -192,10 +194,12 @@ func (w *world) customer(t *testing.T) string {
 	return c.ID
 }
 
-// order creates a pending order of amount (EUR, one line) for customerID.
+// order creates a pending order of amount (EUR, one custom line) for
+// customerID, as the merchant's server does.
 func (w *world) order(t *testing.T, customerID, amount string) domain.Order {
 	t.Helper()
-	o, err := w.orders.Create(context.Background(), customerID, service.Keyed{}, "EUR", []service.NewItem{{SKU: "sku-1", Name: "Tea", Quantity: 1, UnitPrice: amount}})
+	o, err := w.orders.Create(context.Background(), service.Keyed{}, service.NewOrder{Merchant: true, CustomerID: customerID, Currency: "EUR",
+		Items: []service.NewItem{{SKU: "sku-1", Name: "Tea", Quantity: 1, UnitPrice: &amount}}})
 	if err != nil {
 		t.Fatalf("Orders.Create = %v", err)
 	}

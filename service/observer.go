@@ -29,6 +29,12 @@ type Observer interface {
 	WebhookApplied(eventType string, outcome WebhookOutcome)
 	// JobDone: a pass of the background job name handled n > 0 rows.
 	JobDone(name JobName, n int64)
+	// OrderCreated: an order was created, by the merchant's server or by
+	// a buyer (not told for a replayed creation).
+	OrderCreated(byMerchant bool)
+	// OutOfStock: an order was refused because a line was beyond its
+	// product's stock.
+	OutOfStock()
 }
 
 // PaymentOutcome is how a payment attempt ended, as Observer.PaymentResult
@@ -74,6 +80,12 @@ func (NopObserver) WebhookApplied(string, WebhookOutcome) {}
 
 // JobDone does nothing.
 func (NopObserver) JobDone(JobName, int64) {}
+
+// OrderCreated does nothing.
+func (NopObserver) OrderCreated(bool) {}
+
+// OutOfStock does nothing.
+func (NopObserver) OutOfStock() {}
 
 // Observers tells every observer in it, in order.
 type Observers []Observer
@@ -127,4 +139,18 @@ func observing(o Observer) Observer {
 		return NopObserver{}
 	}
 	return o
+}
+
+// OrderCreated tells every observer.
+func (all Observers) OrderCreated(byMerchant bool) {
+	for _, o := range all {
+		o.OrderCreated(byMerchant)
+	}
+}
+
+// OutOfStock tells every observer.
+func (all Observers) OutOfStock() {
+	for _, o := range all {
+		o.OutOfStock()
+	}
 }

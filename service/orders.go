@@ -17,10 +17,19 @@ import (
 type Orders struct {
 	Store    OrderStore
 	Attempts AttemptStore
-	Limits   domain.Limits
-	TTL      time.Duration // PAYD_ORDER_TTL: pending orders expire after this
-	Now      func() time.Time
-	// Observer, optional, is told of each order a cancel changes.
+	// Products prices the catalogue's lines; Customers tells whether a
+	// customer the merchant names exists.
+	Products interface {
+		FindSKUs(ctx context.Context, skus []string) (map[string]domain.Product, error)
+	}
+	Customers interface {
+		FindByID(ctx context.Context, id string) (domain.Customer, error)
+	}
+	Limits domain.Limits
+	TTL    time.Duration // PAYD_ORDER_TTL: pending orders expire after this
+	Now    func() time.Time
+	// Observer, optional, is told of each order a cancel changes, each
+	// order created, and each creation refused for lack of stock.
 	Observer Observer
 	// Feed, optional, lets callers hear of changes to an order made by
 	// this process (the event stream); without it Subscribe never signals.
@@ -32,27 +41,51 @@ type OrderFeed interface {
 	Subscribe(orderID string) (<-chan struct{}, func())
 }
 
-// NewItem is one requested order line, as the customer sent it.
+// NewOrder is an order as its creator asked for it.
+type NewOrder struct {
+	// Merchant is set when the merchant's server creates the order: it may
+	// name a customer and custom lines with their own price. Otherwise the
+	// buyer CustomerID creates it, from the catalogue's SKUs only.
+	Merchant bool
+	// CustomerID is the order's customer: the buyer's own, or the one the
+	// merchant names ("" for a guest).
+	CustomerID    string
+	Currency      string // "" for the catalogue's: the products' own
+	Items         []NewItem
+	CaptureMethod string // "" or "automatic"
+}
+
+// NewItem is one requested order line, as its creator sent it: a
+// catalogue SKU and a quantity, which payd prices, or (the merchant's
+// only) a custom line with its name and its own price.
 type NewItem struct {
 	SKU, Name string
 	Quantity  int64
-	UnitPrice string
+	UnitPrice *string // nil: priced from the catalogue
 }
 
-// Create validates the cart, computes the amount exactly and stores a
-// pending order. Under a key (req; the key is optional), a repeated
-// creation returns the order that key created, even when the first
-// execution died before its answer was stored or its idempotency record is
-// gone — but only if it is the same request: another cart under that key is
-// domain.ErrKeyReused (see sameCreation).
-func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, currency string, items []NewItem) (domain.Order, error) {
-	// Every field is checked before any is refused: the caller corrects
-	// them all at once.
-	var invalid domain.ValidationErrors
-	cur, err := domain.ParseCurrency(currency)
-	_ = invalid.Add(err)
-	lines := s.parseItems(cur, items, &invalid)
-	if err := invalid.Err(); err != nil {
+// creator is the idempotency scope of n's creator: a creation key is
+// unique within it.
+func (n NewOrder) creator() string {
+	if n.Merchant {
+		return domain.ScopeMerchant
+	}
+	return domain.CustomerScope(n.CustomerID)
+}
+
+// Create prices the cart (catalogue lines from the catalogue as it is
+// now, the merchant's custom lines at their own price), computes the
+// amount exactly and stores a pending order, taking its catalogue lines
+// from counted stock, all or none (a line beyond what is left is a
+// *domain.OutOfStockError and nothing is written). Under a key (req; the
+// key is optional), a repeated creation returns the order that key created
+// and takes no stock again, even when the first execution died before
+// its answer was stored or its idempotency record is gone — but only if
+// it is the same request: another cart under that key is
+// domain.ErrKeyReused (see sameCreation). ADR 0059.
+func (s *Orders) Create(ctx context.Context, req Keyed, n NewOrder) (domain.Order, error) {
+	lines, cur, err := s.price(ctx, n)
+	if err != nil {
 		return domain.Order{}, err
 	}
 	amount := domain.Total(lines)
@@ -64,7 +97,7 @@ func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, curre
 	}
 	now := s.Now().UTC()
 	o := domain.Order{
-		ID: newID(), CustomerID: customerID, Status: domain.StatusPending, Amount: amount, Currency: cur,
+		ID: newID(), CustomerID: n.CustomerID, Creator: n.creator(), Status: domain.StatusPending, Amount: amount, Currency: cur,
 		Items: lines, RefundedAmount: decimal.Zero, Version: 1, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
 		CreateRequestID: req.Key,
 	}
@@ -73,7 +106,7 @@ func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, curre
 	}
 	err = s.Store.Create(ctx, o)
 	if errors.Is(err, domain.ErrOrderExists) {
-		prev, err := s.Store.FindByCreateRequest(ctx, customerID, req.Key)
+		prev, err := s.Store.FindByCreateRequest(ctx, o.Creator, req.Key)
 		if err != nil {
 			return domain.Order{}, err
 		}
@@ -82,9 +115,14 @@ func (s *Orders) Create(ctx context.Context, customerID string, req Keyed, curre
 		}
 		return prev, nil
 	}
+	if errors.Is(err, domain.ErrOutOfStock) {
+		observing(s.Observer).OutOfStock()
+		return domain.Order{}, err
+	}
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("create order: %w", err)
 	}
+	observing(s.Observer).OrderCreated(n.Merchant)
 	return o, nil
 }
 
@@ -111,38 +149,126 @@ func sameCreation(prev, want domain.Order) bool {
 	return true
 }
 
-// parseItems reads the order lines, collecting every invalid field into
-// invalid. cur is empty when the currency itself is invalid: then a price
-// is checked only for being a decimal, as its scale depends on the currency.
-func (s *Orders) parseItems(cur domain.Currency, items []NewItem, invalid *domain.ValidationErrors) []domain.Item {
-	if len(items) == 0 || len(items) > s.Limits.MaxItems {
-		*invalid = append(*invalid, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("must hold 1 to %d items", s.Limits.MaxItems)})
-		return nil
-	}
-	lines := make([]domain.Item, 0, len(items))
-	for i, it := range items {
-		field := fmt.Sprintf("items[%d]", i)
-		sku, name := strings.TrimSpace(it.SKU), strings.TrimSpace(it.Name)
-		if sku == "" || len(sku) > 64 {
-			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".sku", Reason: "must be 1 to 64 characters"})
-		}
-		if name == "" || utf8.RuneCountInString(name) > 200 {
-			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".name", Reason: "must be 1 to 200 characters"})
-		}
-		if it.Quantity < 1 || it.Quantity > s.Limits.MaxQuantity {
-			*invalid = append(*invalid, &domain.ValidationError{Field: field + ".quantity", Reason: fmt.Sprintf("must be a whole number from 1 to %d", s.Limits.MaxQuantity)})
-		}
-		var price decimal.Decimal
+// price reads and prices n's lines and its currency, collecting every
+// invalid field at once (the caller corrects them all together): a
+// buyer's price, an unknown or inactive SKU, a line in another currency
+// than the order's, a customer the merchant named that does not exist.
+func (s *Orders) price(ctx context.Context, n NewOrder) ([]domain.Item, domain.Currency, error) {
+	var invalid domain.ValidationErrors
+	var cur domain.Currency
+	if n.Currency != "" {
 		var err error
-		if cur == "" {
-			_, err = domain.ParseDecimal(it.UnitPrice, field+".unit_price")
-		} else {
-			price, err = domain.ParseAmount(it.UnitPrice, cur, field+".unit_price")
-		}
-		_ = invalid.Add(err) // both parsers fail only with a *ValidationError
-		lines = append(lines, domain.Item{SKU: sku, Name: name, Quantity: it.Quantity, UnitPrice: price})
+		cur, err = domain.ParseCurrency(n.Currency)
+		_ = invalid.Add(err)
 	}
-	return lines
+	switch n.CaptureMethod {
+	case "", "automatic":
+	default:
+		invalid = append(invalid, &domain.ValidationError{Field: "capture_method", Reason: "must be automatic (the only capture method payd offers)"})
+	}
+	if n.Merchant && n.CustomerID != "" {
+		if _, err := s.Customers.FindByID(ctx, n.CustomerID); errors.Is(err, domain.ErrCustomerNotFound) {
+			invalid = append(invalid, &domain.ValidationError{Field: "customer_id", Reason: "no customer has this ID"})
+		} else if err != nil {
+			return nil, "", err
+		}
+	}
+	if len(n.Items) == 0 || len(n.Items) > s.Limits.MaxItems {
+		invalid = append(invalid, &domain.ValidationError{Field: "items", Reason: fmt.Sprintf("must hold 1 to %d items", s.Limits.MaxItems)})
+		return nil, "", invalid.Err()
+	}
+	products, err := s.catalogueOf(ctx, n.Items)
+	if err != nil {
+		return nil, "", err
+	}
+	if cur == "" && n.Currency == "" {
+		cur = currencyOf(n.Items, products)
+		if cur == "" {
+			invalid = append(invalid, &domain.ValidationError{Field: "currency", Reason: "is required when the order has custom lines"})
+		}
+	}
+	lines := make([]domain.Item, 0, len(n.Items))
+	for i, it := range n.Items {
+		line, errs := s.line(fmt.Sprintf("items[%d]", i), n.Merchant, cur, it, products)
+		invalid = append(invalid, errs...)
+		lines = append(lines, line)
+	}
+	return lines, cur, invalid.Err()
+}
+
+// catalogueOf reads the products the catalogue lines of items name, in
+// one query.
+func (s *Orders) catalogueOf(ctx context.Context, items []NewItem) (map[string]domain.Product, error) {
+	var skus []string
+	for _, it := range items {
+		if it.UnitPrice == nil && domain.ValidSKU(it.SKU) {
+			skus = append(skus, it.SKU)
+		}
+	}
+	if len(skus) == 0 {
+		return nil, nil
+	}
+	return s.Products.FindSKUs(ctx, skus)
+}
+
+// currencyOf is the currency of an order that names none: its first
+// catalogue line's product's ("" when it has none, or the product is
+// unknown: that line is refused anyway).
+func currencyOf(items []NewItem, products map[string]domain.Product) domain.Currency {
+	for _, it := range items {
+		if p, ok := products[it.SKU]; ok && it.UnitPrice == nil {
+			return p.Currency
+		}
+	}
+	return ""
+}
+
+// line is the order line field (items[i]) asks for, or what is wrong
+// with it. A catalogue line is priced from its active product; a custom
+// line, the merchant's only, at its own price (in cur; "" when the
+// currency is itself invalid: then its price is checked only for being a
+// decimal) and takes no stock.
+func (s *Orders) line(field string, merchant bool, cur domain.Currency, it NewItem, products map[string]domain.Product) (domain.Item, domain.ValidationErrors) {
+	var invalid domain.ValidationErrors
+	if it.Quantity < 1 || it.Quantity > s.Limits.MaxQuantity {
+		invalid = append(invalid, &domain.ValidationError{Field: field + ".quantity", Reason: fmt.Sprintf("must be a whole number from 1 to %d", s.Limits.MaxQuantity)})
+	}
+	if it.UnitPrice != nil {
+		if !merchant {
+			return domain.Item{}, append(invalid, &domain.ValidationError{Field: field + ".unit_price",
+				Reason: "a buyer may not set a price: name a SKU and a quantity, and payd prices the line from the catalogue"})
+		}
+		return s.customLine(field, cur, it, invalid)
+	}
+	p, ok := products[it.SKU]
+	switch {
+	case !ok || !p.Active:
+		return domain.Item{}, append(invalid, &domain.ValidationError{Field: field + ".sku", Reason: "no active product in the catalogue has this SKU"})
+	case cur != "" && p.Currency != cur:
+		return domain.Item{}, append(invalid, &domain.ValidationError{Field: field + ".sku",
+			Reason: fmt.Sprintf("is priced in %s, not in the order's currency %s", p.Currency, cur)})
+	}
+	return p.Line(it.Quantity), invalid
+}
+
+// customLine is a merchant's line with its own name and price.
+func (s *Orders) customLine(field string, cur domain.Currency, it NewItem, invalid domain.ValidationErrors) (domain.Item, domain.ValidationErrors) {
+	sku, name := strings.TrimSpace(it.SKU), strings.TrimSpace(it.Name)
+	if len(sku) > 64 {
+		invalid = append(invalid, &domain.ValidationError{Field: field + ".sku", Reason: "must be at most 64 characters"})
+	}
+	if name == "" || utf8.RuneCountInString(name) > domain.MaxProductName {
+		invalid = append(invalid, &domain.ValidationError{Field: field + ".name", Reason: fmt.Sprintf("must be 1 to %d characters", domain.MaxProductName)})
+	}
+	var price decimal.Decimal
+	var err error
+	if cur == "" {
+		_, err = domain.ParseDecimal(*it.UnitPrice, field+".unit_price")
+	} else {
+		price, err = domain.ParseAmount(*it.UnitPrice, cur, field+".unit_price")
+	}
+	_ = invalid.Add(err) // both parsers fail only with a *ValidationError
+	return domain.Item{SKU: sku, Name: name, Quantity: it.Quantity, UnitPrice: price}, invalid
 }
 
 // Get returns one of the customer's orders; another customer's order is
@@ -152,7 +278,7 @@ func (s *Orders) Get(ctx context.Context, customerID, id string) (domain.Order, 
 	if err != nil {
 		return domain.Order{}, err
 	}
-	if o.CustomerID != customerID {
+	if !o.VisibleTo(customerID) {
 		return domain.Order{}, domain.ErrOrderNotFound
 	}
 	return o, nil

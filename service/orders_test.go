@@ -13,33 +13,35 @@ import (
 	"github.com/payd/payd/service"
 )
 
-// TestOrdersCreate: the amount is the exact sum of the lines, the order
-// starts pending and expires after the TTL; an invalid cart is refused
-// field by field and stores nothing.
+// TestOrdersCreate: a buyer's lines are priced from the catalogue, the
+// merchant's custom lines at their own price; the amount is the exact sum
+// of the lines, the order starts pending and expires after the TTL; an
+// invalid cart is refused field by field and stores nothing.
 func TestOrdersCreate(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		cust := w.customer(t)
+		w.product(t, "tea", "0.10", "EUR", nil)
+		w.product(t, "pot", "19.90", "EUR", nil)
 		before := w.clock.Now()
-		o, err := w.orders.Create(ctx, cust, service.Keyed{}, "EUR", []service.NewItem{
-			{SKU: "tea", Name: "Tea", Quantity: 3, UnitPrice: "0.10"},
-			{SKU: "pot", Name: "Pot", Quantity: 1, UnitPrice: "19.90"},
-		})
+		o, err := w.orders.Create(ctx, service.Keyed{}, buyerOrder(cust, "", item("tea", 3), item("pot", 1)))
 		if err != nil {
 			t.Fatalf("Create = %v", err)
 		}
-		if !o.Amount.Equal(decimal.RequireFromString("20.20")) || o.Status != domain.StatusPending || o.Currency != "EUR" {
-			t.Fatalf("Create = %s %s %s, want 20.20 EUR pending", o.Amount, o.Currency, o.Status)
+		if !o.Amount.Equal(decimal.RequireFromString("20.20")) || o.Status != domain.StatusPending || o.Currency != "EUR" || o.Items[1].Name != "pot's name" {
+			t.Fatalf("Create = %s %s %s %+v, want 20.20 EUR pending, priced and named from the catalogue", o.Amount, o.Currency, o.Status, o.Items)
 		}
 		if o.ExpiresAt.Before(before.Add(orderTTL)) || o.ExpiresAt.After(w.clock.Now().Add(orderTTL)) {
 			t.Errorf("ExpiresAt = %v, want created + %v", o.ExpiresAt, orderTTL)
 		}
 		got := w.get(t, cust, o.ID)
-		if !got.Amount.Equal(o.Amount) || len(got.Items) != 2 {
-			t.Fatalf("stored order = %s with %d items, want %s with 2", got.Amount, len(got.Items), o.Amount)
+		if !got.Amount.Equal(o.Amount) || len(got.Items) != 2 || got.Creator != domain.CustomerScope(cust) {
+			t.Fatalf("stored order = %s with %d items by %q, want %s with 2 by the customer", got.Amount, len(got.Items), got.Creator, o.Amount)
 		}
 
-		_, err = w.orders.Create(ctx, cust, service.Keyed{}, "XXX", []service.NewItem{{SKU: "", Name: "x", Quantity: 0, UnitPrice: "1"}})
+		price := "1"
+		_, err = w.orders.Create(ctx, service.Keyed{}, service.NewOrder{CustomerID: cust, Currency: "XXX",
+			Items: []service.NewItem{{SKU: "", Quantity: 0, UnitPrice: &price}}})
 		var invalid domain.ValidationErrors
 		if !errors.As(err, &invalid) || len(invalid) < 3 {
 			t.Fatalf("Create(invalid cart) = %v, want a validation error per field", err)
@@ -57,19 +59,21 @@ func TestOrdersCreateKeyedReplay(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
 		cust := w.customer(t)
-		cart := []service.NewItem{{SKU: "tea", Name: "Tea", Quantity: 2, UnitPrice: "3.00"}}
+		w.product(t, "tea", "3.00", "EUR", nil)
+		w.product(t, "pot", "9.00", "EUR", nil)
+		cart := buyerOrder(cust, "EUR", item("tea", 2))
 		key := service.Keyed{Key: newKey(), Fingerprint: "fp-cart-1"}
 
-		first, err := w.orders.Create(ctx, cust, key, "EUR", cart)
+		first, err := w.orders.Create(ctx, key, cart)
 		if err != nil {
 			t.Fatalf("Create = %v", err)
 		}
-		again, err := w.orders.Create(ctx, cust, key, "EUR", cart)
+		again, err := w.orders.Create(ctx, key, cart)
 		if err != nil || again.ID != first.ID {
 			t.Fatalf("Create again = %s, %v, want %s", again.ID, err, first.ID)
 		}
 		other := service.Keyed{Key: key.Key, Fingerprint: "fp-cart-2"}
-		if _, err := w.orders.Create(ctx, cust, other, "EUR", []service.NewItem{{SKU: "pot", Name: "Pot", Quantity: 1, UnitPrice: "9.00"}}); !errors.Is(err, domain.ErrKeyReused) {
+		if _, err := w.orders.Create(ctx, other, buyerOrder(cust, "EUR", item("pot", 1))); !errors.Is(err, domain.ErrKeyReused) {
 			t.Fatalf("Create, same key, other cart = %v, want ErrKeyReused", err)
 		}
 		page, err := w.orders.List(ctx, domain.OrderFilter{CustomerID: cust, Limit: 10})

@@ -36,8 +36,9 @@ type CustomerStore interface {
 // reports whether it changed a row; when it did not, the caller re-reads the
 // order and decides from its status and stored request ID.
 type OrderStore interface {
-	// Create stores o with its items; a second order of one customer with
-	// the same CreateRequestID is domain.ErrOrderExists.
+	// Create stores o with its items and takes the stock its lines take
+	// (all or none: a *domain.OutOfStockError); a second order of one
+	// creator with the same CreateRequestID is domain.ErrOrderExists.
 	Create(ctx context.Context, o domain.Order) error
 	// FindByID returns the order with its items, or domain.ErrOrderNotFound.
 	FindByID(ctx context.Context, id string) (domain.Order, error)
@@ -46,9 +47,9 @@ type OrderStore interface {
 	// no transaction that changes the order commits between that read and
 	// the caller's end (ADR 0030's outside refunds).
 	Lock(ctx context.Context, id string) (domain.Order, error)
-	// FindByCreateRequest returns the customer's order created under
-	// requestID, or domain.ErrOrderNotFound.
-	FindByCreateRequest(ctx context.Context, customerID, requestID string) (domain.Order, error)
+	// FindByCreateRequest returns the order creator (its idempotency
+	// scope) created under requestID, or domain.ErrOrderNotFound.
+	FindByCreateRequest(ctx context.Context, creator, requestID string) (domain.Order, error)
 	// List returns one page of orders matching f, newest first.
 	List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error)
 

@@ -6,13 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"strings"
 )
 
 // Tokens derives customer tokens from the server secret (PAYD_SECRET_KEY)
 // through HMAC with a label of its own; the idempotency package derives
 // the key that seals stored responses from the same secret under another.
 type Tokens struct {
-	key []byte
+	key    []byte
+	secret []byte // the key of orders' client secrets
 }
 
 // NewTokens derives the token key from secret.
@@ -22,7 +24,39 @@ func NewTokens(secret string) (*Tokens, error) {
 	}
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("payd customer token v1"))
-	return &Tokens{key: m.Sum(nil)}, nil
+	key := m.Sum(nil)
+	m = hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("payd client secret v1"))
+	return &Tokens{key: key, secret: m.Sum(nil)}, nil
+}
+
+// clientSecretMark separates a client secret's order ID from its MAC.
+const clientSecretMark = "_secret_"
+
+// ClientSecret derives order id's client secret: the bearer credential of
+// that one order, which the merchant's server hands the buyer's browser
+// (ADR 0059). It names its order and carries an HMAC of it, so payd
+// checks one without storing it, and a replayed creation answers the same
+// one: no plaintext or hash of it rests anywhere.
+func (t *Tokens) ClientSecret(orderID string) string {
+	return orderID + clientSecretMark + t.clientMAC(orderID)
+}
+
+// OrderOfClientSecret returns the order a client secret is for, if it is
+// one payd derived (compared in constant time).
+func (t *Tokens) OrderOfClientSecret(secret string) (string, bool) {
+	id, mac, ok := strings.Cut(secret, clientSecretMark)
+	if !ok || len(id) != 36 || len(mac) != 43 {
+		return "", false
+	}
+	want := t.clientMAC(id)
+	return id, hmac.Equal([]byte(mac), []byte(want))
+}
+
+func (t *Tokens) clientMAC(orderID string) string {
+	m := hmac.New(sha256.New, t.secret)
+	m.Write([]byte(orderID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // CustomerToken derives the bearer token of a customer. Deriving it (rather

@@ -50,6 +50,8 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	rateLimited   *prometheus.CounterVec
 	notify        *prometheus.CounterVec
+	ordersCreated *prometheus.CounterVec
+	outOfStock    prometheus.Counter
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -93,6 +95,14 @@ func NewMetrics() *Metrics {
 			Name: "payd_notify_deliveries_total",
 			Help: "Requests sent to merchant endpoints by outcome: delivered (2xx), retry, failed (given up), gone (410: endpoint disabled).",
 		}, []string{"outcome"}),
+		ordersCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_orders_created_total",
+			Help: "Orders created, by creator: customer (a buyer's token, priced from the catalogue) or merchant (the merchant's server).",
+		}, []string{"creator"}),
+		outOfStock: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payd_out_of_stock_total",
+			Help: "Order creations refused because a line was beyond its product's stock (409 out_of_stock).",
+		}),
 	}
 	m.startAtZero()
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
@@ -100,6 +110,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.provider, m.rejected, buildInfo()) // provider.go, backlog.go (ADR 0022)
 	m.reg.MustRegister(m.rateLimited)                       // ratelimit.go (ADR 0037)
 	m.reg.MustRegister(m.notify)                            // ADR 0053
+	m.reg.MustRegister(m.ordersCreated, m.outOfStock)       // ADR 0059
 	return m
 }
 
@@ -109,6 +120,9 @@ func NewMetrics() *Metrics {
 // (the PaydDisputeOpened alert counts new disputes as the disputed
 // series' increase). The sets are the enums' own lists, never retyped.
 func (m *Metrics) startAtZero() {
+	for _, c := range []string{creatorCustomer, creatorMerchant} {
+		m.ordersCreated.WithLabelValues(c)
+	}
 	for _, o := range idempotency.KeyOutcomes {
 		m.idempotency.WithLabelValues(string(o))
 	}
@@ -194,6 +208,24 @@ func (m *Metrics) PaymentResult(_ context.Context, _ domain.Attempt, result serv
 func (m *Metrics) DiscrepancyRecorded(_ context.Context, d domain.Discrepancy) {
 	m.discrepancies.WithLabelValues(string(d.Type)).Inc()
 }
+
+// The creators of payd_orders_created_total.
+const (
+	creatorCustomer = "customer"
+	creatorMerchant = "merchant"
+)
+
+// OrderCreated counts an order by its creator (service.Observer).
+func (m *Metrics) OrderCreated(byMerchant bool) {
+	c := creatorCustomer
+	if byMerchant {
+		c = creatorMerchant
+	}
+	m.ordersCreated.WithLabelValues(c).Inc()
+}
+
+// OutOfStock counts an order refused for lack of stock (service.Observer).
+func (m *Metrics) OutOfStock() { m.outOfStock.Inc() }
 
 // JobDone counts the rows a background job handled (service.Observer).
 func (m *Metrics) JobDone(name service.JobName, n int64) {

@@ -45,6 +45,9 @@ func (b *bench) payd(ctx context.Context) error {
 		{"new pay", n, b.pay},
 		{"replay", n, b.replay},
 	}
+	if err := b.api.createProduct(ctx, merchantKey); err != nil { // what the buyers order: only the merchant prices it
+		return err
+	}
 	for _, s := range steps {
 		if err := b.phase(ctx, "payd", s.name, s.n, s.do); err != nil {
 			return err

@@ -10,9 +10,12 @@ import (
 	"time"
 )
 
-// The order every benchmark order is, and its total in minor units.
+// The order every benchmark order is, and its total in minor units: one
+// unit of the catalogue's product (productBody, which the merchant's key
+// creates before the buyers order it).
 const (
-	orderBody     = `{"currency":"USD","items":[{"sku":"bench","name":"Benchmark item","quantity":1,"unit_price":"9.99"}]}`
+	productBody   = `{"sku":"bench","name":"Benchmark item","unit_price":"9.99","currency":"USD"}`
+	orderBody     = `{"items":[{"sku":"bench","quantity":1}]}`
 	orderMinor    = 999
 	orderCurrency = "USD"
 	payBody       = `{"payment_method":"pm_ok"}`
@@ -79,6 +82,16 @@ func (c *client) register(ctx context.Context, i int, key string) (customer, err
 		return customer{}, fmt.Errorf("register: %w", err)
 	}
 	return customer{ID: out.Customer.ID, Token: out.Token}, nil
+}
+
+// createProduct puts the benchmark's product in the catalogue with the
+// merchant's key.
+func (c *client) createProduct(ctx context.Context, merchantKey string) error {
+	r, err := c.post(ctx, "/v1/products", merchantKey, "bench-product", productBody)
+	if err := expect(r, err, http.StatusCreated, false); err != nil {
+		return fmt.Errorf("create product: %w", err)
+	}
+	return nil
 }
 
 func (c *client) createOrder(ctx context.Context, token string) (string, error) {

@@ -112,7 +112,7 @@ func startPayd(ctx context.Context, bin, dir, databaseURL, providerURL string, e
 // customer's requests (a variable, which a build without the limit
 // ignores, where a flag would stop it).
 func paydEnv() []string {
-	env := []string{"PAYD_RATE_LIMIT=0", "PAYD_WEBHOOK_RATE_LIMIT=0"}
+	env := []string{"PAYD_RATE_LIMIT=0", "PAYD_WEBHOOK_RATE_LIMIT=0", "PAYD_MERCHANT_KEY=" + merchantKey}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PAYD_") {
 			env = append(env, kv)
@@ -162,6 +162,10 @@ func (p *paydProc) Stop() error {
 		return fmt.Errorf("payd did not stop within 30s: killed (%v)", <-p.done)
 	}
 }
+
+// merchantKey is the merchant key of the payd measured, made up for this
+// run (a variable, as the rate limits are).
+var merchantKey = "sk_" + randomHex()
 
 func randomHex() string { return hex.EncodeToString(randomBytes()) }
 
