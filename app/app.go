@@ -217,6 +217,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	if a.parts, err = Wire(a.cfg, db, prov, log); err != nil {
 		return nil, err
 	}
+	seedDemoCatalogue(ctx, a.cfg, sandboxLn != nil, a.parts.catalogue, log)
 	a.onClose(a.parts.closeRedis)
 	return a, nil
 }

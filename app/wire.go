@@ -73,6 +73,8 @@ type Parts struct {
 	Metrics *telemetry.Metrics // served on its own listener when PAYD_METRICS_ADDR is set
 	Redis   *redisx.Redis      // nil without PAYD_REDIS_URL
 
+	catalogue *service.Catalogue // Build seeds the demo catalogue through it (democatalogue.go)
+
 	draining *atomic.Bool // set by Drain: /readyz answers 503 from then on
 }
 
@@ -191,7 +193,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
 	jobs = append(jobs, notifyWorker(cfg, db, sealer, metrics, log).Job(notifyEvery, log, observer))
-	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds, draining: draining}, nil
+	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds, draining: draining, catalogue: uc.Catalogue}, nil
 }
 
 // NewIdempotency is the idempotency engine on db's records, with payd's

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 
 	"github.com/payd/payd/internal/testdeps"
 	"github.com/payd/payd/sandbox"
@@ -100,6 +101,7 @@ func newBrowser(t *testing.T) context.Context {
 // exchange is one request the browser sent through the tap, and its answer.
 type exchange struct {
 	Method, URI, Key string // URI as sent (path and query); Key is the Idempotency-Key
+	Sent             []byte // the request's body, kept for order creations only
 	Status           int
 	Replayed         bool   // Idempotent-Replayed: true
 	RetryAfter       string // the Retry-After header
@@ -109,6 +111,11 @@ type exchange struct {
 
 func (x exchange) isPay() bool {
 	return x.Method == http.MethodPost && strings.HasSuffix(x.URI, "/pay")
+}
+
+// isCreate reports whether x is an order creation.
+func (x exchange) isCreate() bool {
+	return x.Method == http.MethodPost && x.URI == "/v1/orders"
 }
 
 // tap stands between the browser and payd, as a load balancer would. It
@@ -147,6 +154,15 @@ func newTap(t *testing.T, target string) *tap {
 
 func (p *tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := exchange{Method: r.Method, URI: r.URL.RequestURI(), Key: r.Header.Get("Idempotency-Key")}
+	if x.isCreate() {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		x.Sent = body
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	x.Cut = p.cuttable(x) && p.cuts.Add(-1) >= 0
 	p.mu.Lock()
 	i := len(p.log)
@@ -171,7 +187,7 @@ func (p *tap) answered(res *http.Response) error {
 	x := &p.log[i]
 	x.Status, x.Replayed = res.StatusCode, res.Header.Get("Idempotent-Replayed") == "true"
 	x.RetryAfter = res.Header.Get("Retry-After")
-	if !x.isPay() && !x.Cut {
+	if !x.isPay() && !x.isCreate() && !x.Cut {
 		return nil
 	}
 	body, err := io.ReadAll(res.Body) // payd has finished with the request
@@ -221,6 +237,9 @@ func (p *tap) exchanges(keep func(exchange) bool) []exchange {
 
 func (p *tap) pays() []exchange { return p.exchanges(exchange.isPay) }
 
+// creates are the order creations that passed through.
+func (p *tap) creates() []exchange { return p.exchanges(exchange.isCreate) }
+
 // gate stands between the sandbox and payd's webhook endpoint. Shut, it
 // answers 503 and the sandbox keeps retrying; open, it lets them through.
 type gate struct {
@@ -268,6 +287,7 @@ type checkoutOptions struct {
 	cutPays      int  // cut the replies to this many first pay requests
 	holdWebhooks bool // keep the sandbox's webhooks from payd until gate.open is set
 	env          env
+	catalogue    []shopItem // what the shop sells; nil: demoShop
 }
 
 // startShopper boots payd, the tap in front of it and a browser.
@@ -278,8 +298,64 @@ func startShopper(t *testing.T, dialect string, o checkoutOptions) *shopper {
 	g.open.Store(!o.holdWebhooks)
 	p := newTap(t, s.base)
 	p.cuts.Store(int32(o.cutPays))
+	stockShop(s.driver, o.catalogue)
 	// The browser last: its cleanup runs first, so no stream holds the tap open.
 	return &shopper{t: t, s: s, tap: p, webhook: g, ctx: newBrowser(t)}
+}
+
+// shopItem is a product of the checkout tests' shop.
+type shopItem struct {
+	SKU, Name, Price string
+	Stock            any // a count, or nil: unlimited
+}
+
+// demoShop is what the sandbox shop sells: the products payd seeds in
+// development with its in-process sandbox (app/democatalogue.go). The
+// checkout tests run payd against a sandbox of their own, so they stock
+// the shop themselves, with the merchant key.
+var demoShop = []shopItem{
+	{"tea-green", "Green tea, 100 g", "4.95", nil},
+	{"mug-stone", "Stoneware mug", "12.00", 5},
+	{"honey-wild", "Wildflower honey", "7.50", nil},
+}
+
+// stockShop creates the products of items (demoShop when nil) in payd's
+// catalogue with the merchant key.
+func stockShop(d *driver, items []shopItem) {
+	d.t.Helper()
+	if items == nil {
+		items = demoShop
+	}
+	for _, it := range items {
+		r := d.merchant(testMerchantKey, "POST", "/v1/products", uuid.NewString(),
+			map[string]any{"sku": it.SKU, "name": it.Name, "unit_price": it.Price, "currency": "USD", "stock": it.Stock})
+		if r.Status != http.StatusCreated {
+			d.t.Fatalf("stock the shop with %s = %d %s, want 201", it.SKU, r.Status, r.Body)
+		}
+	}
+}
+
+// usualCart is what orderReady puts in the cart: 2 × 4.95 + 12.00 = 21.90.
+var usualCart = map[string]int{"tea-green": 2, "mug-stone": 1}
+
+// setQuantity types n into the quantity of sku in the cart, as a buyer
+// does (the page hears an input event).
+func (b *shopper) setQuantity(sku string, n int) {
+	b.t.Helper()
+	ok, err := eval[bool](b, fmt.Sprintf(`(() => { const q = document.getElementById(%q);
+		if (!q || q.disabled) return false;
+		q.value = %q; q.dispatchEvent(new Event('input', { bubbles: true })); return true; })()`, "qty-"+sku, strconv.Itoa(n)))
+	if err != nil || !ok {
+		b.t.Fatalf("set the quantity of %s to %d: not on the page or disabled (%v)\n%s", sku, n, err, b.describe())
+	}
+}
+
+// fillCart sets the cart's quantities.
+func (b *shopper) fillCart(cart map[string]int) {
+	b.t.Helper()
+	for sku, n := range cart {
+		b.setQuantity(sku, n)
+	}
 }
 
 // do runs steps with a bound, failing the test with the page's state.
@@ -364,9 +440,18 @@ func (b *shopper) describe() string {
 	return sb.String()
 }
 
-// orderReady registers a new customer through the page, fills the cart,
-// places the order and returns its ID as the page shows it.
+// orderReady registers a new customer through the page, fills the cart
+// (usualCart), places the order and returns its ID as the page shows it.
 func (b *shopper) orderReady(email string) string {
+	b.t.Helper()
+	b.signUp(email)
+	b.fillCart(usualCart)
+	return b.placeOrder()
+}
+
+// signUp opens the checkout page and registers a new customer through
+// it, up to the cart, drawn from the catalogue.
+func (b *shopper) signUp(email string) {
 	b.t.Helper()
 	b.do("open the checkout page", chromedp.Navigate(b.tap.srv.URL+"/checkout"))
 	b.waitState("signed-out")
@@ -376,6 +461,12 @@ func (b *shopper) orderReady(email string) string {
 		chromedp.Click(chromedp.CSS("#register")),
 	)
 	b.waitState("cart")
+}
+
+// placeOrder places the order the cart holds and returns its ID as the
+// page shows it.
+func (b *shopper) placeOrder() string {
+	b.t.Helper()
 	b.do("place the order", chromedp.Click(chromedp.CSS("#place-order")))
 	b.waitState("ready")
 	id, err := eval[string](b, `document.getElementById('app').dataset.orderId`)

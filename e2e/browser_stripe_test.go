@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/payd/payd/internal/stripefake"
 )
 
@@ -16,6 +14,7 @@ func startStripeShopper(t *testing.T, dialect string) (*shopper, *stripeStack) {
 	t.Helper()
 	s := start(t, on(dialect), stripeMode(), withEnv(env{"PAYD_LEASE": "10m"})).stripe() // only the webhook settles
 	st := &stack{inproc: s.inproc, db: s.db, dialect: s.dialect, dbURL: s.dbURL}
+	stockShop(st.driver, nil)
 	return &shopper{t: t, s: st, tap: newTap(t, s.base), ctx: newBrowser(t)}, s
 }
 
@@ -54,12 +53,8 @@ func TestCheckoutStripe(t *testing.T) {
 		// A decline with a test card, then a card that pays: one charge.
 		b.click("#new-order", 1)
 		b.waitState("cart")
-		b.do("place the order", chromedp.Click(chromedp.CSS("#place-order")))
-		b.waitState("ready")
-		order, err := eval[string](b, `document.getElementById('app').dataset.orderId`)
-		if err != nil || order == "" {
-			t.Fatalf("second order ID = %q, %v", order, err)
-		}
+		b.fillCart(usualCart)
+		order = b.placeOrder()
 		b.choose(stripefake.PMDeclined)
 		b.click("#pay", 1)
 		b.waitState("declined")

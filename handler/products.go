@@ -20,6 +20,7 @@ type Catalogue interface {
 	AdjustStock(ctx context.Context, sku string, adjust int64) (domain.Product, error)
 	Shown(ctx context.Context, sku string) (domain.Product, error)
 	List(ctx context.Context, after string, limit int) ([]domain.Product, error)
+	ListAll(ctx context.Context, after string, limit int) ([]domain.Product, error)
 }
 
 // Auditor appends to the audit trail (service.Admin).
@@ -162,7 +163,15 @@ func (h *Products) get(c echo.Context) error {
 
 // list is GET /v1/products?limit=&cursor=: the active products by SKU, a
 // page at a time; next_cursor is the SKU to continue after.
-func (h *Products) list(c echo.Context) error {
+func (h *Products) list(c echo.Context) error { return productPage(c, h.Service.List) }
+
+// all is GET /v1/admin/products?limit=&cursor=, for operators: every
+// product by SKU, active or not, paged as list is.
+func (h *Products) all(c echo.Context) error { return productPage(c, h.Service.ListAll) }
+
+// productPage answers one page of the products read lists, by SKU after the
+// cursor.
+func productPage(c echo.Context, read func(ctx context.Context, after string, limit int) ([]domain.Product, error)) error {
 	var invalid domain.ValidationErrors
 	limit := 20
 	if s := c.QueryParam("limit"); s != "" {
@@ -179,7 +188,7 @@ func (h *Products) list(c echo.Context) error {
 	if err := invalid.Err(); err != nil {
 		return err
 	}
-	list, err := h.Service.List(c.Request().Context(), cursor, limit+1) // one more tells whether a next page exists
+	list, err := read(c.Request().Context(), cursor, limit+1) // one more tells whether a next page exists
 	if err != nil {
 		return err
 	}

@@ -84,8 +84,23 @@ func (s *ProductStore) FindBySKU(ctx context.Context, sku string) (domain.Produc
 // ListActive returns the active products by SKU: at most limit of them,
 // those after SKU after ("": from the first).
 func (s *ProductStore) ListActive(ctx context.Context, after string, limit int) ([]domain.Product, error) {
+	return s.list(ctx, true, after, limit)
+}
+
+// ListAll is ListActive with the inactive products too: the operators'
+// view of the catalogue.
+func (s *ProductStore) ListAll(ctx context.Context, after string, limit int) ([]domain.Product, error) {
+	return s.list(ctx, false, after, limit)
+}
+
+// list returns the products by SKU, only the active ones when activeOnly:
+// at most limit of them, those after SKU after ("": from the first).
+func (s *ProductStore) list(ctx context.Context, activeOnly bool, after string, limit int) ([]domain.Product, error) {
 	var rows []productRow
-	q := s.db.conn(ctx).Where("active = ?", true)
+	q := s.db.conn(ctx)
+	if activeOnly {
+		q = q.Where("active = ?", true)
+	}
 	if after != "" {
 		q = q.Where("sku > ?", after)
 	}

@@ -22,8 +22,8 @@ func newProductRow(sku string, stock *int64) domain.Product {
 
 // TestProductStore: a product is stored and read back exactly (price in
 // minor units, stock or unlimited); a SKU stored twice is ErrSKUTaken; the
-// storefront's list holds the active products by SKU; an update changes
-// only what it returns.
+// storefront's list holds the active products by SKU, the operators' list
+// all of them; an update changes only what it returns.
 func TestProductStore(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		s := repository.NewProductStore(dbtest.Open(t, d))
@@ -65,6 +65,13 @@ func TestProductStore(t *testing.T) {
 		}
 		if list, _ := s.ListActive(ctx, "B-1", 10); len(list) != 1 || list[0].SKU != "b-1" {
 			t.Errorf("ListActive(after B-1) = %+v, want b-1", list)
+		}
+		all, err := s.ListAll(ctx, "", 10)
+		if err != nil || len(all) != 3 || all[0].SKU != "B-1" || all[1].SKU != "a-1" || all[1].Active || all[2].SKU != "b-1" {
+			t.Errorf("ListAll = %+v, %v; want B-1, a-1 (inactive), b-1", all, err)
+		}
+		if all, _ := s.ListAll(ctx, "B-1", 1); len(all) != 1 || all[0].SKU != "a-1" {
+			t.Errorf("ListAll(after B-1, limit 1) = %+v, want a-1", all)
 		}
 	})
 }

@@ -15,6 +15,7 @@ type ProductStore interface {
 	Create(ctx context.Context, p domain.Product) (domain.Product, error)
 	FindBySKU(ctx context.Context, sku string) (domain.Product, error)
 	ListActive(ctx context.Context, after string, limit int) ([]domain.Product, error)
+	ListAll(ctx context.Context, after string, limit int) ([]domain.Product, error)
 	Update(ctx context.Context, sku string, change func(domain.Product) (domain.Product, error)) (domain.Product, error)
 	AdjustStock(ctx context.Context, sku string, adjust int64, now time.Time) (domain.Product, error)
 }
@@ -92,4 +93,10 @@ func (s *Catalogue) Shown(ctx context.Context, sku string) (domain.Product, erro
 // List returns up to limit active products by SKU, after SKU after.
 func (s *Catalogue) List(ctx context.Context, after string, limit int) ([]domain.Product, error) {
 	return s.Store.ListActive(ctx, after, limit)
+}
+
+// ListAll returns up to limit products by SKU, active or not, after SKU
+// after: the operators' view.
+func (s *Catalogue) ListAll(ctx context.Context, after string, limit int) ([]domain.Product, error) {
+	return s.Store.ListAll(ctx, after, limit)
 }

@@ -1,11 +1,13 @@
 // Package web is payd's pages: plain HTML, CSS and JavaScript, embedded in
-// the binary with no build step. The checkout page (/checkout) shows how a
-// frontend holds up its end of payd's idempotency promise: one idempotency
-// key per payment intent, kept across retries and reloads, and outcomes
-// recovered from the server rather than guessed. The operators' console
-// (/admin) searches orders, draws an order's timeline, resolves
-// discrepancies and runs reconciliations through the admin API, with the
-// same promise: one key per resolve or run intent. The landing page (/)
+// the binary with no build step. The checkout page (/checkout) sells the
+// catalogue payd lists, sends SKUs and quantities and shows the amounts
+// payd priced, and shows how a frontend holds up its end of payd's
+// idempotency promise: one idempotency key per payment intent, kept across
+// retries and reloads, and outcomes recovered from the server rather than
+// guessed. The operators' console (/admin) searches orders, draws an
+// order's timeline, resolves discrepancies, runs reconciliations and lists
+// the catalogue through the admin API, with the same promise: one key per
+// resolve or run intent. The landing page (/)
 // links both, the OpenAPI document and the problem types. It imports
 // nothing of payd, so any router can mount Handler, Console and Landing.
 package web

@@ -1,11 +1,12 @@
 // app.js: the operators' console. It signs in with an operator token, then
 // works only through payd's admin API (/v1/admin/...): an overview of how
 // payments are going (overview.js), orders on the left and the open one on
-// the right (order.js), discrepancies with resolve buttons and
-// reconciliations. Every change it asks for carries an idempotency key
-// made once per operator intent (see discrepancies.js, order.js and
-// runReconcile); what is on screen is asked for again after every action
-// and every few seconds (live.js).
+// the right (order.js), discrepancies with resolve buttons,
+// reconciliations, the shop's endpoints (endpoints.js) and its catalogue
+// (catalogue.js, read-only). Every change it asks for carries an
+// idempotency key made once per operator intent (see discrepancies.js,
+// order.js and runReconcile); what is on screen is asked for again after
+// every action and every few seconds (live.js).
 
 import { call, send, describe, newKey, savedToken, saveToken, forgetToken, NetworkError } from './api.js';
 import { h, $, when, badge, idRef, amount, short, copyButton } from './dom.js';
@@ -14,6 +15,7 @@ import { initOverview, refreshOverview } from './overview.js';
 import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
 import { every } from './live.js';
 import { loadEndpoints } from './endpoints.js';
+import { loadCatalogue } from './catalogue.js';
 
 const app = $('app');
 let orderCursor = null;
@@ -86,7 +88,7 @@ async function signIn(token) {
   }
   $('sign-in-error').textContent = '';
   setState('ready');
-  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders(), loadEndpoints()]);
+  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders(), loadEndpoints(), loadCatalogue()]);
 }
 
 function signOut() {
@@ -337,6 +339,8 @@ on('disc-more', 'click', () => loadDiscrepancies(true));
 on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
 on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
 on('ep-refresh', 'click', () => loadEndpoints());
+on('cat-refresh', 'click', () => loadCatalogue());
+on('cat-more', 'click', () => loadCatalogue(true));
 $('ep-status').addEventListener('change', () => loadEndpoints());
 
 initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });

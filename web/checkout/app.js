@@ -1,11 +1,13 @@
-// app.js: the checkout page's screens. The payment rules live in
-// payment.js; this file wires them to the page. main[data-state] names the
-// screen the customer sees (signed-out, cart, ready, paying, processing,
-// checking, recovering, authenticating (3-D Secure, Stripe mode), paid, declined,
-// error, offline, closed).
+// app.js: the checkout page's screens. The cart, on payd's catalogue, lives
+// in cart.js and the payment rules in payment.js; this file wires them to
+// the page. main[data-state] names the screen the customer sees
+// (signed-out, cart (once the catalogue is drawn), ready, paying,
+// processing, checking, recovering, authenticating (3-D Secure, Stripe
+// mode), paid, declined, error, offline, closed); main[data-out-of-stock]
+// names the SKU payd last found short.
 
 import { Client, NetworkError, describe, send } from './api.js';
-import { cartItems, money, renderCart } from './cart.js';
+import { cartItems, emptyCart, loadCatalogue, markShort, money, productLeft, productName, renderCart } from './cart.js';
 import { forgetIntent, intentFor, isOpen, pay, saveIntent, savedIntent, settle } from './payment.js';
 import { complete, loadConfig, methodFor, needsCard, setUp } from './stripe.js';
 
@@ -60,11 +62,38 @@ function signedIn(who) {
   $('signed-out').hidden = true;
 }
 
-function showCart() {
+/** drawCart draws the catalogue as last listed, with the cart's quantities. */
+function drawCart() {
+  renderCart($('cart-items'), $('cart-total'), $('catalogue-empty'));
+}
+
+/**
+ * refreshCatalogue lists payd's products again (what is for sale, at
+ * what price, how many are left) and draws the cart; it reports whether
+ * it could.
+ */
+async function refreshCatalogue() {
+  let problem;
+  try {
+    problem = await loadCatalogue();
+  } catch (err) {
+    if (!(err instanceof NetworkError)) throw err;
+    problem = { title: 'We could not reach the shop', detail: 'Check your connection and reload the page.' };
+  }
+  drawCart();
+  if (problem) showStatus('bad', problem.title, problem.detail);
+  return !problem;
+}
+
+/** showCart shows the cart, once the shop's products are listed (data-state cart). */
+async function showCart() {
   $('cart').hidden = false;
   $('payment').hidden = true;
   $('new-order').hidden = true;
-  setState('cart');
+  $('cart').setAttribute('aria-busy', 'true');
+  await refreshCatalogue();
+  $('cart').removeAttribute('aria-busy');
+  if (!$('cart').hidden) setState('cart'); // not signed out meanwhile
 }
 
 function showOrder(order) {
@@ -72,9 +101,10 @@ function showOrder(order) {
   $('payment').hidden = false;
   $('order-id').textContent = order.id;
   $('order-amount').textContent = money(order.amount, order.currency);
+  // payd's prices, as it priced the order: the page adds nothing up here.
   $('order-items').replaceChildren(...(order.items || []).map((i) => {
     const li = document.createElement('li');
-    li.textContent = `${i.quantity} × ${i.name}`;
+    li.textContent = `${i.quantity} × ${i.name}${i.unit_price ? ` at ${money(i.unit_price, order.currency)}` : ''}`;
     return li;
   }));
   $('app').dataset.orderId = order.id;
@@ -224,20 +254,57 @@ async function onToken(event) {
 
 async function onPlaceOrder(event) {
   event.preventDefault();
-  const items = cartItems();
+  const items = cartItems(); // SKUs and quantities: payd prices them from its catalogue
   if (items.length === 0) return showStatus('bad', 'Your cart is empty', 'Add at least one item.');
   const key = crypto.randomUUID(); // a retry of this press makes one order, not two
   const r = await guarded($('place-order'), () =>
-    send(client, 'POST', '/v1/orders', { key, body: { currency: 'USD', items } }));
+    send(client, 'POST', '/v1/orders', { key, body: { items } }));
   if (!r) return;
-  if (r.status !== 201) return problem(r);
-  const { id, amount, currency } = r.data;
-  const order = { id, amount, currency, items: r.data.items.map(({ name, quantity }) => ({ name, quantity })) };
+  if (r.status === 409 && r.data && r.data.code === 'out_of_stock') return outOfStock(r);
+  if (r.status !== 201) {
+    problem(r);
+    // A product may have changed or gone since the list was drawn: show
+    // the shop as it is now, and keep payd's words on screen.
+    if (r.status === 400 || r.status === 404 || r.status === 409) await refreshCatalogue();
+    return;
+  }
+  delete $('app').dataset.outOfStock;
+  const order = orderOf(r.data);
   write(localStorage, ORDER, order);
   showOrder(order);
   lockMethod(null);
   payButton('Pay');
   setState('ready');
+}
+
+/** orderOf is what the page keeps of payd's order: its amounts as payd priced them. */
+function orderOf(o) {
+  return {
+    id: o.id, amount: o.amount, currency: o.currency,
+    items: (o.items || []).map(({ name, quantity, unit_price }) => ({ name, quantity, unit_price })),
+  };
+}
+
+/**
+ * outOfStock is payd's 409 out_of_stock at order creation: nothing was
+ * ordered. The cart stays as the buyer filled it, drawn again with what is
+ * left now; the product payd named says so in its row, and the status
+ * names it.
+ */
+async function outOfStock(r) {
+  const sku = r.data.sku;
+  const name = productName(sku);
+  await refreshCatalogue();
+  const left = productLeft(sku);
+  const soldOut = left === 0 || left === undefined;
+  markShort(sku, soldOut ? 'Sold out: taken out of your cart.' : `Only ${left} left: lower the quantity.`);
+  drawCart();
+  showStatus('bad', `${name} is out of stock`,
+    `There are not enough of ${name} left for your order${soldOut ? '' : ` (${left} left)`}. Nothing was ordered. ` +
+    'Change your cart and place the order again.');
+  $('app').dataset.outOfStock = sku;
+  const qty = document.getElementById(`qty-${sku}`);
+  if (qty && !qty.disabled) qty.focus();
 }
 
 /** guarded runs one request with its button disabled; null when payd was out of reach. */
@@ -261,6 +328,7 @@ function problem(reply) {
 }
 
 function start(token, who) {
+  delete $('app').dataset.outOfStock;
   write(sessionStorage, SESSION, { token, who });
   client = new Client(token);
   signedIn(who);
@@ -295,6 +363,10 @@ async function resume() {
     return showCart();
   }
   const o = r.data || {};
+  if (o.id === order.id && o.amount) {
+    write(localStorage, ORDER, orderOf(o)); // payd's order as it stands
+    showOrder(orderOf(o));
+  }
   if (o.status === 'pending') {
     payButton(intent && intent.orderId === order.id && intent.status === 'declined' ? 'Pay again' : 'Pay');
     return setState('ready');
@@ -307,6 +379,7 @@ async function resume() {
 function newOrder() {
   write(localStorage, ORDER, null);
   forgetIntent();
+  emptyCart();
   hideStatus();
   lockMethod(null);
   showCart();
@@ -323,7 +396,6 @@ function signOut() {
   setState('signed-out');
 }
 
-renderCart($('cart-items'), $('cart-total'));
 await setUp(await loadConfig(), $('method'), $('card-element'), document.querySelector('label[for="method"]'));
 $('register-form').addEventListener('submit', onRegister);
 $('token-form').addEventListener('submit', onToken);
