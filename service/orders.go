@@ -183,7 +183,7 @@ func (s *Orders) price(ctx context.Context, n NewOrder) ([]domain.Item, domain.C
 	}
 	if cur == "" && n.Currency == "" {
 		cur = currencyOf(n.Items, products)
-		if cur == "" {
+		if cur == "" && n.Merchant { // a buyer's priced line is refused for its price alone
 			invalid = append(invalid, &domain.ValidationError{Field: "currency", Reason: "is required when the order has custom lines"})
 		}
 	}

@@ -66,6 +66,10 @@ func TestOrdersPriceIsTheMerchants(t *testing.T) {
 		if !hasField(err, "items[1].unit_price") {
 			t.Fatalf("a buyer's price = %v, want validation_failed naming items[1].unit_price", err)
 		}
+		var many domain.ValidationErrors
+		if _, err := w.orders.Create(ctx, service.Keyed{}, buyerOrder(cust, "", service.NewItem{SKU: "mug", Quantity: 1, UnitPrice: &cheap})); !hasField(err, "items[0].unit_price") || errors.As(err, &many) {
+			t.Fatalf("a buyer's priced line without a currency = %v, want its price alone named", err)
+		}
 		for name, n := range map[string]service.NewOrder{
 			"items[0].sku": buyerOrder(cust, "EUR", item("nosuch", 1)),
 			"items[1].sku": buyerOrder(cust, "EUR", item("mug", 1), item("hidden", 1)),
