@@ -246,8 +246,11 @@ func TestMerchantAuthMatrix(t *testing.T) {
 			}, map[string]int{"nothing": 401, "unknown": 401, "customer": 403, "admin": 403, "merchant": 201}},
 			{"public read", func() request { return request{method: "GET", path: "/v1/products/matrix"} },
 				map[string]int{"nothing": 200, "unknown": 200, "customer": 200, "admin": 200, "merchant": 200}},
-			{"customer route", func() request { return request{method: "GET", path: "/v1/orders"} },
-				map[string]int{"nothing": 401, "unknown": 401, "customer": 200, "admin": 403, "merchant": 403}},
+			{"orders list (the merchant sees every order)", func() request { return request{method: "GET", path: "/v1/orders"} },
+				map[string]int{"nothing": 401, "unknown": 401, "customer": 200, "admin": 403, "merchant": 200}},
+			{"pay (the buyer's alone)", func() request {
+				return request{method: "POST", path: "/v1/orders/" + uuid.NewString() + "/pay", key: uuid.NewString(), body: map[string]any{"payment_method": "pm_ok"}}
+			}, map[string]int{"nothing": 401, "unknown": 401, "customer": 404, "admin": 403, "merchant": 403}},
 			{"admin route", func() request { return request{method: "GET", path: "/v1/admin/whoami"} },
 				map[string]int{"nothing": 401, "unknown": 401, "customer": 403, "admin": 200, "merchant": 403}},
 		}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 // request, so each answer shows the listener still accepts.
 func freshConns(t *testing.T, p *paydProc) *driver {
 	return &driver{t: t, name: p.name + " (new connection)", base: p.base,
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}, catalogue: &sync.Map{}}
 }
 
 // listening reports whether a new connection to base is accepted.
