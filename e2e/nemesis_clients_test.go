@@ -90,7 +90,7 @@ func newNemWorkload(t *testing.T, s *nemSetup, seed int64) *nemWorkload {
 // out_of_stock and the units that cancels give back are bought again.
 const (
 	nemStockSKU   = "nem-counted"
-	nemStockUnits = 300
+	nemStockUnits = 100
 	nemStockShare = 40
 )
 
