@@ -207,7 +207,9 @@ func (w *nemWorkload) newOrder(c int, r *rand.Rand) *nemOrder {
 		for range 3 {
 			op := w.do(c, r, nemesis.Op{Kind: nemesis.OpCreate, Key: key, Method: http.MethodPost, Path: "/v1/orders", ReqBody: body}, token, false)
 			if op.OrderID != "" {
-				no := &nemOrder{id: op.OrderID, amount: amount, token: token}
+				var o client.Order
+				_ = json.Unmarshal(op.Body, &o) // do read it
+				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token}
 				w.mu.Lock()
 				w.orders = append(w.orders, no)
 				w.mu.Unlock()
