@@ -30,6 +30,7 @@ type nemWorkload struct {
 	hist    nemesis.History
 	sampler *nemesis.Sampler
 	skus    map[string]string // the catalogue SKU of each of nemAmounts
+	counted string            // the catalogue SKU with counted stock (nemStockSKU)
 	http    *http.Client
 	tokens  []string // the customers' tokens
 
@@ -72,8 +73,26 @@ func newNemWorkload(t *testing.T, s *nemSetup, seed int64) *nemWorkload {
 	for _, amount := range nemAmounts {
 		w.skus[amount] = d.priced(amount) // only the merchant sets a price
 	}
+	// The product with counted stock, made before the faults start: the
+	// merchant puts in nemStockUnits, and nothing since.
+	r := d.do(request{method: http.MethodPost, path: "/v1/products", token: testMerchantKey, key: "catalogue-" + nemStockSKU,
+		body: map[string]any{"sku": nemStockSKU, "name": "Counted thing", "unit_price": "4.00", "currency": "USD", "stock": nemStockUnits}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create product %s = %d %s, want 201", nemStockSKU, r.Status, r.Body)
+	}
+	w.counted = nemStockSKU
 	return w
 }
+
+// The product with counted stock the clients buy from (nemesis.InvStock):
+// a share of the orders (nemStockShare in 100) adds a line of 1 to 3 of
+// it. Its stock runs out within the schedule, so later carts are refused
+// out_of_stock and the units that cancels give back are bought again.
+const (
+	nemStockSKU   = "nem-counted"
+	nemStockUnits = 100
+	nemStockShare = 40
+)
 
 var (
 	nemAmounts = []string{"10.00", "25.50", "99.99", "7.30"}
@@ -101,16 +120,16 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 		time.Sleep(time.Duration(80+r.IntN(120)) * time.Millisecond) // a client's pace: the history stays quick to drain and check
 		switch x := r.IntN(100); {
 		case x < 22: // a new order paid with a new key
-			if o := w.newOrder(r); o != nil {
+			if o := w.newOrder(c, r); o != nil {
 				w.send(c, r, w.payKey(o, nemMethod(r)))
 			}
 		case x < 30: // the same key twice at once
-			if o := w.newOrder(r); o != nil {
+			if o := w.newOrder(c, r); o != nil {
 				k := w.payKey(o, nemMethod(r))
 				w.concurrently(c, r, k, k)
 			}
 		case x < 40: // competing keys on one order
-			if o := w.newOrder(r); o != nil {
+			if o := w.newOrder(c, r); o != nil {
 				w.concurrently(c, r, w.payKey(o, nemMethod(r)), w.payKey(o, "pm_ok"), w.payKey(o, nemMethod(r)))
 			}
 		case x < 46: // a new key on an order the clients already know, whatever its state
@@ -123,7 +142,7 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 			}
 		case x < 62: // a cancel, sometimes racing a pay of a fresh order
 			if r.IntN(2) == 0 {
-				if o := w.newOrder(r); o != nil {
+				if o := w.newOrder(c, r); o != nil {
 					w.concurrently(c, r, w.cancelKey(o), w.payKey(o, nemMethod(r)))
 				}
 			} else if o := w.anyOrder(r); o != nil {
@@ -169,26 +188,43 @@ func (w *nemWorkload) lookup(c int, r *rand.Rand, k *nemKey, settled bool) {
 	w.do(c, r, nemesis.Op{Kind: nemesis.OpRequest, OrderID: k.order.id, Key: k.key, Method: http.MethodGet, Path: "/v1/requests/" + k.key}, k.token, settled)
 }
 
-// newOrder creates an order (not part of the history: a lost answer only
-// leaves an order nobody pays), trying three times; nil if none was made.
-func (w *nemWorkload) newOrder(r *rand.Rand) *nemOrder {
+// newOrder creates an order under a creation key, trying three times;
+// nil if none was made. Some carts add a line of the counted product
+// (nemStockShare); one refused out_of_stock is tried again, under a new
+// key, without it. Each try is part of the history (nemesis.OpCreate): a
+// lost answer may still have made an order, which then holds its units
+// unknown to the clients, and the stock invariant counts it from the
+// database.
+func (w *nemWorkload) newOrder(c int, r *rand.Rand) *nemOrder {
 	amount, token := nemAmounts[r.IntN(len(nemAmounts))], w.tokens[r.IntN(len(w.tokens))]
-	body, _ := json.Marshal(client.CreateOrderRequest{Items: []client.ItemRequest{item(w.skus[amount])}})
-	for range 3 {
-		rep, err := w.roundTrip(w.s.reps[r.IntN(len(w.s.reps))].base, http.MethodPost, "/v1/orders", token, "", body)
-		if err == nil && rep.Status == http.StatusCreated {
-			var o client.Order
-			if json.Unmarshal(rep.Body, &o) == nil && o.Id != "" {
-				no := &nemOrder{id: o.Id, amount: amount, token: token}
+	items := []client.ItemRequest{item(w.skus[amount])}
+	if r.IntN(100) < nemStockShare {
+		items = append(items, client.ItemRequest{Sku: &w.counted, Quantity: 1 + r.IntN(3)})
+	}
+	for {
+		body, _ := json.Marshal(client.CreateOrderRequest{Items: items})
+		key, short := "create-"+uuid.NewString(), false
+		for range 3 {
+			op := w.do(c, r, nemesis.Op{Kind: nemesis.OpCreate, Key: key, Method: http.MethodPost, Path: "/v1/orders", ReqBody: body}, token, false)
+			if op.OrderID != "" {
+				var o client.Order
+				_ = json.Unmarshal(op.Body, &o) // do read it
+				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token}
 				w.mu.Lock()
 				w.orders = append(w.orders, no)
 				w.mu.Unlock()
 				return no
 			}
+			if short = op.Status == http.StatusConflict && problemCode(op.Body) == "out_of_stock"; short {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
+		if !short || len(items) == 1 {
+			return nil
+		}
+		items = items[:1]
 	}
-	return nil
 }
 
 func (w *nemWorkload) anyOrder(r *rand.Rand) *nemOrder {
@@ -290,6 +326,12 @@ func (w *nemWorkload) do(c int, r *rand.Rand, op nemesis.Op, token string, settl
 		op.Err = err.Error()
 	} else {
 		op.Status, op.Body, op.RetryAfter = rep.Status, rep.Body, rep.Header.Get("Retry-After")
+	}
+	if op.Kind == nemesis.OpCreate && op.Status == http.StatusCreated {
+		var o client.Order
+		if json.Unmarshal(op.Body, &o) == nil {
+			op.OrderID = o.Id
+		}
 	}
 	if w.sampler != nil {
 		w.sampler.Observe(op.End.Sub(op.Start))

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -81,7 +84,56 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 		wd.Payd.Refunded = wd.Payd.Refunded.Add(nemDecimal(t, tl.Order.Money.Refunded))
 	}
 	wd.Merchant = w.merchant() // after the timelines: every event it heard of is one they hold
+	wd.Stock = []nemesis.Stock{w.stock()}
 	return wd
+}
+
+// stock is the counted product as payd holds it once the world settled:
+// what is left, in the database and on the storefront, and what each
+// order's lines took of it, every order in the database, those the
+// clients never heard of included (a creation whose answer was lost).
+func (w *nemWorkload) stock() nemesis.Stock {
+	t, ctx := w.t, context.Background()
+	st := nemesis.Stock{SKU: w.counted, Received: nemStockUnits, Taken: map[string]int64{}, Closed: map[string]bool{}}
+	g := w.s.db.Gorm().WithContext(ctx)
+	var left sql.NullInt64
+	if err := g.Raw("SELECT stock FROM products WHERE sku = ?", w.counted).Row().Scan(&left); err != nil || !left.Valid {
+		t.Fatalf("the stock of %s: %v (counted: %v)", w.counted, err, left.Valid)
+	}
+	st.Left = left.Int64
+	rows, err := g.Raw(`SELECT i.order_id, o.status, SUM(i.stock_taken) FROM order_items i JOIN orders o ON o.id = i.order_id
+		WHERE i.sku = ? AND i.stock_taken > 0 GROUP BY i.order_id, o.status`, w.counted).Rows()
+	if err != nil {
+		t.Fatalf("the orders that took %s: %v", w.counted, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status string
+		var took int64
+		if err := rows.Scan(&id, &status, &took); err != nil {
+			t.Fatal(err)
+		}
+		st.Taken[id] = took
+		st.Closed[id] = status == string(domain.StatusCancelled) || status == string(domain.StatusExpired)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The storefront's count, GET /v1/products/{sku} with no token, from
+	// each replica in turn until one answers.
+	for i := range 3 * len(w.s.reps) {
+		rep, err := w.roundTrip(w.s.reps[i%len(w.s.reps)].base, http.MethodGet, "/v1/products/"+w.counted, "", "", nil)
+		if err == nil && rep.Status == http.StatusOK {
+			var p client.Product
+			if err := json.Unmarshal(rep.Body, &p); err != nil {
+				t.Fatalf("GET /v1/products/%s: %v", w.counted, err)
+			}
+			st.Shown = p.Stock
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return st
 }
 
 func nemDecimal(t *testing.T, s string) decimal.Decimal {

@@ -19,6 +19,9 @@ func TestMutantsWeakenTheirGuard(t *testing.T) {
 	if got := alwaysTrue(refundMoves[domain.MoveReserve], guard); !strings.Contains(got, "("+guard+" OR 1 = 1)") {
 		t.Errorf("refund_unguarded leaves %s", got)
 	}
+	if !strings.Contains(takeStockUnguarded, "(stock >= ? OR 1 = 1)") {
+		t.Errorf("stock_unguarded leaves %s", takeStockUnguarded)
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("alwaysTrue of a guard the statement lacks did not panic")

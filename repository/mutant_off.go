@@ -7,3 +7,7 @@ package repository
 func mutantClaim() bool { return false }
 
 const claimOrderUnguarded = ""
+
+func mutantStock() bool { return false }
+
+const takeStockUnguarded = ""

@@ -15,9 +15,9 @@ import (
 // what the guard prevents; a shipped binary has no way to remove a guard.
 
 // Mutants are the guards Mutate can remove.
-var Mutants = []string{"claim_unguarded", "refund_unguarded"}
+var Mutants = []string{"claim_unguarded", "refund_unguarded", "stock_unguarded"}
 
-var claimUnguarded atomic.Bool
+var claimUnguarded, stockUnguarded atomic.Bool
 
 // Mutate removes the named guard from every statement sent from now on;
 // "" removes none.
@@ -27,6 +27,10 @@ var claimUnguarded atomic.Bool
 //     and two racing requests can both claim it.
 //   - refund_unguarded: a refund is reserved on an order whatever is left
 //     of its amount, so racing refunds can refund more than was charged.
+//   - stock_unguarded: an order takes its units from a product whatever
+//     is left of its stock, so a buyer asking for more than is left is no
+//     longer refused out_of_stock by the take: only the CHECK (stock >= 0)
+//     behind it stops the sale, as a failed statement (ADR 0059).
 //
 // The statement is rewritten here, before payd serves, with the guard
 // kept in the text but made always true: the arguments stay as they are.
@@ -35,6 +39,8 @@ func Mutate(name string) error {
 	case "":
 	case "claim_unguarded":
 		claimUnguarded.Store(true)
+	case "stock_unguarded":
+		stockUnguarded.Store(true)
 	case "refund_unguarded":
 		refundMoves[domain.MoveReserve] = alwaysTrue(refundMoves[domain.MoveReserve], "amount_minor - refunded_minor - refund_reserved_minor >= ?")
 	default:
@@ -44,6 +50,12 @@ func Mutate(name string) error {
 }
 
 func mutantClaim() bool { return claimUnguarded.Load() }
+
+func mutantStock() bool { return stockUnguarded.Load() }
+
+// takeStockUnguarded is takeStockOf with its guard that enough is left
+// made always true: it matches every counted product of the SKU.
+var takeStockUnguarded = alwaysTrue(takeStockOf, "stock >= ?")
 
 // claimOrderUnguarded is claimOrder without its status guard (and, as
 // claimStatement sends it, without claimOrderAt's version guard).

@@ -57,12 +57,20 @@ const (
 	// are at most what the provider shows of the order's charges. Judged
 	// for each event payd holds and each body the merchant heard.
 	InvConfirmedMoney = "events_tell_confirmed_money"
+	// InvStock: no product's counted stock is below 0, in the database or
+	// on the storefront, and the two agree; every unit the merchant put
+	// in is left or sold: received = left + sold, where sold is what the
+	// orders still holding units took (every order that is not cancelled
+	// or expired), so each cancelled or expired order's units came back
+	// exactly once; and each creation answered 201 took, once, the units
+	// it asked for.
+	InvStock = "stock_left_plus_sold_is_received"
 )
 
 // Invariants lists every invariant Check proves, in the order it reports
 // them.
 var Invariants = []string{InvOneCharge, InvPaidOneCharge, InvBooks, InvSameFinal, InvPendingFirst,
-	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered, InvConfirmedMoney}
+	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered, InvConfirmedMoney, InvStock}
 
 // Violation is one broken invariant: what broke, and the smallest part of
 // the history that shows it.
@@ -89,12 +97,13 @@ func Check(w World) Report {
 	if len(ops) > 0 {
 		r.Start = ops[0].Start
 	}
-	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events, c.confirmedMoney} {
+	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events, c.confirmedMoney, c.stock} {
 		r.Violations = append(r.Violations, inv()...)
 	}
 	r.Violations = append(r.Violations, Linearizable(ops)...)
 	told, counts := c.delivered()
 	r.Violations, r.Delivered = append(r.Violations, told...), counts
+	r.Stock = c.stockCounts()
 	order := func(v Violation) int { return slices.Index(Invariants, v.Invariant) }
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return order(a) - order(b) })
 	return r

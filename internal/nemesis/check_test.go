@@ -94,6 +94,14 @@ func cleanWorld() World {
 	}
 	ops[11].RetryAfter = "1"
 	ops[8].Err = "read: connection reset by peer"
+	// The creations of o1, which took 2 of the mug's counted stock and
+	// holds them, and of o2, whose cancel gave its 1 back.
+	ops = append(ops,
+		Op{Client: 1, Kind: OpCreate, OrderID: "o1", Key: "n1", Method: "POST", Path: "/v1/orders", Status: 201, Start: atMS(0), End: atMS(8),
+			ReqBody: []byte(`{"items":[{"sku":"usd-8.30","quantity":1},{"sku":"mug","quantity":2}]}`), Body: orderBody("o1", "pending", "12.30", "", "0.00")},
+		Op{Client: 3, Kind: OpCreate, OrderID: "o2", Key: "n2", Method: "POST", Path: "/v1/orders", Status: 201, Start: atMS(0), End: atMS(9),
+			ReqBody: []byte(`{"items":[{"sku":"usd-18.00","quantity":1},{"sku":"mug","quantity":1}]}`), Body: orderBody("o2", "pending", "20.00", "", "0.00")},
+	)
 	for i := range ops {
 		ops[i].ID = i + 1
 	}
@@ -119,6 +127,8 @@ func cleanWorld() World {
 		},
 		Payd:     Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
 		Provider: Money{Charged: decOf("24.60"), Refunded: decOf("5.00")},
+		Stock: []Stock{{SKU: "mug", Received: 10, Left: 8, Shown: new(int64(8)),
+			Taken: map[string]int64{"o1": 2, "o2": 1}, Closed: map[string]bool{"o2": true}}},
 		// The merchant heard every event but o3's refund, which payd shows
 		// pending; o3's payment arrived twice (its first answer was lost).
 		Merchant: &Merchant{
@@ -168,8 +178,11 @@ func TestCheckCleanWorldPasses(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("Check(clean world) = %v, want no violation", err)
 	}
-	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 12 {
-		t.Errorf("Checked = %v, want the 12 invariants %v", r.Checked, Invariants)
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 13 {
+		t.Errorf("Checked = %v, want the 13 invariants %v", r.Checked, Invariants)
+	}
+	if want := (StockCount{SKU: "mug", Received: 10, Left: 8, Sold: 2, Holding: 1, Back: 1, Closed: 1}); len(r.Stock) != 1 || r.Stock[0] != want {
+		t.Errorf("Stock = %+v, want %+v", r.Stock, want)
 	}
 	if d := r.Delivered; d == nil || *d != (Delivered{Events: 5, Arrived: 4, Pending: 1, Arrivals: 5, Again: 1}) {
 		t.Errorf("Delivered = %+v, want 5 events, 4 arrived, 1 pending, 5 arrivals, 1 again", d)
@@ -345,6 +358,15 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}},
 		{"an arrival whose amounts cannot be read", InvConfirmedMoney, func(w *World) {
 			w.Merchant.Arrivals[0].Amounts = nil
+		}},
+		{"stock below 0", InvStock, func(w *World) { w.Stock[0].Left, w.Stock[0].Shown, w.Stock[0].Received = -1, new(int64(-1)), 1 }},
+		{"a cancelled order's units given back twice", InvStock, func(w *World) { w.Stock[0].Left, w.Stock[0].Shown = 9, new(int64(9)) }},
+		{"a cancelled order's units never given back", InvStock, func(w *World) { w.Stock[0].Left, w.Stock[0].Shown = 7, new(int64(7)) }},
+		{"units sold by an order that is not cancelled, but given back", InvStock, func(w *World) { delete(w.Stock[0].Closed, "o2"); w.Stock[0].Closed["o1"] = true }},
+		{"the storefront shows another count", InvStock, func(w *World) { w.Stock[0].Shown = new(int64(7)) }},
+		{"the storefront shows no count", InvStock, func(w *World) { w.Stock[0].Shown = nil }},
+		{"a creation answered 201 took fewer units than it asked", InvStock, func(w *World) {
+			w.Stock[0].Taken["o1"], w.Stock[0].Left, w.Stock[0].Shown = 1, 9, new(int64(9))
 		}},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ type OpKind string
 
 // The operations clients record.
 const (
+	OpCreate  OpKind = "create"  // POST /v1/orders
 	OpPay     OpKind = "pay"     // POST /v1/orders/{id}/pay
 	OpCancel  OpKind = "cancel"  // POST /v1/orders/{id}/cancel
 	OpRefund  OpKind = "refund"  // POST /v1/admin/orders/{id}/refund
@@ -25,7 +26,7 @@ const (
 )
 
 // opKinds is the order in which summaries list the kinds.
-var opKinds = []OpKind{OpPay, OpCancel, OpRefund, OpRequest, OpRead}
+var opKinds = []OpKind{OpCreate, OpPay, OpCancel, OpRefund, OpRequest, OpRead}
 
 // Op is one request a client sent and what it heard back, with the times
 // it was sent and answered: the unit of the history the checker reads.
@@ -33,7 +34,7 @@ type Op struct {
 	ID      int // set by History.Add
 	Client  int
 	Kind    OpKind
-	OrderID string
+	OrderID string // for OpCreate, the order a 201 created
 	Key     string // Idempotency-Key sent (pay, cancel, refund); for OpRequest the key looked up
 	Amount  string // refund amount asked for, "" = full
 	Method  string
@@ -156,6 +157,30 @@ type World struct {
 	// payd shows operators of those it has not delivered
 	// (InvDelivered); nil when the setup has no merchant.
 	Merchant *Merchant
+	// Stock is each product with counted stock the clients bought from,
+	// as payd holds it once the world settled (InvStock).
+	Stock []Stock
+}
+
+// Stock is one product with counted stock, read once the world settled:
+// what the merchant put in, what is left, and what each order's lines
+// took of it.
+type Stock struct {
+	SKU string
+	// Received is every unit the merchant put in: the stock the product
+	// was created with and every adjustment since.
+	Received int64
+	// Left is the product's stock in the database (products.stock);
+	// Shown what the storefront shows of it (GET /v1/products/{sku}), nil
+	// when it showed no count.
+	Left  int64
+	Shown *int64
+	// Taken is, by order, how many units the order's lines took of the
+	// product (order_items.stock_taken), for every order that took some;
+	// Closed marks those of them that are cancelled or expired, which
+	// gave their units back.
+	Taken  map[string]int64
+	Closed map[string]bool
 }
 
 // Merchant is the shop's side of the order events: the types its endpoint

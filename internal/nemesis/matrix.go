@@ -9,14 +9,14 @@ import (
 
 // Outcomes are the columns of a fault matrix: the answers clients heard,
 // by status, "none" when nothing came back.
-var Outcomes = []string{"200", "202", "402", "409", "503", "none", "other"}
+var Outcomes = []string{"200", "201", "202", "402", "409", "503", "none", "other"}
 
 // outcomeOf is the column an answer falls in.
 func outcomeOf(op Op) string {
 	switch op.Status {
 	case 0:
 		return "none"
-	case 200, 202, 402, 409, 503:
+	case 200, 201, 202, 402, 409, 503:
 		return fmt.Sprint(op.Status)
 	}
 	return "other"

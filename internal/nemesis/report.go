@@ -24,6 +24,8 @@ type Report struct {
 	// Delivered is what InvDelivered counted; nil when the world had no
 	// merchant.
 	Delivered *Delivered
+	// Stock is what InvStock counted, by product.
+	Stock []StockCount
 }
 
 // Err is nil when nothing broke. Otherwise it says the seed, the command
@@ -233,6 +235,9 @@ func Summary(setup string, seed int64, faults map[string]int, ops []Op, r Report
 			fmt.Fprintf(&b, ", %d after payd was read", d.Late)
 		}
 		b.WriteString(")")
+	}
+	for _, s := range r.Stock {
+		fmt.Fprintf(&b, "; stock %s received %d, left %d, sold %d (%d orders), given back %d (%d orders)", s.SKU, s.Received, s.Left, s.Sold, s.Holding, s.Back, s.Closed)
 	}
 	fmt.Fprintf(&b, "; invariants %d checked, %d broken", len(r.Checked), len(r.broken()))
 	return b.String()
