@@ -176,3 +176,14 @@ func TestReplicasPayOnce(t *testing.T) {
 		})
 	})
 }
+
+// TestReplicasLastUnits is TestGaleraLastUnits's race (lastUnitsRace) on
+// three payd processes on one database, SQLite and MariaDB: 50 buyers for
+// the last 5 units sell exactly 5 (45 × 409 out_of_stock, stock 0, never
+// below), and cancels racing from every replica give them back once.
+func TestReplicasLastUnits(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		rs := startReplicas(t, 3, on(dialect))
+		lastUnitsRace(t, rs.db, func(i int) *driver { return rs.at(i).driver })
+	})
+}

@@ -157,7 +157,11 @@ func (s *OrderStore) Create(ctx context.Context, o domain.Order) error {
 				return err
 			}
 		}
-		return s.takeStock(ctx, o)
+		if err := s.takeStock(ctx, o); err != nil {
+			return err
+		}
+		fault("order_stock_taken")
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("create order %s: %w", o.ID, err)

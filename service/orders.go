@@ -122,6 +122,7 @@ func (s *Orders) Create(ctx context.Context, req Keyed, n NewOrder) (domain.Orde
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("create order: %w", err)
 	}
+	fault("order_created")
 	observing(s.Observer).OrderCreated(n.Merchant)
 	return o, nil
 }

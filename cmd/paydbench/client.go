@@ -12,13 +12,18 @@ import (
 
 // The order every benchmark order is, and its total in minor units: one
 // unit of the catalogue's product (productBody, which the merchant's key
-// creates before the buyers order it).
+// creates before the buyers order it). The catalogue phase orders one unit
+// of a product with counted stock instead (stockProductBody, its stock
+// filled in by the run).
 const (
-	productBody   = `{"sku":"bench","name":"Benchmark item","unit_price":"9.99","currency":"USD"}`
-	orderBody     = `{"items":[{"sku":"bench","quantity":1}]}`
-	orderMinor    = 999
-	orderCurrency = "USD"
-	payBody       = `{"payment_method":"pm_ok"}`
+	productBody      = `{"sku":"bench","name":"Benchmark item","unit_price":"9.99","currency":"USD"}`
+	orderBody        = `{"items":[{"sku":"bench","quantity":1}]}`
+	stockSKU         = "bench-stock"
+	stockProductBody = `{"sku":"` + stockSKU + `","name":"Benchmark item in stock","unit_price":"9.99","currency":"USD","stock":%d}`
+	stockOrderBody   = `{"items":[{"sku":"` + stockSKU + `","quantity":1}]}`
+	orderMinor       = 999
+	orderCurrency    = "USD"
+	payBody          = `{"payment_method":"pm_ok"}`
 )
 
 // client talks to payd's API over keep-alive connections, one per worker.
@@ -84,18 +89,41 @@ func (c *client) register(ctx context.Context, i int, key string) (customer, err
 	return customer{ID: out.Customer.ID, Token: out.Token}, nil
 }
 
-// createProduct puts the benchmark's product in the catalogue with the
-// merchant's key.
-func (c *client) createProduct(ctx context.Context, merchantKey string) error {
-	r, err := c.post(ctx, "/v1/products", merchantKey, "bench-product", productBody)
+// createProduct puts a product of the benchmark (body) in the catalogue
+// with the merchant's key, under key.
+func (c *client) createProduct(ctx context.Context, merchantKey, key, body string) error {
+	r, err := c.post(ctx, "/v1/products", merchantKey, key, body)
 	if err := expect(r, err, http.StatusCreated, false); err != nil {
 		return fmt.Errorf("create product: %w", err)
 	}
 	return nil
 }
 
+// stockOf reads what is left of sku's counted stock, as the storefront does.
+func (c *client) stockOf(ctx context.Context, sku string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/products/"+sku, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read product %s: %w", sku, err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Stock *int64 }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Stock == nil {
+		return 0, fmt.Errorf("read product %s: status %d, stock %v, %v", sku, resp.StatusCode, out.Stock, err)
+	}
+	return *out.Stock, nil
+}
+
 func (c *client) createOrder(ctx context.Context, token string) (string, error) {
-	r, err := c.post(ctx, "/v1/orders", token, "", orderBody)
+	return c.createOrderOf(ctx, token, orderBody)
+}
+
+// createOrderOf creates the order body asks for and returns its ID.
+func (c *client) createOrderOf(ctx context.Context, token, body string) (string, error) {
+	r, err := c.post(ctx, "/v1/orders", token, "", body)
 	if err := expect(r, err, http.StatusCreated, false); err != nil {
 		return "", fmt.Errorf("create order: %w", err)
 	}

@@ -1,7 +1,8 @@
 // Command paydbench measures payd: it builds payd, runs it on a fresh
 // database against a provider stub that answers every charge at once from
-// memory, drives registrations, orders, new pays and replays at -c
-// concurrent clients, then runs the raw-SQL floor (payd's own pay
+// memory, drives registrations, orders, new pays, replays and orders of a
+// product with counted stock (the catalogue phase) at -c concurrent
+// clients, then runs the raw-SQL floor (payd's own pay
 // statements through database/sql, no HTTP, no ORM) on the same database,
 // and prints throughput, latency, the payd/floor ratios, payd's CPU per
 // request, statements per request and payd's peak RSS.

@@ -45,12 +45,15 @@ func TestRun(t *testing.T) {
 
 func checkReport(t *testing.T, rep report, dialect string) {
 	t.Helper()
-	want := 6 // register, create order, new pay and replay; the floor's new pay and replay
+	want := 7 // register, create order, new pay, replay and create order, stock; the floor's new pay and replay
 	if dialect == "mysql" {
-		want = 7 // and the batched floor's new pay
+		want = 8 // and the batched floor's new pay
 	}
 	if rep.Database != dialect || len(rep.Phases) != want {
 		t.Fatalf("report = %s with %d phases, want %s with %d", rep.Database, len(rep.Phases), dialect, want)
+	}
+	if _, ok := rep.find("payd", "create order, stock"); !ok {
+		t.Errorf("phases = %+v, want payd's create order, stock", rep.Phases)
 	}
 	for _, p := range rep.Phases {
 		if p.PerSecond <= 0 || p.P99Ms < p.P50Ms {

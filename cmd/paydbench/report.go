@@ -161,6 +161,11 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	if r.Ratios.NewPayBatched != 0 {
 		fmt.Fprintf(w, "payd/batched floor (each transaction in one round trip, as payd sends it on MySQL): new pay %.2f×\n", r.Ratios.NewPayBatched)
 	}
+	if c, ok := r.find("payd", "create order, stock"); ok {
+		if u, ok := r.find("payd", "create order"); ok && u.PerSecond > 0 {
+			fmt.Fprintf(w, "create order from the catalogue: counted stock %.0f/s, unlimited %.0f/s (%.2f×)\n", c.PerSecond, u.PerSecond, c.PerSecond/u.PerSecond)
+		}
+	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {
 		r.Resources.write(w)
