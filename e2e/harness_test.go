@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -80,7 +81,8 @@ type driver struct {
 	base   string // http://127.0.0.1:port
 	client *http.Client
 
-	catalogue *sync.Map // the SKUs priced has made sure of
+	catalogue   *sync.Map // the SKUs priced has made sure of
+	merchantKey string    // priced's key; "" for testMerchantKey
 }
 
 // newDriver is a driver for the payd listening at base.
@@ -267,8 +269,9 @@ func (d *driver) priced(amount string) string {
 	if _, ok := d.catalogue.Load(sku); ok {
 		return sku
 	}
+	key := cmp.Or(d.merchantKey, testMerchantKey)
 	for range 50 {
-		r := d.do(request{method: "POST", path: "/v1/products", token: testMerchantKey, key: "catalogue-" + sku,
+		r := d.do(request{method: "POST", path: "/v1/products", token: key, key: "catalogue-" + sku,
 			body: map[string]any{"sku": sku, "name": "Thing at " + amount, "unit_price": amount, "currency": "USD"}})
 		switch {
 		case r.Status == http.StatusCreated, r.problemCode() == "sku_taken":

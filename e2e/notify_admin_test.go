@@ -64,6 +64,7 @@ func TestNotifyLoopbackRefusedInProduction(t *testing.T) {
 
 		withURL["PAYD_NOTIFY_ALLOW_PRIVATE"] = "127.0.0.1/32"
 		s = start(t, asConfigured(withURL))
+		s.merchantKey = e["PAYD_MERCHANT_KEY"]
 		_, cust := s.register(newEmail())
 		order := s.order(cust, "4.20")
 		if r := s.pay(cust, order, uuid.NewString(), "pm_ok"); r.Status != http.StatusOK {

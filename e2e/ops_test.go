@@ -81,7 +81,8 @@ func opsFlow(t *testing.T, s *stack) *opsRun {
 	do(request{method: "GET", path: "/v1/admin/orders/" + o2, token: testAdminToken}, http.StatusOK)
 	do(request{method: "POST", path: "/v1/products", token: testMerchantKey, key: uuid.NewString(),
 		body: map[string]any{"sku": "ops-" + uuid.NewString()[:8], "name": "Ops", "unit_price": "1.00", "currency": "USD", "stock": 1}}, http.StatusCreated)
-	do(request{method: "GET", path: "/v1/orders", token: testMerchantKey}, http.StatusForbidden)
+	do(request{method: "POST", path: "/v1/orders/" + o2 + "/pay", token: testMerchantKey, key: uuid.NewString(),
+		body: map[string]string{"payment_method": "pm_ok"}}, http.StatusForbidden) // paying is the buyer's
 	return run
 }
 

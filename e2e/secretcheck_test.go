@@ -65,6 +65,7 @@ func TestDeletedSecretsRefuseToStart(t *testing.T) {
 		dir, dbURL, secretsFile, e := devFolder(t, dialect)
 
 		first := start(t, asConfigured(e))
+		first.merchantKey = madeUpSecret(t, secretsFile, "PAYD_MERCHANT_KEY")
 		r1 := first.do(readmeRegister)
 		if r1.Status != http.StatusCreated {
 			t.Fatalf("register = %d %s, want 201", r1.Status, r1.Body)
@@ -317,4 +318,20 @@ func TestFailedStartLeavesNoFiles(t *testing.T) {
 		}
 		start(t, asConfigured(env{"PAYD_ADDR": "127.0.0.1:0"})).stop() // and the folder still starts
 	})
+}
+
+// madeUpSecret is the value of name in a development secrets file.
+func madeUpSecret(t *testing.T, file, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("%s holds no %s", file, name)
+	return ""
 }

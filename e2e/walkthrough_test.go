@@ -22,7 +22,9 @@ func TestDemoWalksRunningPayd(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect))
 		var out bytes.Buffer
-		if err := run(context.Background(), []string{"demo", "-url", s.base}, env{}.get, &out, &out); err != nil {
+		// The test's payd has an empty catalogue: the demo stocks it with
+		// the merchant's key.
+		if err := run(context.Background(), []string{"demo", "-url", s.base}, env{"PAYD_MERCHANT_KEY": testMerchantKey}.get, &out, &out); err != nil {
 			t.Fatalf("payd demo = %v\n%s", err, out.String())
 		}
 		text := out.String()
@@ -136,8 +138,10 @@ func TestReadmeWalkthroughRunsAsPasted(t *testing.T) {
 		t.Errorf("README walkthrough has a placeholder outside comments or needs uuidgen:\n%s", block)
 	}
 	eachDialect(t, func(t *testing.T, dialect string) {
-		p := start(t, asConfigured(devEnv(t, dialect, t.TempDir())))
+		dir := t.TempDir()
+		p := start(t, asConfigured(devEnv(t, dialect, dir)))
 		script := strings.Replace(block, "BASE=http://127.0.0.1:8080", "BASE="+p.base, 1)
+		script = strings.Replace(script, " payd.secrets)", " "+filepath.Join(dir, "payd.secrets")+")", 1) // pasted where payd runs
 		checkWalkthrough(t, pasteInShell(t, script))
 		checkWalkthrough(t, pasteInShell(t, script))
 	})
