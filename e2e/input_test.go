@@ -19,6 +19,17 @@ func TestBadInput(t *testing.T) {
 			return map[string]any{"currency": "USD", "items": []map[string]any{{"sku": "a", "name": "A", "quantity": 1, "unit_price": price}}}
 		}
 		huge := `{"payment_method":"pm_ok","x":"` + strings.Repeat("a", 1<<20) + `"}`
+		counted := s.newProduct("counted", "4.00", 3).SKU
+		eur := "eur-mug"
+		if r := s.merchant(testMerchantKey, "POST", "/v1/products", uuid.NewString(),
+			map[string]any{"sku": eur, "name": "Mug", "unit_price": "9.00", "currency": "EUR"}); r.Status != http.StatusCreated {
+			t.Fatalf("create a EUR product = %d %s", r.Status, r.Body)
+		}
+		guest := s.merchant(testMerchantKey, "POST", "/v1/orders", uuid.NewString(), map[string]any{"items": []map[string]any{{"sku": counted, "quantity": 1}}})
+		if guest.Status != http.StatusCreated {
+			t.Fatalf("merchant's order = %d %s, want 201", guest.Status, guest.Body)
+		}
+		secret := guest.json(t)["client_secret"].(string)
 		pay := "/v1/orders/" + id + "/pay"
 		tests := []struct {
 			name   string
@@ -41,6 +52,13 @@ func TestBadInput(t *testing.T) {
 			{"a buyer's customer_id", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"customer_id": uuid.NewString(), "items": []map[string]any{{"sku": s.priced("1.00"), "quantity": 1}}}}, 400, "validation_failed"},
 			{"an unknown SKU", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"items": []map[string]any{{"sku": "nosuch", "quantity": 1}}}}, 400, "validation_failed"},
 			{"a SKU in another currency", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"currency": "EUR", "items": []map[string]any{{"sku": s.priced("1.00"), "quantity": 1}}}}, 400, "validation_failed"},
+			{"lines in two currencies", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"items": []map[string]any{{"sku": s.priced("1.00"), "quantity": 1}, {"sku": eur, "quantity": 1}}}}, 400, "validation_failed"},
+			{"a buyer's amount on a line", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"items": []map[string]any{{"sku": counted, "quantity": 1, "amount": "0.01"}}}}, 400, "validation_failed"},
+			{"a buyer's amount on the order", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"amount": "0.01", "items": []map[string]any{{"sku": counted, "quantity": 1}}}}, 400, "validation_failed"},
+			{"more than the stock", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"items": []map[string]any{{"sku": counted, "quantity": 4}}}}, 409, "out_of_stock"},
+			{"the last units and an unknown SKU", request{method: "POST", path: "/v1/orders", token: token, body: map[string]any{"items": []map[string]any{{"sku": counted, "quantity": 3}, {"sku": "nosuch", "quantity": 1}}}}, 400, "validation_failed"},
+			{"a client secret on another order", request{method: "GET", path: "/v1/orders/" + id, token: secret}, 404, "order_not_found"},
+			{"a client secret that was made up", request{method: "GET", path: "/v1/orders/" + id, token: id + "_secret_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}, 401, "unauthorized"},
 			{"no items", request{method: "POST", path: "/v1/orders", token: token, body: `{"currency":"USD","items":[]}`}, 400, "validation_failed"},
 			{"wrong content type", request{method: "POST", path: "/v1/orders", token: token, body: `{"currency":"USD"}`, contentType: "text/plain"}, 415, "unsupported_media_type"},
 			{"body over 1 MiB", request{method: "POST", path: pay, token: token, key: uuid.NewString(), body: huge}, 413, "payload_too_large"},
@@ -95,10 +113,14 @@ func TestValidationLeavesKeyFree(t *testing.T) {
 	})
 }
 
-// snapshot counts the rows of every table payd writes.
-func (s *stack) snapshot() [5]int64 {
-	return [5]int64{
+// snapshot counts the rows of every table an order's or a product's
+// creation writes, and the stock the catalogue holds.
+func (s *stack) snapshot() [7]int64 {
+	var stock int64
+	scanRows(s.t, s.db, &stock, "SELECT COALESCE(SUM(stock), 0) FROM products")
+	return [7]int64{
 		s.count("customers"), s.count("orders"), s.count("order_items"),
 		s.count("payment_attempts"), s.count("idempotency_records"),
+		s.count("products"), stock,
 	}
 }
