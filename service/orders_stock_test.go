@@ -236,3 +236,73 @@ func TestStockLastUnits(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiryRacesCancels: orders past their TTL are cancelled by their
+// buyers while expiry passes run beside them, on each database. Each
+// order ends either cancelled or expired, never both and never back, and
+// every unit comes back exactly once, whichever won.
+func TestExpiryRacesCancels(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		const orders = 12
+		w.product(t, "mug", "12.00", "EUR", count(orders*2))
+		type bought struct{ cust, id string }
+		list := make([]bought, orders)
+		for i := range list {
+			cust := w.customer(t)
+			o, err := w.orders.Create(ctx, service.Keyed{}, buyerOrder(cust, "EUR", item("mug", 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			list[i] = bought{cust, o.ID}
+		}
+		if got := w.stockOf(t, "mug"); got != 0 {
+			t.Fatalf("stock after %d orders = %d, want 0", orders, got)
+		}
+		w.clock.Advance(orderTTL + 1)
+
+		var wg sync.WaitGroup
+		errs := make(chan error, orders*2+3)
+		for _, b := range list {
+			for range 2 {
+				wg.Go(func() {
+					// The cancel loses to an expiry that got there first:
+					// the order is no longer pending, a conflict, not a fault.
+					if _, err := w.orders.Cancel(ctx, b.cust, b.id); err != nil && !errors.Is(err, domain.ErrOrderNotCancelable) {
+						errs <- err
+					}
+				})
+			}
+		}
+		for range 3 {
+			wg.Go(func() {
+				if _, err := w.expire(ctx); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("unexpected error: %v", err)
+		}
+		if _, err := w.expire(ctx); err != nil { // whatever no cancel reached
+			t.Fatal(err)
+		}
+		var cancelled, expired int
+		for _, b := range list {
+			switch st := w.get(t, b.cust, b.id).Status; st {
+			case domain.StatusCancelled:
+				cancelled++
+			case domain.StatusExpired:
+				expired++
+			default:
+				t.Errorf("order %s = %s, want cancelled or expired", b.id, st)
+			}
+		}
+		if got := w.stockOf(t, "mug"); got != orders*2 {
+			t.Fatalf("stock after %d cancelled and %d expired = %d, want %d (every unit back once)", cancelled, expired, got, orders*2)
+		}
+		t.Logf("%d cancelled, %d expired", cancelled, expired)
+	})
+}
