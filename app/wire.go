@@ -183,6 +183,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		MerchantKey: cfg.MerchantKey,
 		Merchants:   cfg.merchants,
 		Products:    &handler.Products{Service: uc.Catalogue, Audit: uc.Admin},
+		Audit:       uc.Admin,
 		// Orders' client secrets (ADR 0059), derived from PAYD_SECRET_KEY.
 		ClientSecrets: uc.Tokens,
 	})

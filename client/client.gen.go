@@ -378,6 +378,7 @@ func (e LedgerEntrySource) Valid() bool {
 const (
 	NotifyCauseKindCustomer       NotifyCauseKind = "customer"
 	NotifyCauseKindExpiry         NotifyCauseKind = "expiry"
+	NotifyCauseKindMerchant       NotifyCauseKind = "merchant"
 	NotifyCauseKindOperator       NotifyCauseKind = "operator"
 	NotifyCauseKindPayRequest     NotifyCauseKind = "pay_request"
 	NotifyCauseKindReconciliation NotifyCauseKind = "reconciliation"
@@ -391,6 +392,8 @@ func (e NotifyCauseKind) Valid() bool {
 	case NotifyCauseKindCustomer:
 		return true
 	case NotifyCauseKindExpiry:
+		return true
+	case NotifyCauseKindMerchant:
 		return true
 	case NotifyCauseKindOperator:
 		return true
@@ -1480,7 +1483,7 @@ type NextAction struct {
 type NotifyCause struct {
 	Kind NotifyCauseKind `json:"kind"`
 
-	// Ref Within the kind: the pay request's key, the provider event's ID, the operator, the attempt, the run, the customer; may be empty.
+	// Ref Within the kind: the pay request's key, the provider event's ID, the operator, the attempt, the run, the customer, the merchant's request key; may be empty.
 	Ref string `json:"ref"`
 }
 

@@ -51,11 +51,12 @@ const (
 	CauseExpiry         CauseKind = "expiry"         // the expiry job
 	CauseReconciliation CauseKind = "reconciliation" // a reconciliation run; the ref is the run
 	CauseCustomer       CauseKind = "customer"       // a customer's own call (a cancel, a refund request); the ref is its request key, else the customer's ID
+	CauseMerchant       CauseKind = "merchant"       // the merchant's server, with its key (a cancel); the ref is its request key
 )
 
 // CauseKinds lists every cause.
 var CauseKinds = []CauseKind{CausePayRequest, CauseWebhook, CauseOperator, CauseRecoverer, CauseExpiry,
-	CauseReconciliation, CauseCustomer}
+	CauseReconciliation, CauseCustomer, CauseMerchant}
 
 // Valid reports whether k is a known cause.
 func (k CauseKind) Valid() bool { return slices.Contains(CauseKinds, k) }

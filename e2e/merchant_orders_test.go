@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +24,17 @@ func TestBuyerCannotNameAPrice(t *testing.T) {
 			body: `{"currency":"USD","items":[{"sku":"mug","name":"Stoneware mug","quantity":1,"unit_price":"0.01"}]}`})
 		if r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" || !strings.Contains(string(r.Body), `"items[0].unit_price"`) {
 			t.Fatalf("a buyer's price = %d %s, want 400 validation_failed naming items[0].unit_price", r.Status, r.Body)
+		}
+		for _, name := range []string{"amount", "price", "unit_amount", "Unit_Price"} {
+			r := s.do(request{method: "POST", path: "/v1/orders", token: tok, key: uuid.NewString(),
+				body: `{"items":[{"sku":"mug","quantity":1,"` + name + `":"0.01"}]}`})
+			if f := problemFields(t, r); r.Status != http.StatusBadRequest || len(f) != 1 || f[0] != "items[0].unit_price" {
+				t.Errorf("a buyer's %s on a line = %d %s, want 400 naming items[0].unit_price alone", name, r.Status, r.Body)
+			}
+		}
+		if r := s.merchant(testMerchantKey, "POST", "/v1/orders", uuid.NewString(), `{"items":[{"sku":"mug","quantity":1,"price":"0.01"}]}`); r.Status != http.StatusBadRequest ||
+			!strings.Contains(string(r.Body), `"items[0].price"`) {
+			t.Errorf("the merchant's price under another name = %d %s, want 400 naming items[0].price (its price is unit_price)", r.Status, r.Body)
 		}
 		if after := s.snapshot(); after != before {
 			t.Fatalf("a refused order wrote: %+v, then %+v", before, after)
@@ -136,6 +149,72 @@ func TestOutOfStockOverHTTP(t *testing.T) {
 		}
 		if p := s.do(request{method: "GET", path: "/v1/products/mug"}); p.json(t)["stock"] != float64(2) {
 			t.Fatalf("stock after the cancel = %s, want 2", p.Body)
+		}
+	})
+}
+
+// TestClientSecretStreamsAndCancels: an order's client secret streams the
+// order's events and cancels it (stock back); another order's stream and
+// cancel are 404. The merchant's creation and cancel are on the audit
+// trail as merchant:default, naming the order, a buyer's creation is not,
+// and the shop is told the merchant cancelled (cause merchant, its key).
+func TestClientSecretStreamsAndCancels(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect))
+		s.newProduct("mug", "12.00", 2)
+		_, tok := s.register(newEmail())
+		mine := s.do(request{method: "POST", path: "/v1/orders", token: tok, body: `{"items":[{"sku":"mug","quantity":1}]}`})
+		if mine.Status != http.StatusCreated {
+			t.Fatalf("the buyer's order = %d %s, want 201", mine.Status, mine.Body)
+		}
+		other := mine.json(t)["id"].(string)
+		r := s.merchant(testMerchantKey, "POST", "/v1/orders", uuid.NewString(), `{"items":[{"sku":"mug","quantity":1}]}`)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("the merchant's order = %d %s, want 201", r.Status, r.Body)
+		}
+		o := r.json(t)
+		id, secret := o["id"].(string), o["client_secret"].(string)
+
+		st := s.stream(secret, id)
+		if ev := st.next(); ev.Status != "pending" {
+			t.Fatalf("the secret's stream opens on %q, want pending", ev.Status)
+		}
+		if r := s.do(request{method: "GET", path: "/v1/orders/" + other + "/events", token: secret}); r.Status != http.StatusNotFound {
+			t.Errorf("another order's stream with the secret = %d, want 404", r.Status)
+		}
+		if r := s.do(request{method: "POST", path: "/v1/orders/" + other + "/cancel", token: secret, key: uuid.NewString()}); r.Status != http.StatusNotFound {
+			t.Errorf("another order's cancel with the secret = %d %s, want 404", r.Status, r.Body)
+		}
+		if c := s.do(request{method: "POST", path: "/v1/orders/" + id + "/cancel", token: secret, key: uuid.NewString()}); c.Status != http.StatusOK || c.json(t)["status"] != "cancelled" {
+			t.Fatalf("cancel with the secret = %d %s, want 200 cancelled", c.Status, c.Body)
+		}
+		st.until("cancelled", orderEvent{})
+		if got := decode[product](t, s.do(request{method: "GET", path: "/v1/products/mug"})).Stock; got == nil || *got != 1 {
+			t.Errorf("stock after the secret's cancel = %v, want 1 (the buyer's order holds the other)", got)
+		}
+
+		// The merchant cancels the buyer's order with its key.
+		ckey := uuid.NewString()
+		if c := s.merchant(testMerchantKey, "POST", "/v1/orders/"+other+"/cancel", ckey, nil); c.Status != http.StatusOK {
+			t.Fatalf("the merchant's cancel = %d %s, want 200", c.Status, c.Body)
+		}
+		var causes []struct{ Cause, CauseRef string }
+		scanRows(t, s.db, &causes, "SELECT cause, cause_ref FROM notify_events WHERE order_id = ? AND type = 'order.cancelled'", other)
+		if len(causes) != 1 || causes[0].Cause != "merchant" || causes[0].CauseRef != ckey {
+			t.Errorf("the merchant's cancel is told as %+v, want cause merchant with its key", causes)
+		}
+		var trail []struct {
+			Actor, Action, OrderID string
+			Result                 int
+		}
+		scanRows(t, s.db, &trail, "SELECT actor, action, COALESCE(order_id, '') AS order_id, result FROM audit_log WHERE action IN ('create_order', 'cancel_order') ORDER BY created_at, id")
+		want := []string{"merchant:default create_order " + id + " 201", "merchant:default cancel_order " + other + " 200"}
+		var got []string
+		for _, e := range trail {
+			got = append(got, fmt.Sprintf("%s %s %s %d", e.Actor, e.Action, e.OrderID, e.Result))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("audit trail = %q, want %q (the buyer's creation and the secret's cancel are not the merchant's)", got, want)
 		}
 	})
 }

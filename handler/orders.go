@@ -3,8 +3,11 @@ package handler
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,6 +36,27 @@ type Orders struct {
 	Service  OrderService
 	Checkout Payer
 	Secrets  ClientSecrets // nil: answers carry no client secret
+	Audit    Auditor       // the merchant's creations and cancels are recorded (nil: not)
+	Log      *slog.Logger
+}
+
+// audited records the merchant's calls of an order route as merchant:NAME
+// (a buyer's are not: they are the customer's own), naming the order: the
+// path's, or the one a creation made (its Location, replayed too).
+func (h *Orders) audited(action string) echo.MiddlewareFunc {
+	return merchantAudited(h.Audit, h.log, action, func(c echo.Context, e *domain.AuditEntry) {
+		id := firstNonEmpty(c.Param("id"), strings.TrimPrefix(c.Response().Header().Get(echo.HeaderLocation), "/v1/orders/"))
+		if domain.ValidID(id) {
+			e.OrderID, e.Target = id, "order:"+id
+		}
+	})
+}
+
+func (h *Orders) log() *slog.Logger {
+	if h.Log == nil {
+		return slog.Default()
+	}
+	return h.Log
 }
 
 type createOrderRequest struct {
@@ -78,14 +102,48 @@ func (req createOrderRequest) newOrder(merchant bool, customerID string) (servic
 	return n, invalid.Err()
 }
 
+// otherPriceNames are the other names a client may give a line's price.
+var otherPriceNames = []string{"amount", "price", "unit_amount"}
+
+// reasonBuyerPrice is why a buyer's price is refused.
+const reasonBuyerPrice = "a buyer may not set a price: name a SKU and a quantity, and payd prices the line from the catalogue"
+
+// buyerPrices turns a buyer's line price under another name
+// (items[i].amount, .price, .unit_amount), which decoding refuses as an
+// unknown field, into what it is: a buyer naming a price, refused as
+// items[i].unit_price like a price under its own name. The merchant's
+// stays an unknown field: its price is unit_price.
+func buyerPrices(err error) error {
+	var invalid domain.ValidationErrors
+	if err := invalid.Add(err); err != nil {
+		return err
+	}
+	out := make(domain.ValidationErrors, 0, len(invalid))
+	seen := map[string]bool{}
+	for _, e := range invalid {
+		if line, name, ok := strings.Cut(e.Field, "]."); ok && strings.HasPrefix(line, "items[") && e.Reason == "unknown field" &&
+			slices.Contains(otherPriceNames, strings.ToLower(name)) {
+			e = &domain.ValidationError{Field: line + "].unit_price", Reason: reasonBuyerPrice}
+		}
+		if !seen[e.Field] {
+			seen[e.Field] = true
+			out = append(out, e)
+		}
+	}
+	return out.Err()
+}
+
 // create is POST /v1/orders, by a buyer (its customer token) or by the
 // merchant (its key). The answer carries the order's client secret.
 func (h *Orders) create(c echo.Context) error {
 	var req createOrderRequest
+	merchant := merchantOf(c) != ""
 	if err := decode(c, &req); err != nil {
+		if !merchant {
+			return buyerPrices(err)
+		}
 		return err
 	}
-	merchant := merchantOf(c) != ""
 	customerID := ""
 	if !merchant {
 		customerID = customerOf(c).ID
@@ -255,7 +313,11 @@ func (h *Orders) cancel(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if key := firstNonEmpty(requestKeyOf(c), c.Request().Header.Get("Idempotency-Key"), body.RequestID); key != "" {
-		ctx = service.WithCause(ctx, domain.Cause{Kind: domain.CauseCustomer, Ref: key})
+		kind := domain.CauseCustomer
+		if merchantOf(c) != "" {
+			kind = domain.CauseMerchant
+		}
+		ctx = service.WithCause(ctx, domain.Cause{Kind: kind, Ref: key})
 	}
 	o, err := h.Service.Cancel(ctx, actingFor(c), c.Param("id"))
 	if err != nil {

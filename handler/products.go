@@ -208,8 +208,24 @@ func productPage(c echo.Context, read func(ctx context.Context, after string, li
 // the product and the result, as operators' actions are recorded. It
 // wraps the idempotency middleware, so replays are on the trail too.
 func (h *Products) audited(action string) echo.MiddlewareFunc {
+	return merchantAudited(h.Audit, h.log, action, func(c echo.Context, e *domain.AuditEntry) {
+		if sku := firstNonEmpty(c.Param("sku"), bodySKU(c)); domain.ValidSKU(sku) {
+			e.Target = "product:" + sku
+		}
+	})
+}
+
+// merchantAudited records each call of the merchant's server through the
+// wrapped route — executed, replayed or refused — on the audit trail as
+// merchant:NAME, with its action, request key and result; about names
+// what it was about. Calls by anyone else (a buyer) pass unrecorded. It
+// wraps the idempotency middleware, so replays are on the trail too.
+func merchantAudited(audit Auditor, log func() *slog.Logger, action string, about func(echo.Context, *domain.AuditEntry)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if audit == nil || merchantOf(c) == "" {
+				return next(c)
+			}
 			tap := &problemTap{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = tap
 			if err := next(c); err != nil {
@@ -225,13 +241,11 @@ func (h *Products) audited(action string) echo.MiddlewareFunc {
 			if !domain.ValidKey(e.RequestID) {
 				e.RequestID = ""
 			}
-			if sku := firstNonEmpty(c.Param("sku"), bodySKU(c)); domain.ValidSKU(sku) {
-				e.Target = "product:" + sku
-			}
+			about(c, &e)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 			defer cancel()
-			if err := h.Audit.Record(ctx, e); err != nil {
-				h.log().ErrorContext(ctx, "audit entry lost", "err", err, "action", action, "result", e.Result)
+			if err := audit.Record(ctx, e); err != nil {
+				log().ErrorContext(ctx, "audit entry lost", "err", err, "action", action, "result", e.Result)
 			}
 			return nil
 		}

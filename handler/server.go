@@ -61,6 +61,9 @@ type Deps struct {
 	MerchantKey string
 	Merchants   []Merchant
 	Products    *Products
+	// Audit is the trail the merchant's order creations and cancels are
+	// recorded on (nil: they are not).
+	Audit Auditor
 	// ClientSecrets derives and checks orders' client secrets (ADR 0059);
 	// nil: orders have none.
 	ClientSecrets ClientSecrets
@@ -95,7 +98,7 @@ func routes(e *echo.Echo, d Deps) {
 	limits := newLimiters(d.RateLimits, d.Metrics)
 	public := limits.public()
 	customers := &Customers{Service: d.Customers}
-	orders := &Orders{Service: d.Orders, Checkout: d.Checkout, Secrets: d.ClientSecrets}
+	orders := &Orders{Service: d.Orders, Checkout: d.Checkout, Secrets: d.ClientSecrets, Audit: d.Audit, Log: d.Log}
 	// The routes on orders (ADR 0059): a customer token everywhere; the
 	// merchant key to create, list, read and cancel; an order's client
 	// secret on that order's own routes.
@@ -126,11 +129,11 @@ func routes(e *echo.Echo, d Deps) {
 
 	v1 := e.Group("/v1")
 	v1.POST("/customers", customers.register, public, idem.Wrap(idempotency.KeySealed))
-	v1.POST("/orders", orders.create, buyerOrMerchant, idem.Wrap(idempotency.KeyOptional))
+	v1.POST("/orders", orders.create, buyerOrMerchant, orders.audited("create_order"), idem.Wrap(idempotency.KeyOptional))
 	v1.GET("/orders", orders.list, buyerOrMerchant)
 	v1.GET("/orders/:id", orders.get, anyOfOrder, validIDs(orderID))
 	v1.POST("/orders/:id/pay", orders.pay, buyerOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), orders.audited("cancel_order"), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/orders/:id/events", events.stream, anyOfOrder, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, anyOfOrder)
 	// One webhook endpoint per provider mode: each answers 404 when its
