@@ -88,8 +88,8 @@ func TestConsoleResolvesStagedDiscrepancy(t *testing.T) {
 		if got := b.attr(`#timeline li[data-kind="attempt"]`, "outcome"); got != "succeeded" {
 			t.Errorf("the attempt's outcome after apply = %q, want succeeded", got)
 		}
-		if got := b.text("#order-summary"); !strings.Contains(got, "paid") {
-			t.Errorf("order summary after apply = %q, want paid", got)
+		if got := b.text("#order-summary"); !strings.Contains(got, "paid") || !strings.Contains(got, "client secret issued (not shown)") {
+			t.Errorf("order summary after apply = %q, want paid, and that a client secret exists", got)
 		}
 		if b.count(card) != 0 {
 			t.Error("the resolved discrepancy still has resolve buttons on its order")

@@ -90,7 +90,11 @@ function draw(doc, fresh) {
     ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(minus(m.net), o.currency)}`,
     // A refund in flight is not money yet: said apart, never added in.
     o.refund_pending_amount && Number(o.refund_pending_amount) !== 0 ? ` · ${amount(o.refund_pending_amount, o.currency)} refund pending` : '',
-    ' · customer ', idRef(o.customer_id, { what: 'customer ID' }), ` · created ${when(o.created_at)}`);
+    ...(o.customer_id ? [' · customer ', idRef(o.customer_id, { what: 'customer ID' })] : [' · guest (created by the merchant)']),
+    ` · created ${when(o.created_at)}`,
+    // Every order has a client secret, handed to its creator; it opens the
+    // order like a token, so operators learn that it exists, never what it is.
+    h('span', { class: 'secret-note', title: 'A client secret opens this order for whoever created it (the checkout page, or the merchant\'s server). It is never shown here.' }, ' · client secret issued (not shown)'));
   renderMoney($('money'), o);
   renderLedger($('ledger-rows'), doc);
   $('ledger-table').hidden = !(doc.ledger || []).length;
