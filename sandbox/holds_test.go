@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox"
 	"github.com/payd/payd/sandbox/sandboxtest"
 )
@@ -120,6 +121,11 @@ func TestHoldPartialCapture(t *testing.T) {
 		code, body := get(t, sb.URL+"/v1/settlements/2026-03-14.csv")
 		if code != http.StatusOK || !strings.Contains(body, held.ID+",h1,ord-h1,charge,succeeded,5.00,USD,2026-03-14T13:00:00Z,") {
 			t.Errorf("settlement = %d %s; want the capture of 5.00 at 13:00", code, body)
+		}
+		// payd's own parser reads it as a charge of what was captured.
+		st, err := provider.ParseSettlement(strings.NewReader(body))
+		if err != nil || len(st.Charges) != 1 || st.Charges[0].ID != held.ID || !st.Charges[0].Amount.Equal(dec("5.00")) {
+			t.Errorf("ParseSettlement = %+v, %v; want the one capture of 5.00", st, err)
 		}
 	})
 }
@@ -397,4 +403,46 @@ func TestHoldRace(t *testing.T) {
 			t.Errorf("events = %v, want payment.authorized and one of captured or voided", types)
 		}
 	})
+}
+
+// A hold's steps reach the webhook URL signed like every event, and payd
+// reads each as an event it stores without applying (ADR 60: hints).
+func TestHoldWebhooks(t *testing.T) {
+	secret := sandboxtest.Secret(t)
+	rcv := newReceiver(t, secret, 0)
+	cfg := fastConfig(sandboxtest.SQLiteURL(t))
+	cfg.WebhookURL, cfg.WebhookSecret = rcv.URL, secret
+	sb := sandboxtest.Start(t, cfg)
+	ctx := context.Background()
+	h1, err1 := sb.Client.Charge(ctx, holdReq("h1", "pm_ok"))
+	h2, err2 := sb.Client.Charge(ctx, holdReq("h2", "pm_async"))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if _, err := sb.Client.Capture(ctx, captureReq("c1", h1.ID, "")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "h2 authorized", func() bool {
+		ch, err := sb.Client.FindCharge(ctx, h2.ID)
+		return err == nil && ch.Status == domain.ChargeAuthorized
+	})
+	if _, err := sb.Client.Void(ctx, voidReq("v1", h2.ID)); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.waitAccepted(t, 4)
+	want := map[string][]domain.ProviderEventType{
+		"h1": {domain.EventPaymentAuthorized, domain.EventPaymentCaptured},
+		"h2": {domain.EventPaymentAuthorized, domain.EventPaymentVoided},
+	}
+	for key, types := range want {
+		evs := byKey(got, key)
+		if len(evs) != len(types) {
+			t.Fatalf("events of %s = %+v, want %v", key, evs, types)
+		}
+		for i, ev := range evs {
+			if ev.Type != types[i] || ev.ChargeID == "" || ev.Type.Known() {
+				t.Errorf("event %d of %s = %+v, want %s, with its charge, not applied by payd", i, key, ev, types[i])
+			}
+		}
+	}
 }
