@@ -97,6 +97,10 @@ const (
 	EventPaymentVoided ProviderEventType = "payment.voided"
 )
 
+// HoldEventTypes lists the events of a hold's life: known to payd, stored
+// when they arrive, and not applied (not Known) until payd acts on holds.
+var HoldEventTypes = []ProviderEventType{EventPaymentAuthorized, EventPaymentCaptured, EventPaymentVoided}
+
 // ProviderEventTypes lists the event types payd applies.
 var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
 	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}
