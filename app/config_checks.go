@@ -89,9 +89,6 @@ func (c *Config) checkSettings() error {
 	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
 		return errors.New("PAYD_READ_TIMEOUT, PAYD_WRITE_TIMEOUT and PAYD_IDLE_TIMEOUT must be positive: a connection without them is held by a slow client forever")
 	}
-	if c.SandboxHoldTTL <= 0 {
-		return errors.New("PAYD_SANDBOX_AUTHORIZATION_TTL must be a positive duration such as 168h: a hold that lapses at once can never be captured")
-	}
 	// A pay call waits for one provider call (PAYD_PROVIDER_TIMEOUT) and may
 	// settle after it: it must be able to answer before the write deadline
 	// cuts the connection, or the client sees a reset for a payment made.

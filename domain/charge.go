@@ -18,26 +18,6 @@ const (
 	ChargePending   ChargeStatus = "pending"   // accepted, outcome will come by webhook (async methods)
 	ChargeSucceeded ChargeStatus = "succeeded" // money moved
 	ChargeFailed    ChargeStatus = "failed"    // definitively declined; nothing moved
-	// ChargeAuthorized is a manual-capture charge whose money is held and
-	// not yet moved (Stripe: requires_capture). A capture makes it
-	// succeeded; a void, or the hold lapsing at CaptureBefore, makes it
-	// voided. An automatic charge never has it.
-	ChargeAuthorized ChargeStatus = "authorized"
-	// ChargeVoided is a hold released without moving money: voided on
-	// request, or lapsed at the provider (VoidReason says which). It is
-	// final. An automatic charge never has it.
-	ChargeVoided ChargeStatus = "voided"
-)
-
-// CaptureManual is ChargeRequest.CaptureMethod for a charge that only
-// holds the money until a Capture (or a Void, or the hold lapsing). The
-// empty CaptureMethod is automatic: the charge moves the money at once.
-const CaptureManual = "manual"
-
-// The reasons a hold was voided (Charge.VoidReason).
-const (
-	VoidRequested = "requested" // a Void asked for it
-	VoidLapsed    = "lapsed"    // not captured by CaptureBefore: the provider released it
 )
 
 // ChargeRequest asks the provider for one charge. IdempotencyKey is payd's
@@ -48,26 +28,6 @@ type ChargeRequest struct {
 	Amount         decimal.Decimal
 	Currency       string
 	PaymentMethod  string
-	// CaptureMethod is "" (automatic: the wire is as it always was) or
-	// CaptureManual: a charge that succeeds is then only authorized.
-	CaptureMethod string
-}
-
-// CaptureRequest asks the provider to capture a held (authorized) charge,
-// at most once per IdempotencyKey. A zero Amount captures the whole hold;
-// a smaller one captures that much and releases the rest.
-type CaptureRequest struct {
-	IdempotencyKey string
-	ChargeID       string
-	Amount         decimal.Decimal
-	Currency       string
-}
-
-// VoidRequest asks the provider to release a held (authorized) charge
-// without moving money, at most once per IdempotencyKey.
-type VoidRequest struct {
-	IdempotencyKey string
-	ChargeID       string
 }
 
 // Charge is the provider's record of a charge, in payd's terms.
@@ -85,36 +45,9 @@ type Charge struct {
 	// given back (open or lost).
 	DisputedAmount decimal.Decimal
 	CreatedAt      time.Time
-	// CaptureMethod is "" for an automatic charge and CaptureManual for a
-	// hold. Captured, AmountCaptured, CaptureBefore and VoidReason speak of
-	// holds only: they stay zero on an automatic charge, whose money moved
-	// as it succeeded (see Settled).
-	CaptureMethod string
-	// Captured reports that a hold was captured (its Status is succeeded).
-	Captured bool
-	// AmountCaptured is what the capture moved; the rest of the hold was
-	// released.
-	AmountCaptured decimal.Decimal
-	// CaptureBefore is when the hold lapses unless captured.
-	CaptureBefore time.Time
-	// VoidReason, on a voided hold, is VoidRequested or VoidLapsed.
-	VoidReason string
 	// Action, on a pending charge, is what the customer must do before the
 	// provider can decide (3-D Secure); nil when nothing is asked of them.
 	Action *CustomerAction
-}
-
-// Settled is the money the charge moved to the merchant: the amount of a
-// succeeded automatic charge, what a captured hold captured, and zero
-// for anything else (pending, failed, authorized, voided).
-func (c Charge) Settled() decimal.Decimal {
-	switch {
-	case c.Status != ChargeSucceeded:
-		return decimal.Zero
-	case c.CaptureMethod == CaptureManual:
-		return c.AmountCaptured
-	}
-	return c.Amount
 }
 
 // CustomerAction is a step the customer's browser must complete for a

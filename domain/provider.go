@@ -81,26 +81,6 @@ const (
 	EventDisputeUpdated ProviderEventType = "dispute.updated"
 )
 
-// The events of a hold's life. They are not in ProviderEventTypes: payd
-// does not apply them on their word. They are hints to ask the provider
-// about the charge (ADR 0060), stored and otherwise ignored until payd
-// acts on holds.
-const (
-	// EventPaymentAuthorized: a manual-capture charge is held (Stripe's
-	// payment_intent.amount_capturable_updated).
-	EventPaymentAuthorized ProviderEventType = "payment.authorized"
-	// EventPaymentCaptured: a hold was captured, for its amount_captured
-	// (Stripe's charge.captured).
-	EventPaymentCaptured ProviderEventType = "payment.captured"
-	// EventPaymentVoided: a hold was released, voided on request or lapsed
-	// (Stripe's payment_intent.canceled).
-	EventPaymentVoided ProviderEventType = "payment.voided"
-)
-
-// HoldEventTypes lists the events of a hold's life: known to payd, stored
-// when they arrive, and not applied (not Known) until payd acts on holds.
-var HoldEventTypes = []ProviderEventType{EventPaymentAuthorized, EventPaymentCaptured, EventPaymentVoided}
-
 // ProviderEventTypes lists the event types payd applies.
 var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
 	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}

@@ -126,8 +126,7 @@ func TestLabelEnumsListed(t *testing.T) {
 		{"domain", "WebhookOutcome", strs(domain.WebhookOutcomes)},
 		{"domain", "DiscrepancyType", strs(domain.DiscrepancyTypes)},
 		{"domain", "RetryReason", strs(domain.RetryReasons)},
-		// A hold's events are listed apart: stored, not applied yet.
-		{"domain", "ProviderEventType", strs(slices.Concat(domain.ProviderEventTypes, domain.HoldEventTypes))},
+		{"domain", "ProviderEventType", strs(domain.ProviderEventTypes)},
 		{"telemetry", "ProviderOutcome", strs(telemetry.ProviderOutcomes)},
 		{"telemetry", "WebhookRejection", strs(telemetry.WebhookRejections)},
 		{"telemetry", "RateLimit", strs(telemetry.RateLimits)},

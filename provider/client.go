@@ -173,46 +173,6 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return r, nil
 }
 
-// Capture captures a held (authorized) charge, at most once per
-// req.IdempotencyKey: req.Amount of it, or all of it when req.Amount is
-// zero; the rest of the hold is released. It answers the charge after the
-// capture (succeeded, Captured, AmountCaptured). A refusal is a
-// *domain.ProviderRequestError whose code says why: amount_too_large,
-// charge_already_captured, charge_voided, authorization_expired,
-// charge_not_capturable, idempotency_key_reused; an unknown charge is
-// domain.ErrChargeNotFound; an unknown outcome is
-// domain.ErrProviderUnavailable (ask with FindCharge, or send it again
-// under the same key).
-func (c *Client) Capture(ctx context.Context, req domain.CaptureRequest) (domain.Charge, error) {
-	body, err := fromCaptureRequest(req)
-	if err != nil {
-		return domain.Charge{}, err
-	}
-	return c.holdAction(ctx, "capture", req.ChargeID, req.IdempotencyKey, body)
-}
-
-// Void releases a held (authorized) charge without moving money, at most
-// once per req.IdempotencyKey, and answers the voided charge. Its errors
-// are Capture's; a captured hold is refused with charge_already_captured.
-func (c *Client) Void(ctx context.Context, req domain.VoidRequest) (domain.Charge, error) {
-	return c.holdAction(ctx, "void", req.ChargeID, req.IdempotencyKey, struct{}{})
-}
-
-// holdAction POSTs a capture or void of chargeID under key.
-func (c *Client) holdAction(ctx context.Context, kind, chargeID, key string, body any) (domain.Charge, error) {
-	var out chargeDTO
-	path := "/v1/charges/" + url.PathEscape(chargeID) + "/" + kind
-	if err := c.do(ctx, http.MethodPost, path, key, body, &out); err != nil {
-		return domain.Charge{}, fmt.Errorf("%s %s: %w", kind, key, err)
-	}
-	ch, err := out.toCharge()
-	if err != nil {
-		// A 200 we cannot read may still mean the hold moved.
-		return domain.Charge{}, fmt.Errorf("%s %s: %w: %w", kind, key, domain.ErrProviderUnavailable, err)
-	}
-	return ch, nil
-}
-
 // FindCharge looks a charge up by the provider's charge ID, with the order
 // it pays and its refunded and disputed amounts; domain.ErrChargeNotFound
 // means the provider has no such charge.

@@ -17,15 +17,6 @@ type chargeRequestDTO struct {
 	Amount        string `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
-	// CaptureMethod is sent only for a hold ("manual"), so an automatic
-	// charge's request is what it always was.
-	CaptureMethod string `json:"capture_method,omitempty"`
-}
-
-// captureRequestDTO is a capture's body: no amount captures the whole hold.
-type captureRequestDTO struct {
-	Amount   string `json:"amount,omitempty"`
-	Currency string `json:"currency,omitempty"`
 }
 
 type chargeDTO struct {
@@ -40,12 +31,6 @@ type chargeDTO struct {
 	RefundedAmount string `json:"refunded_amount"`
 	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
-	// The hold fields: the provider writes them for manual charges only.
-	CaptureMethod  string `json:"capture_method"`
-	Captured       bool   `json:"captured"`
-	AmountCaptured string `json:"amount_captured"`
-	CaptureBefore  string `json:"capture_before"`
-	VoidReason     string `json:"void_reason"`
 }
 
 type chargeListDTO struct {
@@ -103,21 +88,7 @@ func fromChargeRequest(r domain.ChargeRequest) (chargeRequestDTO, error) {
 	if err != nil {
 		return chargeRequestDTO{}, fmt.Errorf("charge %s: %w", r.IdempotencyKey, err)
 	}
-	return chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod,
-		CaptureMethod: r.CaptureMethod}, nil
-}
-
-// fromCaptureRequest writes a capture's body; a zero amount (the whole
-// hold) is left out.
-func fromCaptureRequest(r domain.CaptureRequest) (captureRequestDTO, error) {
-	if r.Amount.IsZero() {
-		return captureRequestDTO{}, nil
-	}
-	amount, err := formatAmount(r.Amount, r.Currency)
-	if err != nil {
-		return captureRequestDTO{}, fmt.Errorf("capture %s: %w", r.IdempotencyKey, err)
-	}
-	return captureRequestDTO{Amount: amount, Currency: r.Currency}, nil
+	return chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod}, nil
 }
 
 func fromRefundRequest(r domain.ProviderRefundRequest) (refundRequestDTO, error) {
@@ -161,9 +132,6 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 		return domain.Charge{}, fmt.Errorf("charge disputed_amount %q: %w", d.DisputedAmount, err)
 	}
 	status, err := parseStatus(d.Status)
-	if d.CaptureMethod == domain.CaptureManual {
-		status, err = parseHoldStatus(d.Status)
-	}
 	if err != nil {
 		return domain.Charge{}, err
 	}
@@ -175,33 +143,12 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	if status == domain.ChargeFailed && code == processingError {
 		code = domain.NotCharged
 	}
-	ch := domain.Charge{
+	return domain.Charge{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
 		Status: status, FailureCode: code, RefundedAmount: refunded, DisputedAmount: disputed,
 		CreatedAt: created.UTC(),
-	}
-	if d.CaptureMethod == domain.CaptureManual {
-		return d.withHold(ch)
-	}
-	return ch, nil
-}
-
-// withHold adds a manual charge's hold fields to ch.
-func (d chargeDTO) withHold(ch domain.Charge) (domain.Charge, error) {
-	captured, err := optionalAmount(d.AmountCaptured)
-	if err != nil {
-		return domain.Charge{}, fmt.Errorf("charge amount_captured %q: %w", d.AmountCaptured, err)
-	}
-	var before time.Time
-	if d.CaptureBefore != "" {
-		if before, err = time.Parse(time.RFC3339Nano, d.CaptureBefore); err != nil {
-			return domain.Charge{}, fmt.Errorf("charge capture_before: %w", err)
-		}
-	}
-	ch.CaptureMethod, ch.Captured, ch.AmountCaptured = domain.CaptureManual, d.Captured, captured
-	ch.CaptureBefore, ch.VoidReason = before.UTC(), d.VoidReason
-	return ch, nil
+	}, nil
 }
 
 // optionalAmount reads an amount a provider may leave out (zero then).
@@ -256,18 +203,6 @@ func (d disputeDTO) toDispute() (domain.ProviderDispute, error) {
 		Amount: amount, Currency: d.Currency, Status: status, Reason: d.Reason,
 		CreatedAt: created.UTC(), ClosedAt: closed,
 	}, nil
-}
-
-// parseHoldStatus is parseStatus for a manual charge, which may also be
-// held (authorized) or released (voided). An automatic charge or a refund
-// never is: for them those stay unknown, an unreadable reply, so payd's
-// pays never take a hold for a decline.
-func parseHoldStatus(s string) (domain.ChargeStatus, error) {
-	switch st := domain.ChargeStatus(s); st {
-	case domain.ChargeAuthorized, domain.ChargeVoided:
-		return st, nil
-	}
-	return parseStatus(s)
 }
 
 // parseStatus accepts only the statuses payd knows, so an unexpected one is

@@ -36,8 +36,7 @@ func (s *Server) ResolvePending(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// resolve moves one pending charge to its final status: a manual one
-// that succeeds is authorized, its hold lasting from now. The UPDATE is
+// resolve moves one pending charge to its final status. The UPDATE is
 // guarded by status = 'pending', so of two workers (or processes) racing,
 // exactly one moves it and queues its one webhook.
 func (s *Server) resolve(ctx context.Context, c chargeRow, now dbTime) (bool, error) {
@@ -46,14 +45,11 @@ func (s *Server) resolve(ctx context.Context, c chargeRow, now dbTime) (bool, er
 	if m.asyncStatus == "" { // not an async method: cannot happen, but never leave it pending forever
 		c.Status, c.FailureCode = string(domain.ChargeFailed), "processing_error"
 	}
-	if c.manual() && c.Status == string(domain.ChargeSucceeded) {
-		c.Status, c.CaptureBefore = string(domain.ChargeAuthorized), s.captureBefore(now)
-	}
 	var won bool
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE sandbox_charges SET status = ?, failure_code = ?, capture_before = ?, updated_at = ?
+		res := tx.Exec(`UPDATE sandbox_charges SET status = ?, failure_code = ?, updated_at = ?
 		                 WHERE id = ? AND status = ?`,
-			c.Status, c.FailureCode, c.CaptureBefore, now, c.ID, string(domain.ChargePending))
+			c.Status, c.FailureCode, now, c.ID, string(domain.ChargePending))
 		if res.Error != nil {
 			return res.Error
 		}

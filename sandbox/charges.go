@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,16 +47,9 @@ var errProcessorFault = &apiError{status: http.StatusInternalServerError, code: 
 // understood but can never succeed under that key.
 var errKeyReused = unprocessable("idempotency_key_reused", "this idempotency key was used with different parameters")
 
-// The capture methods a charge request may name.
-const (
-	captureAutomatic = "automatic"
-	captureManual    = "manual"
-)
-
 // chargeInput is a validated charge request.
 type chargeInput struct {
 	key, orderID, currency, method string
-	captureMethod                  string // automatic or manual
 	amountMinor                    int64
 }
 
@@ -75,9 +67,6 @@ func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(d)
 	}
 	row, created, err := s.createCharge(ctx, in)
-	if err == nil && !created {
-		row, err = s.lapseIfDue(ctx, row) // a replay tells the hold as it stands
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -114,12 +103,7 @@ func parseChargeRequest(w http.ResponseWriter, r *http.Request) (chargeInput, er
 		// Never echo the value: a confused client may have sent card data.
 		return chargeInput{}, badRequest("unknown_payment_method", "payment_method is not one the sandbox knows")
 	}
-	capture := cmp.Or(req.CaptureMethod, captureAutomatic)
-	if capture != captureAutomatic && capture != captureManual {
-		return chargeInput{}, badRequest("validation_failed", "capture_method: must be automatic or manual")
-	}
-	return chargeInput{key: key, orderID: req.OrderID, currency: string(cur), method: req.PaymentMethod,
-		captureMethod: capture, amountMinor: minor}, nil
+	return chargeInput{key: key, orderID: req.OrderID, currency: string(cur), method: req.PaymentMethod, amountMinor: minor}, nil
 }
 
 // parseMoney validates a decimal-string amount of a currency and converts it
@@ -198,37 +182,28 @@ func (s *Server) existingCharge(ctx context.Context, in chargeInput) (chargeRow,
 		return chargeRow{}, false, err
 	}
 	if row.OrderID != in.orderID || row.AmountMinor != in.amountMinor ||
-		row.Currency != in.currency || row.PaymentMethod != in.method || row.CaptureMethod != in.captureMethod {
+		row.Currency != in.currency || row.PaymentMethod != in.method {
 		return chargeRow{}, true, errKeyReused
 	}
 	return row, true, nil
 }
 
-// newCharge is the row of a new charge. A manual charge whose method
-// succeeds is only authorized, until capture_before; its dispute, for
-// pm_dispute, waits for the capture (nothing moved before it).
 func (s *Server) newCharge(in chargeInput, m method) chargeRow {
 	now := at(s.now())
 	row := chargeRow{
 		ID: newID("ch_"), IdempotencyKey: in.key, OrderID: in.orderID,
 		PaymentMethod: in.method, Currency: in.currency, AmountMinor: in.amountMinor,
-		Status: string(m.status), FailureCode: m.failureCode, CaptureMethod: in.captureMethod,
+		Status: string(m.status), FailureCode: m.failureCode,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if m.status == domain.ChargePending {
 		row.SettleAt = at(now.Add(s.cfg.AsyncDelay))
 	}
-	if row.manual() && m.status == domain.ChargeSucceeded {
-		row.Status, row.CaptureBefore = string(domain.ChargeAuthorized), s.captureBefore(now)
-	}
-	if m.dispute && !row.manual() {
+	if m.dispute {
 		row.DisputeAt = at(now.Add(s.cfg.AsyncDelay))
 	}
 	return row
 }
-
-// captureBefore is when a hold authorized at t lapses.
-func (s *Server) captureBefore(t dbTime) dbTime { return at(t.Add(s.cfg.AuthorizationTTL)) }
 
 // inTx runs fn in a transaction, again when it lost a lock race (InnoDB
 // deadlocks are normal under concurrent inserts of one key).
@@ -259,9 +234,6 @@ func (s *Server) handleGetCharge(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, errNoRow) {
 		err = &apiError{status: http.StatusNotFound, code: "charge_not_found", msg: "no charge under this idempotency key"}
 	}
-	if err == nil {
-		row, err = s.lapseIfDue(r.Context(), row)
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -273,9 +245,6 @@ func (s *Server) handleGetChargeByID(w http.ResponseWriter, r *http.Request) {
 	row, err := chargeByID(r.Context(), s.db, r.PathValue("id"))
 	if errors.Is(err, errNoRow) {
 		err = errChargeNotFound
-	}
-	if err == nil {
-		row, err = s.lapseIfDue(r.Context(), row)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -302,9 +271,6 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rows, err := chargesCreated(r.Context(), s.db, from, to)
-	if err == nil {
-		err = s.lapseAll(r.Context(), rows)
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -18,10 +18,6 @@ import (
 // otherwise (PAYD_SANDBOX_DATABASE_URL).
 const DefaultDatabaseURL = "sqlite://sandbox.db"
 
-// DefaultAuthorizationTTL is how long a hold lasts unless
-// Config.AuthorizationTTL says otherwise.
-const DefaultAuthorizationTTL = 7 * 24 * time.Hour
-
 // Config configures a sandbox Server. Zero fields take the defaults noted.
 type Config struct {
 	// DatabaseURL is sqlite://PATH or mysql://USER:PASS@HOST:PORT/DB
@@ -44,11 +40,6 @@ type Config struct {
 	// transit (a proxy, a queue, a loaded provider) that is processed late.
 	// Zero (the default) acts at once.
 	ChargeDelay time.Duration
-	// AuthorizationTTL is how long a hold (a manual-capture charge that
-	// succeeded) may be captured: past it the hold lapses and the sandbox
-	// voids it (PAYD_SANDBOX_AUTHORIZATION_TTL; default 7 days, as card
-	// networks keep most holds; tests use seconds). Negative is an error.
-	AuthorizationTTL time.Duration
 
 	// Duplicates is how many times each event is delivered, every copy
 	// with the same webhook-id (default 1).
@@ -71,8 +62,7 @@ type Config struct {
 	DeliveryTimeout time.Duration
 
 	// PollInterval is how often the background workers look for due
-	// deliveries, pending charges, due disputes and lapsed holds (default
-	// 200ms).
+	// deliveries, pending charges and due disputes (default 200ms).
 	PollInterval time.Duration
 	// BatchSize bounds the rows one worker pass handles (default 32).
 	BatchSize int
@@ -92,10 +82,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = DefaultDatabaseURL
 	}
-	if c.AuthorizationTTL < 0 {
-		return c, fmt.Errorf("sandbox: authorization TTL must be a positive duration, not %s", c.AuthorizationTTL)
-	}
-	setDuration(&c.AuthorizationTTL, DefaultAuthorizationTTL)
 	setDuration(&c.AsyncDelay, 2*time.Second)
 	setDuration(&c.ReorderWindow, time.Second)
 	setDuration(&c.RetryBase, time.Second)

@@ -21,8 +21,7 @@ var (
 )
 
 // OpenDisputes makes one pass over pm_dispute charges whose AsyncDelay has
-// run out (since the charge, or a hold's capture): each gets a dispute of
-// all the money it moved (reason fraudulent) and a
+// run out: each gets a dispute of its full amount (reason fraudulent) and a
 // dispute.created webhook. It returns how many it opened. The background
 // worker calls it every PollInterval; tests may call it directly. A due
 // dispute survives a restart and opens afterwards, once.
@@ -54,7 +53,7 @@ func (s *Server) OpenDisputes(ctx context.Context) (int, error) {
 // transaction.
 func (s *Server) openDispute(ctx context.Context, c chargeRow, now dbTime) (bool, error) {
 	d := disputeRow{
-		ID: newID("dp_"), ChargeID: c.ID, Currency: c.Currency, AmountMinor: c.settledMinor(),
+		ID: newID("dp_"), ChargeID: c.ID, Currency: c.Currency, AmountMinor: c.AmountMinor,
 		Status: string(domain.DisputeOpen), Reason: disputeReason, CreatedAt: now, UpdatedAt: now,
 		ChargeKey: c.IdempotencyKey, OrderID: c.OrderID,
 	}

@@ -14,14 +14,9 @@
 // ("12.30"); times are RFC 3339 UTC with microseconds. Errors are
 // {"error":{"code","message"}} with a stable code.
 //
-//	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method, capture_method?}
+//	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method}
 //	                            → 200 {id, idempotency_key, order_id, amount, currency, payment_method,
 //	                                   status, failure_code, refunded_amount, disputed_amount, created_at}
-//	                              and, for a manual charge only: capture_method, captured,
-//	                              amount_captured, capture_before, void_reason
-//	POST /v1/charges/{id}/capture Idempotency-Key; {amount?, currency?} (no amount: the whole hold)
-//	                            → 200 the charge: succeeded, captured, amount_captured
-//	POST /v1/charges/{id}/void  Idempotency-Key → 200 the charge: voided, void_reason requested
 //	GET  /v1/charges/{key}      → 200 the charge created under that idempotency key, or 404 charge_not_found
 //	GET  /v1/charges/by-id/{id} → 200 the charge with that (sandbox) id, or 404 charge_not_found
 //	GET  /v1/charges?from=&to=  → 200 {"data":[charge...]} created in [from, to), oldest first
@@ -37,8 +32,6 @@
 //	                            → charge_id,idempotency_key,order_id,type,status,amount,currency,created_at,refund_id
 //	                              one line per succeeded charge (type charge, no refund_id) and refund
 //	                              (type refund, its id) created that UTC day; refund amounts are positive.
-//	                              A hold is listed only once captured: on its capture's day, at its
-//	                              capture time, for the amount captured.
 //
 // A charge's refunded_amount is what refunds gave back, its disputed_amount
 // what disputes withdrew and have not given back (open or lost). A list's
@@ -57,32 +50,6 @@
 // refunds and lost disputes; a charge under an open dispute is not
 // refundable at all (422 charge_disputed). Validation failures are 400 (the
 // key stays unused).
-//
-// # Holds (manual capture)
-//
-// capture_method is automatic (the default: the money moves as the charge
-// succeeds) or manual. A manual charge whose method succeeds is only
-// authorized: status authorized, captured false, amount_captured 0, and
-// capture_before = now + Config.AuthorizationTTL (7 days by default). A
-// capture moves amount (at most the held amount, else 422
-// amount_too_large) and releases the rest: status succeeded, captured
-// true. A void releases all of it: status voided, void_reason requested.
-// A hold not captured before capture_before lapses: voided, void_reason
-// lapsed, by the background worker or by whichever read or request sees
-// it first. Each is one UPDATE guarded by status authorized, so of racing
-// captures, voids and the lapse exactly one wins.
-//
-// Captures and voids have idempotency keys of their own: a key that acted
-// answers the charge as it now stands, without acting again; the same key
-// with another charge, kind or amount is 422 idempotency_key_reused. A
-// refusal is not stored under the key, but each is final: 409
-// charge_already_captured (capturing or voiding a captured hold),
-// charge_voided (a voided one), authorization_expired (a lapsed one, or one
-// at or past capture_before), charge_not_capturable (an automatic charge,
-// or one that never was held: pending or failed); 422 currency_mismatch
-// for a currency not the charge's; 404 charge_not_found. Refunds of a hold
-// are bounded by what it captured; a pm_dispute hold is disputed
-// Config.AsyncDelay after its capture, for what was captured.
 //
 // Closing a dispute that is open moves it to won (its money goes back to
 // the charge) or lost (the bank keeps it) and queues dispute.closed.
@@ -106,26 +73,19 @@
 //	pm_dispute             succeeded; after Config.AsyncDelay the customer's bank disputes the
 //	                       whole amount (reason fraudulent): an open dispute and dispute.created
 //
-// Anything else is 400 unknown_payment_method. With capture_method manual
-// each behaves the same, except that what would succeed is authorized
-// (pm_async after the delay; pm_timeout held, its reply lost, and the
-// replies of its captures and voids lost too; pm_error holds nothing).
+// Anything else is 400 unknown_payment_method.
 //
 // # Webhooks
 //
 // Every final charge outcome (at once for synchronous methods, on
-// resolution for asynchronous ones), every step of a hold (authorized, at
-// once or on resolution; captured; voided, on request or lapsed), every
-// refund (whoever asked for it) and every dispute opened or closed queues
-// an event:
+// resolution for asynchronous ones), every refund (whoever asked for it)
+// and every dispute opened or closed queues an event:
 //
-//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|payment.authorized|payment.captured|
-//	         payment.voided|refund.succeeded|dispute.created|dispute.closed",
+//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|refund.succeeded|dispute.created|dispute.closed",
 //	 "created_at":"<RFC 3339>","data":{...}}
 //
 // with data {charge_id, idempotency_key, order_id, amount, currency, status,
-// failure_code} for payments (a hold's also capture_method, amount_captured,
-// capture_before and void_reason), {refund_id, charge_id, idempotency_key (the
+// failure_code} for payments, {refund_id, charge_id, idempotency_key (the
 // refund's), order_id, amount, currency} for refunds and {dispute_id,
 // charge_id, idempotency_key (the charge's), order_id, amount, currency,
 // status (open, or won or lost), reason} for disputes. A change and its

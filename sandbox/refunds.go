@@ -14,7 +14,7 @@ import (
 var (
 	errChargeNotFound = &apiError{status: http.StatusNotFound, code: "charge_not_found", msg: "no such charge"}
 	errRefundExceeds  = unprocessable("refund_exceeds_charge", "the amount exceeds what is left to refund on the charge")
-	errNotRefundable  = unprocessable("charge_not_refundable", "only a succeeded (or captured) charge can be refunded")
+	errNotRefundable  = unprocessable("charge_not_refundable", "only a succeeded charge can be refunded")
 	errCurrency       = unprocessable("currency_mismatch", "the refund's currency differs from the charge's")
 	errChargeDisputed = unprocessable("charge_disputed", "the charge is under an open dispute: the bank already took the money back")
 )
@@ -90,12 +90,9 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 		case c.DisputeOpenMinor > 0:
 			return errChargeDisputed
 		}
-		// What may be refunded is what the charge moved: all of it, or a
-		// captured hold's captured part.
 		res := tx.Exec(`UPDATE sandbox_charges SET refunded_minor = refunded_minor + ?, updated_at = ?
 		                 WHERE id = ? AND status = ? AND dispute_open_minor = 0
-		                   AND refunded_minor + dispute_lost_minor + ? <=
-		                       CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END`,
+		                   AND refunded_minor + dispute_lost_minor + ? <= amount_minor`,
 			in.amountMinor, now, c.ID, string(domain.ChargeSucceeded), in.amountMinor)
 		if res.Error != nil {
 			return res.Error

@@ -15,8 +15,8 @@ import (
 )
 
 // Server is one sandbox provider: its HTTP API, its store and its
-// background workers (async charge resolution, dispute opening, lapsing
-// holds, webhook delivery).
+// background workers (async charge resolution, dispute opening, webhook
+// delivery).
 type Server struct {
 	cfg     Config
 	db      *gorm.DB
@@ -59,8 +59,6 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/charges", s.handleListCharges)
 	mux.HandleFunc("GET /v1/charges/{key}", s.handleGetCharge)
 	mux.HandleFunc("GET /v1/charges/by-id/{id}", s.handleGetChargeByID)
-	mux.HandleFunc("POST /v1/charges/{id}/capture", s.handleCapture)
-	mux.HandleFunc("POST /v1/charges/{id}/void", s.handleVoid)
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	mux.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	mux.HandleFunc("GET /v1/disputes", s.handleListDisputes)
@@ -104,7 +102,6 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(ctx)
 	s.workers.Go(func() { s.loop(ctx, "resolve pending charges", s.ResolvePending) })
 	s.workers.Go(func() { s.loop(ctx, "open disputes", s.OpenDisputes) })
-	s.workers.Go(func() { s.loop(ctx, "lapse holds", s.LapseHolds) })
 	s.workers.Go(func() { s.loop(ctx, "deliver webhooks", s.DeliverDue) })
 	return nil
 }

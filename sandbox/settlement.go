@@ -14,8 +14,7 @@ import (
 // settlementHeader is the settlement file's fixed first line.
 var settlementHeader = []string{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at", "refund_id"}
 
-// settlementLine is one row of a settlement file: a succeeded charge (or a
-// captured hold, for what was captured), or a
+// settlementLine is one row of a settlement file: a succeeded charge, or a
 // refund (whose charge_id names the refunded charge, whose idempotency_key
 // is the refund's and whose refund_id is the refund's own id, empty on a
 // charge line). Amounts are positive; type says which way the money went.
@@ -58,10 +57,7 @@ func (s *Server) handleSettlement(w http.ResponseWriter, r *http.Request) {
 	cw.Flush()
 }
 
-// settlement reads the lines of one UTC day, in time order. A hold is
-// settled money only once captured: it is listed on the day of its
-// capture, at its capture time, for the amount captured; one held, voided
-// or lapsed is not listed at all.
+// settlement reads the lines of one UTC day, in time order.
 func (s *Server) settlement(ctx context.Context, day time.Time) ([]settlementLine, error) {
 	from, to := at(day), at(day.AddDate(0, 0, 1))
 	succeeded := string(domain.ChargeSucceeded)
@@ -70,19 +66,14 @@ func (s *Server) settlement(ctx context.Context, day time.Time) ([]settlementLin
 		SELECT id AS charge_id, idempotency_key, order_id, 'charge' AS line_type, status,
 		       amount_minor, currency, created_at, '' AS refund_id
 		  FROM sandbox_charges
-		 WHERE status = ? AND capture_method = 'automatic' AND created_at >= ? AND created_at < ?
-		UNION ALL
-		SELECT id, idempotency_key, order_id, 'charge', status,
-		       captured_minor, currency, captured_at, ''
-		  FROM sandbox_charges
-		 WHERE status = ? AND capture_method = 'manual' AND captured_at >= ? AND captured_at < ?
+		 WHERE status = ? AND created_at >= ? AND created_at < ?
 		UNION ALL
 		SELECT r.charge_id, r.idempotency_key, c.order_id, 'refund', r.status,
 		       r.amount_minor, r.currency, r.created_at, r.id
 		  FROM sandbox_refunds r JOIN sandbox_charges c ON c.id = r.charge_id
 		 WHERE r.status = ? AND r.created_at >= ? AND r.created_at < ?
 		 ORDER BY created_at, line_type, charge_id`,
-		succeeded, from, to, succeeded, from, to, succeeded, from, to).Scan(&lines).Error
+		succeeded, from, to, succeeded, from, to).Scan(&lines).Error
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: settlement %s: %w", day.Format(time.DateOnly), err)
 	}

@@ -27,34 +27,10 @@ type chargeRow struct {
 	DisputeAt dbTime `gorm:"column:dispute_at"`
 	// DisputeOpenMinor is the money its open dispute holds, DisputeLostMinor
 	// what a lost one kept.
-	DisputeOpenMinor int64 `gorm:"column:dispute_open_minor"`
-	DisputeLostMinor int64 `gorm:"column:dispute_lost_minor"`
-	// CaptureMethod is automatic or manual; the hold columns below are used
-	// by manual charges only (holds.go).
-	CaptureMethod string `gorm:"column:capture_method"`
-	CapturedMinor int64  `gorm:"column:captured_minor"`
-	CaptureBefore dbTime `gorm:"column:capture_before"`
-	CapturedAt    dbTime `gorm:"column:captured_at"`
-	VoidedAt      dbTime `gorm:"column:voided_at"`
-	VoidReason    string `gorm:"column:void_reason"`
-	CreatedAt     dbTime `gorm:"column:created_at"`
-	UpdatedAt     dbTime `gorm:"column:updated_at"`
-}
-
-// manual reports whether the charge is a hold (manual capture).
-func (r chargeRow) manual() bool { return r.CaptureMethod == captureManual }
-
-// settledMinor is the money the charge moved: all of a succeeded automatic
-// charge, what a hold's capture took, nothing otherwise. Refunds and
-// disputes are bounded by it.
-func (r chargeRow) settledMinor() int64 {
-	switch {
-	case r.Status != string(domain.ChargeSucceeded):
-		return 0
-	case r.manual():
-		return r.CapturedMinor
-	}
-	return r.AmountMinor
+	DisputeOpenMinor int64  `gorm:"column:dispute_open_minor"`
+	DisputeLostMinor int64  `gorm:"column:dispute_lost_minor"`
+	CreatedAt        dbTime `gorm:"column:created_at"`
+	UpdatedAt        dbTime `gorm:"column:updated_at"`
 }
 
 // disputedMinor is the money disputes withdrew and have not given back.
@@ -99,20 +75,6 @@ type disputeRow struct {
 
 // TableName tells GORM the row's table.
 func (disputeRow) TableName() string { return "sandbox_disputes" }
-
-// holdActionRow is a sandbox_hold_actions row: a capture or void that
-// succeeded under its idempotency key.
-type holdActionRow struct {
-	ID             string `gorm:"column:id;primaryKey"`
-	IdempotencyKey string `gorm:"column:idempotency_key"`
-	ChargeID       string `gorm:"column:charge_id"`
-	Kind           string `gorm:"column:kind"`
-	AmountMinor    int64  `gorm:"column:amount_minor"`
-	CreatedAt      dbTime `gorm:"column:created_at"`
-}
-
-// TableName tells GORM the row's table.
-func (holdActionRow) TableName() string { return "sandbox_hold_actions" }
 
 // deliveryRow is a sandbox_webhook_deliveries row: one copy of one event
 // and the state of getting it to the receiver.
@@ -249,7 +211,7 @@ func chargesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]charge
 // toCharge converts a stored charge into payd's provider type.
 func (r chargeRow) toCharge() domain.Charge {
 	c := domain.Currency(r.Currency)
-	ch := domain.Charge{
+	return domain.Charge{
 		ID:             r.ID,
 		IdempotencyKey: r.IdempotencyKey,
 		OrderID:        r.OrderID,
@@ -262,11 +224,6 @@ func (r chargeRow) toCharge() domain.Charge {
 		DisputedAmount: domain.FromMinorUnits(r.disputedMinor(), c),
 		CreatedAt:      r.CreatedAt.Time,
 	}
-	if r.manual() {
-		ch.CaptureMethod, ch.Captured, ch.VoidReason = domain.CaptureManual, !r.CapturedAt.IsZero(), r.VoidReason
-		ch.AmountCaptured, ch.CaptureBefore = domain.FromMinorUnits(r.CapturedMinor, c), r.CaptureBefore.Time
-	}
-	return ch
 }
 
 // toRefund converts a stored refund into payd's provider type.

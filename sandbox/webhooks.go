@@ -38,11 +38,6 @@ type paymentDataJSON struct {
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	FailureCode    string `json:"failure_code"`
-	// The hold fields are written on a hold's events only (see chargeJSON).
-	CaptureMethod  string `json:"capture_method,omitempty"`
-	AmountCaptured string `json:"amount_captured,omitempty"`
-	CaptureBefore  string `json:"capture_before,omitempty"`
-	VoidReason     string `json:"void_reason,omitempty"`
 }
 
 type refundDataJSON struct {
@@ -71,40 +66,17 @@ type event struct {
 	data any
 }
 
-// paymentEvent announces a charge's status as it now stands: final for an
-// automatic charge; for a hold, each step (authorized, then captured or
-// voided). A hold's amount is what was authorized; amount_captured says
-// what its capture moved.
+// paymentEvent announces a charge's final status.
 func paymentEvent(c chargeRow) event {
-	data := paymentDataJSON{
+	typ := string(domain.EventPaymentSucceeded)
+	if c.Status == string(domain.ChargeFailed) {
+		typ = string(domain.EventPaymentFailed)
+	}
+	return event{typ: typ, data: paymentDataJSON{
 		ChargeID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderID: c.OrderID,
 		Amount: money(c.AmountMinor, c.Currency), Currency: c.Currency,
 		Status: c.Status, FailureCode: c.FailureCode,
-	}
-	if c.manual() {
-		data.CaptureMethod, data.VoidReason = captureManual, c.VoidReason
-		data.AmountCaptured = money(c.CapturedMinor, c.Currency)
-		if !c.CaptureBefore.IsZero() {
-			data.CaptureBefore = formatTime(c.CaptureBefore.Time)
-		}
-	}
-	return event{typ: string(paymentEventType(c)), data: data}
-}
-
-// paymentEventType names the event of a charge's status.
-func paymentEventType(c chargeRow) domain.ProviderEventType {
-	switch domain.ChargeStatus(c.Status) {
-	case domain.ChargeFailed:
-		return domain.EventPaymentFailed
-	case domain.ChargeAuthorized:
-		return domain.EventPaymentAuthorized
-	case domain.ChargeVoided:
-		return domain.EventPaymentVoided
-	}
-	if c.manual() {
-		return domain.EventPaymentCaptured
-	}
-	return domain.EventPaymentSucceeded
+	}}
 }
 
 // refundEvent announces a refund, whoever asked for it.

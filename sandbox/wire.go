@@ -21,8 +21,6 @@ type chargeRequestJSON struct {
 	Amount        string `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
-	// CaptureMethod is automatic (the default) or manual.
-	CaptureMethod string `json:"capture_method,omitempty"`
 }
 
 type chargeJSON struct {
@@ -39,25 +37,10 @@ type chargeJSON struct {
 	// (open or lost).
 	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
-	// The hold fields are written for manual charges only, so an
-	// automatic charge reads exactly as it did before holds existed.
-	CaptureMethod  string  `json:"capture_method,omitempty"`
-	Captured       *bool   `json:"captured,omitempty"`
-	AmountCaptured string  `json:"amount_captured,omitempty"`
-	CaptureBefore  string  `json:"capture_before,omitempty"`
-	VoidReason     *string `json:"void_reason,omitempty"` // "" until voided: requested or lapsed
 }
 
 type chargeListJSON struct {
 	Data []chargeJSON `json:"data"`
-}
-
-// captureRequestJSON is the body of POST /v1/charges/{id}/capture: no
-// amount captures the whole hold; a currency, if sent, must be the
-// charge's.
-type captureRequestJSON struct {
-	Amount   string `json:"amount"`
-	Currency string `json:"currency"`
 }
 
 type refundRequestJSON struct {
@@ -122,8 +105,7 @@ func money(minor int64, currency string) string {
 	return domain.FormatAmount(domain.FromMinorUnits(minor, c), c)
 }
 
-// automaticJSON is the charge without its hold fields.
-func (r chargeRow) automaticJSON() chargeJSON {
+func (r chargeRow) toJSON() chargeJSON {
 	return chargeJSON{
 		ID: r.ID, IdempotencyKey: r.IdempotencyKey, OrderID: r.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
@@ -131,19 +113,6 @@ func (r chargeRow) automaticJSON() chargeJSON {
 		RefundedAmount: money(r.RefundedMinor, r.Currency), DisputedAmount: money(r.disputedMinor(), r.Currency),
 		CreatedAt: formatTime(r.CreatedAt.Time),
 	}
-}
-
-func (r chargeRow) toJSON() chargeJSON {
-	out := r.automaticJSON()
-	if r.manual() {
-		captured, reason := !r.CapturedAt.IsZero(), r.VoidReason
-		out.CaptureMethod, out.Captured, out.VoidReason = captureManual, &captured, &reason
-		out.AmountCaptured = money(r.CapturedMinor, r.Currency)
-		if !r.CaptureBefore.IsZero() { // a hold that never was (pending, failed) has none
-			out.CaptureBefore = formatTime(r.CaptureBefore.Time)
-		}
-	}
-	return out
 }
 
 func (r refundRow) toJSON() refundJSON {
