@@ -47,7 +47,20 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 			wd.Provider.Refunded = wd.Provider.Refunded.Add(ch.Refunded)
 		}
 	}
+	// Every order the clients made, and every order the provider charged
+	// that they never heard of: a charge for one would be money payd's
+	// books must hold as well.
 	ids := w.orderIDs()
+	known := map[string]bool{}
+	for _, id := range ids {
+		known[id] = true
+	}
+	for _, ch := range wd.Charges {
+		if ch.OrderID != "" && !known[ch.OrderID] {
+			known[ch.OrderID] = true
+			ids = append(ids, ch.OrderID)
+		}
+	}
 	tls, readAt := make([]client.Timeline, len(ids)), make([]time.Time, len(ids))
 	forEach(nemClients, len(ids), func(i int) {
 		readAt[i] = time.Now() // payd goes on working meanwhile: what reached the shop after this may be newer than the read
@@ -79,9 +92,10 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 			}
 		}
 		st.Attempts = len(tl.Attempts)
+		st.Books = nemesis.Money{Charged: nemDecimal(t, tl.Order.Money.Charged), Refunded: nemDecimal(t, tl.Order.Money.Refunded)}
 		wd.Orders[id] = st
-		wd.Payd.Charged = wd.Payd.Charged.Add(nemDecimal(t, tl.Order.Money.Charged))
-		wd.Payd.Refunded = wd.Payd.Refunded.Add(nemDecimal(t, tl.Order.Money.Refunded))
+		wd.Payd.Charged = wd.Payd.Charged.Add(st.Books.Charged)
+		wd.Payd.Refunded = wd.Payd.Refunded.Add(st.Books.Refunded)
 	}
 	wd.Merchant = w.merchant() // after the timelines: every event it heard of is one they hold
 	wd.Stock = []nemesis.Stock{w.stock()}

@@ -99,6 +99,7 @@ func (c *checker) books() []Violation {
 	var why []string
 	if !p.Charged.Equal(q.Charged) || !p.Refunded.Equal(q.Refunded) {
 		why = append(why, fmt.Sprintf("payd says charged %s refunded %s, the provider charged %s refunded %s", p.Charged, p.Refunded, q.Charged, q.Refunded))
+		why = append(why, c.booksApart()...)
 	}
 	for _, m := range []struct {
 		who string
@@ -112,6 +113,34 @@ func (c *checker) books() []Violation {
 		return nil
 	}
 	return []Violation{{Invariant: InvBooks, Detail: strings.Join(why, "; "), Slice: c.booksSlice()}}
+}
+
+// booksApart names each order whose ledger, as payd's view of it adds it
+// up, disagrees with the provider's successful charges for it (at most
+// ten), and each order the provider charged that payd was never read for.
+func (c *checker) booksApart() []string {
+	var out []string
+	for _, id := range c.orderIDs() {
+		var prov Money
+		for _, ch := range c.charges[id] {
+			if ch.Succeeded {
+				prov.Charged = prov.Charged.Add(ch.Amount)
+				prov.Refunded = prov.Refunded.Add(ch.Refunded)
+			}
+		}
+		o, ok := c.w.Orders[id]
+		switch {
+		case !ok && prov.Charged.IsPositive():
+			out = append(out, fmt.Sprintf("order %s: the provider charged %s refunded %s, and payd's view of it was never read", id, prov.Charged, prov.Refunded))
+		case ok && (!o.Books.Charged.Equal(prov.Charged) || !o.Books.Refunded.Equal(prov.Refunded)):
+			out = append(out, fmt.Sprintf("order %s (%s, %s): its ledger says charged %s refunded %s, the provider charged %s refunded %s",
+				id, o.Status, o.Amount, o.Books.Charged, o.Books.Refunded, prov.Charged, prov.Refunded))
+		}
+		if len(out) == 10 {
+			return append(out, "and maybe more")
+		}
+	}
+	return out
 }
 
 // booksSlice is the ops of the orders whose own money disagrees (what

@@ -113,11 +113,12 @@ func cleanWorld() World {
 			{ID: "ch4", OrderID: "o4", Key: "a4", Amount: decOf("9.99"), Created: atMS(10)},
 		},
 		Orders: map[string]OrderState{
-			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1", Attempts: 1,
+			"o1": {ID: "o1", Status: domain.StatusPaid, Amount: decOf("12.30"), ChargeID: "ch1", Attempts: 1, Books: Money{Charged: decOf("12.30")},
 				Told: []Told{{ID: "e1", Type: domain.NotifyOrderPaid, Seq: 3, Status: domain.StatusPaid, Amounts: told("0.00", "12.30", "0.00")}}},
 			"o2": {ID: "o2", Status: domain.StatusCancelled, Amount: decOf("20.00"),
 				Told: []Told{{ID: "e2", Type: domain.NotifyOrderCancelled, Seq: 2, Status: domain.StatusCancelled}}},
 			"o3": {ID: "o3", Status: domain.StatusPaid, Amount: decOf("12.30"), Refunded: decOf("5.00"), ChargeID: "ch3", Attempts: 1, RefundsBooked: 1,
+				Books: Money{Charged: decOf("12.30"), Refunded: decOf("5.00")},
 				Told: []Told{
 					{ID: "e3", Type: domain.NotifyOrderPaid, Seq: 3, Status: domain.StatusPaid, Amounts: told("0.00", "12.30", "0.00")},
 					{ID: "e4", Type: domain.NotifyOrderRefunded, Seq: 5, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")},
@@ -518,4 +519,38 @@ func sliceIDs(slice []Op, ids ...int) bool {
 		}
 	}
 	return true
+}
+
+// TestCheckBooksNameTheOrders: when payd's books and the provider's
+// differ, the violation names the orders whose own books differ: one
+// whose ledger lacks its charge, and one the provider charged that payd
+// was never read for.
+func TestCheckBooksNameTheOrders(t *testing.T) {
+	w := cleanWorld()
+	o := w.Orders["o3"]
+	o.Books.Charged = decOf("0")
+	w.Orders["o3"] = o
+	w.Payd.Charged = decOf("12.30")
+	w.Charges = append(w.Charges, Charge{ID: "ch7", OrderID: "o7", Amount: decOf("3.00"), Succeeded: true, Created: atMS(30)})
+	w.Provider.Charged = decOf("27.60")
+	var books []Violation
+	for _, v := range Check(w).Violations {
+		if v.Invariant == InvBooks {
+			books = append(books, v)
+		}
+	}
+	if len(books) != 1 {
+		t.Fatalf("violations of %s = %+v, want one", InvBooks, books)
+	}
+	for _, want := range []string{
+		"order o3 (paid, 12.3): its ledger says charged 0 refunded 5, the provider charged 12.3 refunded 5",
+		"order o7: the provider charged 3 refunded 0, and payd's view of it was never read",
+	} {
+		if !strings.Contains(books[0].Detail, want) {
+			t.Errorf("detail = %q, want it to say %q", books[0].Detail, want)
+		}
+	}
+	if strings.Contains(books[0].Detail, "order o1") {
+		t.Errorf("detail = %q names o1, whose books agree", books[0].Detail)
+	}
 }

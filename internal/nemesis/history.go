@@ -113,6 +113,9 @@ type OrderState struct {
 	Told          []Told
 	RefundsBooked int
 	Attempts      int
+	// Books is the order's ledger as payd's view of it adds it up: what
+	// payd's money summary (World.Payd) counts of this order.
+	Books Money
 	// ReadAt is when payd's view of the order was asked for (zero: after
 	// every arrival). payd goes on working while it is read: an event of
 	// the order that reached the shop after then may be newer than Told.
