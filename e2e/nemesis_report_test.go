@@ -28,14 +28,18 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 			order = append(order, id)
 		}
 	}
+	// The orders a violation's detail names first: a slice may hold the
+	// requests of many orders.
 	for _, v := range rep.Violations {
-		for _, op := range v.Slice {
-			note(op.OrderID)
-		}
 		for id := range wd.Orders {
 			if strings.Contains(v.Detail, id) {
 				note(id)
 			}
+		}
+	}
+	for _, v := range rep.Violations {
+		for _, op := range v.Slice {
+			note(op.OrderID)
 		}
 	}
 	for _, id := range order {
@@ -69,6 +73,12 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 		}
 		for _, rc := range recs {
 			fmt.Fprintf(&b, "  payd record %+v\n", rc)
+		}
+		for _, e := range tl.Ledger {
+			fmt.Fprintf(&b, "  payd ledger %s %s %s %s source %s at %s\n", e.Kind, e.Reference, e.Amount, e.ChargeId, e.Source, e.CreatedAt.Format("15:04:05.000"))
+		}
+		for _, e := range tl.Audit {
+			fmt.Fprintf(&b, "  payd audit %s by %s: %d at %s\n", e.Action, e.Actor, e.Result, e.CreatedAt.Format("15:04:05.000"))
 		}
 		for _, rf := range tl.Refunds {
 			fmt.Fprintf(&b, "  payd refund %+v\n", rf)

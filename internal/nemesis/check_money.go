@@ -121,13 +121,7 @@ func (c *checker) books() []Violation {
 func (c *checker) booksApart() []string {
 	var out []string
 	for _, id := range c.orderIDs() {
-		var prov Money
-		for _, ch := range c.charges[id] {
-			if ch.Succeeded {
-				prov.Charged = prov.Charged.Add(ch.Amount)
-				prov.Refunded = prov.Refunded.Add(ch.Refunded)
-			}
-		}
+		prov := c.providerMoney(id)
 		o, ok := c.w.Orders[id]
 		switch {
 		case !ok && prov.Charged.IsPositive():
@@ -143,9 +137,22 @@ func (c *checker) booksApart() []string {
 	return out
 }
 
-// booksSlice is the ops of the orders whose own money disagrees (what
-// payd's final view keeps against what the provider keeps); when every
-// order agrees, the answers that moved money.
+// providerMoney is what the provider's successful charges for order id
+// took and gave back.
+func (c *checker) providerMoney(id string) Money {
+	var m Money
+	for _, ch := range c.charges[id] {
+		if ch.Succeeded {
+			m.Charged = m.Charged.Add(ch.Amount)
+			m.Refunded = m.Refunded.Add(ch.Refunded)
+		}
+	}
+	return m
+}
+
+// booksSlice is the ops of the orders whose own books disagree (what
+// payd's ledger holds of the order against what the provider's charges
+// for it hold); when every order agrees, the answers that moved money.
 func (c *checker) booksSlice() []Op {
 	var out []Op
 	for _, id := range c.orderIDs() {
@@ -153,17 +160,8 @@ func (c *checker) booksSlice() []Op {
 		if !ok {
 			continue
 		}
-		paydNet := decimal.Zero
-		if o.Status.WasPaid() {
-			paydNet = o.Amount.Sub(o.Refunded)
-		}
-		provNet := decimal.Zero
-		for _, ch := range c.charges[id] {
-			if ch.Succeeded {
-				provNet = provNet.Add(ch.Amount.Sub(ch.Refunded))
-			}
-		}
-		if !paydNet.Equal(provNet) {
+		prov := c.providerMoney(id)
+		if !o.Books.Charged.Equal(prov.Charged) || !o.Books.Refunded.Equal(prov.Refunded) {
 			out = append(out, c.byOrder[id]...)
 		}
 	}
