@@ -77,6 +77,21 @@ func (w *nemWorkload) dump(rep nemesis.Report, wd nemesis.World) {
 		for _, e := range tl.Ledger {
 			fmt.Fprintf(&b, "  payd ledger %s %s %s %s source %s at %s\n", e.Kind, e.Reference, e.Amount, e.ChargeId, e.Source, e.CreatedAt.Format("15:04:05.000"))
 		}
+		// The ledger's entries of the order's charges, under whichever
+		// order they were booked.
+		for _, c := range wd.Charges {
+			if c.OrderID != id {
+				continue
+			}
+			var entries []struct{ OrderID, Kind, Reference, Source, CreatedAt string }
+			if err := w.s.db.Gorm().Raw(`SELECT order_id, kind, reference, source, created_at FROM ledger_entries WHERE charge_id = ? ORDER BY created_at`,
+				c.ID).Scan(&entries).Error; err != nil {
+				fmt.Fprintf(&b, "  payd ledger of charge %s: %v\n", c.ID, err)
+			}
+			for _, e := range entries {
+				fmt.Fprintf(&b, "  payd ledger row of charge %s: %+v\n", c.ID, e)
+			}
+		}
 		for _, e := range tl.Audit {
 			fmt.Fprintf(&b, "  payd audit %s by %s: %d at %s\n", e.Action, e.Actor, e.Result, e.CreatedAt.Format("15:04:05.000"))
 		}
