@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -479,4 +480,49 @@ func TestDisputeEventIsAHint(t *testing.T) {
 			t.Errorf("disputes = %+v: a dispute on an event's word", disputes)
 		}
 	})
+}
+
+// TestPayingAnOrderBooksItsCharge: whichever path settles a payment, the
+// order is paid only with its charge in the ledger. Here the attempt's
+// success was committed without its entry (the state a books mismatch in
+// the fault tests showed: an order paid, later refunded, with the refund
+// booked and no charge); the next settlement of that attempt, by the same
+// key or from the provider's event, books the charge as it pays the order.
+func TestPayingAnOrderBooksItsCharge(t *testing.T) {
+	for _, how := range []string{"same key", "provider event"} {
+		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, w *world) {
+				cust := w.customer(t)
+				o := w.order(t, cust, "15.00")
+				key := newKey()
+				if got, err := w.pay(cust, o.ID, key, "pm_timeout"); err != nil || got.Status != domain.StatusProcessing {
+					t.Fatalf("Pay with the reply lost = %v, %v, want processing", got.Status, err)
+				}
+				cs := w.charges(t, o.ID)
+				as := w.attempts(t, cust, o.ID)
+				if len(cs) != 1 || len(as) != 1 {
+					t.Fatalf("charges %+v, attempts %+v: want one of each", cs, as)
+				}
+				if err := w.db.Gorm().Exec("UPDATE payment_attempts SET status = ?, provider_charge_id = ? WHERE id = ?",
+					string(domain.AttemptSucceeded), cs[0].ID, as[0].ID).Error; err != nil {
+					t.Fatal(err)
+				}
+				var got domain.Order
+				var err error
+				if how == "same key" {
+					got, err = w.pay(cust, o.ID, key, "pm_timeout")
+				} else {
+					got, err = w.settleFromProvider(t, cust, w.attempts(t, cust, o.ID)[0])
+				}
+				if err != nil || got.Status != domain.StatusPaid {
+					t.Fatalf("settling the succeeded attempt = %v, %v, want paid", got.Status, err)
+				}
+				_, m, entries, _ := w.books(t, o.ID)
+				wantMoney(t, m, "15.00", "0", "0", "0")
+				if len(entries) != 1 || entries[0].Reference != domain.ChargeReference(cs[0].ID) {
+					t.Errorf("ledger = %+v, want the one charge %s", entries, cs[0].ID)
+				}
+			})
+		})
+	}
 }

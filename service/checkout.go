@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -482,6 +483,15 @@ func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt
 				return err
 			}
 			if paid {
+				if !finished {
+					// Settled before: its transaction booked the charge,
+					// and a repeat records nothing.
+					mine := a
+					mine.OrderID = o.ID
+					if err := s.book(ctx, payingEntry(mine, cmp.Or(a.ProviderChargeID, chargeID), src, now)); err != nil {
+						return err
+					}
+				}
 				if _, err = countOutside(ctx, s.Ledger, s.Orders, o.ID, chargeID, o.Currency, now); err != nil {
 					return err
 				}

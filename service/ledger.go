@@ -20,6 +20,18 @@ func chargeEntry(a domain.Attempt, chargeID string, src domain.LedgerSource, now
 	}
 }
 
+// payingEntry is the ledger entry of the charge that pays its order, for
+// the transaction that pays it after another settled the attempt. That
+// one booked the charge as it settled it, and the entry is then a repeat
+// that records nothing; but an order is never paid with its charge missing
+// from its ledger, whatever cut the settlement short, so the payment books
+// it too. An entry this writes says so.
+func payingEntry(a domain.Attempt, chargeID string, src domain.LedgerSource, now time.Time) domain.LedgerEntry {
+	e := chargeEntry(a, chargeID, src, now)
+	e.Note = "booked as the order was paid: the attempt's settlement had not booked it"
+	return e
+}
+
 // providerChargeEntry is the ledger entry of a charge as the provider
 // reported it (a held charge: other money than the attempt's). False when
 // the report cannot be booked: a currency payd does not know, or no

@@ -212,6 +212,11 @@ func (s *Resolver) applyPayment(ctx context.Context, d domain.Discrepancy) error
 		if err != nil {
 			return err
 		}
+		if paid && !applied {
+			if err := appendEntry(ctx, s.Ledger, payingEntry(a, d.ChargeID, domain.SourceOperator, now)); err != nil {
+				return err
+			}
+		}
 		if paid {
 			// Refunded at the provider before the charge paid the
 			// order: counted now (ADR 0030).
