@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"slices"
@@ -125,6 +126,19 @@ func TestClientSecrets(t *testing.T) {
 		if strings.Contains(s.logs.String(), secret) {
 			t.Errorf("a client secret reached the log")
 		}
+
+		// Every answer to the merchant carries the order's secret, its
+		// cancel's too: stored for replays, each rests sealed.
+		ckey := uuid.NewString()
+		c := s.merchant(testMerchantKey, "POST", "/v1/orders/"+other+"/cancel", ckey, nil)
+		otherSecret, _ := c.json(t)["client_secret"].(string)
+		if c.Status != http.StatusOK || otherSecret == "" {
+			t.Fatalf("the merchant's cancel = %d %s, want 200 with the order's secret", c.Status, c.Body)
+		}
+		if again := s.merchant(testMerchantKey, "POST", "/v1/orders/"+other+"/cancel", ckey, nil); !bytes.Equal(again.Body, c.Body) {
+			t.Errorf("the cancel's replay = %d %s, want the first answer", again.Status, again.Body)
+		}
+		s.noStoredAnswerHolds(t, secret, otherSecret)
 	})
 }
 
@@ -149,6 +163,19 @@ func TestOutOfStockOverHTTP(t *testing.T) {
 		}
 		if p := s.do(request{method: "GET", path: "/v1/products/mug"}); p.json(t)["stock"] != float64(2) {
 			t.Fatalf("stock after the cancel = %s, want 2", p.Body)
+		}
+		if r := s.merchant(testMerchantKey, "POST", "/v1/orders", uuid.NewString(), `{"items":[{"sku":"mug","quantity":1}]}`); r.Status != http.StatusCreated {
+			t.Fatalf("the merchant's order = %d %s, want 201", r.Status, r.Body)
+		}
+		text := string(s.do(request{method: "GET", path: "/metrics"}).Body)
+		for series, want := range map[string]float64{
+			`payd_orders_created_total{creator="customer"}`: 1,
+			`payd_orders_created_total{creator="merchant"}`: 1,
+			`payd_out_of_stock_total`:                       1,
+		} {
+			if got := metricValue(t, text, series); got != want {
+				t.Errorf("%s = %v, want %v", series, got, want)
+			}
 		}
 	})
 }
@@ -217,4 +244,22 @@ func TestClientSecretStreamsAndCancels(t *testing.T) {
 			t.Errorf("audit trail = %q, want %q (the buyer's creation and the secret's cancel are not the merchant's)", got, want)
 		}
 	})
+}
+
+// noStoredAnswerHolds fails the test if a stored answer (idempotency
+// records, read back as bytes: a LIKE does not see into SQLite's BLOBs)
+// holds any of secrets in plain text.
+func (s *stack) noStoredAnswerHolds(t *testing.T, secrets ...string) {
+	t.Helper()
+	var bodies [][]byte
+	if err := s.db.Gorm().Raw("SELECT response_body FROM idempotency_records WHERE response_body IS NOT NULL").Scan(&bodies).Error; err != nil || len(bodies) == 0 {
+		t.Fatalf("stored answers = %d, %v, want some", len(bodies), err)
+	}
+	for _, b := range bodies {
+		for _, sec := range secrets {
+			if bytes.Contains(b, []byte(sec)) {
+				t.Errorf("a secret rests in a stored answer: %.80s…", b)
+			}
+		}
+	}
 }

@@ -25,9 +25,9 @@ type KeyMode int
 
 // The modes of the idempotency middleware.
 const (
-	KeyRequired KeyMode = iota // pay, cancel, refunds, admin actions, registration
+	KeyRequired KeyMode = iota // pay, refunds, admin actions
 	KeyOptional                // order creation: without a key, no dedupe; the stored response is encrypted (it carries the order's client secret)
-	KeySealed                  // required, and the stored response is encrypted (it carries a token)
+	KeySealed                  // required, and the stored response is encrypted (it carries a token or a client secret: registration, cancel)
 )
 
 // Errors about the request itself, raised before the engine runs; the
