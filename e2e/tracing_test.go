@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -133,8 +134,9 @@ func otelEnv(t *testing.T, vars map[string]string) {
 }
 
 // tracedPay registers, creates an order of an unusual amount and pays it
-// on s, and returns the values no span may carry: the amount, the email,
-// the customer's token and the request's idempotency key.
+// on s; the merchant creates another, which its client secret pays. It
+// returns the values no span may carry: the amount, the email, the
+// customer's token, the client secret and the requests' idempotency keys.
 func tracedPay(t *testing.T, s *stack) []string {
 	t.Helper()
 	email := newEmail()
@@ -144,7 +146,17 @@ func tracedPay(t *testing.T, s *stack) []string {
 	if r := s.pay(tok, order, key, "pm_ok"); r.Status != http.StatusOK {
 		t.Fatalf("Pay = %d %s, want 200", r.Status, r.Body)
 	}
-	return []string{"73.19", "7319", email, tok, key}
+	created := s.merchant(cmp.Or(s.merchantKey, testMerchantKey), "POST", "/v1/orders", uuid.NewString(),
+		map[string]any{"items": []map[string]any{{"sku": s.priced("73.19"), "quantity": 1}}})
+	secret, _ := created.json(t)["client_secret"].(string)
+	if created.Status != http.StatusCreated || secret == "" {
+		t.Fatalf("the merchant's order = %d %s, want 201 with a client secret", created.Status, created.Body)
+	}
+	secretKey := uuid.NewString()
+	if r := s.pay(secret, created.json(t)["id"].(string), secretKey, "pm_ok"); r.Status != http.StatusOK {
+		t.Fatalf("Pay with the client secret = %d %s, want 200", r.Status, r.Body)
+	}
+	return []string{"73.19", "7319", email, tok, key, secret, secretKey}
 }
 
 // TestTracingBySpec: payd configured by the specification's variables
