@@ -212,8 +212,15 @@ func TestClientSecretStreamsAndCancels(t *testing.T) {
 		if r := s.do(request{method: "POST", path: "/v1/orders/" + other + "/cancel", token: secret, key: uuid.NewString()}); r.Status != http.StatusNotFound {
 			t.Errorf("another order's cancel with the secret = %d %s, want 404", r.Status, r.Body)
 		}
-		if c := s.do(request{method: "POST", path: "/v1/orders/" + id + "/cancel", token: secret, key: uuid.NewString()}); c.Status != http.StatusOK || c.json(t)["status"] != "cancelled" {
+		cancelKey := uuid.NewString()
+		if c := s.do(request{method: "POST", path: "/v1/orders/" + id + "/cancel", token: secret, key: cancelKey}); c.Status != http.StatusOK || c.json(t)["status"] != "cancelled" {
 			t.Fatalf("cancel with the secret = %d %s, want 200 cancelled", c.Status, c.Body)
+		}
+		// A buyer's cancel answers no secret: its key's look-up shows the
+		// answer itself, not a sealed one.
+		look := s.do(request{method: "GET", path: "/v1/requests/" + cancelKey, token: secret})
+		if resp, _ := look.json(t)["response"].(map[string]any); look.Status != http.StatusOK || resp["sealed"] == true || !strings.Contains(string(look.Body), `"cancelled"`) {
+			t.Errorf("the look-up of the secret's cancel = %d %s, want 200 with the cancelled order", look.Status, look.Body)
 		}
 		st.until("cancelled", orderEvent{})
 		if got := decode[product](t, s.do(request{method: "GET", path: "/v1/products/mug"})).Stock; got == nil || *got != 1 {

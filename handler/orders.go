@@ -323,5 +323,9 @@ func (h *Orders) cancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, h.withSecret(toOrderJSON(o), merchantOf(c) != ""))
+	merchant := merchantOf(c) != ""
+	if merchant {
+		idempotency.Seal(c) // the answer carries the order's client secret
+	}
+	return writeJSON(c, http.StatusOK, h.withSecret(toOrderJSON(o), merchant))
 }

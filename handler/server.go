@@ -133,7 +133,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/orders", orders.list, buyerOrMerchant)
 	v1.GET("/orders/:id", orders.get, anyOfOrder, validIDs(orderID))
 	v1.POST("/orders/:id/pay", orders.pay, buyerOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
-	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), orders.audited("cancel_order"), idem.Wrap(idempotency.KeySealed)) // a merchant's answer carries the client secret
+	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), orders.audited("cancel_order"), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/orders/:id/events", events.stream, anyOfOrder, validIDs(orderID))
 	v1.GET("/requests/:key", requests.get, anyOfOrder)
 	// One webhook endpoint per provider mode: each answers 404 when its

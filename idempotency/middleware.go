@@ -18,6 +18,7 @@ const (
 	ctxKey         = "payd.idempotency_key"
 	ctxFingerprint = "payd.idempotency_fingerprint"
 	ctxFinal       = "payd.idempotency_final"
+	ctxSeal        = "payd.idempotency_seal"
 )
 
 // KeyMode says whether a route requires an idempotency key.
@@ -25,9 +26,9 @@ type KeyMode int
 
 // The modes of the idempotency middleware.
 const (
-	KeyRequired KeyMode = iota // pay, refunds, admin actions
+	KeyRequired KeyMode = iota // pay, cancel, refunds, admin actions (an answer that carries a secret is sealed by its handler: Seal)
 	KeyOptional                // order creation: without a key, no dedupe; the stored response is encrypted (it carries the order's client secret)
-	KeySealed                  // required, and the stored response is encrypted (it carries a token or a client secret: registration, cancel)
+	KeySealed                  // required, and the stored response is encrypted (it carries a token)
 )
 
 // Errors about the request itself, raised before the engine runs; the
@@ -121,6 +122,9 @@ func (m *Middleware) execute(c echo.Context, next echo.HandlerFunc, call Call) e
 		c.Error(err)
 	}
 	call.final, _ = c.Get(ctxFinal).(bool)
+	if sealed, _ := c.Get(ctxSeal).(bool); sealed {
+		call.Seal = true
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
 	defer cancel()
 	f, err := m.Engine.Finish(ctx, call, Response{Status: res.Status, Body: rec.buf.Bytes()})
@@ -182,6 +186,12 @@ func KeyOf(c echo.Context) string {
 // of the provider under its own key — marks every failure but "outcome
 // unknown" so, and a key keeps one answer (ADR 0043).
 func Final(c echo.Context) { c.Set(ctxFinal, true) }
+
+// Seal marks this request's answer as carrying a secret, on a route whose
+// other answers carry none (a merchant's cancel answers the order's
+// client secret; a buyer's does not): it is stored encrypted, as a
+// KeySealed route's, and its look-up shows its status, not its body.
+func Seal(c echo.Context) { c.Set(ctxSeal, true) }
 
 // FingerprintOf is the fingerprint (Call.Fingerprint) of the request the
 // middleware accepted a key for, for use cases that keep it on the row they
