@@ -162,7 +162,7 @@ func TestDockerfileStampsAndChecks(t *testing.T) {
 		t.Errorf("HEALTHCHECK %q, want a --timeout longer than payd healthcheck's own 2s", hc[0])
 	}
 
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // readmeProgram is the Go program under "Go client." in the README.
 func readmeProgram(t *testing.T) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestReadmeClientProgramBuildsInAnotherModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}

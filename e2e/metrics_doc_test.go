@@ -20,7 +20,7 @@ func TestPaymentResultsDocumented(t *testing.T) {
 	if !results["paid"] || !results["held"] {
 		t.Fatalf("service.PaymentOutcomes = %v, want paid and held among them", results)
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestPaymentResultsDocumented(t *testing.T) {
 // TestMetricsDocumented: every payd_* metric a fresh payd exports (Redis
 // configured, every labelled series at 0) is named in the README.
 func TestMetricsDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func (w *nemWorkload) drain() {
 
 // nemFailing are the payment methods whose payment fails. A key that pays
 // with one runs anew each time it is sent while its order can be paid
-// (SPEC §2: a declined request is executed again).
+// (docs/guarantees.md: a declined request is executed again).
 var nemFailing = []string{"pm_declined", "pm_insufficient_funds", "pm_async_fail"}
 
 // nemDrainGroups groups keys by order, each group in the order a client

@@ -16,7 +16,7 @@ import (
 // names) is a file payd accepts, so the documents cannot drift from the
 // parser.
 func TestSettlementFormatDocumented(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}

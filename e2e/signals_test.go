@@ -245,7 +245,7 @@ func TestAlertRules(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	rules := alertRules(t)
 	exported := exportedNames(freshScrape(t))
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,8 +281,8 @@ func TestAlertRules(t *testing.T) {
 				t.Errorf("alert %s has no %s annotation", r.Alert, a)
 			}
 		}
-		if doc, anchor, _ := strings.Cut(r.Annotations["runbook"], "#"); doc == "README.md" && !anchors[anchor] {
-			t.Errorf("alert %s: runbook %q names no heading of README.md", r.Alert, r.Annotations["runbook"])
+		if doc, anchor, _ := strings.Cut(r.Annotations["runbook"], "#"); doc == "docs/operations.md" && !anchors[anchor] {
+			t.Errorf("alert %s: runbook %q names no heading of docs/operations.md", r.Alert, r.Annotations["runbook"])
 		}
 	}
 	for _, want := range []string{"PaydPaymentStuck", "PaydDiscrepanciesOpen", "PaydProviderErrorRate", "PaydWebhookSignatureFailures", "PaydDisputeOpened",
