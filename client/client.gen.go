@@ -3003,7 +3003,7 @@ type ClientInterface interface {
 	// payd sends each event of the listed types (`order.paid`,
 	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
 	// signed with the endpoint's own `whsec_` secret, at least once, in
-	// order per order (ADR 53; README "Telling your shop"). The answer
+	// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 	// carries the secret: the only time it is shown (a replay of the
 	// same key shows it again; the stored answer is sealed). An
 	// endpoint only gets events made after it. In production a URL
@@ -3021,7 +3021,7 @@ type ClientInterface interface {
 	// payd sends each event of the listed types (`order.paid`,
 	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
 	// signed with the endpoint's own `whsec_` secret, at least once, in
-	// order per order (ADR 53; README "Telling your shop"). The answer
+	// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 	// carries the secret: the only time it is shown (a replay of the
 	// same key shows it again; the stored answer is sealed). An
 	// endpoint only gets events made after it. In production a URL
@@ -4057,7 +4057,7 @@ func (c *Client) ListEndpoints(ctx context.Context, reqEditors ...RequestEditorF
 // payd sends each event of the listed types (`order.paid`,
 // `order.refunded`, ...) to `url` as a Standard Webhooks request,
 // signed with the endpoint's own `whsec_` secret, at least once, in
-// order per order (ADR 53; README "Telling your shop"). The answer
+// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 // carries the secret: the only time it is shown (a replay of the
 // same key shows it again; the stored answer is sealed). An
 // endpoint only gets events made after it. In production a URL
@@ -4085,7 +4085,7 @@ func (c *Client) CreateEndpointWithBody(ctx context.Context, params *CreateEndpo
 // payd sends each event of the listed types (`order.paid`,
 // `order.refunded`, ...) to `url` as a Standard Webhooks request,
 // signed with the endpoint's own `whsec_` secret, at least once, in
-// order per order (ADR 53; README "Telling your shop"). The answer
+// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 // carries the secret: the only time it is shown (a replay of the
 // same key shows it again; the stored answer is sealed). An
 // endpoint only gets events made after it. In production a URL
@@ -8114,7 +8114,7 @@ type ClientWithResponsesInterface interface {
 	// payd sends each event of the listed types (`order.paid`,
 	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
 	// signed with the endpoint's own `whsec_` secret, at least once, in
-	// order per order (ADR 53; README "Telling your shop"). The answer
+	// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 	// carries the secret: the only time it is shown (a replay of the
 	// same key shows it again; the stored answer is sealed). An
 	// endpoint only gets events made after it. In production a URL
@@ -8132,7 +8132,7 @@ type ClientWithResponsesInterface interface {
 	// payd sends each event of the listed types (`order.paid`,
 	// `order.refunded`, ...) to `url` as a Standard Webhooks request,
 	// signed with the endpoint's own `whsec_` secret, at least once, in
-	// order per order (ADR 53; README "Telling your shop"). The answer
+	// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 	// carries the secret: the only time it is shown (a replay of the
 	// same key shows it again; the stored answer is sealed). An
 	// endpoint only gets events made after it. In production a URL
@@ -15007,7 +15007,7 @@ func (c *ClientWithResponses) ListEndpointsWithResponse(ctx context.Context, req
 // payd sends each event of the listed types (`order.paid`,
 // `order.refunded`, ...) to `url` as a Standard Webhooks request,
 // signed with the endpoint's own `whsec_` secret, at least once, in
-// order per order (ADR 53; README "Telling your shop"). The answer
+// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 // carries the secret: the only time it is shown (a replay of the
 // same key shows it again; the stored answer is sealed). An
 // endpoint only gets events made after it. In production a URL
@@ -15031,7 +15031,7 @@ func (c *ClientWithResponses) CreateEndpointWithBodyWithResponse(ctx context.Con
 // payd sends each event of the listed types (`order.paid`,
 // `order.refunded`, ...) to `url` as a Standard Webhooks request,
 // signed with the endpoint's own `whsec_` secret, at least once, in
-// order per order (ADR 53; README "Telling your shop"). The answer
+// order per order (ADR 53; docs/api.md, "Telling your shop"). The answer
 // carries the secret: the only time it is shown (a replay of the
 // same key shows it again; the stored answer is sealed). An
 // endpoint only gets events made after it. In production a URL

@@ -170,7 +170,7 @@ func TestGaleraSessions(t *testing.T) {
 //     Its ns/op includes the write. stale/op is the share of reads that
 //     missed the write just committed: 0 with the wait, by construction.
 //
-// Compare with benchstat, columns by setting (README, "Running on a
+// Compare with benchstat, columns by setting (docs/operations.md, "Running on a
 // Galera cluster", has the interleaved command):
 //
 //	benchstat -col /wsrep_sync_wait galera-read.txt
