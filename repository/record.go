@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/migrations"
 )
 
 // recordRow is a row of idempotency_records.
@@ -188,9 +189,14 @@ var (
 	deleteRecord = `DELETE FROM idempotency_records
 		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
 
-	// purgeRecord is PurgeExpired's, for each record it found gone.
-	purgeRecord = `DELETE FROM idempotency_records
-		WHERE scope = ? AND idem_key = ? AND ` + goneAt
+	// purgeExpiredMySQL is PurgeExpired's on MySQL: a batch of the gone
+	// records, oldest first.
+	purgeExpiredMySQL = `DELETE FROM idempotency_records WHERE ` + goneAt + ` ORDER BY expires_at LIMIT ?`
+
+	// purgeExpiredSQLite is the same on SQLite, whose DELETE takes no
+	// LIMIT: the batch is chosen by rowid.
+	purgeExpiredSQLite = `DELETE FROM idempotency_records WHERE rowid IN
+		(SELECT rowid FROM idempotency_records WHERE ` + goneAt + ` ORDER BY expires_at LIMIT ?)`
 )
 
 // claimBackgroundAnswer is Complete's second statement: the record holds
@@ -312,27 +318,24 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 // takes room: the payment it guarded lives on in the order's
 // pay_request_id and attempts, which a later request with the key finds.
 // These are exactly the gone records (goneAt), which callers already treat
-// as absent: purging frees room and changes no answer. Like ExpireDue it
-// reads the keys, then deletes each by primary key with the guards
-// repeated, so replicas purging at once share the work without deadlocking
-// each other or the requests inserting new records.
+// as absent: purging frees room and changes no answer.
+//
+// One set-based statement deletes the batch, oldest first by the expiry
+// index (purgeExpiredMySQL, purgeExpiredSQLite): one commit per batch, not
+// one per record, so the purge outruns the peak rate at which pays create
+// records (docs/adr/0061-set-based-purge.md). On MariaDB, at READ
+// COMMITTED, it locks only the rows it deletes, in the index's order, so
+// replicas purging at once queue behind each other rather than deadlock,
+// and a request inserting or completing a live record (never gone) is
+// never among them.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
-	var keys []struct{ Scope, IdemKey string }
-	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
-		Where(goneAt, ts(now), ts(now)).
-		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
+	query := purgeExpiredSQLite
+	if s.db.dialect == migrations.MySQL {
+		query = purgeExpiredMySQL
+	}
+	n, err := s.db.exec(ctx, query, ts(now), ts(now), batchSize(limit))
 	if err != nil {
 		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
-	}
-	var n int64
-	for _, k := range keys {
-		ok, err := s.db.guarded(ctx, act{"purge idempotency record", k.IdemKey}, purgeRecord, k.Scope, k.IdemKey, ts(now), ts(now))
-		if err != nil {
-			return n, err
-		}
-		if ok {
-			n++
-		}
 	}
 	return n, nil
 }

@@ -113,8 +113,10 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE scope = ? AND idem_key = ? AND status IN ('processing') AND order_id = ?`},
 		{"deleteRecord", deleteRecord, `DELETE FROM idempotency_records
 			WHERE scope = ? AND idem_key = ? AND status IN ('processing')`},
-		{"purgeRecord", purgeRecord, `DELETE FROM idempotency_records
-			WHERE scope = ? AND idem_key = ? AND expires_at < ? AND (status <> 'processing' OR locked_until < ?)`},
+		{"purgeExpiredMySQL", purgeExpiredMySQL, `DELETE FROM idempotency_records
+			WHERE expires_at < ? AND (status <> 'processing' OR locked_until < ?) ORDER BY expires_at LIMIT ?`},
+		{"purgeExpiredSQLite", purgeExpiredSQLite, `DELETE FROM idempotency_records WHERE rowid IN
+			(SELECT rowid FROM idempotency_records WHERE expires_at < ? AND (status <> 'processing' OR locked_until < ?) ORDER BY expires_at LIMIT ?)`},
 		{"finishRefund", finishRefund, `UPDATE refunds
 			SET status = ?, provider_refund_id = COALESCE(?, provider_refund_id), updated_at = ?
 			WHERE id = ? AND status IN ('pending')`},
