@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ type Config struct {
 	SandboxDatabaseURL string
 	SandboxWebhookURL  string
 	IdempotencyTTL     time.Duration
+	Retention          time.Duration // PAYD_RETENTION: inbox rows, deliveries and events older than this go (0: kept)
 	InflightWait       time.Duration
 	Lease              time.Duration
 	OrderTTL           time.Duration
@@ -182,6 +184,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_SANDBOX_DATABASE_URL", "sandbox-database-url", "sqlite://sandbox.db", "the sandbox's own database", &c.SandboxDatabaseURL, nil},
 		{"PAYD_SANDBOX_WEBHOOK_URL", "sandbox-webhook-url", "", "where the sandbox delivers webhooks (in-process: payd's own)", &c.SandboxWebhookURL, nil},
 		{"PAYD_IDEMPOTENCY_TTL", "idempotency-ttl", "24h", "idempotency record retention", nil, &c.IdempotencyTTL},
+		{"PAYD_RETENTION", "retention", "30d", "applied provider webhooks, finished deliveries to the shop and their events are deleted after this (0: kept forever)", nil, &c.Retention},
 		{"PAYD_INFLIGHT_WAIT", "inflight-wait", "2s", "how long a duplicate waits for the original", nil, &c.InflightWait},
 		{"PAYD_LEASE", "lease", "30s", "in-flight lease before recovery may take over", nil, &c.Lease},
 		{"PAYD_ORDER_TTL", "order-ttl", "30m", "pending orders expire after this", nil, &c.OrderTTL},
@@ -273,9 +276,9 @@ func (c *Config) load(sub string, getenv func(string) string, durs map[string]*s
 		if s.dur == nil {
 			continue
 		}
-		d, err := time.ParseDuration(*durs[s.env])
+		d, err := parseDuration(*durs[s.env])
 		if err != nil {
-			return fmt.Errorf("%s: %q is not a duration such as 30s", s.env, *durs[s.env])
+			return fmt.Errorf("%s: %q is not a duration such as 30s or 30d", s.env, *durs[s.env])
 		}
 		if d < 0 {
 			return fmt.Errorf("%s: %q is negative, want 0 or a duration such as 30s", s.env, *durs[s.env])
@@ -480,4 +483,16 @@ func webhookSecrets(v string) []string {
 // SecretSettings names the settings whose values are secrets, sorted.
 func SecretSettings() []string {
 	return slices.Sorted(maps.Keys(secretSettings))
+}
+
+// parseDuration is time.ParseDuration, and whole days as "30d".
+func parseDuration(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 365*100 {
+			return 0, fmt.Errorf("%q is not a number of days", v)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
 }

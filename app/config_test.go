@@ -71,7 +71,8 @@ func TestConfigDevelopmentDefaults(t *testing.T) {
 		t.Fatalf("loadConfig(empty env) = %v", err)
 	}
 	if c.Addr != "127.0.0.1:8080" || c.DatabaseURL != "sqlite://payd.db" || c.Lease != 30*time.Second ||
-		c.InflightWait != 2*time.Second || c.IdempotencyTTL != 24*time.Hour || c.OrderTTL != 30*time.Minute || c.SandboxAddr != "127.0.0.1:0" {
+		c.InflightWait != 2*time.Second || c.IdempotencyTTL != 24*time.Hour || c.OrderTTL != 30*time.Minute || c.SandboxAddr != "127.0.0.1:0" ||
+		c.Retention != 30*24*time.Hour {
 		t.Errorf("defaults = %+v, want the documented defaults (docs/guarantees.md#configuration)", c)
 	}
 	if len(c.generated) != 4 || !strings.HasPrefix(c.WebhookSecret, "whsec_") || len(c.AdminToken) < 24 || len(c.SecretKey) < 24 ||
@@ -238,6 +239,38 @@ func TestConfigListenAddrs(t *testing.T) {
 	} {
 		if _, err := loadConfig(tc.sub, nil, tc.env, nil); err != nil {
 			t.Errorf("payd %s: %v, want an address it does not use left alone", tc.sub, err)
+		}
+	}
+}
+
+// TestConfigRetention: PAYD_RETENTION takes days as well as Go durations,
+// 0 keeps everything, and anything else is refused naming the variable.
+func TestConfigRetention(t *testing.T) {
+	for _, tt := range []struct {
+		value   string
+		want    time.Duration
+		wantErr string
+	}{
+		{"7d", 7 * 24 * time.Hour, ""},
+		{"90d", 90 * 24 * time.Hour, ""},
+		{"36h", 36 * time.Hour, ""},
+		{"0", 0, ""},
+		{"d", 0, "PAYD_RETENTION"},
+		{"1.5d", 0, "PAYD_RETENTION"},
+		{"-1d", 0, "PAYD_RETENTION"},
+		{"thirty days", 0, "PAYD_RETENTION"},
+	} {
+		c, err := loadConfig("serve", nil, func(k string) string {
+			if k == "PAYD_RETENTION" {
+				return tt.value
+			}
+			return ""
+		}, io.Discard)
+		switch {
+		case tt.wantErr == "" && (err != nil || c.Retention != tt.want):
+			t.Errorf("PAYD_RETENTION=%s: %v, %v; want %v", tt.value, c.Retention, err, tt.want)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("PAYD_RETENTION=%s: %v, want an error naming %s", tt.value, err, tt.wantErr)
 		}
 	}
 }

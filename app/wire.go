@@ -35,9 +35,17 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 			return telemetry.Backlog{}, err
 		}
 		n, err := repository.ReadNotifyBacklog(ctx, db)
+		if err != nil {
+			return telemetry.Backlog{}, err
+		}
+		r, err := repository.ReadRetentionOldest(ctx, db)
 		return telemetry.Backlog{OrdersProcessing: b.OrdersProcessing, DiscrepanciesOpen: b.DiscrepanciesOpen,
 			OldestUnknownAttempt: b.OldestUnknownAttempt, WebhookEventsPending: b.WebhookEventsPending, DisputesOpen: b.DisputesOpen,
-			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending, NotifyHeld: n.Held}, err
+			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending, NotifyHeld: n.Held,
+			OldestRetained: map[string]time.Time{
+				service.RetainedWebhookEvents: r.WebhookEvents, service.RetainedNotifyDeliveries: r.NotifyDeliveries,
+				service.RetainedNotifyEvents: r.NotifyEvents,
+			}}, err
 	}
 }
 
@@ -191,6 +199,10 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
 		{Name: service.JobExpireOrders, Every: 10 * time.Second, Run: uc.Expire, Log: log, Observer: observer},
 		{Name: service.JobRecoverPayments, Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
+	}
+	if cfg.Retention > 0 { // PAYD_RETENTION (ADR 0062)
+		jobs = append(jobs, service.Job{Name: service.JobRetention, Every: time.Minute,
+			Run: service.Retain(repository.NewRetentionStore(db), cfg.Retention, now, observer), Log: log, Observer: observer})
 	}
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
 	jobs = append(jobs, notifyWorker(cfg, db, sealer, metrics, log).Job(notifyEvery, log, observer))

@@ -78,6 +78,7 @@ func TestCountersStartAtZero(t *testing.T) {
 	one("payd_redis_replays_total", "result", []string{"hit", "miss"})
 	one("payd_rate_limited_total", "limit", strs(telemetry.RateLimits))
 	one("payd_notify_deliveries_total", "outcome", strs(notify.Outcomes))
+	one("payd_retention_deleted_rows_total", "table", service.RetainedTables)
 	for _, typ := range append(strs(domain.ProviderEventTypes), "other") {
 		for _, o := range strs(domain.WebhookOutcomes) {
 			wants = append(wants, want{"payd_webhook_events_total", map[string]string{"type": typ, "outcome": o}})
@@ -104,7 +105,8 @@ func TestCountersStartAtZero(t *testing.T) {
 	// enums do not list.
 	for family, n := range map[string]int{"payd_payments_total": len(service.PaymentOutcomes),
 		"payd_discrepancies_total": len(domain.DiscrepancyTypes), "payd_job_rows_total": len(service.JobNames),
-		"payd_webhook_events_total": (len(domain.ProviderEventTypes) + 1) * len(domain.WebhookOutcomes)} {
+		"payd_retention_deleted_rows_total": len(service.RetainedTables),
+		"payd_webhook_events_total":         (len(domain.ProviderEventTypes) + 1) * len(domain.WebhookOutcomes)} {
 		if got := len(fams[family].GetMetric()); got != n {
 			t.Errorf("fresh scrape: %d %s series, want %d", got, family, n)
 		}

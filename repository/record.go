@@ -189,14 +189,10 @@ var (
 	deleteRecord = `DELETE FROM idempotency_records
 		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
 
-	// purgeExpiredMySQL is PurgeExpired's on MySQL: a batch of the gone
-	// records, oldest first.
-	purgeExpiredMySQL = `DELETE FROM idempotency_records WHERE ` + goneAt + ` ORDER BY expires_at LIMIT ?`
-
-	// purgeExpiredSQLite is the same on SQLite, whose DELETE takes no
-	// LIMIT: the batch is chosen by rowid.
-	purgeExpiredSQLite = `DELETE FROM idempotency_records WHERE rowid IN
-		(SELECT rowid FROM idempotency_records WHERE ` + goneAt + ` ORDER BY expires_at LIMIT ?)`
+	// purgeExpiredMySQL and purgeExpiredSQLite are PurgeExpired's: a batch
+	// of the gone records, oldest first.
+	purgeExpiredMySQL  = batchDelete(migrations.MySQL, "idempotency_records", goneAt, "expires_at")
+	purgeExpiredSQLite = batchDelete(migrations.SQLite, "idempotency_records", goneAt, "expires_at")
 )
 
 // claimBackgroundAnswer is Complete's second statement: the record holds

@@ -62,10 +62,11 @@ const (
 	JobRecoverPayments   JobName = "recover_payments"
 	JobReconcileSchedule JobName = "reconcile_schedule"
 	JobNotify            JobName = "notify" // the merchant's endpoints told of new events (notify.Worker)
+	JobRetention         JobName = "retention"
 )
 
 // JobNames lists every background job.
-var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify}
+var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify, JobRetention}
 
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500

@@ -29,6 +29,8 @@ type Observer interface {
 	WebhookApplied(eventType string, outcome WebhookOutcome)
 	// JobDone: a pass of the background job name handled n > 0 rows.
 	JobDone(name JobName, n int64)
+	// Retained: retention deleted n > 0 rows of table (RetainedTables).
+	Retained(table string, n int64)
 	// OrderCreated: an order was created, by the merchant's server or by
 	// a buyer (not told for a replayed creation).
 	OrderCreated(byMerchant bool)
@@ -81,6 +83,9 @@ func (NopObserver) WebhookApplied(string, WebhookOutcome) {}
 // JobDone does nothing.
 func (NopObserver) JobDone(JobName, int64) {}
 
+// Retained does nothing.
+func (NopObserver) Retained(string, int64) {}
+
 // OrderCreated does nothing.
 func (NopObserver) OrderCreated(bool) {}
 
@@ -129,6 +134,13 @@ func (all Observers) WebhookApplied(eventType string, outcome WebhookOutcome) {
 func (all Observers) JobDone(name JobName, n int64) {
 	for _, o := range all {
 		o.JobDone(name, n)
+	}
+}
+
+// Retained tells every observer.
+func (all Observers) Retained(table string, n int64) {
+	for _, o := range all {
+		o.Retained(table, n)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payd/payd/service"
 )
 
 // Backlog gauges are read from the database at most once per BacklogTTL
@@ -40,6 +42,10 @@ type Backlog struct {
 	NotifyPending        int64     // events not yet told to the merchant's endpoints (ADR 0053)
 	OldestNotifyPending  time.Time // zero: none
 	NotifyHeld           int64     // pending deliveries to endpoints an operator disabled
+	// OldestRetained is, by table retention deletes from
+	// (service.RetainedTables), when its oldest row retention counts
+	// from became old; a table with none is absent.
+	OldestRetained map[string]time.Time
 }
 
 // backlogDescs are the gauges a backlog collector exports.
@@ -60,6 +66,8 @@ var (
 		"Age of the oldest event not yet told to an enabled endpoint; 0 when there is none.", nil, nil)
 	descNotifyHeld = prometheus.NewDesc("payd_notify_held",
 		"Deliveries pending to endpoints an operator disabled: they go when it is enabled again, and are not in payd_notify_backlog (whole database).", nil, nil)
+	descOldestRetained = prometheus.NewDesc("payd_retention_oldest_age_seconds",
+		"By table retention deletes from (PAYD_RETENTION), the age of its oldest row that retention counts: applied for webhook_events, ended for notify_deliveries, created for notify_events; 0 when there is none. Above the retention, the job is behind.", []string{"table"}, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -90,7 +98,7 @@ func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl,
 // Describe sends the gauges' descriptions.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen,
-		descNotifyBacklog, descNotifyOldest, descNotifyHeld, descBacklogUp} {
+		descNotifyBacklog, descNotifyOldest, descNotifyHeld, descOldestRetained, descBacklogUp} {
 		ch <- d
 	}
 }
@@ -130,4 +138,11 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descNotifyBacklog, prometheus.GaugeValue, float64(b.NotifyPending))
 	ch <- prometheus.MustNewConstMetric(descNotifyOldest, prometheus.GaugeValue, notifyAge)
 	ch <- prometheus.MustNewConstMetric(descNotifyHeld, prometheus.GaugeValue, float64(b.NotifyHeld))
+	for _, table := range []string{service.RetainedWebhookEvents, service.RetainedNotifyDeliveries, service.RetainedNotifyEvents} {
+		age := 0.0
+		if at, ok := b.OldestRetained[table]; ok && !at.IsZero() {
+			age = max(now.Sub(at).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(descOldestRetained, prometheus.GaugeValue, age, table)
+	}
 }

@@ -52,6 +52,7 @@ type Metrics struct {
 	notify        *prometheus.CounterVec
 	ordersCreated *prometheus.CounterVec
 	outOfStock    prometheus.Counter
+	retained      *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
 
@@ -103,6 +104,10 @@ func NewMetrics() *Metrics {
 			Name: "payd_out_of_stock_total",
 			Help: "Order creations refused because a line was beyond its product's stock (409 out_of_stock).",
 		}),
+		retained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_retention_deleted_rows_total",
+			Help: "Rows deleted by retention (PAYD_RETENTION), by table: applied provider webhooks, finished deliveries to the shop, their attempt logs, and events no delivery refers to.",
+		}, []string{"table"}),
 	}
 	m.startAtZero()
 	m.reg.MustRegister(m.requests, m.idempotency, m.webhooks, m.payments, m.discrepancies, m.jobs, m.dbRetries,
@@ -111,6 +116,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.rateLimited)                       // ratelimit.go (ADR 0037)
 	m.reg.MustRegister(m.notify)                            // ADR 0053
 	m.reg.MustRegister(m.ordersCreated, m.outOfStock)       // ADR 0059
+	m.reg.MustRegister(m.retained)                          // ADR 0062
 	return m
 }
 
@@ -122,6 +128,9 @@ func NewMetrics() *Metrics {
 func (m *Metrics) startAtZero() {
 	for _, c := range []string{creatorCustomer, creatorMerchant} {
 		m.ordersCreated.WithLabelValues(c)
+	}
+	for _, t := range service.RetainedTables {
+		m.retained.WithLabelValues(t)
 	}
 	for _, o := range idempotency.KeyOutcomes {
 		m.idempotency.WithLabelValues(string(o))
@@ -226,6 +235,11 @@ func (m *Metrics) OrderCreated(byMerchant bool) {
 
 // OutOfStock counts an order refused for lack of stock (service.Observer).
 func (m *Metrics) OutOfStock() { m.outOfStock.Inc() }
+
+// Retained counts the rows retention deleted from table (service.Observer).
+func (m *Metrics) Retained(table string, n int64) {
+	m.retained.WithLabelValues(table).Add(float64(n))
+}
 
 // JobDone counts the rows a background job handled (service.Observer).
 func (m *Metrics) JobDone(name service.JobName, n int64) {
