@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/domain"
-	"github.com/payd/payd/migrations"
 )
 
 // recordRow is a row of idempotency_records.
@@ -101,13 +101,13 @@ func (s *RecordStore) Insert(ctx context.Context, r domain.Record) error {
 		return err
 	}
 	replaced, err := s.replaceGone(ctx, processingRow(r), r.CreatedAt)
-	if err != nil {
+	if err != nil || replaced {
 		return err
 	}
-	if !replaced {
-		return domain.ErrKeyInUse
-	}
-	return nil
+	// The row in the way was live, or another request took the key, or
+	// the purge deleted the gone row between the two statements: only in
+	// the last case does the key take an INSERT now.
+	return s.InsertIfAbsent(ctx, r)
 }
 
 // InsertIfAbsent is Insert without the replacement: any row of (scope,
@@ -189,10 +189,6 @@ var (
 	deleteRecord = `DELETE FROM idempotency_records
 		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
 
-	// purgeExpiredMySQL and purgeExpiredSQLite are PurgeExpired's: a batch
-	// of the gone records, oldest first.
-	purgeExpiredMySQL  = batchDelete(migrations.MySQL, "idempotency_records", goneAt, "expires_at")
-	purgeExpiredSQLite = batchDelete(migrations.SQLite, "idempotency_records", goneAt, "expires_at")
 )
 
 // claimBackgroundAnswer is Complete's second statement: the record holds
@@ -316,22 +312,41 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 // These are exactly the gone records (goneAt), which callers already treat
 // as absent: purging frees room and changes no answer.
 //
-// One set-based statement deletes the batch, oldest first by the expiry
-// index (purgeExpiredMySQL, purgeExpiredSQLite): one commit per batch, not
-// one per record, so the purge outruns the peak rate at which pays create
-// records (docs/adr/0061-set-based-purge.md). On MariaDB, at READ
-// COMMITTED, it locks only the rows it deletes, in the index's order, so
-// replicas purging at once queue behind each other rather than deadlock,
-// and a request inserting or completing a live record (never gone) is
-// never among them.
+// It reads the batch's keys, oldest first by the expiry index, and then
+// deletes them all with one statement by primary key, the guard repeated
+// (docs/adr/0061-set-based-purge.md): one commit per batch, not one per
+// record, so the purge outruns the peak rate at which pays create
+// records. The statement locks each row by its primary key, as a request
+// replacing a gone record (replaceGone) does, never through the expiry
+// index first, so the two cannot take their locks in opposite orders;
+// replicas purging at once lock in the same key order and skip what the
+// first deleted.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
-	query := purgeExpiredSQLite
-	if s.db.dialect == migrations.MySQL {
-		query = purgeExpiredMySQL
+	var keys []struct{ Scope, IdemKey string }
+	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
+		Where(goneAt, ts(now), ts(now)).
+		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
+	if err != nil {
+		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
 	}
-	n, err := s.db.exec(ctx, query, ts(now), ts(now), batchSize(limit))
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, 2*len(keys)+2)
+	for _, k := range keys {
+		args = append(args, k.Scope, k.IdemKey)
+	}
+	n, err := s.db.exec(ctx, purgeRecords(len(keys)), append(args, ts(now), ts(now))...)
 	if err != nil {
 		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
 	}
 	return n, nil
+}
+
+// purgeRecords is PurgeExpired's DELETE of n records by primary key, the
+// guard repeated: its arguments are the n keys' scope and idem_key, then
+// goneAt's.
+func purgeRecords(n int) string {
+	return `DELETE FROM idempotency_records WHERE (scope, idem_key) IN (` +
+		strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ") + `) AND ` + goneAt
 }

@@ -25,12 +25,15 @@ type RetentionStore struct{ db *DB }
 func NewRetentionStore(db *DB) *RetentionStore { return &RetentionStore{db: db} }
 
 // RetentionOldest is, for each table retention deletes from, when its
-// oldest row retention will one day delete became old (the time the
-// retention counts from); zero: there is none.
+// oldest row retention counts became old (the time the retention counts
+// from); zero: there is none.
 type RetentionOldest struct {
 	WebhookEvents    time.Time // applied (processed_at)
 	NotifyDeliveries time.Time // ended (updated_at)
-	NotifyEvents     time.Time // fanned out events, by created_at
+	// NotifyEvents is the oldest fanned-out event's created_at, whether
+	// or not a delivery still keeps it (reading which are kept would read
+	// them all): an event stays while a delivery refers to it.
+	NotifyEvents time.Time
 }
 
 var (
@@ -41,7 +44,12 @@ var (
 	// deliveryGone: a delivery that ended (delivered, or failed for good)
 	// before the cutoff. A pending one stays; a redelivered one is pending
 	// again and stays.
-	deliveryGone = `status IN ` + sqlStatuses(domain.DeliveryDelivered, domain.DeliveryFailed) + ` AND updated_at < ?`
+	deliveryGone = `status IN ` + sqlStatuses(endedDeliveries...) + ` AND updated_at < ?`
+
+	// endedDeliveries are the statuses a delivery ends in. Each is read
+	// apart (status = ?) so that the (status, updated_at) index gives its
+	// rows in order: an IN list would sort them.
+	endedDeliveries = []domain.DeliveryStatus{domain.DeliveryDelivered, domain.DeliveryFailed}
 
 	// eventGone: an event fanned out before the cutoff whose deliveries
 	// are all gone: every endpoint received it (or gave up) longer ago
@@ -82,10 +90,16 @@ func (s *RetentionStore) PurgeInbox(ctx context.Context, before time.Time, limit
 // transaction. It reports the deliveries and the attempts deleted.
 func (s *RetentionStore) PurgeDeliveries(ctx context.Context, before time.Time, limit int) (deliveries, attempts int64, err error) {
 	var ids []string
-	err = s.db.conn(ctx).Raw(`SELECT id FROM notify_deliveries WHERE `+deliveryGone+` ORDER BY updated_at LIMIT ?`,
-		ts(before), batchSize(limit)).Scan(&ids).Error
-	if err != nil {
-		return 0, 0, fmt.Errorf("purge deliveries: %w", err)
+	for _, status := range endedDeliveries {
+		var some []string
+		err = s.db.conn(ctx).Raw(`SELECT id FROM notify_deliveries WHERE status = ? AND updated_at < ? ORDER BY updated_at LIMIT ?`,
+			string(status), ts(before), batchSize(limit)-len(ids)).Scan(&some).Error
+		if err != nil {
+			return 0, 0, fmt.Errorf("purge deliveries: %w", err)
+		}
+		if ids = append(ids, some...); len(ids) >= batchSize(limit) {
+			break
+		}
 	}
 	if len(ids) == 0 {
 		return 0, 0, nil
@@ -127,7 +141,10 @@ func ReadRetentionOldest(ctx context.Context, db *DB) (RetentionOldest, error) {
 		into  *time.Time
 	}{
 		{`SELECT MIN(processed_at) FROM webhook_events WHERE processed_at IS NOT NULL`, &out.WebhookEvents},
-		{`SELECT MIN(updated_at) FROM notify_deliveries WHERE status IN ` + sqlStatuses(domain.DeliveryDelivered, domain.DeliveryFailed), &out.NotifyDeliveries},
+		// Per status: MIN of the index's second column for one value of
+		// its first is one look-up; for an IN list it would read them all.
+		{`SELECT MIN(t) FROM (SELECT MIN(updated_at) AS t FROM notify_deliveries WHERE status = ` + sqlStatus(domain.DeliveryDelivered) + `
+			UNION ALL SELECT MIN(updated_at) FROM notify_deliveries WHERE status = ` + sqlStatus(domain.DeliveryFailed) + `) ended`, &out.NotifyDeliveries},
 		{`SELECT MIN(created_at) FROM notify_events WHERE fanned_out = 1`, &out.NotifyEvents},
 	} {
 		var at *utcTime

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -37,7 +38,9 @@ type RetentionPurger interface {
 // Retain is the retention job: each pass deletes a batch of each kind of
 // row older than retention, deliveries before the events they refer to,
 // and tells obs (optional) how many of each. It returns the rows deleted
-// in all, so a pass that filled a batch runs again at once (Job.Loop).
+// in all, so a pass that filled a batch runs again at once (Job.Loop). A
+// kind that fails does not stop the others: the errors are returned
+// together.
 func Retain(store RetentionPurger, retention time.Duration, now func() time.Time, obs Observer) func(context.Context) (int64, error) {
 	return func(ctx context.Context) (int64, error) {
 		before := now().UTC().Add(-retention)
@@ -48,19 +51,13 @@ func Retain(store RetentionPurger, retention time.Duration, now func() time.Time
 				total += n
 			}
 		}
-		inbox, err := store.PurgeInbox(ctx, before, jobBatch)
+		inbox, inboxErr := store.PurgeInbox(ctx, before, jobBatch)
 		tell(RetainedWebhookEvents, inbox)
-		if err != nil {
-			return total, err
-		}
-		deliveries, attempts, err := store.PurgeDeliveries(ctx, before, jobBatch)
+		deliveries, attempts, deliveriesErr := store.PurgeDeliveries(ctx, before, jobBatch)
 		tell(RetainedNotifyDeliveries, deliveries)
 		tell(RetainedNotifyAttempts, attempts)
-		if err != nil {
-			return total, err
-		}
-		events, err := store.PurgeEvents(ctx, before, jobBatch)
+		events, eventsErr := store.PurgeEvents(ctx, before, jobBatch)
 		tell(RetainedNotifyEvents, events)
-		return total, err
+		return total, errors.Join(inboxErr, deliveriesErr, eventsErr)
 	}
 }
