@@ -188,7 +188,6 @@ var (
 	// deleteRecord is Delete's.
 	deleteRecord = `DELETE FROM idempotency_records
 		WHERE scope = ? AND idem_key = ? AND status IN ` + recordComplete.from
-
 )
 
 // claimBackgroundAnswer is Complete's second statement: the record holds
