@@ -70,6 +70,7 @@ var jobCases = []jobCase{
 	{job: "expire_orders", seed: (*jobTrio).seedDue},
 	{job: "reconcile_schedule", seed: (*jobTrio).seedWindow},
 	{job: "purge_idempotency", seed: (*jobTrio).seedRecords},
+	{job: "retention", seed: (*jobTrio).seedRetained},
 }
 
 // jobsEnv keeps every deadline short: a lost reply is the recoverer's after
@@ -77,7 +78,7 @@ var jobCases = []jobCase{
 // to pay a released order again on a busy machine), and a reconciliation
 // window closes every 5s (off by default, so it is set here).
 var jobsEnv = env{"PAYD_PROVIDER_TIMEOUT": "500ms", "PAYD_LEASE": "1s", "PAYD_ORDER_TTL": "10s", "PAYD_IDEMPOTENCY_TTL": "4s",
-	"PAYD_RECONCILE_EVERY": jobsReconcileEvery.String()}
+	"PAYD_RECONCILE_EVERY": jobsReconcileEvery.String(), "PAYD_RETENTION": "1d"}
 
 // jobsReconcileEvery is the schedule's period in jobsEnv: short, so the
 // test waits little for a window to close, and long enough that the one
@@ -493,6 +494,43 @@ func (h *jobTrio) seedRecords() (time.Duration, func() int64, func()) {
 				t.Errorf("idempotency records left after the purge = %d, want 0", left)
 			}
 		}
+}
+
+// seedRetained writes, a year before the retention, n provider events
+// applied, n order events fanned out, each with a delivery that ended and
+// its one attempt: 4n rows for retention, done once when each of them is
+// gone and was counted once. What the earlier cases left (recent provider
+// events, order events not fanned out: nothing tells the shop here) is
+// younger than the retention or not yet told, and stays.
+func (h *jobTrio) seedRetained() (time.Duration, func() int64, func()) {
+	const n = 60
+	t := h.t
+	old := time.Now().UTC().AddDate(-1, 0, 0).Format("2006-01-02 15:04:05.000000")
+	exec := func(q string, args ...any) {
+		if err := h.db.Gorm().Exec(q, args...).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	keptInbox, keptEvents := countRows(t, h.db, "webhook_events"), countRows(t, h.db, "notify_events")
+	forEach(4, n, func(i int) {
+		ev, d := uuid.NewString(), uuid.NewString()
+		exec(`INSERT INTO webhook_events (id, type, payload, outcome, received_at, processed_at) VALUES (?, 'charge.succeeded', ?, 'applied', ?, ?)`,
+			"evt_old_"+ev, []byte(`{}`), old, old)
+		exec(`INSERT INTO notify_events (id, order_id, seq, type, cause, order_status, refunded_minor, order_updated_at, charged_minor,
+			books_refunded_minor, disputed_minor, lost_minor, fanned_out, created_at)
+			VALUES (?, ?, 1, 'order.paid', 'pay_request', 'paid', 0, ?, 400, 0, 0, 0, 1, ?)`, ev, uuid.NewString(), old, old)
+		exec(`INSERT INTO notify_deliveries (id, endpoint_id, event_id, order_id, seq, status, attempts, next_attempt_at, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 1, 'delivered', 1, ?, ?, ?)`, d, uuid.NewString(), ev, uuid.NewString(), old, old, old)
+		exec(`INSERT INTO notify_attempts (id, delivery_id, n, started_at, duration_us, status, request_head, response)
+			VALUES (?, ?, 1, ?, 1000, 204, 'POST /', '')`, uuid.NewString(), d, old)
+	})
+	return 0, func() int64 { return 4 * n }, func() {
+		for table, want := range map[string]int64{"webhook_events": keptInbox, "notify_events": keptEvents, "notify_deliveries": 0, "notify_attempts": 0} {
+			if left := countRows(t, h.db, table); left != want {
+				t.Errorf("%s after retention = %d rows, want the %d younger or not yet told", table, left, want)
+			}
+		}
+	}
 }
 
 // seedWindow charges orders behind payd's back at the provider, each
