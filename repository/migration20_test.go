@@ -63,6 +63,10 @@ func TestRefundReservationsMigration(t *testing.T) {
 		if err := repository.MigrateTo(t.Context(), db, 20); err != nil {
 			t.Fatal(err)
 		}
+		idx20 := map[string][]string{} // before later migrations change them
+		for _, table := range rebuilt {
+			idx20[table] = indexesOf(t, db, d, table)
+		}
 		// The orders are read by today's store, which knows the columns
 		// migrations after 00020 add; those change no amount.
 		if err := repository.Migrate(t.Context(), db); err != nil {
@@ -87,7 +91,7 @@ func TestRefundReservationsMigration(t *testing.T) {
 			if got := countRows(t, db, table); got != rows[table] {
 				t.Errorf("%s: %d rows after 00020, %d before", table, got, rows[table])
 			}
-			if got := indexesOf(t, db, d, table); !slices.Equal(got, idx[table]) || len(got) == 0 {
+			if got := idx20[table]; !slices.Equal(got, idx[table]) || len(got) == 0 {
 				t.Errorf("%s: indexes %q after 00020, %q before", table, got, idx[table])
 			}
 		}

@@ -146,6 +146,28 @@ func TestOutboxEventPerChange(t *testing.T) {
 		if e = wantOneEvent(t, db, o.ID, 3, domain.NotifyOrderDisputeClosed, hook); usd(e.Books.Disputed) != 0 || usd(e.Books.Lost) != 700 {
 			t.Errorf("order.dispute_closed books %+v, want 7.00 lost, none disputed", e.Books)
 		}
+		// Every kind the sums weigh, each way, and an entry in another
+		// currency, which no sum counts (domain.Summarize's rules).
+		for _, en := range []struct {
+			kind             domain.LedgerKind
+			ref, amount, cur string
+		}{
+			{domain.LedgerRefundReversed, "refund:re_1:reversed", "2.00", "USD"},
+			{domain.LedgerOutsideRefund, "outside:re_2", "1.00", "USD"},
+			{domain.LedgerDisputeOpened, "dispute:dp_2:dispute_opened", "3.00", "USD"},
+			{domain.LedgerDisputeWon, "dispute:dp_2:dispute_won", "3.00", "USD"},
+			{domain.LedgerCharge, "charge:ch_eur", "9.00", "EUR"},
+		} {
+			appendEntry(t, ledger, domain.LedgerEntry{ID: newID(), OrderID: o.ID, Kind: en.kind, Reference: en.ref,
+				ChargeID: "ch_1", Amount: dec(en.amount), Currency: domain.Currency(en.cur), Source: domain.SourceWebhook, CreatedAt: later})
+		}
+		if err := s.Tell(ctx, o.ID, domain.NotifyOrderRefunded, hook, later); err != nil {
+			t.Fatal(err)
+		}
+		if e = wantOneEvent(t, db, o.ID, 4, domain.NotifyOrderRefunded, hook); usd(e.Books.Charged) != 1200 || usd(e.Books.Refunded) != 400 ||
+			usd(e.Books.Disputed) != 0 || usd(e.Books.Lost) != 700 {
+			t.Errorf("books %+v, want 12.00 charged, 4.00 refunded (5.00 + 1.00 - 2.00), none disputed, 7.00 lost", e.Books)
+		}
 		if err := s.Tell(ctx, "no-such-order", domain.NotifyOrderRefunded, op, later); !errors.Is(err, domain.ErrOrderNotFound) {
 			t.Errorf("Tell(unknown order) = %v, want ErrOrderNotFound", err)
 		}
