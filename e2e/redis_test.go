@@ -152,33 +152,30 @@ func TestRedisKilledMidLoad(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		t.Run("redis", func(t *testing.T) {
 			srv := redistest.Start(t)
-			killedMidLoad(t, dialect, srv.URL(), func(string) { srv.Kill() }, srv.Restart)
+			killedMidLoad(t, dialect, srv.URL(), func(string) string { return uuid.NewString() }, func(string) { srv.Kill() }, srv.Restart)
 		})
 		t.Run("cluster", func(t *testing.T) {
 			c := redistest.StartCluster(t)
-			// The node serving the load's keys (the customer's scope hash
-			// tag), so every replica's next lock finds it gone: another
-			// node's loss may go unseen by a replica while the load runs.
-			var node *redistest.Server
-			kill := func(scope string) {
-				node = c.MasterFor(t, "{"+scope+"}")
-				node.Kill()
-			}
-			killedMidLoad(t, dialect, c.URL(), kill, func() { node.Restart() })
+			// The load's keys are chosen on one master (keys spread over
+			// the masters, ADR 0063), and that master is killed, so every
+			// replica's next lock finds it gone: another node's loss may
+			// go unseen by a replica while the load runs.
+			node := c.Nodes[0]
+			keyOn := func(scope string) string { return keyServedBy(t, c.MasterFor, node, scope) }
+			killedMidLoad(t, dialect, c.URL(), keyOn, func(string) { node.Kill() }, func() { node.Restart() })
 		})
 		t.Run("failover", func(t *testing.T) {
 			c := redistest.StartReplicatedCluster(t)
-			// Every key of the load is the customer's scope hash tag, so
-			// all of them live in the slot of the master that is killed.
-			var master *redistest.Server
-			var slotKey string
+			// Every key of the load is chosen on one master, the one that
+			// is killed (slotKey names its slot).
+			master := c.MasterFor(t, "payd-load")
+			const slotKey = "payd-load"
 			var killedAt time.Time
-			kill := func(scope string) {
-				slotKey = "{" + scope + "}"
-				master = c.MasterFor(t, slotKey)
+			keyOn := func(scope string) string { return keyServedBy(t, c.MasterFor, master, scope) }
+			kill := func(string) {
 				killedAt = time.Now()
 				master.Kill()
-				t.Logf("killed master %s (serving the load's scope slot)", master.Addr())
+				t.Logf("killed master %s (serving the load's keys)", master.Addr())
 			}
 			promoted := func() {
 				// CI runs this under -race on a loaded 2-core machine: the
@@ -186,15 +183,29 @@ func TestRedisKilledMidLoad(t *testing.T) {
 				took := c.WaitFailover(t, slotKey, master, killedAt, 60*time.Second)
 				t.Logf("replica %s promoted, cluster ok, %v after the kill", c.MasterFor(t, slotKey).Addr(), took.Round(time.Millisecond))
 			}
-			killedMidLoad(t, dialect, c.URL(), kill, promoted)
+			killedMidLoad(t, dialect, c.URL(), keyOn, kill, promoted)
 		})
 	})
 }
 
-// killedMidLoad runs the load: kill takes Redis (or a part of it) away a
-// quarter into it, recover (restart, or wait for a failover) runs from
-// half-way; then every answer, charge, log line and metric is judged.
-func killedMidLoad(t *testing.T, dialect, url string, kill func(scope string), recover func()) {
+// keyServedBy is a fresh idempotency key of scope whose lock lives on
+// master (masterFor: the cluster's MasterFor).
+func keyServedBy(t *testing.T, masterFor func(testing.TB, string) *redistest.Server, master *redistest.Server, scope string) string {
+	t.Helper()
+	for range 1000 {
+		if k := uuid.NewString(); masterFor(t, redisx.LockName(scope, k)) == master {
+			return k
+		}
+	}
+	t.Fatalf("no key of %s on master %s in 1000 tries", scope, master.Addr())
+	return ""
+}
+
+// killedMidLoad runs the load, under keys from newKey: kill takes Redis
+// (or a part of it) away a quarter into it, recover (restart, or wait for
+// a failover) runs from half-way; then every answer, charge, log line and
+// metric is judged.
+func killedMidLoad(t *testing.T, dialect, url string, newKey func(scope string) string, kill func(scope string), recover func()) {
 	{
 		rs := startReplicas(t, 3, on(dialect), premigrated(), withEnv(env{"PAYD_REDIS_URL": url}))
 		custID, token := rs.procs[0].register(newEmail())
@@ -220,8 +231,12 @@ func killedMidLoad(t *testing.T, dialect, url string, kill func(scope string), r
 			recover()
 			t.Logf("redis back after %d orders", finished.Load())
 		}()
+		keys := make([]string, orders) // chosen while all of Redis is up
+		for i := range keys {
+			keys[i] = newKey(domain.CustomerScope(custID))
+		}
 		forEach(4, orders, func(i int) {
-			key := uuid.NewString()
+			key := keys[i]
 			for j, r := range rs.payAll(token, ids[i], slices.Repeat([]string{key}, dups)) {
 				mu.Lock()
 				statuses[r.Status]++

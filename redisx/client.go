@@ -8,6 +8,7 @@ package redisx
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,7 +50,22 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	return redis.NewClient(opts), nil
 }
 
-// lockKey and recordKey name a key's Redis entries. The scope is the hash
-// tag, so every entry of one scope lands in one cluster slot.
-func lockKey(scope, key string) string   { return "payd:{" + scope + "}:lock:" + key }
-func recordKey(scope, key string) string { return "payd:{" + scope + "}:rec:" + key }
+// lockKey and recordKey name a key's Redis entries (ADR 0063). Their hash
+// tag is the scope and the key together: a key's lock and its record
+// land in one cluster slot, and the keys of one caller spread over every
+// master (the merchant, one scope, carries most of the traffic). A key
+// may hold a '}', which ends the tag early; the two names share every
+// byte up to it, so they still share a slot.
+func lockKey(scope, key string) string   { return keyTag(scope, key) + ":lock" }
+func recordKey(scope, key string) string { return keyTag(scope, key) + ":rec" }
+
+// LockName is the Redis name of the lock payd takes for scope's key: for
+// an operator, or a test, looking for a key's entries or its cluster slot.
+func LockName(scope, key string) string { return lockKey(scope, key) }
+
+// keyTag is "payd:{LEN:SCOPE:KEY}": the scope's length keeps names
+// apart whose scope and key would otherwise run together ("a:b" and "c",
+// "a" and "b:c").
+func keyTag(scope, key string) string {
+	return "payd:{" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key + "}"
+}

@@ -3,6 +3,7 @@ package redisx_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -264,22 +265,78 @@ func TestReplaysRoundTrip(t *testing.T) {
 	})
 }
 
-// Every key of one scope lands in one cluster slot.
-func TestKeysOfAScopeShareASlot(t *testing.T) {
+// A key's lock and its record share a cluster slot, whatever the key
+// holds; names of different scopes and keys never meet; and the keys of
+// one scope spread over the three masters: by their slots, and live, as
+// locks taken through the gate (one master once held every live key of a
+// scope under load).
+func TestKeysSpreadOverTheMasters(t *testing.T) {
 	c := redistest.StartCluster(t)
 	rc := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr()})
 	defer rc.Close()
 	ctx := context.Background()
 	slot := func(k string) int64 { return rc.ClusterKeySlot(ctx, k).Val() }
-	scope := "customer:0197a0e4-7d4b-7c3e-9b1a-2f7f6c1d9e01"
-	want := slot(redisx.LockKey(scope, "a"))
-	for _, k := range []string{redisx.LockKey(scope, "zzz"), redisx.RecordKey(scope, "a"), redisx.RecordKey(scope, "another-key")} {
-		if got := slot(k); got != want {
-			t.Errorf("slot(%s) = %d, want %d", k, got, want)
+	const scope = "merchant:shop"
+	for _, key := range []string{"a", "k-0197a0e4", "with}brace", "{x}", "}"} {
+		if l, r := slot(redisx.LockKey(scope, key)), slot(redisx.RecordKey(scope, key)); l != r {
+			t.Errorf("key %q: lock in slot %d, record in slot %d", key, l, r)
 		}
 	}
-	if slot(redisx.LockKey("customer:other", "a")) == want && slot(redisx.LockKey("admin", "a")) == want {
-		t.Error("every scope lands in one slot: the hash tag is not the scope")
+	if redisx.LockKey("a:b", "c") == redisx.LockKey("a", "b:c") {
+		t.Errorf("scope a:b, key c and scope a, key b:c share the name %s", redisx.LockKey("a", "b:c"))
+	}
+
+	// The masters' slot ranges, then where 300 keys of one scope land.
+	slots, err := rc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masterOf := func(s int64) string {
+		for _, r := range slots {
+			if int64(r.Start) <= s && s <= int64(r.End) {
+				return r.Nodes[0].Addr
+			}
+		}
+		t.Fatalf("slot %d has no master", s)
+		return ""
+	}
+	per := map[string]int{}
+	for i := range 300 {
+		per[masterOf(slot(redisx.LockKey(scope, fmt.Sprintf("key-%d", i))))]++
+	}
+	if len(per) != 3 {
+		t.Fatalf("300 keys of one scope on %d masters, want 3: %v", len(per), per)
+	}
+	for m, n := range per {
+		if n < 50 { // a third is 100
+			t.Errorf("master %s holds %d of 300 keys of one scope, want about a third: %v", m, n, per)
+		}
+	}
+
+	// Live: 60 locks of one scope through the gate, then each master's keys.
+	r, _ := replica(t, c.URL(), slog.New(slog.DiscardHandler))
+	for i := range 60 {
+		key := fmt.Sprintf("live-%d", i)
+		for try := 0; ; try++ { // a command that failed on a loaded machine is tried again
+			token, err := r.Acquire(ctx, scope, key, time.Minute)
+			if err == nil && token != "" {
+				break
+			}
+			if try == 20 {
+				t.Fatalf("Acquire(%s) = %q, %v", key, token, err)
+			}
+		}
+	}
+	for _, n := range c.Nodes {
+		node := redis.NewClient(&redis.Options{Addr: n.Addr()})
+		size, err := node.DBSize(ctx).Result()
+		node.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size < 5 { // a third is 20
+			t.Errorf("master %s holds %d of 60 live locks of one scope, want about a third", n.Addr(), size)
+		}
 	}
 }
 
