@@ -26,6 +26,8 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
 
   payd admin orders search [-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]
   payd admin orders show ORDER_ID             the order and its timeline, each entry with its outcome
+  payd admin orders refund ORDER_ID [-amount A] -reason R [-key K]
+                                              refund part (-amount) or all that remains, through the provider
   payd admin reconcile run -from T [-to T] [-file settlement.csv] [-dry-run] [-key K]
   payd admin reconcile show RUN_ID            a run and the discrepancies it found
   payd admin reconcile list [-limit N] [-cursor C]

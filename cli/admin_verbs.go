@@ -35,6 +35,7 @@ type adminVerb struct {
 var adminVerbs = map[string]func() adminVerb{
 	"orders search":         ordersSearch,
 	"orders show":           ordersShow,
+	"orders refund":         ordersRefund,
 	"reconcile run":         reconcileRun,
 	"reconcile show":        reconcileShow,
 	"reconcile list":        reconcileList,
@@ -125,6 +126,63 @@ func ordersShow() adminVerb {
 				return err
 			}
 			printTimeline(a.out, t)
+			return nil
+		},
+	}
+}
+
+// maxReason is the longest reason payd keeps with a refund, in bytes.
+const maxReason = 500
+
+func ordersRefund() adminVerb {
+	var amount, reason, key string
+	return adminVerb{
+		usage: "ORDER_ID [-amount A] -reason R [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&amount, "amount", "", "how much, in the order's currency (e.g. 5.00); default: everything that remains refundable")
+			fs.StringVar(&reason, "reason", "", "why (kept with the refund and on the audit trail); required")
+			fs.StringVar(&key, "key", "", "idempotency key of this refund (default: a new one); reuse it to repeat one whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ORDER_ID", pos[0]); err != nil {
+				return err
+			}
+			if strings.TrimSpace(reason) == "" {
+				return usagef("-reason is required: why the order is refunded (run 'payd admin orders refund -h')")
+			}
+			if len(reason) > maxReason {
+				return usagef("-reason: %d bytes, want at most %d", len(reason), maxReason)
+			}
+			if amount != "" {
+				if _, err := domain.ParseDecimal(amount, "-amount"); err != nil {
+					return usagef("-amount %q: want a decimal amount such as 5.00", amount)
+				}
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			body := client.RefundRequest{Reason: reason}
+			if amount != "" {
+				body.Amount = &amount
+			}
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.RefundOrder(ctx, pos[0], &client.RefundOrderParams{IdempotencyKey: &idemKey}, body)
+			})
+			if err != nil {
+				return err
+			}
+			var r client.RefundResult
+			if err := a.decode(out, &r); err != nil || a.json {
+				return err
+			}
+			replayed := ""
+			if res.Header.Get("Idempotent-Replayed") == "true" {
+				replayed = " (payd replayed its earlier answer to this key)"
+			}
+			fmt.Fprintf(a.out, "refund %s of order %s: %s %s %s%s\n", r.Refund.Id, r.Order.Id, r.Refund.Status, r.Refund.Amount, r.Refund.Currency, replayed)
+			fmt.Fprintf(a.out, "order %s: refunded %s, pending %s of %s %s\n", r.Order.Status, r.Order.RefundedAmount, r.Order.RefundPendingAmount, r.Order.Amount, r.Order.Currency)
 			return nil
 		},
 	}

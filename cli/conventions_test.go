@@ -510,6 +510,12 @@ func TestAdminChecksBeforeSending(t *testing.T) {
 		{[]string{"reconcile", "show", "last"}, `RUN_ID "last" is not an ID`},
 		{[]string{"reconcile", "list", "-limit", "101"}, "-limit 101"},
 		{[]string{"reconcile", "run", "-from", "24h", "-key", "é"}, `-key "é"`},
+		{[]string{"orders", "refund", id}, "-reason is required"},
+		{[]string{"orders", "refund", id, "-reason", "   "}, "-reason is required"},
+		{[]string{"orders", "refund", id, "-reason", strings.Repeat("r", 501)}, "-reason: 501 bytes, want at most 500"},
+		{[]string{"orders", "refund", id, "-reason", "damaged", "-amount", "five"}, `-amount "five": want a decimal amount`},
+		{[]string{"orders", "refund", "o-1", "-reason", "damaged"}, `ORDER_ID "o-1" is not an ID`},
+		{[]string{"orders", "refund", id, "-reason", "damaged", "-key", "a b"}, `-key "a b"`},
 	}
 	for _, token := range []string{"adm_0123456789abcdef0123456789", ""} {
 		env := map[string]string{"PAYD_URL": srv.URL, "PAYD_ADMIN_TOKEN": token}
@@ -530,6 +536,7 @@ func TestAdminChecksBeforeSending(t *testing.T) {
 		{"orders", "search", "-status", "paid", "-customer", "ada@example.com", "-limit", "100", "-cursor", id},
 		{"orders", "search", "-customer", id},
 		{"orders", "show", id},
+		{"orders", "refund", id, "-reason", "damaged", "-amount", "5.00", "-key", "k-2"},
 		{"discrepancies", "list", "-status", "resolved", "-type", "amount_mismatch", "-order", id},
 	}
 	for _, args := range good {

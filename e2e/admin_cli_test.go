@@ -248,3 +248,49 @@ func TestAdminCLIResolvesOutsideRun(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminCLIRefund: `payd admin orders refund` refunds part of a paid
+// order and then the rest, through the provider, under its idempotency
+// key: the same -key again replays the first answer and refunds nothing
+// more; a refund larger than what remains, or of an unpaid order, is
+// payd's 409 and changes nothing.
+func TestAdminCLIRefund(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect), tuned(silentSandbox))
+		_, tok := s.register(newEmail())
+		paid := s.paidOrder(tok, "10.00")
+		unpaid := s.order(tok, "3.00")
+
+		key := uuid.NewString()
+		out := s.mustCLI("orders", "refund", paid, "-amount", "4.00", "-reason", "damaged in transit", "-key", key)
+		wantLines(t, "orders refund -amount 4.00", out, `^refund \S+ of order `+paid+`: succeeded 4.00 USD$`,
+			`^order paid: refunded 4.00, pending 0.00 of 10.00 USD$`)
+		out = s.mustCLI("orders", "refund", paid, "-amount", "4.00", "-reason", "damaged in transit", "-key", key)
+		wantLines(t, "orders refund, same key", out, `succeeded 4.00 USD \(payd replayed its earlier answer to this key\)$`)
+		if n := s.count("refunds WHERE order_id = ?", paid); n != 1 {
+			t.Fatalf("refunds after a refund and its replay = %d, want 1", n)
+		}
+
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"orders", "refund", paid, "-amount", "6.01", "-reason", "too much"}, "409 refund_too_large"},
+			{[]string{"orders", "refund", unpaid, "-reason", "never paid"}, "409 order_not_refundable"},
+			{[]string{"orders", "refund", uuid.NewString(), "-reason", "nobody's"}, "404 order_not_found"},
+		} {
+			if out, err := s.adminCLI(testAdminToken, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("payd admin %s = %v (printed %q), want an error saying %q", strings.Join(tt.args, " "), err, out, tt.want)
+			}
+		}
+		if n := s.count("refunds WHERE order_id = ?", paid); n != 1 {
+			t.Errorf("refunds after the refusals = %d, want 1", n)
+		}
+
+		// Without -amount: everything that remains.
+		out = s.mustCLI("orders", "refund", paid, "-reason", "returned")
+		wantLines(t, "orders refund, the rest", out, `: succeeded 6.00 USD$`, `^order refunded: refunded 10.00, pending 0.00 of 10.00 USD$`)
+		out = s.mustCLI("orders", "show", paid)
+		wantLines(t, "orders show after the refunds", out, `^status\s+refunded`, `refund\s+succeeded`)
+	})
+}
