@@ -223,7 +223,8 @@ func NewIdempotency(cfg Config, db *repository.DB, clock func() time.Time) (*ide
 }
 
 func newIdempotency(cfg Config, records *repository.RecordStore, sealer *idempotency.Sealer, now func() time.Time) *idempotency.Engine {
-	return &idempotency.Engine{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now}
+	return &idempotency.Engine{Records: records, Sealer: sealer, Lease: cfg.Lease, InflightWait: cfg.InflightWait, TTL: cfg.IdempotencyTTL, Now: now,
+		AnswerWithin: cfg.ProviderTimeout + service.InFlightMargin(cfg.ProviderTimeout)}
 }
 
 // Hooks are what NewUseCases takes from its caller besides the settings.

@@ -143,6 +143,11 @@ type Engine struct {
 	Sealer       *Sealer
 	Lease        time.Duration // PAYD_LEASE
 	InflightWait time.Duration // PAYD_INFLIGHT_WAIT
+	// AnswerWithin, optional, is how long after a request took its key
+	// its answer is due at the latest (payd: the provider's timeout and
+	// its margin). A duplicate turned away meanwhile is told to retry
+	// then, not when the whole lease ends. 0: when the lease ends.
+	AnswerWithin time.Duration
 	TTL          time.Duration // PAYD_IDEMPOTENCY_TTL
 	Now          func() time.Time
 	Observer     Observer // optional: told of each decision (metrics)
@@ -340,11 +345,25 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 		}
 		if !now.Before(deadline) {
 			s.observe(KeyInUse)
-			return Start{}, answered, &InUseError{RetryAfter: max(time.Second, rec.LockedUntil.Sub(now))}
+			return Start{}, answered, &InUseError{RetryAfter: s.retryAfter(rec, now)}
 		}
 		return Start{}, waiting, nil
 	}
 	return Start{}, again, nil
+}
+
+// retryAfter is when a duplicate of rec's request, in flight at now,
+// should try again: when the request's answer is due (AnswerWithin after
+// it took the key, which is its lease's start), at the latest when its
+// lease ends, and never sooner than a second.
+func (s *Engine) retryAfter(rec domain.Record, now time.Time) time.Duration {
+	until := rec.LockedUntil
+	if s.AnswerWithin > 0 {
+		if due := rec.LockedUntil.Add(-s.Lease).Add(s.AnswerWithin); due.Before(until) {
+			until = due
+		}
+	}
+	return max(time.Second, until.Sub(now))
 }
 
 func (s *Engine) newRecord(c Call, fp string) domain.Record {

@@ -490,3 +490,37 @@ func TestEngineDuplicateOfAFailureOnAnotherReplica(t *testing.T) {
 		wantReplay(t, r, c, 402, `{"code":"card_declined"}`)
 	})
 }
+
+// TestEngineRetryAfterWhenTheAnswerIsDue: a duplicate turned away while
+// the original runs is told to retry when the original's answer is due
+// (AnswerWithin after it took the key), not when its whole lease ends;
+// past that, in a second; without AnswerWithin, at the lease's end.
+func TestEngineRetryAfterWhenTheAnswerIsDue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		e, _, clk := newEngine(t, d)
+		e.Now, e.InflightWait = clk.Now, 0 // turned away at once
+		inUse := func(c idempotency.Call) time.Duration {
+			t.Helper()
+			var err *idempotency.InUseError
+			if _, got := e.Begin(t.Context(), c); !errors.As(got, &err) {
+				t.Fatalf("Begin(duplicate) = %v, want *InUseError", got)
+			}
+			return err.RetryAfter
+		}
+		c := payCall("retry-after")
+		begin(t, e, c) // the original takes the key, with a 30s lease
+		e.AnswerWithin = 15 * time.Second
+		clk.Advance(2 * time.Second)
+		if got := inUse(c); got < 12*time.Second || got > 13*time.Second {
+			t.Errorf("2s into the original: Retry-After %v, want about 13s (its answer is due 15s after it began), not the lease's 28s", got)
+		}
+		clk.Advance(20 * time.Second)
+		if got := inUse(c); got != time.Second {
+			t.Errorf("past the answer's due time, lease running: Retry-After %v, want 1s", got)
+		}
+		e.AnswerWithin = 0
+		if got := inUse(c); got < 7*time.Second || got > 8*time.Second {
+			t.Errorf("without AnswerWithin, 22s into a 30s lease: Retry-After %v, want about 8s", got)
+		}
+	})
+}
