@@ -23,7 +23,6 @@ func wireRedis(cfg Config, idem *idempotency.Engine, changes *service.Changes, m
 	if cfg.RedisURL == "" {
 		return nil, nil, nil
 	}
-	redisx.LogTo(log) // go-redis's own messages as JSON lines, never plain text on stderr
 	client, err := redisx.Open(cfg.RedisURL)
 	if err != nil {
 		return nil, nil, err
@@ -32,6 +31,7 @@ func wireRedis(cfg Config, idem *idempotency.Engine, changes *service.Changes, m
 		return nil, nil, err
 	}
 	rds = redisx.New(client, log, changes)
+	rds.LogClient() // go-redis's own messages as JSON lines behind the outage gate, never plain text on stderr
 	metrics.Register(rds.Metrics().Collectors()...)
 	idem.Gate, idem.Replays = rds, rds
 	warm, stop := context.WithTimeout(context.Background(), 2*time.Second)

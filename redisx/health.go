@@ -94,6 +94,13 @@ func (h *health) result(err error) {
 	}
 }
 
+// inOutage reports whether an outage is logged and not yet over.
+func (h *health) inOutage() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.outage
+}
+
 // isUp reports whether the breaker is closed (payd is using Redis).
 func (h *health) isUp() bool {
 	h.mu.Lock()

@@ -374,6 +374,31 @@ func TestEventsAcrossReplicas(t *testing.T) {
 	})
 }
 
+// go-redis's own lines (a pool that cannot dial) pass the outage gate:
+// with Redis down for three seconds of calls, each probe's failed dial
+// would be a line; once "redis unavailable" is logged they are dropped,
+// so the outage is its own line and at most one of go-redis's.
+func TestClientLinesBehindTheOutageGate(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	r, _ := replica(t, srv.URL(), log)
+	r.LogClient()
+	ctx := context.Background()
+	srv.Kill()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		_, _ = r.Acquire(ctx, "s", "k", time.Second)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	client, outage := strings.Count(out, `msg="redis client"`), strings.Count(out, "redis unavailable")
+	if outage != 1 || client > 1 {
+		t.Errorf("three seconds of Redis down logged %d outage lines and %d go-redis lines, want 1 and at most 1:\n%s", outage, client, out)
+	}
+}
+
 // Redis killed: commands fail fast, the outage is logged once however
 // many calls meet it, counted, and payd uses Redis again once it is back
 // (the event listener resubscribes and resyncs its streams).
