@@ -323,8 +323,16 @@ func TestTracingRedis(t *testing.T) {
 		}
 		var cmds []string
 		for _, sp := range spans {
-			if sp.Attrs["db.system"] != "redis" {
+			if sp.Attrs["db.system.name"] != "redis" {
 				continue
+			}
+			for _, old := range []string{"db.system", "db.connection_string"} {
+				if _, ok := sp.Attrs[old]; ok {
+					t.Errorf("redis span %q carries the deprecated %s: %v", sp.Name, old, sp.Attrs)
+				}
+			}
+			if sp.Attrs["server.address"] == "" || sp.Attrs["server.port"] == "" {
+				t.Errorf("redis span %q without server.address and server.port: %v", sp.Name, sp.Attrs)
 			}
 			if _, ok := sp.Attrs["db.statement"]; ok {
 				t.Errorf("redis span %q records its statement: %v", sp.Name, sp.Attrs)

@@ -92,19 +92,61 @@ func dbOperation(m otelsql.Method, query string) string {
 
 // Redis instruments a Redis client payd made when tracing is on: a client
 // span per command or pipeline, a child of the request's span, named
-// after the command. The command's arguments (keys, values: tokens and
-// idempotency keys among them) are never recorded, nor the caller's
-// source line; dials make no span. Commands outside a traced request —
-// background subscriptions and health checks — make none (parentOnly).
+// after the command, with db.system.name "redis", server.address and
+// server.port, as the current conventions name them (redisConventions).
+// The command's arguments (keys, values: tokens and idempotency keys
+// among them) are never recorded, nor the caller's source line; dials
+// make no span. Commands outside a traced request — background
+// subscriptions and health checks — make none (parentOnly).
 func (t Tracing) Redis(c redis.UniversalClient) error {
 	if !t.On() {
 		return nil
 	}
 	return redisotel.InstrumentTracing(c,
-		redisotel.WithTracerProvider(parentOnly{tp: t.tp}),
+		redisotel.WithTracerProvider(redisConventions{tp: parentOnly{tp: t.tp}}),
 		redisotel.WithDBStatement(false),
 		redisotel.WithCallerEnabled(false),
 		redisotel.WithDialFilter(true))
+}
+
+// redisConventions is a tracer provider that puts redisotel's spans on the
+// current semantic conventions: its db.system becomes db.system.name, as
+// on payd's SQL spans, and its db.connection_string (deprecated, and a
+// copy of server.address and server.port) is left out.
+type redisConventions struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p redisConventions) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return redisConventionsTracer{t: p.tp.Tracer(name, opts...)}
+}
+
+type redisConventionsTracer struct {
+	embedded.Tracer
+	t trace.Tracer
+}
+
+func (t redisConventionsTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	cfg := trace.NewSpanStartConfig(opts...)
+	attrs := make([]attribute.KeyValue, 0, len(cfg.Attributes()))
+	for _, a := range cfg.Attributes() {
+		switch a.Key {
+		case "db.connection_string":
+			continue
+		case "db.system":
+			a = attribute.String("db.system.name", a.Value.Emit())
+		}
+		attrs = append(attrs, a)
+	}
+	out := []trace.SpanStartOption{trace.WithAttributes(attrs...), trace.WithSpanKind(cfg.SpanKind()), trace.WithLinks(cfg.Links()...)}
+	if ts := cfg.Timestamp(); !ts.IsZero() {
+		out = append(out, trace.WithTimestamp(ts))
+	}
+	if cfg.NewRoot() {
+		out = append(out, trace.WithNewRoot())
+	}
+	return t.t.Start(ctx, name, out...)
 }
 
 // parentOnly is a tracer provider whose tracers start a span only inside
