@@ -93,6 +93,16 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 		}))
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	if cfg.Log != nil {
+		// Where the spans go, so an operator missing them can tell; never
+		// the headers (OTEL_EXPORTER_OTLP_HEADERS holds credentials), and
+		// a password in the endpoint redacted.
+		sampler := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER"))
+		if sampler == "" {
+			sampler = "parentbased_always_on"
+		}
+		cfg.Log.Info("tracing on: exporting spans over OTLP", "protocol", env.protocol, "endpoint", env.endpoint, "sampler", sampler)
+	}
 	return Tracing{tp: tp, prop: env.propagator, Shutdown: tp.Shutdown}, nil
 }
 

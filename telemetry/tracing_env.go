@@ -41,6 +41,7 @@ import (
 type tracingEnv struct {
 	on         bool
 	protocol   string // grpc or http/protobuf
+	endpoint   string // where spans go, as the exporter will call it, its password redacted
 	propagator propagation.TextMapPropagator
 }
 
@@ -135,6 +136,8 @@ func readTracingEnv(getenv func(string) string) (tracingEnv, error) {
 		break
 	}
 
+	env.endpoint = exportEndpoint(getenv, env.protocol)
+
 	if err := checkSampler(getenv); err != nil {
 		return env, err
 	}
@@ -154,6 +157,26 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// exportEndpoint is the URL the OTLP exporter of protocol sends spans to,
+// as it reads the variables: the traces endpoint as it is, else the
+// generic one (plus /v1/traces over HTTP), else the specification's
+// default on localhost. A password in it is redacted: it is for the log.
+func exportEndpoint(getenv func(string) string, protocol string) string {
+	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); v != "" {
+		return redact(v)
+	}
+	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); v != "" {
+		if protocol == protoHTTP {
+			v = strings.TrimSuffix(v, "/") + "/v1/traces"
+		}
+		return redact(v)
+	}
+	if protocol == protoGRPC {
+		return "http://localhost:4317"
+	}
+	return "http://localhost:4318/v1/traces"
 }
 
 // redact keeps an endpoint's password, if it has one, out of an error.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -353,11 +354,20 @@ func TestTracingErrorsLogged(t *testing.T) {
 	if len(lines) == 0 || lines[0] == "" {
 		t.Fatal("a failed export logged nothing through payd's logger")
 	}
+	failures := 0
 	for _, l := range lines {
 		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec["msg"] != "opentelemetry" || rec["err"] == "" {
+		err := json.Unmarshal([]byte(l), &rec)
+		if err == nil && strings.HasPrefix(fmt.Sprint(rec["msg"]), "tracing on") {
+			continue // the start's line (TestTracingLogsWhereSpansGo)
+		}
+		if err != nil || rec["msg"] != "opentelemetry" || rec["err"] == "" {
 			t.Errorf("logged %q, want a JSON line with msg opentelemetry and err (%v)", l, err)
 		}
+		failures++
+	}
+	if failures == 0 {
+		t.Errorf("a failed export logged %q, want a line for it", lines)
 	}
 }
 
@@ -377,4 +387,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestTracingLogsWhereSpansGo: tracing on, payd logs once at start where
+// its spans go (protocol, the endpoint as the exporter calls it, the
+// sampler), with a password in the endpoint redacted and never the
+// exporter's headers; off, it logs nothing.
+func TestTracingLogsWhereSpansGo(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"generic endpoint over HTTP", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://ops:hunter2@collector.internal:4318/",
+			"OTEL_EXPORTER_OTLP_HEADERS":  "authorization=Bearer sekrit-token",
+			"OTEL_TRACES_SAMPLER":         "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
+		}, []string{`"protocol":"http/protobuf"`, `"endpoint":"https://ops:xxxxx@collector.internal:4318/v1/traces"`, `"sampler":"traceidratio"`}},
+		{"traces endpoint over gRPC", map[string]string{
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector.internal:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		}, []string{`"protocol":"grpc"`, `"endpoint":"http://collector.internal:4317"`, `"sampler":"parentbased_always_on"`}},
+		{"default endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"},
+			[]string{`"endpoint":"http://localhost:4318/v1/traces"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			otelEnv(t, c.env)
+			var buf bytes.Buffer
+			tr, err := StartTracing(context.Background(), TracingConfig{Env: "development", Log: slog.New(slog.NewJSONHandler(&buf, nil))})
+			if err != nil || !tr.On() {
+				t.Fatalf("StartTracing = on %v, %v; want on", tr.On(), err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_ = tr.Shutdown(ctx)
+			out := buf.String()
+			if strings.Count(out, "tracing on") != 1 {
+				t.Errorf("log %q: want one line saying tracing is on", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("log %q: want %s", out, w)
+				}
+			}
+			for _, secret := range []string{"hunter2", "sekrit-token"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("log %q carries a secret (%s)", out, secret)
+				}
+			}
+		})
+	}
+	otelEnv(t, nil)
+	var buf bytes.Buffer
+	if tr, err := StartTracing(context.Background(), TracingConfig{Env: "development", Log: slog.New(slog.NewJSONHandler(&buf, nil))}); err != nil || tr.On() {
+		t.Fatalf("StartTracing with no variable = on %v, %v; want off", tr.On(), err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("tracing off logged %q, want nothing", buf.String())
+	}
 }
