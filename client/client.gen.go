@@ -1122,7 +1122,7 @@ type CreateEndpointRequest struct {
 	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 
-	// Url An absolute http or https URL, without credentials.
+	// Url An absolute http or https URL, without credentials, written as payd calls it: URL characters only (percent-encoded, a name in punycode), and nothing the URL parser would rewrite, such as an upper-case scheme. A refusal shows the URL as payd would call it.
 	Url string `json:"url"`
 }
 
@@ -2173,7 +2173,9 @@ type UpdateEndpointRequest struct {
 
 	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
-	Url       *string         `json:"url,omitempty"`
+
+	// Url As in CreateEndpointRequest: written as payd calls it.
+	Url *string `json:"url,omitempty"`
 }
 
 // UpdateProductRequest defines model for UpdateProductRequest.

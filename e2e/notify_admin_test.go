@@ -56,6 +56,13 @@ func TestNotifyLoopbackRefusedInProduction(t *testing.T) {
 			body: map[string]any{"url": "ftp://shop.example/", "events": []string{"order.paid"}}}); r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" {
 			t.Errorf("create endpoint ftp:// = %d %s, want 400 validation_failed", r.Status, r.Body)
 		}
+		for _, u := range []string{"HTTPS://shop.example/hooks", "https://shop.example/payd events", "https://bücher.example/hooks"} {
+			r := s.do(request{method: "POST", path: "/v1/admin/endpoints", token: token, key: uuid.NewString(),
+				body: map[string]any{"url": u, "events": []string{"order.paid"}}})
+			if r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" || !strings.Contains(string(r.Body), "url") {
+				t.Errorf("create endpoint %q (not as payd calls it) = %d %s, want 400 validation_failed on url", u, r.Status, r.Body)
+			}
+		}
 		list := decode[struct{ Data []endpointAnswer }](t, s.do(request{method: "GET", path: "/v1/admin/endpoints", token: token}))
 		if len(list.Data) != 0 {
 			t.Errorf("endpoints after the refusals = %+v, want none stored", list.Data)

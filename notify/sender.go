@@ -158,15 +158,38 @@ func (p Policy) CheckURL(raw string) error {
 	return nil
 }
 
+// CheckWritten refuses an endpoint URL that is not written as payd will
+// call it: a space, a control or a non-ASCII character (percent-encode
+// it, or write a name in punycode), or anything Go's URL parser would
+// rewrite on the way out (an upper-case scheme, a path it re-encodes).
+// What the shop reads back is then exactly what payd sends to. Only new
+// URLs are held to it: an endpoint stored before keeps being called.
+func CheckWritten(raw string) error {
+	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r >= 0x7f }); i >= 0 {
+		return fmt.Errorf("url must be written in URL characters: %q at byte %d is not one (percent-encode it, or write a name in punycode)", []rune(raw[i:])[0], i)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("url must be an absolute http or https URL")
+	}
+	if called := u.String(); called != raw {
+		return fmt.Errorf("url must be written as payd calls it: %s", u.Redacted())
+	}
+	return nil
+}
+
 // resolveTimeout bounds CheckEndpointURL's look-up.
 const resolveTimeout = 3 * time.Second
 
-// CheckEndpointURL is CheckURL at an endpoint's creation or change, and
-// under the guard also resolves a name: one refused address among its
+// CheckEndpointURL is CheckURL and CheckWritten at an endpoint's creation
+// or change, and under the guard also resolves a name: one refused address among its
 // answers refuses it (the dialer would refuse every delivery to it). A
 // name that does not resolve now is let through: the dialer checks it
 // again on every connection.
 func (p Policy) CheckEndpointURL(ctx context.Context, raw string) error {
+	if err := CheckWritten(raw); err != nil {
+		return err
+	}
 	if err := p.CheckURL(raw); err != nil || !p.Guard {
 		return err
 	}

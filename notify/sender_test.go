@@ -208,3 +208,30 @@ func TestPolicyRefusesDisguisedAddresses(t *testing.T) {
 		t.Errorf("CheckEndpointURL(public name) = %v", err)
 	}
 }
+
+// TestEndpointURLAsWritten: a new endpoint URL is refused unless payd
+// would call it exactly as written — no space, control or non-ASCII
+// character, nothing the URL parser rewrites — and the refusal shows the
+// URL as payd would call it; a URL written that way passes.
+func TestEndpointURLAsWritten(t *testing.T) {
+	open := notify.Policy{}
+	for _, c := range []struct{ url, want string }{
+		{"https://shop.example/hooks/payd events", "not one"},
+		{"https://shop.example/hooks\t", "not one"},
+		{"https://bücher.example/hooks", "punycode"},
+		{"https://shop.example/ü", "percent-encode"},
+		{"HTTPS://shop.example/hooks", "as payd calls it: https://shop.example/hooks"},
+		{"https://shop.example/a/%7e/b", ""}, // a valid escape payd keeps as written
+		{"https://shop.example/hooks?x=1&y=2", ""},
+		{"https://xn--bcher-kva.example/hooks", ""},
+		{"https://shop.example:8443/payd-events", ""},
+	} {
+		err := open.CheckEndpointURL(context.Background(), c.url)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("CheckEndpointURL(%q) = %v, want it accepted", c.url, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("CheckEndpointURL(%q) = %v, want a refusal saying %q", c.url, err, c.want)
+		}
+	}
+}
