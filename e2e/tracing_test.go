@@ -231,6 +231,15 @@ func checkPayTrace(t *testing.T, spans []otlptest.Span, dialect string, secrets 
 		t.Errorf("resource = %v, want service.name payd-eu and a service.version", pay.Resource)
 	}
 	system := map[string]string{"sqlite": "sqlite", "mysql": "mysql"}[dialect]
+	if dialect == "mysql" { // the conventions name MariaDB apart
+		var version string
+		if err := dbtest.Open(t, migrations.MySQL).Gorm().Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.ToLower(version), "mariadb") {
+			system = "mariadb"
+		}
+	}
 	var ops []string
 	for _, sp := range spans {
 		if sp.Attrs["db.system.name"] == "" {

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/XSAM/otelsql"
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -37,6 +38,9 @@ func (t Tracing) DatabaseOptions() []repository.Option {
 	}
 	tp := parentOnly{tp: t.tp}
 	return []repository.Option{repository.WithPoolOpener(func(c driver.Connector, system, namespace string) *sql.DB {
+		if system == "mysql" {
+			system = mysqlFlavour(c)
+		}
 		return otelsql.OpenDB(c,
 			otelsql.WithTracerProvider(tp),
 			otelsql.WithMeterProvider(noop.NewMeterProvider()), // payd's metrics are Prometheus's
@@ -59,6 +63,44 @@ func (t Tracing) DatabaseOptions() []repository.Option {
 				OmitConnectorConnect: true,
 			}))
 	})}
+}
+
+// mysqlFlavour is db.system.name for a MySQL-protocol server: "mariadb"
+// when its version says MariaDB, as the conventions name it apart, else
+// "mysql" (also when it cannot be asked within two seconds: the spans
+// then say mysql, which the protocol is).
+func mysqlFlavour(c driver.Connector) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := c.Connect(ctx)
+	if err != nil {
+		return "mysql"
+	}
+	defer conn.Close()
+	q, ok := conn.(driver.QueryerContext)
+	if !ok {
+		return "mysql"
+	}
+	rows, err := q.QueryContext(ctx, "SELECT VERSION()", nil)
+	if err != nil {
+		return "mysql"
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if rows.Next(v) != nil {
+		return "mysql"
+	}
+	var version string
+	switch x := v[0].(type) {
+	case []byte:
+		version = string(x)
+	case string:
+		version = x
+	}
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return "mariadb"
+	}
+	return "mysql"
 }
 
 // dbOperation is a statement's operation: its first keyword (SELECT,
