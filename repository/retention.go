@@ -38,8 +38,15 @@ type RetentionOldest struct {
 
 var (
 	// inboxGone: a provider event applied before the cutoff. An event not
-	// yet applied stays, however old.
-	inboxGone = `processed_at IS NOT NULL AND processed_at < ?`
+	// yet applied stays, however old; so does one about an order with a
+	// discrepancy not yet resolved: whoever resolves it reads what the
+	// provider said (the order's timeline). Once it is resolved, the next
+	// pass takes the events.
+	inboxGone = `processed_at IS NOT NULL AND processed_at < ?` + inboxUnclaimed
+
+	// inboxUnclaimed: no unresolved discrepancy of the event's order.
+	inboxUnclaimed = ` AND NOT EXISTS (SELECT 1 FROM discrepancies d
+		WHERE d.order_id = webhook_events.order_id AND d.status <> ` + sqlStatus(domain.DiscrepancyResolved) + `)`
 
 	// deliveryGone: a delivery that ended (delivered, or failed for good)
 	// before the cutoff. A pending one stays; a redelivered one is pending
@@ -140,7 +147,7 @@ func ReadRetentionOldest(ctx context.Context, db *DB) (RetentionOldest, error) {
 		query string
 		into  *time.Time
 	}{
-		{`SELECT MIN(processed_at) FROM webhook_events WHERE processed_at IS NOT NULL`, &out.WebhookEvents},
+		{`SELECT MIN(processed_at) FROM webhook_events WHERE processed_at IS NOT NULL` + inboxUnclaimed, &out.WebhookEvents},
 		// Per status: MIN of the index's second column for one value of
 		// its first is one look-up; for an IN list it would read them all.
 		{`SELECT MIN(t) FROM (SELECT MIN(updated_at) AS t FROM notify_deliveries WHERE status = ` + sqlStatus(domain.DeliveryDelivered) + `

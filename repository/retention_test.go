@@ -34,13 +34,18 @@ func (f retentionFixture) exec(query string, args ...any) {
 // inbox writes provider event id, received at at and applied at
 // processed (nil: not applied).
 func (f retentionFixture) inbox(id string, at time.Time, processed *time.Time) {
+	f.inboxOf(id, "o1", at, processed)
+}
+
+// inboxOf is inbox for order orderID.
+func (f retentionFixture) inboxOf(id, orderID string, at time.Time, processed *time.Time) {
 	var applied *string
 	if processed != nil {
 		p := stored(*processed)
 		applied = &p
 	}
-	f.exec(`INSERT INTO webhook_events (id, type, order_id, payload, outcome, received_at, processed_at) VALUES (?, 'charge.succeeded', 'o1', ?, 'applied', ?, ?)`,
-		id, []byte(`{}`), stored(at), applied)
+	f.exec(`INSERT INTO webhook_events (id, type, order_id, payload, outcome, received_at, processed_at) VALUES (?, 'charge.succeeded', ?, ?, 'applied', ?, ?)`,
+		id, orderID, []byte(`{}`), stored(at), applied)
 }
 
 // event writes notification event id, created at at.
@@ -90,6 +95,12 @@ func TestRetention(t *testing.T) {
 		f.inbox("evt_old_unapplied", old, nil)
 		f.inbox("evt_recently_applied", old, &recent)
 		f.inbox("evt_recent", recent, &recent)
+		// An order with an open discrepancy keeps what the provider told
+		// of it, however old, for whoever resolves it; resolved, it goes.
+		f.inboxOf("evt_open_discrepancy", "o_open", old, &old)
+		f.inboxOf("evt_resolved_discrepancy", "o_resolved", old, &old)
+		f.exec(`INSERT INTO discrepancies (id, type, reference, order_id, status, detected_at) VALUES ('dc_open', 'missing_local_payment', 'ch_open', 'o_open', 'open', ?)`, stored(old))
+		f.exec(`INSERT INTO discrepancies (id, type, reference, order_id, status, detected_at) VALUES ('dc_resolved', 'missing_local_payment', 'ch_resolved', 'o_resolved', 'resolved', ?)`, stored(old))
 
 		f.event("ev_old_done", old, true)               // its deliveries go: then it goes
 		f.event("ev_old_no_endpoint", old, true)        // fanned out to nobody
@@ -106,8 +117,8 @@ func TestRetention(t *testing.T) {
 		if n, err := s.PurgeInbox(t.Context(), cutoff, 2); n != 2 || err != nil {
 			t.Errorf("PurgeInbox(limit 2) = %d, %v; want 2", n, err)
 		}
-		if n, err := s.PurgeInbox(t.Context(), cutoff, 2); n != 1 || err != nil {
-			t.Errorf("PurgeInbox(limit 2), again = %d, %v; want the last 1", n, err)
+		if n, err := s.PurgeInbox(t.Context(), cutoff, 2); n != 2 || err != nil {
+			t.Errorf("PurgeInbox(limit 2), again = %d, %v; want the last 2", n, err)
 		}
 		// Events first: none goes while a delivery refers to it.
 		if n, err := s.PurgeEvents(t.Context(), cutoff, 10); n != 1 || err != nil {
@@ -130,7 +141,7 @@ func TestRetention(t *testing.T) {
 		}
 
 		want := map[string][]string{
-			"SELECT id FROM webhook_events":           {"evt_old_unapplied", "evt_recent", "evt_recently_applied"},
+			"SELECT id FROM webhook_events":           {"evt_old_unapplied", "evt_open_discrepancy", "evt_recent", "evt_recently_applied"},
 			"SELECT id FROM notify_events":            {"ev_old_delivered_recently", "ev_old_pending", "ev_old_unfanned", "ev_recent"},
 			"SELECT id FROM notify_deliveries":        {"d_old_pending", "d_recent_delivered"},
 			"SELECT delivery_id FROM notify_attempts": {"d_old_pending", "d_recent_delivered"},
