@@ -354,12 +354,13 @@ func (s *Engine) decide(ctx context.Context, c Call, fp string, insertFirst, wai
 
 // retryAfter is when a duplicate of rec's request, in flight at now,
 // should try again: when the request's answer is due (AnswerWithin after
-// it took the key, which is its lease's start), at the latest when its
-// lease ends, and never sooner than a second.
+// it took the key, its lease's start by this replica's PAYD_LEASE), or,
+// once that has passed with no answer (a 202 waiting on the buyer, a
+// replica that died), when its lease ends; never sooner than a second.
 func (s *Engine) retryAfter(rec domain.Record, now time.Time) time.Duration {
 	until := rec.LockedUntil
 	if s.AnswerWithin > 0 {
-		if due := rec.LockedUntil.Add(-s.Lease).Add(s.AnswerWithin); due.Before(until) {
+		if due := rec.LockedUntil.Add(-s.Lease).Add(s.AnswerWithin); due.After(now) && due.Before(until) {
 			until = due
 		}
 	}
