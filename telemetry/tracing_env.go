@@ -159,24 +159,33 @@ func splitList(v string) []string {
 	return out
 }
 
-// exportEndpoint is the URL the OTLP exporter of protocol sends spans to,
-// as it reads the variables: the traces endpoint as it is, else the
-// generic one (plus /v1/traces over HTTP), else the specification's
-// default on localhost. A password in it is redacted: it is for the log.
+// exportEndpoint is where the OTLP exporter of protocol sends spans, as
+// it reads the variables: the traces endpoint as it is, else the generic
+// one (plus /v1/traces over HTTP), else the specification's default on
+// localhost. It is for the log, so it is the scheme, host and path alone:
+// a user, password, query or fragment may hold a token.
 func exportEndpoint(getenv func(string) string, protocol string) string {
-	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")); v != "" {
-		return redact(v)
-	}
-	if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); v != "" {
+	raw, suffix := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")), ""
+	if raw == "" {
+		raw = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 		if protocol == protoHTTP {
-			v = strings.TrimSuffix(v, "/") + "/v1/traces"
+			suffix = "v1/traces"
 		}
-		return redact(v)
 	}
-	if protocol == protoGRPC {
-		return "http://localhost:4317"
+	if raw == "" {
+		if protocol == protoGRPC {
+			return "http://localhost:4317"
+		}
+		return "http://localhost:4318/v1/traces"
 	}
-	return "http://localhost:4318/v1/traces"
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	if suffix != "" {
+		u = u.JoinPath(suffix)
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // redact keeps an endpoint's password, if it has one, out of an error.

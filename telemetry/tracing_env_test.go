@@ -390,9 +390,9 @@ func (s *syncBuffer) String() string {
 }
 
 // TestTracingLogsWhereSpansGo: tracing on, payd logs once at start where
-// its spans go (protocol, the endpoint as the exporter calls it, the
-// sampler), with a password in the endpoint redacted and never the
-// exporter's headers; off, it logs nothing.
+// its spans go (protocol, the endpoint's scheme, host and path as the
+// exporter calls it, the sampler), never a user, password, query or
+// fragment of the endpoint, nor the exporter's headers; off, nothing.
 func TestTracingLogsWhereSpansGo(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -403,10 +403,13 @@ func TestTracingLogsWhereSpansGo(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://ops:hunter2@collector.internal:4318/",
 			"OTEL_EXPORTER_OTLP_HEADERS":  "authorization=Bearer sekrit-token",
 			"OTEL_TRACES_SAMPLER":         "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",
-		}, []string{`"protocol":"http/protobuf"`, `"endpoint":"https://ops:xxxxx@collector.internal:4318/v1/traces"`, `"sampler":"traceidratio"`}},
+		}, []string{`"protocol":"http/protobuf"`, `"endpoint":"https://collector.internal:4318/v1/traces"`, `"sampler":"traceidratio"`}},
 		{"traces endpoint over gRPC", map[string]string{
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector.internal:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
 		}, []string{`"protocol":"grpc"`, `"endpoint":"http://collector.internal:4317"`, `"sampler":"parentbased_always_on"`}},
+		{"tokens in the user and the query", map[string]string{
+			"OTEL_EXPORTER_OTLP_ENDPOINT": "https://hunter2@collector.internal:4318/otlp?api-key=sekrit-token#frag",
+		}, []string{`"endpoint":"https://collector.internal:4318/otlp/v1/traces"`}},
 		{"default endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"},
 			[]string{`"endpoint":"http://localhost:4318/v1/traces"`}},
 	} {
