@@ -62,9 +62,6 @@ func (c *Config) checkNotify(sub string) error {
 	if err := c.notifyPolicy().CheckURL(c.NotifyURL); err != nil {
 		return fmt.Errorf("PAYD_NOTIFY_URL: %w", err)
 	}
-	if err := notify.CheckWritten(c.NotifyURL); err != nil {
-		return fmt.Errorf("PAYD_NOTIFY_URL: %w", err)
-	}
 	if c.NotifySecret == "" {
 		return errors.New("PAYD_NOTIFY_SECRET must be set with PAYD_NOTIFY_URL: deliveries are signed with it")
 	}

@@ -304,3 +304,33 @@ func TestNotifyAdminCLIUpdateDelete(t *testing.T) {
 		t.Errorf("endpoints delete of a deleted endpoint = %v (printed %q), want payd's 404 endpoint_not_found", err, out)
 	}
 }
+
+// TestEndpointURLWrittenOnlyWhenNew: an endpoint whose stored URL payd
+// would no longer take as written (stored before the rule) is still
+// changed with its own URL sent back as it is; a new URL not written as
+// payd calls it is refused, and the stored one stays.
+func TestEndpointURLWrittenOnlyWhenNew(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect))
+		admin := func(method, path string, body any) reply {
+			t.Helper()
+			return s.do(request{method: method, path: path, token: testAdminToken, key: uuid.NewString(), body: body})
+		}
+		r := admin("POST", "/v1/admin/endpoints", map[string]any{"url": "https://shop.example/hooks", "events": []string{"order.paid"}})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create endpoint = %d %s", r.Status, r.Body)
+		}
+		ep := decode[endpointAnswer](t, r)
+		const old = "HTTPS://shop.example/hooks" // as an earlier payd stored it
+		s.exec("UPDATE notify_endpoints SET url = ? WHERE id = ?", old, ep.ID)
+		if r := admin("PATCH", "/v1/admin/endpoints/"+ep.ID, map[string]any{"url": old, "description": "kept"}); r.Status != http.StatusOK {
+			t.Errorf("PATCH with the endpoint's own stored URL = %d %s, want 200", r.Status, r.Body)
+		}
+		if r := admin("PATCH", "/v1/admin/endpoints/"+ep.ID, map[string]any{"url": "HTTPS://shop.example/v2"}); r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" {
+			t.Errorf("PATCH to a new URL not written as payd calls it = %d %s, want 400 validation_failed", r.Status, r.Body)
+		}
+		if n := s.count("notify_endpoints WHERE id = ? AND url = ? AND description = 'kept'", ep.ID, old); n != 1 {
+			t.Errorf("the endpoint's stored URL and description changed: %d rows as expected, want 1", n)
+		}
+	})
+}

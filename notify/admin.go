@@ -51,11 +51,17 @@ func NewSecret() string {
 }
 
 // checkURL refuses an URL the sender would not send to: a validation
-// error for a malformed one, domain.ErrEndpointURLRefused for an address
-// of payd's own network.
-func (a *Admin) checkURL(ctx context.Context, u string) error {
+// error for a malformed one (with written, also one not written as payd
+// calls it: CheckWritten), domain.ErrEndpointURLRefused for an address of
+// payd's own network.
+func (a *Admin) checkURL(ctx context.Context, u string, written bool) error {
 	if len(u) > 2048 {
 		return &domain.ValidationError{Field: "url", Reason: "must be at most 2048 characters"}
+	}
+	if written {
+		if err := CheckWritten(u); err != nil {
+			return &domain.ValidationError{Field: "url", Reason: err.Error()}
+		}
 	}
 	err := a.Policy.CheckEndpointURL(ctx, u)
 	if errors.Is(err, ErrRefusedAddress) {
@@ -102,7 +108,7 @@ func checkDescription(d string) error {
 // apart, after the fields are valid.
 func (a *Admin) validate(ctx context.Context, url string, events []domain.NotifyType, description string) error {
 	var invalid domain.ValidationErrors
-	urlErr := a.checkURL(ctx, url)
+	urlErr := a.checkURL(ctx, url, true)
 	_ = invalid.Add(urlErr) // a refused address is not a field's error: kept apart
 	_ = invalid.Add(checkEvents(events))
 	_ = invalid.Add(checkDescription(description))
@@ -143,7 +149,11 @@ func (a *Admin) Update(ctx context.Context, id string, ch domain.EndpointChange)
 	var invalid domain.ValidationErrors
 	var refused error
 	if ch.URL != nil {
-		if err := a.checkURL(ctx, *ch.URL); errors.Is(err, domain.ErrEndpointURLRefused) {
+		// An endpoint's own URL sent back unchanged is not held to
+		// CheckWritten: it may predate the rule.
+		stored, err := a.Endpoints.FindByID(ctx, id)
+		written := err != nil || stored.URL != *ch.URL
+		if err := a.checkURL(ctx, *ch.URL, written); errors.Is(err, domain.ErrEndpointURLRefused) {
 			refused = err
 		} else {
 			_ = invalid.Add(err)

@@ -163,7 +163,8 @@ func (p Policy) CheckURL(raw string) error {
 // it, or write a name in punycode), or anything Go's URL parser would
 // rewrite on the way out (an upper-case scheme, a path it re-encodes).
 // What the shop reads back is then exactly what payd sends to. Only new
-// URLs are held to it: an endpoint stored before keeps being called.
+// URLs are held to it (Admin.Create and a changed URL in Admin.Update):
+// an endpoint stored before, or PAYD_NOTIFY_URL, keeps being called.
 func CheckWritten(raw string) error {
 	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r >= 0x7f }); i >= 0 {
 		return fmt.Errorf("url must be written in URL characters: %q at byte %d is not one (percent-encode it, or write a name in punycode)", []rune(raw[i:])[0], i)
@@ -181,15 +182,12 @@ func CheckWritten(raw string) error {
 // resolveTimeout bounds CheckEndpointURL's look-up.
 const resolveTimeout = 3 * time.Second
 
-// CheckEndpointURL is CheckURL and CheckWritten at an endpoint's creation
-// or change, and under the guard also resolves a name: one refused address among its
+// CheckEndpointURL is CheckURL at an endpoint's creation or change, and
+// under the guard also resolves a name: one refused address among its
 // answers refuses it (the dialer would refuse every delivery to it). A
 // name that does not resolve now is let through: the dialer checks it
 // again on every connection.
 func (p Policy) CheckEndpointURL(ctx context.Context, raw string) error {
-	if err := CheckWritten(raw); err != nil {
-		return err
-	}
 	if err := p.CheckURL(raw); err != nil || !p.Guard {
 		return err
 	}
