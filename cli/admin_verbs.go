@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/payd/payd/client"
 	"github.com/payd/payd/domain"
@@ -131,7 +132,7 @@ func ordersShow() adminVerb {
 	}
 }
 
-// maxReason is the longest reason payd keeps with a refund, in bytes.
+// maxReason is the longest reason payd keeps with a refund, in characters.
 const maxReason = 500
 
 func ordersRefund() adminVerb {
@@ -151,8 +152,8 @@ func ordersRefund() adminVerb {
 			if strings.TrimSpace(reason) == "" {
 				return usagef("-reason is required: why the order is refunded (run 'payd admin orders refund -h')")
 			}
-			if len(reason) > maxReason {
-				return usagef("-reason: %d bytes, want at most %d", len(reason), maxReason)
+			if n := utf8.RuneCountInString(reason); n > maxReason {
+				return usagef("-reason: %d characters, want at most %d", n, maxReason)
 			}
 			if amount != "" {
 				if _, err := domain.ParseDecimal(amount, "-amount"); err != nil {

@@ -512,7 +512,8 @@ func TestAdminChecksBeforeSending(t *testing.T) {
 		{[]string{"reconcile", "run", "-from", "24h", "-key", "é"}, `-key "é"`},
 		{[]string{"orders", "refund", id}, "-reason is required"},
 		{[]string{"orders", "refund", id, "-reason", "   "}, "-reason is required"},
-		{[]string{"orders", "refund", id, "-reason", strings.Repeat("r", 501)}, "-reason: 501 bytes, want at most 500"},
+		{[]string{"orders", "refund", id, "-reason", strings.Repeat("r", 501)}, "-reason: 501 characters, want at most 500"},
+		{[]string{"orders", "refund", id, "-reason", strings.Repeat("é", 501)}, "-reason: 501 characters, want at most 500"},
 		{[]string{"orders", "refund", id, "-reason", "damaged", "-amount", "five"}, `-amount "five": want a decimal amount`},
 		{[]string{"orders", "refund", "o-1", "-reason", "damaged"}, `ORDER_ID "o-1" is not an ID`},
 		{[]string{"orders", "refund", id, "-reason", "damaged", "-key", "a b"}, `-key "a b"`},
@@ -537,6 +538,7 @@ func TestAdminChecksBeforeSending(t *testing.T) {
 		{"orders", "search", "-customer", id},
 		{"orders", "show", id},
 		{"orders", "refund", id, "-reason", "damaged", "-amount", "5.00", "-key", "k-2"},
+		{"orders", "refund", id, "-reason", strings.Repeat("é", 300)}, // 600 bytes, 300 characters: payd's limit is 500 characters
 		{"discrepancies", "list", "-status", "resolved", "-type", "amount_mismatch", "-order", id},
 	}
 	for _, args := range good {

@@ -287,8 +287,9 @@ func TestAdminCLIRefund(t *testing.T) {
 			t.Errorf("refunds after the refusals = %d, want 1", n)
 		}
 
-		// Without -amount: everything that remains.
-		out = s.mustCLI("orders", "refund", paid, "-reason", "returned")
+		// Without -amount: everything that remains. The reason's limit is
+		// in characters: 300 of two bytes each pass.
+		out = s.mustCLI("orders", "refund", paid, "-reason", strings.Repeat("é", 300))
 		wantLines(t, "orders refund, the rest", out, `: succeeded 6.00 USD$`, `^order refunded: refunded 10.00, pending 0.00 of 10.00 USD$`)
 		out = s.mustCLI("orders", "show", paid)
 		wantLines(t, "orders show after the refunds", out, `^status\s+refunded`, `refund\s+succeeded`)

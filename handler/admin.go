@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -121,7 +122,7 @@ func (h *Admin) refund(c echo.Context) error {
 		_, err := domain.ParseDecimal(req.Amount, "amount")
 		_ = invalid.Add(err)
 	}
-	if strings.TrimSpace(req.Reason) == "" || len(req.Reason) > 500 {
+	if strings.TrimSpace(req.Reason) == "" || utf8.RuneCountInString(req.Reason) > 500 {
 		invalid = append(invalid, &domain.ValidationError{Field: "reason", Reason: "must be 1 to 500 characters"})
 	}
 	if err := invalid.Err(); err != nil {

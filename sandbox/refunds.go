@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -52,7 +53,7 @@ func parseRefundRequest(w http.ResponseWriter, r *http.Request) (refundInput, er
 	if req.ChargeID == "" || len(req.ChargeID) > 64 {
 		return refundInput{}, badRequest("validation_failed", "charge_id: required, at most 64 characters")
 	}
-	if len(req.Reason) > 500 {
+	if utf8.RuneCountInString(req.Reason) > 500 {
 		return refundInput{}, badRequest("validation_failed", "reason: at most 500 characters")
 	}
 	cur, minor, err := parseMoney(req.Amount, req.Currency)
