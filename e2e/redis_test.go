@@ -171,7 +171,9 @@ func TestRedisKilledMidLoad(t *testing.T) {
 			master := c.MasterFor(t, "payd-load")
 			const slotKey = "payd-load"
 			var killedAt time.Time
-			keyOn := func(scope string) string { return keyServedBy(t, c.MasterFor, master, scope) }
+			// The node serving the load's slot: the master, then the
+			// replica promoted in its place.
+			keyOn := func(scope string) string { return keyServedBy(t, c.MasterFor, c.MasterFor(t, slotKey), scope) }
 			kill := func(string) {
 				killedAt = time.Now()
 				master.Kill()
@@ -273,12 +275,13 @@ func killedMidLoad(t *testing.T, dialect, url string, newKey func(scope string) 
 			return rs.metric("payd_redis_up") == 3
 		})
 
-		// And it answers from Redis again: a fresh payment under the same
-		// scope (the promoted master's slot in a failover) replays from it.
+		// And it answers from Redis again: a fresh payment under a key of
+		// the load's node (the promoted master in a failover, the
+		// restarted one on a cluster) replays from it.
 		eventually(t, 20*time.Second, "a replay served from Redis after the recovery", func() bool {
 			hits := rs.metric(`payd_redis_replays_total{result="hit"}`)
 			id := rs.at(0).order(token, "4.00")
-			key := uuid.NewString()
+			key := newKey(domain.CustomerScope(custID))
 			if r := rs.at(0).pay(token, id, key, "pm_ok"); r.Status != http.StatusOK {
 				t.Fatalf("Pay after the recovery = %d %s, want 200", r.Status, r.Body)
 			}
