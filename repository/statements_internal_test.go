@@ -117,7 +117,9 @@ func TestDerivedStatements(t *testing.T) {
 		{"purgeRecords(2)", purgeRecords(2), `DELETE FROM idempotency_records WHERE (scope, idem_key) IN ((?, ?), (?, ?))
 			AND expires_at < ? AND (status <> 'processing' OR locked_until < ?)`},
 		{"retention's inbox batch (MySQL)", batchDelete(migrations.MySQL, "webhook_events", inboxGone, "processed_at"),
-			`DELETE FROM webhook_events WHERE processed_at IS NOT NULL AND processed_at < ? ORDER BY processed_at LIMIT ?`},
+			`DELETE FROM webhook_events WHERE processed_at IS NOT NULL AND processed_at < ?
+			AND NOT EXISTS (SELECT 1 FROM discrepancies d WHERE d.order_id = webhook_events.order_id AND d.status <> 'resolved')
+			ORDER BY processed_at LIMIT ?`},
 		{"retention's event batch (SQLite)", batchDelete(migrations.SQLite, "notify_events", eventGone, "created_at"),
 			`DELETE FROM notify_events WHERE rowid IN (SELECT rowid FROM notify_events WHERE fanned_out = 1 AND created_at < ?
 			AND NOT EXISTS (SELECT 1 FROM notify_deliveries d WHERE d.event_id = notify_events.id) ORDER BY created_at LIMIT ?)`},
