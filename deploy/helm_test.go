@@ -22,6 +22,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -124,6 +125,8 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &autoscalingv2.HorizontalPodAutoscaler{}, true
 	case "monitoring.coreos.com/v1/ServiceMonitor":
 		return &monitoringv1.ServiceMonitor{}, true
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, true
 	}
 	return nil, false
 }
@@ -248,12 +251,19 @@ type chartValues struct {
 	Autoscaling struct {
 		Enabled bool `json:"enabled"`
 	} `json:"autoscaling"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
+	NetworkPolicy             struct {
+		Enabled     bool                             `json:"enabled"`
+		APIFrom     []networkingv1.NetworkPolicyPeer `json:"apiFrom"`
+		MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom"`
+	} `json:"networkPolicy"`
 	Persistence struct {
 		Enabled bool `json:"enabled"`
 	} `json:"persistence"`
 	Image struct {
 		Repository string `json:"repository"`
 		Tag        string `json:"tag"`
+		Digest     string `json:"digest"`
 	} `json:"image"`
 }
 
@@ -511,7 +521,11 @@ func checkDeployment(t *testing.T, r rendered, v chartValues) {
 		t.Fatalf("Chart.yaml has no appVersion (%v)", err)
 	}
 	repo, tag := cmp.Or(v.Image.Repository, "payd"), cmp.Or(v.Image.Tag, chart.AppVersion)
-	if want := repo + ":" + tag; c.Image != want {
+	want := repo + ":" + tag
+	if v.Image.Digest != "" { // pinned by digest: the tag is only a label
+		want = repo + "@" + v.Image.Digest
+	}
+	if c.Image != want {
 		t.Errorf("payd's image = %s, want %s", c.Image, want)
 	}
 	port := map[string]int32{}
@@ -801,9 +815,12 @@ func checkServices(t *testing.T, r rendered, v chartValues) {
 	}
 }
 
-// checkOptional: the PDB always, the HPA only when asked for.
+// checkOptional: the PDB always, the NetworkPolicy and the HPA only when
+// asked for.
 func checkOptional(t *testing.T, r rendered, v chartValues) {
 	d := one[*appsv1.Deployment](t, r, "Deployment")
+	checkNetworkPolicy(t, r, v, d)
+	checkSpread(t, v, d)
 	pdb := one[*policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget")
 	if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
 		t.Errorf("PDB sets maxUnavailable %v and minAvailable %v: want exactly one", pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
@@ -827,6 +844,73 @@ func checkOptional(t *testing.T, r rendered, v chartValues) {
 	}
 }
 
+// checkSpread: payd's pods spread as topologySpreadConstraints says, or,
+// unset, over nodes where they can, selecting payd's own pods.
+func checkSpread(t *testing.T, v chartValues, d *appsv1.Deployment) {
+	got := d.Spec.Template.Spec.TopologySpreadConstraints
+	if len(v.TopologySpreadConstraints) > 0 {
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(v.TopologySpreadConstraints)
+		if !bytes.Equal(gb, wb) {
+			t.Errorf("topologySpreadConstraints = %s, want the values' %s", gb, wb)
+		}
+		return
+	}
+	if len(got) != 1 || got[0].TopologyKey != "kubernetes.io/hostname" || got[0].MaxSkew != 1 || got[0].WhenUnsatisfiable != corev1.ScheduleAnyway ||
+		got[0].LabelSelector == nil || !labels.SelectorFromSet(got[0].LabelSelector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("default topologySpreadConstraints = %+v, want one soft spread over kubernetes.io/hostname selecting payd's pods", got)
+	}
+}
+
+// checkNetworkPolicy: rendered only when enabled; it selects payd's
+// serving pods (not the migrations Job's), lets apiFrom reach the API port
+// and metricsFrom reach /metrics's own port, and only those.
+func checkNetworkPolicy(t *testing.T, r rendered, v chartValues, d *appsv1.Deployment) {
+	np, ok := optional[*networkingv1.NetworkPolicy](t, r, "NetworkPolicy")
+	if ok != v.NetworkPolicy.Enabled {
+		t.Fatalf("NetworkPolicy rendered %v, networkPolicy.enabled %v", ok, v.NetworkPolicy.Enabled)
+	}
+	if !ok {
+		return
+	}
+	sel := labels.SelectorFromSet(np.Spec.PodSelector.MatchLabels)
+	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("the NetworkPolicy's selector %v does not match payd's pods", np.Spec.PodSelector.MatchLabels)
+	}
+	for _, o := range r.all("Job") {
+		if j := o.(*batchv1.Job); sel.Matches(labels.Set(j.Spec.Template.Labels)) {
+			t.Errorf("the NetworkPolicy selects the migrations Job's pod %s", j.Name)
+		}
+	}
+	from := map[string][]networkingv1.NetworkPolicyPeer{}
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil {
+				t.Fatalf("an ingress rule opens every port: %+v", rule)
+			}
+			from[p.Port.String()] = rule.From
+		}
+	}
+	want := map[string][]networkingv1.NetworkPolicyPeer{"http": v.NetworkPolicy.APIFrom}
+	if v.Metrics == nil || v.Metrics.Port != 0 {
+		want["metrics"] = v.NetworkPolicy.MetricsFrom
+	}
+	if len(from) != len(want) {
+		t.Errorf("the NetworkPolicy opens ports %v, want %v", from, want)
+	}
+	for port, peers := range want {
+		got, ok := from[port]
+		gb, _ := json.Marshal(got)
+		wb, _ := json.Marshal(peers)
+		if !ok || !bytes.Equal(gb, wb) {
+			t.Errorf("port %s is open to %s, want %s", port, gb, wb)
+		}
+	}
+	if slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) != (len(np.Spec.Egress) > 0) {
+		t.Errorf("policy types %v with %d egress rules: egress must stay open unless rules are given", np.Spec.PolicyTypes, len(np.Spec.Egress))
+	}
+}
+
 // TestChartRefuses renders value sets payd cannot run with: helm must fail,
 // naming the problem.
 func TestChartRefuses(t *testing.T) {
@@ -845,6 +929,12 @@ func TestChartRefuses(t *testing.T) {
 		{"unknown provider", []string{"-f", mariadb, "--set", "provider.name=paypal"}, "provider.name must be"},
 		{"extra secret with a bad name", []string{"-f", mariadb, "--set", "secrets.extra.bad-name=x"}, "secrets.extra.bad-name"},
 		{"secret as a plain extra env", []string{"-f", mariadb, "--set", "extraEnv[0].name=PAYD_SECRET_KEY", "--set", "extraEnv[0].value=x"}, "extraEnv PAYD_SECRET_KEY is a secret"},
+		// values.schema.json: a value of the wrong type, a misspelt key.
+		{"a count that is not a number", []string{"-f", mariadb, "--set", "replicaCount=two"}, "replicaCount"},
+		{"a misspelt key", []string{"-f", mariadb, "--set", "podDisruptionBudget.maxUnavaliable=1"}, "maxUnavaliable"},
+		{"an unknown top-level key", []string{"-f", mariadb, "--set", "replicas=3"}, "replicas"},
+		{"a service type Kubernetes has not", []string{"-f", mariadb, "--set", "service.type=Internal"}, "/service/type"},
+		{"a digest that is not one", []string{"-f", mariadb, "--set", "image.digest=latest"}, "/image/digest"},
 	}
 	// Every secret setting payd has, put under env:, is refused, and the
 	// OTLP exporter's headers (a collector's token).
@@ -866,6 +956,19 @@ func TestChartRefuses(t *testing.T) {
 				t.Errorf("helm template %v: %v\nwant it to say %q", c.args, err, c.want)
 			}
 		})
+	}
+}
+
+// TestChartLintRefusesTypos: `helm lint --strict` fails on a misspelt
+// value and on one of the wrong type (values.schema.json), instead of
+// rendering the chart without it.
+func TestChartLintRefusesTypos(t *testing.T) {
+	mariadb := filepath.Join(chartDir, "ci", "mariadb-values.yaml")
+	for _, set := range []string{"podDisruptionBudget.maxUnavaliable=1", "replicaCount=two"} {
+		out, errOut, err := helm(t, "lint", "--strict", chartDir, "-f", mariadb, "--set", set)
+		if err == nil {
+			t.Errorf("helm lint --strict --set %s passed, want it refused:\n%s%s", set, out, errOut)
+		}
 	}
 }
 

@@ -48,8 +48,13 @@ app.kubernetes.io/component: server
 {{- end }}
 {{- end }}
 
+{{/* The image: by digest when image.digest pins one, else by tag. */}}
 {{- define "payd.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{/* The Secret holding payd's secret settings (the chart's or yours). */}}
