@@ -205,7 +205,7 @@ func Build(ctx context.Context, cfg Config, opts ...Option) (_ *App, err error) 
 	if sandboxLn != nil {
 		a.files.createDB(cfg.SandboxDatabaseURL)
 	}
-	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, sandboxLn, log, tr.ProviderOptions(cfg.ProviderTimeout)...)
+	prov, stopSandbox, err := providerFor(ctx, a.cfg, a.base, sandboxLn, log, tr)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -97,9 +98,9 @@ func (c *Config) checkStripe(sub string) error {
 
 // newStripe builds the Stripe adapter; payd tells it what it recorded of
 // an attempt with each question about it (ADR 0020).
-func newStripe(cfg Config, log *slog.Logger) (*stripeprovider.Client, error) {
+func newStripe(cfg Config, log *slog.Logger, transport http.RoundTripper) (*stripeprovider.Client, error) {
 	return stripeprovider.New(stripeprovider.Config{SecretKey: cfg.Stripe.SecretKey, APIBase: cfg.Stripe.APIBase,
-		Timeout: cfg.ProviderTimeout, Now: now,
+		Timeout: cfg.ProviderTimeout, Now: now, HTTPClient: &http.Client{Transport: transport},
 		Skipped: func(id, reason string) {
 			log.Warn("reconciliation skipped a Stripe PaymentIntent payd cannot read", "payment_intent", id, "reason", reason)
 		}})

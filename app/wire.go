@@ -52,11 +52,12 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 // providerFor returns the provider client: Stripe (PAYD_PROVIDER=stripe),
 // the sandbox at PAYD_PROVIDER_URL, or a sandbox started here on sandboxLn
 // (loopback) that delivers its webhooks to this very payd.
-func providerFor(ctx context.Context, cfg Config, base string, sandboxLn net.Listener, log *slog.Logger, opts ...provider.Option) (PaymentProvider, func(), error) {
+func providerFor(ctx context.Context, cfg Config, base string, sandboxLn net.Listener, log *slog.Logger, tr telemetry.Tracing) (PaymentProvider, func(), error) {
 	if cfg.Stripe.Provider == "stripe" {
-		sp, err := newStripe(cfg, log)
+		sp, err := newStripe(cfg, log, tr.ProviderTransport(provider.NewTransport()))
 		return sp, func() {}, err
 	}
+	opts := tr.ProviderOptions(cfg.ProviderTimeout)
 	if cfg.ProviderURL != "" {
 		return provider.NewClient(cfg.ProviderURL, opts...), func() {}, nil
 	}

@@ -65,7 +65,7 @@ func TestTracingPay(t *testing.T) {
 		switch {
 		case s.SpanKind() == trace.SpanKindServer && s.Name() == "POST /v1/orders/:id/pay":
 			server = s
-		case s.SpanKind() == trace.SpanKindClient && s.Name() == "provider POST /v1/charges":
+		case s.SpanKind() == trace.SpanKindClient && s.Name() == "POST /v1/charges":
 			client = s
 		case strings.Contains(s.Name(), "/healthz"):
 			t.Errorf("span %q: probes are not traced", s.Name())
@@ -76,7 +76,7 @@ func TestTracingPay(t *testing.T) {
 		for _, s := range rec.Ended() {
 			names = append(names, s.SpanKind().String()+" "+s.Name())
 		}
-		t.Fatalf("spans = %v, want a server span POST /v1/orders/:id/pay and a client span provider POST /v1/charges", names)
+		t.Fatalf("spans = %v, want a server span POST /v1/orders/:id/pay and a client span POST /v1/charges", names)
 	}
 	traceID := server.SpanContext().TraceID()
 	if client.SpanContext().TraceID() != traceID || client.Parent().SpanID() != server.SpanContext().SpanID() {
@@ -298,7 +298,7 @@ func TestTracingExportsOTLP(t *testing.T) {
 		names = append(names, sp.Name)
 		services = append(services, sp.Resource["service.name"])
 	}
-	if !slices.Contains(names, "POST /v1/orders/:id/pay") || !slices.Contains(names, "provider POST /v1/charges") {
+	if !slices.Contains(names, "POST /v1/orders/:id/pay") || !slices.Contains(names, "POST /v1/charges") {
 		t.Errorf("exported spans = %q, want the pay route's and the charge's", names)
 	}
 	if len(services) == 0 || slices.ContainsFunc(services, func(s string) bool { return s != "payd" }) {

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,10 +100,20 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*DB, error) {
 type Option func(*openConfig)
 
 // PoolOpener opens a database/sql pool on a connector, as sql.OpenDB does.
-// system is the database's kind ("sqlite" or "mysql") and namespace its
-// name (the MySQL database, or the SQLite file), for whoever wraps the
-// connector (tracing: telemetry.Tracing.DatabaseOptions).
-type PoolOpener func(c driver.Connector, system, namespace string) *sql.DB
+// The Pool says what the connector reaches, for whoever wraps it (tracing:
+// telemetry.Tracing.DatabaseOptions).
+type PoolOpener func(c driver.Connector, p Pool) *sql.DB
+
+// Pool is what a pool's connector reaches.
+type Pool struct {
+	System    string // "sqlite" or "mysql"
+	Namespace string // the MySQL database, or the SQLite file
+	// Address and Port are the server's, as the URL names it: a host and
+	// a TCP port, or a Unix socket's path and no port. Empty for SQLite,
+	// which has no server.
+	Address string
+	Port    int
+}
 
 // WithPoolOpener has Open open every pool with open instead of
 // database/sql's own. Without it the pools are database/sql's, unwrapped.
@@ -117,22 +128,22 @@ type openConfig struct {
 
 // open is sql.Open(driverName, dsn), or the PoolOpener's pool on the
 // same driver and name.
-func (oc openConfig) open(driverName, dsn, system, namespace string) (*sql.DB, error) {
+func (oc openConfig) open(driverName, dsn string, p Pool) (*sql.DB, error) {
 	db, err := sql.Open(driverName, dsn)
 	if err != nil || oc.pools == nil {
 		return db, err
 	}
 	drv := db.Driver()
 	_ = db.Close() // no connection opened yet: it only named the driver
-	return oc.pools(dsnConnector{drv: drv, dsn: dsn}, system, namespace), nil
+	return oc.pools(dsnConnector{drv: drv, dsn: dsn}, p), nil
 }
 
 // openDB is sql.OpenDB(c), or the PoolOpener's pool on c.
-func (oc openConfig) openDB(c driver.Connector, system, namespace string) *sql.DB {
+func (oc openConfig) openDB(c driver.Connector, p Pool) *sql.DB {
 	if oc.pools == nil {
 		return sql.OpenDB(c)
 	}
-	return oc.pools(c, system, namespace)
+	return oc.pools(c, p)
 }
 
 // dsnConnector is a driver and a name as a driver.Connector, as sql.Open
@@ -161,7 +172,7 @@ func openSQLite(ctx context.Context, path string, oc openConfig) (*DB, error) {
 // openSQLiteWith opens path with the writer's and the readers' connection
 // settings (tests vary them).
 func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string, oc openConfig) (*DB, error) {
-	write, err := oc.open(sqlite.DriverName, path+"?"+writePragmas, "sqlite", path)
+	write, err := oc.open(sqlite.DriverName, path+"?"+writePragmas, Pool{System: "sqlite", Namespace: path})
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
 	}
@@ -169,7 +180,7 @@ func openSQLiteWith(ctx context.Context, path, writePragmas, readPragmas string,
 	var pool gorm.ConnPool = write
 	var read *sql.DB
 	if path != ":memory:" { // every connection would open its own empty database
-		read, err = oc.open(sqlite.DriverName, path+"?"+readPragmas, "sqlite", path)
+		read, err = oc.open(sqlite.DriverName, path+"?"+readPragmas, Pool{System: "sqlite", Namespace: path})
 		if err != nil {
 			write.Close()
 			return nil, fmt.Errorf("open sqlite database %s: %w", path, err)
@@ -329,6 +340,19 @@ const errUnknownVariable = 1193
 // a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
 // could still show it pending), and range reads take no gap locks, a
 // common source of deadlocks.
+// mysqlPool is what cfg reaches: its database, and its server's host and
+// port, or its socket's path.
+func mysqlPool(cfg *mysql.Config) Pool {
+	p := Pool{System: "mysql", Namespace: cfg.DBName, Address: cfg.Addr}
+	if cfg.Net != "unix" {
+		if host, port, err := net.SplitHostPort(cfg.Addr); err == nil {
+			p.Address = host
+			p.Port, _ = strconv.Atoi(port)
+		}
+	}
+	return p
+}
+
 func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.DB, error) {
 	var err error
 	for _, name := range isolationVars {
@@ -341,7 +365,7 @@ func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.D
 		if cerr != nil {
 			return nil, fmt.Errorf("open mysql database: %w", cerr)
 		}
-		sqlDB := oc.openDB(connector, "mysql", cfg.DBName)
+		sqlDB := oc.openDB(connector, mysqlPool(cfg))
 		if err = sqlDB.PingContext(ctx); err == nil {
 			return sqlDB, nil
 		}

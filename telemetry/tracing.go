@@ -14,7 +14,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 
 	"github.com/payd/payd/internal/version"
 	"github.com/payd/payd/provider"
@@ -63,7 +65,7 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 		return off, err
 	}
 	if cfg.Provider != nil {
-		return Tracing{tp: cfg.Provider, prop: env.propagator, Shutdown: off.Shutdown}, nil
+		return Tracing{tp: schemaScoped{tp: cfg.Provider}, prop: env.propagator, Shutdown: off.Shutdown}, nil
 	}
 	if !env.on {
 		return off, nil
@@ -103,7 +105,22 @@ func StartTracing(ctx context.Context, cfg TracingConfig) (Tracing, error) {
 		}
 		cfg.Log.Info("tracing on: exporting spans over OTLP", "protocol", env.protocol, "endpoint", env.endpoint, "sampler", sampler)
 	}
-	return Tracing{tp: tp, prop: env.propagator, Shutdown: tp.Shutdown}, nil
+	return Tracing{tp: schemaScoped{tp: tp}, prop: env.propagator, Shutdown: tp.Shutdown}, nil
+}
+
+// schemaScoped is a tracer provider whose tracers say which version of the
+// semantic conventions their spans follow (the scope's schema URL), so a
+// collector can translate them when the conventions move on. The version
+// is otelhttp's; payd's SQL and Redis spans use the same names
+// (db.system.name, db.query.text, server.address). A library that names
+// its own schema keeps it.
+type schemaScoped struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p schemaScoped) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return p.tp.Tracer(name, append([]trace.TracerOption{trace.WithSchemaURL(semconv.SchemaURL)}, opts...)...)
 }
 
 // TracerProvider is what spans of payd's own are made with (a notify
@@ -152,27 +169,57 @@ func routeSpan(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// ProviderOptions make the provider client send through an instrumented
-// transport: a client span per call, and the propagators' headers
-// (traceparent, baggage) so the provider's own traces join payd's. timeout
-// is one call's (PAYD_PROVIDER_TIMEOUT).
+// ProviderOptions make the sandbox's client send through an instrumented
+// transport (ProviderTransport). timeout is one call's
+// (PAYD_PROVIDER_TIMEOUT).
 func (t Tracing) ProviderOptions(timeout time.Duration) []provider.Option {
 	opts := []provider.Option{provider.WithTimeout(timeout)}
 	if !t.On() {
 		return opts
 	}
-	hc := &http.Client{Transport: otelhttp.NewTransport(provider.NewTransport(),
-		otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(t.prop),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			return "provider " + r.Method + " " + providerRoute(r.URL.Path)
-		}))}
-	return append(opts, provider.WithHTTPClient(hc))
+	return append(opts, provider.WithHTTPClient(&http.Client{Transport: t.ProviderTransport(provider.NewTransport())}))
 }
 
-// providerRoute is a provider path without its key: /v1/charges/{key}.
-func providerRoute(path string) string {
-	if rest, ok := strings.CutPrefix(path, "/v1/charges/"); ok && rest != "" {
-		return "/v1/charges/{key}"
+// ProviderTransport is next with a client span per call to the provider,
+// the sandbox or Stripe, and the propagators' headers (traceparent,
+// baggage) so the provider's own traces join payd's. As the HTTP client
+// conventions ask, the span is named "METHOD /url/template" and carries
+// url.template (urlTemplate): a name from a fixed set, never a path with
+// an ID in it. Off, next is returned as it is.
+func (t Tracing) ProviderTransport(next http.RoundTripper) http.RoundTripper {
+	if !t.On() {
+		return next
 	}
-	return path
+	return otelhttp.NewTransport(templated{next: next},
+		otelhttp.WithTracerProvider(t.tp), otelhttp.WithPropagators(t.prop),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			return r.Method + " " + urlTemplate(r.URL.Path)
+		}))
+}
+
+// templated adds url.template to the client span otelhttp started for the
+// request, which it hands down in the request's context.
+type templated struct{ next http.RoundTripper }
+
+func (t templated) RoundTrip(r *http.Request) (*http.Response, error) {
+	trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("url.template", urlTemplate(r.URL.Path)))
+	return t.next.RoundTrip(r)
+}
+
+// pathWords are the provider paths' segments after a resource that are
+// words, not IDs: the sandbox's /v1/charges/by-id/{id}, Stripe's
+// /v1/payment_intents/search and /v1/payment_intents/{id}/confirm.
+var pathWords = map[string]bool{"by-id": true, "search": true, "confirm": true, "capture": true, "cancel": true}
+
+// urlTemplate is a provider path with its IDs and keys replaced by {id}:
+// /v1/charges/{id}, /v1/charges/by-id/{id}, /v1/payment_intents/{id}/confirm.
+// The version and the resource (the first two segments) are kept.
+func urlTemplate(path string) string {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i := 2; i < len(segs); i++ {
+		if segs[i] != "" && !pathWords[segs[i]] {
+			segs[i] = "{id}"
+		}
+	}
+	return "/" + strings.Join(segs, "/")
 }

@@ -59,3 +59,23 @@ func TestServerSpanPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestURLTemplate: a provider span's url.template, and so its name, keeps
+// the resource and the words of a path and replaces every ID or key.
+func TestURLTemplate(t *testing.T) {
+	for path, want := range map[string]string{
+		"/v1/charges":                          "/v1/charges",
+		"/v1/charges/3f0c2b1e-ae21-4c1b-9f1e":  "/v1/charges/{id}",
+		"/v1/charges/by-id/ch_123":             "/v1/charges/by-id/{id}",
+		"/v1/payment_intents":                  "/v1/payment_intents",
+		"/v1/payment_intents/search":           "/v1/payment_intents/search",
+		"/v1/payment_intents/pi_3Nx9/confirm":  "/v1/payment_intents/{id}/confirm",
+		"/v1/refunds/re_1":                     "/v1/refunds/{id}",
+		"/v1/disputes/dp_9":                    "/v1/disputes/{id}",
+		"/v1/payment_intents/pi_3Nx9/capture/": "/v1/payment_intents/{id}/capture/",
+	} {
+		if got := urlTemplate(path); got != want {
+			t.Errorf("urlTemplate(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

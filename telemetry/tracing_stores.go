@@ -24,7 +24,8 @@ import (
 // span. Off, there are none, and the pools are database/sql's own,
 // unwrapped.
 //
-// A span carries db.system.name, db.namespace, db.operation.name (SELECT,
+// A span carries db.system.name, db.namespace, server.address and
+// server.port (poolAttributes), db.operation.name (SELECT,
 // INSERT, UPDATE, DELETE, BEGIN, COMMIT, …; BATCH for the MySQL packets
 // of ADR 0034) and db.query.text, the statement as payd wrote it: every
 // value in it is a ? placeholder, and the bound arguments are never
@@ -37,14 +38,11 @@ func (t Tracing) DatabaseOptions() []repository.Option {
 		return nil
 	}
 	tp := parentOnly{tp: t.tp}
-	return []repository.Option{repository.WithPoolOpener(func(c driver.Connector, system, namespace string) *sql.DB {
-		if system == "mysql" {
-			system = mysqlFlavour(c)
-		}
+	return []repository.Option{repository.WithPoolOpener(func(c driver.Connector, p repository.Pool) *sql.DB {
 		return otelsql.OpenDB(c,
 			otelsql.WithTracerProvider(tp),
 			otelsql.WithMeterProvider(noop.NewMeterProvider()), // payd's metrics are Prometheus's
-			otelsql.WithAttributes(attribute.String("db.system.name", system), attribute.String("db.namespace", namespace)),
+			otelsql.WithAttributes(poolAttributes(c, p)...),
 			otelsql.WithSpanNameFormatter(func(_ context.Context, m otelsql.Method, query string) string {
 				return dbOperation(m, query)
 			}),
@@ -63,6 +61,24 @@ func (t Tracing) DatabaseOptions() []repository.Option {
 				OmitConnectorConnect: true,
 			}))
 	})}
+}
+
+// poolAttributes are what every statement's span of a pool says of its
+// database: db.system.name, db.namespace, and the server's address and
+// port when it has one (SQLite has none).
+func poolAttributes(c driver.Connector, p repository.Pool) []attribute.KeyValue {
+	system := p.System
+	if system == "mysql" {
+		system = mysqlFlavour(c)
+	}
+	attrs := []attribute.KeyValue{attribute.String("db.system.name", system), attribute.String("db.namespace", p.Namespace)}
+	if p.Address != "" {
+		attrs = append(attrs, attribute.String("server.address", p.Address))
+	}
+	if p.Port != 0 {
+		attrs = append(attrs, attribute.Int("server.port", p.Port))
+	}
+	return attrs
 }
 
 // mysqlFlavour is db.system.name for a MySQL-protocol server: "mariadb"
@@ -153,8 +169,9 @@ func (t Tracing) Redis(c redis.UniversalClient) error {
 
 // redisConventions is a tracer provider that puts redisotel's spans on the
 // current semantic conventions: its db.system becomes db.system.name, as
-// on payd's SQL spans, and its db.connection_string (deprecated, and a
-// copy of server.address and server.port) is left out.
+// on payd's SQL spans, its db.connection_string (deprecated, and a copy of
+// server.address and server.port) is left out, and the command is named
+// in db.operation.name and the span's name (redisOperation).
 type redisConventions struct {
 	embedded.TracerProvider
 	tp trace.TracerProvider
@@ -188,7 +205,19 @@ func (t redisConventionsTracer) Start(ctx context.Context, name string, opts ...
 	if cfg.NewRoot() {
 		out = append(out, trace.WithNewRoot())
 	}
-	return t.t.Start(ctx, name, out...)
+	op := redisOperation(name)
+	out = append(out, trace.WithAttributes(attribute.String("db.operation.name", op)))
+	return t.t.Start(ctx, op, out...)
+}
+
+// redisOperation is db.operation.name, and the span's name, for redisotel's
+// span name: the command as Redis spells it (GET, EVALSHA), or PIPELINE
+// for a pipeline of several.
+func redisOperation(name string) string {
+	if strings.HasPrefix(name, "pipeline") {
+		return "PIPELINE"
+	}
+	return strings.ToUpper(name)
 }
 
 // parentOnly is a tracer provider whose tracers start a span only inside

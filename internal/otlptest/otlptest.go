@@ -33,6 +33,7 @@ import (
 type Span struct {
 	Resource map[string]string
 	Scope    string
+	Schema   string // the scope's schema URL: the conventions' version its spans follow
 	Name     string
 	Kind     tracepb.Span_SpanKind
 	TraceID  string
@@ -141,7 +142,7 @@ func (r *Receiver) add(req *coltracepb.ExportTraceServiceRequest, headers map[st
 		res := attrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				sp := Span{Resource: res, Scope: ss.GetScope().GetName(), Name: s.GetName(), Kind: s.GetKind(),
+				sp := Span{Resource: res, Scope: ss.GetScope().GetName(), Schema: ss.GetSchemaUrl(), Name: s.GetName(), Kind: s.GetKind(),
 					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 					Attrs: attrs(s.GetAttributes())}
 				if p := s.GetParentSpanId(); len(p) > 0 {
