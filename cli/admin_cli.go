@@ -120,7 +120,8 @@ func adminCommand(ctx context.Context, args []string, getenv func(string) string
 // verbCommand is `payd COMMAND GROUP VERB ...` of caller who.
 func verbCommand(ctx context.Context, who *caller, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := who.command
-	name, rest := "", args
+	var name string
+	var rest []string
 	_, oneWord := who.verbs[first(args)]
 	switch {
 	case oneWord:

@@ -20,7 +20,7 @@ import (
 // runEnv runs payd's command line as main does, with the environment env:
 // what it wrote on stdout and stderr, its error and the exit status main
 // gives that error.
-func runEnv(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error, exit int) {
+func runEnv(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error, exit int) { //nolint:staticcheck // ST1008: the exit status follows the error it is derived from
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err = Main(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
@@ -275,7 +275,7 @@ func TestErrorsNameWhatWasUsed(t *testing.T) {
 	dir := t.TempDir()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	run := func(env map[string]string, args []string) (error, int) {
+	run := func(env map[string]string, args []string) (error, int) { //nolint:staticcheck // ST1008: as runEnv
 		err := Main(ended, args, func(k string) string { return env[k] }, io.Discard, io.Discard)
 		return err, ExitStatus(err)
 	}

@@ -80,10 +80,10 @@ func TestNewStatsWindow(t *testing.T) {
 func TestOutcomeOf(t *testing.T) {
 	for _, s := range domain.AttemptStatuses {
 		want := domain.OutcomeUnknown
-		switch {
-		case s == domain.AttemptSucceeded:
+		switch s {
+		case domain.AttemptSucceeded:
 			want = domain.OutcomePaid
-		case s == domain.AttemptFailed:
+		case domain.AttemptFailed:
 			want = domain.OutcomeDeclined
 		}
 		if got := domain.OutcomeOf(s); got != want || (got != domain.OutcomeUnknown) != s.Final() {

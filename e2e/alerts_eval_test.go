@@ -132,7 +132,7 @@ func firing(t *testing.T, st *seriesStore, rule string, at time.Duration) []labe
 			t.Fatalf("%s at %v: %v", rule, e, err)
 		}
 		for _, s := range vec {
-			l := s.Metric.DropMetricName() // an alert's labels are its series' but the name
+			l := s.Metric.DropReserved(func(n string) bool { return n == model.MetricNameLabel }) // an alert's labels are its series' but the name
 			seen[l.String()]++
 			series[l.String()] = l
 		}

@@ -104,7 +104,7 @@ func TestDashboardSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugins.RegisterDefaultPlugins()
-	var d dashboard.Dashboard
+	var d dashboard.Dashboard //nolint:staticcheck // SA1019: the dashboard is Grafana's v1 JSON model, which dashboardv2 does not read
 	// The SDK returns its error list typed even when empty.
 	if err := d.UnmarshalJSONStrict(raw); err != nil {
 		if be, ok := errors.AsType[cog.BuildErrors](err); !ok || len(be) > 0 {

@@ -18,9 +18,9 @@ import (
 
 // galeraTally counts the answers of a Galera storm.
 type galeraTally struct {
-	mu                                 sync.Mutex
-	pays, executed, replays, inUse     int
-	alreadyPaid, inProgress, fivexx, n int
+	mu                              sync.Mutex
+	pays, executed, replays, inUse  int
+	alreadyPaid, inProgress, fivexx int
 }
 
 // TestGaleraStorm runs three payd replicas, each on its own node of a

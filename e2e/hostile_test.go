@@ -38,7 +38,6 @@ type hostile struct {
 	refundAmount string                   // when set, replaces the amount of every refund reply (refund_reply_test.go)
 	dropRefunds  bool                     // cut every refund reply after the provider acted (resolve_refund_key_test.go)
 	refuseRefund bool                     // refuse every refund request without forwarding it (resolve_refund_key_test.go)
-	refundCalls  int                      // refund requests that reached the provider
 	getHolds     map[string]time.Duration // by order ID: hold the next GET /v1/charges/{key} reply this long, once (stuck_lease_test.go)
 	cutGets      bool                     // cut every GET /v1/charges/{key} reply halfway through its body (webhook_hint_test.go)
 	onRefund     func()                   // runs once while the next refund request is held on its way (refund_in_flight_test.go)
@@ -369,18 +368,10 @@ func (h *hostile) refusingRefunds() bool {
 	return h.refuseRefund
 }
 
-// refundRequests is how many refund requests reached the provider.
-func (h *hostile) refundRequests() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.refundCalls
-}
-
 // rewriteRefund applies setRefundAmount and loseRefundReplies to a refund reply.
 func (h *hostile) rewriteRefund(resp *http.Response) error {
 	h.mu.Lock()
 	amount, drop := h.refundAmount, h.dropRefunds
-	h.refundCalls++
 	h.mu.Unlock()
 	if drop {
 		return errDrop

@@ -123,7 +123,7 @@ func galeraConflicts(t *testing.T, urls [galeratest.Nodes]string) func() int64 {
 				}
 				sum += v
 			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil { //nolint:sqlclosecheck // closed here, in the loop, and its error checked
 				t.Fatal(err)
 			}
 		}

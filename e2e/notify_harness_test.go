@@ -128,6 +128,9 @@ func (r *receiverProc) arrivals() []arrival {
 		}
 		out = append(out, a)
 	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
 	return out
 }
 
@@ -151,6 +154,9 @@ func (r *receiverProc) events() map[string]recorded {
 			r.t.Fatal(err)
 		}
 		out[e.WebhookID] = e
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
 	}
 	return out
 }

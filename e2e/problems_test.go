@@ -119,8 +119,13 @@ func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 		r = s.do(request{method: "GET", path: "/v1/orders", token: "ptk_nope"})
 		s.problemFields(t, "bad token", r, "/v1/orders")
 
+		if after := s.snapshot(); after != before {
+			t.Errorf("refused requests changed the database: %v → %v", before, after)
+		}
+
 		// Operators' requests too.
 		id := s.order(token, "5.00")
+		before = s.snapshot()
 		refund := "/v1/admin/orders/" + id + "/refund"
 		r = s.do(request{method: "POST", path: refund, token: testAdminToken, key: uuid.NewString(), body: `{"amount":"1,00","reason":" "}`})
 		p = s.problemFields(t, "refund", r, refund)
@@ -139,8 +144,6 @@ func TestProblemsNameOccurrenceAndEveryField(t *testing.T) {
 		if got := fieldErrors(t, p); strings.Join(got, ",") != "from,limit,status,to" {
 			t.Errorf("admin search errors = %v, want [from limit status to]", got)
 		}
-		before = s.snapshot()
-
 		if after := s.snapshot(); after != before {
 			t.Errorf("refused requests changed the database: %v → %v", before, after)
 		}

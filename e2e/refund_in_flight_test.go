@@ -78,6 +78,9 @@ func TestOutsideRefundDuringAHeldRefundIsCountedAndTold(t *testing.T) {
 				}
 				told = append(told, ev.Order.Status+" "+ev.Order.RefundedAmount)
 			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
 			return len(told) >= 2
 		})
 		if len(told) != 2 || told[0] != "paid 4.00" || told[1] != "refunded 10.00" {

@@ -18,7 +18,7 @@ import (
 func TestRefundWebhookOnce(t *testing.T) {
 	eachDialect(t, func(t *testing.T, dialect string) {
 		s := start(t, on(dialect), tuned(silentSandbox))
-		tok, id, refund := s.lostRefundReply("wes@example.com")
+		_, id, refund := s.lostRefundReply("wes@example.com")
 		ev := s.outboxEvent("refund.succeeded")
 		replies := parallel(5, func(int) reply { return s.deliver(ev) })
 		for _, r := range replies {
@@ -40,7 +40,7 @@ func TestRefundWebhookOnce(t *testing.T) {
 		}
 
 		d := start(t, on(dialect), tuned(withDuplicates(3)))
-		_, tok = d.register("wyn@example.com")
+		_, tok := d.register("wyn@example.com")
 		id = d.paidOrder(tok, "8.00")
 		for _, amount := range []string{"1.00", "2.00"} {
 			if r := d.refund(id, uuid.NewString(), amount); r.Status != http.StatusOK {

@@ -379,12 +379,12 @@ func TestTracingCarriesNoMerchantKey(t *testing.T) {
 		found = found || strings.HasPrefix(s.Name(), "POST /v1/products")
 		text := s.Name() + s.Status().Description
 		for _, a := range s.Attributes() {
-			text += string(a.Key) + a.Value.Emit()
+			text += string(a.Key) + a.Value.String()
 		}
 		for _, e := range s.Events() {
 			text += e.Name
 			for _, a := range e.Attributes {
-				text += string(a.Key) + a.Value.Emit()
+				text += string(a.Key) + a.Value.String()
 			}
 		}
 		for _, secret := range []string{testMerchantKey, testAdminToken, "Bearer"} {

@@ -444,7 +444,7 @@ func ErrorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Code == "forbidden" {
 			h.Set("WWW-Authenticate", `Bearer realm="payd", error="insufficient_scope"`) // RFC 6750 §3.1
 		}
-		writeJSON(c, p.Status, occurrence(c, p))
+		_ = writeJSON(c, p.Status, occurrence(c, p)) // the error handler: nobody left to tell
 	}
 }
 

@@ -179,15 +179,10 @@ func (ls *limiters) public() echo.MiddlewareFunc { return ls.ip.by(clientKey) }
 // every other caller: a 429 is a delivery the provider sends again.
 func (ls *limiters) webhooks() echo.MiddlewareFunc { return ls.webhook.by(clientKey) }
 
-// customers is auth (a customer's token) limited twice: by client IP
-// before it, where only failed authentications spend the quota, and by
-// customer ID after it, before anything else (an idempotent replay counts
-// like any request).
-func (ls *limiters) customers(auth echo.MiddlewareFunc) echo.MiddlewareFunc {
-	return ls.authenticated(auth, ls.customer.by(func(c echo.Context) string { return customerOf(c).ID }))
-}
-
-// buyers is customers for the routes on orders: a customer is limited by
+// buyers is auth (a customer's token or a client secret) limited twice: by
+// client IP before it, where only failed authentications spend the quota,
+// and per caller after it, before anything else (an idempotent replay
+// counts like any request). A customer is limited by
 // its ID, the holder of a client secret by its order, the merchant by its
 // key's name (its own quota, as on the catalogue).
 func (ls *limiters) buyers(auth echo.MiddlewareFunc) echo.MiddlewareFunc {

@@ -52,7 +52,7 @@ func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", ErrMalformedBody
 	}
-	defer form.RemoveAll()
+	defer func() { _ = form.RemoveAll() }() // the form's temporary files; a failure leaves them to the OS
 	files := map[string][]string{}
 	for name, fhs := range form.File {
 		for _, fh := range fhs {

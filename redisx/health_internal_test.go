@@ -44,7 +44,7 @@ func TestHalfOpenIsOneProbe(t *testing.T) {
 		t.Fatal("no probe after the second cooldown")
 	}
 	h.result(nil) // the probe succeeded: the breaker closes
-	if !h.allow() || !h.allow() {
+	if first, second := h.allow(), h.allow(); !first || !second {
 		t.Error("breaker closed: calls still skipped")
 	}
 }

@@ -15,5 +15,5 @@ func TestAttemptSettleNeedsAStatus(t *testing.T) {
 			t.Errorf("settleAttempt(from nothing) did not panic")
 		}
 	}()
-	settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptEvent("nope")))
+	_ = settleAttempt(guardOf(domain.AttemptMachine, domain.AttemptEvent("nope")))
 }

@@ -194,7 +194,7 @@ func (t redisConventionsTracer) Start(ctx context.Context, name string, opts ...
 		case "db.connection_string":
 			continue
 		case "db.system":
-			a = attribute.String("db.system.name", a.Value.Emit())
+			a = attribute.String("db.system.name", a.Value.String())
 		}
 		attrs = append(attrs, a)
 	}

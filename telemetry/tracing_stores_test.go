@@ -74,11 +74,11 @@ func TestDatabaseSpans(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, kv := range s.Attributes() {
-				attrs[string(kv.Key)] = kv.Value.Emit()
+				attrs[string(kv.Key)] = kv.Value.String()
 			}
 			for _, ev := range s.Events() {
 				for _, kv := range ev.Attributes {
-					attrs["event."+string(kv.Key)] = kv.Value.Emit()
+					attrs["event."+string(kv.Key)] = kv.Value.String()
 				}
 			}
 			attrs["status"] = s.Status().Description

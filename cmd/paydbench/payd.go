@@ -102,7 +102,7 @@ func startPayd(ctx context.Context, bin, dir, databaseURL, providerURL string, e
 	case <-time.After(2 * time.Minute):
 	case <-ctx.Done():
 	}
-	p.Stop()
+	_ = p.Stop() // the error below says more
 	return nil, errors.New("payd did not start listening")
 }
 

@@ -114,7 +114,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case err := <-synced:
 		if err != nil && ctx.Err() == nil {
 			_ = srv.Close()
-			<-served
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				return errors.Join(err, serr)
+			}
 			return err
 		}
 	}

@@ -14,7 +14,6 @@ import (
 // processLog records a fake setup's process faults and heals.
 type processLog struct {
 	mu        sync.Mutex
-	start     time.Time
 	events    []string
 	open, max int
 	healCtx   []error // each heal's context's Err when the heal was called

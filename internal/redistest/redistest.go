@@ -425,7 +425,7 @@ func (c *ReplicatedCluster) masterForQuiet(key string, alive []*Server) *Server 
 	if err != nil {
 		return nil
 	}
-	slots, err := rc.ClusterSlots(ctx).Result()
+	slots, err := rc.ClusterSlots(ctx).Result() //nolint:staticcheck // SA1019: Redis 7 still answers CLUSTER SLOTS, master first
 	if err != nil {
 		return nil
 	}
