@@ -26,6 +26,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -127,6 +128,12 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &monitoringv1.ServiceMonitor{}, true
 	case "networking.k8s.io/v1/NetworkPolicy":
 		return &networkingv1.NetworkPolicy{}, true
+	case "networking.k8s.io/v1/Ingress":
+		return &networkingv1.Ingress{}, true
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &monitoringv1.PrometheusRule{}, true
+	case "gateway.networking.k8s.io/v1/HTTPRoute":
+		return &gatewayv1.HTTPRoute{}, true
 	}
 	return nil, false
 }
@@ -265,6 +272,26 @@ type chartValues struct {
 		Tag        string `json:"tag"`
 		Digest     string `json:"digest"`
 	} `json:"image"`
+	PrometheusRule struct {
+		Enabled bool              `json:"enabled"`
+		Labels  map[string]string `json:"labels"`
+	} `json:"prometheusRule"`
+	Ingress struct {
+		Enabled bool `json:"enabled"`
+		Hosts   []struct {
+			Host  string `json:"host"`
+			Paths []struct {
+				Path string `json:"path"`
+			} `json:"paths"`
+		} `json:"hosts"`
+	} `json:"ingress"`
+	HTTPRoute struct {
+		Enabled   bool     `json:"enabled"`
+		Hostnames []string `json:"hostnames"`
+	} `json:"httpRoute"`
+	Service struct {
+		Port int32 `json:"port"`
+	} `json:"service"`
 }
 
 // chartSecrets is the values' secrets: section.
@@ -821,6 +848,8 @@ func checkOptional(t *testing.T, r rendered, v chartValues) {
 	d := one[*appsv1.Deployment](t, r, "Deployment")
 	checkNetworkPolicy(t, r, v, d)
 	checkSpread(t, v, d)
+	checkPrometheusRule(t, r, v)
+	checkRoutes(t, r, v)
 	pdb := one[*policyv1.PodDisruptionBudget](t, r, "PodDisruptionBudget")
 	if (pdb.Spec.MaxUnavailable == nil) == (pdb.Spec.MinAvailable == nil) {
 		t.Errorf("PDB sets maxUnavailable %v and minAvailable %v: want exactly one", pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
@@ -841,6 +870,113 @@ func checkOptional(t *testing.T, r rendered, v chartValues) {
 	}
 	if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 || hpa.Spec.MaxReplicas < *hpa.Spec.MinReplicas || len(hpa.Spec.Metrics) == 0 {
 		t.Errorf("HPA min %v max %d metrics %d", hpa.Spec.MinReplicas, hpa.Spec.MaxReplicas, len(hpa.Spec.Metrics))
+	}
+}
+
+// checkPrometheusRule: rendered only when enabled, with the labels asked
+// for; its groups are deploy/prometheus/alerts.yml's, rule by rule, but for
+// the scrape job of PaydDown and PaydInstanceDown, which becomes this
+// release's.
+func checkPrometheusRule(t *testing.T, r rendered, v chartValues) {
+	pr, ok := optional[*monitoringv1.PrometheusRule](t, r, "PrometheusRule")
+	if ok != v.PrometheusRule.Enabled {
+		t.Fatalf("PrometheusRule rendered %v, prometheusRule.enabled %v", ok, v.PrometheusRule.Enabled)
+	}
+	if !ok {
+		return
+	}
+	for k, val := range v.PrometheusRule.Labels {
+		if pr.Labels[k] != val {
+			t.Errorf("PrometheusRule label %s = %q, want %q", k, pr.Labels[k], val)
+		}
+	}
+	raw, err := os.ReadFile("prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file monitoringv1.PrometheusRuleSpec
+	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
+		t.Fatalf("alerts.yml as a PrometheusRule's spec: %v", err)
+	}
+	job := fmt.Sprintf(`job=~".*%s.*"`, regexp.QuoteMeta(pr.Name))
+	want, _ := json.Marshal(file.Groups)
+	want = bytes.ReplaceAll(want, []byte(`job=~\".*payd.*\"`), []byte(strings.ReplaceAll(job, `"`, `\"`)))
+	got, _ := json.Marshal(pr.Spec.Groups)
+	if !bytes.Equal(got, want) {
+		t.Errorf("the PrometheusRule's groups are not alerts.yml's with the job %s:\n got %s\nwant %s", job, got, want)
+	}
+	n := 0
+	for _, g := range pr.Spec.Groups {
+		for _, rule := range g.Rules {
+			n++
+			if !strings.HasPrefix(rule.Annotations["runbook_url"], "https://") {
+				t.Errorf("alert %s: runbook_url %q, want an absolute URL", rule.Alert, rule.Annotations["runbook_url"])
+			}
+			if strings.Contains(rule.Expr.String(), "up{") && !strings.Contains(rule.Expr.String(), job) {
+				t.Errorf("alert %s selects up without the release's job %s: %s", rule.Alert, job, rule.Expr.String())
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("the PrometheusRule holds %d alerts, want alerts.yml's", n)
+	}
+}
+
+// checkRoutes: the Ingress and the HTTPRoute, each rendered only when
+// enabled, send their hosts' paths to payd's API Service, by the port it
+// serves on.
+func checkRoutes(t *testing.T, r rendered, v chartValues) {
+	var api *corev1.Service
+	for _, o := range r.all("Service") {
+		if s := o.(*corev1.Service); s.Labels["app.kubernetes.io/component"] == "server" {
+			api = s
+		}
+	}
+	if api == nil {
+		t.Fatal("no API Service")
+	}
+	ing, ok := optional[*networkingv1.Ingress](t, r, "Ingress")
+	if ok != v.Ingress.Enabled {
+		t.Fatalf("Ingress rendered %v, ingress.enabled %v", ok, v.Ingress.Enabled)
+	}
+	if ok {
+		if len(ing.Spec.Rules) != len(v.Ingress.Hosts) {
+			t.Errorf("Ingress has %d rules, want one per host (%d)", len(ing.Spec.Rules), len(v.Ingress.Hosts))
+		}
+		for i, rule := range ing.Spec.Rules {
+			if i < len(v.Ingress.Hosts) && rule.Host != v.Ingress.Hosts[i].Host {
+				t.Errorf("Ingress rule %d host %q, want %q", i, rule.Host, v.Ingress.Hosts[i].Host)
+			}
+			if rule.HTTP == nil || len(rule.HTTP.Paths) == 0 {
+				t.Fatalf("Ingress rule %q has no paths", rule.Host)
+			}
+			for _, p := range rule.HTTP.Paths {
+				b := p.Backend.Service
+				if b == nil || b.Name != api.Name || b.Port.Name != api.Spec.Ports[0].Name || p.PathType == nil {
+					t.Errorf("Ingress path %s of %s goes to %+v, want Service %s port %s", p.Path, rule.Host, b, api.Name, api.Spec.Ports[0].Name)
+				}
+			}
+		}
+	}
+	route, ok := optional[*gatewayv1.HTTPRoute](t, r, "HTTPRoute")
+	if ok != v.HTTPRoute.Enabled {
+		t.Fatalf("HTTPRoute rendered %v, httpRoute.enabled %v", ok, v.HTTPRoute.Enabled)
+	}
+	if !ok {
+		return
+	}
+	if len(route.Spec.ParentRefs) == 0 {
+		t.Error("HTTPRoute attaches to no Gateway")
+	}
+	if got := fmt.Sprint(route.Spec.Hostnames); got != fmt.Sprint(v.HTTPRoute.Hostnames) {
+		t.Errorf("HTTPRoute hostnames %s, want %v", got, v.HTTPRoute.Hostnames)
+	}
+	if len(route.Spec.Rules) != 1 || len(route.Spec.Rules[0].BackendRefs) != 1 {
+		t.Fatalf("HTTPRoute rules %+v, want one with one backend", route.Spec.Rules)
+	}
+	b := route.Spec.Rules[0].BackendRefs[0]
+	if string(b.Name) != api.Name || b.Port == nil || int32(*b.Port) != api.Spec.Ports[0].Port {
+		t.Errorf("HTTPRoute backend %s:%v, want Service %s:%d", b.Name, b.Port, api.Name, api.Spec.Ports[0].Port)
 	}
 }
 
@@ -923,9 +1059,9 @@ func TestChartRefuses(t *testing.T) {
 	}{
 		{"sqlite with replicas", []string{"-f", sqlite, "--set", "replicaCount=2"}, "sqlite"},
 		{"sqlite with the HPA", []string{"-f", sqlite, "--set", "autoscaling.enabled=true"}, "sqlite"},
-		{"no database", []string{"-f", mariadb, "--set", "secrets.databaseURL="}, "secrets.databaseURL is required"},
-		{"no admin token", []string{"-f", mariadb, "--set", "secrets.adminToken="}, "secrets.adminToken is required"},
-		{"stripe without its keys", []string{"-f", mariadb, "--set", "provider.name=stripe"}, "secrets.stripeSecretKey is required"},
+		{"no database", []string{"-f", mariadb, "--set", "secrets.databaseURL="}, "/secrets/databaseURL"},
+		{"no admin token", []string{"-f", mariadb, "--set", "secrets.adminToken="}, "/secrets/adminToken"},
+		{"stripe without its keys", []string{"-f", mariadb, "--set", "provider.name=stripe"}, "/secrets/stripeSecretKey"},
 		{"unknown provider", []string{"-f", mariadb, "--set", "provider.name=paypal"}, "provider.name must be"},
 		{"extra secret with a bad name", []string{"-f", mariadb, "--set", "secrets.extra.bad-name=x"}, "secrets.extra.bad-name"},
 		{"secret as a plain extra env", []string{"-f", mariadb, "--set", "extraEnv[0].name=PAYD_SECRET_KEY", "--set", "extraEnv[0].value=x"}, "extraEnv PAYD_SECRET_KEY is a secret"},
@@ -935,6 +1071,10 @@ func TestChartRefuses(t *testing.T) {
 		{"an unknown top-level key", []string{"-f", mariadb, "--set", "replicas=3"}, "replicas"},
 		{"a service type Kubernetes has not", []string{"-f", mariadb, "--set", "service.type=Internal"}, "/service/type"},
 		{"a digest that is not one", []string{"-f", mariadb, "--set", "image.digest=latest"}, "/image/digest"},
+		{"a PDB with no bound", []string{"-f", mariadb, "--set", "podDisruptionBudget.enabled=true", "--set", "podDisruptionBudget.maxUnavailable=", "--set", "podDisruptionBudget.minAvailable="}, "podDisruptionBudget: set maxUnavailable or minAvailable"},
+		{"an HTTPRoute attached to nothing", []string{"-f", mariadb, "--set", "httpRoute.enabled=true"}, "httpRoute.parentRefs is required"},
+		{"an Ingress host without a name", []string{"-f", mariadb, "--set", "ingress.enabled=true", "--set", "ingress.hosts[0].paths[0].path=/"}, "host"},
+		{"an Ingress path that is not one", []string{"-f", mariadb, "--set", "ingress.enabled=true", "--set", "ingress.hosts[0].host=a.example", "--set", "ingress.hosts[0].paths[0].path=v1"}, "/ingress/hosts/0/paths/0/path"},
 	}
 	// Every secret setting payd has, put under env:, is refused, and the
 	// OTLP exporter's headers (a collector's token).
@@ -973,6 +1113,20 @@ func TestChartLintRefusesTypos(t *testing.T) {
 }
 
 // TestChartLints runs `helm lint --strict` with every values file CI uses.
+// TestChartLintRefusesMissingSecrets: helm lint --strict of the chart as it
+// ships, without the secrets payd needs, fails and names them. (helm lint
+// reports a template's required or fail as [INFO] and passes: the values
+// schema requires them.)
+func TestChartLintRefusesMissingSecrets(t *testing.T) {
+	out, errOut, err := helm(t, "lint", "--strict", chartDir)
+	if err == nil {
+		t.Fatalf("helm lint --strict with the default values passed:\n%s%s", out, errOut)
+	}
+	if text := out + errOut; !strings.Contains(text, "/secrets/databaseURL") {
+		t.Errorf("helm lint --strict with the default values does not name the missing secret:\n%s", text)
+	}
+}
+
 func TestChartLints(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
 	if len(files) == 0 {

@@ -85,6 +85,12 @@ PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SE
 {{- end }}
 
 {{/* Refuse values payd cannot run with; called by every template that needs them. */}}
+{{- /*
+payd.validate refuses values payd cannot run with, at helm template and
+install. helm lint reports a template's fail as [INFO] and passes: the
+secrets a release cannot start without are also required by
+values.schema.json, whose errors fail lint too.
+*/}}
 {{- define "payd.validate" -}}
 {{- $secretNames := splitList " " (include "payd.secretEnvNames" .) }}
 {{- range $k, $v := .Values.env }}
@@ -106,14 +112,14 @@ PAYD_DATABASE_URL PAYD_ADMIN_TOKEN PAYD_ADMIN_TOKENS PAYD_WEBHOOK_SECRET PAYD_SE
 {{- fail (printf "provider.name must be sandbox or stripe, not %q" .Values.provider.name) }}
 {{- end }}
 {{- if not .Values.secrets.existingSecret }}
-{{- $_ := required "secrets.databaseURL is required (mysql://USER:PASS@HOST:PORT/DB), or set secrets.existingSecret" .Values.secrets.databaseURL }}
-{{- $_ := required "secrets.adminToken is required (payd refuses to start in production without it), or set secrets.existingSecret" .Values.secrets.adminToken }}
-{{- $_ := required "secrets.webhookSecret is required (whsec_...), or set secrets.existingSecret" .Values.secrets.webhookSecret }}
-{{- $_ := required "secrets.secretKey is required, or set secrets.existingSecret" .Values.secrets.secretKey }}
-{{- $_ := required "secrets.merchantKey is required (sk_...; payd refuses to start in production without it), or set secrets.existingSecret" .Values.secrets.merchantKey }}
+{{- if not .Values.secrets.databaseURL }}{{ fail "secrets.databaseURL is required (mysql://USER:PASS@HOST:PORT/DB), or set secrets.existingSecret" }}{{ end }}
+{{- if not .Values.secrets.adminToken }}{{ fail "secrets.adminToken is required (payd refuses to start in production without it), or set secrets.existingSecret" }}{{ end }}
+{{- if not .Values.secrets.webhookSecret }}{{ fail "secrets.webhookSecret is required (whsec_...), or set secrets.existingSecret" }}{{ end }}
+{{- if not .Values.secrets.secretKey }}{{ fail "secrets.secretKey is required, or set secrets.existingSecret" }}{{ end }}
+{{- if not .Values.secrets.merchantKey }}{{ fail "secrets.merchantKey is required (sk_...; payd refuses to start in production without it), or set secrets.existingSecret" }}{{ end }}
 {{- if eq .Values.provider.name "stripe" }}
-{{- $_ := required "secrets.stripeSecretKey is required with provider.name=stripe" .Values.secrets.stripeSecretKey }}
-{{- $_ := required "secrets.stripeWebhookSecret is required with provider.name=stripe" .Values.secrets.stripeWebhookSecret }}
+{{- if not .Values.secrets.stripeSecretKey }}{{ fail "secrets.stripeSecretKey is required with provider.name=stripe" }}{{ end }}
+{{- if not .Values.secrets.stripeWebhookSecret }}{{ fail "secrets.stripeWebhookSecret is required with provider.name=stripe" }}{{ end }}
 {{- end }}
 {{- end }}
 {{- if include "payd.sqlite" . }}
