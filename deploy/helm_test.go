@@ -1232,3 +1232,28 @@ func TestChartValuesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeSchemasCurrent: the schemas in kubeschemas, which .ci/run checks
+// the chart's manifests against with kubeconform, are what `go generate
+// ./deploy` makes from its pinned sources: nobody edited them by hand, and
+// a kind added to the generator was generated.
+func TestKubeSchemasCurrent(t *testing.T) {
+	testdeps.RequireFull(t, "downloads k8s.io/kubernetes and the CRDs' modules to make the schemas")
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "../internal/kubeschemagen", "-out", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubeschemagen: %v\n%s", err, out)
+	}
+	want, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	have, _ := filepath.Glob(filepath.Join("kubeschemas", "*.json"))
+	if len(want) == 0 || len(have) != len(want) {
+		t.Fatalf("kubeschemas holds %d schemas, the generator makes %d: run go generate ./deploy", len(have), len(want))
+	}
+	for _, w := range want {
+		gen, _ := os.ReadFile(w)
+		got, err := os.ReadFile(filepath.Join("kubeschemas", filepath.Base(w)))
+		if err != nil || !bytes.Equal(got, gen) {
+			t.Errorf("kubeschemas/%s differs from what the generator makes (%v): run go generate ./deploy", filepath.Base(w), err)
+		}
+	}
+}
