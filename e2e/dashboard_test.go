@@ -136,6 +136,7 @@ func TestDashboard(t *testing.T) {
 	}
 	exported := exportedNames(freshScrape(t))
 	p := parser.NewParser(parser.Options{})
+	shown := map[string]bool{} // the metrics the panels select
 	// checkQuery parses q and checks the metrics it selects.
 	checkQuery := func(where, q string, vars map[string]bool) {
 		t.Helper()
@@ -156,6 +157,11 @@ func TestDashboard(t *testing.T) {
 		for _, n := range names {
 			if !exported[n] {
 				t.Errorf("%s selects %s, which payd does not export", where, n)
+			}
+		}
+		if strings.HasPrefix(where, "panel") {
+			for _, n := range names {
+				shown[n] = true
 			}
 		}
 	}
@@ -262,6 +268,21 @@ func TestDashboard(t *testing.T) {
 	if rows == 0 || queries == 0 {
 		t.Fatalf("payd.json: %d rows, %d queries", rows, queries)
 	}
+	// An alert fires on something an operator can then look at: every
+	// metric an alert selects is on a panel (payd_build_info only lends
+	// its labels to a join).
+	for _, r := range alertRules(t) {
+		expr, err := p.ParseExpr(r.Expr)
+		if err != nil {
+			t.Fatalf("alert %s: %v", r.Alert, err)
+		}
+		for _, n := range selectedNames(expr) {
+			if n != "payd_build_info" && !shown[n] {
+				t.Errorf("alert %s selects %s, which no panel of payd.json shows", r.Alert, n)
+			}
+		}
+	}
+
 	// What the dashboard must show, by the metrics that show it.
 	all := string(raw)
 	for _, want := range []string{"payd_http_request_duration_seconds_bucket", "payd_http_request_duration_seconds_count", `status=\"5xx\"`, `status=\"4xx\"`,
