@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -184,7 +185,7 @@ func endpointsUpdate() adminVerb {
 			if err := a.decode(out, &e); err != nil || a.json {
 				return err
 			}
-			printEndpoints(a.out, client.EndpointList{Data: []client.Endpoint{e}})
+			printEndpoint(a.out, e)
 			return nil
 		},
 	}
@@ -292,27 +293,56 @@ func eventsRedeliver() adminVerb {
 	}
 }
 
+// printEndpoints is the list of endpoints, each with its health: failing
+// or not, what waits for it, and its last answer in words.
 func printEndpoints(w io.Writer, list client.EndpointList) {
 	if len(list.Data) == 0 {
 		fmt.Fprintln(w, "no endpoint")
 		return
 	}
-	table(w, "ENDPOINT\tSTATUS\tURL\tEVENTS\tNOTE", func(tw io.Writer) {
+	table(w, "ENDPOINT\tHEALTH\tPENDING\tOLDEST\tLAST ATTEMPT\tURL\tEVENTS\tNOTE", func(tw io.Writer) {
 		for _, e := range list.Data {
-			types := make([]string, len(e.Events))
-			for i, t := range e.Events {
-				types[i] = string(t)
+			h := e.Health
+			oldest, last := "-", "-"
+			if h.OldestPendingAt != nil {
+				oldest = adminStamp(*h.OldestPendingAt)
 			}
-			note := e.Description
-			if e.DisabledReason != "" {
-				note = e.DisabledReason
+			if h.LastAttemptAt != nil {
+				last = adminStamp(*h.LastAttemptAt) + ": " + cmp.Or(h.LastError, fmt.Sprintf("answered %d", h.LastStatus))
 			}
-			if e.FromEnv {
-				note = "PAYD_NOTIFY_URL"
+			pending := fmt.Sprint(h.Pending)
+			if h.Failed > 0 {
+				pending += fmt.Sprintf(" (%d given up)", h.Failed)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Id, e.Status, e.Url, strings.Join(types, ","), note)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Id, h.State, pending, oldest, last, e.Url,
+				eventList(e.Events), endpointNote(e.Description, e.DisabledReason, e.FromEnv))
 		}
 	})
+}
+
+// printEndpoint is one endpoint as a change answered it.
+func printEndpoint(w io.Writer, e client.Endpoint) {
+	table(w, "ENDPOINT\tSTATUS\tURL\tEVENTS\tNOTE", func(tw io.Writer) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Id, e.Status, e.Url, eventList(e.Events), endpointNote(e.Description, e.DisabledReason, e.FromEnv))
+	})
+}
+
+func eventList(events []client.NotifyType) string {
+	types := make([]string, len(events))
+	for i, t := range events {
+		types[i] = string(t)
+	}
+	return strings.Join(types, ",")
+}
+
+func endpointNote(description, disabledReason string, fromEnv bool) string {
+	switch {
+	case fromEnv:
+		return "PAYD_NOTIFY_URL"
+	case disabledReason != "":
+		return disabledReason
+	}
+	return description
 }
 
 func printDeliveries(w io.Writer, list client.DeliveryList) {

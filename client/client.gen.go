@@ -296,6 +296,48 @@ func (e EndpointStatus) Valid() bool {
 	}
 }
 
+// Defines values for EndpointHealthState.
+const (
+	EndpointHealthStateDisabled EndpointHealthState = "disabled"
+	EndpointHealthStateFailing  EndpointHealthState = "failing"
+	EndpointHealthStateHealthy  EndpointHealthState = "healthy"
+	EndpointHealthStateIdle     EndpointHealthState = "idle"
+)
+
+// Valid indicates whether the value is a known member of the EndpointHealthState enum.
+func (e EndpointHealthState) Valid() bool {
+	switch e {
+	case EndpointHealthStateDisabled:
+		return true
+	case EndpointHealthStateFailing:
+		return true
+	case EndpointHealthStateHealthy:
+		return true
+	case EndpointHealthStateIdle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EndpointWithHealthStatus.
+const (
+	EndpointWithHealthStatusDisabled EndpointWithHealthStatus = "disabled"
+	EndpointWithHealthStatusEnabled  EndpointWithHealthStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the EndpointWithHealthStatus enum.
+func (e EndpointWithHealthStatus) Valid() bool {
+	switch e {
+	case EndpointWithHealthStatusDisabled:
+		return true
+	case EndpointWithHealthStatusEnabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndpointWithSecretStatus.
 const (
 	EndpointWithSecretStatusDisabled EndpointWithSecretStatus = "disabled"
@@ -1343,10 +1385,61 @@ type Endpoint struct {
 // EndpointStatus defines model for Endpoint.Status.
 type EndpointStatus string
 
+// EndpointHealth How deliveries to the endpoint go, as of the request.
+type EndpointHealth struct {
+	// Failed Deliveries given up (kept until retention deletes them).
+	Failed        int        `json:"failed"`
+	LastAttemptAt *time.Time `json:"last_attempt_at"`
+
+	// LastError Why the last attempt failed, in words ("connection refused: nothing listens there (shop.example:443)", "answered 503"); empty when it did not.
+	LastError string `json:"last_error"`
+
+	// LastStatus The endpoint's HTTP status at the last attempt; 0 when it gave none.
+	LastStatus int `json:"last_status"`
+
+	// OldestPendingAt When payd wrote the oldest event not yet delivered to it.
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+
+	// Pending Deliveries not yet made (held, while it is disabled).
+	Pending int `json:"pending"`
+
+	// State disabled: by an operator or its own 410; failing: its last attempt got no 2xx; idle: never tried yet; healthy: its last attempt was answered 2xx.
+	State EndpointHealthState `json:"state"`
+}
+
+// EndpointHealthState disabled: by an operator or its own 410; failing: its last attempt got no 2xx; idle: never tried yet; healthy: its last attempt was answered 2xx.
+type EndpointHealthState string
+
 // EndpointList defines model for EndpointList.
 type EndpointList struct {
-	Data []Endpoint `json:"data"`
+	Data []EndpointWithHealth `json:"data"`
 }
+
+// EndpointWithHealth defines model for EndpointWithHealth.
+type EndpointWithHealth struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description"`
+
+	// DisabledReason Why it is disabled: by an operator, or its own 410 Gone.
+	DisabledReason string       `json:"disabled_reason"`
+	Events         []NotifyType `json:"events"`
+
+	// FromEnv Configured by PAYD_NOTIFY_URL.
+	FromEnv bool `json:"from_env"`
+
+	// Health How deliveries to the endpoint go, as of the request.
+	Health EndpointHealth `json:"health"`
+	Id     string         `json:"id"`
+
+	// PreviousSecretUntil After a rotation: the old secret signs beside the new until then.
+	PreviousSecretUntil *time.Time               `json:"previous_secret_until"`
+	Status              EndpointWithHealthStatus `json:"status"`
+	UpdatedAt           time.Time                `json:"updated_at"`
+	Url                 string                   `json:"url"`
+}
+
+// EndpointWithHealthStatus defines model for EndpointWithHealth.Status.
+type EndpointWithHealthStatus string
 
 // EndpointWithSecret defines model for EndpointWithSecret.
 type EndpointWithSecret struct {

@@ -298,3 +298,21 @@ func NextDeliveryAttempt(created, now time.Time, attempts int, r *rand.Rand) (ti
 	}
 	return next, true
 }
+
+// EndpointHealth is how deliveries to one endpoint go, as the operators'
+// list of endpoints shows it.
+type EndpointHealth struct {
+	Pending       int64      // deliveries not yet made
+	OldestPending *time.Time // when payd wrote the oldest event not yet delivered; nil when none
+	Failed        int64      // deliveries given up
+	// The last attempt: when it started, the endpoint's status (0: none)
+	// and, when it failed, why, in words. Nil and zero before any.
+	LastAttemptAt *time.Time
+	LastStatus    int
+	LastError     string
+}
+
+// Failing reports whether the endpoint's last attempt failed.
+func (h EndpointHealth) Failing() bool {
+	return h.LastAttemptAt != nil && (h.LastError != "" || h.LastStatus < 200 || h.LastStatus > 299)
+}

@@ -247,7 +247,7 @@ func TestNotifyAdminCLI(t *testing.T) {
 	out := s.mustCLI("endpoints", "create", "https://shop.example/hooks", "-events", "order.paid,order.refunded", "-description", "cli")
 	wantLines(t, "endpoints create", out, "secret whsec_", "shown this once")
 	id := strings.Fields(out)[1]
-	wantLines(t, "endpoints list", s.mustCLI("endpoints", "list"), id, "enabled", "order.paid,order.refunded")
+	wantLines(t, "endpoints list", s.mustCLI("endpoints", "list"), id, "idle", "order.paid,order.refunded")
 	wantLines(t, "endpoints rotate", s.mustCLI("endpoints", "rotate", id), "new secret whsec_", "keeps signing beside it until")
 	_, cust := s.register(newEmail())
 	order := s.paidOrder(cust, "1.00")

@@ -24,6 +24,7 @@ type EndpointAdmin interface {
 	Delete(ctx context.Context, id string) (domain.Endpoint, error)
 	Rotate(ctx context.Context, id string) (domain.Endpoint, error)
 	Deliveries(ctx context.Context, id string, status domain.DeliveryStatus, limit int) ([]domain.DeliveryLog, error)
+	Health(ctx context.Context, ids []string) (map[string]domain.EndpointHealth, error)
 	Redeliver(ctx context.Context, eventID string) (int64, error)
 }
 
@@ -67,8 +68,39 @@ type endpointSecretJSON struct {
 	Secret string `json:"secret"`
 }
 
+// endpointHealthJSON is how deliveries to an endpoint go, in the list.
+type endpointHealthJSON struct {
+	State           string  `json:"state"` // healthy, failing, idle, disabled
+	Pending         int64   `json:"pending"`
+	OldestPendingAt *string `json:"oldest_pending_at"`
+	Failed          int64   `json:"failed"`
+	LastAttemptAt   *string `json:"last_attempt_at"`
+	LastStatus      int     `json:"last_status"`
+	LastError       string  `json:"last_error"`
+}
+
+func toEndpointHealthJSON(e domain.Endpoint, h domain.EndpointHealth) endpointHealthJSON {
+	state := "healthy"
+	switch {
+	case e.Status == domain.EndpointDisabled:
+		state = "disabled"
+	case h.Failing():
+		state = "failing"
+	case h.LastAttemptAt == nil:
+		state = "idle"
+	}
+	return endpointHealthJSON{State: state, Pending: h.Pending, OldestPendingAt: stampPtr(h.OldestPending), Failed: h.Failed,
+		LastAttemptAt: stampPtr(h.LastAttemptAt), LastStatus: h.LastStatus, LastError: h.LastError}
+}
+
+// endpointWithHealthJSON is an endpoint in the list: with its health.
+type endpointWithHealthJSON struct {
+	endpointJSON
+	Health endpointHealthJSON `json:"health"`
+}
+
 type endpointListJSON struct {
-	Data []endpointJSON `json:"data"`
+	Data []endpointWithHealthJSON `json:"data"`
 }
 
 type createEndpointRequest struct {
@@ -115,13 +147,22 @@ func (h *Admin) createEndpoint(c echo.Context) error {
 
 // endpoints is GET /v1/admin/endpoints.
 func (h *Admin) endpoints(c echo.Context) error {
-	list, err := h.Endpoints.List(c.Request().Context())
+	ctx := c.Request().Context()
+	list, err := h.Endpoints.List(ctx)
 	if err != nil {
 		return err
 	}
-	out := endpointListJSON{Data: make([]endpointJSON, len(list))}
+	ids := make([]string, len(list))
 	for i, e := range list {
-		out.Data[i] = toEndpointJSON(e)
+		ids[i] = e.ID
+	}
+	health, err := h.Endpoints.Health(ctx, ids)
+	if err != nil {
+		return err
+	}
+	out := endpointListJSON{Data: make([]endpointWithHealthJSON, len(list))}
+	for i, e := range list {
+		out.Data[i] = endpointWithHealthJSON{toEndpointJSON(e), toEndpointHealthJSON(e, health[e.ID])}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

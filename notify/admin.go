@@ -27,6 +27,7 @@ type EndpointStore interface {
 // DeliveryLogs is what they need of the deliveries (repository.NotifyStore).
 type DeliveryLogs interface {
 	ListDeliveries(ctx context.Context, endpointID string, status domain.DeliveryStatus, limit int) ([]domain.DeliveryLog, error)
+	EndpointHealth(ctx context.Context, ids []string) (map[string]domain.EndpointHealth, error)
 	Redeliver(ctx context.Context, eventID string, now time.Time) (int64, error)
 }
 
@@ -135,6 +136,11 @@ func (a *Admin) Create(ctx context.Context, id, url, description string, events 
 // List returns every endpoint.
 func (a *Admin) List(ctx context.Context) ([]domain.Endpoint, error) {
 	return a.Endpoints.List(ctx, false)
+}
+
+// Health is how deliveries go to each of the endpoints ids.
+func (a *Admin) Health(ctx context.Context, ids []string) (map[string]domain.EndpointHealth, error) {
+	return a.Log.EndpointHealth(ctx, ids)
 }
 
 // Find returns one endpoint.

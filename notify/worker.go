@@ -328,7 +328,7 @@ func (w *Worker) judge(ev domain.NotifyEvent, d domain.Delivery, a Answer, now t
 		o.Event, o.Error = domain.DeliveryEventGiveUp, a.Err.Error()
 		return OutcomeFailed, o
 	case a.Err != nil:
-		o.Error = a.Err.Error()
+		o.Error = inWords(a.Err)
 	default:
 		o.Error = fmt.Sprintf("answered %d", a.Status)
 	}

@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -466,4 +467,83 @@ func ReadNotifyBacklog(ctx context.Context, db *DB) (NotifyBacklog, error) {
 		}
 	}
 	return b, nil
+}
+
+// endpointPendingQuery counts every endpoint's pending deliveries, with
+// their oldest event, by notify_deliveries_due: the few rows not yet told.
+var endpointPendingQuery = `SELECT d.endpoint_id, COUNT(*), MIN(e.created_at)
+	FROM notify_deliveries d JOIN notify_events e ON e.id = d.event_id
+	WHERE d.status = ` + deliveryPending + ` GROUP BY d.endpoint_id`
+
+// endpointFailedQuery counts every endpoint's deliveries given up, by
+// notify_deliveries_finished (retention deletes them in time).
+var endpointFailedQuery = `SELECT endpoint_id, COUNT(*) FROM notify_deliveries
+	WHERE status = ` + sqlStatus(domain.DeliveryFailed) + ` GROUP BY endpoint_id`
+
+// lastAttemptQuery is one endpoint's last attempt: the newest attempt of
+// its last delivery tried, by notify_deliveries_endpoint_updated and
+// notify_attempts_delivery_n.
+const lastAttemptQuery = `SELECT a.started_at, a.status, a.error FROM notify_attempts a
+	WHERE a.delivery_id = (SELECT d.id FROM notify_deliveries d WHERE d.endpoint_id = ? AND d.attempts > 0
+		ORDER BY d.updated_at DESC LIMIT 1)
+	ORDER BY a.n DESC LIMIT 1`
+
+// EndpointHealth is how deliveries go to each of the endpoints ids, for
+// the operators' list: pending (and the oldest), given up, and the last
+// attempt. An endpoint with nothing to say has the zero EndpointHealth.
+func (s *NotifyStore) EndpointHealth(ctx context.Context, ids []string) (map[string]domain.EndpointHealth, error) {
+	out := make(map[string]domain.EndpointHealth, len(ids))
+	rows, err := s.db.query(ctx, endpointPendingQuery)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint health: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n int64
+		var oldest *utcTime
+		if err := rows.Scan(&id, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("endpoint health: %w", err)
+		}
+		h := out[id]
+		h.Pending, h.OldestPending = n, timePtr(oldest)
+		out[id] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("endpoint health: %w", err)
+	}
+	failed, err := s.db.query(ctx, endpointFailedQuery)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint health: %w", err)
+	}
+	defer failed.Close()
+	for failed.Next() {
+		var id string
+		var n int64
+		if err := failed.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("endpoint health: %w", err)
+		}
+		h := out[id]
+		h.Failed = n
+		out[id] = h
+	}
+	if err := failed.Err(); err != nil {
+		return nil, fmt.Errorf("endpoint health: %w", err)
+	}
+	for _, id := range ids {
+		var at utcTime
+		var status int
+		var why string
+		err := s.db.queryRow(ctx, lastAttemptQuery, id).Scan(&at, &status, &why)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s's last attempt: %w", id, err)
+		}
+		h := out[id]
+		h.LastAttemptAt, h.LastStatus, h.LastError = timePtr(&at), status, why
+		out[id] = h
+	}
+	return out, nil
 }

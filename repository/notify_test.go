@@ -418,3 +418,70 @@ func TestDeleteEndpointKeepsLog(t *testing.T) {
 		}
 	})
 }
+
+// TestEndpointHealth: each endpoint's health says what its deliveries
+// do: the pending ones and the oldest event among them, those given up,
+// and the last attempt (when, the answer, why it failed); an endpoint
+// never tried says nothing.
+func TestEndpointHealth(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		es, ns := repository.NewEndpointStore(db, newSealer(t)), repository.NewNotifyStore(db)
+		down, up, quiet := newEndpoint(t, es, domain.NotifyTypes...), newEndpoint(t, es, domain.NotifyTypes...), newEndpoint(t, es, domain.NotifyTypes...)
+		o := newOrder(t, db)
+		insertNotifyEvent(t, db, o, 3, domain.NotifyOrderPaid, t0)
+		insertNotifyEvent(t, db, o, 4, domain.NotifyOrderRefunded, t0.Add(time.Minute))
+		events, _ := ns.Unfanned(t.Context(), 10)
+		for _, ev := range events {
+			if _, err := ns.FanOut(t.Context(), ev, []byte("a"), []domain.Endpoint{down, up}, newID, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// one attempt of each endpoint's first delivery: down refuses, up answers 204
+		try := func(ep domain.Endpoint, at time.Time, status int, why string, o repository.Outcome) {
+			t.Helper()
+			ids, _ := ns.Due(t.Context(), ep.ID, at, 10)
+			if len(ids) == 0 {
+				t.Fatalf("nothing due for %s at %v", ep.ID, at)
+			}
+			dl, ok, err := ns.Claim(t.Context(), ids[0], at, at.Add(time.Minute))
+			if !ok || err != nil {
+				t.Fatalf("Claim = %v, %v", ok, err)
+			}
+			att := domain.DeliveryAttempt{ID: newID(), DeliveryID: dl.ID, N: dl.Attempts, StartedAt: at, Status: status, Error: why}
+			o.Status, o.Error = status, why
+			if ok, err := ns.Record(t.Context(), att, *dl.LeasedUntil, o, at); !ok || err != nil {
+				t.Fatalf("Record = %v, %v", ok, err)
+			}
+		}
+		t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+		try(down, t1, 500, "answered 500", repository.Outcome{Event: domain.DeliveryEventRetry, Next: t1})
+		try(down, t2, 0, "connection refused: nothing listens at shop.example:443", repository.Outcome{Event: domain.DeliveryEventRetry, Next: t2})
+		try(up, t1, 204, "", repository.Outcome{Event: domain.DeliveryEventDeliver})
+
+		h, err := ns.EndpointHealth(t.Context(), []string{down.ID, up.ID, quiet.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dh := h[down.ID]
+		if dh.Pending != 2 || dh.OldestPending == nil || !dh.OldestPending.Equal(t0) || dh.LastAttemptAt == nil || !dh.LastAttemptAt.Equal(t2) ||
+			dh.LastStatus != 0 || !strings.HasPrefix(dh.LastError, "connection refused") || !dh.Failing() {
+			t.Errorf("down's health = %+v, want 2 pending since %v, failing since its attempt at %v (connection refused)", dh, t0, t2)
+		}
+		uh := h[up.ID]
+		if uh.Pending != 1 || uh.LastAttemptAt == nil || !uh.LastAttemptAt.Equal(t1) || uh.LastStatus != 204 || uh.LastError != "" || uh.Failing() {
+			t.Errorf("up's health = %+v, want 1 pending and its last attempt answered 204", uh)
+		}
+		if qh := h[quiet.ID]; qh != (domain.EndpointHealth{}) || qh.Failing() {
+			t.Errorf("quiet's health = %+v, want nothing", qh)
+		}
+		// 410: the endpoint's pending deliveries are given up
+		if _, err := es.Gone(t.Context(), down.ID, "answered 410 Gone", t2); err != nil {
+			t.Fatal(err)
+		}
+		h, _ = ns.EndpointHealth(t.Context(), []string{down.ID})
+		if dh := h[down.ID]; dh.Pending != 0 || dh.OldestPending != nil || dh.Failed != 2 {
+			t.Errorf("down's health after a 410 = %+v, want none pending and 2 given up", dh)
+		}
+	})
+}
