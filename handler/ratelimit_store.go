@@ -1,10 +1,10 @@
 package handler
 
 import (
-	lists "container/list"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/time/rate"
 )
 
@@ -23,20 +23,18 @@ const maxIdle = 24 * time.Hour
 // whenever a new key arrives, so forgetting it changes no answer. Beyond
 // max keys the least recently used bucket goes even if it is not full
 // yet: a flood of made-up keys (millions of client addresses) costs
-// memory up to max and no more.
+// memory up to max and no more. The recency order is golang-lru's.
 type buckets struct {
 	rate  rate.Limit
 	burst int
 	idle  time.Duration
 	max   int
 
-	mu    sync.Mutex
-	byKey map[string]*lists.Element // of *bucket
-	lru   lists.List                // front: the most recently used
+	mu  sync.Mutex
+	lru *simplelru.LRU[string, *bucket]
 }
 
 type bucket struct {
-	key  string
 	lim  *rate.Limiter
 	seen time.Time // last use
 }
@@ -44,31 +42,32 @@ type bucket struct {
 func newBuckets(r rate.Limit, burst, size int) *buckets {
 	refill := min(float64(burst)/float64(r), maxIdle.Seconds()) // a burst of days over a trickle is kept no longer than maxIdle
 	idle := time.Duration(refill * float64(time.Second))
-	return &buckets{rate: r, burst: burst, idle: max(idle, time.Second), max: size, byKey: map[string]*lists.Element{}}
+	size = max(size, 1)
+	lru, _ := simplelru.NewLRU[string, *bucket](size, nil) // errors only for a size below 1
+	return &buckets{rate: r, burst: burst, idle: max(idle, time.Second), max: size, lru: lru}
 }
 
 // get is key's bucket, made (full) if it has none, marked used at now.
 func (b *buckets) get(key string, now time.Time) *rate.Limiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if el, ok := b.byKey[key]; ok {
-		bk := el.Value.(*bucket)
+	if bk, ok := b.lru.Get(key); ok {
 		bk.seen = now
-		b.lru.MoveToFront(el)
 		return bk.lim
 	}
 	b.evict(now)
-	bk := &bucket{key: key, lim: rate.NewLimiter(b.rate, b.burst), seen: now}
-	b.byKey[key] = b.lru.PushFront(bk)
+	bk := &bucket{lim: rate.NewLimiter(b.rate, b.burst), seen: now}
+	b.lru.Add(key, bk)
 	return bk.lim
 }
 
-// lookup is key's bucket, or nil if it has none (it would be full).
+// lookup is key's bucket, or nil if it has none (it would be full). It
+// does not count as a use.
 func (b *buckets) lookup(key string) *rate.Limiter {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if el, ok := b.byKey[key]; ok {
-		return el.Value.(*bucket).lim
+	if bk, ok := b.lru.Peek(key); ok {
+		return bk.lim
 	}
 	return nil
 }
@@ -77,13 +76,12 @@ func (b *buckets) lookup(key string) *rate.Limiter {
 // enough to be full again, and the oldest ones while there is no room for
 // one more.
 func (b *buckets) evict(now time.Time) {
-	for el := b.lru.Back(); el != nil; el = b.lru.Back() {
-		bk := el.Value.(*bucket)
-		if len(b.byKey) < b.max && now.Sub(bk.seen) < b.idle {
+	for {
+		_, bk, ok := b.lru.GetOldest()
+		if !ok || (b.lru.Len() < b.max && now.Sub(bk.seen) < b.idle) {
 			return
 		}
-		b.lru.Remove(el)
-		delete(b.byKey, bk.key)
+		b.lru.RemoveOldest()
 	}
 }
 
@@ -91,5 +89,5 @@ func (b *buckets) evict(now time.Time) {
 func (b *buckets) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.byKey)
+	return b.lru.Len()
 }
