@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -19,6 +21,16 @@ const (
 	StatusCancelled  OrderStatus = "cancelled"  // the customer gave up before paying
 	StatusExpired    OrderStatus = "expired"    // nobody paid within the order TTL
 )
+
+// StatusReason is the validation error's reason for a status that is none
+// of Statuses: it lists them, so the caller can correct the request.
+func StatusReason(s OrderStatus) string {
+	names := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		names[i] = string(st)
+	}
+	return fmt.Sprintf("%q is not an order status (one of %s)", s, strings.Join(names, ", "))
+}
 
 // Valid reports whether s is one of the statuses above.
 func (s OrderStatus) Valid() bool { return slices.Contains(Statuses, s) }

@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -114,5 +115,19 @@ func TestRefundable(t *testing.T) {
 	o.Status = StatusPending
 	if got := o.Refundable(); !got.IsZero() {
 		t.Errorf("Refundable() of pending = %s, want 0", got)
+	}
+}
+
+// TestStatusReason: a status payd does not know is refused with the list
+// of those it does, so the caller can correct the request.
+func TestStatusReason(t *testing.T) {
+	got := StatusReason("declined")
+	if !strings.HasPrefix(got, `"declined" is not an order status`) {
+		t.Errorf("StatusReason = %q", got)
+	}
+	for _, s := range Statuses {
+		if !strings.Contains(got, string(s)) {
+			t.Errorf("StatusReason = %q, does not list %s", got, s)
+		}
 	}
 }

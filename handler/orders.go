@@ -213,7 +213,7 @@ func orderFilter(c echo.Context, invalid *domain.ValidationErrors) domain.OrderF
 		}
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		*invalid = append(*invalid, &domain.ValidationError{Field: "status", Reason: "unknown order status"})
+		*invalid = append(*invalid, &domain.ValidationError{Field: "status", Reason: domain.StatusReason(f.Status)})
 	}
 	return f
 }

@@ -46,7 +46,7 @@ type Timeline struct {
 // ID or the email they registered with (see customerRef).
 func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: "unknown order status"}
+		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: domain.StatusReason(f.Status)}
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "to", Reason: "must be after from"}

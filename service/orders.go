@@ -298,7 +298,7 @@ func (s *Orders) GetWithAttempts(ctx context.Context, customerID, id string) (do
 // List returns one page of the customer's orders.
 func (s *Orders) List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: "unknown order status"}
+		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: domain.StatusReason(f.Status)}
 	}
 	if f.Limit < 0 || f.Limit > domain.MaxPageSize {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "limit", Reason: fmt.Sprintf("must be from 1 to %d", domain.MaxPageSize)}
