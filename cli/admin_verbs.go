@@ -178,11 +178,7 @@ func ordersRefund() adminVerb {
 			if err := a.decode(out, &r); err != nil || a.json {
 				return err
 			}
-			replayed := ""
-			if res.Header.Get("Idempotent-Replayed") == "true" {
-				replayed = " (payd replayed its earlier answer to this key)"
-			}
-			fmt.Fprintf(a.out, "refund %s of order %s: %s %s %s%s\n", r.Refund.Id, r.Order.Id, r.Refund.Status, r.Refund.Amount, r.Refund.Currency, replayed)
+			fmt.Fprintf(a.out, "refund %s of order %s: %s %s %s%s\n", r.Refund.Id, r.Order.Id, r.Refund.Status, r.Refund.Amount, r.Refund.Currency, replayedNote(res))
 			fmt.Fprintf(a.out, "order %s: refunded %s, pending %s of %s %s\n", r.Order.Status, r.Order.RefundedAmount, r.Order.RefundPendingAmount, r.Order.Amount, r.Order.Currency)
 			return nil
 		},
@@ -413,11 +409,7 @@ func discrepanciesResolve() adminVerb {
 			if err := a.decode(out, &d); err != nil || a.json {
 				return err
 			}
-			replayed := ""
-			if res.Header.Get("Idempotent-Replayed") == "true" {
-				replayed = " (payd replayed its earlier answer to this key)"
-			}
-			fmt.Fprintf(a.out, "discrepancy %s (%s %s) %s: %s%s\n", d.Id, d.Type, d.Reference, d.Status, deref(d.Resolution), replayed)
+			fmt.Fprintf(a.out, "discrepancy %s (%s %s) %s: %s%s\n", d.Id, d.Type, d.Reference, d.Status, deref(d.Resolution), replayedNote(res))
 			return nil
 		},
 	}
@@ -528,4 +520,13 @@ func checkKey(key string) error {
 		return nil
 	}
 	return usagef("-key %q: want 1 to 255 letters, digits or . _ : -", key)
+}
+
+// replayedNote is what an answer adds to the line a verb prints when payd
+// replayed it (Idempotent-Replayed: the key's first request did the work).
+func replayedNote(res *http.Response) string {
+	if res != nil && res.Header.Get("Idempotent-Replayed") == "true" {
+		return " (payd replayed its earlier answer to this key)"
+	}
+	return ""
 }
