@@ -27,14 +27,21 @@ func printCursor(w io.Writer, next *string) {
 	}
 }
 
-func printOrders(w io.Writer, page client.OrderPage) {
+func printOrders(w io.Writer, page client.SearchPage) {
 	if len(page.Data) == 0 {
 		fmt.Fprintln(w, "no order matches")
 		return
 	}
-	table(w, "ORDER\tSTATUS\tAMOUNT\tREFUNDED\tCUSTOMER\tCREATED", func(tw io.Writer) {
+	table(w, "ORDER\tSTATUS\tAMOUNT\tREFUNDED\tLAST ATTEMPT\tCUSTOMER\tCREATED", func(tw io.Writer) {
 		for _, o := range page.Data {
-			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, deref(o.CustomerId), adminStamp(o.CreatedAt))
+			last := "-"
+			if a := o.LastAttempt; a != nil {
+				last = string(a.Status)
+				if a.FailureCode != nil {
+					last += " (" + *a.FailureCode + ")"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", o.Id, o.Status, o.Amount, o.Currency, o.RefundedAmount, last, deref(o.CustomerId), adminStamp(o.CreatedAt))
 		}
 	})
 	printCursor(w, page.NextCursor)

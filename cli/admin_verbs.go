@@ -53,13 +53,14 @@ var adminVerbs = map[string]func() adminVerb{
 }
 
 func ordersSearch() adminVerb {
-	var status, customer, from, to, cursor string
+	var status, attempt, customer, from, to, cursor string
 	var limit int
 	var p client.SearchOrdersParams
 	return adminVerb{
-		usage: "[-status S] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]",
+		usage: "[-status S] [-attempt A] [-customer ID|EMAIL] [-from T] [-to T] [-limit N] [-cursor C]",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&status, "status", "", "only orders in this status ("+strings.Join(names(domain.Statuses), ", ")+")")
+			fs.StringVar(&attempt, "attempt", "", "only orders with a payment attempt in this status ("+strings.Join(names(domain.AttemptStatuses), ", ")+"); failed: the declined ones")
 			fs.StringVar(&customer, "customer", "", "a customer ID or email")
 			fs.StringVar(&from, "from", "", "created at or after (RFC 3339, or a duration before now)")
 			fs.StringVar(&to, "to", "", "created before (RFC 3339, or a duration before now)")
@@ -83,6 +84,13 @@ func ordersSearch() adminVerb {
 				s := client.StatusFilter(status)
 				p.Status = &s
 			}
+			if attempt != "" {
+				if err := checkChoice("attempt", attempt, names(domain.AttemptStatuses)); err != nil {
+					return err
+				}
+				a := client.SearchOrdersParamsAttempt(attempt)
+				p.Attempt = &a
+			}
 			if customer != "" {
 				if err := checkCustomer(customer); err != nil {
 					return err
@@ -95,7 +103,7 @@ func ordersSearch() adminVerb {
 			return checkPage(limit, cursor)
 		},
 		run: func(ctx context.Context, a *adminConn, _ []string) error {
-			var page client.OrderPage
+			var page client.SearchPage
 			res, err := a.api.SearchOrders(ctx, &p)
 			if err := a.get(res, err, &page); err != nil || a.json {
 				return err

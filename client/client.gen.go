@@ -959,6 +959,33 @@ func (e ListDiscrepanciesParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for SearchOrdersParamsAttempt.
+const (
+	SearchOrdersParamsAttemptFailed    SearchOrdersParamsAttempt = "failed"
+	SearchOrdersParamsAttemptHeld      SearchOrdersParamsAttempt = "held"
+	SearchOrdersParamsAttemptStarted   SearchOrdersParamsAttempt = "started"
+	SearchOrdersParamsAttemptSucceeded SearchOrdersParamsAttempt = "succeeded"
+	SearchOrdersParamsAttemptUnknown   SearchOrdersParamsAttempt = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the SearchOrdersParamsAttempt enum.
+func (e SearchOrdersParamsAttempt) Valid() bool {
+	switch e {
+	case SearchOrdersParamsAttemptFailed:
+		return true
+	case SearchOrdersParamsAttemptHeld:
+		return true
+	case SearchOrdersParamsAttemptStarted:
+		return true
+	case SearchOrdersParamsAttemptSucceeded:
+		return true
+	case SearchOrdersParamsAttemptUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AdminStatsParamsBucket.
 const (
 	AdminStatsParamsBucketDay  AdminStatsParamsBucket = "day"
@@ -1075,6 +1102,9 @@ type Attempt struct {
 
 	// CreatedAt RFC 3339 UTC.
 	CreatedAt Timestamp `json:"created_at"`
+
+	// FailureCode Operators only; the provider's reason for a decline (card_declined, insufficient_funds, …), absent otherwise.
+	FailureCode *string `json:"failure_code,omitempty"`
 
 	// Id Also the provider's idempotency key for the charge.
 	Id string `json:"id"`
@@ -2115,6 +2145,62 @@ type RunSummary struct {
 // RunSummarySource `schedule`: started by `PAYD_RECONCILE_EVERY`, against the provider's charge list.
 type RunSummarySource string
 
+// SearchPage defines model for SearchPage.
+type SearchPage struct {
+	Data []SearchedOrder `json:"data"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// SearchedOrder defines model for SearchedOrder.
+type SearchedOrder struct {
+	// Amount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Amount Money `json:"amount"`
+
+	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency Currency `json:"currency"`
+
+	// CustomerId null for a guest order the merchant created without a customer.
+	CustomerId *string `json:"customer_id"`
+	Id         string  `json:"id"`
+	Items      []Item  `json:"items"`
+
+	// LastAttempt The order's newest payment attempt (a decline shows here, with its failure_code); null when nobody tried to pay.
+	LastAttempt *Attempt `json:"last_attempt"`
+
+	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
+	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
+	// page completes it with the provider's script (Stripe.js
+	// `handleNextAction({clientSecret})`), and the provider's webhook then
+	// settles the order. Poll the order or its event stream for the outcome.
+	NextAction *NextAction `json:"next_action,omitempty"`
+	PaidAt     *time.Time  `json:"paid_at"`
+
+	// PayRequestId The idempotency key of the pay request that claimed the order.
+	PayRequestId *string `json:"pay_request_id"`
+
+	// RefundPendingAmount What refunds still in flight have reserved; not given back until the provider confirms it, when it moves to refunded_amount (or is released if the provider refuses).
+	RefundPendingAmount Money `json:"refund_pending_amount"`
+
+	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
+	RefundedAmount Money       `json:"refunded_amount"`
+	Status         OrderStatus `json:"status"`
+
+	// UpdatedAt RFC 3339 UTC.
+	UpdatedAt Timestamp `json:"updated_at"`
+}
+
 // SignedMoney A decimal string with the currency's full scale; may be negative.
 //
 // Example: 7.00
@@ -2523,6 +2609,9 @@ type SearchOrdersParams struct {
 	// Status Only orders in this status.
 	Status *StatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
+	// Attempt Only orders with a payment attempt in this status; `failed` lists the orders a card was declined for (paid since or not).
+	Attempt *SearchOrdersParamsAttempt `form:"attempt,omitempty" json:"attempt,omitempty"`
+
 	// Customer A customer ID, or the email address they registered with
 	// (compared trimmed and lower-cased). An email nobody registered
 	// matches no order (an empty page); text that is neither an ID nor
@@ -2539,6 +2628,9 @@ type SearchOrdersParams struct {
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// SearchOrdersParamsAttempt defines parameters for SearchOrders.
+type SearchOrdersParamsAttempt string
 
 // RefundOrderParams defines parameters for RefundOrder.
 type RefundOrderParams struct {
@@ -3226,7 +3318,7 @@ type ClientInterface interface {
 
 	// SearchOrders Search every customer's orders
 	//
-	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	// Every customer's orders, newest first, each with its last payment attempt, filtered by status, payment attempt, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
 	//
 	// Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 	SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4390,7 +4482,7 @@ func (c *Client) InspectRecord(ctx context.Context, scope string, key Idempotenc
 
 // SearchOrders Search every customer's orders
 //
-// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+// Every customer's orders, newest first, each with its last payment attempt, filtered by status, payment attempt, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
 //
 // Corresponds with GET /v1/admin/orders (the `SearchOrders` operationId).
 func (c *Client) SearchOrders(ctx context.Context, params *SearchOrdersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6523,6 +6615,18 @@ func NewSearchOrdersRequest(server string, params *SearchOrdersParams) (*http.Re
 
 		}
 
+		if params.Attempt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "attempt", *params.Attempt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Customer != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer", *params.Customer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -8343,7 +8447,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchOrdersWithResponse Search every customer's orders
 	//
-	// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+	// Every customer's orders, newest first, each with its last payment attempt, filtered by status, payment attempt, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11457,7 +11561,7 @@ type SearchOrdersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *OrderPage
+	JSON200 *SearchPage
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -11481,7 +11585,7 @@ type SearchOrdersResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SearchOrdersResponse) GetJSON200() *OrderPage {
+func (r SearchOrdersResponse) GetJSON200() *SearchPage {
 	return r.JSON200
 }
 
@@ -15302,7 +15406,7 @@ func (c *ClientWithResponses) InspectRecordWithResponse(ctx context.Context, sco
 
 // SearchOrdersWithResponse Search every customer's orders
 //
-// Every customer's orders, newest first, filtered by status, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
+// Every customer's orders, newest first, each with its last payment attempt, filtered by status, payment attempt, customer (ID or email) and creation time; cursor-paginated (pass `next_cursor` as `cursor`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18768,7 +18872,7 @@ func ParseSearchOrdersResponse(rsp *http.Response) (*SearchOrdersResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest OrderPage
+		var dest SearchPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

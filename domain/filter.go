@@ -11,15 +11,22 @@ const MaxPageSize = 100
 type OrderFilter struct {
 	CustomerID string
 	Status     OrderStatus
-	From, To   time.Time // created_at in [From, To)
-	Cursor     string
-	Limit      int
+	// Attempt, for operators, keeps orders with at least one payment
+	// attempt in that status: failed lists the orders a card was declined
+	// for, paid since or not.
+	Attempt  AttemptStatus
+	From, To time.Time // created_at in [From, To)
+	Cursor   string
+	Limit    int
 }
 
 // OrderPage is one page of a list. NextCursor is empty on the last page.
 type OrderPage struct {
 	Orders     []Order
 	NextCursor string
+	// LastAttempts, in the operators' search, is each order's newest
+	// payment attempt, by order ID; an order never paid for has none.
+	LastAttempts map[string]Attempt
 }
 
 // RunFilter selects reconciliation runs for a list, newest first by ID;

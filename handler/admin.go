@@ -69,6 +69,7 @@ func (h *Admin) search(c echo.Context) error {
 	var invalid domain.ValidationErrors
 	f := orderFilter(c, &invalid)
 	f.CustomerID = c.QueryParam("customer")
+	f.Attempt = domain.AttemptStatus(c.QueryParam("attempt"))
 	var err error
 	f.From, err = queryTime(c, "from")
 	_ = invalid.Add(err)
@@ -81,7 +82,32 @@ func (h *Admin) search(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toPageJSON(page))
+	return writeJSON(c, http.StatusOK, toSearchPageJSON(page))
+}
+
+// searchedOrderJSON is an order in the operators' search: with its newest
+// payment attempt, null when it has none, so a declined card shows in the
+// list.
+type searchedOrderJSON struct {
+	orderJSON
+	LastAttempt *attemptJSON `json:"last_attempt"`
+}
+
+type searchPageJSON struct {
+	Data       []searchedOrderJSON `json:"data"`
+	NextCursor *string             `json:"next_cursor"`
+}
+
+func toSearchPageJSON(p domain.OrderPage) searchPageJSON {
+	out := searchPageJSON{Data: make([]searchedOrderJSON, len(p.Orders)), NextCursor: strPtr(p.NextCursor)}
+	for i, o := range p.Orders {
+		out.Data[i] = searchedOrderJSON{orderJSON: toOrderJSON(o)}
+		if a, ok := p.LastAttempts[o.ID]; ok {
+			j := toAttemptJSON(a, true)
+			out.Data[i].LastAttempt = &j
+		}
+	}
+	return out
 }
 
 func queryTime(c echo.Context, name string) (time.Time, error) {

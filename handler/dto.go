@@ -39,8 +39,10 @@ type attemptJSON struct {
 	RequestID        string  `json:"request_id"`
 	Status           string  `json:"status"`
 	ProviderChargeID *string `json:"provider_charge_id,omitempty"`
-	Amount           string  `json:"amount"`
-	CreatedAt        string  `json:"created_at"`
+	// FailureCode, for operators, is the provider's reason for a decline.
+	FailureCode *string `json:"failure_code,omitempty"`
+	Amount      string  `json:"amount"`
+	CreatedAt   string  `json:"created_at"`
 }
 
 type orderJSON struct {
@@ -99,7 +101,7 @@ func toOrderJSON(o domain.Order) orderJSON {
 func toAttemptJSON(a domain.Attempt, withCharge bool) attemptJSON {
 	j := attemptJSON{ID: a.ID, RequestID: a.RequestID, Status: string(a.Status), Amount: domain.FormatAmount(a.Amount, a.Currency), CreatedAt: stamp(a.CreatedAt)}
 	if withCharge {
-		j.ProviderChargeID = strPtr(a.ProviderChargeID)
+		j.ProviderChargeID, j.FailureCode = strPtr(a.ProviderChargeID), strPtr(a.FailureCode)
 	}
 	return j
 }

@@ -120,6 +120,23 @@ func (s *AttemptStore) ListByOrder(ctx context.Context, orderID string) ([]domai
 	return attemptsToDomain(rows), nil
 }
 
+// LastOfOrders returns the newest attempt of each of the orders ids that
+// has one, by order ID: one query, by payment_attempts_order.
+func (s *AttemptStore) LastOfOrders(ctx context.Context, ids []string) (map[string]domain.Attempt, error) {
+	out := make(map[string]domain.Attempt, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []attemptRow
+	if err := s.db.conn(ctx).Where("order_id IN ?", ids).Order("order_id, created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("last attempts of %d orders: %w", len(ids), err)
+	}
+	for _, r := range rows {
+		out[r.OrderID] = r.toDomain() // oldest first: the last one stays
+	}
+	return out, nil
+}
+
 // Latest returns the newest attempt an order has for requestID, or
 // domain.ErrAttemptNotFound.
 func (s *AttemptStore) Latest(ctx context.Context, orderID, requestID string) (domain.Attempt, error) {

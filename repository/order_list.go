@@ -36,6 +36,10 @@ func (s *OrderStore) List(ctx context.Context, f domain.OrderFilter) (domain.Ord
 	if f.Status != "" {
 		q = q.Where("status = ?", string(f.Status))
 	}
+	if f.Attempt != "" {
+		// by payment_attempts_order, for each order the page walks
+		q = q.Where("EXISTS (SELECT 1 FROM payment_attempts a WHERE a.order_id = orders.id AND a.status = ?)", string(f.Attempt))
+	}
 	if !f.From.IsZero() {
 		q = q.Where("created_at >= ?", ts(f.From))
 	}

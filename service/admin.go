@@ -2,6 +2,9 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -48,6 +51,9 @@ func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderP
 	if f.Status != "" && !f.Status.Valid() {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "status", Reason: domain.StatusReason(f.Status)}
 	}
+	if f.Attempt != "" && !slices.Contains(domain.AttemptStatuses, f.Attempt) {
+		return domain.OrderPage{}, &domain.ValidationError{Field: "attempt", Reason: fmt.Sprintf("%q is not an attempt status (one of %s)", f.Attempt, attemptNames())}
+	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return domain.OrderPage{}, &domain.ValidationError{Field: "to", Reason: "must be after from"}
 	}
@@ -61,7 +67,24 @@ func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderP
 		}
 		f.CustomerID = id
 	}
-	return s.Orders.List(ctx, f)
+	page, err := s.Orders.List(ctx, f)
+	if err != nil {
+		return page, err
+	}
+	ids := make([]string, len(page.Orders))
+	for i, o := range page.Orders {
+		ids[i] = o.ID
+	}
+	page.LastAttempts, err = s.Attempts.LastOfOrders(ctx, ids)
+	return page, err
+}
+
+func attemptNames() string {
+	names := make([]string, len(domain.AttemptStatuses))
+	for i, st := range domain.AttemptStatuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Timeline gathers the story of one order.

@@ -110,6 +110,9 @@ type AttemptStore interface {
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Attempt, error)
 	// Latest returns the newest attempt an order has for requestID, or domain.ErrAttemptNotFound.
 	Latest(ctx context.Context, orderID, requestID string) (domain.Attempt, error)
+	// LastOfOrders returns each order's newest attempt, by order ID (an
+	// order without one is absent).
+	LastOfOrders(ctx context.Context, orderIDs []string) (map[string]domain.Attempt, error)
 
 	// The settlements below are each one guarded UPDATE built from
 	// domain's attempt table; each reports whether it changed a row. A
