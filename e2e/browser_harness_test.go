@@ -531,6 +531,7 @@ func (b *shopper) screenshot(name string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
+	b.toTop(ctx)
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
@@ -544,6 +545,17 @@ func (b *shopper) screenshot(name string) {
 		b.t.Fatal(err)
 	}
 	b.t.Logf("screenshot: %s", path)
+}
+
+// toTop scrolls the page to its top before a screenshot (which captures
+// beyond the window): a bar that sticks to the window's top (the
+// console's) then stands where it belongs, not over what the last scroll
+// brought under it.
+func (b *shopper) toTop(ctx context.Context) {
+	b.t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.scrollTo(0, 0), true)`)); err != nil {
+		b.t.Fatalf("scroll to the top: %v", err)
+	}
 }
 
 // token is the customer token the page holds.

@@ -3,19 +3,24 @@
 // payments are going (overview.js), orders on the left and the open one on
 // the right (order.js), discrepancies with resolve buttons,
 // reconciliations, the shop's endpoints (endpoints.js) and its catalogue
-// (catalogue.js, read-only). Every change it asks for carries an
+// (catalogue.js, read-only), with a bar that leads to each (nav.js). Every
+// time it shows or takes reads "2026-12-03 12:33:03 UTC" (times.js), and
+// text someone stored is drawn with its direction isolated (dom.js's
+// stored). Every change it asks for carries an
 // idempotency key made once per operator intent (see discrepancies.js,
 // order.js and runReconcile); what is on screen is asked for again after
 // every action and every few seconds (live.js).
 
 import { call, send, describe, newKey, savedToken, saveToken, forgetToken, NetworkError } from './api.js';
-import { h, $, when, badge, idRef, amount, short, copyButton } from './dom.js';
+import { h, $, when, badge, idRef, amount, short, copyButton, stored } from './dom.js';
 import { card } from './discrepancies.js';
 import { initOverview, refreshOverview } from './overview.js';
 import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
 import { every } from './live.js';
 import { loadEndpoints } from './endpoints.js';
 import { loadCatalogue } from './catalogue.js';
+import { initNav } from './nav.js';
+import { timeField, timeValue, setTime } from './times.js';
 
 const app = $('app');
 let orderCursor = null;
@@ -69,7 +74,7 @@ async function verify() {
     return 'payd did not answer. Is it running?';
   }
   if (r.status === 200) {
-    $('who').textContent = `Signed in as ${r.data.operator}.`;
+    $('who').replaceChildren('Signed in as ', stored(r.data.operator), '.');
     return '';
   }
   if (r.status === 403) return 'This token is not an operator token (403).';
@@ -107,16 +112,6 @@ function checked(r) {
   return r;
 }
 
-// --- times ----------------------------------------------------------------
-
-/** rfc3339 reads a datetime-local input as UTC. */
-function rfc3339(value) {
-  if (!value) return '';
-  return (value.length === 16 ? `${value}:00` : value) + 'Z';
-}
-
-const localValue = (d) => d.toISOString().slice(0, 19);
-
 // --- orders ---------------------------------------------------------------
 
 async function searchOrders(more = false) {
@@ -125,8 +120,8 @@ async function searchOrders(more = false) {
   if (status) q.set('status', status);
   const customer = $('q-customer').value.trim();
   if (customer) q.set('customer', customer); // an ID or an email: payd tells them apart
-  if ($('q-from').value) q.set('from', rfc3339($('q-from').value));
-  if ($('q-to').value) q.set('to', rfc3339($('q-to').value));
+  if (timeValue($('q-from'))) q.set('from', timeValue($('q-from')));
+  if (timeValue($('q-to'))) q.set('to', timeValue($('q-to')));
   if (more && orderCursor) q.set('cursor', orderCursor);
   q.set('limit', '20');
   const newest = ticket('orders');
@@ -229,8 +224,8 @@ async function loadDiscrepancies(more = false) {
 let runIntent = null; // {what, key} of a run whose answer has not come back
 
 async function runReconcile() {
-  const from = rfc3339($('r-from').value);
-  const to = rfc3339($('r-to').value);
+  const from = timeValue($('r-from'));
+  const to = timeValue($('r-to'));
   const dry = $('r-dry').checked;
   const file = $('r-file').files[0];
   const what = JSON.stringify([from, to, dry, file ? [file.name, file.size, file.lastModified] : null]);
@@ -309,7 +304,7 @@ async function loadRuns() {
   for (const run of r.data.data) {
     rows.append(h('tr', { dataset: { id: run.id } },
       h('td', {}, idRef(run.id, { what: 'run ID', open: (id) => openRun(id) })),
-      h('td', {}, run.source),
+      h('td', {}, stored(run.source)),
       h('td', {}, `${when(run.from)} – ${when(run.to)}`),
       h('td', { class: 'num' }, String(run.found)),
       h('td', { class: 'num' }, String(run.new))));
@@ -345,10 +340,12 @@ $('ep-status').addEventListener('change', () => loadEndpoints());
 
 initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });
 initOrder({ checked, say, cardOpts, afterAction, onShown: markShown });
+initNav();
+for (const id of ['q-from', 'q-to', 'r-from', 'r-to']) timeField($(id));
 
 const now = new Date();
-$('r-from').value = localValue(new Date(now.getTime() - 24 * 3600 * 1000));
-$('r-to').value = localValue(new Date(now.getTime() + 60 * 1000));
+setTime($('r-from'), new Date(now.getTime() - 24 * 3600 * 1000));
+setTime($('r-to'), new Date(now.getTime() + 60 * 1000));
 
 if (savedToken()) {
   signIn(savedToken());

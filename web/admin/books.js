@@ -2,7 +2,7 @@
 // the money summary on the order, the ledger's entries (every movement of
 // money, whoever moved it) and the customers' disputes.
 
-import { h, when, badge, withIds } from './dom.js';
+import { h, when, badge, withIds, stored } from './dom.js';
 
 const sums = [['charged', 'Charged'], ['refunded', 'Refunded'], ['disputed', 'Disputed'], ['lost', 'Lost'], ['net', 'Net']];
 
@@ -29,7 +29,7 @@ export function renderLedger(tbody, doc) {
     h('tr', { dataset: { id: e.id, kind: e.kind, source: e.source } },
       h('td', {}, e.kind.replaceAll('_', ' ')),
       h('td', { class: 'num' }, `${e.amount} ${e.currency}`),
-      h('td', {}, e.actor ? `${e.source} (${e.actor})` : e.source),
+      h('td', {}, stored(e.source), e.actor ? [' (', stored(e.actor), ')'] : null),
       h('td', { class: 'when' }, h('time', { datetime: e.created_at }, when(e.created_at))),
       h('td', { class: 'note' }, withIds(e.note || '')))));
 }
@@ -39,7 +39,7 @@ export function renderDisputes(ul, doc) {
   ul.replaceChildren(...(doc.disputes || []).map((d) =>
     h('li', { class: 'card dispute', dataset: { id: d.id, status: d.status } },
       h('div', {}, badge(d.status), ' ', h('strong', {}, `${d.amount} ${d.currency}`),
-        d.reason ? ` · ${d.reason}` : ''),
-      h('div', { class: 'meta' }, withIds(`dispute ${d.id} · charge ${d.charge_id} · opened ${when(d.opened_at)}`),
+        d.reason ? [' · ', stored(d.reason)] : ''),
+      h('div', { class: 'meta' }, 'dispute ', withIds(d.id), ' · charge ', withIds(d.charge_id), ` · opened ${when(d.opened_at)}`,
         d.closed_at ? ` · closed ${when(d.closed_at)}` : ' · not decided yet'))));
 }

@@ -4,7 +4,7 @@
 // whether buyers see it. Only the merchant's key changes a product; the
 // console changes nothing here.
 
-import { h, $ } from './dom.js';
+import { h, $, stored } from './dom.js';
 import { call, describe } from './api.js';
 
 let cursor = null;
@@ -33,8 +33,8 @@ export async function loadCatalogue(more = false) {
   for (const p of r.data.data) {
     const counted = p.stock !== null && p.stock !== undefined;
     rows.append(h('tr', { dataset: { sku: p.sku, active: String(p.active), stock: stockOf(p) }, class: p.active ? '' : 'inactive' },
-      h('td', { class: 'sku' }, h('code', {}, p.sku)),
-      h('td', {}, p.name),
+      h('td', { class: 'sku' }, h('code', {}, stored(p.sku))),
+      h('td', { class: 'name' }, stored(p.name)),
       h('td', { class: 'num' }, p.unit_price),
       h('td', {}, p.currency),
       h('td', { class: `num${counted ? (p.stock === 0 ? ' bad-text' : '') : ' none'}` }, counted && p.stock === 0 ? '0 (out of stock)' : stockOf(p)),

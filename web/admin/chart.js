@@ -5,6 +5,8 @@
 // carries data-key, data-start and data-value: what it stands for, not
 // only its height.
 
+import { when } from './dom.js';
+
 const NS = 'http://www.w3.org/2000/svg';
 
 function s(tag, attrs = {}, ...children) {
@@ -91,7 +93,7 @@ export function barChart(svg, { id, title, desc, keys, rows, bucket, empty }) {
       if (v <= 0) continue;
       const y0 = y(base + v);
       bars.append(s('rect', { class: `bar bar-${k.key}`, x, y: y0, width: bw, height: y(base) - y0, dataset: { key: k.key, start: r.start, value: v } },
-        s('title', {}, `${r.start.replace('T', ' ').slice(0, 16)} UTC: ${v} ${k.label}`)));
+        s('title', {}, `${when(r.start)}: ${v} ${k.label}`)));
       base += v;
     }
   });

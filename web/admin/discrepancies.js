@@ -63,14 +63,14 @@ export function card(d, { onSettled, openOrder, say }) {
       h('strong', {}, d.type.replaceAll('_', ' ')), ' ',
       badge(d.resolution ? `${d.status}: ${d.resolution}` : d.status)),
     h('div', { class: 'meta' },
-      withIds(`reference ${d.reference}`, 'reference'),
+      'reference ', withIds(d.reference, 'reference'),
       amounts ? ` · ${amounts}` : '',
       ` · found ${when(d.detected_at)}`,
       d.run_id ? [' · run ', idRef(d.run_id, { what: 'run ID' })] : ' · found outside a run'),
     d.order_id
       ? h('div', { class: 'meta' }, 'order ', idRef(d.order_id, { what: 'order ID', open: openOrder, cls: 'open-order' }))
       : null,
-    d.note ? h('div', { class: 'meta' }, withIds(`note: ${d.note}`)) : null,
+    d.note ? h('div', { class: 'meta' }, 'note: ', withIds(d.note)) : null,
   );
   if (!open) return el;
 

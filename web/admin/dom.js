@@ -21,11 +21,29 @@ export function h(tag, attrs = {}, ...children) {
 
 export const $ = (id) => document.getElementById(id);
 
-/** when shows an RFC 3339 time as "2026-01-31 12:00:05 UTC". */
+/**
+ * when shows an RFC 3339 time as "2026-01-31 12:00:05 UTC", the one format
+ * the console writes and reads times in (times.js takes them the same
+ * way). A time with an offset is shown in UTC too.
+ */
 export function when(ts) {
   if (!ts) return '—';
-  return ts.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+  const s = String(ts);
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(s)) return s.slice(0, 19).replace('T', ' ') + ' UTC';
+  const d = new Date(s);
+  return Number.isNaN(d.getTime()) ? s : utc(d);
 }
+
+/** utc shows a Date as "2026-01-31 12:00:05 UTC". */
+export const utc = (d) => `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+/**
+ * stored is text someone stored (a URL, a name, a reason, a note) as the
+ * page shows it: in a <bdi>, so its direction is its own. A right-to-left
+ * override inside it (U+202E) turns nothing around it, and pulls no badge
+ * or time into it; a long unbroken value wraps (style.css).
+ */
+export const stored = (value) => h('bdi', {}, String(value ?? ''));
 
 /**
  * tone sorts an outcome into ok, wait or bad, for its colour: the words are
@@ -129,9 +147,10 @@ export function age(seconds) {
 const idPattern = /(?:[a-z]{2,4}_)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 /**
- * withIds is text with every ID in it drawn as idRef draws one (shortened,
- * whole on hover and copy), so a note, a reference or a timeline line
- * does not wrap on a 36-character ID.
+ * withIds is stored text with every ID in it drawn as idRef draws one
+ * (shortened, whole on hover and copy), so a note, a reference or a
+ * timeline line does not wrap on a 36-character ID; the whole in a <bdi>,
+ * as stored() draws text.
  */
 export function withIds(text, what = 'ID') {
   const s = String(text ?? '');
@@ -143,5 +162,5 @@ export function withIds(text, what = 'ID') {
     last = m.index + m[0].length;
   }
   if (last < s.length) out.push(s.slice(last));
-  return out;
+  return h('bdi', {}, out); // stored text: isolated, as stored() does
 }

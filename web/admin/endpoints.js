@@ -4,7 +4,7 @@
 // ended. A redelivery is one intent with one Idempotency-Key, kept until
 // payd answers it with a success, as every change the console asks for.
 
-import { h, $, when, badge } from './dom.js';
+import { h, $, when, badge, stored } from './dom.js';
 import { call, send, describe, newKey } from './api.js';
 
 const redeliveries = new Map(); // event id → the key of a redelivery not yet answered with a success
@@ -21,9 +21,10 @@ export async function loadEndpoints() {
     return;
   }
   list.replaceChildren(...r.data.data.map((e) => h('li', { class: 'card endpoint', dataset: { id: e.id, status: e.status } },
-    h('div', { class: 'head' }, h('strong', {}, e.url), ' ', badge(e.status)),
+    h('div', { class: 'head' }, h('strong', { class: 'url' }, stored(e.url)), ' ', badge(e.status)),
     h('div', { class: 'meta' }, e.events.join(', ')),
-    h('div', { class: 'meta' }, [e.from_env ? 'from PAYD_NOTIFY_URL' : e.description, e.disabled_reason].filter(Boolean).join(' · ')),
+    h('div', { class: 'meta' }, ...[e.from_env ? 'from PAYD_NOTIFY_URL' : e.description && stored(e.description),
+      e.disabled_reason && stored(e.disabled_reason)].filter(Boolean).flatMap((x, i) => (i ? [' · ', x] : [x]))),
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'deliveries', onclick: () => loadDeliveries(e.id) }, 'Delivery log')))));
   $('ep-empty').hidden = list.children.length !== 0;
@@ -68,13 +69,13 @@ function deliveryCard(d) {
     result.textContent = describe(r);
   });
   return h('li', { class: 'card delivery', dataset: { id: d.id, event: d.event_id, status: d.status } },
-    h('div', { class: 'head' }, h('strong', {}, d.event_type), ' ', badge(d.status)),
+    h('div', { class: 'head' }, h('strong', {}, stored(d.event_type)), ' ', badge(d.status)),
     h('div', { class: 'meta' }, `event ${d.event_id} · order ${d.order_id} · ${d.attempts} attempts · created ${when(d.created_at)}`),
     d.status === 'pending' && d.next_attempt_at ? h('div', { class: 'meta' }, `next attempt ${when(d.next_attempt_at)}`) : null,
-    d.last_error ? h('div', { class: 'meta' }, `last: ${d.last_status || 'no answer'} ${d.last_error}`) : null,
+    d.last_error ? h('div', { class: 'meta' }, `last: ${d.last_status || 'no answer'} `, stored(d.last_error)) : null,
     h('ol', { class: 'attempts' }, d.log.map((a) => h('li', { dataset: { n: a.n, status: a.status } },
       h('details', {},
-        h('summary', {}, `#${a.n} ${when(a.started_at)} → ${a.status || 'no answer'} ${a.error} (${a.duration_ms} ms)`),
+        h('summary', {}, `#${a.n} ${when(a.started_at)} → ${a.status || 'no answer'} `, stored(a.error), ` (${a.duration_ms} ms)`),
         h('pre', { class: 'request' }, a.request),
         h('pre', { class: 'response' }, a.response))))),
     h('div', { class: 'actions' }, button),

@@ -81,9 +81,14 @@ function draw(st, name) {
   const money = st.money || [];
   const decided = (t.paid || 0) + (t.declined || 0);
   const rate = t.success_rate === null || t.success_rate === undefined ? '—' : `${Math.round(t.success_rate * 1000) / 10} %`;
-  const perCurrency = (field, words) => money.length
-    ? [h('div', {}, words), ...money.map((m) => h('div', { class: 'sum', dataset: { currency: m.currency } }, `${m[field]} ${m.currency}`))]
-    : [h('div', {}, `nothing ${words}`)];
+  // Only the currencies with something to say: no "0 JPY refunded" for a
+  // currency that was charged and never refunded.
+  const perCurrency = (field, words) => {
+    const some = money.filter((m) => m[field] !== undefined && m[field] !== null && Number(m[field]) !== 0);
+    return some.length
+      ? [h('div', {}, words), ...some.map((m) => h('div', { class: 'sum', dataset: { currency: m.currency } }, `${m[field]} ${m.currency}`))]
+      : [h('div', {}, `nothing ${words}`)];
+  };
   const oldest = st.oldest_unknown;
   $('tiles').replaceChildren(
     tile('success', 'Success rate', rate, decided ? `${t.paid} paid of ${plural(decided, 'decided payment', 'decided payments')}` : 'no payment decided'),

@@ -57,34 +57,42 @@ function recordOutcome(doc, entry) {
   return '';
 }
 
-/** detailOf is a second line for entries whose summary leaves out what an operator needs. */
+/**
+ * detailOf is a second line for entries whose summary leaves out what an
+ * operator needs: a list of [label, value] pairs, each value text stored
+ * in payd (a reference, a note, a key), drawn on its own by details.
+ */
 function detailOf(doc, entry) {
   const find = (list) => (list || []).find((r) => r.id === entry.id);
   if (entry.kind === 'audit') {
     const a = find(doc.audit);
     if (!a) return null;
-    const parts = [a.target ? `about ${a.target}` : '', a.request_id ? `key ${a.request_id}` : ''];
+    const parts = [a.target ? ['about ', a.target] : null, a.request_id ? ['key ', a.request_id] : null];
     if (a.detail && typeof a.detail === 'object') {
       const shown = Object.entries(a.detail).filter(([k, v]) => k !== 'replayed' && v !== '' && v !== null && typeof v !== 'object');
-      parts.push(shown.map(([k, v]) => `${k}=${v}`).join(' '));
+      parts.push(...shown.map(([k, v]) => [`${k}=`, v]));
     }
-    return parts.filter(Boolean).join(' · ');
+    return parts.filter(Boolean);
   }
   if (entry.kind === 'discrepancy') {
     const d = find(doc.discrepancies);
     if (!d) return null;
-    return [`reference ${d.reference}`, amountsOf(d), d.note ? `note: ${d.note}` : ''].filter(Boolean).join(' · ');
+    const amounts = amountsOf(d);
+    return [['reference ', d.reference], amounts ? ['', amounts] : null, d.note ? ['note: ', d.note] : null].filter(Boolean);
   }
   if (entry.kind === 'ledger') {
     const e = find(doc.ledger);
-    return e ? [`charge ${e.charge_id}`, e.note ? `note: ${e.note}` : ''].filter(Boolean).join(' · ') : null;
+    return e ? [['charge ', e.charge_id], e.note ? ['note: ', e.note] : null].filter(Boolean) : null;
   }
   if (entry.kind === 'attempt') {
     const a = find(doc.attempts);
-    return a ? [`key ${a.request_id}`, a.provider_charge_id ? `charge ${a.provider_charge_id}` : ''].filter(Boolean).join(' · ') : null;
+    return a ? [['key ', a.request_id], a.provider_charge_id ? ['charge ', a.provider_charge_id] : null].filter(Boolean) : null;
   }
   return null;
 }
+
+/** details draws detailOf's pairs, " · " between them, each value isolated (withIds). */
+const details = (parts) => parts.flatMap(([label, value], i) => [i ? ' · ' : '', label, withIds(value)]);
 
 /**
  * renderTimeline draws doc.timeline into the list element ol. Redrawn for
@@ -107,7 +115,7 @@ export function renderTimeline(ol, doc) {
           h('span', { class: 'kind' }, entry.kind), ' ',
           h('span', { class: 'summary' }, withIds(entry.summary)), ' ',
           badge(outcome)),
-        detail ? h('div', { class: 'detail' }, withIds(detail)) : null,
+        detail && detail.length ? h('div', { class: 'detail' }, details(detail)) : null,
         h('time', { datetime: entry.at }, when(entry.at))),
     );
   }
