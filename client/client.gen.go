@@ -416,6 +416,27 @@ func (e LedgerEntrySource) Valid() bool {
 	}
 }
 
+// Defines values for ListedDisputeStatus.
+const (
+	ListedDisputeStatusLost ListedDisputeStatus = "lost"
+	ListedDisputeStatusOpen ListedDisputeStatus = "open"
+	ListedDisputeStatusWon  ListedDisputeStatus = "won"
+)
+
+// Valid indicates whether the value is a known member of the ListedDisputeStatus enum.
+func (e ListedDisputeStatus) Valid() bool {
+	switch e {
+	case ListedDisputeStatusLost:
+		return true
+	case ListedDisputeStatusOpen:
+		return true
+	case ListedDisputeStatusWon:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NotifyCauseKind.
 const (
 	NotifyCauseKindCustomer       NotifyCauseKind = "customer"
@@ -959,6 +980,27 @@ func (e ListDiscrepanciesParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListDisputesParamsStatus.
+const (
+	ListDisputesParamsStatusLost ListDisputesParamsStatus = "lost"
+	ListDisputesParamsStatusOpen ListDisputesParamsStatus = "open"
+	ListDisputesParamsStatusWon  ListDisputesParamsStatus = "won"
+)
+
+// Valid indicates whether the value is a known member of the ListDisputesParamsStatus enum.
+func (e ListDisputesParamsStatus) Valid() bool {
+	switch e {
+	case ListDisputesParamsStatusLost:
+		return true
+	case ListDisputesParamsStatusOpen:
+		return true
+	case ListDisputesParamsStatusWon:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SearchOrdersParamsAttempt.
 const (
 	SearchOrdersParamsAttemptFailed    SearchOrdersParamsAttempt = "failed"
@@ -1392,6 +1434,14 @@ type Dispute struct {
 // DisputeStatus defines model for Dispute.Status.
 type DisputeStatus string
 
+// DisputePage defines model for DisputePage.
+type DisputePage struct {
+	Data []ListedDispute `json:"data"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
 // Endpoint defines model for Endpoint.
 type Endpoint struct {
 	CreatedAt   time.Time `json:"created_at"`
@@ -1582,6 +1632,37 @@ type LedgerEntryKind string
 
 // LedgerEntrySource Who or what told payd of the movement.
 type LedgerEntrySource string
+
+// ListedDispute defines model for ListedDispute.
+type ListedDispute struct {
+	// Amount A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Amount   Money      `json:"amount"`
+	ChargeId string     `json:"charge_id"`
+	ClosedAt *time.Time `json:"closed_at"`
+
+	// Currency ISO 4217 code.
+	//
+	// Example: USD
+	Currency Currency `json:"currency"`
+
+	// Id The provider's dispute ID: search and answer it at the provider.
+	Id string `json:"id"`
+
+	// OpenedAt RFC 3339 UTC.
+	OpenedAt Timestamp `json:"opened_at"`
+
+	// OrderId The order whose charge is disputed.
+	OrderId string `json:"order_id"`
+
+	// Reason The provider's reason code, e.g. fraudulent.
+	Reason string              `json:"reason"`
+	Status ListedDisputeStatus `json:"status"`
+}
+
+// ListedDisputeStatus defines model for ListedDispute.Status.
+type ListedDisputeStatus string
 
 // Money A decimal string with the currency's full scale.
 //
@@ -2522,6 +2603,19 @@ type ResolveDiscrepancyByIDParams struct {
 	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
+// ListDisputesParams defines parameters for ListDisputes.
+type ListDisputesParams struct {
+	// Status Only disputes in this status.
+	Status *ListDisputesParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	Limit  *Limit                    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page (an ID); anything else is 400 `validation_failed`.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListDisputesParamsStatus defines parameters for ListDisputes.
+type ListDisputesParamsStatus string
+
 // CreateEndpointParams defines parameters for CreateEndpoint.
 type CreateEndpointParams struct {
 	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
@@ -3177,6 +3271,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 	ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDisputes List every order's disputes, newest first
+	//
+	// Every customer's dispute of a charge with their bank, newest first, with its order; `status=open` lists the ones to answer at the provider. Cursor-paginated (pass `next_cursor` as `cursor`).
+	//
+	// Corresponds with GET /v1/admin/disputes (the `ListDisputes` operationId).
+	ListDisputes(ctx context.Context, params *ListDisputesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEndpoints List the merchant endpoints
 	//
@@ -4212,6 +4313,23 @@ func (c *Client) ResolveDiscrepancyByIDWithBody(ctx context.Context, did string,
 // Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 func (c *Client) ResolveDiscrepancyByID(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveDiscrepancyByIDRequest(c.Server, did, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDisputes List every order's disputes, newest first
+//
+// Every customer's dispute of a charge with their bank, newest first, with its order; `status=open` lists the ones to answer at the provider. Cursor-paginated (pass `next_cursor` as `cursor`).
+//
+// Corresponds with GET /v1/admin/disputes (the `ListDisputes` operationId).
+func (c *Client) ListDisputes(ctx context.Context, params *ListDisputesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDisputesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6139,6 +6257,84 @@ func NewResolveDiscrepancyByIDRequestWithBody(server string, did string, params 
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewListDisputesRequest constructs an http.Request for the ListDisputes method
+func NewListDisputesRequest(server string, params *ListDisputesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/admin/disputes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -8299,6 +8495,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/admin/discrepancies/{did}/resolve (the `ResolveDiscrepancyByID` operationId).
 	ResolveDiscrepancyByIDWithResponse(ctx context.Context, did string, params *ResolveDiscrepancyByIDParams, body ResolveDiscrepancyByIDJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveDiscrepancyByIDResponse, error)
 
+	// ListDisputesWithResponse List every order's disputes, newest first
+	//
+	// Every customer's dispute of a charge with their bank, newest first, with its order; `status=open` lists the ones to answer at the provider. Cursor-paginated (pass `next_cursor` as `cursor`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/admin/disputes (the `ListDisputes` operationId).
+	ListDisputesWithResponse(ctx context.Context, params *ListDisputesParams, reqEditors ...RequestEditorFn) (*ListDisputesResponse, error)
+
 	// ListEndpointsWithResponse List the merchant endpoints
 	//
 	// Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
@@ -10394,6 +10599,119 @@ func (r ResolveDiscrepancyByIDResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveDiscrepancyByIDResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDisputesResponse401Headers the declared response headers of an HTTP 401 response for ListDisputes
+type ListDisputesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDisputesResponse403Headers the declared response headers of an HTTP 403 response for ListDisputes
+type ListDisputesResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDisputesResponse429Headers the declared response headers of an HTTP 429 response for ListDisputes
+type ListDisputesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ListDisputesResponse503Headers the declared response headers of an HTTP 503 response for ListDisputes
+type ListDisputesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListDisputesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DisputePage
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDisputesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListDisputesResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDisputesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDisputesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDisputesResponse) GetJSON200() *DisputePage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListDisputesResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDisputesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDisputesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDisputesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDisputesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15186,6 +15504,21 @@ func (c *ClientWithResponses) ResolveDiscrepancyByIDWithResponse(ctx context.Con
 	return ParseResolveDiscrepancyByIDResponse(rsp)
 }
 
+// ListDisputesWithResponse List every order's disputes, newest first
+//
+// Every customer's dispute of a charge with their bank, newest first, with its order; `status=open` lists the ones to answer at the provider. Cursor-paginated (pass `next_cursor` as `cursor`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/admin/disputes (the `ListDisputes` operationId).
+func (c *ClientWithResponses) ListDisputesWithResponse(ctx context.Context, params *ListDisputesParams, reqEditors ...RequestEditorFn) (*ListDisputesResponse, error) {
+	rsp, err := c.ListDisputes(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDisputesResponse(rsp)
+}
+
 // ListEndpointsWithResponse List the merchant endpoints
 //
 // Every endpoint, oldest first, without its secret; the one `PAYD_NOTIFY_URL` configures has `from_env`.
@@ -17583,6 +17916,131 @@ func ParseResolveDiscrepancyByIDResponse(rsp *http.Response) (*ResolveDiscrepanc
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveDiscrepancyByIDResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDisputesResponse parses an HTTP response from a ListDisputesWithResponse call
+func ParseListDisputesResponse(rsp *http.Response) (*ListDisputesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDisputesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DisputePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDisputesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListDisputesResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDisputesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDisputesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -149,3 +149,56 @@ func TestAdminOrderDispute(t *testing.T) {
 			`dispute\s+lost\s+dispute of 10.00 USD: fraudulent\s+`+dispute+`$`)
 	})
 }
+
+// TestAdminDisputesList: GET /v1/admin/disputes lists every order's
+// disputes newest first, with the provider's reference, amount, reason,
+// status and order; status=open keeps the ones still to answer, and an
+// unknown status is refused with the list of the known ones.
+func TestAdminDisputesList(t *testing.T) {
+	eachDialect(t, func(t *testing.T, dialect string) {
+		s := start(t, on(dialect))
+		_, tok := s.register(newEmail())
+		first, second := s.order(tok, "10.00"), s.order(tok, "12.50")
+		for _, o := range []string{first, second} {
+			if r := s.pay(tok, o, uuid.NewString(), "pm_dispute"); r.Status != http.StatusOK {
+				t.Fatalf("pay pm_dispute = %d %s, want 200", r.Status, r.Body)
+			}
+		}
+		type page struct {
+			Data []struct {
+				client.Dispute
+				OrderID string `json:"order_id"`
+			} `json:"data"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		var all page
+		eventually(t, 10*time.Second, "both disputes listed", func() bool {
+			all = decode[page](t, s.admin("GET", "/v1/admin/disputes", "", nil))
+			return len(all.Data) == 2
+		})
+		newest := all.Data[0]
+		if newest.OrderID != second || !strings.HasPrefix(newest.Id, "dp_") || newest.Status != "open" || newest.Amount != "12.50" ||
+			newest.Currency != "USD" || newest.Reason != "fraudulent" || !strings.HasPrefix(newest.ChargeId, "ch_") || all.Data[1].OrderID != first {
+			t.Fatalf("disputes = %+v, want the second order's open dispute of 12.50 first", all.Data)
+		}
+		if _, err := s.sandbox.CloseDispute(t.Context(), all.Data[1].Id, domain.DisputeWon); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the first dispute won", func() bool {
+			open := decode[page](t, s.admin("GET", "/v1/admin/disputes?status=open", "", nil))
+			return len(open.Data) == 1 && open.Data[0].OrderID == second
+		})
+		onePage := decode[page](t, s.admin("GET", "/v1/admin/disputes?limit=1", "", nil))
+		if len(onePage.Data) != 1 || onePage.NextCursor == nil {
+			t.Fatalf("limit=1 = %+v, want one dispute and a cursor", onePage)
+		}
+		next := decode[page](t, s.admin("GET", "/v1/admin/disputes?limit=1&cursor="+*onePage.NextCursor, "", nil))
+		if len(next.Data) != 1 || next.Data[0].OrderID != first || next.Data[0].Status != "won" || next.NextCursor != nil {
+			t.Errorf("the second page = %+v, want the first order's won dispute, and no further page", next)
+		}
+		if r := s.do(request{method: "GET", path: "/v1/admin/disputes?status=pending", token: testAdminToken}); r.Status != http.StatusBadRequest ||
+			!strings.Contains(string(r.Body), "open, won, lost") {
+			t.Errorf("status=pending = %d %s, want 400 naming open, won, lost", r.Status, r.Body)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/service"
 )
 
 // AdminLists are the operators' lists: reconciliation runs, discrepancies
@@ -16,6 +17,7 @@ type AdminLists interface {
 	ListRuns(ctx context.Context, f domain.RunFilter) (domain.RunPage, error)
 	ListDiscrepancies(ctx context.Context, f domain.DiscrepancyFilter) (domain.DiscrepancyPage, error)
 	ListCustomers(ctx context.Context, f domain.CustomerFilter) (domain.CustomerPage, error)
+	ListDisputes(ctx context.Context, status domain.DisputeStatus, cursor string, limit int) (service.DisputePage, error)
 }
 
 // listQuery reads limit and cursor, the query parameters every list has.
@@ -90,6 +92,36 @@ func (h *Admin) discrepancies(c echo.Context) error {
 	out := discrepancyPageJSON{Data: make([]discrepancyJSON, len(page.Discrepancies)), NextCursor: strPtr(page.NextCursor)}
 	for i, d := range page.Discrepancies {
 		out.Data[i] = toDiscrepancyJSON(d)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// listedDisputeJSON is a dispute in the operators' list: with its order.
+type listedDisputeJSON struct {
+	disputeJSON
+	OrderID string `json:"order_id"`
+}
+
+type disputePageJSON struct {
+	Data       []listedDisputeJSON `json:"data"`
+	NextCursor *string             `json:"next_cursor"`
+}
+
+// disputes is GET /v1/admin/disputes: every order's disputes, newest
+// first, by status (open: the ones to answer at the provider).
+func (h *Admin) disputes(c echo.Context) error {
+	var invalid domain.ValidationErrors
+	cursor, limit := listQuery(c, &invalid)
+	if err := invalid.Err(); err != nil {
+		return err
+	}
+	page, err := h.Service.ListDisputes(c.Request().Context(), domain.DisputeStatus(c.QueryParam("status")), cursor, limit)
+	if err != nil {
+		return err
+	}
+	out := disputePageJSON{Data: make([]listedDisputeJSON, len(page.Disputes)), NextCursor: strPtr(page.NextCursor)}
+	for i, d := range page.Disputes {
+		out.Data[i] = listedDisputeJSON{toDisputeJSON(d), d.OrderID}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

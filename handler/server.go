@@ -175,6 +175,7 @@ func routes(e *echo.Echo, d Deps) {
 	v1.GET("/admin/discrepancies/:did", a.discrepancy, admin, validIDs(discrepancyID))
 	v1.POST("/admin/discrepancies/:did/resolve", a.resolveDirect, admin, a.audited("resolve_discrepancy"), validIDs(discrepancyID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/admin/customers", a.customers, admin)
+	v1.GET("/admin/disputes", a.disputes, admin)
 	v1.GET("/admin/products", p.all, admin) // the catalogue, inactive products too
 	v1.GET("/admin/stats", a.stats, admin)
 	v1.POST("/admin/reconciliations/:id/discrepancies/:did/resolve", a.resolve, admin, a.audited("resolve_discrepancy"), validIDs(runID, discrepancyID), idem.Wrap(idempotency.KeyRequired))

@@ -149,6 +149,29 @@ func (s *DisputeStore) ListByOrder(ctx context.Context, orderID string) ([]domai
 	return out, nil
 }
 
+// List returns disputes newest first (by ID, which grows with time), in
+// status when it is not empty, after the ID cursor when it is not empty,
+// at most limit and one more, which tells the caller there is a next page.
+// An operator's list: by disputes_status, or the primary key.
+func (s *DisputeStore) List(ctx context.Context, status domain.DisputeStatus, cursor string, limit int) ([]domain.Dispute, error) {
+	q := s.db.conn(ctx)
+	if status != "" {
+		q = q.Where("status = ?", string(status))
+	}
+	if cursor != "" {
+		q = q.Where("id < ?", cursor)
+	}
+	var rows []disputeRow
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list disputes: %w", err)
+	}
+	out := make([]domain.Dispute, len(rows))
+	for i, r := range rows {
+		out[i] = r.toDomain()
+	}
+	return out, nil
+}
+
 // OpenForCharge reports whether the provider's charge chargeID has a
 // dispute still open: a refund of it would give the money back twice.
 func (s *DisputeStore) OpenForCharge(ctx context.Context, chargeID string) (bool, error) {

@@ -79,6 +79,35 @@ func (s *Admin) Search(ctx context.Context, f domain.OrderFilter) (domain.OrderP
 	return page, err
 }
 
+// DisputePage is one page of the operators' list of disputes.
+type DisputePage struct {
+	Disputes   []domain.Dispute
+	NextCursor string
+}
+
+// ListDisputes lists every order's disputes, newest first, in status
+// unless it is empty (open: the ones to answer at the provider).
+func (s *Admin) ListDisputes(ctx context.Context, status domain.DisputeStatus, cursor string, limit int) (DisputePage, error) {
+	if status != "" && !status.Valid() {
+		names := make([]string, len(domain.DisputeStatuses))
+		for i, st := range domain.DisputeStatuses {
+			names[i] = string(st)
+		}
+		return DisputePage{}, &domain.ValidationError{Field: "status", Reason: fmt.Sprintf("%q is not a dispute status (one of %s)", status, strings.Join(names, ", "))}
+	}
+	limit = min(max(limit, 1), domain.MaxPageSize)
+	ds, err := s.Disputes.List(ctx, status, cursor, limit)
+	if err != nil {
+		return DisputePage{}, err
+	}
+	page := DisputePage{Disputes: ds}
+	if len(ds) > limit {
+		page.Disputes = ds[:limit]
+		page.NextCursor = ds[limit-1].ID
+	}
+	return page, nil
+}
+
 func attemptNames() string {
 	names := make([]string, len(domain.AttemptStatuses))
 	for i, st := range domain.AttemptStatuses {

@@ -271,6 +271,9 @@ type DisputeStore interface {
 	OpenForCharge(ctx context.Context, chargeID string) (bool, error)
 	// CountOpen counts the disputes still open (payd_disputes_open).
 	CountOpen(ctx context.Context) (int64, error)
+	// List returns disputes newest first, in status unless it is empty,
+	// after the ID cursor unless it is empty: at most limit and one more.
+	List(ctx context.Context, status domain.DisputeStatus, cursor string, limit int) ([]domain.Dispute, error)
 }
 
 // ChargeFinder is what payd asks the provider before it moves money on an
