@@ -2,7 +2,8 @@
 // works only through payd's admin API (/v1/admin/...): an overview of how
 // payments are going (overview.js), orders on the left and the open one on
 // the right (order.js), discrepancies with resolve buttons,
-// reconciliations, the shop's endpoints (endpoints.js) and its catalogue
+// reconciliations, the shop's endpoints with their health (endpoints.js),
+// added, paused, rotated and deleted from the page (manage.js), and its catalogue
 // (catalogue.js, read-only), with a bar that leads to each (nav.js). Every
 // time it shows or takes reads "2026-12-03 12:33:03 UTC" (times.js), and
 // text someone stored is drawn with its direction isolated (dom.js's
@@ -122,6 +123,7 @@ async function searchOrders(more = false) {
   if (customer) q.set('customer', customer); // an ID or an email: payd tells them apart
   if (timeValue($('q-from'))) q.set('from', timeValue($('q-from')));
   if (timeValue($('q-to'))) q.set('to', timeValue($('q-to')));
+  if ($('q-failed').checked) q.set('attempt', 'failed'); // the orders a card was declined for, paid since or not
   if (more && orderCursor) q.set('cursor', orderCursor);
   q.set('limit', '20');
   const newest = ticket('orders');
@@ -136,12 +138,13 @@ async function searchOrders(more = false) {
   for (const o of r.data.data) {
     const refunded = o.refunded_amount && Number(o.refunded_amount) !== 0;
     // The row is the control: a click anywhere, or Enter when it has the focus, opens the order.
-    const tr = h('tr', { dataset: { id: o.id }, tabindex: '0', 'aria-label': `Order ${o.id}, ${o.status}, ${o.amount} ${o.currency}` },
+    const tr = h('tr', { dataset: { id: o.id }, tabindex: '0', 'aria-label': `Order ${o.id}, ${o.status}, ${o.amount} ${o.currency}, last attempt ${attemptText(o.last_attempt)}` },
       h('td', {}, h('span', { class: 'idref', dataset: { id: o.id } },
         h('span', { class: 'id open-order', title: o.id }, short(o.id)), copyButton(o.id, 'order ID'))),
       h('td', {}, badge(o.status)),
       h('td', { class: 'num' }, amount(o.amount, o.currency)),
       h('td', { class: `num${refunded ? '' : ' none'}` }, refunded ? amount(o.refunded_amount, o.currency) : '—'),
+      lastAttempt(o.last_attempt),
       h('td', { class: 'when' }, when(o.created_at)));
     tr.addEventListener('click', () => openOrder(o.id));
     tr.addEventListener('keydown', (e) => {
@@ -158,6 +161,16 @@ async function searchOrders(more = false) {
   $('more').hidden = !orderCursor;
   $('orders-table').hidden = rows.children.length === 0;
   $('orders-empty').hidden = rows.children.length !== 0;
+}
+
+/** attemptText is an order's last payment attempt in words: "failed · insufficient_funds", or "none". */
+const attemptText = (a) => (a ? [a.status, a.failure_code].filter(Boolean).join(' · ') : 'none');
+
+/** lastAttempt is the list's cell of an order's last payment attempt: its status and a decline's code. */
+function lastAttempt(a) {
+  if (!a) return h('td', { class: 'attempt none' }, '—');
+  return h('td', { class: 'attempt', dataset: { status: a.status } }, badge(a.status),
+    a.failure_code ? h('span', { class: 'code' }, ' · ', stored(a.failure_code)) : null);
 }
 
 /** markShown marks the open order's row in the list. */
