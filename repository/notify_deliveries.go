@@ -480,11 +480,15 @@ var endpointPendingQuery = `SELECT d.endpoint_id, COUNT(*), MIN(e.created_at)
 var endpointFailedQuery = `SELECT endpoint_id, COUNT(*) FROM notify_deliveries
 	WHERE status = ` + sqlStatus(domain.DeliveryFailed) + ` GROUP BY endpoint_id`
 
-// lastAttemptQuery is one endpoint's last attempt: the newest attempt of
-// its last delivery tried, by notify_deliveries_endpoint_updated and
-// notify_attempts_delivery_n.
+// lastAttemptQuery is one endpoint's last attempt: the newest recorded
+// attempt of its last delivery with one, by notify_deliveries_endpoint_updated
+// and notify_attempts_delivery_n. A claim counts its attempt before the
+// request goes out and records it after the answer: a delivery whose first
+// attempt is in flight (or whose claimer died) has no row yet and is passed
+// over, so a failing endpoint does not read as never tried meanwhile.
 const lastAttemptQuery = `SELECT a.started_at, a.status, a.error FROM notify_attempts a
 	WHERE a.delivery_id = (SELECT d.id FROM notify_deliveries d WHERE d.endpoint_id = ? AND d.attempts > 0
+		AND EXISTS (SELECT 1 FROM notify_attempts r WHERE r.delivery_id = d.id)
 		ORDER BY d.updated_at DESC LIMIT 1)
 	ORDER BY a.n DESC LIMIT 1`
 

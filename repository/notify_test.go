@@ -459,6 +459,14 @@ func TestEndpointHealth(t *testing.T) {
 		try(down, t2, 0, "connection refused: nothing listens at shop.example:443", repository.Outcome{Event: domain.DeliveryEventRetry, Next: t2})
 		try(up, t1, 204, "", repository.Outcome{Event: domain.DeliveryEventDeliver})
 
+		// up's next delivery claimed, its first request in flight: nothing
+		// recorded yet, so its last attempt is still the one answered 204
+		t3 := t0.Add(3 * time.Second)
+		if ids, _ := ns.Due(t.Context(), up.ID, t3, 10); len(ids) == 0 {
+			t.Fatal("nothing due for up")
+		} else if _, ok, err := ns.Claim(t.Context(), ids[0], t3, t3.Add(time.Minute)); !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
 		h, err := ns.EndpointHealth(t.Context(), []string{down.ID, up.ID, quiet.ID})
 		if err != nil {
 			t.Fatal(err)
