@@ -898,7 +898,7 @@ func checkPrometheusRule(t *testing.T, r rendered, v chartValues) {
 	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
 		t.Fatalf("alerts.yml as a PrometheusRule's spec: %v", err)
 	}
-	job := fmt.Sprintf(`job=~".*%s.*"`, regexp.QuoteMeta(pr.Name))
+	job := fmt.Sprintf(`job=~"%s(-metrics)?"`, regexp.QuoteMeta(pr.Name))
 	want, _ := json.Marshal(file.Groups)
 	want = bytes.ReplaceAll(want, []byte(`job=~\".*payd.*\"`), []byte(strings.ReplaceAll(job, `"`, `\"`)))
 	got, _ := json.Marshal(pr.Spec.Groups)
@@ -1072,7 +1072,8 @@ func TestChartRefuses(t *testing.T) {
 		{"a service type Kubernetes has not", []string{"-f", mariadb, "--set", "service.type=Internal"}, "/service/type"},
 		{"a digest that is not one", []string{"-f", mariadb, "--set", "image.digest=latest"}, "/image/digest"},
 		{"a PDB with no bound", []string{"-f", mariadb, "--set", "podDisruptionBudget.enabled=true", "--set", "podDisruptionBudget.maxUnavailable=", "--set", "podDisruptionBudget.minAvailable="}, "podDisruptionBudget: set maxUnavailable or minAvailable"},
-		{"an HTTPRoute attached to nothing", []string{"-f", mariadb, "--set", "httpRoute.enabled=true"}, "httpRoute.parentRefs is required"},
+		{"an HTTPRoute attached to nothing", []string{"-f", mariadb, "--set", "httpRoute.enabled=true"}, "/httpRoute/parentRefs"},
+		{"an Ingress with no host", []string{"-f", mariadb, "--set", "ingress.enabled=true"}, "/ingress/hosts"},
 		{"an Ingress host without a name", []string{"-f", mariadb, "--set", "ingress.enabled=true", "--set", "ingress.hosts[0].paths[0].path=/"}, "host"},
 		{"an Ingress path that is not one", []string{"-f", mariadb, "--set", "ingress.enabled=true", "--set", "ingress.hosts[0].host=a.example", "--set", "ingress.hosts[0].paths[0].path=v1"}, "/ingress/hosts/0/paths/0/path"},
 	}
@@ -1112,7 +1113,6 @@ func TestChartLintRefusesTypos(t *testing.T) {
 	}
 }
 
-// TestChartLints runs `helm lint --strict` with every values file CI uses.
 // TestChartLintRefusesMissingSecrets: helm lint --strict of the chart as it
 // ships, without the secrets payd needs, fails and names them. (helm lint
 // reports a template's required or fail as [INFO] and passes: the values
@@ -1127,6 +1127,7 @@ func TestChartLintRefusesMissingSecrets(t *testing.T) {
 	}
 }
 
+// TestChartLints runs `helm lint --strict` with every values file CI uses.
 func TestChartLints(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
 	if len(files) == 0 {

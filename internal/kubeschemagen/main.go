@@ -296,7 +296,13 @@ func write(out string, k kind, s map[string]any) error {
 	}
 	props["apiVersion"] = map[string]any{"type": "string", "enum": []any{apiVersion}}
 	props["kind"] = map[string]any{"type": "string", "enum": []any{k.kind}}
-	s["required"] = []any{"apiVersion", "kind"}
+	required, _ := s["required"].([]any) // a CRD's own (spec), kept
+	for _, f := range []any{"apiVersion", "kind"} {
+		if !slices.Contains(required, f) {
+			required = append(required, f)
+		}
+	}
+	s["required"] = required
 	s["$schema"] = "http://json-schema.org/draft-07/schema#"
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
