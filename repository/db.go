@@ -329,17 +329,6 @@ var isolationVars = []string{"transaction_isolation", "tx_isolation"}
 // not know (ER_UNKNOWN_SYSTEM_VARIABLE).
 const errUnknownVariable = 1193
 
-// connectMySQL opens a pool whose connections all run at READ COMMITTED,
-// set once per connection with the other session settings (the driver's
-// one SET at connect) rather than by a SET before every transaction: that
-// SET was a round trip per transaction, two per pay. The first name of
-// isolationVars the server knows is used.
-//
-// READ COMMITTED, not InnoDB's REPEATABLE READ: every statement in a
-// transaction sees the latest committed rows, so re-reading an order after
-// a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
-// could still show it pending), and range reads take no gap locks, a
-// common source of deadlocks.
 // mysqlPool is what cfg reaches: its database, and its server's host and
 // port, or its socket's path.
 func mysqlPool(cfg *mysql.Config) Pool {
@@ -353,6 +342,17 @@ func mysqlPool(cfg *mysql.Config) Pool {
 	return p
 }
 
+// connectMySQL opens a pool whose connections all run at READ COMMITTED,
+// set once per connection with the other session settings (the driver's
+// one SET at connect) rather than by a SET before every transaction: that
+// SET was a round trip per transaction, two per pay. The first name of
+// isolationVars the server knows is used.
+//
+// READ COMMITTED, not InnoDB's REPEATABLE READ: every statement in a
+// transaction sees the latest committed rows, so re-reading an order after
+// a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
+// could still show it pending), and range reads take no gap locks, a
+// common source of deadlocks.
 func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.DB, error) {
 	var err error
 	for _, name := range isolationVars {
