@@ -54,13 +54,25 @@ function keyFor(name, what) {
 /**
  * act sends one intent and settles its key: an answer below 500 (but a
  * 409, the same request still in flight) is payd's last word on it, and
- * the next click is a new intent.
+ * the next click is a new intent. An answered action on an endpoint also
+ * settles that endpoint's other actions still waiting for an answer: a
+ * pause whose answer was lost, then a resume, then a pause again must send
+ * a new pause, not replay the first (payd would answer its old 200 and
+ * change nothing).
  */
 async function act(name, what, method, path, body) {
   const key = keyFor(name, what);
   try {
     const r = await send(method, path, { key, body });
-    if (r.status < 500 && r.status !== 409) intents.delete(name);
+    if (r.status < 500 && r.status !== 409) {
+      intents.delete(name);
+      const target = name.split(' ')[1];
+      if (target) {
+        for (const other of [...intents.keys()]) {
+          if (other.split(' ')[1] === target) intents.delete(other);
+        }
+      }
+    }
     return r;
   } catch (err) {
     return { status: 0, error: err instanceof NetworkError ? 'payd did not answer. Try again: the same request is repeated under the same key.' : String(err) };
