@@ -163,6 +163,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Endpoints: &notify.Admin{Endpoints: repository.NewEndpointStore(db, sealer), Log: repository.NewNotifyStore(db),
 			Policy: cfg.notifyPolicy(), Now: now},
 	}
+	admin.Links, _ = client.(handler.ProviderLinks) // the sandbox's API, or Stripe's dashboard
 	draining := new(atomic.Bool)
 	e := handler.New(handler.Deps{
 		Log:         log,

@@ -33,6 +33,9 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
   payd admin reconcile list [-limit N] [-cursor C]
   payd admin discrepancies list [-status open|resolving|resolved] [-type T] [-order ID]
   payd admin discrepancies resolve DISCREPANCY_ID -action apply|refund|ignore [-note N] [-run RUN_ID] [-key K]
+  payd admin disputes list [-status open|won|lost|all]
+                                              customers' disputes, newest first, with when the
+                                              evidence is due and where to answer at the provider
   payd admin endpoints list                   the shop's endpoints told of order events
   payd admin endpoints create URL -events T,T,... [-description D] [-key K]
                                               a new endpoint; its secret is printed this once

@@ -203,15 +203,40 @@ func printBooks(w io.Writer, t client.Timeline) {
 		return
 	}
 	fmt.Fprintln(w)
-	table(w, "DISPUTE\tSTATUS\tAMOUNT\tREASON\tCHARGE\tOPENED\tCLOSED", func(tw io.Writer) {
+	table(w, "DISPUTE\tSTATUS\tAMOUNT\tREASON\tCHARGE\tOPENED\tEVIDENCE DUE\tCLOSED", func(tw io.Writer) {
 		for _, d := range t.Disputes {
-			closed := "-"
-			if d.ClosedAt != nil {
-				closed = adminStamp(*d.ClosedAt)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", d.Id, d.Status, d.Amount, d.Currency, d.Reason, d.ChargeId, adminStamp(d.OpenedAt), closed)
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\n", d.Id, d.Status, d.Amount, d.Currency, d.Reason, d.ChargeId,
+				adminStamp(d.OpenedAt), stampOr(d.EvidenceDueBy, "-"), stampOr(d.ClosedAt, "-"))
 		}
 	})
+	for _, d := range t.Disputes {
+		if d.ProviderUrl != nil {
+			fmt.Fprintf(w, "answer %s at %s\n", d.Id, *d.ProviderUrl)
+		}
+	}
+}
+
+// printDisputes prints a page of disputes, newest first, with where each
+// is answered at the provider.
+func printDisputes(w io.Writer, ds []client.ListedDispute) {
+	if len(ds) == 0 {
+		fmt.Fprintln(w, "no dispute")
+		return
+	}
+	table(w, "DISPUTE\tSTATUS\tAMOUNT\tREASON\tORDER\tOPENED\tEVIDENCE DUE\tCLOSED\tAT THE PROVIDER", func(tw io.Writer) {
+		for _, d := range ds {
+			fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Id, d.Status, d.Amount, d.Currency, d.Reason, d.OrderId,
+				adminStamp(d.OpenedAt), stampOr(d.EvidenceDueBy, "-"), stampOr(d.ClosedAt, "-"), deref(d.ProviderUrl))
+		}
+	})
+}
+
+// stampOr is t as the admin tables show times, or none when t is nil.
+func stampOr(t *time.Time, none string) string {
+	if t == nil {
+		return none
+	}
+	return adminStamp(*t)
 }
 
 // printStats prints the overview: a row per bucket, the totals, the money

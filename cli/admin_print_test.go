@@ -15,7 +15,9 @@ import (
 func TestPrintTimelineBooks(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	closed := at.Add(time.Hour)
+	due := at.Add(7 * 24 * time.Hour)
 	alice := "alice"
+	link := "https://dashboard.stripe.com/test/disputes/dp_1"
 	tl := client.Timeline{
 		Order: client.AdminOrder{Id: "ord-1", Status: "paid", Amount: "10.00", Currency: "USD", RefundedAmount: "3.00", CreatedAt: at,
 			Money: client.Books{Charged: "10.00", Refunded: "3.00", Disputed: "0.00", Lost: "7.00", Net: "0.00"}},
@@ -24,7 +26,8 @@ func TestPrintTimelineBooks(t *testing.T) {
 			{Id: "l2", Kind: "refund", Amount: "3.00", Currency: "USD", Source: "operator", Actor: &alice, ChargeId: "ch_1", Note: "damaged", CreatedAt: at},
 			{Id: "l3", Kind: "dispute_lost", Amount: "7.00", Currency: "USD", Source: "webhook", ChargeId: "ch_1", CreatedAt: closed},
 		},
-		Disputes: []client.Dispute{{Id: "dp_1", ChargeId: "ch_1", Status: "lost", Amount: "7.00", Currency: "USD", Reason: "fraudulent", OpenedAt: at, ClosedAt: &closed}},
+		Disputes: []client.Dispute{{Id: "dp_1", ChargeId: "ch_1", Status: "lost", Amount: "7.00", Currency: "USD", Reason: "fraudulent", OpenedAt: at, ClosedAt: &closed,
+			EvidenceDueBy: &due, ProviderUrl: &link}},
 		Timeline: []client.TimelineEntry{
 			{At: at, Kind: "ledger", Id: "l1", Summary: "charge 10.00 USD (pay_reply)"},
 			{At: at, Kind: "dispute", Id: "dp_1", Summary: "dispute of 7.00 USD: fraudulent"},
@@ -40,8 +43,9 @@ func TestPrintTimelineBooks(t *testing.T) {
 		`^l1\s+charge\s+10.00 USD\s+pay_reply\s+2026-11-30 12:00:00\s+ch_1\s*$`,
 		`^l2\s+refund\s+3.00 USD\s+operator \(alice\)\s+2026-11-30 12:00:00\s+ch_1\s+damaged$`,
 		`^l3\s+dispute_lost\s+7.00 USD\s+webhook\s+2026-11-30 13:00:00\s+ch_1`,
-		`^DISPUTE\s+STATUS\s+AMOUNT\s+REASON\s+CHARGE\s+OPENED\s+CLOSED`,
-		`^dp_1\s+lost\s+7.00 USD\s+fraudulent\s+ch_1\s+2026-11-30 12:00:00\s+2026-11-30 13:00:00$`,
+		`^DISPUTE\s+STATUS\s+AMOUNT\s+REASON\s+CHARGE\s+OPENED\s+EVIDENCE DUE\s+CLOSED`,
+		`^dp_1\s+lost\s+7.00 USD\s+fraudulent\s+ch_1\s+2026-11-30 12:00:00\s+2026-12-07 12:00:00\s+2026-11-30 13:00:00$`,
+		`^answer dp_1 at https://dashboard.stripe.com/test/disputes/dp_1$`,
 	)
 
 	out.Reset()
@@ -51,6 +55,29 @@ func TestPrintTimelineBooks(t *testing.T) {
 	if bytes.Contains(out.Bytes(), []byte("DISPUTE")) {
 		t.Errorf("an order without disputes printed a dispute table:\n%s", out.String())
 	}
+}
+
+// TestPrintDisputes: `payd admin disputes list` prints each dispute with
+// its order, when its evidence is due (- when the provider named no date)
+// and where to answer it; an empty page says so.
+func TestPrintDisputes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	due := at.Add(7 * 24 * time.Hour)
+	link := "http://127.0.0.1:8081/v1/disputes/dp_2"
+	var out bytes.Buffer
+	printDisputes(&out, []client.ListedDispute{
+		{Id: "dp_2", OrderId: "ord-2", ChargeId: "ch_2", Status: "open", Amount: "12.50", Currency: "USD", Reason: "fraudulent",
+			OpenedAt: at, EvidenceDueBy: &due, ProviderUrl: &link},
+		{Id: "dp_1", OrderId: "ord-1", ChargeId: "ch_1", Status: "open", Amount: "1500", Currency: "JPY", Reason: "general", OpenedAt: at},
+	})
+	wantLines(t, "disputes list", out.String(),
+		`^DISPUTE\s+STATUS\s+AMOUNT\s+REASON\s+ORDER\s+OPENED\s+EVIDENCE DUE\s+CLOSED\s+AT THE PROVIDER$`,
+		`^dp_2\s+open\s+12.50 USD\s+fraudulent\s+ord-2\s+2026-11-30 12:00:00\s+2026-12-07 12:00:00\s+-\s+http://127.0.0.1:8081/v1/disputes/dp_2$`,
+		`^dp_1\s+open\s+1500 JPY\s+general\s+ord-1\s+2026-11-30 12:00:00\s+-\s+-\s+-$`,
+	)
+	out.Reset()
+	printDisputes(&out, nil)
+	wantLines(t, "disputes list, none", out.String(), `^no dispute$`)
 }
 
 // wantLines fails unless out has a line matching each of wants.

@@ -42,6 +42,7 @@ var adminVerbs = map[string]func() adminVerb{
 	"reconcile list":        reconcileList,
 	"discrepancies list":    discrepanciesList,
 	"discrepancies resolve": discrepanciesResolve,
+	"disputes list":         disputesList,
 	"stats":                 adminStats,
 	"endpoints list":        endpointsList,
 	"endpoints create":      endpointsCreate,
@@ -367,6 +368,43 @@ func discrepanciesList() adminVerb {
 				return err
 			}
 			printDiscrepancies(a.out, page.Data)
+			printCursor(a.out, page.NextCursor)
+			return nil
+		},
+	}
+}
+
+func disputesList() adminVerb {
+	var status, cursor string
+	var limit int
+	return adminVerb{
+		usage: "[-status open|won|lost] [-limit N] [-cursor C]",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&status, "status", "open", strings.Join(names(domain.DisputeStatuses), ", ")+", or all")
+			fs.IntVar(&limit, "limit", 50, "disputes per page")
+			fs.StringVar(&cursor, "cursor", "", "the next page's cursor, printed under the table")
+		},
+		check: func([]string) error {
+			if err := checkChoice("status", status, append(names(domain.DisputeStatuses), "all")); err != nil {
+				return err
+			}
+			return checkPage(limit, cursor)
+		},
+		run: func(ctx context.Context, a *adminConn, _ []string) error {
+			p := client.ListDisputesParams{Limit: &limit}
+			if status != "all" {
+				st := client.ListDisputesParamsStatus(status)
+				p.Status = &st
+			}
+			if cursor != "" {
+				p.Cursor = &cursor
+			}
+			var page client.DisputePage
+			res, err := a.api.ListDisputes(ctx, &p)
+			if err := a.get(res, err, &page); err != nil || a.json {
+				return err
+			}
+			printDisputes(a.out, page.Data)
 			printCursor(a.out, page.NextCursor)
 			return nil
 		},

@@ -1420,11 +1420,17 @@ type Dispute struct {
 	// Example: USD
 	Currency Currency `json:"currency"`
 
+	// EvidenceDueBy When the provider wants the merchant's evidence (Stripe's `evidence_details.due_by`; the sandbox's is seven days after the dispute opened); null while the provider has named no date. A dispute left unanswered past it is lost.
+	EvidenceDueBy *time.Time `json:"evidence_due_by"`
+
 	// Id The provider's dispute ID: search and answer it at the provider.
 	Id string `json:"id"`
 
 	// OpenedAt RFC 3339 UTC.
 	OpenedAt Timestamp `json:"opened_at"`
+
+	// ProviderUrl Where an operator reads and answers the dispute at the provider: Stripe's dashboard (under /test/ for a test key), or the sandbox's record of it; null when payd knows no such place.
+	ProviderUrl *string `json:"provider_url"`
 
 	// Reason The provider's reason code, e.g. fraudulent.
 	Reason string        `json:"reason"`
@@ -1647,6 +1653,9 @@ type ListedDispute struct {
 	// Example: USD
 	Currency Currency `json:"currency"`
 
+	// EvidenceDueBy When the provider wants the merchant's evidence (Stripe's `evidence_details.due_by`; the sandbox's is seven days after the dispute opened); null while the provider has named no date. A dispute left unanswered past it is lost.
+	EvidenceDueBy *time.Time `json:"evidence_due_by"`
+
 	// Id The provider's dispute ID: search and answer it at the provider.
 	Id string `json:"id"`
 
@@ -1655,6 +1664,9 @@ type ListedDispute struct {
 
 	// OrderId The order whose charge is disputed.
 	OrderId string `json:"order_id"`
+
+	// ProviderUrl Where an operator reads and answers the dispute at the provider: Stripe's dashboard (under /test/ for a test key), or the sandbox's record of it; null when payd knows no such place.
+	ProviderUrl *string `json:"provider_url"`
 
 	// Reason The provider's reason code, e.g. fraudulent.
 	Reason string              `json:"reason"`

@@ -92,7 +92,10 @@ type Dispute struct {
 	Reason            string
 	OpenedAt          time.Time
 	ClosedAt          *time.Time
-	UpdatedAt         time.Time
+	// EvidenceDueBy is when the provider wants the merchant's evidence;
+	// nil while it has named no date.
+	EvidenceDueBy *time.Time
+	UpdatedAt     time.Time
 }
 
 // ProviderDispute is the provider's record of a dispute, in payd's terms.
@@ -109,6 +112,9 @@ type ProviderDispute struct {
 	Reason         string
 	CreatedAt      time.Time
 	ClosedAt       time.Time // zero while open
+	// EvidenceDueBy is when the provider wants the merchant's evidence
+	// (Stripe's evidence_details.due_by); zero when it names no date.
+	EvidenceDueBy time.Time
 }
 
 // ErrDisputeNotFound means there is no dispute under that ID: payd keeps

@@ -1,14 +1,16 @@
 package e2e
 
 import (
-	"github.com/payd/payd/client"
+	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/payd/payd/client"
 	"github.com/payd/payd/domain"
 )
 
@@ -145,7 +147,9 @@ func TestAdminOrderDispute(t *testing.T) {
 		out := s.mustCLI("orders", "show", order)
 		wantLines(t, "orders show", out, `^money\s+charged 10.00  refunded 0.00  disputed 0.00  lost 10.00  net 0.00 USD$`,
 			`\s+dispute_opened\s+10.00 USD\s`, `\s+dispute_lost\s+10.00 USD\s`,
-			`^`+dispute+`\s+lost\s+10.00 USD\s+fraudulent\s+ch_\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`,
+			// opened, evidence due, closed
+			`^`+dispute+`\s+lost\s+10.00 USD\s+fraudulent\s+ch_\S+(\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d){3}$`,
+			`^answer `+dispute+` at http://\S+/v1/disputes/`+dispute+`$`,
 			`dispute\s+lost\s+dispute of 10.00 USD: fraudulent\s+`+dispute+`$`)
 	})
 }
@@ -181,6 +185,31 @@ func TestAdminDisputesList(t *testing.T) {
 			newest.Currency != "USD" || newest.Reason != "fraudulent" || !strings.HasPrefix(newest.ChargeId, "ch_") || all.Data[1].OrderID != first {
 			t.Fatalf("disputes = %+v, want the second order's open dispute of 12.50 first", all.Data)
 		}
+		// The evidence is due seven days after the sandbox opened the
+		// dispute, and its link is the sandbox's own record of it.
+		if newest.EvidenceDueBy == nil || !newest.EvidenceDueBy.Equal(newest.OpenedAt.Add(7*24*time.Hour)) {
+			t.Errorf("evidence_due_by = %v, want 7 days after opened_at %v", newest.EvidenceDueBy, newest.OpenedAt)
+		}
+		if newest.ProviderUrl == nil {
+			t.Fatal("provider_url = null, want the sandbox's record of the dispute")
+		}
+		resp, err := http.Get(*newest.ProviderUrl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var atProvider struct {
+			ID            string `json:"id"`
+			EvidenceDueBy string `json:"evidence_due_by"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&atProvider)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || atProvider.ID != newest.Id {
+			t.Errorf("GET provider_url %s = %d %+v (%v), want the sandbox's dispute %s", *newest.ProviderUrl, resp.StatusCode, atProvider, err, newest.Id)
+		}
+		// payd admin disputes list shows the open ones with the same date
+		// and link; -status all shows both.
+		wantLines(t, "disputes list", s.mustCLI("disputes", "list"),
+			`^`+newest.Id+`\s+open\s+12.50 USD\s+fraudulent\s+`+second+`\s+\S+ \S+\s+`+newest.EvidenceDueBy.Format("2006-01-02 15:04:05")+`\s+-\s+`+regexp.QuoteMeta(*newest.ProviderUrl)+`$`)
 		if _, err := s.sandbox.CloseDispute(t.Context(), all.Data[1].Id, domain.DisputeWon); err != nil {
 			t.Fatal(err)
 		}
@@ -195,6 +224,10 @@ func TestAdminDisputesList(t *testing.T) {
 		next := decode[page](t, s.admin("GET", "/v1/admin/disputes?limit=1&cursor="+*onePage.NextCursor, "", nil))
 		if len(next.Data) != 1 || next.Data[0].OrderID != first || next.Data[0].Status != "won" || next.NextCursor != nil {
 			t.Errorf("the second page = %+v, want the first order's won dispute, and no further page", next)
+		}
+		wantLines(t, "disputes list -status won", s.mustCLI("disputes", "list", "-status", "won"), `^`+all.Data[1].Id+`\s+won\s+10.00 USD\s+`)
+		if got := s.mustCLI("disputes", "list", "-status", "all"); !strings.Contains(got, all.Data[0].Id) || !strings.Contains(got, all.Data[1].Id) {
+			t.Errorf("disputes list -status all:\n%s\nwant both disputes", got)
 		}
 		if r := s.do(request{method: "GET", path: "/v1/admin/disputes?status=pending", token: testAdminToken}); r.Status != http.StatusBadRequest ||
 			!strings.Contains(string(r.Body), "open, won, lost") {

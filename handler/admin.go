@@ -57,6 +57,7 @@ type Admin struct {
 	// ParseSettlement); a bad line is a *domain.SettlementError.
 	Settlements SettlementParser
 	Endpoints   EndpointAdmin // the merchant's endpoints (admin_endpoints.go)
+	Links       ProviderLinks // optional: where disputes are answered at the provider
 	Log         *slog.Logger  // where a lost audit entry is reported
 }
 
@@ -127,7 +128,7 @@ func (h *Admin) order(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toTimelineJSON(t))
+	return writeJSON(c, http.StatusOK, toTimelineJSON(t, h.Links))
 }
 
 type refundRequest struct {

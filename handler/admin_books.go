@@ -67,12 +67,38 @@ type disputeJSON struct {
 	Reason   string  `json:"reason"`
 	OpenedAt string  `json:"opened_at"`
 	ClosedAt *string `json:"closed_at"`
+	// EvidenceDueBy is when the provider wants the merchant's evidence;
+	// null while it has named no date.
+	EvidenceDueBy *string `json:"evidence_due_by"`
+	// ProviderURL is where an operator reads and answers the dispute at
+	// the provider (Stripe's dashboard, the sandbox's record); null when
+	// payd knows no such place.
+	ProviderURL *string `json:"provider_url"`
 }
 
-func toDisputeJSON(d domain.Dispute) disputeJSON {
+func toDisputeJSON(d domain.Dispute, links ProviderLinks) disputeJSON {
 	return disputeJSON{ID: d.ProviderDisputeID, ChargeID: d.ChargeID, Status: string(d.Status),
 		Amount: domain.FormatAmount(d.Amount, d.Currency), Currency: string(d.Currency), Reason: d.Reason,
-		OpenedAt: stamp(d.OpenedAt), ClosedAt: stampPtr(d.ClosedAt)}
+		OpenedAt: stamp(d.OpenedAt), ClosedAt: stampPtr(d.ClosedAt), EvidenceDueBy: stampPtr(d.EvidenceDueBy),
+		ProviderURL: disputeURL(links, d.ProviderDisputeID)}
+}
+
+// ProviderLinks names where an operator reads the provider's own record
+// of a dispute: Stripe's dashboard, or the sandbox's API. The provider
+// adapters implement it; "" is no such place.
+type ProviderLinks interface {
+	DisputeURL(id string) string
+}
+
+// disputeURL is links' place for dispute id, nil when there is none.
+func disputeURL(links ProviderLinks, id string) *string {
+	if links == nil {
+		return nil
+	}
+	if u := links.DisputeURL(id); u != "" {
+		return &u
+	}
+	return nil
 }
 
 func disputeReason(reason string) string {

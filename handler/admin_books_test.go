@@ -27,10 +27,17 @@ func booksTimeline() service.Timeline {
 		{ID: "l3", OrderID: o.ID, Kind: domain.LedgerDisputeOpened, Reference: domain.DisputeReference("dp_1", domain.LedgerDisputeOpened), ChargeID: "ch_1",
 			Amount: decimal.RequireFromString("7"), Currency: usd, Source: domain.SourceWebhook, CreatedAt: at.Add(4 * time.Second)},
 	}
+	due := at.Add(7 * 24 * time.Hour)
 	return service.Timeline{Order: o, Ledger: ledger, Money: domain.Summarize(usd, ledger),
 		Disputes: []domain.Dispute{{ID: "d1", ProviderDisputeID: "dp_1", OrderID: o.ID, ChargeID: "ch_1", Status: domain.DisputeOpen,
-			Amount: decimal.RequireFromString("7"), Currency: usd, Reason: "fraudulent", OpenedAt: at.Add(3 * time.Second), UpdatedAt: at}}}
+			Amount: decimal.RequireFromString("7"), Currency: usd, Reason: "fraudulent", OpenedAt: at.Add(3 * time.Second),
+			EvidenceDueBy: &due, UpdatedAt: at}}}
 }
+
+// dashboard links a dispute as a provider's dashboard would.
+type dashboard struct{}
+
+func (dashboard) DisputeURL(id string) string { return "https://dashboard.example/disputes/" + id }
 
 // TestTimelineRendersBooks: the admin order detail carries the money
 // summary on the order, the ledger and the disputes, each entry also on
@@ -43,7 +50,7 @@ func TestTimelineRendersBooks(t *testing.T) {
 		t.Fatal("openapi.yaml has no Timeline schema")
 	}
 	render := func(tl service.Timeline) (map[string]any, []byte) {
-		b, err := json.Marshal(toTimelineJSON(tl))
+		b, err := json.Marshal(toTimelineJSON(tl, dashboard{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,9 +88,29 @@ func TestTimelineRendersBooks(t *testing.T) {
 	}
 	disputes, _ := v["disputes"].([]any)
 	wantDispute := map[string]any{"id": "dp_1", "charge_id": "ch_1", "status": "open", "amount": "7.00", "currency": "USD",
-		"reason": "fraudulent", "opened_at": "2026-11-30T12:00:03.000000Z", "closed_at": nil}
+		"reason": "fraudulent", "opened_at": "2026-11-30T12:00:03.000000Z", "closed_at": nil,
+		"evidence_due_by": "2026-12-07T12:00:00.000000Z", "provider_url": "https://dashboard.example/disputes/dp_1"}
 	if len(disputes) != 1 || !sameJSON(disputes[0].(map[string]any), wantDispute) {
 		t.Errorf("disputes = %v, want [%v]", disputes, wantDispute)
+	}
+	// Without a provider that links its records, and without a date, both
+	// are null (and still valid against the schema).
+	bare := booksTimeline()
+	bare.Disputes[0].EvidenceDueBy = nil
+	b, err := json.Marshal(toTimelineJSON(bare, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nulls struct {
+		Disputes []map[string]any `json:"disputes"`
+	}
+	if err := json.Unmarshal(b, &nulls); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"evidence_due_by", "provider_url"} {
+		if v, ok := nulls.Disputes[0][k]; !ok || v != nil {
+			t.Errorf("no links, no date: %s = %v (present %v), want null", k, v, ok)
+		}
 	}
 	var kinds []string
 	for _, e := range v["timeline"].([]any) {

@@ -203,7 +203,7 @@ func toOutboxEventJSON(e domain.OutboxEvent) outboxEventJSON {
 
 // toTimelineJSON renders the order's story: each kind of record in its own
 // list, and all of them merged in time order.
-func toTimelineJSON(t service.Timeline) timelineJSON {
+func toTimelineJSON(t service.Timeline, links ProviderLinks) timelineJSON {
 	out := timelineJSON{Order: adminOrderJSON{orderJSON: toOrderJSON(t.Order), Money: toBooksJSON(t.Money, t.Order.Currency)},
 		Attempts: []attemptJSON{}, WebhookEvents: []webhookEventJSON{}, Refunds: []refundJSON{}, Discrepancies: []discrepancyJSON{},
 		Audit: []auditJSON{}, Ledger: []ledgerEntryJSON{}, Disputes: []disputeJSON{}, Events: []outboxEventJSON{}}
@@ -242,7 +242,7 @@ func toTimelineJSON(t service.Timeline) timelineJSON {
 		add(e.CreatedAt, "ledger", e.ID, ledgerSummary(j))
 	}
 	for _, d := range t.Disputes {
-		j := toDisputeJSON(d)
+		j := toDisputeJSON(d, links)
 		out.Disputes = append(out.Disputes, j)
 		add(d.OpenedAt, "dispute", j.ID, "dispute of "+j.Amount+" "+j.Currency+disputeReason(j.Reason))
 	}

@@ -121,7 +121,7 @@ func (h *Admin) disputes(c echo.Context) error {
 	}
 	out := disputePageJSON{Data: make([]listedDisputeJSON, len(page.Disputes)), NextCursor: strPtr(page.NextCursor)}
 	for i, d := range page.Disputes {
-		out.Data[i] = listedDisputeJSON{toDisputeJSON(d), d.OrderID}
+		out.Data[i] = listedDisputeJSON{toDisputeJSON(d, h.Links), d.OrderID}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

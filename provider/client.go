@@ -215,6 +215,15 @@ func (c *Client) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.
 	return refunds, nil
 }
 
+// DisputeURL is where an operator reads the sandbox's record of dispute
+// id: its API, which asks for no key. "" when the base URL is bad.
+func (c *Client) DisputeURL(id string) string {
+	if c.err != nil || id == "" {
+		return ""
+	}
+	return c.base + "/v1/disputes/" + url.PathEscape(id)
+}
+
 // ListDisputes returns every dispute opened in [from, to), oldest first,
 // as it stands now (open, won or lost).
 func (c *Client) ListDisputes(ctx context.Context, from, to time.Time) ([]domain.ProviderDispute, error) {

@@ -70,6 +70,7 @@ type disputeDTO struct {
 	Reason         string  `json:"reason"`
 	CreatedAt      string  `json:"created_at"`
 	ClosedAt       *string `json:"closed_at"`
+	EvidenceDueBy  string  `json:"evidence_due_by"` // absent: no date named
 }
 
 type disputeListDTO struct {
@@ -198,10 +199,17 @@ func (d disputeDTO) toDispute() (domain.ProviderDispute, error) {
 		}
 		closed = closed.UTC()
 	}
+	var due time.Time
+	if d.EvidenceDueBy != "" {
+		if due, err = time.Parse(time.RFC3339Nano, d.EvidenceDueBy); err != nil {
+			return domain.ProviderDispute{}, fmt.Errorf("dispute evidence_due_by: %w", err)
+		}
+		due = due.UTC()
+	}
 	return domain.ProviderDispute{
 		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, Status: status, Reason: d.Reason,
-		CreatedAt: created.UTC(), ClosedAt: closed,
+		CreatedAt: created.UTC(), ClosedAt: closed, EvidenceDueBy: due,
 	}, nil
 }
 

@@ -21,6 +21,7 @@ type disputeRow struct {
 	Reason            string   `gorm:"column:reason"`
 	OpenedAt          utcTime  `gorm:"column:opened_at"`
 	ClosedAt          *utcTime `gorm:"column:closed_at"`
+	EvidenceDueAt     *utcTime `gorm:"column:evidence_due_at"`
 	UpdatedAt         utcTime  `gorm:"column:updated_at"`
 }
 
@@ -45,7 +46,7 @@ func disputeFromDomain(d domain.Dispute) (disputeRow, error) {
 	return disputeRow{
 		ID: d.ID, ProviderDisputeID: d.ProviderDisputeID, OrderID: d.OrderID, ChargeID: d.ChargeID,
 		Status: string(domain.DisputeOpen), Currency: string(d.Currency), AmountMinor: amount, Reason: d.Reason,
-		OpenedAt: ts(d.OpenedAt), UpdatedAt: ts(d.OpenedAt),
+		OpenedAt: ts(d.OpenedAt), EvidenceDueAt: tsPtr(d.EvidenceDueBy), UpdatedAt: ts(d.OpenedAt),
 	}, nil
 }
 
@@ -54,7 +55,8 @@ func (r disputeRow) toDomain() domain.Dispute {
 	return domain.Dispute{
 		ID: r.ID, ProviderDisputeID: r.ProviderDisputeID, OrderID: r.OrderID, ChargeID: r.ChargeID,
 		Status: domain.DisputeStatus(r.Status), Amount: domain.FromMinorUnits(r.AmountMinor, c), Currency: c,
-		Reason: r.Reason, OpenedAt: r.OpenedAt.time(), ClosedAt: timePtr(r.ClosedAt), UpdatedAt: r.UpdatedAt.time(),
+		Reason: r.Reason, OpenedAt: r.OpenedAt.time(), ClosedAt: timePtr(r.ClosedAt),
+		EvidenceDueBy: timePtr(r.EvidenceDueAt), UpdatedAt: r.UpdatedAt.time(),
 	}
 }
 
@@ -71,8 +73,8 @@ func NewDisputeStore(db *DB) *DisputeStore { return &DisputeStore{db: db} }
 // provider ID fails it, alone (the statement is undone, a caller's
 // transaction stands), and Open returns the stored dispute.
 const insertDispute = `INSERT INTO disputes (id, provider_dispute_id, order_id, charge_id, status, currency,
-	amount_minor, reason, opened_at, closed_at, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	amount_minor, reason, opened_at, closed_at, evidence_due_at, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Open stores d, open whatever d.Status says, unless a dispute with its
 // ProviderDisputeID is stored already. It returns the stored dispute and
@@ -83,7 +85,7 @@ func (s *DisputeStore) Open(ctx context.Context, d domain.Dispute) (domain.Dispu
 		return domain.Dispute{}, false, fmt.Errorf("open dispute %s: %w", d.ProviderDisputeID, err)
 	}
 	_, err = s.db.exec(ctx, insertDispute, row.ID, row.ProviderDisputeID, row.OrderID, row.ChargeID, row.Status,
-		row.Currency, row.AmountMinor, row.Reason, row.OpenedAt, row.ClosedAt, row.UpdatedAt)
+		row.Currency, row.AmountMinor, row.Reason, row.OpenedAt, row.ClosedAt, row.EvidenceDueAt, row.UpdatedAt)
 	if err == nil {
 		return row.toDomain(), true, nil
 	}
@@ -119,6 +121,17 @@ func (s *DisputeStore) Close(ctx context.Context, id string, e domain.DisputeEve
 		return false, fmt.Errorf("close dispute %s: unknown event %q", id, e)
 	}
 	return s.db.guarded(ctx, act{"close dispute", id}, query, ts(now), ts(now), id)
+}
+
+// SetEvidenceDue records due as when the provider wants dispute id's
+// evidence, and reports whether that changed it: the provider names the
+// date after the dispute opened, or moves it. Repeating it changes
+// nothing.
+func (s *DisputeStore) SetEvidenceDue(ctx context.Context, id string, due, now time.Time) (bool, error) {
+	return s.db.guarded(ctx, act{"set dispute evidence due date", id},
+		`UPDATE disputes SET evidence_due_at = ?, updated_at = ?
+		WHERE id = ? AND (evidence_due_at IS NULL OR evidence_due_at <> ?)`,
+		ts(due), ts(now), id, ts(due))
 }
 
 // closeDispute is Close's statement for each event of domain's dispute

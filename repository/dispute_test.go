@@ -89,6 +89,51 @@ func TestDisputeOpen(t *testing.T) {
 	})
 }
 
+// TestDisputeEvidenceDue: a dispute opens with the provider's evidence
+// date or none; SetEvidenceDue fills it in or moves it, reports a change
+// only when the date differs, and touches no other dispute.
+func TestDisputeEvidenceDue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewDisputeStore(db)
+		ctx := t.Context()
+		due := t0.Add(7*24*time.Hour + 1500*time.Microsecond)
+
+		dated := newDispute(newID(), "ch_dated")
+		dated.EvidenceDueBy = &due
+		openDispute(t, s, dated)
+		if g := findDispute(t, s, dated.ProviderDisputeID); g.EvidenceDueBy == nil || !g.EvidenceDueBy.Equal(due) {
+			t.Errorf("opened with a date: evidence due %v, want %v", g.EvidenceDueBy, due)
+		}
+
+		undated := openDispute(t, s, newDispute(newID(), "ch_undated"))
+		if g := findDispute(t, s, undated.ProviderDisputeID); g.EvidenceDueBy != nil {
+			t.Errorf("opened without a date: evidence due %v, want none", g.EvidenceDueBy)
+		}
+		later := t0.Add(time.Hour)
+		for i, want := range []bool{true, false} {
+			changed, err := s.SetEvidenceDue(ctx, undated.ID, due, later)
+			if err != nil || changed != want {
+				t.Errorf("SetEvidenceDue #%d = %v, %v, want %v", i+1, changed, err, want)
+			}
+		}
+		g := findDispute(t, s, undated.ProviderDisputeID)
+		if g.EvidenceDueBy == nil || !g.EvidenceDueBy.Equal(due) || !g.UpdatedAt.Equal(later) {
+			t.Errorf("after SetEvidenceDue: due %v, updated %v, want %v and %v", g.EvidenceDueBy, g.UpdatedAt, due, later)
+		}
+		moved := due.Add(48 * time.Hour)
+		if changed, err := s.SetEvidenceDue(ctx, undated.ID, moved, later); err != nil || !changed {
+			t.Errorf("SetEvidenceDue(moved) = %v, %v, want a change", changed, err)
+		}
+		if g := findDispute(t, s, undated.ProviderDisputeID); g.EvidenceDueBy == nil || !g.EvidenceDueBy.Equal(moved) {
+			t.Errorf("moved: evidence due %v, want %v", g.EvidenceDueBy, moved)
+		}
+		if g := findDispute(t, s, dated.ProviderDisputeID); g.EvidenceDueBy == nil || !g.EvidenceDueBy.Equal(due) {
+			t.Errorf("the other dispute's evidence due %v, want it left at %v", g.EvidenceDueBy, due)
+		}
+	})
+}
+
 // TestDisputeOpenRace: the provider's event, its retry and a
 // reconciliation run open one dispute at once; exactly one opens it and
 // all get the same stored dispute.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -13,6 +14,14 @@ import (
 
 // disputeReason is the reason of every dispute the sandbox opens.
 const disputeReason = "fraudulent"
+
+// evidenceWindow is how long after a dispute opens the sandbox wants the
+// merchant's evidence, as a card network's deadline does (Stripe names a
+// date one to three weeks out).
+const evidenceWindow = 7 * 24 * time.Hour
+
+// evidenceDue is when the sandbox wants the merchant's evidence of d.
+func (d disputeRow) evidenceDue() time.Time { return d.CreatedAt.Add(evidenceWindow) }
 
 var (
 	errDisputeNotFound = &apiError{status: http.StatusNotFound, code: "dispute_not_found", msg: "no such dispute"}

@@ -25,7 +25,8 @@
 //	GET  /v1/refunds?from=&to=  → 200 {"data":[refund...]} created in [from, to), oldest first
 //	GET  /v1/disputes?from=&to= → 200 {"data":[dispute...]} opened in [from, to), oldest first:
 //	                              {id, charge_id, idempotency_key (the charge's), order_id, amount,
-//	                               currency, status (open|won|lost), reason, created_at, closed_at (null while open)}
+//	                               currency, status (open|won|lost), reason, created_at, closed_at (null while open),
+//	                               evidence_due_by (seven days after created_at)}
 //	GET  /v1/disputes/{id}      → 200 the dispute as the list gives it, or 404 dispute_not_found
 //	POST /v1/disputes/{id}/close {"status":"won"|"lost"} → 200 the dispute
 //	GET  /v1/settlements/{YYYY-MM-DD}.csv

@@ -241,6 +241,6 @@ func (d disputeRow) toDispute() domain.ProviderDispute {
 		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.ChargeKey, OrderID: d.OrderID,
 		Amount: domain.FromMinorUnits(d.AmountMinor, domain.Currency(d.Currency)), Currency: d.Currency,
 		Status: domain.DisputeStatus(d.Status), Reason: d.Reason,
-		CreatedAt: d.CreatedAt.Time, ClosedAt: d.ClosedAt.Time,
+		CreatedAt: d.CreatedAt.Time, ClosedAt: d.ClosedAt.Time, EvidenceDueBy: d.evidenceDue(),
 	}
 }

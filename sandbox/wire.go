@@ -75,7 +75,8 @@ type disputeJSON struct {
 	Status         string  `json:"status"` // open, won or lost
 	Reason         string  `json:"reason"`
 	CreatedAt      string  `json:"created_at"`
-	ClosedAt       *string `json:"closed_at"` // null while open
+	ClosedAt       *string `json:"closed_at"`       // null while open
+	EvidenceDueBy  string  `json:"evidence_due_by"` // when the merchant's evidence is due
 }
 
 type disputeListJSON struct {
@@ -128,6 +129,7 @@ func (d disputeRow) toJSON() disputeJSON {
 		ID: d.ID, ChargeID: d.ChargeID, IdempotencyKey: d.ChargeKey, OrderID: d.OrderID,
 		Amount: money(d.AmountMinor, d.Currency), Currency: d.Currency,
 		Status: d.Status, Reason: d.Reason, CreatedAt: formatTime(d.CreatedAt.Time),
+		EvidenceDueBy: formatTime(d.evidenceDue()),
 	}
 	if !d.ClosedAt.IsZero() {
 		closed := formatTime(d.ClosedAt.Time)

@@ -87,3 +87,49 @@ func TestResolveRefundAfterLostDisputeSaysLost(t *testing.T) {
 		}
 	})
 }
+
+// TestDisputeFollowsEvidenceDate: a dispute opens with the provider's
+// evidence date, or none when it names none; a later report that names or
+// moves the date moves payd's record with it, and a report without one
+// leaves the date payd has.
+func TestDisputeFollowsEvidenceDate(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.paidOrder(t, cust, "10.00")
+		ch := w.charges(t, o.ID)[0]
+		w.dispute(ch.ID, "10.00")
+		pd := domain.ProviderDispute{ID: "dp_due_" + o.ID[:8], ChargeID: ch.ID, Amount: money("10.00"), Currency: "EUR",
+			Status: domain.DisputeOpen, Reason: "fraudulent", CreatedAt: w.clock.Now().Add(-time.Minute)}
+		dueOf := func() *time.Time {
+			t.Helper()
+			_, _, _, disputes := w.books(t, o.ID)
+			if len(disputes) != 1 {
+				t.Fatalf("disputes = %+v, want one", disputes)
+			}
+			return disputes[0].EvidenceDueBy
+		}
+		week := w.clock.Now().Add(7 * 24 * time.Hour).Truncate(time.Second)
+		later := week.Add(48 * time.Hour)
+		steps := []struct {
+			name string
+			due  time.Time // zero: the report names no date
+			want time.Time // zero: none stored
+		}{
+			{"opened without a date", time.Time{}, time.Time{}},
+			{"the date named", week, week},
+			{"reported again without one", time.Time{}, week},
+			{"the date moved", later, later},
+		}
+		for _, st := range steps {
+			pd.EvidenceDueBy = st.due
+			if _, err := w.disputes.Sync(ctx, pd, domain.SourceReconciliation); err != nil {
+				t.Fatalf("%s: Sync = %v", st.name, err)
+			}
+			got := dueOf()
+			if st.want.IsZero() != (got == nil) || (got != nil && !got.Equal(st.want.UTC())) {
+				t.Errorf("%s: evidence due %v, want %v", st.name, got, st.want)
+			}
+		}
+	})
+}

@@ -132,10 +132,18 @@ func (s *Disputes) Sync(ctx context.Context, pd domain.ProviderDispute, src doma
 		var err error
 		stored, isNew, err = s.Store.Open(ctx, domain.Dispute{
 			ID: newID(), ProviderDisputeID: pd.ID, OrderID: orderID, ChargeID: pd.ChargeID, Status: domain.DisputeOpen,
-			Amount: pd.Amount, Currency: cur, Reason: truncate(pd.Reason, 64), OpenedAt: opened.UTC(), UpdatedAt: now,
+			Amount: pd.Amount, Currency: cur, Reason: truncate(pd.Reason, 64), OpenedAt: opened.UTC(),
+			EvidenceDueBy: evidenceDue(pd), UpdatedAt: now,
 		})
 		if err != nil {
 			return err
+		}
+		if due := evidenceDue(pd); !isNew && due != nil && (stored.EvidenceDueBy == nil || !stored.EvidenceDueBy.Equal(*due)) {
+			// The provider named its date after payd opened the dispute,
+			// or moved it: the operators' view follows the provider.
+			if _, err := s.Store.SetEvidenceDue(ctx, stored.ID, *due, now); err != nil {
+				return err
+			}
 		}
 		if isNew {
 			// The operator's to-do, in the dispute's own transaction: a
@@ -307,6 +315,16 @@ func (s *Disputes) unconfirmed(ctx context.Context, ev domain.ProviderEvent, pd 
 		observing(s.Observer).DiscrepancyRecorded(ctx, stored)
 	}
 	return OutcomeDiscrepancy, nil
+}
+
+// evidenceDue is when the provider wants pd's evidence, nil when it named
+// no date.
+func evidenceDue(pd domain.ProviderDispute) *time.Time {
+	if pd.EvidenceDueBy.IsZero() {
+		return nil
+	}
+	due := pd.EvidenceDueBy.UTC()
+	return &due
 }
 
 // unreadable records a dispute event payd cannot book.

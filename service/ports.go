@@ -264,6 +264,9 @@ type DisputeStore interface {
 	// Close moves dispute id by e (open → won or lost); it reports whether
 	// a row changed.
 	Close(ctx context.Context, id string, e domain.DisputeEvent, now time.Time) (bool, error)
+	// SetEvidenceDue records when the provider wants dispute id's
+	// evidence; it reports whether that changed the row.
+	SetEvidenceDue(ctx context.Context, id string, due, now time.Time) (bool, error)
 	// ListByOrder returns an order's disputes, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Dispute, error)
 	// OpenForCharge reports whether the provider's charge chargeID has a

@@ -363,7 +363,11 @@ func (f *Fake) OpenDispute(piID string, o DisputeOptions) string {
 	d := map[string]any{"id": f.id("dp"), "object": "dispute", "amount": amount, "currency": pi["currency"],
 		"charge": pi["latest_charge"], "payment_intent": piID, "reason": reason, "status": status,
 		"balance_transactions": []any{}, "is_charge_refundable": false, "created": f.now().Unix(), "livemode": false,
-		"metadata": map[string]any{}}
+		"metadata": map[string]any{},
+		// Stripe wants the merchant's evidence by a date the network sets;
+		// the fake's is a week after the dispute opened.
+		"evidence_details": map[string]any{"due_by": f.now().Add(7 * 24 * time.Hour).Unix(), "has_evidence": false,
+			"past_due": false, "submission_count": 0}}
 	f.disputes[d["id"].(string)] = d
 	f.emit("charge.dispute.created", d)
 	if !o.Inquiry {

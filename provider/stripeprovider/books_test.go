@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/stripefake"
+	"github.com/payd/payd/provider/stripeprovider"
 )
 
 // paid charges a new attempt with pm_card_visa and returns its PaymentIntent.
@@ -215,6 +217,31 @@ func TestListDisputes(t *testing.T) {
 		}
 		if closed := !d.ClosedAt.IsZero(); closed != (w.status != domain.DisputeOpen) {
 			t.Errorf("dispute %d closed at %v, status %s", i, d.ClosedAt, d.Status)
+		}
+		if due := d.CreatedAt.Add(7 * 24 * time.Hour); !d.EvidenceDueBy.Equal(due) {
+			t.Errorf("dispute %d: evidence due %v, want evidence_details.due_by %v", i, d.EvidenceDueBy, due)
+		}
+	}
+}
+
+// DisputeURL is the dispute in Stripe's dashboard, under /test/ for a
+// test-mode key (secret or restricted) and at the root for a live one.
+func TestDisputeURL(t *testing.T) {
+	for key, want := range map[string]string{
+		"sk_test_abc": "https://dashboard.stripe.com/test/disputes/dp_1",
+		"rk_test_abc": "https://dashboard.stripe.com/test/disputes/dp_1",
+		"sk_live_abc": "https://dashboard.stripe.com/disputes/dp_1",
+		"rk_live_abc": "https://dashboard.stripe.com/disputes/dp_1",
+	} {
+		c, err := stripeprovider.New(stripeprovider.Config{SecretKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.DisputeURL("dp_1"); got != want {
+			t.Errorf("key %s…: DisputeURL = %q, want %q", key[:8], got, want)
+		}
+		if got := c.DisputeURL("dp/../x"); got != strings.TrimSuffix(want, "dp_1")+"dp%2F..%2Fx" {
+			t.Errorf("key %s…: DisputeURL(with a slash) = %q, want it escaped", key[:8], got)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ type Client struct {
 	timeout time.Duration
 	now     func() time.Time
 	skipped func(id, reason string)
+	// dashboard is the root of Stripe's dashboard for the key's mode:
+	// a test key's records are under /test/.
+	dashboard string
 }
 
 // New returns a Stripe client. A missing key is an error: nothing could be sent.
@@ -83,10 +87,11 @@ func New(cfg Config) (*Client, error) {
 		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
 	}
 	c := &Client{
-		sc:      stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc))),
-		timeout: cfg.Timeout,
-		now:     cfg.Now,
-		skipped: cfg.Skipped,
+		sc:        stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc))),
+		timeout:   cfg.Timeout,
+		now:       cfg.Now,
+		skipped:   cfg.Skipped,
+		dashboard: dashboardRoot(cfg.SecretKey),
 	}
 	if c.timeout <= 0 {
 		c.timeout = domain.DefaultProviderTimeout
@@ -95,6 +100,23 @@ func New(cfg Config) (*Client, error) {
 		c.now = func() time.Time { return time.Now().UTC() }
 	}
 	return c, nil
+}
+
+// dashboardRoot is Stripe's dashboard for key's mode.
+func dashboardRoot(key string) string {
+	if strings.HasPrefix(key, "sk_test_") || strings.HasPrefix(key, "rk_test_") {
+		return "https://dashboard.stripe.com/test/"
+	}
+	return "https://dashboard.stripe.com/"
+}
+
+// DisputeURL is where an operator reads and answers dispute id in
+// Stripe's dashboard.
+func (c *Client) DisputeURL(id string) string {
+	if id == "" {
+		return ""
+	}
+	return c.dashboard + "disputes/" + url.PathEscape(id)
 }
 
 // Charge creates and confirms a PaymentIntent for req under

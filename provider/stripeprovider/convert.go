@@ -213,6 +213,9 @@ func toDispute(d *stripe.Dispute, now time.Time) (domain.ProviderDispute, error)
 	if out.Status != domain.DisputeOpen {
 		out.ClosedAt = now.UTC()
 	}
+	if d.EvidenceDetails != nil && d.EvidenceDetails.DueBy > 0 {
+		out.EvidenceDueBy = time.Unix(d.EvidenceDetails.DueBy, 0).UTC()
+	}
 	return out, nil
 }
 
