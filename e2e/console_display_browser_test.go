@@ -109,7 +109,7 @@ func TestConsoleNavigation(t *testing.T) {
 	b := consoleFor(t, s, p, 1280, true)
 
 	nav := b.nav()
-	want := []string{"overview", "orders", "reconcile", "order order-none", "discrepancies", "endpoints", "catalogue"}
+	want := []string{"overview", "orders", "reconcile", "order order-none", "discrepancies", "disputes-section", "endpoints", "catalogue"}
 	if strings.Join(nav.Links, " ") != strings.Join(want, " ") {
 		t.Fatalf("the section bar leads to %v, want %v", nav.Links, want)
 	}

@@ -29,6 +29,7 @@ func TestConsoleServesPageAndAssets(t *testing.T) {
 		{"/admin/order.js", "text/javascript; charset=utf-8", "refundIntent"},
 		{"/admin/dom.js", "text/javascript; charset=utf-8", "textContent"},
 		{"/admin/catalogue.js", "text/javascript; charset=utf-8", "/v1/admin/products"},
+		{"/admin/disputes.js", "text/javascript; charset=utf-8", "/v1/admin/disputes"},
 		{"/admin/style.css", "text/css; charset=utf-8", ".timeline"},
 	}
 	for _, tt := range tests {

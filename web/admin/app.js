@@ -1,8 +1,9 @@
 // app.js: the operators' console. It signs in with an operator token, then
 // works only through payd's admin API (/v1/admin/...): an overview of how
 // payments are going (overview.js), orders on the left and the open one on
-// the right (order.js), discrepancies with resolve buttons,
-// reconciliations, the shop's endpoints with their health (endpoints.js),
+// the right (order.js), discrepancies with resolve buttons, customers'
+// disputes with when their evidence is due and where to answer them
+// (disputes.js), reconciliations, the shop's endpoints with their health (endpoints.js),
 // added, paused, rotated and deleted from the page (manage.js), and its catalogue
 // (catalogue.js, read-only), with a bar that leads to each (nav.js). Every
 // time it shows or takes reads "2026-12-03 12:33:03 UTC" (times.js), and
@@ -20,7 +21,8 @@ import { initOrder, openOrder, closeOrder, shownOrder } from './order.js';
 import { every } from './live.js';
 import { loadEndpoints } from './endpoints.js';
 import { loadCatalogue } from './catalogue.js';
-import { initNav } from './nav.js';
+import { initDisputes, loadDisputes, showOpenDisputes } from './disputes.js';
+import { initNav, showSection } from './nav.js';
 import { timeField, timeValue, setTime } from './times.js';
 
 const app = $('app');
@@ -94,7 +96,7 @@ async function signIn(token) {
   }
   $('sign-in-error').textContent = '';
   setState('ready');
-  await Promise.all([refreshOverview(), loadDiscrepancies(), loadRuns(), searchOrders(), loadEndpoints(), loadCatalogue()]);
+  await Promise.all([refreshOverview(), loadDiscrepancies(), loadDisputes(), loadRuns(), searchOrders(), loadEndpoints(), loadCatalogue()]);
 }
 
 function signOut() {
@@ -188,7 +190,7 @@ function markShown(id) {
  * open order's timeline first: a refusal is on the timeline too.
  */
 async function afterAction() {
-  await Promise.all([shownOrder() ? openOrder(shownOrder()) : null, refreshOverview(), loadDiscrepancies(), refreshRun(), searchOrders()]);
+  await Promise.all([shownOrder() ? openOrder(shownOrder()) : null, refreshOverview(), loadDiscrepancies(), loadDisputes(), refreshRun(), searchOrders()]);
 }
 
 const cardOpts = {
@@ -202,9 +204,8 @@ function showOpenDiscrepancies() {
   $('d-status').value = 'open';
   $('d-type').value = '';
   $('d-order').value = '';
-  loadDiscrepancies();
-  $('discrepancies').scrollIntoView({ block: 'start' });
-  $('disc-h').focus();
+  showSection('discrepancies');
+  return loadDiscrepancies();
 }
 
 async function loadDiscrepancies(more = false) {
@@ -347,11 +348,15 @@ on('disc-more', 'click', () => loadDiscrepancies(true));
 on('reconcile-form', 'submit', () => { if (!$('run').disabled) runReconcile(); });
 on('show-run-form', 'submit', () => { const id = $('run-id').value.trim(); if (id) openRun(id); });
 on('ep-refresh', 'click', () => loadEndpoints());
+on('dp-form', 'submit', () => loadDisputes());
+on('dp-more', 'click', () => loadDisputes(true));
+$('dp-status').addEventListener('change', () => loadDisputes());
 on('cat-refresh', 'click', () => loadCatalogue());
 on('cat-more', 'click', () => loadCatalogue(true));
 $('ep-status').addEventListener('change', () => loadEndpoints());
 
-initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies });
+initOverview({ call, checked, describe, openOrder: (id) => openOrder(id), showOpenDiscrepancies, showOpenDisputes });
+initDisputes({ checked, openOrder: (id) => openOrder(id) });
 initOrder({ checked, say, cardOpts, afterAction, onShown: markShown });
 initNav();
 for (const id of ['q-from', 'q-to', 'r-from', 'r-to']) timeField($(id));

@@ -1,8 +1,10 @@
 // books.js: an order's books as payd adds them up (GET /v1/admin/orders/{id}):
 // the money summary on the order, the ledger's entries (every movement of
-// money, whoever moved it) and the customers' disputes.
+// money, whoever moved it) and the customers' disputes, each with when its
+// evidence is due and where to answer it (disputes.js).
 
 import { h, when, badge, withIds, stored } from './dom.js';
+import { dueOf, providerLink } from './disputes.js';
 
 const sums = [['charged', 'Charged'], ['refunded', 'Refunded'], ['disputed', 'Disputed'], ['lost', 'Lost'], ['net', 'Net']];
 
@@ -34,12 +36,20 @@ export function renderLedger(tbody, doc) {
       h('td', { class: 'note' }, withIds(e.note || '')))));
 }
 
-/** renderDisputes draws doc.disputes as cards into ul. */
+/**
+ * renderDisputes draws doc.disputes as cards into ul: each with when its
+ * evidence is due and a link to answer it at the provider (disputes.js).
+ */
 export function renderDisputes(ul, doc) {
-  ul.replaceChildren(...(doc.disputes || []).map((d) =>
-    h('li', { class: 'card dispute', dataset: { id: d.id, status: d.status } },
+  const now = Date.now();
+  ul.replaceChildren(...(doc.disputes || []).map((d) => {
+    const due = dueOf(d, now);
+    return h('li', { class: 'card dispute', dataset: { id: d.id, status: d.status } },
       h('div', {}, badge(d.status), ' ', h('strong', {}, `${d.amount} ${d.currency}`),
         d.reason ? [' · ', stored(d.reason)] : ''),
       h('div', { class: 'meta' }, 'dispute ', withIds(d.id), ' · charge ', withIds(d.charge_id), ` · opened ${when(d.opened_at)}`,
-        d.closed_at ? ` · closed ${when(d.closed_at)}` : ' · not decided yet'))));
+        d.closed_at ? ` · closed ${when(d.closed_at)}` : ' · not decided yet'),
+      h('div', { class: `meta due ${due.tone}`.trim() }, `evidence due: ${due.text}`,
+        d.provider_url ? [' · ', providerLink(d, 'answer at the provider')] : ''));
+  }));
 }

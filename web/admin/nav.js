@@ -70,6 +70,16 @@ function follow(button) {
   markSection();
 }
 
+/**
+ * showSection brings the section id under the bar as its button would (a
+ * tile's link, say), focusing its heading and marking the button.
+ */
+export function showSection(id) {
+  const button = buttons().find((b) => b.dataset.section.split(' ').includes(id));
+  if (button) follow(button);
+  else $(id).scrollIntoView({ block: 'start' });
+}
+
 /** initNav wires the bar: its buttons, and the mark kept as the page scrolls or changes. */
 export function initNav() {
   $('sections-nav').addEventListener('click', (e) => {

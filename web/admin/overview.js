@@ -15,7 +15,7 @@ export const windows = {
 };
 
 let chosen = 'day';
-let deps = null; // {call, checked, openOrder, showOpenDiscrepancies}
+let deps = null; // {call, checked, openOrder, showOpenDiscrepancies, showOpenDisputes}
 
 const rfc3339 = (d) => d.toISOString().replace(/\.\d+Z$/, 'Z');
 
@@ -98,7 +98,8 @@ function draw(st, name) {
     tile('refunds', 'Refunds', String(t.refunds ?? 0), ...perCurrency('refunded', 'refunded')),
     tile('discrepancies', 'Open discrepancies', String(st.open_discrepancies ?? 0),
       st.open_discrepancies ? h('button', { type: 'button', class: 'link', onclick: () => deps.showOpenDiscrepancies() }, 'show them') : 'none to resolve'),
-    tile('disputes', 'Open disputes', String(st.open_disputes ?? 0), 'right now'),
+    tile('disputes', 'Open disputes', String(st.open_disputes ?? 0),
+      st.open_disputes ? h('button', { type: 'button', class: 'link', onclick: () => deps.showOpenDisputes() }, 'answer them') : 'none to answer'),
     oldest
       ? tile('oldest', 'Oldest unknown outcome', age(oldest.age_seconds), h('div', {}, `since ${when(oldest.since)}`),
         h('div', {}, 'order ', idRef(oldest.order_id, { what: 'order ID', open: deps.openOrder, cls: 'open-order' })))
