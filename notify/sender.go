@@ -176,8 +176,31 @@ func CheckWritten(raw string) error {
 	if called := u.String(); called != raw {
 		return fmt.Errorf("url must be written as payd calls it: %s", u.Redacted())
 	}
+	if i := badQueryByte(u.RawQuery); i >= 0 {
+		return fmt.Errorf("url's query must be written in URL characters: %q at byte %d of it is not one (percent-encode it as %%XX)", u.RawQuery[i], i)
+	}
 	return nil
 }
+
+// badQueryByte is the first byte of an URL's raw query that RFC 3986 does
+// not allow there (a quote, <, >, a backslash, a % not followed by two hex
+// digits, ...), or -1. Go's parser keeps a query as written, so it is
+// checked here: the path is checked by being written back.
+func badQueryByte(q string) int {
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~!$&'()*+,;=:@/?", c) >= 0:
+		case c == '%' && i+2 < len(q) && ishex(q[i+1]) && ishex(q[i+2]):
+			i += 2
+		default:
+			return i
+		}
+	}
+	return -1
+}
+
+func ishex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // resolveTimeout bounds CheckEndpointURL's look-up.
 const resolveTimeout = 3 * time.Second

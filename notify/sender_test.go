@@ -223,6 +223,12 @@ func TestEndpointURLAsWritten(t *testing.T) {
 		{"HTTPS://shop.example/hooks", "as payd calls it: https://shop.example/hooks"},
 		{"https://shop.example/a/%7e/b", ""}, // a valid escape payd keeps as written
 		{"https://shop.example/hooks?x=1&y=2", ""},
+		{`https://shop.example/h?a="x"`, `'"' at byte 2`},
+		{"https://shop.example/h?a=<x>", "'<' at byte 2"},
+		{"https://shop.example/h?q=%zz", "'%' at byte 2"},
+		{"https://shop.example/h?q=%4", "'%' at byte 2"},
+		{`https://shop.example/h?q=a\b`, `'\\' at byte 3`},
+		{"https://shop.example/h?q=%41&r=a:b@c/d?e", ""},
 		{"https://xn--bcher-kva.example/hooks", ""},
 		{"https://shop.example:8443/payd-events", ""},
 	} {
