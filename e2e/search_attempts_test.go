@@ -79,6 +79,13 @@ func TestSearchShowsLastAttempt(t *testing.T) {
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "failed") || !strings.Contains(string(r.Body), "succeeded") {
 			t.Errorf("attempt=declined = %d %s, want 400 listing the attempt statuses", r.Status, r.Body)
 		}
+		// A status an order never has (declined is an attempt's) is
+		// refused with the statuses an order has.
+		r = s.do(request{method: "GET", path: "/v1/admin/orders?status=declined", token: testAdminToken})
+		if body := string(r.Body); r.Status != http.StatusBadRequest || !strings.Contains(body, "validation_failed") ||
+			!strings.Contains(body, "pending, processing, paid, refunded, cancelled, expired") {
+			t.Errorf("status=declined = %d %s, want 400 validation_failed listing the order statuses", r.Status, r.Body)
+		}
 		out := s.mustCLI("orders", "search", "-attempt", "failed")
 		wantLines(t, "orders search -attempt failed", out, declined, `failed \(insufficient_funds\)`, retried)
 		if strings.Contains(out, paid) {
