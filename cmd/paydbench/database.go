@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,16 +33,29 @@ type database struct {
 	path    string // SQLite: the file
 	mysql   *mysql.Config
 	admin   *sql.DB // MySQL: a connection to the server, for status counters and the drop
+	kept    bool    // a preload kept for later runs: never dropped
 }
 
 // newDatabase makes a fresh database: a SQLite file in dir when dbURL is
 // empty, else a new database on the MySQL/MariaDB server of dbURL (its
 // user, password, host and parameters; the database named there is left
-// alone), dropped by Drop.
-func newDatabase(ctx context.Context, dbURL, dir string) (*database, error) {
+// alone), dropped by Drop. With keep, it is the database of that name (a
+// file of that name in the user's cache folder on SQLite), made if
+// missing and never dropped: a preload kept for later runs.
+func newDatabase(ctx context.Context, dbURL, dir, keep string) (*database, error) {
 	if dbURL == "" {
 		path := filepath.Join(dir, "payd.db")
-		return &database{Dialect: "sqlite", URL: "sqlite://" + path, path: path}, nil
+		if keep != "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(filepath.Join(cache, "paydbench"), 0o755); err != nil {
+				return nil, err
+			}
+			path = filepath.Join(cache, "paydbench", keep+".db")
+		}
+		return &database{Dialect: "sqlite", URL: "sqlite://" + path, path: path, kept: keep != ""}, nil
 	}
 	u, err := url.Parse(dbURL)
 	if err != nil || u.Scheme != "mysql" {
@@ -53,13 +67,17 @@ func newDatabase(ctx context.Context, dbURL, dir string) (*database, error) {
 		return nil, err
 	}
 	admin.SetMaxOpenConns(1)
+	create := "CREATE DATABASE "
 	cfg.DBName = "paydbench_" + randomHex()[:12]
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+cfg.DBName); err != nil {
+	if keep != "" {
+		cfg.DBName, create = keep, "CREATE DATABASE IF NOT EXISTS "
+	}
+	if _, err := admin.ExecContext(ctx, create+cfg.DBName); err != nil {
 		admin.Close()
 		return nil, fmt.Errorf("create database: %w", err)
 	}
 	u.Path = "/" + cfg.DBName
-	return &database{Dialect: "mysql", URL: u.String(), mysql: cfg, admin: admin}, nil
+	return &database{Dialect: "mysql", URL: u.String(), mysql: cfg, admin: admin, kept: keep != ""}, nil
 }
 
 // mysqlConfig is the driver configuration for the server of u, without a
@@ -88,6 +106,9 @@ func (d *database) Drop(ctx context.Context) error {
 		return nil
 	}
 	defer d.admin.Close()
+	if d.kept {
+		return nil
+	}
 	_, err := d.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+d.mysql.DBName)
 	return err
 }

@@ -51,6 +51,12 @@ type options struct {
 	chart    string // write the SVG chart here; empty: none
 	report   string // write the Markdown report here; empty: none
 	from     string // read the figures from this -json output instead of measuring
+	// preload, when above 0, fills the database with that many orders of
+	// a grown shop's shape before payd is measured (preload.go);
+	// preloadKeep keeps that database for the next run with the same
+	// -preload, which then skips the load.
+	preload     int
+	preloadKeep bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -67,11 +73,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.report, "report", "", "write the figures as Markdown into this file (e.g. docs/performance.md), between its paydbench markers if it has them")
 	fs.StringVar(&o.from, "from", "", "take the figures from this file, an earlier run's -json output, instead of measuring")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
+	fs.IntVar(&o.preload, "preload", 0, "fill the database with this many orders of a 90-day-old shop (their attempts, ledger, refunds, audit, idempotency records, webhooks, events and deliveries) before measuring")
+	fs.BoolVar(&o.preloadKeep, "preload-keep", false, "keep the preloaded database (MySQL: paydbench_preload_N; SQLite: in the user's cache folder) for the next run with the same -preload, which reuses it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.clients < 1 || o.requests < 1 {
 		return o, errors.New("-c and -n must be at least 1")
+	}
+	if o.preload < 0 || o.preloadKeep && o.preload == 0 {
+		return o, errors.New("-preload must be at least 0, and -preload-keep needs -preload")
 	}
 	return o, nil
 }
@@ -127,7 +138,11 @@ func benchmark(ctx context.Context, o options, stderr io.Writer) (*report, error
 			return nil, err
 		}
 	}
-	db, err := newDatabase(ctx, o.db, dir)
+	keep := ""
+	if o.preloadKeep {
+		keep = fmt.Sprintf("paydbench_preload_%d", o.preload)
+	}
+	db, err := newDatabase(ctx, o.db, dir, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +189,11 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 	}
 	defer stub.Close()
 	rep := newReport(o, db.Dialect)
+	if o.preload > 0 {
+		if rep.Preload, err = preloadFor(ctx, bin, db, o.preload, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
 	extra := pprofArgs(ctx, bin, o.pprof, rep)
 	if o.redis != "" {
 		extra = append(extra, "-redis-url", o.redis)

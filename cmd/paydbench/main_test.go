@@ -14,9 +14,10 @@ import (
 // TestMain says, once the tests are done, what they skipped and why.
 func TestMain(m *testing.M) { testdeps.Main(m) }
 
-// TestRun runs paydbench end to end with a few requests: payd built and
-// started, every phase completed without a failed request, and the floor
-// measured on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
+// TestRun runs paydbench end to end with a few requests: payd built, the
+// database migrated and preloaded with 300 orders, payd started on it,
+// every phase completed without a failed request, and the floor measured
+// on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
 // names a server.
 func TestRun(t *testing.T) {
 	testdeps.RequireFull(t, "builds payd and loads it")
@@ -31,7 +32,7 @@ func TestRun(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var out, errs bytes.Buffer
-			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-json"}, &out, &errs); err != nil {
+			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-preload", "300", "-json"}, &out, &errs); err != nil {
 				t.Fatalf("run = %v\n%s", err, errs.String())
 			}
 			var rep report
@@ -39,6 +40,9 @@ func TestRun(t *testing.T) {
 				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 			}
 			checkReport(t, rep, dialect)
+			if p := rep.Preload; p == nil || p.Orders != 300 || p.Rows == 0 || p.Reused || p.Bytes == 0 {
+				t.Errorf("preload = %+v, want 300 orders loaded and the database's size", p)
+			}
 		})
 	}
 }

@@ -37,6 +37,8 @@ type report struct {
 	// SQLiteBusy counts payd's log lines reporting SQLite's lock busy (an
 	// error that reached a request or a job); SQLite only.
 	SQLiteBusy *int64 `json:"sqlite_busy_errors,omitempty"`
+	// Preload is what -preload loaded before payd was measured.
+	Preload *preloadStats `json:"preload,omitempty"`
 }
 
 type ratios struct {
@@ -165,6 +167,9 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 		if u, ok := r.find("payd", "create order"); ok && u.PerSecond > 0 {
 			fmt.Fprintf(w, "create order from the catalogue: counted stock %.0f/s, unlimited %.0f/s (%.2f×)\n", c.PerSecond, u.PerSecond, c.PerSecond/u.PerSecond)
 		}
+	}
+	if p := r.Preload; p != nil {
+		fmt.Fprintf(w, "preloaded: %s\n", p.words())
 	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {
