@@ -235,6 +235,14 @@ func TestConsoleLayoutUsesTheScreen(t *testing.T) {
 	if wide, _ := eval[bool](b, `document.documentElement.scrollWidth > window.innerWidth`); wide {
 		t.Error("at 1280 px the page is wider than the window")
 	}
+	// Nothing runs out of its card: every table and list fits inside its section.
+	if over, _ := eval[[]string](b, `[...document.querySelectorAll('#console section')].flatMap((sec) => {
+  const edge = sec.getBoundingClientRect().right;
+  return [...sec.querySelectorAll('table, ul, ol')].filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > edge + 0.5)
+    .map((e) => sec.id + ' ' + (e.id || e.tagName));
+})`); len(over) != 0 {
+		t.Errorf("at 1280 px these run out of their section's card: %v", over)
+	}
 	// No shortened ID wraps: each is one line.
 	if n, _ := eval[int](b, `[...document.querySelectorAll('.idref')].filter((e) => e.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(e).fontSize) * 1.2).length`); n != 0 {
 		t.Errorf("%d IDs are broken over lines", n)
