@@ -307,6 +307,13 @@ func preload(ctx context.Context, db *sql.DB, mysqlDB bool, n int, now time.Time
 	case err != sql.ErrNoRows:
 		return st, fmt.Errorf("preload marker: %w", err)
 	}
+	var orders int64
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders").Scan(&orders); err != nil {
+		return st, err
+	}
+	if orders > 0 {
+		return st, fmt.Errorf("the database holds %d orders but no finished preload (one was stopped halfway?): drop it and load again", orders)
+	}
 	if mysqlDB {
 		// The rows are new and consistent: no need to check each key.
 		if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0, unique_checks = 0"); err != nil {

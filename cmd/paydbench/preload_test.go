@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +135,12 @@ func TestPreload(t *testing.T) {
 		}
 		if _, err := preload(ctx, pool, d == migrations.MySQL, n+1, now, io.Discard); err == nil {
 			t.Errorf("a preload of %d on a database holding %d was not refused", n+1, n)
+		}
+		if _, err := pool.ExecContext(ctx, "DELETE FROM "+preloadMarker); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := preload(ctx, pool, d == migrations.MySQL, n, now, io.Discard); err == nil || !strings.Contains(err.Error(), "no finished preload") {
+			t.Errorf("a preload over one stopped halfway = %v, want it refused", err)
 		}
 		if size, err := databaseBytes(ctx, pool, d == migrations.MySQL); err != nil || size <= 0 {
 			t.Errorf("databaseBytes = %d, %v, want the database's size", size, err)
