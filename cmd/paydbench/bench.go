@@ -70,7 +70,7 @@ func (b *bench) payd(ctx context.Context) error {
 	} else if left != stock-int64(n) {
 		return fmt.Errorf("%s: stock %d after %d orders of %d, want %d", stockSKU, left, n, stock, stock-int64(n))
 	}
-	return nil
+	return b.reads(ctx)
 }
 
 // stockFor is the counted product's stock for a run of n orders of it:
@@ -196,11 +196,16 @@ func (b *bench) floorPays(ctx context.Context, db *sql.DB, from int) ([]floorPay
 // phase runs one measured phase against target and adds it to the report;
 // any failed request fails the run, since its figures would be wrong.
 func (b *bench) phase(ctx context.Context, target, name string, n int, do func(context.Context, int) error) error {
+	return b.phaseAt(ctx, target, name, b.o.clients, n, do)
+}
+
+// phaseAt is phase with c clients.
+func (b *bench) phaseAt(ctx context.Context, target, name string, c, n int, do func(context.Context, int) error) error {
 	before, err := b.sample(ctx)
 	if err != nil {
 		return err
 	}
-	r := drive(ctx, b.o.clients, n, do)
+	r := drive(ctx, c, n, do)
 	after, err := b.sample(ctx)
 	if err != nil {
 		return err

@@ -25,13 +25,14 @@ type chartGroup struct {
 
 // chartGroups are the phases to draw, in the order the run measured them.
 // Registration is left out: it is one request per client, too few to
-// measure, and only set-up for the pays.
+// measure, and only set-up for the pays; so are the operators' reads,
+// which the floor does not do.
 func (r *report) chartGroups() []chartGroup {
 	var groups []chartGroup
 	index := map[string]int{}
 	for i := range r.Phases {
 		p := &r.Phases[i]
-		if p.Name == "register" {
+		if p.Name == "register" || strings.HasPrefix(p.Name, readPrefix) {
 			continue
 		}
 		k, ok := index[p.Name]

@@ -70,8 +70,8 @@ func (c *client) post(ctx context.Context, path, token, key, body string) (reply
 	return reply{status: resp.StatusCode, body: b, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
 }
 
-// customer is a registered customer: its ID and bearer token.
-type customer struct{ ID, Token string }
+// customer is a registered customer: its ID, email and bearer token.
+type customer struct{ ID, Email, Token string }
 
 func (c *client) register(ctx context.Context, i int, key string) (customer, error) {
 	body := fmt.Sprintf(`{"email":"bench-%d-%s@example.com","name":"Bench %d"}`, i, key[:8], i)
@@ -86,7 +86,7 @@ func (c *client) register(ctx context.Context, i int, key string) (customer, err
 	if err := json.Unmarshal(r.body, &out); err != nil {
 		return customer{}, fmt.Errorf("register: %w", err)
 	}
-	return customer{ID: out.Customer.ID, Token: out.Token}, nil
+	return customer{ID: out.Customer.ID, Email: fmt.Sprintf("bench-%d-%s@example.com", i, key[:8]), Token: out.Token}, nil
 }
 
 // createProduct puts a product of the benchmark (body) in the catalogue

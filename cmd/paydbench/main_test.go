@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,8 +54,23 @@ func checkReport(t *testing.T, rep report, dialect string) {
 	if dialect == "mysql" {
 		want = 8 // and the batched floor's new pay
 	}
-	if rep.Database != dialect || len(rep.Phases) != want {
-		t.Fatalf("report = %s with %d phases, want %s with %d", rep.Database, len(rep.Phases), dialect, want)
+	reads := 0
+	for _, p := range rep.Phases {
+		if strings.HasPrefix(p.Name, readPrefix) {
+			reads++
+		}
+	}
+	wantReads := 16 // the operators' reads (reads.go)
+	if rep.Preload != nil {
+		wantReads++ // and the preloaded endpoint's deliveries
+	}
+	if rep.Database != dialect || len(rep.Phases)-reads != want || reads != wantReads {
+		t.Fatalf("report = %s with %d phases and %d reads, want %s with %d and %d", rep.Database, len(rep.Phases)-reads, reads, dialect, want, wantReads)
+	}
+	for _, name := range []string{"orders, deep page", "orders by customer email", "order timeline", "stats, 90 days by day"} {
+		if p, ok := rep.find("payd", readPrefix+name); !ok || p.Requests < 20 {
+			t.Errorf("the operators' read %q = %+v, want it measured", name, p)
+		}
 	}
 	if _, ok := rep.find("payd", "create order, stock"); !ok {
 		t.Errorf("phases = %+v, want payd's create order, stock", rep.Phases)

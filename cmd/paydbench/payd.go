@@ -70,7 +70,7 @@ type paydProc struct {
 func startPayd(ctx context.Context, bin, dir, databaseURL, providerURL string, extra []string) (*paydProc, error) {
 	args := append([]string{"serve", "-env", "development", "-addr", "127.0.0.1:0",
 		"-database-url", databaseURL, "-provider-url", providerURL,
-		"-admin-token", "adm_" + randomHex(), "-secret-key", randomHex(),
+		"-admin-token", adminToken, "-secret-key", secretKey,
 		"-webhook-secret", "whsec_" + base64.StdEncoding.EncodeToString(randomBytes()),
 	}, extra...)
 	cmd := exec.Command(bin, args...)
@@ -162,6 +162,14 @@ func (p *paydProc) Stop() error {
 		return fmt.Errorf("payd did not stop within 30s: killed (%v)", <-p.done)
 	}
 }
+
+// secretKey is the PAYD_SECRET_KEY of the payd measured, made up for this
+// run: the preload seals its endpoint's secret with it (preloadFor).
+var secretKey = randomHex()
+
+// adminToken is the operator token of the payd measured, made up for
+// this run: the operators' reads (reads.go) send it.
+var adminToken = "adm_" + randomHex()
 
 // merchantKey is the merchant key of the payd measured, made up for this
 // run (a variable, as the rate limits are).

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/payd/payd/idempotency"
 )
 
 // The preload (-preload N) fills the database, before payd is measured,
@@ -450,6 +453,19 @@ func preloadFor(ctx context.Context, bin string, db *database, n int, progress i
 	}
 	if st.Bytes, err = databaseBytes(ctx, write, mysqlDB); err != nil {
 		return nil, err
+	}
+	// The endpoint's secret, sealed as this run's payd unseals it (a kept
+	// database was sealed by another run's key).
+	sealer, err := idempotency.NewSealer(secretKey)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := sealer.Seal([]byte("whsec_" + base64.StdEncoding.EncodeToString(randomBytes())))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := write.ExecContext(ctx, "UPDATE notify_endpoints SET secret_sealed = ? WHERE id = ?", sealed, preloadEndpoint); err != nil {
+		return nil, fmt.Errorf("seal the preloaded endpoint's secret: %w", err)
 	}
 	return &st, nil
 }
