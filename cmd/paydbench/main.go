@@ -57,6 +57,9 @@ type options struct {
 	// -preload, which then skips the load.
 	preload     int
 	preloadKeep bool
+	// sizes compares earlier runs' -json outputs (comma-separated),
+	// smallest database first, instead of measuring (growth.go).
+	sizes string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -73,6 +76,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.report, "report", "", "write the figures as Markdown into this file (e.g. docs/performance.md), between its paydbench markers if it has them")
 	fs.StringVar(&o.from, "from", "", "take the figures from this file, an earlier run's -json output, instead of measuring")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
+	fs.StringVar(&o.sizes, "sizes", "", "compare these runs' -json outputs (comma-separated, smallest database first) instead of measuring: with -report, a table in that document; with -chart, their chart")
 	fs.IntVar(&o.preload, "preload", 0, "fill the database with this many orders of a 90-day-old shop (their attempts, ledger, refunds, audit, idempotency records, webhooks, events and deliveries) before measuring")
 	fs.BoolVar(&o.preloadKeep, "preload-keep", false, "keep the preloaded database (MySQL: paydbench_preload_N; SQLite: in the user's cache folder) for the next run with the same -preload, which reuses it")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +100,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil // -h asked for the usage, which is printed
 	}
 	if err != nil {
+		return err
+	}
+	if o.sizes != "" {
+		g, err := readSizes(o.sizes)
+		if err != nil {
+			return err
+		}
+		if o.chart != "" {
+			if err := writeFile(o.chart, g.writeChart); err != nil {
+				return err
+			}
+		}
+		if o.report != "" {
+			return g.writeGrowth(o.report, o.chart)
+		}
+		_, err = stdout.Write(g.markdown(""))
 		return err
 	}
 	var rep *report
