@@ -454,8 +454,15 @@ func preloadFor(ctx context.Context, bin string, db *database, n int, progress i
 	if st.Bytes, err = databaseBytes(ctx, write, mysqlDB); err != nil {
 		return nil, err
 	}
-	// The endpoint's secret, sealed as this run's payd unseals it (a kept
-	// database was sealed by another run's key).
+	// A kept database was used by another run's payd, with another
+	// PAYD_SECRET_KEY: payd refuses a key other than the one the database
+	// has seen (its check row), and could not unseal the endpoint's
+	// secret. This run's payd takes the database over: the check row goes
+	// (payd writes its own), the secret is sealed anew. Tokens of earlier
+	// runs' customers stop working, which no run needs.
+	if _, err := write.ExecContext(ctx, "DELETE FROM secret_key_check"); err != nil {
+		return nil, fmt.Errorf("let this run's payd take the preload over: %w", err)
+	}
 	sealer, err := idempotency.NewSealer(secretKey)
 	if err != nil {
 		return nil, err
