@@ -52,11 +52,11 @@ func (b *bench) payd(ctx context.Context) error {
 	}
 	// What the buyers order: only the merchant prices it. The counted
 	// product holds more than the phase takes, so no order is short.
-	if err := b.api.createProduct(ctx, merchantKey, "bench-product", productBody); err != nil {
+	if err := b.api.createProduct(ctx, merchantKey, "bench-product-"+runTag, productBody); err != nil {
 		return err
 	}
 	stock := stockFor(n)
-	if err := b.api.createProduct(ctx, merchantKey, "bench-stock-product", fmt.Sprintf(stockProductBody, stock)); err != nil {
+	if err := b.api.createProduct(ctx, merchantKey, "bench-stock-product-"+runTag, fmt.Sprintf(stockProductBody, stock)); err != nil {
 		return err
 	}
 	for _, s := range steps {

@@ -14,16 +14,26 @@ import (
 // unit of the catalogue's product (productBody, which the merchant's key
 // creates before the buyers order it). The catalogue phase orders one unit
 // of a product with counted stock instead (stockProductBody, its stock
-// filled in by the run).
-const (
-	productBody      = `{"sku":"bench","name":"Benchmark item","unit_price":"9.99","currency":"USD"}`
-	orderBody        = `{"items":[{"sku":"bench","quantity":1}]}`
-	stockSKU         = "bench-stock"
+// filled in by the run). The SKUs carry the run's tag (tagRun): a kept
+// database (-preload-keep) holds an earlier run's products, and their
+// stock.
+var runTag, benchSKU, productBody, orderBody, stockSKU, stockProductBody, stockOrderBody string
+
+// tagRun gives this run's products their own SKUs.
+func tagRun() {
+	runTag = randomHex()[:8]
+	benchSKU = "bench-" + runTag
+	productBody = `{"sku":"` + benchSKU + `","name":"Benchmark item","unit_price":"9.99","currency":"USD"}`
+	orderBody = `{"items":[{"sku":"` + benchSKU + `","quantity":1}]}`
+	stockSKU = "bench-stock-" + runTag
 	stockProductBody = `{"sku":"` + stockSKU + `","name":"Benchmark item in stock","unit_price":"9.99","currency":"USD","stock":%d}`
-	stockOrderBody   = `{"items":[{"sku":"` + stockSKU + `","quantity":1}]}`
-	orderMinor       = 999
-	orderCurrency    = "USD"
-	payBody          = `{"payment_method":"pm_ok"}`
+	stockOrderBody = `{"items":[{"sku":"` + stockSKU + `","quantity":1}]}`
+}
+
+const (
+	orderMinor    = 999
+	orderCurrency = "USD"
+	payBody       = `{"payment_method":"pm_ok"}`
 )
 
 // client talks to payd's API over keep-alive connections, one per worker.

@@ -147,6 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // benchmark is one measured run: payd built (or given), a fresh database,
 // payd's phases and the floor's.
 func benchmark(ctx context.Context, o options, stderr io.Writer) (*report, error) {
+	tagRun()
 	dir, err := os.MkdirTemp("", "paydbench")
 	if err != nil {
 		return nil, err

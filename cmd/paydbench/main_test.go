@@ -125,3 +125,29 @@ func TestRedisOption(t *testing.T) {
 		t.Error("report of a run with -redis: Redis = false")
 	}
 }
+
+// TestRunKeptPreload: a preload kept (-preload-keep) serves the next run,
+// which loads nothing and measures on it: its payd takes the database
+// over (another secret key), and its products are its own (the first
+// run's are there, with what is left of their stock).
+func TestRunKeptPreload(t *testing.T) {
+	testdeps.RequireFull(t, "builds payd and loads it twice")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // where SQLite's kept preload goes
+	for i, wantReused := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var out, errs bytes.Buffer
+		err := run(ctx, []string{"-c", "4", "-n", "24", "-preload", "200", "-preload-keep", "-json"}, &out, &errs)
+		cancel()
+		if err != nil {
+			t.Fatalf("run %d = %v\n%s", i+1, err, errs.String())
+		}
+		var rep report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("run %d: output is not JSON: %v", i+1, err)
+		}
+		if p := rep.Preload; p == nil || p.Orders != 200 || p.Reused != wantReused {
+			t.Fatalf("run %d: preload = %+v, want 200 orders, reused %v", i+1, p, wantReused)
+		}
+		checkReport(t, rep, "sqlite")
+	}
+}
