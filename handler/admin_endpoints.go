@@ -53,12 +53,25 @@ func toEndpointJSON(e domain.Endpoint) endpointJSON {
 	for i, t := range e.Events {
 		events[i] = string(t)
 	}
-	j := endpointJSON{ID: e.ID, URL: e.URL, Description: e.Description, Events: events, Status: string(e.Status),
+	j := endpointJSON{ID: e.ID, URL: asCalled(e.URL), Description: e.Description, Events: events, Status: string(e.Status),
 		DisabledReason: e.DisabledReason, FromEnv: e.FromEnv, CreatedAt: stamp(e.CreatedAt), UpdatedAt: stamp(e.UpdatedAt)}
 	if e.PreviousSecret != "" {
 		j.PreviousSecretUntil = stampPtr(e.PreviousUntil)
 	}
 	return j
+}
+
+// asCalled is an endpoint's URL as payd calls it: what Go's client sends
+// (a space in its path as %20, an upper-case scheme in lower case). A URL
+// taken since payd refuses any other (notify.CheckWritten) is the same as
+// written; one stored before, or PAYD_NOTIFY_URL, is shown as it is
+// called, not as it was typed.
+func asCalled(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.String()
 }
 
 // endpointSecretJSON is an endpoint with its secret: the answer to a
