@@ -60,6 +60,9 @@ type options struct {
 	// sizes compares earlier runs' -json outputs (comma-separated),
 	// smallest database first, instead of measuring (growth.go).
 	sizes string
+	// reads is how many requests of each operators' read to time; -1:
+	// max(20, -n/20).
+	reads int
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -77,6 +80,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.from, "from", "", "take the figures from this file, an earlier run's -json output, instead of measuring")
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
 	fs.StringVar(&o.sizes, "sizes", "", "compare these runs' -json outputs (comma-separated, smallest database first) instead of measuring: with -report, a table in that document; with -chart, their chart")
+	fs.IntVar(&o.reads, "reads", -1, "requests of each operators' read (reads.go); 0 leaves the reads out; default max(20, -n/20)")
 	fs.IntVar(&o.preload, "preload", 0, "fill the database with this many orders of a 90-day-old shop (their attempts, ledger, refunds, audit, idempotency records, webhooks, events and deliveries) before measuring")
 	fs.BoolVar(&o.preloadKeep, "preload-keep", false, "keep the preloaded database (MySQL: paydbench_preload_N; SQLite: in the user's cache folder) for the next run with the same -preload, which reuses it")
 	if err := fs.Parse(args); err != nil {
