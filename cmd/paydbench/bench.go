@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -210,10 +211,14 @@ func (b *bench) phaseAt(ctx context.Context, target, name string, c, n int, do f
 	if err != nil {
 		return err
 	}
-	if r.errors > 0 {
+	if r.errors > 0 && !strings.HasPrefix(name, readPrefix) {
 		return fmt.Errorf("%s %s: %d of %d requests failed, the first: %w", target, name, r.errors, n, r.firstErr)
 	}
-	b.rep.add(newPhase(target, name, n, r, before, after))
+	p := newPhase(target, name, n, r, before, after)
+	if r.errors > 0 {
+		p.Failed, p.FirstError = r.errors, r.firstErr.Error()
+	}
+	b.rep.add(p)
 	return nil
 }
 

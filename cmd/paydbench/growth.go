@@ -119,7 +119,11 @@ func (g sizes) markdown(chart string) []byte {
 		first, _ := g[0].find("payd", name)
 		for i, r := range g {
 			p, _ := r.find("payd", name)
-			fmt.Fprintf(&b, " %.0f | %.1f |", p.PerSecond, p.P99Ms)
+			failed := ""
+			if p.Failed > 0 {
+				failed = fmt.Sprintf(" (%d of %d failed)", p.Failed, p.Requests)
+			}
+			fmt.Fprintf(&b, " %.0f | %.1f%s |", p.PerSecond, p.P99Ms, failed)
 			if i > 0 && first.PerSecond > 0 {
 				ratios = append(ratios, fmt.Sprintf("%.2f×", p.PerSecond/first.PerSecond))
 			}

@@ -33,10 +33,13 @@ func TestSizes(t *testing.T) {
 	phases := func(newPay, p99 float64) []phase {
 		return []phase{{Target: "payd", Name: "register", PerSecond: 10}, {Target: "payd", Name: "new pay", PerSecond: newPay, P99Ms: p99},
 			{Target: "payd", Name: "replay", PerSecond: 4 * newPay, P99Ms: 2}, {Target: "floor", Name: "new pay", PerSecond: 1000},
-			{Target: "payd", Name: readPrefix + "order timeline", PerSecond: 300, P99Ms: p99 / 2}}
+			{Target: "payd", Name: readPrefix + "order timeline", PerSecond: 300, P99Ms: p99 / 2},
+			{Target: "payd", Name: readPrefix + "stats", Requests: 8, PerSecond: 50, P99Ms: 12}}
 	}
 	empty := write("empty.json", report{Database: "mysql", Phases: phases(800, 20)})
-	big := write("1m.json", report{Database: "mysql", Phases: phases(720, 30), Preload: &preloadStats{Orders: 1_000_000, Rows: 5_400_000, Bytes: 3 << 30}})
+	grown := phases(720, 30)
+	grown[len(grown)-1] = phase{Target: "payd", Name: readPrefix + "stats", Requests: 8, PerSecond: 0.1, P99Ms: 30000, Failed: 2, FirstError: "status 503"}
+	big := write("1m.json", report{Database: "mysql", Phases: grown, Preload: &preloadStats{Orders: 1_000_000, Rows: 5_400_000, Bytes: 3 << 30}})
 	doc := filepath.Join(dir, "performance.md")
 	if err := os.WriteFile(doc, []byte("# payd's performance\n\nBy hand.\n\n"+beginGenerated+"\nrun\n"+endGenerated+"\n\nMore by hand.\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -55,7 +58,8 @@ func TestSizes(t *testing.T) {
 	text := string(got)
 	for _, want := range []string{"By hand.", "More by hand.", beginGenerated + "\nrun\n" + endGenerated,
 		"| new pay | 800 | 20.0 | 720 | 30.0 | 0.90× |", "| replay | 3200 | 2.0 | 2880 | 2.0 | 0.90× |",
-		"| read: order timeline | 300 | 10.0 | 300 | 15.0 | 1.00× |", "1M orders", "(growth.svg)"} {
+		"| read: order timeline | 300 | 10.0 | 300 | 15.0 | 1.00× |", "| read: stats | 50 | 12.0 | 0 | 30000.0 (2 of 8 failed) | 0.00× |",
+		"1M orders", "(growth.svg)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the document lacks %q:\n%s", want, text)
 		}
@@ -86,8 +90,8 @@ func TestSizes(t *testing.T) {
 		}
 	}
 	// Two runs: the pays panel (new pay, replay) and the p99 panel (the
-	// same two and the read), a bar each, plus the legend's two keys.
-	if want := 2*2 + 2*3 + 2; bars != want {
+	// same two and the two reads), a bar each, plus the legend's two keys.
+	if want := 2*2 + 2*4 + 2; bars != want {
 		t.Errorf("the chart has %d bars and keys, want %d", bars, want)
 	}
 	if err := run(context.Background(), []string{"-sizes", empty}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {

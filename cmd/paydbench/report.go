@@ -57,6 +57,11 @@ type phase struct {
 	PerSecond float64 `json:"per_second"`
 	P50Ms     float64 `json:"p50_ms"`
 	P99Ms     float64 `json:"p99_ms"`
+	// Failed counts the requests that failed, and FirstError says why: only
+	// the operators' reads may fail without failing the run (a read that
+	// outlasts payd's own deadline on a grown database is a finding).
+	Failed     int64  `json:"failed,omitempty"`
+	FirstError string `json:"first_error,omitempty"`
 	// CPUMsPerRequest is payd's CPU time (user+system) per request; nil
 	// for the floor and where /proc is missing.
 	CPUMsPerRequest *float64 `json:"payd_cpu_ms_per_request,omitempty"`
@@ -158,6 +163,11 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range r.Phases {
+		if p.Failed > 0 {
+			fmt.Fprintf(w, "%s %s: %d of %d requests failed, the first: %s\n", p.Target, p.Name, p.Failed, p.Requests, p.FirstError)
+		}
 	}
 	fmt.Fprintf(w, "\npayd/floor: new pay %.2f×, replay %.2f×\n", r.Ratios.NewPay, r.Ratios.Replay)
 	if r.Ratios.NewPayBatched != 0 {
