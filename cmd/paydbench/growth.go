@@ -196,15 +196,16 @@ func (g sizes) writeChart(w io.Writer) error {
 	top := float64(growthPlotTop)
 	g.panel(&b, pays, top, 400, "pays per second (higher is better)", func(p phase) float64 { return p.PerSecond }, "%.0f", false)
 	top += panelHeight + panelGap
-	g.panel(&b, names, top, growthWidth-30, "p99 latency, ms (lower is better)", func(p phase) float64 { return p.P99Ms }, "%.0f", true)
+	g.panel(&b, names, top, growthWidth-30, "p99 latency, ms, on a log scale (lower is better; the line is the operators' 50 ms)", func(p phase) float64 { return p.P99Ms }, "%.0f", true)
 	b.WriteString("</svg>\n")
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
 // panel draws value of each phase in names as a group of bars, one per
-// run, between plotLeft and right; slanted writes the phases' names at an
-// angle (many narrow groups).
+// run, between plotLeft and right; slanted (the latencies: many narrow
+// groups) writes the phases' names at an angle and the values on a log
+// scale.
 func (g sizes) panel(b *bytes.Buffer, names []string, top float64, right int, label string, value func(phase) float64, format string, slanted bool) {
 	bottom := top + panelHeight
 	top0 := 0.0
@@ -214,16 +215,30 @@ func (g sizes) panel(b *bytes.Buffer, names []string, top float64, right int, la
 			top0 = math.Max(top0, value(p))
 		}
 	}
-	step := niceStep(top0 / 5)
-	axisMax := step * math.Ceil(top0/step)
-	if axisMax == 0 {
-		axisMax = step
-	}
-	y := func(v float64) float64 { return bottom - v/axisMax*panelHeight }
 	text(b, plotLeft, int(top)-14, "start", `font-size="14" font-weight="bold"`, label)
-	for v := 0.0; v <= axisMax+step/2; v += step {
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), right, y(v))
-		text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, axisLabel(v, step))
+	var y func(float64) float64
+	if slanted {
+		// Latencies span milliseconds to tens of seconds: decades, from
+		// 1 ms, with the operators' 50 ms target drawn across.
+		decades := math.Max(1, math.Ceil(math.Log10(math.Max(top0, 10))))
+		y = func(v float64) float64 { return bottom - math.Log10(math.Max(v, 1))/decades*panelHeight }
+		for d := 0.0; d <= decades; d++ {
+			v := math.Pow(10, d)
+			fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), right, y(v))
+			text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, fmt.Sprintf("%.0f", v))
+		}
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c0392b" stroke-dasharray="6 4"/>`+"\n", plotLeft, y(50), right, y(50))
+	} else {
+		step := niceStep(top0 / 5)
+		axisMax := step * math.Ceil(top0/step)
+		if axisMax == 0 {
+			axisMax = step
+		}
+		y = func(v float64) float64 { return bottom - v/axisMax*panelHeight }
+		for v := 0.0; v <= axisMax+step/2; v += step {
+			fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), right, y(v))
+			text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, axisLabel(v, step))
+		}
 	}
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, top, plotLeft, bottom)
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, bottom, right, bottom)

@@ -272,7 +272,11 @@ func (b *bench) paydAndDrain(ctx context.Context, s *scraper, stub *stub) error 
 	stub.closeIdle()
 	r, err := s.settle(ctx, before, drainWait)
 	if err != nil {
-		return err
+		// On a grown database payd's own metrics (its backlog gauges
+		// count rows) may not answer in time: a finding, not the end of
+		// the run's figures.
+		b.rep.Notes = append(b.rep.Notes, "payd's goroutines and pools after the load were not read: "+err.Error())
+		return nil
 	}
 	b.rep.Resources = &r
 	return nil
