@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 	}
 	for dialect, dsn := range dbs {
 		t.Run(dialect, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute) // it builds payd: see TestRunKeptPreload
 			defer cancel()
 			var out, errs bytes.Buffer
 			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-preload", "300", "-json"}, &out, &errs); err != nil {
@@ -134,7 +134,9 @@ func TestRunKeptPreload(t *testing.T) {
 	testdeps.RequireFull(t, "builds payd and loads it twice")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // where SQLite's kept preload goes
 	for i, wantReused := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		// Generous: the first run builds payd, which under -race beside
+		// every other package's tests takes minutes on two cores.
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		var out, errs bytes.Buffer
 		err := run(ctx, []string{"-c", "4", "-n", "24", "-preload", "200", "-preload-keep", "-json"}, &out, &errs)
 		cancel()

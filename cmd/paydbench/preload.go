@@ -318,10 +318,14 @@ func preload(ctx context.Context, db *sql.DB, mysqlDB bool, n int, now time.Time
 		return st, fmt.Errorf("the database holds %d orders but no finished preload (one was stopped halfway?): drop it and load again", orders)
 	}
 	if mysqlDB {
-		// The rows are new and consistent: no need to check each key.
+		// The rows are new and consistent: no need to check each key. The
+		// connection goes back to its pool after: checks on again.
 		if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0, unique_checks = 0"); err != nil {
 			return st, err
 		}
+		defer func() {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION foreign_key_checks = 1, unique_checks = 1")
+		}()
 	}
 	if err := preloadSeq(ctx, conn); err != nil {
 		return st, err
