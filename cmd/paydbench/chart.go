@@ -144,20 +144,9 @@ func (r *report) panel(b *bytes.Buffer, groups []chartGroup, top float64, label 
 			}
 		}
 	}
-	step := niceStep(max / 5)
-	axisMax := step * math.Ceil(max/step)
-	if axisMax == 0 {
-		axisMax = step
-	}
-	y := func(v float64) float64 { return bottom - v/axisMax*panelHeight }
-
 	text(b, plotLeft, int(top)-14, "start", `font-size="14" font-weight="bold"`, label)
-	for v := 0.0; v <= axisMax+step/2; v += step {
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), plotRight, y(v))
-		text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, axisLabel(v, step))
-	}
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, top, plotLeft, bottom)
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, bottom, plotRight, bottom)
+	y := linearGrid(b, max, bottom, plotRight)
+	axes(b, top, bottom, plotRight)
 	if len(groups) == 0 {
 		return
 	}
@@ -194,6 +183,30 @@ func (r *report) panel(b *bytes.Buffer, groups []chartGroup, top float64, label 
 			text(b, cx, int(bottom)+36, "middle", `fill="#555555" font-size="11"`, note)
 		}
 	}
+}
+
+// linearGrid draws a panel's grid lines and their labels, from 0 to a
+// round maximum at least max, the plot area's bottom at bottom and its
+// right edge at right, and returns where a value goes.
+func linearGrid(b *bytes.Buffer, max, bottom float64, right int) func(float64) float64 {
+	step := niceStep(max / 5)
+	axisMax := step * math.Ceil(max/step)
+	if axisMax == 0 {
+		axisMax = step
+	}
+	y := func(v float64) float64 { return bottom - v/axisMax*panelHeight }
+	for v := 0.0; v <= axisMax+step/2; v += step {
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), right, y(v))
+		text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, axisLabel(v, step))
+	}
+	return y
+}
+
+// axes draws a panel's two axes, its plot area from top to bottom and from
+// plotLeft to right.
+func axes(b *bytes.Buffer, top, bottom float64, right int) {
+	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, top, plotLeft, bottom)
+	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, bottom, right, bottom)
 }
 
 // niceStep is the smallest 1, 2 or 5 times a power of ten at least v.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -135,29 +134,10 @@ func (g sizes) markdown(chart string) []byte {
 	return b.Bytes()
 }
 
-// writeGrowth splices the table into the document at path, between its
-// sizes markers (added at its end when it has none).
+// writeGrowth writes the table into the document at path, between its
+// own markers (added at its end when it has none).
 func (g sizes) writeGrowth(path, chart string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	link := ""
-	if chart != "" {
-		if link, err = relativeLink(path, chart); err != nil {
-			return err
-		}
-	}
-	block := append(append([]byte(beginGrowth+"\n"), g.markdown(link)...), endGrowth...)
-	i, j := bytes.Index(old, []byte(beginGrowth)), bytes.Index(old, []byte(endGrowth))
-	var out []byte
-	if i < 0 || j < i {
-		out = append(append(bytes.TrimRight(old, "\n"), "\n\n"...), block...)
-		out = append(out, '\n')
-	} else {
-		out = append(append(append([]byte{}, old[:i]...), block...), old[j+len(endGrowth):]...)
-	}
-	return os.WriteFile(path, out, 0o644)
+	return writeBetween(path, chart, beginGrowth, endGrowth, g.markdown)
 }
 
 // growthColours tell the runs apart, smallest database first.
@@ -229,19 +209,9 @@ func (g sizes) panel(b *bytes.Buffer, names []string, top float64, right int, la
 		}
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c0392b" stroke-dasharray="6 4"/>`+"\n", plotLeft, y(50), right, y(50))
 	} else {
-		step := niceStep(top0 / 5)
-		axisMax := step * math.Ceil(top0/step)
-		if axisMax == 0 {
-			axisMax = step
-		}
-		y = func(v float64) float64 { return bottom - v/axisMax*panelHeight }
-		for v := 0.0; v <= axisMax+step/2; v += step {
-			fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e6ea"/>`+"\n", plotLeft, y(v), right, y(v))
-			text(b, plotLeft-8, int(math.Round(y(v)))+4, "end", `fill="#444444"`, axisLabel(v, step))
-		}
+		y = linearGrid(b, top0, bottom, right)
 	}
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, top, plotLeft, bottom)
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#333333"/>`+"\n", plotLeft, bottom, right, bottom)
+	axes(b, top, bottom, right)
 	if len(names) == 0 {
 		return
 	}

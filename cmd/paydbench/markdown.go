@@ -28,6 +28,13 @@ const (
 // the markers if the file has them, else as a new document. chart is the
 // SVG's path, linked relative to the document; empty: no chart.
 func (r *report) writeReport(path, chart string) error {
+	return writeBetween(path, chart, beginGenerated, endGenerated, r.markdown)
+}
+
+// writeBetween writes what markdown makes (given the chart's link, or ""
+// without a chart) between the markers begin and end of the document at
+// path (spliceBetween).
+func writeBetween(path, chart, begin, end string, markdown func(link string) []byte) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -38,7 +45,7 @@ func (r *report) writeReport(path, chart string) error {
 			return err
 		}
 	}
-	return os.WriteFile(path, spliceGenerated(old, r.markdown(link)), 0o644)
+	return os.WriteFile(path, spliceBetween(old, begin, end, markdown(link)), 0o644)
 }
 
 // relativeLink is chart's path as seen from the directory of doc.
@@ -58,13 +65,19 @@ func relativeLink(doc, chart string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// spliceGenerated puts generated between the markers of doc. A doc without
-// them gets them at its end, and an empty one a title before them: no
-// hand-written text is lost.
+// spliceGenerated puts generated between paydbench -report's markers of
+// doc (spliceBetween).
 func spliceGenerated(doc, generated []byte) []byte {
-	block := append(append([]byte(beginGenerated+"\n"), generated...), endGenerated...)
-	i := bytes.Index(doc, []byte(beginGenerated))
-	j := bytes.Index(doc, []byte(endGenerated))
+	return spliceBetween(doc, beginGenerated, endGenerated, generated)
+}
+
+// spliceBetween puts generated between the markers begin and end of doc.
+// A doc without them gets them at its end, and an empty one a title
+// before them: no hand-written text is lost.
+func spliceBetween(doc []byte, begin, end string, generated []byte) []byte {
+	block := append(append([]byte(begin+"\n"), generated...), end...)
+	i := bytes.Index(doc, []byte(begin))
+	j := bytes.Index(doc, []byte(end))
 	if i < 0 || j < i {
 		out := []byte("# payd's performance")
 		if len(bytes.TrimSpace(doc)) > 0 {
@@ -75,7 +88,7 @@ func spliceGenerated(doc, generated []byte) []byte {
 	}
 	out := append([]byte{}, doc[:i]...)
 	out = append(out, block...)
-	return append(out, doc[j+len(endGenerated):]...)
+	return append(out, doc[j+len(end):]...)
 }
 
 // markdown is the run's figures: how to reproduce them, the machine, the
