@@ -39,7 +39,7 @@ func TestMerchantOrdersMigration(t *testing.T) {
 			rows[table], idx[table] = countRows(t, db, table), indexesOf(t, db, d, table)
 		}
 
-		if err := repository.Migrate(t.Context(), db); err != nil {
+		if err := repository.MigrateTo(t.Context(), db, 22); err != nil {
 			t.Fatal(err)
 		}
 		for _, table := range tables {

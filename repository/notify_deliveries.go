@@ -394,7 +394,7 @@ func (s *NotifyStore) ListDeliveries(ctx context.Context, endpointID string, sta
 		q = q.Where("status = ?", string(status))
 	}
 	var rows []deliveryRow
-	if err := q.Order("created_at DESC, seq DESC, id").Limit(limit).Find(&rows).Error; err != nil {
+	if err := q.Order("created_at DESC, seq DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list deliveries of endpoint %s: %w", endpointID, err)
 	}
 	if len(rows) == 0 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/payd/payd/domain"
 )
 
@@ -23,34 +25,33 @@ func pageSize(limit int) int {
 }
 
 // List returns one page of orders matching f, newest first, with their
-// items: two queries. Pages are keyed by ID, not offset (UUIDv7 IDs sort by
-// creation time), so an order created while a client pages is never shown
-// twice and none is skipped; one extra row is fetched to know whether
-// another page follows.
+// items: two queries, or a few more for attempt=. Pages are keyed by ID,
+// not offset, so an order created while a client pages is never shown
+// twice and none is skipped, and a deep page costs what the first does;
+// one extra row is fetched to know whether another page follows. Each
+// page is read along an index in the page's order (migration 00028):
+//
+//   - no window: by ID (UUIDv7 IDs sort by creation time), through the
+//     primary key or the customer's or the status's index;
+//   - a time window: by created_at, then ID, through orders_created, so
+//     the window's first page reads its newest orders and not every order
+//     created since (created_at, not the ID's clock, is what the window
+//     asks about);
+//   - orders with an attempt of a status and no window: from the
+//     attempts (listByAttempt).
 func (s *OrderStore) List(ctx context.Context, f domain.OrderFilter) (domain.OrderPage, error) {
 	limit := pageSize(f.Limit)
-	q := s.db.conn(ctx)
-	if f.CustomerID != "" {
-		q = q.Where("customer_id = ?", f.CustomerID)
+	var (
+		rows []orderRow
+		err  error
+	)
+	switch {
+	case f.Attempt != "" && f.From.IsZero() && f.To.IsZero():
+		rows, err = s.listByAttempt(ctx, f, limit+1)
+	default:
+		rows, err = s.listOrders(ctx, f, limit+1)
 	}
-	if f.Status != "" {
-		q = q.Where("status = ?", string(f.Status))
-	}
-	if f.Attempt != "" {
-		// by payment_attempts_order, for each order the page walks
-		q = q.Where("EXISTS (SELECT 1 FROM payment_attempts a WHERE a.order_id = orders.id AND a.status = ?)", string(f.Attempt))
-	}
-	if !f.From.IsZero() {
-		q = q.Where("created_at >= ?", ts(f.From))
-	}
-	if !f.To.IsZero() {
-		q = q.Where("created_at < ?", ts(f.To))
-	}
-	if f.Cursor != "" {
-		q = q.Where("id < ?", f.Cursor)
-	}
-	var rows []orderRow
-	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+	if err != nil {
 		return domain.OrderPage{}, fmt.Errorf("list orders: %w", err)
 	}
 	page := domain.OrderPage{}
@@ -64,6 +65,93 @@ func (s *OrderStore) List(ctx context.Context, f domain.OrderFilter) (domain.Ord
 	}
 	page.Orders = orders
 	return page, nil
+}
+
+// filtered is the orders matching f's customer, status and window.
+func (s *OrderStore) filtered(ctx context.Context, f domain.OrderFilter) *gorm.DB {
+	q := s.db.conn(ctx)
+	if f.CustomerID != "" {
+		q = q.Where("customer_id = ?", f.CustomerID)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", string(f.Status))
+	}
+	if !f.From.IsZero() {
+		q = q.Where("created_at >= ?", ts(f.From))
+	}
+	if !f.To.IsZero() {
+		q = q.Where("created_at < ?", ts(f.To))
+	}
+	return q
+}
+
+// listOrders reads at most n orders of f after its cursor, by ID or, in a
+// window, by created_at and ID.
+func (s *OrderStore) listOrders(ctx context.Context, f domain.OrderFilter, n int) ([]orderRow, error) {
+	q := s.filtered(ctx, f)
+	if f.Attempt != "" {
+		// by payment_attempts_order, for each order of the window the page
+		// walks
+		q = q.Where("EXISTS (SELECT 1 FROM payment_attempts a WHERE a.order_id = orders.id AND a.status = ?)", string(f.Attempt))
+	}
+	order := "id DESC"
+	if !f.From.IsZero() || !f.To.IsZero() {
+		order = "created_at DESC, id DESC"
+		if f.Cursor != "" {
+			var at []utcTime
+			if err := s.db.conn(ctx).Model(&orderRow{}).Where("id = ?", f.Cursor).Limit(1).Pluck("created_at", &at).Error; err != nil {
+				return nil, err
+			}
+			if len(at) == 0 {
+				return nil, nil // a cursor no order has: nothing follows it
+			}
+			q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at[0], at[0], f.Cursor)
+		}
+	} else if f.Cursor != "" {
+		q = q.Where("id < ?", f.Cursor)
+	}
+	var rows []orderRow
+	err := q.Order(order).Limit(n).Find(&rows).Error
+	return rows, err
+}
+
+// attemptBatchMax bounds how many order IDs listByAttempt reads from the
+// attempts at a time.
+const attemptBatchMax = 1000
+
+// listByAttempt reads at most n orders of f after its cursor that have an
+// attempt in status f.Attempt, newest first. It walks
+// payment_attempts_status_order back from the cursor, a batch of order IDs
+// at a time, and keeps those orders that match the rest of f: with no
+// other filter the first batch is the page. An EXISTS on the attempts,
+// ordered by the orders' ID, is planned as a semi-join of every attempt in
+// the status, then a sort of them all.
+func (s *OrderStore) listByAttempt(ctx context.Context, f domain.OrderFilter, n int) ([]orderRow, error) {
+	var rows []orderRow
+	after, batch := f.Cursor, n
+	for len(rows) < n {
+		q := s.db.conn(ctx).Table("payment_attempts").Where("status = ?", string(f.Attempt))
+		if after != "" {
+			q = q.Where("order_id < ?", after)
+		}
+		var ids []string
+		if err := q.Distinct("order_id").Order("order_id DESC").Limit(batch).Pluck("order_id", &ids).Error; err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		var found []orderRow
+		if err := s.filtered(ctx, f).Where("id IN ?", ids).Order("id DESC").Limit(n - len(rows)).Find(&found).Error; err != nil {
+			return nil, err
+		}
+		rows = append(rows, found...)
+		if len(ids) < batch {
+			break
+		}
+		after, batch = ids[len(ids)-1], min(batch*4, attemptBatchMax)
+	}
+	return rows, nil
 }
 
 // paidStatuses are the statuses of an order a charge has paid

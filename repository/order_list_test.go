@@ -1,6 +1,7 @@
 package repository_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -190,6 +191,98 @@ func TestOrderExpireDueConcurrent(t *testing.T) {
 			if o.Version != 2 {
 				t.Errorf("order %s expired with version %d, want 2 (expired once)", o.ID, o.Version)
 			}
+		}
+	})
+}
+
+// TestOrderListWindow: a time window pages by created_at, newest first,
+// even where the orders' IDs sort the other way (an ID's clock is not
+// what the window asks about), and orders created in the same instant
+// are neither repeated nor skipped across a page boundary.
+func TestOrderListWindow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewOrderStore(db)
+		customer := newCustomer(t, db)
+		// IDs grow with each order; created_at falls, in pairs that share
+		// an instant: newest by created_at is the first order stored.
+		var want []string
+		for i := range 12 {
+			o := pendingOrder(customer.ID)
+			o.CreatedAt = t0.Add(time.Duration(12-i/2) * time.Minute)
+			createOrder(t, db, o)
+			want = append(want, o.ID)
+		}
+		// Within one instant, the larger ID first.
+		for i := 0; i < len(want); i += 2 {
+			want[i], want[i+1] = want[i+1], want[i]
+		}
+		inWindow := want[2:10] // minutes 11 down to 8
+		f := domain.OrderFilter{From: t0.Add(8 * time.Minute), To: t0.Add(12 * time.Minute), Limit: 3}
+		if got, pages := walk(t, s, f); !slices.Equal(got, inWindow) || pages != 3 {
+			t.Errorf("walk(window, 3 a page) = %v in %d pages, want %v in 3", got, pages, inWindow)
+		}
+		f.Limit, f.From = 1, time.Time{} // only To: every order before it
+		if got, _ := walk(t, s, f); !slices.Equal(got, want[2:]) {
+			t.Errorf("walk(To only, 1 a page) = %v, want %v", got, want[2:])
+		}
+		f.Cursor = newID() // no order has it
+		if page, err := s.List(t.Context(), f); err != nil || len(page.Orders) != 0 {
+			t.Errorf("List(window, unknown cursor) = %d orders, %v; want none", len(page.Orders), err)
+		}
+	})
+}
+
+// TestOrderListByAttempt: attempt=failed keeps the orders with a failed
+// attempt, newest first, each once however many attempts failed, over
+// more than one batch of the attempts' index and with the other filters
+// dropping most of each batch.
+func TestOrderListByAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s, attempts := repository.NewOrderStore(db), repository.NewAttemptStore(db)
+		ada, bob := newCustomer(t, db), newCustomer(t, db)
+		fail := func(o domain.Order, times int) {
+			for i := range times {
+				a := newAttempt(t, attempts, o, fmt.Sprintf("req-%d", i), t0)
+				if ok, err := attempts.Fail(t.Context(), a.ID, "", "card_declined", t0); !ok || err != nil {
+					t.Fatalf("Fail(%s) = %v, %v", a.ID, ok, err)
+				}
+			}
+		}
+		var all, adas []string // newest first
+		for i := range 40 {
+			owner := bob
+			if i%7 == 0 {
+				owner = ada
+			}
+			o := pendingOrder(owner.ID)
+			createOrder(t, db, o)
+			switch {
+			case i%3 == 0:
+				fail(o, 1+i%2) // one or two failed attempts
+			case i%3 == 1:
+				newAttempt(t, attempts, o, "req-ok", t0) // started, not failed
+				continue
+			default:
+				continue // never tried
+			}
+			all = append([]string{o.ID}, all...)
+			if owner == ada {
+				adas = append([]string{o.ID}, adas...)
+			}
+		}
+		f := domain.OrderFilter{Attempt: domain.AttemptFailed, Limit: 4}
+		if got, _ := walk(t, s, f); !slices.Equal(got, all) {
+			t.Errorf("walk(attempt=failed) = %v, want %v", got, all)
+		}
+		f.CustomerID, f.Limit = ada.ID, 1
+		if got, _ := walk(t, s, f); !slices.Equal(got, adas) {
+			t.Errorf("walk(attempt=failed, Ada's, 1 a page) = %v, want %v", got, adas)
+		}
+		f.Status = domain.StatusPaid
+		if got, _ := walk(t, s, f); len(got) != 0 {
+			t.Errorf("walk(attempt=failed, paid) = %v, want none", got)
 		}
 	})
 }

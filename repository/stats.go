@@ -25,9 +25,10 @@ func NewStatsStore(db *DB) *StatsStore { return &StatsStore{db: db} }
 // databases hold every timestamp in UTC (timeLayout), SQLite as that text
 // and MySQL as a DATETIME(6) that SUBSTR reads as the same text, so one
 // statement serves both and the buckets are UTC hours and days. The WHERE
-// is a range of created_at that the indexes of migration 00018 serve
-// (payment_attempts_created holds the status too, so the attempts' count
-// reads the index only); the database sends one row per bucket and status
+// is a range of created_at that the indexes of migrations 00018 and 00028
+// serve (payment_attempts_created holds the status, ledger_entries_created
+// the kind, currency and amount, so both reads need the index only); the
+// database sends one row per bucket and status
 // (or kind and currency), never one per attempt.
 var (
 	statsKeyLength = map[domain.StatsBucket]int{domain.BucketHour: len("2006-01-02 15"), domain.BucketDay: len("2006-01-02")}
