@@ -37,11 +37,15 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // now is payd's clock: UTC, at the microsecond precision both databases store.
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
+// migrationTimeout bounds one statement of `payd migrate` on MySQL: an
+// index built on a table of ten million rows takes minutes.
+const migrationTimeout = time.Hour
+
 // Migrate is `payd migrate up|status`: apply the pending migrations, each
 // logged as `payd serve` logs it (one JSON line per version, on stdout
 // here), or list every migration and whether it is applied.
 func Migrate(ctx context.Context, action string, cfg Config, stdout io.Writer) error {
-	db, err := repository.Open(ctx, cfg.DatabaseURL)
+	db, err := repository.Open(ctx, cfg.DatabaseURL, repository.LongStatements(migrationTimeout))
 	if err != nil {
 		return err
 	}

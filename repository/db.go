@@ -10,6 +10,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -123,7 +125,16 @@ func WithPoolOpener(open PoolOpener) Option {
 
 // openConfig is Open's options.
 type openConfig struct {
-	pools PoolOpener // nil: sql.Open, sql.OpenDB
+	pools     PoolOpener    // nil: sql.Open, sql.OpenDB
+	statement time.Duration // how long a MySQL statement may take, when the URL does not say (readTimeout); 0: 30 s
+}
+
+// LongStatements lets each statement on MySQL/MariaDB run for up to d
+// unless the URL's readTimeout says otherwise: for `payd migrate`, whose
+// index builds on a grown table take minutes, where a request's statement
+// takes milliseconds.
+func LongStatements(d time.Duration) Option {
+	return func(oc *openConfig) { oc.statement = d }
 }
 
 // open is sql.Open(driverName, dsn), or the PoolOpener's pool on the
@@ -258,7 +269,7 @@ func (db *DB) useWAL(ctx context.Context) error {
 }
 
 func openMySQL(ctx context.Context, rawURL string, oc openConfig) (*DB, error) {
-	cfg, err := mysqlConfig(rawURL)
+	cfg, err := mysqlConfig(rawURL, cmp.Or(oc.statement, 30*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("open mysql database: %w", err)
 	}
@@ -353,36 +364,68 @@ func mysqlPool(cfg *mysql.Config) Pool {
 // a guarded UPDATE matched nothing shows why (a REPEATABLE READ snapshot
 // could still show it pending), and range reads take no gap locks, a
 // common source of deadlocks.
+//
+// Each session also has the server give up a statement when payd does
+// (statementLimits): without it, a read payd stopped waiting for at the
+// read timeout runs on in the server, holding a thread and its locks,
+// until it tries to send its rows.
 func connectMySQL(ctx context.Context, cfg *mysql.Config, oc openConfig) (*sql.DB, error) {
 	var err error
 	for _, name := range isolationVars {
-		c := cfg.Clone()
-		for _, v := range isolationVars {
-			delete(c.Params, v) // payd's level, whatever the URL says
-		}
-		c.Params[name] = "'READ-COMMITTED'"
-		connector, cerr := mysql.NewConnector(c)
-		if cerr != nil {
-			return nil, fmt.Errorf("open mysql database: %w", cerr)
-		}
-		sqlDB := oc.openDB(connector, mysqlPool(cfg))
-		if err = sqlDB.PingContext(ctx); err == nil {
-			return sqlDB, nil
-		}
-		sqlDB.Close()
-		var me *mysql.MySQLError
-		if !errors.As(err, &me) || me.Number != errUnknownVariable {
-			break
+		for _, limit := range statementLimits(cfg) {
+			c := cfg.Clone()
+			for _, v := range isolationVars {
+				delete(c.Params, v) // payd's level, whatever the URL says
+			}
+			c.Params[name] = "'READ-COMMITTED'"
+			maps.Copy(c.Params, limit)
+			connector, cerr := mysql.NewConnector(c)
+			if cerr != nil {
+				return nil, fmt.Errorf("open mysql database: %w", cerr)
+			}
+			sqlDB := oc.openDB(connector, mysqlPool(cfg))
+			if err = sqlDB.PingContext(ctx); err == nil {
+				return sqlDB, nil
+			}
+			sqlDB.Close()
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != errUnknownVariable {
+				return nil, connectError(cfg, err)
+			}
 		}
 	}
+	return nil, connectError(cfg, err)
+}
+
+// statementLimits are the session settings, most wanted first, that stop
+// a statement in the server once the driver has stopped waiting for it
+// (the URL's readTimeout, 30 s by default): MariaDB's max_statement_time
+// (seconds, every statement), MySQL's max_execution_time (milliseconds,
+// SELECTs), or none on a server that knows neither. A URL that sets
+// either keeps its own.
+func statementLimits(cfg *mysql.Config) []map[string]string {
+	_, mariadbSet := cfg.Params["max_statement_time"]
+	_, mysqlSet := cfg.Params["max_execution_time"]
+	if mariadbSet || mysqlSet {
+		return []map[string]string{nil}
+	}
+	return []map[string]string{
+		{"max_statement_time": strconv.FormatFloat(cfg.ReadTimeout.Seconds(), 'f', -1, 64)},
+		{"max_execution_time": strconv.FormatInt(cfg.ReadTimeout.Milliseconds(), 10)},
+		nil,
+	}
+}
+
+// connectError says why connecting to cfg's database failed.
+func connectError(cfg *mysql.Config, err error) error {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == errUnknownDatabase {
 		// payd never creates its database: the user it connects as should
 		// not need the right to, and a typo in the URL would make one.
-		return nil, fmt.Errorf("open mysql database: database %s does not exist on %s: create it with CREATE DATABASE %s (payd creates the tables, not the database)",
+		return fmt.Errorf("open mysql database: database %s does not exist on %s: create it with CREATE DATABASE %s (payd creates the tables, not the database)",
 			cfg.DBName, cfg.Addr, cfg.DBName)
 	}
-	return nil, fmt.Errorf("ping mysql database: %w", err)
+	return fmt.Errorf("ping mysql database: %w", err)
 }
 
 // errUnknownDatabase is the server's error for a connection to a database
@@ -403,7 +446,9 @@ const errUnknownDatabase = 1049
 //     input can become a second statement;
 //   - STRICT_ALL_TABLES: a too-long value is an error, never silently cut;
 //   - READ COMMITTED isolation, added by connectMySQL.
-func mysqlConfig(rawURL string) (*mysql.Config, error) {
+//
+// statement is the read and write timeout, unless the URL names its own.
+func mysqlConfig(rawURL string, statement time.Duration) (*mysql.Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, errors.New("malformed database URL") // url errors quote the password
@@ -432,8 +477,8 @@ func mysqlConfig(rawURL string) (*mysql.Config, error) {
 	cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams, cfg.MultiStatements = true, true, true, true
 	cfg.Loc = time.UTC
 	setDefault(&cfg.Timeout, 5*time.Second)
-	setDefault(&cfg.ReadTimeout, 30*time.Second)
-	setDefault(&cfg.WriteTimeout, 30*time.Second)
+	setDefault(&cfg.ReadTimeout, statement)
+	setDefault(&cfg.WriteTimeout, statement)
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
@@ -159,5 +160,46 @@ func TestMySQLReadCommitted(t *testing.T) {
 	}
 	if n := sets() - before; n != 0 {
 		t.Errorf("a transaction sent %d SET statements, want 0", n)
+	}
+}
+
+// TestMySQLStatementLimit: the server stops a statement when payd stops
+// waiting for it (the URL's readTimeout), rather than running it on with
+// nobody to read its rows, and a URL's own limit is kept.
+func TestMySQLStatementLimit(t *testing.T) {
+	url := dbtest.NewURL(t, migrations.MySQL)
+	db := dbtest.OpenURL(t, url+"?readTimeout=1s")
+	var limit float64
+	if err := db.Gorm().Raw("SELECT @@max_statement_time").Row().Scan(&limit); err != nil {
+		t.Skipf("the server has no max_statement_time (MySQL, not MariaDB): %v", err)
+	}
+	if limit != 1 {
+		t.Errorf("max_statement_time = %v, want 1 (seconds, the read timeout)", limit)
+	}
+	start := time.Now()
+	var slept int
+	err := db.Gorm().Raw("SELECT SLEEP(20)").Row().Scan(&slept)
+	if took := time.Since(start); err == nil && slept == 0 || took > 15*time.Second {
+		t.Fatalf("SELECT SLEEP(20) = %d, %v after %v, want it stopped", slept, err, took)
+	}
+	// No session of the server still runs it.
+	var running int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := db.Gorm().Raw("SELECT COUNT(*) FROM information_schema.processlist WHERE info = 'SELECT SLEEP(20)'").Row().Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if running != 0 {
+		t.Errorf("%d sessions still run the statement payd gave up on", running)
+	}
+
+	own := dbtest.OpenURL(t, url+"?max_statement_time=7")
+	if err := own.Gorm().Raw("SELECT @@max_statement_time").Row().Scan(&limit); err != nil || limit != 7 {
+		t.Errorf("max_statement_time with the URL's own = %v, %v, want 7", limit, err)
 	}
 }
