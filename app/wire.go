@@ -206,6 +206,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		jobs = append(jobs, service.Job{Name: service.JobRetention, Every: time.Minute,
 			Run: service.Retain(repository.NewRetentionStore(db), cfg.Retention, now, observer), Log: log, Observer: observer})
 	}
+	jobs = append(jobs, service.Job{Name: service.JobStatsRollup, Every: time.Minute, Run: rollStats(repository.NewStatsStore(db), now), Log: log, Observer: observer})
 	jobs = append(jobs, reconcileJobs(cfg, db, uc.Reconciler, log, observer)...) // PAYD_RECONCILE_EVERY
 	jobs = append(jobs, notifyWorker(cfg, db, sealer, metrics, log).Job(notifyEvery, log, observer))
 	return &Parts{Metrics: metrics, Idempotency: idem, Echo: e, Jobs: jobs, Redis: rds, draining: draining, catalogue: uc.Catalogue}, nil
@@ -379,4 +380,16 @@ func notifyWorker(cfg Config, db *repository.DB, sealer *idempotency.Sealer, met
 		w.Env = &e
 	}
 	return w
+}
+
+// rollStats is the overview's rollup job (ADR 0065): each pass counts the
+// hours over for 10 minutes, 500 at most (a full pass runs again at once),
+// then again the hours of attempts changed since the last pass, less 5
+// minutes for a transaction still open then. A pass holds the rollup for
+// up to 5 minutes; another replica's pass meanwhile does nothing.
+func rollStats(stats *repository.StatsStore, now func() time.Time) func(context.Context) (int64, error) {
+	return func(ctx context.Context) (int64, error) {
+		n, err := stats.Roll(ctx, repository.RollupPass{Now: now(), Settle: 10 * time.Minute, Margin: 5 * time.Minute, Lease: 5 * time.Minute, MaxHours: 500})
+		return int64(n), err
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -43,9 +44,18 @@ var (
 	// the refunds the provider reversed) booked in [from, to) by bucket,
 	// kind and currency, counted and added up in minor units.
 	statsLedger = perBucket(`SELECT SUBSTR(created_at, 1, %d) AS bucket, kind, currency, COUNT(*), SUM(amount_minor)
-	FROM ledger_entries WHERE created_at >= ? AND created_at < ? AND kind IN ` +
-		sqlStatuses(domain.LedgerCharge, domain.LedgerRefund, domain.LedgerOutsideRefund, domain.LedgerRefundReversed) + `
+	FROM ledger_entries WHERE created_at >= ? AND created_at < ? AND kind IN ` + statsLedgerKinds + `
 	GROUP BY bucket, kind, currency`)
+
+	// statsLedgerKinds are the kinds of entry the overview counts.
+	statsLedgerKinds = sqlStatuses(domain.LedgerCharge, domain.LedgerRefund, domain.LedgerOutsideRefund, domain.LedgerRefundReversed)
+
+	// statsRolledAttempts and statsRolledLedger are the same counts, of
+	// the whole hours in [from, to), from the rollup (stats_rollup.go).
+	statsRolledAttempts = perBucket(`SELECT SUBSTR(hour, 1, %d) AS bucket, status, SUM(n)
+	FROM stats_attempt_hours WHERE hour >= ? AND hour < ? GROUP BY bucket, status`)
+	statsRolledLedger = perBucket(`SELECT SUBSTR(hour, 1, %d) AS bucket, kind, currency, SUM(n), SUM(amount_minor)
+	FROM stats_ledger_hours WHERE hour >= ? AND hour < ? GROUP BY bucket, kind, currency`)
 )
 
 // statsOpen is what is open now, in one round trip: discrepancies open or
@@ -109,12 +119,32 @@ func (s *StatsStore) Stats(ctx context.Context, w domain.StatsWindow) (domain.St
 		}
 		return &st.Series[i].StatsCounts, nil
 	}
-	if err := s.attempts(ctx, w, point); err != nil {
+	through, err := s.rolledThrough(ctx)
+	if err != nil {
 		return domain.Stats{}, err
 	}
-	if err := s.ledger(ctx, w, point, &st); err != nil {
-		return domain.Stats{}, err
+	money := map[domain.Currency]*domain.StatsMoney{}
+	rolled, live := splitWindow(w.From, w.To, through)
+	for _, r := range live {
+		if err := s.attempts(ctx, statsAttempts[w.Bucket], r, point); err != nil {
+			return domain.Stats{}, err
+		}
+		if err := s.ledger(ctx, statsLedger[w.Bucket], r, point, money); err != nil {
+			return domain.Stats{}, err
+		}
 	}
+	if rolled != nil {
+		if err := s.attempts(ctx, statsRolledAttempts[w.Bucket], *rolled, point); err != nil {
+			return domain.Stats{}, err
+		}
+		if err := s.ledger(ctx, statsRolledLedger[w.Bucket], *rolled, point, money); err != nil {
+			return domain.Stats{}, err
+		}
+	}
+	for _, m := range money {
+		st.Money = append(st.Money, *m)
+	}
+	slices.SortFunc(st.Money, func(a, b domain.StatsMoney) int { return strings.Compare(string(a.Currency), string(b.Currency)) })
 	for _, p := range st.Series {
 		st.Totals.Add(p.StatsCounts)
 	}
@@ -136,8 +166,36 @@ func (s *StatsStore) Stats(ctx context.Context, w domain.StatsWindow) (domain.St
 	return st, nil
 }
 
-func (s *StatsStore) attempts(ctx context.Context, w domain.StatsWindow, point func(string) (*domain.StatsCounts, error)) error {
-	rows, err := s.db.query(ctx, statsAttempts[w.Bucket], ts(w.From), ts(w.To))
+// span is a half-open range of time, [from, to).
+type span struct{ from, to time.Time }
+
+// splitWindow splits [from, to) into the whole hours the rollup holds,
+// those before through (nil: none), and the rest, to be counted from the
+// tables: the window's ends and the hours not yet rolled.
+func splitWindow(from, to, through time.Time) (rolled *span, live []span) {
+	a := from.Truncate(time.Hour)
+	if a.Before(from) {
+		a = a.Add(time.Hour)
+	}
+	b := to.Truncate(time.Hour)
+	if through.Before(b) {
+		b = through
+	}
+	if !a.Before(b) {
+		return nil, []span{{from, to}}
+	}
+	if from.Before(a) {
+		live = append(live, span{from, a})
+	}
+	if b.Before(to) {
+		live = append(live, span{b, to})
+	}
+	return &span{a, b}, live
+}
+
+// attempts adds the attempts query counts in r to their buckets.
+func (s *StatsStore) attempts(ctx context.Context, query string, r span, point func(string) (*domain.StatsCounts, error)) error {
+	rows, err := s.db.query(ctx, query, ts(r.from), ts(r.to))
 	if err != nil {
 		return fmt.Errorf("read stats: attempts: %w", err)
 	}
@@ -169,13 +227,14 @@ func (s *StatsStore) attempts(ctx context.Context, w domain.StatsWindow, point f
 	return nil
 }
 
-func (s *StatsStore) ledger(ctx context.Context, w domain.StatsWindow, point func(string) (*domain.StatsCounts, error), st *domain.Stats) error {
-	rows, err := s.db.query(ctx, statsLedger[w.Bucket], ts(w.From), ts(w.To))
+// ledger adds the entries query counts in r to their buckets and their
+// money to money's currencies.
+func (s *StatsStore) ledger(ctx context.Context, query string, r span, point func(string) (*domain.StatsCounts, error), money map[domain.Currency]*domain.StatsMoney) error {
+	rows, err := s.db.query(ctx, query, ts(r.from), ts(r.to))
 	if err != nil {
 		return fmt.Errorf("read stats: ledger: %w", err)
 	}
 	defer rows.Close()
-	money := map[domain.Currency]*domain.StatsMoney{}
 	for rows.Next() {
 		var (
 			key, kind, currency string
@@ -208,17 +267,5 @@ func (s *StatsStore) ledger(ctx context.Context, w domain.StatsWindow, point fun
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read stats: ledger: %w", classify(err))
 	}
-	for _, m := range money {
-		st.Money = append(st.Money, *m)
-	}
-	slices.SortFunc(st.Money, func(a, b domain.StatsMoney) int {
-		if a.Currency < b.Currency {
-			return -1
-		}
-		if a.Currency > b.Currency {
-			return 1
-		}
-		return 0
-	})
 	return nil
 }

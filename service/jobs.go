@@ -63,10 +63,11 @@ const (
 	JobReconcileSchedule JobName = "reconcile_schedule"
 	JobNotify            JobName = "notify" // the merchant's endpoints told of new events (notify.Worker)
 	JobRetention         JobName = "retention"
+	JobStatsRollup       JobName = "stats_rollup" // the overview's hours counted once (ADR 0065)
 )
 
 // JobNames lists every background job.
-var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify, JobRetention}
+var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify, JobRetention, JobStatsRollup}
 
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500
