@@ -95,7 +95,7 @@ func (g sizes) markdown(chart string) []byte {
 			fmt.Fprintf(&b, ", load average %s at the start", r.LoadBefore)
 		}
 		if p := r.Preload; p != nil {
-			fmt.Fprintf(&b, "; preloaded: %s", p.words())
+			fmt.Fprintf(&b, "; preloaded: %s", p.Words())
 		}
 		b.WriteString(map[bool]string{true: ".\n", false: ";\n"}[i == len(g)-1])
 	}

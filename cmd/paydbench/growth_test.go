@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/payd/payd/internal/preload"
 )
 
 // TestSizes: -sizes puts runs on an empty and a preloaded database side by
@@ -39,7 +41,7 @@ func TestSizes(t *testing.T) {
 	empty := write("empty.json", report{Database: "mysql", Phases: phases(800, 20)})
 	grown := phases(720, 30)
 	grown[len(grown)-1] = phase{Target: "payd", Name: readPrefix + "stats", Requests: 8, PerSecond: 0.1, P99Ms: 30000, Failed: 2, FirstError: "status 503"}
-	big := write("1m.json", report{Database: "mysql", Phases: grown, Preload: &preloadStats{Orders: 1_000_000, Rows: 5_400_000, Bytes: 3 << 30}})
+	big := write("1m.json", report{Database: "mysql", Phases: grown, Preload: &preload.Stats{Orders: 1_000_000, Rows: 5_400_000, Bytes: 3 << 30}})
 	doc := filepath.Join(dir, "performance.md")
 	if err := os.WriteFile(doc, []byte("# payd's performance\n\nBy hand.\n\n"+beginGenerated+"\nrun\n"+endGenerated+"\n\nMore by hand.\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/payd/payd/internal/preload"
 )
 
 // The operators' reads, measured after payd's pays: what the console and
@@ -57,7 +59,7 @@ func (b *bench) adminReads(now time.Time) []adminRead {
 	}
 	if b.o.preload > 0 {
 		reads = append(reads, adminRead{"an endpoint's deliveries", func(int) string {
-			return "/v1/admin/endpoints/" + preloadEndpoint + "/deliveries?limit=20"
+			return "/v1/admin/endpoints/" + preload.Endpoint + "/deliveries?limit=20"
 		}})
 	}
 	return reads
@@ -70,11 +72,11 @@ func (b *bench) readTargets() (order, customer, email, timeline, deep func(int) 
 	if n := b.o.preload; n > 0 {
 		customers := max(1, n/10)
 		pick := func(i, of int) int { return (i*7919 + 13) % of }
-		order = func(i int) string { return preloadID("8000", pick(i, n)) }
-		customer = func(i int) string { return preloadID("8001", pick(i, customers)) }
+		order = func(i int) string { return preload.ID("8000", pick(i, n)) }
+		customer = func(i int) string { return preload.ID("8001", pick(i, customers)) }
 		email = func(i int) string { return fmt.Sprintf("c%d@preload.example", pick(i, customers)) }
-		timeline = func(i int) string { return preloadID("8000", 80+100*pick(i, max(1, n/100))) } // refunded (i mod 100 = 80)
-		deep = func(i int) string { return preloadID("8000", n/2+pick(i, max(1, n/4))) }
+		timeline = func(i int) string { return preload.ID("8000", 80+100*pick(i, max(1, n/100))) } // refunded (i mod 100 = 80)
+		deep = func(i int) string { return preload.ID("8000", n/2+pick(i, max(1, n/4))) }
 		return
 	}
 	pick := func(i int) int { return (i*7919 + 13) % b.o.requests }
@@ -128,9 +130,4 @@ func (c *client) get(ctx context.Context, path, token string) error {
 		return fmt.Errorf("GET %s: status %d: %.200s", strings.SplitN(path, "?", 2)[0], resp.StatusCode, body)
 	}
 	return nil
-}
-
-// preloadID is the preload's ID of number i in the table tag names.
-func preloadID(tag string, i int) string {
-	return fmt.Sprintf("00000000-0000-7000-%s-%012x", tag, i)
 }

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/payd/payd/internal/preload"
 )
 
 // report is everything one run measured; -json prints it as it is.
@@ -38,7 +40,7 @@ type report struct {
 	// error that reached a request or a job); SQLite only.
 	SQLiteBusy *int64 `json:"sqlite_busy_errors,omitempty"`
 	// Preload is what -preload loaded before payd was measured.
-	Preload *preloadStats `json:"preload,omitempty"`
+	Preload *preload.Stats `json:"preload,omitempty"`
 }
 
 type ratios struct {
@@ -179,7 +181,7 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 		}
 	}
 	if p := r.Preload; p != nil {
-		fmt.Fprintf(w, "preloaded: %s\n", p.words())
+		fmt.Fprintf(w, "preloaded: %s\n", p.Words())
 	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {

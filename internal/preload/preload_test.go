@@ -1,4 +1,4 @@
-package main
+package preload
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // statements must write for n orders: the same mix and windows as
 // preload.go's comment, worked out independently of its SQL.
 func preloadWant(n int) map[string]int64 {
-	span := int64(preloadSpan / time.Second)
+	span := int64(Span / time.Second)
 	w := map[string]int64{"customers": int64(max(1, n/10)), "orders": int64(n), "order_items": int64(n), "notify_endpoints": 1}
 	for i := range int64(n) {
 		m := i % 100
@@ -73,7 +73,7 @@ func TestPreload(t *testing.T) {
 			pool = db.Pools()["write"]
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		st, err := preload(ctx, pool, d == migrations.MySQL, n, now, io.Discard)
+		st, err := Load(ctx, pool, d == migrations.MySQL, n, now, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestPreload(t *testing.T) {
 		if entries, err := ledger.ListByOrder(ctx, id(1985)); err != nil || len(entries) != 2 {
 			t.Errorf("order 1985's ledger = %+v, %v, want its charge and its refund", entries, err)
 		}
-		stats, err := repository.NewStatsStore(db).Stats(ctx, domain.StatsWindow{From: now.Add(-preloadSpan - 2*time.Hour), To: now.Add(time.Hour), Bucket: domain.BucketDay})
+		stats, err := repository.NewStatsStore(db).Stats(ctx, domain.StatsWindow{From: now.Add(-Span - 2*time.Hour), To: now.Add(time.Hour), Bucket: domain.BucketDay})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,21 +129,21 @@ func TestPreload(t *testing.T) {
 			t.Errorf("the overview's totals = %+v, want %d paid, %d declined, %d refunds", stats.Totals, n*88/100, n/10, want["refunds"])
 		}
 
-		again, err := preload(ctx, pool, d == migrations.MySQL, n, now, io.Discard)
+		again, err := Load(ctx, pool, d == migrations.MySQL, n, now, io.Discard)
 		if err != nil || !again.Reused || again.Rows != 0 {
 			t.Errorf("a second preload of %d = %+v, %v, want it reused, nothing written", n, again, err)
 		}
-		if _, err := preload(ctx, pool, d == migrations.MySQL, n+1, now, io.Discard); err == nil {
+		if _, err := Load(ctx, pool, d == migrations.MySQL, n+1, now, io.Discard); err == nil {
 			t.Errorf("a preload of %d on a database holding %d was not refused", n+1, n)
 		}
-		if _, err := pool.ExecContext(ctx, "DELETE FROM "+preloadMarker); err != nil {
+		if _, err := pool.ExecContext(ctx, "DELETE FROM "+Marker); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := preload(ctx, pool, d == migrations.MySQL, n, now, io.Discard); err == nil || !strings.Contains(err.Error(), "no finished preload") {
+		if _, err := Load(ctx, pool, d == migrations.MySQL, n, now, io.Discard); err == nil || !strings.Contains(err.Error(), "no finished preload") {
 			t.Errorf("a preload over one stopped halfway = %v, want it refused", err)
 		}
-		if size, err := databaseBytes(ctx, pool, d == migrations.MySQL); err != nil || size <= 0 {
-			t.Errorf("databaseBytes = %d, %v, want the database's size", size, err)
+		if size, err := Bytes(ctx, pool, d == migrations.MySQL); err != nil || size <= 0 {
+			t.Errorf("Bytes = %d, %v, want the database's size", size, err)
 		}
 	})
 }
@@ -157,17 +157,4 @@ func hex12(i int) string {
 		i /= 16
 	}
 	return string(b)
-}
-
-// TestPreloadFlags: -preload-keep needs -preload, and -preload is a count.
-func TestPreloadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-preload-keep"}, {"-preload", "-1"}} {
-		if _, err := parseOptions(args, io.Discard); err == nil {
-			t.Errorf("parseOptions(%q) took it", args)
-		}
-	}
-	o, err := parseOptions([]string{"-preload", "1000000", "-preload-keep"}, io.Discard)
-	if err != nil || o.preload != 1000000 || !o.preloadKeep {
-		t.Errorf("parseOptions(-preload 1000000 -preload-keep) = %+v, %v", o, err)
-	}
 }
