@@ -332,7 +332,7 @@ func Load(ctx context.Context, db *sql.DB, mysqlDB bool, n int, now time.Time, p
 	d := sqlDialect{mysql: mysqlDB, now: now.UTC().Format(timeLayout)}
 	customers := max(1, n/10)
 	if _, err := conn.ExecContext(ctx, `INSERT INTO notify_endpoints (id, url, description, events, status, disabled_reason,
-		secret_sealed, created_at, updated_at) VALUES (?, 'https://shop.example/payd-events', 'preloaded', 'order.paid,order.refunded',
+		secret_sealed, created_at, updated_at) VALUES (?, 'https://shop.example/payd-events', 'preloaded', 'order.paid order.refunded',
 		'disabled', 'preloaded by paydbench', X'00', ?, ?)`, Endpoint, ts(now.Add(-Span)), ts(now.Add(-Span))); err != nil {
 		return st, fmt.Errorf("preload endpoint: %w", err)
 	}
