@@ -159,18 +159,27 @@ func (s *OrderStore) listByAttempt(ctx context.Context, f domain.OrderFilter, n 
 var paidStatuses = names(domain.PaidStatuses())
 
 // ListPaidBetween returns orders paid in [from, to) that are paid or since
-// refunded, ordered by ID, after the ID cursor after (none when empty), at
-// most limit (100 when limit <= 0), with their items: what reconciliation
-// compares with the provider's charges of the same window. Paging by ID,
-// not by paid_at, keeps the cursor a plain order ID.
+// refunded, ordered by paid_at then ID, after the order after (none when
+// empty), at most limit (100 when limit <= 0), with their items: what
+// reconciliation compares with the provider's charges of the same window.
+// The pages walk orders_paid_at (paid_at, id), so each reads its own rows
+// however many the window holds; the cursor stays a plain order ID, whose
+// paid_at is read first.
 func (s *OrderStore) ListPaidBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Order, error) {
 	q := s.db.conn(ctx).Where("status IN ? AND paid_at >= ? AND paid_at < ?",
 		paidStatuses, ts(from), ts(to))
 	if after != "" {
-		q = q.Where("id > ?", after)
+		var at []utcTime
+		if err := s.db.conn(ctx).Model(&orderRow{}).Where("id = ? AND paid_at IS NOT NULL", after).Limit(1).Pluck("paid_at", &at).Error; err != nil {
+			return nil, fmt.Errorf("list orders paid between %v and %v: %w", from, to, err)
+		}
+		if len(at) == 0 {
+			return nil, fmt.Errorf("list orders paid between %v and %v: the cursor %s is no paid order", from, to, after)
+		}
+		q = q.Where("(paid_at > ? OR (paid_at = ? AND id > ?))", at[0], at[0], after)
 	}
 	var rows []orderRow
-	if err := q.Order("id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {
+	if err := q.Order("paid_at, id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list orders paid between %v and %v: %w", from, to, err)
 	}
 	orders, err := s.withItems(ctx, rows)

@@ -47,13 +47,17 @@ func TestOrderListPaidBetween(t *testing.T) {
 			t.Fatalf("MoveRefund(count all) = %v, %v", ok, err)
 		}
 		justBeforeTo := paidAt(t, db, to.Add(-time.Microsecond))
-		paidAt(t, db, to)                          // excluded: the window is half open
-		paidAt(t, db, from.Add(-time.Microsecond)) // excluded: before the window
-		orderAfter(t, db, claim("req-1"))          // processing: not paid
-		newOrder(t, db)                            // pending
+		tie := paidAt(t, db, from.Add(time.Minute)) // paid with refunded, its ID after justBeforeTo's
+		paidAt(t, db, to)                           // excluded: the window is half open
+		paidAt(t, db, from.Add(-time.Microsecond))  // excluded: before the window
+		orderAfter(t, db, claim("req-1"))           // processing: not paid
+		newOrder(t, db)                             // pending
 
-		want := []string{atFrom.ID, refunded.ID, justBeforeTo.ID}
-		slices.Sort(want)
+		// By paid_at, then ID.
+		want := []string{atFrom.ID, refunded.ID, tie.ID, justBeforeTo.ID}
+		if refunded.ID > tie.ID {
+			want[1], want[2] = tie.ID, refunded.ID
+		}
 		got, err := s.ListPaidBetween(t.Context(), from, to, "", 10)
 		if err != nil || !slices.Equal(orderIDs(got), want) {
 			t.Fatalf("ListPaidBetween(%v, %v) = %v, %v, want %v", from, to, orderIDs(got), err, want)
@@ -77,6 +81,9 @@ func TestOrderListPaidBetween(t *testing.T) {
 		}
 		if !slices.Equal(paged, want) {
 			t.Errorf("ListPaidBetween paged by 2 = %v, want %v", paged, want)
+		}
+		if _, err := s.ListPaidBetween(t.Context(), from, to, newID(), 2); err == nil {
+			t.Errorf("ListPaidBetween(after an ID no paid order has) took it")
 		}
 		if got, err := s.ListPaidBetween(t.Context(), to.Add(time.Hour), to.Add(2*time.Hour), "", 10); err != nil || got == nil || len(got) != 0 {
 			t.Errorf("ListPaidBetween(empty window) = %#v, %v, want an empty, non-nil list", got, err)

@@ -178,16 +178,25 @@ func (s *RefundStore) ListPending(ctx context.Context, olderThan time.Time, limi
 }
 
 // ListSucceededBetween returns the refunds that succeeded and were created
-// in [from, to), ordered by ID, after the ID cursor, at most limit (100
-// when limit <= 0): the refunds a reconciliation run expects the
-// provider to list.
+// in [from, to), ordered by created_at then ID, after the refund after
+// (none when empty), at most limit (100 when limit <= 0): the refunds a
+// reconciliation run expects the provider to list. The pages walk
+// refunds_succeeded (status, created_at, id); the cursor stays a plain
+// refund ID, whose created_at is read first.
 func (s *RefundStore) ListSucceededBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Refund, error) {
 	q := s.db.conn(ctx).Where("status = ? AND created_at >= ? AND created_at < ?", string(domain.RefundSucceeded), ts(from), ts(to))
 	if after != "" {
-		q = q.Where("id > ?", after)
+		var at []utcTime
+		if err := s.db.conn(ctx).Model(&refundRow{}).Where("id = ?", after).Limit(1).Pluck("created_at", &at).Error; err != nil {
+			return nil, fmt.Errorf("list refunds succeeded between %v and %v: %w", from, to, err)
+		}
+		if len(at) == 0 {
+			return nil, fmt.Errorf("list refunds succeeded between %v and %v: the cursor %s is no refund", from, to, after)
+		}
+		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", at[0], at[0], after)
 	}
 	var rows []refundRow
-	if err := q.Order("id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {
+	if err := q.Order("created_at, id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list refunds succeeded between %v and %v: %w", from, to, err)
 	}
 	return refundsToDomain(rows), nil

@@ -198,7 +198,8 @@ func TestRefundLists(t *testing.T) {
 }
 
 // TestRefundListSucceededBetween: only succeeded refunds created in the
-// window are listed, by ID, a page at a time after the cursor.
+// window are listed, by creation time then ID, a page at a time after the
+// cursor.
 func TestRefundListSucceededBetween(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		s := repository.NewRefundStore(dbtest.Open(t, d))
@@ -209,7 +210,7 @@ func TestRefundListSucceededBetween(t *testing.T) {
 			}
 			return r
 		}
-		a, b := succeed(t0), succeed(t0.Add(time.Minute))
+		b, a := succeed(t0.Add(time.Minute)), succeed(t0)           // a is older, its ID larger
 		succeed(t0.Add(time.Hour))                                  // at to: outside
 		succeed(t0.Add(-time.Nanosecond * 1000))                    // before from
 		createRefund(t, s, newRefund(newID(), t0.Add(time.Second))) // pending
@@ -222,6 +223,9 @@ func TestRefundListSucceededBetween(t *testing.T) {
 		}
 		if got, err := s.ListSucceededBetween(t.Context(), t0, t0.Add(time.Hour), a.ID, 10); err != nil || len(got) != 1 || got[0].ID != b.ID {
 			t.Errorf("ListSucceededBetween(after %s) = %+v, %v; want only %s", a.ID, got, err, b.ID)
+		}
+		if _, err := s.ListSucceededBetween(t.Context(), t0, t0.Add(time.Hour), newID(), 10); err == nil {
+			t.Errorf("ListSucceededBetween(after an ID no refund has) took it")
 		}
 	})
 }

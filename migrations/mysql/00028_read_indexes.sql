@@ -10,6 +10,8 @@
 -- overview's money is read from the index alone.
 -- notify_deliveries_endpoint_created and _status list an endpoint's
 -- deliveries, of every status or of one, newest first, without a sort.
+-- orders_paid_at and refunds_succeeded page a reconciliation's window
+-- by time, then ID (ListPaidBetween, ListSucceededBetween).
 CREATE INDEX orders_created ON orders (created_at, id);
 CREATE INDEX payment_attempts_status_order ON payment_attempts (status, order_id);
 ALTER TABLE ledger_entries
@@ -17,8 +19,16 @@ ALTER TABLE ledger_entries
     ADD INDEX ledger_entries_created (created_at, kind, currency, amount_minor);
 CREATE INDEX notify_deliveries_endpoint_created ON notify_deliveries (endpoint_id, created_at, seq, id);
 CREATE INDEX notify_deliveries_endpoint_status ON notify_deliveries (endpoint_id, status, created_at, seq, id);
+ALTER TABLE orders
+    DROP INDEX orders_paid_at,
+    ADD INDEX orders_paid_at (paid_at, id);
+CREATE INDEX refunds_succeeded ON refunds (status, created_at, id);
 
 -- +goose Down
+DROP INDEX refunds_succeeded ON refunds;
+ALTER TABLE orders
+    DROP INDEX orders_paid_at,
+    ADD INDEX orders_paid_at (paid_at);
 DROP INDEX notify_deliveries_endpoint_status ON notify_deliveries;
 DROP INDEX notify_deliveries_endpoint_created ON notify_deliveries;
 ALTER TABLE ledger_entries
