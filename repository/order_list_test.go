@@ -258,10 +258,10 @@ func TestOrderListByAttempt(t *testing.T) {
 			}
 			o := pendingOrder(owner.ID)
 			createOrder(t, db, o)
-			switch {
-			case i%3 == 0:
+			switch i % 3 {
+			case 0:
 				fail(o, 1+i%2) // one or two failed attempts
-			case i%3 == 1:
+			case 1:
 				newAttempt(t, attempts, o, "req-ok", t0) // started, not failed
 				continue
 			default:
