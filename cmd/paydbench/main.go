@@ -227,6 +227,12 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 	if err != nil {
 		return nil, err
 	}
+	if o.preload > 0 {
+		if err := waitRollup(ctx, db, os.Stderr); err != nil {
+			_ = p.Stop()
+			return nil, err
+		}
+	}
 	b := &bench{o: o, db: db, rep: rep, pid: p.Pid, api: newClient(p.URL, o.clients)}
 	if db.Dialect == "mysql" {
 		b.serverPID = findProcess("/proc", "mariadbd", "mysqld")

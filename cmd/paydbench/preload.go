@@ -61,3 +61,51 @@ func preloadFor(ctx context.Context, bin string, db *database, n int, progress i
 	}
 	return &st, nil
 }
+
+// rollupWait bounds how long waitRollup waits.
+const rollupWait = 20 * time.Minute
+
+// waitRollup waits until payd's overview rollup (ADR 0065) has counted
+// the preload's hours: a payd that has run for a while has, and its first
+// passes over 90 days of history would otherwise run beside the pays
+// measured.
+func waitRollup(ctx context.Context, db *database, progress io.Writer) error {
+	write, read, err := db.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = write.Close()
+		if read != write {
+			_ = read.Close()
+		}
+	}()
+	start := time.Now()
+	fmt.Fprintln(progress, "paydbench: waiting for payd to roll the preload's hours up for the overview")
+	for {
+		var through string
+		if err := write.QueryRowContext(ctx, "SELECT "+textOf(db.Dialect, "rolled_through")+" FROM stats_rollup WHERE id = 1").Scan(&through); err != nil {
+			return fmt.Errorf("read the overview's rollup: %w", err)
+		}
+		if through >= ts(time.Now().Add(-2*time.Hour)) {
+			fmt.Fprintf(progress, "paydbench: rolled up in %s\n", time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > rollupWait {
+			return fmt.Errorf("payd's overview rollup reached only %s in %s", through, rollupWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// textOf is column read as payd's time text on the dialect.
+func textOf(dialect, column string) string {
+	if dialect == "mysql" {
+		return "DATE_FORMAT(" + column + ", '%Y-%m-%d %H:%i:%s.%f')"
+	}
+	return column
+}
