@@ -96,22 +96,27 @@ func (s *StatsStore) Roll(ctx context.Context, p RollupPass) (int, error) {
 	rolledBefore := through.time()
 	horizon := p.Now.Add(-p.Settle).Truncate(time.Hour)
 
-	// Hours rolled for the first time, from the first one that has rows.
+	// Hours rolled for the first time. An empty stretch (the years before
+	// the first order, a shop idle for a weekend) is stepped over to the
+	// next hour that has rows, not counted hour by hour.
 	hours := 0
-	first, found, err := s.firstRow(ctx, rolledBefore)
-	if err != nil {
-		return 0, err
-	}
-	hour := horizon
-	if found && first.Before(horizon) {
-		hour = first.Truncate(time.Hour)
-	}
-	if hour.After(rolledBefore) {
-		if _, err := s.db.exec(ctx, rollupAdvance, ts(hour)); err != nil {
-			return 0, fmt.Errorf("advance the stats rollup: %w", err)
+	for hour := rolledBefore; hours < p.MaxHours; hour = hour.Add(time.Hour) {
+		next, found, err := s.firstRow(ctx, hour)
+		if err != nil {
+			return hours, err
 		}
-	}
-	for ; hour.Before(horizon) && hours < p.MaxHours; hour = hour.Add(time.Hour) {
+		if !found || !next.Before(horizon) {
+			next = horizon
+		}
+		if next = next.Truncate(time.Hour); next.After(hour) {
+			if _, err := s.db.exec(ctx, rollupAdvance, ts(next)); err != nil {
+				return hours, fmt.Errorf("advance the stats rollup: %w", err)
+			}
+			hour = next
+		}
+		if !hour.Before(horizon) {
+			break
+		}
 		if err := s.rollHour(ctx, hour, true); err != nil {
 			return hours, err
 		}
