@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/migrations"
 )
 
 // recordRow is a row of idempotency_records.
@@ -312,39 +313,75 @@ func (s *RecordStore) Delete(ctx context.Context, scope, key string) error {
 // as absent: purging frees room and changes no answer.
 //
 // It reads the batch's keys, oldest first by the expiry index, and then
-// deletes them all with one statement by primary key, the guard repeated
-// (docs/adr/0061-set-based-purge.md): one commit per batch, not one per
-// record, so the purge outruns the peak rate at which pays create
-// records. The statement locks each row by its primary key, as a request
-// replacing a gone record (replaceGone) does, never through the expiry
-// index first, so the two cannot take their locks in opposite orders;
-// replicas purging at once lock in the same key order and skip what the
-// first deleted.
+// deletes them in one round trip and one commit by primary key, the guard
+// repeated (docs/adr/0061-set-based-purge.md): one commit per batch, not
+// one per record, so the purge outruns the peak rate at which pays create
+// records.
+//
+// One replica purges at a time, under the job's lease (leases.go): two
+// purges reading overlapping batches deadlocked on MariaDB with a request
+// re-inserting a key, whose INSERT holds a shared lock on the record one
+// purge had just deleted and wants it exclusive, while the other purge,
+// which read the same record in its batch, queued for it between the two.
+// Another replica's pass meanwhile purges nothing (0). On MySQL each
+// record is then deleted by its own statement on its whole primary key,
+// all in one packet and one transaction: a unique lookup reads no other
+// row, where one DELETE of the whole list walked the primary key from
+// one listed key to the next and locked the rows between them, a request's
+// among them. On SQLite, whose writers take turns, one DELETE of the list
+// does it.
 func (s *RecordStore) PurgeExpired(ctx context.Context, now time.Time, limit int) (int64, error) {
-	var keys []struct{ Scope, IdemKey string }
-	err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
-		Where(goneAt, ts(now), ts(now)).
-		Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
-	if err != nil {
-		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
-	}
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	args := make([]any, 0, 2*len(keys)+2)
-	for _, k := range keys {
-		args = append(args, k.Scope, k.IdemKey)
-	}
-	n, err := s.db.exec(ctx, purgeRecords(len(keys)), append(args, ts(now), ts(now))...)
+	var n int64
+	_, err := s.db.withLease(ctx, purgeLeaseName, now, purgeLease, func(ctx context.Context) error {
+		var keys []struct{ Scope, IdemKey string }
+		err := s.db.conn(ctx).Model(&recordRow{}).Select("scope, idem_key").
+			Where(goneAt, ts(now), ts(now)).
+			Order("expires_at").Limit(batchSize(limit)).Scan(&keys).Error
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		if s.db.dialect != migrations.MySQL {
+			args := make([]any, 0, 2*len(keys)+2)
+			for _, k := range keys {
+				args = append(args, k.Scope, k.IdemKey)
+			}
+			n, err = s.db.exec(ctx, purgeRecords(len(keys)), append(args, ts(now), ts(now))...)
+			return err
+		}
+		args := make([]any, 0, 4*len(keys))
+		for _, k := range keys {
+			args = append(args, k.Scope, k.IdemKey, ts(now), ts(now))
+		}
+		return s.db.inTx(ctx, func(ctx context.Context) error {
+			if _, err := s.db.exec(ctx, "SET @purged = 0;"+strings.Repeat(purgeOneRecord, len(keys)), args...); err != nil {
+				return err
+			}
+			return s.db.queryRow(ctx, "SELECT @purged").Scan(&n)
+		})
+	})
 	if err != nil {
 		return 0, fmt.Errorf("purge expired idempotency records: %w", err)
 	}
 	return n, nil
 }
 
-// purgeRecords is PurgeExpired's DELETE of n records by primary key, the
-// guard repeated: its arguments are the n keys' scope and idem_key, then
-// goneAt's.
+// The purge's lease: its name in job_leases, and how long a pass may hold
+// it (a pass takes milliseconds; one that dies holding it delays the next
+// by this much).
+const (
+	purgeLeaseName = "purge_idempotency"
+	purgeLease     = time.Minute
+)
+
+// purgeOneRecord deletes one gone record by its whole primary key and adds
+// the rows it deleted to @purged: PurgeExpired sends one per record of its
+// batch, in one packet; its arguments are the key's scope and idem_key,
+// then goneAt's.
+var purgeOneRecord = `DELETE FROM idempotency_records WHERE scope = ? AND idem_key = ? AND ` + goneAt + `; SET @purged = @purged + ROW_COUNT();`
+
+// purgeRecords is PurgeExpired's DELETE of n records on SQLite, by primary
+// key, the guard repeated: its arguments are the n keys' scope and
+// idem_key, then goneAt's.
 func purgeRecords(n int) string {
 	return `DELETE FROM idempotency_records WHERE (scope, idem_key) IN (` +
 		strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ") + `) AND ` + goneAt
