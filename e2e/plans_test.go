@@ -101,7 +101,8 @@ func TestGrownDatabase(t *testing.T) {
 		t.Cleanup(srv.Close)
 		api := newDriver(t, "payd", srv.URL)
 		w := exerciseWrites(t, api)
-		keep, gone := grownRows(t, plain, 20*24*time.Hour)
+		before := time.Now()
+		keep, gone := grownRows(t, plain, 20*24*time.Hour, before)
 		for what, n := range gone {
 			if n == 0 {
 				t.Errorf("before the jobs: no %s; the preload should have some for the jobs to remove", what)
@@ -118,7 +119,7 @@ func TestGrownDatabase(t *testing.T) {
 				}
 			}
 		}
-		keptAfter, goneAfter := grownRows(t, plain, 20*24*time.Hour)
+		keptAfter, goneAfter := grownRows(t, plain, 20*24*time.Hour, before)
 		if !maps.Equal(keptAfter, keep) {
 			t.Errorf("the jobs removed what they must keep:\n got %v\nwant %v", keptAfter, keep)
 		}
@@ -177,17 +178,21 @@ func exerciseWrites(t *testing.T, api *driver) written {
 // must remove, by what they are: keep holds the books, whole, and the
 // provider events, finished deliveries and order events younger than the
 // retention's cutoff, and the idempotency records not yet expired; gone
-// holds those older than the cutoff, and the expired records. A minute
-// either side of the cutoff and of now is in neither: the clock moves
-// while the jobs run.
-func grownRows(t *testing.T, db *repository.DB, retention time.Duration) (keep, gone map[string]int64) {
+// holds those older than the cutoff, and the expired records. Both are
+// counted from one instant, before, taken before the jobs run, so that
+// the counts before and after the jobs compare the same rows. The jobs
+// run later, at their own now: a row that ages past a boundary while
+// they run is in neither set, so keep's boundaries stand ten minutes
+// later than before (the jobs run in less) and gone's a minute earlier.
+func grownRows(t *testing.T, db *repository.DB, retention time.Duration, before time.Time) (keep, gone map[string]int64) {
 	t.Helper()
-	at := func(d time.Duration) string { return time.Now().Add(d).UTC().Format("2006-01-02 15:04:05") }
+	at := func(d time.Duration) string { return before.Add(d).UTC().Format("2006-01-02 15:04:05") }
 	keep, gone = map[string]int64{}, map[string]int64{}
 	for _, table := range []string{"customers", "orders", "order_items", "payment_attempts", "ledger_entries", "refunds", "audit_log", "disputes"} {
 		keep[table] = countRows(t, db, table)
 	}
-	young, old := at(-retention+time.Minute), at(-retention-time.Minute)
+	const jobs = 10 * time.Minute // the jobs finish within this of before
+	young, old := at(-retention+jobs), at(-retention-time.Minute)
 	keep["provider events applied since the cutoff"] = countRows(t, db, "webhook_events WHERE processed_at >= ?", young)
 	gone["provider events applied before it"] = countRows(t, db, "webhook_events WHERE processed_at < ?", old)
 	keep["deliveries ended since the cutoff"] = countRows(t, db, "notify_deliveries WHERE status IN ('delivered', 'failed') AND updated_at >= ?", young)
@@ -196,7 +201,7 @@ func grownRows(t *testing.T, db *repository.DB, retention time.Duration) (keep, 
 		WHERE d.id = a.delivery_id AND d.status IN ('delivered', 'failed') AND d.updated_at < ?)`, old)
 	keep["order events since the cutoff"] = countRows(t, db, "notify_events WHERE created_at >= ?", young)
 	gone["order events before it"] = countRows(t, db, "notify_events WHERE created_at < ?", old)
-	keep["idempotency records alive"] = countRows(t, db, "idempotency_records WHERE expires_at >= ?", at(time.Minute))
+	keep["idempotency records alive"] = countRows(t, db, "idempotency_records WHERE expires_at >= ?", at(jobs))
 	gone["idempotency records expired"] = countRows(t, db, "idempotency_records WHERE expires_at < ?", at(-time.Minute))
 	return keep, gone
 }
