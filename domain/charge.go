@@ -50,6 +50,14 @@ type Charge struct {
 	Action *CustomerAction
 }
 
+// ChargePage is one page of the provider's charges created in a window.
+// Next, when not empty, is where the next page starts: the provider's
+// cursor, to be handed back as is; "" after the last page.
+type ChargePage struct {
+	Charges []Charge
+	Next    string
+}
+
 // CustomerAction is a step the customer's browser must complete for a
 // pending payment, such as Stripe's 3-D Secure challenge (ADR 0019). It is
 // part of the pay answer only; the provider's webhook settles the payment.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -257,21 +258,34 @@ func (c *Client) FindDispute(ctx context.Context, id string) (domain.ProviderDis
 	return d, nil
 }
 
-// ListCharges returns every charge created in [from, to), oldest first.
-func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
-	var out chargeListDTO
-	if err := c.do(ctx, http.MethodGet, "/v1/charges?"+window(from, to), "", nil, &out); err != nil {
-		return nil, fmt.Errorf("list charges: %w", err)
+// chargePage is how many charges a page of ListCharges asks for.
+const chargePage = 500
+
+// ListCharges returns one page of the charges created in [from, to),
+// oldest first, starting after the charge with the provider's ID after
+// ("": from the start). A page is a bounded reply however busy the window
+// (ADR 0066).
+func (c *Client) ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error) {
+	q := window(from, to) + "&limit=" + strconv.Itoa(chargePage)
+	if after != "" {
+		q += "&starting_after=" + url.QueryEscape(after)
 	}
-	charges := make([]domain.Charge, 0, len(out.Data))
+	var out chargeListDTO
+	if err := c.do(ctx, http.MethodGet, "/v1/charges?"+q, "", nil, &out); err != nil {
+		return domain.ChargePage{}, fmt.Errorf("list charges: %w", err)
+	}
+	page := domain.ChargePage{Charges: make([]domain.Charge, 0, len(out.Data))}
 	for _, d := range out.Data {
 		ch, err := d.toCharge()
 		if err != nil {
-			return nil, fmt.Errorf("list charges: %w: %w", domain.ErrProviderUnavailable, err)
+			return domain.ChargePage{}, fmt.Errorf("list charges: %w: %w", domain.ErrProviderUnavailable, err)
 		}
-		charges = append(charges, ch)
+		page.Charges = append(page.Charges, ch)
 	}
-	return charges, nil
+	if out.HasMore && len(page.Charges) > 0 {
+		page.Next = page.Charges[len(page.Charges)-1].ID
+	}
+	return page, nil
 }
 
 // do sends one request and decodes a 2xx reply into out. Everything that

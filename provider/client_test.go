@@ -118,7 +118,7 @@ func TestClientRefundAndList(t *testing.T) {
 	if err != nil || r.ChargeID != ch.ID || !r.Amount.Equal(decimal.RequireFromString("2.30")) || r.Status != domain.ChargeSucceeded || r.IdempotencyKey != "r" {
 		t.Fatalf("Refund = %+v, %v", r, err)
 	}
-	list, err := sb.Client.ListCharges(ctx, before, time.Now().Add(time.Second))
+	list, err := provider.AllCharges(ctx, sb.Client, before, time.Now().Add(time.Second))
 	if err != nil || len(list) != 1 || list[0].ID != ch.ID || !list[0].RefundedAmount.Equal(decimal.RequireFromString("2.30")) {
 		t.Fatalf("ListCharges = %+v, %v; want the one charge with 2.30 refunded", list, err)
 	}

@@ -34,7 +34,8 @@ type chargeDTO struct {
 }
 
 type chargeListDTO struct {
-	Data []chargeDTO `json:"data"`
+	Data    []chargeDTO `json:"data"`
+	HasMore bool        `json:"has_more"`
 }
 
 type refundRequestDTO struct {

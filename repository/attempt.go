@@ -120,19 +120,49 @@ func (s *AttemptStore) ListByOrder(ctx context.Context, orderID string) ([]domai
 	return attemptsToDomain(rows), nil
 }
 
-// LastOfOrders returns the newest attempt of each of the orders ids that
-// has one, by order ID: one query, by payment_attempts_order.
-func (s *AttemptStore) LastOfOrders(ctx context.Context, ids []string) (map[string]domain.Attempt, error) {
+// FindByIDs returns the attempts ids that exist, by ID: one query.
+func (s *AttemptStore) FindByIDs(ctx context.Context, ids []string) (map[string]domain.Attempt, error) {
 	out := make(map[string]domain.Attempt, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
 	var rows []attemptRow
-	if err := s.db.conn(ctx).Where("order_id IN ?", ids).Order("order_id, created_at, id").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("last attempts of %d orders: %w", len(ids), err)
+	if err := s.db.conn(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("find %d attempts: %w", len(ids), err)
 	}
 	for _, r := range rows {
-		out[r.OrderID] = r.toDomain() // oldest first: the last one stays
+		out[r.ID] = r.toDomain()
+	}
+	return out, nil
+}
+
+// ListByOrders returns the attempts of the orders ids, oldest first, by
+// order ID: one query, by payment_attempts_order.
+func (s *AttemptStore) ListByOrders(ctx context.Context, ids []string) (map[string][]domain.Attempt, error) {
+	out := make(map[string][]domain.Attempt, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []attemptRow
+	if err := s.db.conn(ctx).Where("order_id IN ?", ids).Order("order_id, created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("attempts of %d orders: %w", len(ids), err)
+	}
+	for _, r := range rows {
+		out[r.OrderID] = append(out[r.OrderID], r.toDomain())
+	}
+	return out, nil
+}
+
+// LastOfOrders returns the newest attempt of each of the orders ids that
+// has one, by order ID: one query, by payment_attempts_order.
+func (s *AttemptStore) LastOfOrders(ctx context.Context, ids []string) (map[string]domain.Attempt, error) {
+	all, err := s.ListByOrders(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]domain.Attempt, len(all))
+	for id, as := range all {
+		out[id] = as[len(as)-1] // oldest first: the last one
 	}
 	return out, nil
 }

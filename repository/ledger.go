@@ -119,6 +119,23 @@ func (s *LedgerStore) Append(ctx context.Context, e domain.LedgerEntry) (bool, e
 	return false, fmt.Errorf("append ledger entry %s: %w", e.Reference, err)
 }
 
+// Booked reports which of references have an entry: one query, by the
+// unique reference index.
+func (s *LedgerStore) Booked(ctx context.Context, references []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(references))
+	if len(references) == 0 {
+		return out, nil
+	}
+	var found []string
+	if err := s.db.conn(ctx).Model(&ledgerRow{}).Where("reference IN ?", references).Pluck("reference", &found).Error; err != nil {
+		return nil, fmt.Errorf("booked of %d references: %w", len(references), err)
+	}
+	for _, r := range found {
+		out[r] = true
+	}
+	return out, nil
+}
+
 // findByReference returns the entry stored under reference.
 func (s *LedgerStore) findByReference(ctx context.Context, reference string) (domain.LedgerEntry, error) {
 	var row ledgerRow

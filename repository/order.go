@@ -235,6 +235,28 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	return o.toDomain(items), nil
 }
 
+// FindByIDs returns the orders ids that exist, with their items, by ID:
+// two queries whatever their number (reconciliation decides a page of
+// the provider's charges with it).
+func (s *OrderStore) FindByIDs(ctx context.Context, ids []string) (map[string]domain.Order, error) {
+	out := make(map[string]domain.Order, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []orderRow
+	if err := s.db.conn(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("find %d orders: %w", len(ids), err)
+	}
+	orders, err := s.withItems(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("find %d orders: %w", len(ids), err)
+	}
+	for _, o := range orders {
+		out[o.ID] = o
+	}
+	return out, nil
+}
+
 // items loads the items of the given orders in one query, by order ID.
 func (s *OrderStore) items(ctx context.Context, ids []string) (map[string][]itemRow, error) {
 	var rows []itemRow

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -270,16 +271,40 @@ func (s *Server) handleListCharges(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rows, err := chargesCreated(r.Context(), s.db, from, to)
+	limit, err := pageLimit(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := chargeListJSON{Data: make([]chargeJSON, len(rows))}
+	rows, more, err := chargesPage(r.Context(), s.db, from, to, r.URL.Query().Get("starting_after"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := chargeListJSON{Data: make([]chargeJSON, len(rows)), HasMore: more}
 	for i, row := range rows {
 		out.Data[i] = row.toJSON()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// Pages of a list: limit defaults to defaultPage and may not pass maxPage.
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+// pageLimit reads a list's limit.
+func pageLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return defaultPage, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPage {
+		return 0, badRequest("validation_failed", "limit must be a whole number from 1 to %d", maxPage)
+	}
+	return n, nil
 }
 
 // ceilMicro rounds a window bound up to the store's microsecond: a stored

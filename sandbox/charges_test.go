@@ -2,15 +2,18 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
@@ -131,10 +134,7 @@ func TestChargeValidation(t *testing.T) {
 
 func TestListChargesWindow(t *testing.T) {
 	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
-		clk := &clock{}
-		cfg := fastConfig(dbURL)
-		cfg.Clock = clk.Now
-		sb := sandboxtest.New(t, cfg)
+		sb, clk := clockedSandbox(t, dbURL)
 		ctx := context.Background()
 		t0 := time.Date(2024, 5, 1, 10, 0, 0, 123456000, time.UTC)
 		for i := range 4 {
@@ -153,7 +153,7 @@ func TestListChargesWindow(t *testing.T) {
 			{t0.Add(-time.Hour), t0, nil},
 		}
 		for _, tt := range tests {
-			got, err := sb.Client.ListCharges(ctx, tt.from, tt.to)
+			got, err := provider.AllCharges(ctx, sb.Client, tt.from, tt.to)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,12 +165,90 @@ func TestListChargesWindow(t *testing.T) {
 				t.Errorf("ListCharges(%v, %v) = %v, want %v", tt.from, tt.to, keys, tt.want)
 			}
 		}
-		got, _ := sb.Client.ListCharges(ctx, t0, t0.Add(time.Second))
+		got, _ := provider.AllCharges(ctx, sb.Client, t0, t0.Add(time.Second))
 		if len(got) != 1 || !got[0].CreatedAt.Equal(t0) {
 			t.Errorf("CreatedAt = %v, want %v to the microsecond", got, t0)
 		}
-		if _, err := sb.Client.ListCharges(ctx, t0, t0); !domain.IsProviderRequestError(err, "validation_failed") {
+		if _, err := sb.Client.ListCharges(ctx, t0, t0, ""); !domain.IsProviderRequestError(err, "validation_failed") {
 			t.Errorf("ListCharges(empty window) = %v, want validation_failed", err)
+		}
+	})
+}
+
+// TestListChargesPages: the list comes in pages of limit, oldest first,
+// each after the charge starting_after names, with has_more on all but the
+// last; charges created in one microsecond keep their place by ID; a
+// cursor that names no charge ends the list, and a limit out of bounds is
+// refused. The client walks pages of 500, so a busy day is never one
+// reply (the client reads at most 4 MiB of one).
+func TestListChargesPages(t *testing.T) {
+	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
+		sb, clk := clockedSandbox(t, dbURL)
+		ctx := context.Background()
+		t0 := time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+		var want []string
+		for i := range 7 {
+			clk.Set(t0.Add(time.Duration(i/3) * time.Second)) // three to a second
+			ch, err := sb.Client.Charge(ctx, chargeReq(fmt.Sprintf("p%d", i), "pm_ok"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ch.ID)
+		}
+		slices.SortStableFunc(want[0:3], strings.Compare) // one microsecond: by ID
+		slices.SortStableFunc(want[3:6], strings.Compare)
+		q := "from=" + t0.Format(time.RFC3339) + "&to=" + t0.Add(time.Hour).Format(time.RFC3339)
+		type page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			HasMore bool `json:"has_more"`
+		}
+		get := func(query string) (int, page) {
+			t.Helper()
+			var out page
+			resp, err := http.Get(sb.URL + "/v1/charges?" + query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return resp.StatusCode, out
+		}
+		var got []string
+		pages, after := 0, ""
+		for {
+			code, page := get(q + "&limit=2&starting_after=" + after)
+			if code != http.StatusOK {
+				t.Fatalf("page %d = %d", pages, code)
+			}
+			pages++
+			for _, c := range page.Data {
+				got = append(got, c.ID)
+			}
+			if !page.HasMore {
+				break
+			}
+			after = page.Data[len(page.Data)-1].ID
+		}
+		if pages != 4 || !slices.Equal(got, want) {
+			t.Errorf("pages of 2 = %d pages of %v, want 4 pages of %v", pages, got, want)
+		}
+		if _, page := get(q + "&starting_after=ch_nobody"); len(page.Data) != 0 || page.HasMore {
+			t.Errorf("after an unknown charge = %+v, want an empty last page", page)
+		}
+		for _, bad := range []string{"0", "1001", "x"} {
+			if code, _ := get(q + "&limit=" + bad); code != http.StatusBadRequest {
+				t.Errorf("limit=%s = %d, want 400", bad, code)
+			}
+		}
+		all, err := provider.AllCharges(ctx, sb.Client, t0, t0.Add(time.Hour))
+		if err != nil || len(all) != 7 {
+			t.Errorf("AllCharges = %d, %v, want 7", len(all), err)
 		}
 	})
 }

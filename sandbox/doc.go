@@ -19,7 +19,10 @@
 //	                                   status, failure_code, refunded_amount, disputed_amount, created_at}
 //	GET  /v1/charges/{key}      → 200 the charge created under that idempotency key, or 404 charge_not_found
 //	GET  /v1/charges/by-id/{id} → 200 the charge with that (sandbox) id, or 404 charge_not_found
-//	GET  /v1/charges?from=&to=  → 200 {"data":[charge...]} created in [from, to), oldest first
+//	GET  /v1/charges?from=&to=[&limit=&starting_after=]
+//	                            → 200 {"data":[charge...],"has_more":bool}: a page of those created
+//	                              in [from, to), oldest first, after the charge starting_after
+//	                              names; limit 1–1000, 100 by default
 //	POST /v1/refunds            Idempotency-Key; {charge_id, amount, currency, reason}
 //	                            → 200 {id, idempotency_key, charge_id, order_id, amount, currency, status, created_at}
 //	GET  /v1/refunds?from=&to=  → 200 {"data":[refund...]} created in [from, to), oldest first

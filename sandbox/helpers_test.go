@@ -17,6 +17,7 @@ import (
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/sandbox"
+	"github.com/payd/payd/sandbox/sandboxtest"
 )
 
 // fastConfig keeps every delay in milliseconds so the tests stay quick.
@@ -198,4 +199,14 @@ func (c *clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
+}
+
+// clockedSandbox starts a sandbox on dbURL whose time is the returned
+// clock's, zero until Set.
+func clockedSandbox(t *testing.T, dbURL string) (*sandboxtest.Sandbox, *clock) {
+	t.Helper()
+	clk := &clock{}
+	cfg := fastConfig(dbURL)
+	cfg.Clock = clk.Now
+	return sandboxtest.New(t, cfg), clk
 }

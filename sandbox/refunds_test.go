@@ -160,10 +160,7 @@ func TestRefundsConcurrent(t *testing.T) {
 
 func TestListRefundsWindow(t *testing.T) {
 	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
-		clk := &clock{}
-		cfg := fastConfig(dbURL)
-		cfg.Clock = clk.Now
-		sb := sandboxtest.New(t, cfg)
+		sb, clk := clockedSandbox(t, dbURL)
 		ctx := context.Background()
 		t0 := time.Date(2024, 5, 1, 10, 0, 0, 123456000, time.UTC)
 		clk.Set(t0.Add(-time.Hour))

@@ -14,10 +14,7 @@ import (
 
 func TestSettlementCSV(t *testing.T) {
 	sandboxtest.ForEachDatabase(t, func(t *testing.T, dbURL string) {
-		clk := &clock{}
-		cfg := fastConfig(dbURL)
-		cfg.Clock = clk.Now
-		sb := sandboxtest.New(t, cfg)
+		sb, clk := clockedSandbox(t, dbURL)
 		ctx := context.Background()
 		day := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 

@@ -208,6 +208,33 @@ func chargesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]charge
 	return rows, nil
 }
 
+// chargesPage lists up to limit charges created in [from, to), oldest
+// first, after the charge with ID after ("": from the start), and
+// reports whether more follow. It pages by (created_at, id) along
+// sandbox_charges_created, so a page costs the same at any depth; an
+// after that names no charge gives an empty last page.
+func chargesPage(ctx context.Context, db *gorm.DB, from, to dbTime, after string, limit int) ([]chargeRow, bool, error) {
+	q := db.WithContext(ctx).Order("created_at, id").Where("created_at >= ? AND created_at < ?", from, to)
+	if after != "" {
+		cur, err := first[chargeRow](ctx, db, "id = ?", after)
+		if errors.Is(err, errNoRow) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", cur.CreatedAt, cur.CreatedAt, after)
+	}
+	var rows []chargeRow
+	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
+		return nil, false, fmt.Errorf("sandbox: list charges: %w", err)
+	}
+	if len(rows) > limit {
+		return rows[:limit], true, nil
+	}
+	return rows, false, nil
+}
+
 // toCharge converts a stored charge into payd's provider type.
 func (r chargeRow) toCharge() domain.Charge {
 	c := domain.Currency(r.Currency)

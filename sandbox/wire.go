@@ -40,7 +40,8 @@ type chargeJSON struct {
 }
 
 type chargeListJSON struct {
-	Data []chargeJSON `json:"data"`
+	Data    []chargeJSON `json:"data"`
+	HasMore bool         `json:"has_more"`
 }
 
 type refundRequestJSON struct {

@@ -421,6 +421,11 @@ type spyProvider struct {
 	// beforeRefund runs once, while the next refund request is held on its
 	// way to the provider.
 	beforeRefund func()
+	// listPage, when set, hands out the provider's charges in pages of
+	// this many; stuckList has every page after the first start where
+	// the first did, as a broken provider might.
+	listPage  int
+	stuckList bool
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -550,8 +555,28 @@ func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundReque
 	return r, err
 }
 
-func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
-	return p.inner.ListCharges(ctx, from, to)
+func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error) {
+	p.mu.Lock()
+	n, stuck := p.listPage, p.stuckList
+	p.log = append(p.log, "list "+after) // the pages asked for
+	p.mu.Unlock()
+	if n == 0 {
+		return p.inner.ListCharges(ctx, from, to, after)
+	}
+	all, err := provider.AllCharges(ctx, p.inner, from, to)
+	if err != nil {
+		return domain.ChargePage{}, err
+	}
+	start := 0
+	if after != "" && !stuck {
+		start = slices.IndexFunc(all, func(c domain.Charge) bool { return c.ID == after }) + 1
+	}
+	end := min(start+n, len(all))
+	page := domain.ChargePage{Charges: all[start:end]}
+	if end < len(all) {
+		page.Next = all[end-1].ID
+	}
+	return page, nil
 }
 
 // ---- helpers ----

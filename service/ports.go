@@ -42,6 +42,9 @@ type OrderStore interface {
 	Create(ctx context.Context, o domain.Order) error
 	// FindByID returns the order with its items, or domain.ErrOrderNotFound.
 	FindByID(ctx context.Context, id string) (domain.Order, error)
+	// FindByIDs returns those of the orders ids that exist, with their
+	// items, by ID.
+	FindByIDs(ctx context.Context, ids []string) (map[string]domain.Order, error)
 	// Lock takes the order's row for the caller's transaction (a write:
 	// it raises the version) and returns the order as it is now, so that
 	// no transaction that changes the order commits between that read and
@@ -106,6 +109,11 @@ type AttemptStore interface {
 	Create(ctx context.Context, a domain.Attempt) error
 	// FindByID returns one attempt, or domain.ErrAttemptNotFound.
 	FindByID(ctx context.Context, id string) (domain.Attempt, error)
+	// FindByIDs returns those of the attempts ids that exist, by ID.
+	FindByIDs(ctx context.Context, ids []string) (map[string]domain.Attempt, error)
+	// ListByOrders returns the attempts of the orders ids, oldest first,
+	// by order ID.
+	ListByOrders(ctx context.Context, ids []string) (map[string][]domain.Attempt, error)
 	// ListByOrder returns an order's attempts, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.Attempt, error)
 	// Latest returns the newest attempt an order has for requestID, or domain.ErrAttemptNotFound.
@@ -250,6 +258,8 @@ type LedgerStore interface {
 	Append(ctx context.Context, e domain.LedgerEntry) (bool, error)
 	// ListByOrder returns an order's entries, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.LedgerEntry, error)
+	// Booked reports which of references have an entry.
+	Booked(ctx context.Context, references []string) (map[string]bool, error)
 }
 
 // DisputeStore keeps customers' disputes. Each close is one guarded

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/payd/payd/domain"
 )
 
-// ChargeLister lists the provider's charges in a time window.
+// ChargeLister lists the provider's charges in a time window, a page at a
+// time: after is the Next of the page before ("" for the first).
 type ChargeLister interface {
-	ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error)
+	ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error)
 }
 
 // Reconciler compares payd's books with the provider's for a window and
@@ -86,19 +90,13 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	}
 	run := domain.ReconciliationRun{ID: newID(), Source: "provider", From: req.From.UTC(), To: req.To.UTC(), DryRun: req.DryRun, CreatedAt: s.Now().UTC()}
 	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseReconciliation, Ref: run.ID})
-	charges := req.Charges
-	if charges != nil {
+	switch {
+	case req.Charges != nil:
 		run.Source = "csv"
-	} else {
-		if req.Source != "" {
-			run.Source = req.Source
-		}
-		var err error
-		if charges, err = s.Provider.ListCharges(ctx, run.From, run.To); err != nil {
-			return domain.ReconciliationRun{}, fmt.Errorf("list provider charges: %w", err)
-		}
+	case req.Source != "":
+		run.Source = req.Source
 	}
-	found, matched, err := s.compare(ctx, run, charges, req.Charges != nil)
+	found, matched, err := s.compare(ctx, run, req)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
@@ -115,11 +113,12 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	// Everything a run writes is written in one transaction, after every
 	// read: a run that fails midway (the database goes away, a row is
 	// refused) leaves no run with finished_at NULL and no finding behind;
-	// the operator sees an error and runs it again. The one exception is
-	// an outside refund (refunds): it is money the provider gave back, and
-	// it is recorded before the transaction, once, whatever happens to the
-	// run; a run that then fails leaves it booked, with no trace of the run,
-	// and the next run of the window keeps the trace.
+	// the operator sees an error and runs it again. The exceptions are
+	// money the provider's own lists show: a charge of payd's (compare)
+	// and an outside refund (refunds) are booked in the ledger as the
+	// run meets them, once, whatever happens to the run; a run that then
+	// fails leaves them booked, with no trace of the run, and the next
+	// run of the window keeps the trace.
 	var fresh []domain.Discrepancy
 	done := run
 	err = s.Tx.InTx(ctx, func(ctx context.Context) error {
@@ -154,11 +153,6 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		observing(s.Observer).DiscrepancyRecorded(ctx, d) // told once committed: a rolled-back run recorded nothing
 	}
 	if req.Charges == nil {
-		// The provider's own lists, not a file: what they show of payd's
-		// orders is booked, once (ADR 0030).
-		if err := s.bookCharges(ctx, charges); err != nil {
-			return run, err
-		}
 		if err := s.syncDisputes(ctx, run); err != nil {
 			return run, err
 		}
@@ -167,34 +161,6 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return run, err
 	}
 	return run, nil
-}
-
-// bookCharges books each successful charge of the provider's list that
-// belongs to an attempt of payd's, as the provider shows it; a charge
-// booked already (the usual case) records nothing.
-func (s *Reconciler) bookCharges(ctx context.Context, charges []domain.Charge) error {
-	if s.Ledger == nil {
-		return nil
-	}
-	now := s.Now().UTC()
-	for _, ch := range charges {
-		if ch.Status != domain.ChargeSucceeded || ch.IdempotencyKey == "" {
-			continue
-		}
-		a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
-		if errors.Is(err, domain.ErrAttemptNotFound) {
-			continue // not payd's: a missing_local_payment says so
-		}
-		if err != nil {
-			return err
-		}
-		if e, ok := seenChargeEntry(a.OrderID, ch, domain.SourceReconciliation, now); ok {
-			if err := appendEntry(ctx, s.Ledger, e); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // syncDisputes brings payd's disputes in line with the provider's list of
@@ -287,30 +253,47 @@ func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d 
 	return stored, isNew, s.Runs.AddFinding(ctx, run.ID, stored.ID)
 }
 
-// compare walks the provider's successful charges (a settlement file's
-// lines when file), then payd's paid orders and stuck payments, and
-// returns what disagrees and how many charges matched.
-func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, charges []domain.Charge, file bool) ([]domain.Discrepancy, int, error) {
-	var found []domain.Discrepancy
-	matched := 0
-	byKey := map[string]domain.Charge{}
-	for _, ch := range charges {
-		if ch.Status != domain.ChargeSucceeded {
-			continue
+// chargeBatch is how many of the provider's successful charges a run
+// decides at once: one read of their attempts, one of their orders and
+// one of their ledger entries, however many the window holds (ADR 0066).
+const chargeBatch = 500
+
+// compare walks the provider's successful charges, a page at a time (a
+// settlement file's lines when the request has them), then payd's paid
+// orders and stuck payments, and returns what disagrees and how many
+// charges matched. Of the charges it keeps only the keys of the
+// successful ones, for missingCharges; a run against the provider's own
+// list (not a file, not dry) also books what it shows of payd's orders,
+// once (ADR 0030).
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) ([]domain.Discrepancy, int, error) {
+	w := chargeWalk{file: req.Charges != nil, book: req.Charges == nil && !run.DryRun && s.Ledger != nil, listed: keySet{}}
+	if w.file {
+		for part := range slices.Chunk(req.Charges, chargeBatch) {
+			if err := s.decide(ctx, &w, part); err != nil {
+				return nil, 0, err
+			}
 		}
-		byKey[ch.IdempotencyKey] = ch
-		d, agrees, err := s.checkCharge(ctx, ch, file)
-		if err != nil {
-			return nil, 0, err
-		}
-		if agrees {
-			matched++
-		}
-		if d != nil {
-			found = append(found, *d)
+	} else {
+		for after := ""; ; {
+			page, err := s.Provider.ListCharges(ctx, run.From, run.To, after)
+			if err != nil {
+				return nil, 0, fmt.Errorf("list provider charges: %w", err)
+			}
+			for part := range slices.Chunk(page.Charges, chargeBatch) {
+				if err := s.decide(ctx, &w, part); err != nil {
+					return nil, 0, err
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			if page.Next == after {
+				return nil, 0, fmt.Errorf("list provider charges: %w: the page after %s starts there again", domain.ErrProviderUnavailable, after)
+			}
+			after = page.Next
 		}
 	}
-	missing, err := s.missingCharges(ctx, run, byKey)
+	missing, err := s.missingCharges(ctx, run, w.listed)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -318,29 +301,109 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 	if err != nil {
 		return nil, 0, err
 	}
-	return append(append(found, missing...), stuck...), matched, nil
+	return append(append(w.found, missing...), stuck...), w.matched, nil
 }
 
-// checkCharge decides one successful provider charge: a discrepancy, or
-// none. agrees says payd's books match it (the order is paid by this very
-// attempt, or the charge was given back in full already). A charge whose
-// attempt payd is still settling (the order is processing under it) is
-// neither: the reply, the webhook or the recoverer will settle it, and if
-// it stays unsettled past the lease, stuck reports it once, as
-// stuck_processing, rather than also as a missing local payment whose
-// resolution could contradict the recovery. A settlement file's line
-// (file) that names another charge or order than its attempt's is a
-// missing_provider_charge about that attempt: the file does not bear the
-// payment out (lineDisagrees).
-func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge, file bool) (*domain.Discrepancy, bool, error) {
+// chargeWalk is what compare carries from one batch of charges to the
+// next.
+type chargeWalk struct {
+	file, book bool
+	listed     keySet // the keys of the successful charges seen
+	found      []domain.Discrepancy
+	matched    int
+}
+
+// decide checks one batch of the provider's charges (checkCharge) and
+// books those of payd's attempts (bookCharges, when w.book).
+func (s *Reconciler) decide(ctx context.Context, w *chargeWalk, charges []domain.Charge) error {
+	succeeded := make([]domain.Charge, 0, len(charges))
+	keys := make([]string, 0, len(charges))
+	for _, ch := range charges {
+		if ch.Status == domain.ChargeSucceeded {
+			succeeded = append(succeeded, ch)
+			keys = append(keys, ch.IdempotencyKey)
+			w.listed.add(ch.IdempotencyKey)
+		}
+	}
+	attempts, err := s.Attempts.FindByIDs(ctx, keys)
+	if err != nil {
+		return err
+	}
+	orderIDs := make([]string, 0, len(attempts))
+	for _, a := range attempts {
+		orderIDs = append(orderIDs, a.OrderID)
+	}
+	orders, err := s.Orders.FindByIDs(ctx, orderIDs)
+	if err != nil {
+		return err
+	}
+	for _, ch := range succeeded {
+		d, agrees, err := s.checkCharge(ctx, ch, attempts, orders, w.file)
+		if err != nil {
+			return err
+		}
+		if agrees {
+			w.matched++
+		}
+		if d != nil {
+			w.found = append(w.found, *d)
+		}
+	}
+	if !w.book {
+		return nil
+	}
+	return s.bookCharges(ctx, succeeded, attempts)
+}
+
+// bookCharges books each successful charge of charges that belongs to an
+// attempt of payd's (attempts), as the provider shows it; a charge booked
+// already (the usual case) records nothing, and costs no write.
+func (s *Reconciler) bookCharges(ctx context.Context, charges []domain.Charge, attempts map[string]domain.Attempt) error {
+	now := s.Now().UTC()
+	var entries []domain.LedgerEntry
+	var refs []string
+	for _, ch := range charges {
+		a, ok := attempts[ch.IdempotencyKey]
+		if !ok || ch.IdempotencyKey == "" {
+			continue // not payd's: a missing_local_payment says so
+		}
+		if e, ok := seenChargeEntry(a.OrderID, ch, domain.SourceReconciliation, now); ok {
+			entries = append(entries, e)
+			refs = append(refs, e.Reference)
+		}
+	}
+	booked, err := s.Ledger.Booked(ctx, refs)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if booked[e.Reference] {
+			continue
+		}
+		if err := appendEntry(ctx, s.Ledger, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkCharge decides one successful provider charge, given the attempts
+// and orders of its batch: a discrepancy, or none. agrees says payd's
+// books match it (the order is paid by this very attempt, or the charge
+// was given back in full already). A charge whose attempt payd is still
+// settling (the order is processing under it) is neither: the reply, the
+// webhook or the recoverer will settle it, and if it stays unsettled
+// past the lease, stuck reports it once, as stuck_processing, rather than
+// also as a missing local payment whose resolution could contradict the
+// recovery. A settlement file's line (file) that names another charge or
+// order than its attempt's is a missing_provider_charge about that
+// attempt: the file does not bear the payment out (lineDisagrees).
+func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge, attempts map[string]domain.Attempt, orders map[string]domain.Order, file bool) (*domain.Discrepancy, bool, error) {
 	d := &domain.Discrepancy{Reference: ch.ID, ChargeID: ch.ID, OrderID: ch.OrderID, ProviderAmount: ch.Amount, Currency: domain.Currency(ch.Currency)}
-	a, err := s.Attempts.FindByID(ctx, ch.IdempotencyKey)
-	if errors.Is(err, domain.ErrAttemptNotFound) {
+	a, ok := attempts[ch.IdempotencyKey]
+	if !ok || ch.IdempotencyKey == "" {
 		d.Type, d.Note = domain.MissingLocalPayment, "the provider charged under a key payd has no attempt for"
 		return settledOr(ch, d)
-	}
-	if err != nil {
-		return nil, false, err
 	}
 	d.AttemptID, d.OrderID, d.LocalAmount = a.ID, a.OrderID, a.Amount
 	if file {
@@ -359,9 +422,9 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge, file boo
 		d.Type, d.Note = domain.AmountMismatch, "the provider charged another amount or currency than the attempt"
 		return settledOr(ch, d)
 	}
-	o, err := s.Orders.FindByID(ctx, a.OrderID)
-	if err != nil {
-		return nil, false, err
+	o, ok := orders[a.OrderID]
+	if !ok {
+		return nil, false, fmt.Errorf("order %s of attempt %s: %w", a.OrderID, a.ID, domain.ErrOrderNotFound)
 	}
 	settling := !a.Status.Final() && o.ClaimedBy(a)
 	switch {
@@ -390,30 +453,78 @@ func settledOr(ch domain.Charge, d *domain.Discrepancy) (*domain.Discrepancy, bo
 }
 
 // missingCharges finds orders payd counts as paid in the window whose paying
-// attempt has no successful charge in the provider's list.
-func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, byKey map[string]domain.Charge) ([]domain.Discrepancy, error) {
+// attempt has no successful charge in the provider's list (listed), a page
+// of orders and their attempts at a time.
+func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, listed keySet) ([]domain.Discrepancy, error) {
 	var found []domain.Discrepancy
 	for after := ""; ; {
-		orders, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, 500)
+		orders, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, chargeBatch)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(orders))
+		for i, o := range orders {
+			ids[i] = o.ID
+		}
+		attempts, err := s.Attempts.ListByOrders(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range orders {
-			a, err := s.Attempts.Latest(ctx, o.ID, o.PayRequestID)
-			if err != nil && !errors.Is(err, domain.ErrAttemptNotFound) {
-				return nil, err
-			}
-			if _, ok := byKey[a.ID]; ok && a.ID != "" {
+			a := lastOfRequest(attempts[o.ID], o.PayRequestID)
+			if a.ID != "" && listed.has(a.ID) {
 				continue
 			}
 			found = append(found, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: o.ID, OrderID: o.ID, AttemptID: a.ID,
 				LocalAmount: o.Amount, Currency: o.Currency, Note: "payd counts the order as paid but the provider lists no successful charge for it"})
 		}
-		if len(orders) < 500 {
+		if len(orders) < chargeBatch {
 			return found, nil
 		}
 		after = orders[len(orders)-1].ID
 	}
+}
+
+// lastOfRequest is the newest of attempts (oldest first) made under
+// requestID, or none.
+func lastOfRequest(attempts []domain.Attempt, requestID string) domain.Attempt {
+	for i := len(attempts) - 1; i >= 0; i-- {
+		if attempts[i].RequestID == requestID {
+			return attempts[i]
+		}
+	}
+	return domain.Attempt{}
+}
+
+// keySet holds the idempotency keys of the provider's successful charges
+// a run has seen: 16 bytes for each of payd's own (UUIDs), the string for
+// any other, so that a day of charges costs a run a few megabytes.
+type keySet struct {
+	ids   map[uuid.UUID]struct{}
+	other map[string]struct{}
+}
+
+func (k *keySet) add(key string) {
+	if id, err := uuid.Parse(key); err == nil && id.String() == key {
+		if k.ids == nil {
+			k.ids = map[uuid.UUID]struct{}{}
+		}
+		k.ids[id] = struct{}{}
+		return
+	}
+	if k.other == nil {
+		k.other = map[string]struct{}{}
+	}
+	k.other[key] = struct{}{}
+}
+
+func (k keySet) has(key string) bool {
+	if id, err := uuid.Parse(key); err == nil && id.String() == key {
+		_, ok := k.ids[id]
+		return ok
+	}
+	_, ok := k.other[key]
+	return ok
 }
 
 // stuck finds payments whose outcome has been unknown for longer than the lease.

@@ -140,12 +140,12 @@ func (p ObservedProvider) Refund(ctx context.Context, req domain.ProviderRefundR
 	return r, err
 }
 
-// ListCharges times the listing a reconciliation run asks for.
-func (p ObservedProvider) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
+// ListCharges times each page of the listing a reconciliation run asks for.
+func (p ObservedProvider) ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error) {
 	start := time.Now()
-	cs, err := p.Next.ListCharges(ctx, from, to)
+	page, err := p.Next.ListCharges(ctx, from, to, after)
 	p.Observe("list_charges", providerOutcome(err), time.Since(start))
-	return cs, err
+	return page, err
 }
 
 // FindCharge times a lookup of a charge by the provider's ID.

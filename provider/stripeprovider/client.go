@@ -280,37 +280,48 @@ func (c *Client) GetRefund(ctx context.Context, providerRefundID string) (domain
 	return toRefund(r, "")
 }
 
-// ListCharges returns every PaymentIntent created in [from, to), following
-// Stripe's pagination to the end. Stripe's created is in whole seconds.
-func (c *Client) ListCharges(ctx context.Context, from, to time.Time) ([]domain.Charge, error) {
+// chargePage is how many PaymentIntents a page of ListCharges holds:
+// Stripe's largest list page.
+const chargePage = 100
+
+// ListCharges returns one page of the PaymentIntents created in [from,
+// to), newest first as Stripe lists them, after the one with ID after
+// ("": from the newest). Stripe's created is in whole seconds.
+func (c *Client) ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error) {
 	p := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{
 		GreaterThanOrEqual: from.Unix(), LesserThan: ceilUnix(to)}}
-	p.Limit = stripe.Int64(100)
-	var out []domain.Charge
+	p.Limit = stripe.Int64(chargePage)
+	if after != "" {
+		p.StartingAfter = stripe.String(after)
+	}
+	var page domain.ChargePage
+	seen := 0
 	for pi, err := range c.sc.V1PaymentIntents.List(ctx, p) {
 		if err != nil {
-			return nil, wrap(err, "list charges")
+			return domain.ChargePage{}, wrap(err, "list charges")
 		}
+		seen++
+		page.Next = pi.ID // the cursor moves over what is left out too
 		ch, err := toCharge(pi)
 		var ve *domain.ValidationError
-		if errors.As(err, &ve) && ve.Field == "currency" {
+		switch {
+		case errors.As(err, &ve) && ve.Field == "currency":
 			// Not payd's money (another integration on the account): one
 			// such PaymentIntent must not abort the whole run.
 			if c.skipped != nil {
 				c.skipped(pi.ID, fmt.Sprintf("currency %q is not one payd takes", pi.Currency))
 			}
-			continue
+		case err != nil:
+			return domain.ChargePage{}, fmt.Errorf("list charges: %w", err)
+		case !ch.CreatedAt.Before(from) && ch.CreatedAt.Before(to):
+			page.Charges = append(page.Charges, ch)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("list charges: %w", err)
+		if seen == chargePage {
+			return page, nil // the iterator would fetch the next page: that is the next call's
 		}
-		if ch.CreatedAt.Before(from) || !ch.CreatedAt.Before(to) {
-			continue
-		}
-		out = append(out, ch)
 	}
-	reverse(out) // Stripe lists newest first; payd reads oldest first
-	return out, nil
+	page.Next = "" // Stripe had no more
+	return page, nil
 }
 
 func ceilUnix(t time.Time) int64 {

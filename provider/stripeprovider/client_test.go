@@ -14,6 +14,7 @@ import (
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/stripefake"
+	"github.com/payd/payd/provider"
 	"github.com/payd/payd/provider/stripeprovider"
 )
 
@@ -248,7 +249,8 @@ func TestRefundOwnKey(t *testing.T) {
 	}
 }
 
-// ListCharges follows Stripe's pagination past one page of 100.
+// ListCharges hands out Stripe's pages of 100, each from where the last
+// ended.
 func TestListChargesPaginates(t *testing.T) {
 	e := newEnv(t)
 	from := e.now.Add(-time.Second)
@@ -258,7 +260,7 @@ func TestListChargesPaginates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := e.c.ListCharges(context.Background(), from, e.now.Add(2*time.Second))
+	got, err := provider.AllCharges(context.Background(), e.c, from, e.now.Add(2*time.Second))
 	if err != nil || len(got) != 105 {
 		t.Fatalf("ListCharges = %d charges, %v, want 105", len(got), err)
 	}

@@ -180,7 +180,7 @@ func checkContract(t reporter, base string) {
 	_, err = c.GetRefund(ctx, "re_123")
 	accepted(t, "retrieve a refund", err)
 
-	_, err = c.ListCharges(ctx, now.Add(-time.Hour), now)
+	_, err = c.ListCharges(ctx, now.Add(-time.Hour), now, "")
 	accepted(t, "list PaymentIntents", err)
 
 	_, err = c.FindCharge(ctx, "pi_123")
