@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,6 +85,45 @@ func TestBadSettlementFile(t *testing.T) {
 			t.Errorf("%d runs left unfinished, want 0", n)
 		}
 	})
+}
+
+// TestLargeSettlementFile: a busy day's settlement file is larger than
+// the 1 MiB every other body may be: an upload of 12,000 lines (about
+// 1.8 MiB) is reconciled, while a JSON body over 1 MiB on the same route
+// is still 413, and an upload over 64 MiB is 413 before payd reads it.
+func TestLargeSettlementFile(t *testing.T) {
+	s := start(t, tuned(silentSandbox))
+	_, tok := s.register("settle-large@example.com")
+	from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	s.paidOrder(tok, "10.00")
+	to := time.Now().UTC().Add(time.Minute).Truncate(time.Second)
+	var file strings.Builder
+	file.WriteString(s.settlementCSV())
+	stamp := time.Now().UTC().Format(time.RFC3339)
+	for i := range 12000 { // failed charges: checked, then left out of the run
+		file.WriteString(strings.Join([]string{fmt.Sprintf("ch_failed_%06d", i), uuid.NewString(), uuid.NewString(),
+			"charge", "failed", "5.00", "USD", stamp, ""}, ",") + "\n")
+	}
+	if file.Len() <= 1<<20 {
+		t.Fatalf("the file is %d bytes, want more than 1 MiB", file.Len())
+	}
+	r := s.uploadSettlement(uuid.NewString(), from, to, false, file.String())
+	if r.Status != http.StatusCreated {
+		t.Fatalf("upload of %d bytes = %d %.300s, want 201", file.Len(), r.Status, r.Body)
+	}
+	if run := r.json(t); run["matched"] != 1.0 || run["found"] != 0.0 {
+		t.Errorf("run = matched %v found %v, want 1 and 0", run["matched"], run["found"])
+	}
+	huge := `{"from":"` + strings.Repeat(" ", 2<<20) + `"}`
+	if r := s.do(request{method: "POST", path: "/v1/admin/reconciliations", token: testAdminToken, key: uuid.NewString(), body: []byte(huge)}); r.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("JSON body of 2 MiB = %d %.200s, want 413", r.Status, r.Body)
+	}
+	if r := s.uploadSettlement(uuid.NewString(), from, to, false, strings.Repeat("x", 65<<20)); r.Status != http.StatusRequestEntityTooLarge || r.code(t) != "payload_too_large" {
+		t.Errorf("upload of 65 MiB = %d %.200s, want 413 payload_too_large", r.Status, r.Body)
+	}
+	if n := s.count("reconciliation_runs"); n != 1 {
+		t.Errorf("%d runs recorded, want the one of the good file", n)
+	}
 }
 
 // failingDiscrepancies is payd's discrepancy store that fails its nth

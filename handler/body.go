@@ -15,8 +15,14 @@ import (
 	"github.com/payd/payd/idempotency"
 )
 
-// MaxBodyBytes is the largest request body payd reads (1 MiB, docs/guarantees.md#http-conventions).
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the largest request body payd reads (1 MiB,
+// docs/guarantees.md#http-conventions), but for an upload: MaxUploadBytes
+// is the largest multipart body of a route that takes one (a settlement
+// CSV of up to 200,000 rows, provider.MaxSettlementRows; ADR 0066).
+const (
+	MaxBodyBytes   = 1 << 20
+	MaxUploadBytes = 64 << 20
+)
 
 const ctxBody = "payd.body"
 
@@ -28,13 +34,17 @@ func body(c echo.Context) ([]byte, error) {
 		return b, nil
 	}
 	r := c.Request()
-	if r.ContentLength > MaxBodyBytes {
-		return nil, errTooLarge
+	limit, tooLargeErr := int64(MaxBodyBytes), errTooLarge
+	if idempotency.IsMultipart(c) {
+		limit, tooLargeErr = MaxUploadBytes, errUploadTooLarge
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes))
+	if r.ContentLength > limit {
+		return nil, tooLargeErr
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return nil, errTooLarge
+		return nil, tooLargeErr
 	}
 	if err != nil {
 		return nil, errMalformedJSON

@@ -70,6 +70,7 @@ func problem(code, detail string) *Problem {
 var (
 	errMalformedJSON  = problem("validation_failed", "The request body is not valid JSON.")
 	errTooLarge       = problem("payload_too_large", "The request body exceeds 1 MiB.")
+	errUploadTooLarge = problem("payload_too_large", "The upload exceeds 64 MiB.")
 	errContentType    = problem("unsupported_media_type", "Send the request body as application/json.")
 	errKeyConflict    = problem("idempotency_key_invalid", "The Idempotency-Key header and the request_id field differ.")
 	errRouteNotFound  = problem("not_found", "No such route.")

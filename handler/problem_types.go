@@ -61,7 +61,7 @@ var problemTypes = map[string]problemType{
 	"event_not_found":               {404, "Event not found", "There is no such order event: its id is the webhook-id its deliveries carried."},
 	"endpoint_url_refused":          {422, "Endpoint URL refused", "The URL names an address on payd's own side of the network (loopback, private, link-local, unspecified or multicast), which payd does not send to in production unless PAYD_NOTIFY_ALLOW_PRIVATE lists it. Nothing was stored. Use the shop's public address."},
 	"invalid_signature":             {401, "Invalid signature", "The webhook's signature is missing, forged or too old; it was not applied."},
-	"payload_too_large":             {413, "Payload too large", "The request body exceeds 1 MiB."},
+	"payload_too_large":             {413, "Payload too large", "The request body exceeds 1 MiB (an upload 64 MiB)."},
 	"unsupported_media_type":        {415, "Unsupported media type", "Send the request body as application/json (a settlement file as multipart/form-data)."},
 	"not_found":                     {404, "Not found", "No such route, or no such problem type."},
 	"method_not_allowed":            {405, "Method not allowed", "The route exists but does not accept this method."},

@@ -15,7 +15,7 @@ import (
 const ctxMultipart = "payd.multipart"
 
 // maxFormMemory is how much of a form's files parsing keeps in memory; the
-// body itself is already capped by the Body reader (1 MiB).
+// body itself is already capped by the Body reader (64 MiB for an upload).
 const maxFormMemory = 1 << 20
 
 // AcceptMultipart lets one route take a multipart/form-data upload (the
