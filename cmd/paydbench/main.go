@@ -63,6 +63,9 @@ type options struct {
 	// reads is how many requests of each operators' read to time; -1:
 	// max(20, -n/20).
 	reads int
+	// reconcile, with preload, times reconciliations of the preload's last
+	// 30 days after payd's phases (reconcile.go).
+	reconcile bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -81,6 +84,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pprof, "pprof", "", "address for payd's profiling listener, passed as payd's -pprof if payd has that flag")
 	fs.StringVar(&o.sizes, "sizes", "", "compare these runs' -json outputs (comma-separated, smallest database first) instead of measuring: with -report, a table in that document; with -chart, their chart")
 	fs.IntVar(&o.reads, "reads", -1, "requests of each operators' read (reads.go); 0 leaves the reads out; default max(20, -n/20)")
+	fs.BoolVar(&o.reconcile, "reconcile", false, "with -preload: after payd's phases, time a reconciliation of the preload's last 30 days against the provider's list and against a settlement file of the same books, with payd's memory while each runs")
 	fs.IntVar(&o.preload, "preload", 0, "fill the database with this many orders of a 90-day-old shop (their attempts, ledger, refunds, audit, idempotency records, webhooks, events and deliveries) before measuring")
 	fs.BoolVar(&o.preloadKeep, "preload-keep", false, "keep the preloaded database (MySQL: paydbench_preload_N; SQLite: in the user's cache folder) for the next run with the same -preload, which reuses it")
 	if err := fs.Parse(args); err != nil {
@@ -91,6 +95,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.preload < 0 || o.preloadKeep && o.preload == 0 {
 		return o, errors.New("-preload must be at least 0, and -preload-keep needs -preload")
+	}
+	if o.reconcile && o.preload == 0 {
+		return o, errors.New("-reconcile needs -preload: it reconciles the preload's books")
 	}
 	return o, nil
 }
@@ -238,6 +245,9 @@ func measure(ctx context.Context, o options, bin, dir string, db *database) (*re
 		b.serverPID = findProcess("/proc", "mariadbd", "mysqld")
 	}
 	err = b.paydAndDrain(ctx, newScraper(p.URL), stub)
+	if err == nil && o.reconcile {
+		err = b.reconcile(ctx, stub)
+	}
 	if rss, rerr := peakRSS(p.Pid); rerr == nil {
 		rep.PeakRSSBytes = rss
 	}

@@ -17,8 +17,9 @@ func TestMain(m *testing.M) { testdeps.Main(m) }
 
 // TestRun runs paydbench end to end with a few requests: payd built, the
 // database migrated and preloaded with 300 orders, payd started on it,
-// every phase completed without a failed request, and the floor measured
-// on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
+// every phase completed without a failed request, the preload's last 30
+// days reconciled against the provider's list and a settlement file with
+// every charge matched, and the floor measured on the same database. On MariaDB too when PAYD_TEST_MYSQL_DSN
 // names a server.
 func TestRun(t *testing.T) {
 	testdeps.RequireFull(t, "builds payd and loads it")
@@ -33,7 +34,7 @@ func TestRun(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute) // it builds payd: see TestRunKeptPreload
 			defer cancel()
 			var out, errs bytes.Buffer
-			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-preload", "300", "-json"}, &out, &errs); err != nil {
+			if err := run(ctx, []string{"-db", dsn, "-c", "4", "-n", "24", "-preload", "300", "-reconcile", "-json"}, &out, &errs); err != nil {
 				t.Fatalf("run = %v\n%s", err, errs.String())
 			}
 			var rep report
@@ -43,6 +44,16 @@ func TestRun(t *testing.T) {
 			checkReport(t, rep, dialect)
 			if p := rep.Preload; p == nil || p.Orders != 300 || p.Rows == 0 || p.Reused || p.Bytes == 0 {
 				t.Errorf("preload = %+v, want 300 orders loaded and the database's size", p)
+			}
+			if len(rep.Reconcile) != 2 {
+				t.Fatalf("reconciliations = %+v, want one against the provider and one against a file", rep.Reconcile)
+			}
+			for _, r := range rep.Reconcile {
+				// 300 orders over 90 days and the run's own pays: some 100
+				// charges and 10 refunds in the window, all of them payd's.
+				if r.Status != 201 || r.Charges < 50 || r.Refunds == 0 || r.Matched != r.Charges || r.Found != 0 || r.Seconds <= 0 || hasProc() && r.RSSPeakBytes <= 0 {
+					t.Errorf("reconcile against the %s = %+v, want 201 with every charge matched and nothing found", r.Against, r)
+				}
 			}
 		})
 	}

@@ -61,16 +61,30 @@ func peakRSS(pid int) (int64, error) {
 	return parseHWM(bufio.NewScanner(f))
 }
 
+// currentRSS returns the resident set size of process pid in bytes now
+// (VmRSS in /proc/<pid>/status).
+func currentRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseStatusKB(bufio.NewScanner(f), "VmRSS")
+}
+
 // parseHWM finds the line "VmHWM:   12345 kB" and returns it in bytes.
-func parseHWM(sc *bufio.Scanner) (int64, error) {
+func parseHWM(sc *bufio.Scanner) (int64, error) { return parseStatusKB(sc, "VmHWM") }
+
+// parseStatusKB finds the line "field:   12345 kB" and returns it in bytes.
+func parseStatusKB(sc *bufio.Scanner, field string) (int64, error) {
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		rest, ok := strings.CutPrefix(sc.Text(), field+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("proc status: VmHWM %q", rest)
+			return 0, fmt.Errorf("proc status: %s %q", field, rest)
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
@@ -81,7 +95,7 @@ func parseHWM(sc *bufio.Scanner) (int64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, errors.New("proc status: no VmHWM line")
+	return 0, fmt.Errorf("proc status: no %s line", field)
 }
 
 // loadAverage is the machine's 1, 5 and 15 minute load averages

@@ -41,6 +41,8 @@ type report struct {
 	SQLiteBusy *int64 `json:"sqlite_busy_errors,omitempty"`
 	// Preload is what -preload loaded before payd was measured.
 	Preload *preload.Stats `json:"preload,omitempty"`
+	// Reconcile are the runs -reconcile timed, after payd's phases.
+	Reconcile []reconcileRun `json:"reconcile,omitempty"`
 }
 
 type ratios struct {
@@ -182,6 +184,17 @@ func (r *report) write(w io.Writer, asJSON bool) error {
 	}
 	if p := r.Preload; p != nil {
 		fmt.Fprintf(w, "preloaded: %s\n", p.Words())
+	}
+	for _, rr := range r.Reconcile {
+		fmt.Fprintf(w, "reconcile the last 30 days (%d charges, %d refunds) against the %s: %d in %.1f s, matched %d, found %d; payd's RSS %.1f MiB before, %.1f MiB at most while it ran",
+			rr.Charges, rr.Refunds, rr.Against, rr.Status, rr.Seconds, rr.Matched, rr.Found, float64(rr.RSSBeforeBytes)/(1<<20), float64(rr.RSSPeakBytes)/(1<<20))
+		if rr.FileBytes > 0 {
+			fmt.Fprintf(w, "; the file %.1f MiB", float64(rr.FileBytes)/(1<<20))
+		}
+		if rr.Error != "" {
+			fmt.Fprintf(w, "; %.300s", rr.Error)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "payd peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 	if r.Resources != nil {

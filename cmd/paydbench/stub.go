@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -41,6 +43,11 @@ type chargeRequest struct {
 type stub struct {
 	mu      sync.Mutex
 	charges map[string]*charge // by idempotency key
+	// listed holds the charges oldest first (by created, then ID), and
+	// pos where each ID stands in it: the pages of the list.
+	listed  []*charge
+	pos     map[string]int
+	refunds []refund // oldest first
 	srv     *http.Server
 	URL     string
 
@@ -54,7 +61,7 @@ func startStub() (*stub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stub provider: %w", err)
 	}
-	s := &stub{charges: map[string]*charge{}, URL: "http://" + ln.Addr().String(), waiting: map[net.Conn]bool{}}
+	s := &stub{charges: map[string]*charge{}, pos: map[string]int{}, URL: "http://" + ln.Addr().String(), waiting: map[net.Conn]bool{}}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { _ = s.srv.Serve(ln) }() // ends with ErrServerClosed on Close
 	return s, nil
@@ -106,8 +113,12 @@ func (s *stub) routes() http.Handler {
 	mux.HandleFunc("POST /v1/charges", s.create)
 	mux.HandleFunc("GET /v1/charges/{key}", s.get)
 	mux.HandleFunc("GET /v1/charges", s.list)
+	mux.HandleFunc("GET /v1/refunds", s.listRefunds)
+	mux.HandleFunc("GET /v1/disputes", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string][]struct{}{"data": {}}) // the benchmark's shop has none
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusNotFound, "not_supported", "the benchmark's provider only charges")
+		writeError(w, http.StatusNotFound, "not_supported", "the benchmark's provider only charges and lists")
 	})
 	return mux
 }
@@ -143,7 +154,31 @@ func (s *stub) charge(key string, req chargeRequest) (*charge, bool) {
 		RefundedAmount: "0", CreatedAt: now.Format(time.RFC3339Nano), created: now,
 	}
 	s.charges[key] = ch
+	s.pos[ch.ID] = len(s.listed)
+	s.listed = append(s.listed, ch) // now: after every charge listed before
 	return ch, true
+}
+
+// adopt takes charges and refunds made before payd started (a preload's
+// books) as the stub's own, for its lists.
+func (s *stub) adopt(charges []*charge, refunds []refund) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range charges {
+		s.charges[ch.IdempotencyKey] = ch
+	}
+	s.listed = s.listed[:0]
+	for _, ch := range s.charges {
+		s.listed = append(s.listed, ch)
+	}
+	slices.SortFunc(s.listed, func(a, b *charge) int {
+		return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.ID, b.ID))
+	})
+	for i, ch := range s.listed {
+		s.pos[ch.ID] = i
+	}
+	s.refunds = append(s.refunds, refunds...)
+	slices.SortFunc(s.refunds, func(a, b refund) int { return a.created.Compare(b.created) })
 }
 
 func (s *stub) get(w http.ResponseWriter, r *http.Request) {
@@ -157,26 +192,91 @@ func (s *stub) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ch)
 }
 
-// list answers the reconciliation's listing: charges created in [from, to).
+// list answers the reconciliation's listing: a page of limit charges (100
+// by default) created in [from, to), oldest first, after the charge
+// starting_after names, as payd's provider API pages it.
 func (s *stub) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "invalid_request", "limit is 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	out := struct {
+		Data    []*charge `json:"data"`
+		HasMore bool      `json:"has_more"`
+	}{Data: []*charge{}}
+	s.mu.Lock()
+	i, _ := slices.BinarySearchFunc(s.listed, from, func(c *charge, t time.Time) int { return c.created.Compare(t) })
+	if after := q.Get("starting_after"); after != "" {
+		p, known := s.pos[after]
+		if !known {
+			i = len(s.listed)
+		}
+		i = max(i, p+1)
+	}
+	for ; i < len(s.listed) && s.listed[i].created.Before(to); i++ {
+		if len(out.Data) == limit {
+			out.HasMore = true
+			break
+		}
+		out.Data = append(out.Data, s.listed[i])
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// refund is a refund as the provider API writes it (see provider/wire.go).
+type refund struct {
+	ID             string `json:"id"`
+	IdempotencyKey string `json:"idempotency_key"`
+	ChargeID       string `json:"charge_id"`
+	OrderID        string `json:"order_id"`
+	Amount         string `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	CreatedAt      string `json:"created_at"`
+
+	created time.Time
+}
+
+// listRefunds answers the reconciliation's refund listing: every refund
+// created in [from, to), oldest first, in one reply.
+func (s *stub) listRefunds(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	out := struct {
+		Data []refund `json:"data"`
+	}{Data: []refund{}}
+	s.mu.Lock()
+	for _, rf := range s.refunds {
+		if !rf.created.Before(from) && rf.created.Before(to) {
+			out.Data = append(out.Data, rf)
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// window reads a list's from and to, or answers 400.
+func window(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
 	from, err1 := time.Parse(time.RFC3339Nano, r.URL.Query().Get("from"))
 	to, err2 := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
 	if err1 != nil || err2 != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", "from and to are RFC 3339 times")
-		return
+		return time.Time{}, time.Time{}, false
 	}
-	out := struct {
-		Data []*charge `json:"data"`
-	}{Data: []*charge{}}
-	s.mu.Lock()
-	for _, ch := range s.charges {
-		if !ch.created.Before(from) && ch.created.Before(to) {
-			out.Data = append(out.Data, ch)
-		}
-	}
-	s.mu.Unlock()
-	slices.SortFunc(out.Data, func(a, b *charge) int { return a.created.Compare(b.created) })
-	writeJSON(w, http.StatusOK, out)
+	return from, to, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,6 +47,41 @@ func TestStubHonoursKeys(t *testing.T) {
 	}
 	if _, err := c.GetCharge(ctx, domain.Attempt{ID: "nope"}); !errors.Is(err, domain.ErrChargeNotFound) {
 		t.Errorf("GetCharge(nope) = %v, want domain.ErrChargeNotFound", err)
+	}
+}
+
+// TestStubLists: the stub lists its charges, the adopted ones among those
+// it made, in payd's client's pages, oldest first, within the window, and
+// the adopted refunds.
+func TestStubLists(t *testing.T) {
+	s, err := startStub()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, ctx := provider.NewClient(s.URL), context.Background()
+	made, err := c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: "k-now", OrderID: "o-now", Amount: decimal.RequireFromString("9.99"), Currency: "USD", PaymentMethod: "pm_ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	var old []*charge
+	for i := range 1200 { // three of payd's pages of 500
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		old = append(old, &charge{ID: fmt.Sprintf("ch_old_%04d", i), IdempotencyKey: fmt.Sprintf("k-old-%04d", i), OrderID: "o-old",
+			Amount: "1.00", Currency: "USD", Status: "succeeded", RefundedAmount: "0", CreatedAt: at.Format(time.RFC3339Nano), created: at})
+	}
+	s.adopt(old, []refund{{ID: "re_1", ChargeID: "ch_old_0001", Amount: "1.00", Currency: "USD", Status: "succeeded", CreatedAt: t0.Format(time.RFC3339Nano), created: t0}})
+	all, err := provider.AllCharges(ctx, c, t0.Add(time.Millisecond), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1200 || all[0].ID != "ch_old_0001" || all[1198].ID != "ch_old_1199" || all[1199].ID != made.ID {
+		t.Fatalf("listed %d charges, want 1200 from ch_old_0001 to the one made now", len(all))
+	}
+	refunds, err := c.ListRefunds(ctx, t0, t0.Add(time.Second))
+	if err != nil || len(refunds) != 1 || refunds[0].ID != "re_1" {
+		t.Errorf("ListRefunds = %+v, %v, want re_1", refunds, err)
 	}
 }
 
