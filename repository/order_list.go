@@ -98,14 +98,11 @@ func (s *OrderStore) listOrders(ctx context.Context, f domain.OrderFilter, n int
 	if !f.From.IsZero() || !f.To.IsZero() {
 		order = "created_at DESC, id DESC"
 		if f.Cursor != "" {
-			var at []utcTime
-			if err := s.db.conn(ctx).Model(&orderRow{}).Where("id = ?", f.Cursor).Limit(1).Pluck("created_at", &at).Error; err != nil {
-				return nil, err
+			at, ok, err := s.db.cursorAt(ctx, &orderRow{}, "created_at", f.Cursor)
+			if err != nil || !ok {
+				return nil, err // a cursor no order has: nothing follows it
 			}
-			if len(at) == 0 {
-				return nil, nil // a cursor no order has: nothing follows it
-			}
-			q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", at[0], at[0], f.Cursor)
+			q = keysetAfter(q, "created_at", at, f.Cursor, true)
 		}
 	} else if f.Cursor != "" {
 		q = q.Where("id < ?", f.Cursor)
@@ -169,14 +166,14 @@ func (s *OrderStore) ListPaidBetween(ctx context.Context, from, to time.Time, af
 	q := s.db.conn(ctx).Where("status IN ? AND paid_at >= ? AND paid_at < ?",
 		paidStatuses, ts(from), ts(to))
 	if after != "" {
-		var at []utcTime
-		if err := s.db.conn(ctx).Model(&orderRow{}).Where("id = ? AND paid_at IS NOT NULL", after).Limit(1).Pluck("paid_at", &at).Error; err != nil {
+		at, ok, err := s.db.cursorAt(ctx, &orderRow{}, "paid_at", after)
+		if err != nil {
 			return nil, fmt.Errorf("list orders paid between %v and %v: %w", from, to, err)
 		}
-		if len(at) == 0 {
+		if !ok {
 			return nil, fmt.Errorf("list orders paid between %v and %v: the cursor %s is no paid order", from, to, after)
 		}
-		q = q.Where("(paid_at > ? OR (paid_at = ? AND id > ?))", at[0], at[0], after)
+		q = keysetAfter(q, "paid_at", at, after, false)
 	}
 	var rows []orderRow
 	if err := q.Order("paid_at, id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {

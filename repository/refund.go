@@ -186,14 +186,14 @@ func (s *RefundStore) ListPending(ctx context.Context, olderThan time.Time, limi
 func (s *RefundStore) ListSucceededBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Refund, error) {
 	q := s.db.conn(ctx).Where("status = ? AND created_at >= ? AND created_at < ?", string(domain.RefundSucceeded), ts(from), ts(to))
 	if after != "" {
-		var at []utcTime
-		if err := s.db.conn(ctx).Model(&refundRow{}).Where("id = ?", after).Limit(1).Pluck("created_at", &at).Error; err != nil {
+		at, ok, err := s.db.cursorAt(ctx, &refundRow{}, "created_at", after)
+		if err != nil {
 			return nil, fmt.Errorf("list refunds succeeded between %v and %v: %w", from, to, err)
 		}
-		if len(at) == 0 {
+		if !ok {
 			return nil, fmt.Errorf("list refunds succeeded between %v and %v: the cursor %s is no refund", from, to, after)
 		}
-		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", at[0], at[0], after)
+		q = keysetAfter(q, "created_at", at, after, false)
 	}
 	var rows []refundRow
 	if err := q.Order("created_at, id").Limit(batchSize(limit)).Find(&rows).Error; err != nil {

@@ -48,6 +48,7 @@ type stub struct {
 	listed  []*charge
 	pos     map[string]int
 	refunds []refund // oldest first
+	tag     string   // in its charges' IDs: a kept preload holds an earlier stub's
 	srv     *http.Server
 	URL     string
 
@@ -61,7 +62,7 @@ func startStub() (*stub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stub provider: %w", err)
 	}
-	s := &stub{charges: map[string]*charge{}, pos: map[string]int{}, URL: "http://" + ln.Addr().String(), waiting: map[net.Conn]bool{}}
+	s := &stub{charges: map[string]*charge{}, pos: map[string]int{}, tag: randomHex()[:8], URL: "http://" + ln.Addr().String(), waiting: map[net.Conn]bool{}}
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, ConnState: s.track}
 	go func() { _ = s.srv.Serve(ln) }() // ends with ErrServerClosed on Close
 	return s, nil
@@ -149,7 +150,7 @@ func (s *stub) charge(key string, req chargeRequest) (*charge, bool) {
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	ch := &charge{
-		ID: fmt.Sprintf("ch_%08d", len(s.charges)+1), IdempotencyKey: key, OrderID: req.OrderID,
+		ID: fmt.Sprintf("ch_%s_%08d", s.tag, len(s.charges)+1), IdempotencyKey: key, OrderID: req.OrderID,
 		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod, Status: "succeeded",
 		RefundedAmount: "0", CreatedAt: now.Format(time.RFC3339Nano), created: now,
 	}
