@@ -139,16 +139,10 @@ func (s *AttemptStore) FindByIDs(ctx context.Context, ids []string) (map[string]
 // ListByOrders returns the attempts of the orders ids, oldest first, by
 // order ID: one query, by payment_attempts_order.
 func (s *AttemptStore) ListByOrders(ctx context.Context, ids []string) (map[string][]domain.Attempt, error) {
-	out := make(map[string][]domain.Attempt, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var rows []attemptRow
-	if err := s.db.conn(ctx).Where("order_id IN ?", ids).Order("order_id, created_at, id").Find(&rows).Error; err != nil {
+	out, err := groupedIn(ctx, s.db, "order_id", ids, "order_id, created_at, id",
+		func(r attemptRow) string { return r.OrderID }, attemptRow.toDomain)
+	if err != nil {
 		return nil, fmt.Errorf("attempts of %d orders: %w", len(ids), err)
-	}
-	for _, r := range rows {
-		out[r.OrderID] = append(out[r.OrderID], r.toDomain())
 	}
 	return out, nil
 }

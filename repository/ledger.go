@@ -136,6 +136,17 @@ func (s *LedgerStore) Booked(ctx context.Context, references []string) (map[stri
 	return out, nil
 }
 
+// ListByOrders returns the entries of the orders ids, oldest first, by
+// order ID: one query, by ledger_entries' order index.
+func (s *LedgerStore) ListByOrders(ctx context.Context, ids []string) (map[string][]domain.LedgerEntry, error) {
+	out, err := groupedIn(ctx, s.db, "order_id", ids, "order_id, created_at, id",
+		func(r ledgerRow) string { return r.OrderID }, ledgerRow.toDomain)
+	if err != nil {
+		return nil, fmt.Errorf("ledgers of %d orders: %w", len(ids), err)
+	}
+	return out, nil
+}
+
 // findByReference returns the entry stored under reference.
 func (s *LedgerStore) findByReference(ctx context.Context, reference string) (domain.LedgerEntry, error) {
 	var row ledgerRow

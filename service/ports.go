@@ -96,7 +96,8 @@ type OrderStore interface {
 	// refunded: the ledger's repair of the order (ADR 0055).
 	RepairBooks(ctx context.Context, id string, version int64, book domain.RefundBook, now time.Time) (bool, error)
 	// ListPaidBetween returns orders paid (or since refunded) with paid_at
-	// in [from, to), ordered by ID, after the ID cursor, at most limit.
+	// in [from, to), ordered by paid_at then ID, after the ID cursor, at
+	// most limit, without their items.
 	ListPaidBetween(ctx context.Context, from, to time.Time, after string, limit int) ([]domain.Order, error)
 	// ListStuck returns orders processing since before olderThan (by
 	// updated_at), at most limit.
@@ -258,6 +259,9 @@ type LedgerStore interface {
 	Append(ctx context.Context, e domain.LedgerEntry) (bool, error)
 	// ListByOrder returns an order's entries, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.LedgerEntry, error)
+	// ListByOrders returns the entries of the orders ids, oldest first, by
+	// order ID.
+	ListByOrders(ctx context.Context, ids []string) (map[string][]domain.LedgerEntry, error)
 	// Booked reports which of references have an entry.
 	Booked(ctx context.Context, references []string) (map[string]bool, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -96,16 +97,16 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	case req.Source != "":
 		run.Source = req.Source
 	}
-	found, matched, err := s.compare(ctx, run, req)
+	w, err := s.compare(ctx, run, req)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
-	run.Matched = matched // charges: a refund that agrees is not counted
+	run.Matched = w.matched // charges: a refund that agrees is not counted
 	refunds, touched, err := s.refunds(ctx, run, req)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
-	found = append(found, refunds...)
+	found := append(w.found, refunds...)
 	if run.DryRun {
 		_, err := s.keepAll(ctx, &run, found)
 		return run, err
@@ -157,7 +158,8 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 			return run, err
 		}
 	}
-	if err := s.healOrders(ctx, run, touched); err != nil {
+	maps.Copy(w.refunded, touched) // touched may be nil: no refunds compared
+	if err := s.healOrders(ctx, run, w.refunded); err != nil {
 		return run, err
 	}
 	return run, nil
@@ -260,48 +262,48 @@ const chargeBatch = 500
 
 // compare walks the provider's successful charges, a page at a time (a
 // settlement file's lines when the request has them), then payd's paid
-// orders and stuck payments, and returns what disagrees and how many
-// charges matched. Of the charges it keeps only the keys of the
-// successful ones, for missingCharges; a run against the provider's own
-// list (not a file, not dry) also books what it shows of payd's orders,
-// once (ADR 0030).
-func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) ([]domain.Discrepancy, int, error) {
-	w := chargeWalk{file: req.Charges != nil, book: req.Charges == nil && !run.DryRun && s.Ledger != nil, listed: keySet{}}
+// orders and stuck payments, and returns what disagrees, how many charges
+// matched and which of the window's paid orders have refunds. Of the
+// charges it keeps only the keys of the successful ones, for
+// missingCharges; a run against the provider's own list (not a file, not
+// dry) also books what it shows of payd's orders, once (ADR 0030).
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) (*chargeWalk, error) {
+	w := chargeWalk{file: req.Charges != nil, book: req.Charges == nil && !run.DryRun && s.Ledger != nil, refunded: map[string]bool{}}
 	if w.file {
 		for part := range slices.Chunk(req.Charges, chargeBatch) {
 			if err := s.decide(ctx, &w, part); err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 		}
 	} else {
 		for after := ""; ; {
 			page, err := s.Provider.ListCharges(ctx, run.From, run.To, after)
 			if err != nil {
-				return nil, 0, fmt.Errorf("list provider charges: %w", err)
+				return nil, fmt.Errorf("list provider charges: %w", err)
 			}
 			for part := range slices.Chunk(page.Charges, chargeBatch) {
 				if err := s.decide(ctx, &w, part); err != nil {
-					return nil, 0, err
+					return nil, err
 				}
 			}
 			if page.Next == "" {
 				break
 			}
 			if page.Next == after {
-				return nil, 0, fmt.Errorf("list provider charges: %w: the page after %s starts there again", domain.ErrProviderUnavailable, after)
+				return nil, fmt.Errorf("list provider charges: %w: the page after %s starts there again", domain.ErrProviderUnavailable, after)
 			}
 			after = page.Next
 		}
 	}
-	missing, err := s.missingCharges(ctx, run, w.listed)
-	if err != nil {
-		return nil, 0, err
+	if err := s.missingCharges(ctx, run, &w); err != nil {
+		return nil, err
 	}
 	stuck, err := s.stuck(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return append(append(w.found, missing...), stuck...), w.matched, nil
+	w.found = append(w.found, stuck...)
+	return &w, nil
 }
 
 // chargeWalk is what compare carries from one batch of charges to the
@@ -311,6 +313,7 @@ type chargeWalk struct {
 	listed     keySet // the keys of the successful charges seen
 	found      []domain.Discrepancy
 	matched    int
+	refunded   map[string]bool // the window's paid orders with refunds (missingCharges)
 }
 
 // decide checks one batch of the provider's charges (checkCharge) and
@@ -453,14 +456,14 @@ func settledOr(ch domain.Charge, d *domain.Discrepancy) (*domain.Discrepancy, bo
 }
 
 // missingCharges finds orders payd counts as paid in the window whose paying
-// attempt has no successful charge in the provider's list (listed), a page
-// of orders and their attempts at a time.
-func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, listed keySet) ([]domain.Discrepancy, error) {
-	var found []domain.Discrepancy
+// attempt has no successful charge in the provider's list (w.listed), a page
+// of orders and their attempts at a time, and notes on the way those
+// with refunds (w.refunded), which the run heals from their ledgers.
+func (s *Reconciler) missingCharges(ctx context.Context, run domain.ReconciliationRun, w *chargeWalk) error {
 	for after := ""; ; {
 		orders, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, chargeBatch)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ids := make([]string, len(orders))
 		for i, o := range orders {
@@ -468,18 +471,21 @@ func (s *Reconciler) missingCharges(ctx context.Context, run domain.Reconciliati
 		}
 		attempts, err := s.Attempts.ListByOrders(ctx, ids)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, o := range orders {
+			if o.RefundedAmount.IsPositive() || o.Status == domain.StatusRefunded {
+				w.refunded[o.ID] = true
+			}
 			a := lastOfRequest(attempts[o.ID], o.PayRequestID)
-			if a.ID != "" && listed.has(a.ID) {
+			if a.ID != "" && w.listed.has(a.ID) {
 				continue
 			}
-			found = append(found, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: o.ID, OrderID: o.ID, AttemptID: a.ID,
+			w.found = append(w.found, domain.Discrepancy{Type: domain.MissingProviderCharge, Reference: o.ID, OrderID: o.ID, AttemptID: a.ID,
 				LocalAmount: o.Amount, Currency: o.Currency, Note: "payd counts the order as paid but the provider lists no successful charge for it"})
 		}
 		if len(orders) < chargeBatch {
-			return found, nil
+			return nil
 		}
 		after = orders[len(orders)-1].ID
 	}

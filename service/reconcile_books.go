@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/payd/payd/domain"
 )
@@ -10,6 +12,7 @@ import (
 // a refund of payd's it does not list (Refunds; ADR 0055).
 type RefundBooks interface {
 	Heal(ctx context.Context, orderID string, src domain.LedgerSource) (bool, error)
+	HealAll(ctx context.Context, orderIDs []string, src domain.LedgerSource) error
 	Recheck(ctx context.Context, r domain.Refund, src domain.LedgerSource) (bool, error)
 }
 
@@ -45,36 +48,12 @@ func (s *Reconciler) recheck(ctx context.Context, check *refundCheck) error {
 }
 
 // healOrders repairs from its ledger every order of the run's window
-// that has refunds, and every order whose refunds the run saw
-// (touched): a difference between an order's confirmed refunds and its
-// ledger is repaired and reported as order_books_repaired.
-func (s *Reconciler) healOrders(ctx context.Context, run domain.ReconciliationRun, touched map[string]bool) error {
+// that has refunds and every order whose refunds the run saw (ids, the
+// two together): a difference between an order's confirmed refunds and
+// its ledger is repaired and reported as order_books_repaired.
+func (s *Reconciler) healOrders(ctx context.Context, run domain.ReconciliationRun, ids map[string]bool) error {
 	if s.Books == nil || run.DryRun {
 		return nil
 	}
-	ids := map[string]bool{}
-	for id := range touched {
-		ids[id] = true
-	}
-	for after := ""; ; {
-		page, err := s.Orders.ListPaidBetween(ctx, run.From, run.To, after, 500)
-		if err != nil {
-			return err
-		}
-		for _, o := range page {
-			if o.RefundedAmount.IsPositive() || o.Status == domain.StatusRefunded {
-				ids[o.ID] = true
-			}
-		}
-		if len(page) < 500 {
-			break
-		}
-		after = page[len(page)-1].ID
-	}
-	for id := range ids {
-		if _, err := s.Books.Heal(ctx, id, domain.SourceReconciliation); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.Books.HealAll(ctx, slices.Sorted(maps.Keys(ids)), domain.SourceReconciliation)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/payd/payd/domain"
 )
@@ -66,6 +67,45 @@ func (s *Refunds) Heal(ctx context.Context, orderID string, src domain.LedgerSou
 	return false, nil
 }
 
+// HealAll heals the orders ids as Heal heals each, 500 at a time: it
+// reads their orders, attempts and ledgers in three statements, and heals
+// one by one (Heal reads it again and repairs it under its version) only
+// an order whose books differ from its ledger's. A reconciliation run
+// heals every refunded order of its window with it.
+func (s *Refunds) HealAll(ctx context.Context, ids []string, src domain.LedgerSource) error {
+	if s.Ledger == nil {
+		return nil
+	}
+	for part := range slices.Chunk(ids, 500) {
+		orders, err := s.Orders.FindByIDs(ctx, part)
+		if err != nil {
+			return err
+		}
+		attempts, err := s.Attempts.ListByOrders(ctx, part)
+		if err != nil {
+			return err
+		}
+		entries, err := s.Ledger.ListByOrders(ctx, part)
+		if err != nil {
+			return err
+		}
+		for _, id := range part {
+			o, ok := orders[id]
+			if !ok {
+				continue
+			}
+			book, ok := bookOf(o, lastOfRequest(attempts[id], o.PayRequestID), entries[id])
+			if !ok || domain.MinorUnits(o.RefundedAmount, o.Currency) == book.Refunded && o.Status == book.Status() {
+				continue
+			}
+			if _, err := s.Heal(ctx, id, src); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ledgerBook is order o's refund book as its ledger has it: false when the
 // order is not paid, or its ledger does not hold its paying charge.
 func (s *Refunds) ledgerBook(ctx context.Context, o domain.Order) (domain.RefundBook, bool, error) {
@@ -79,20 +119,32 @@ func (s *Refunds) ledgerBook(ctx context.Context, o domain.Order) (domain.Refund
 	if err != nil {
 		return domain.RefundBook{}, false, err
 	}
-	charge := a.ProviderChargeID
-	if a.Status != domain.AttemptSucceeded || charge == "" {
+	if a.Status != domain.AttemptSucceeded || a.ProviderChargeID == "" {
 		return domain.RefundBook{}, false, nil
 	}
 	entries, err := s.Ledger.ListByOrder(ctx, o.ID)
 	if err != nil {
 		return domain.RefundBook{}, false, err
 	}
+	book, ok := bookOf(o, a, entries)
+	return book, ok, nil
+}
+
+// bookOf is order o's refund book as its ledger's entries have it, given
+// its paying attempt a (none: a zero Attempt): false when the order is not
+// paid, a did not succeed with a charge, or the ledger does not hold that
+// charge.
+func bookOf(o domain.Order, a domain.Attempt, entries []domain.LedgerEntry) (domain.RefundBook, bool) {
+	charge := a.ProviderChargeID
+	if !o.Status.WasPaid() || a.Status != domain.AttemptSucceeded || charge == "" {
+		return domain.RefundBook{}, false
+	}
 	charged := false
 	for _, e := range entries {
 		charged = charged || (e.Kind == domain.LedgerCharge && e.ChargeID == charge)
 	}
 	if !charged {
-		return domain.RefundBook{}, false, nil
+		return domain.RefundBook{}, false
 	}
 	refunded := domain.RefundedOn(charge, o.Currency, entries)
 	if refunded.LessThan(o.RefundedAmount) {
@@ -103,14 +155,14 @@ func (s *Refunds) ledgerBook(ctx context.Context, o domain.Order) (domain.Refund
 		// tell the shop money came back that never did: money is taken
 		// back only by a reversal the provider confirmed (reverse).
 		// Reconciliation compares such refunds with the provider's.
-		return domain.RefundBook{}, false, nil
+		return domain.RefundBook{}, false
 	}
 	amount := domain.MinorUnits(o.Amount, o.Currency)
 	return domain.RefundBook{
 		Amount:   amount,
 		Refunded: min(max(domain.MinorUnits(refunded, o.Currency), 0), amount),
 		Reserved: domain.MinorUnits(o.RefundPending, o.Currency),
-	}, true, nil
+	}, true
 }
 
 // repair sets order o's confirmed refunds to book's, if o is still at the

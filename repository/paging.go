@@ -1,5 +1,8 @@
 package repository
 
+// The helpers of paged and batched reads: a keyset page continues after
+// its cursor, and a page's children are read in one statement.
+
 import (
 	"context"
 
@@ -29,4 +32,22 @@ func keysetAfter(q *gorm.DB, column string, at utcTime, id string, desc bool) *g
 		return q.Where(column+" <= ? AND ("+column+" < ? OR id < ?)", at, at, id)
 	}
 	return q.Where(column+" >= ? AND ("+column+" > ? OR id > ?)", at, at, id)
+}
+
+// groupedIn loads the rows R whose column is one of values, ordered by
+// order, and groups them, converted by conv, by key: one query, the
+// batched read of a page's children (an order's attempts, its ledger).
+func groupedIn[R any, T any](ctx context.Context, db *DB, column string, values []string, order string, key func(R) string, conv func(R) T) (map[string][]T, error) {
+	out := make(map[string][]T, len(values))
+	if len(values) == 0 {
+		return out, nil
+	}
+	var rows []R
+	if err := db.conn(ctx).Where(column+" IN ?", values).Order(order).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[key(r)] = append(out[key(r)], conv(r))
+	}
+	return out, nil
 }
