@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,6 +125,55 @@ func TestLargeSettlementFile(t *testing.T) {
 	}
 	if n := s.count("reconciliation_runs"); n != 1 {
 		t.Errorf("%d runs recorded, want the one of the good file", n)
+	}
+}
+
+// TestSettlementUploadShape: an upload must carry exactly one file in the
+// field "file" (none, or two, is 400 naming the field, and nothing is
+// recorded); the form's fields may come before or after it; a body that
+// is not the multipart it says is 400.
+func TestSettlementUploadShape(t *testing.T) {
+	s := start(t, tuned(silentSandbox))
+	from := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	to := from.Add(2 * time.Minute)
+	header := "charge_id,idempotency_key,order_id,type,status,amount,currency,created_at\n"
+	upload := func(files int, fieldsLast bool) reply {
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		fields := func() {
+			_ = w.WriteField("from", from.Format(time.RFC3339))
+			_ = w.WriteField("to", to.Format(time.RFC3339))
+		}
+		if !fieldsLast {
+			fields()
+		}
+		for range files {
+			f, _ := w.CreateFormFile("file", "settlement.csv")
+			_, _ = f.Write([]byte(header))
+		}
+		if fieldsLast {
+			fields()
+		}
+		_ = w.Close()
+		return s.do(request{method: "POST", path: "/v1/admin/reconciliations", token: testAdminToken, key: uuid.NewString(),
+			contentType: w.FormDataContentType(), body: buf.Bytes()})
+	}
+	for _, files := range []int{0, 2} {
+		r := upload(files, false)
+		if r.Status != http.StatusBadRequest || r.code(t) != "validation_failed" || !strings.Contains(string(r.Body), `"file"`) {
+			t.Errorf("upload of %d files = %d %s, want 400 validation_failed naming file", files, r.Status, r.Body)
+		}
+	}
+	if n := s.count("reconciliation_runs"); n != 0 {
+		t.Fatalf("%d runs recorded for refused uploads, want 0", n)
+	}
+	if r := upload(1, true); r.Status != http.StatusCreated {
+		t.Errorf("upload with its fields after the file = %d %s, want 201", r.Status, r.Body)
+	}
+	broken := s.do(request{method: "POST", path: "/v1/admin/reconciliations", token: testAdminToken, key: uuid.NewString(),
+		contentType: "multipart/form-data; boundary=xyz", body: []byte("--xyz\r\nnot a part")})
+	if broken.Status != http.StatusBadRequest {
+		t.Errorf("a broken multipart body = %d %s, want 400", broken.Status, broken.Body)
 	}
 }
 

@@ -180,28 +180,9 @@ func (h *Admin) reconcile(c echo.Context) error {
 	var charges []domain.Charge
 	var refunds []domain.ProviderRefund
 	if idempotency.IsMultipart(c) {
-		form, err := c.MultipartForm()
-		if err != nil {
-			return errMalformedJSON
-		}
-		req.From, req.To, req.DryRun = formValue(form.Value, "from"), formValue(form.Value, "to"), formValue(form.Value, "dry_run") == "true"
-		files := form.File["file"]
-		if len(files) != 1 {
-			return &domain.ValidationError{Field: "file", Reason: "upload exactly one settlement CSV as the form field \"file\""}
-		}
-		f, err := files[0].Open()
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if h.Settlements == nil {
-			return errors.New("no settlement parser configured")
-		}
-		file, err := h.Settlements(f)
-		if err != nil {
-			if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
-				return &domain.ValidationError{Field: "file", Reason: se.Error()}
-			}
+		var file domain.Settlement
+		var err error
+		if req, file, err = h.settlementUpload(c); err != nil {
 			return err
 		}
 		charges, refunds = file.Charges, file.Refunds
@@ -242,13 +223,6 @@ func (h *Admin) reconcile(c echo.Context) error {
 		status = http.StatusOK
 	}
 	return writeJSON(c, status, toRunJSON(run))
-}
-
-func formValue(v map[string][]string, k string) string {
-	if len(v[k]) == 0 {
-		return ""
-	}
-	return v[k][0]
 }
 
 func (h *Admin) run(c echo.Context) error {

@@ -1,0 +1,73 @@
+package handler
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/payd/payd/domain"
+)
+
+// settlementUpload reads a reconciliation's multipart upload from the
+// body payd holds already (body), part by part: its form fields, and the
+// settlement file of the field "file", parsed as it is read, so the file
+// is not copied again, in memory or to disk, however large (ADR 0066).
+func (h *Admin) settlementUpload(c echo.Context) (reconcileRequest, domain.Settlement, error) {
+	var req reconcileRequest
+	var file domain.Settlement
+	raw, err := body(c)
+	if err != nil {
+		return req, file, err
+	}
+	_, params, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if err != nil || params["boundary"] == "" {
+		return req, file, errMalformedJSON
+	}
+	if h.Settlements == nil {
+		return req, file, errors.New("no settlement parser configured")
+	}
+	fields := map[string]*string{"from": &req.From, "to": &req.To}
+	dry, files := "", 0
+	fields["dry_run"] = &dry
+	mr := multipart.NewReader(bytes.NewReader(raw), params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return req, file, errMalformedJSON
+		}
+		if part.FileName() != "" {
+			if part.FormName() != "file" {
+				continue
+			}
+			if files++; files > 1 {
+				continue // counted, and refused below
+			}
+			if file, err = h.Settlements(part); err != nil {
+				if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
+					return req, file, &domain.ValidationError{Field: "file", Reason: se.Error()}
+				}
+				return req, file, err
+			}
+			continue
+		}
+		if dst, ok := fields[part.FormName()]; ok && *dst == "" { // the first value, as a form's
+			v, err := io.ReadAll(io.LimitReader(part, 1<<10))
+			if err != nil {
+				return req, file, errMalformedJSON
+			}
+			*dst = string(v)
+		}
+	}
+	if files != 1 {
+		return req, file, &domain.ValidationError{Field: "file", Reason: "upload exactly one settlement CSV as the form field \"file\""}
+	}
+	req.DryRun = dry == "true"
+	return req, file, nil
+}
