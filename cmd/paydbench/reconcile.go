@@ -138,38 +138,50 @@ func (c *client) admin(ctx context.Context, path, contentType string, body []byt
 // as the provider's lists show them: a charge under its attempt's key,
 // with what was refunded of its order.
 func books(ctx context.Context, db *sql.DB, dialect string, from, to time.Time) ([]*charge, []refund, error) {
+	charges, err := bookedCharges(ctx, db, dialect, from, to)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the books' charges: %w", err)
+	}
+	refunds, err := bookedRefunds(ctx, db, dialect, from, to)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the books' refunds: %w", err)
+	}
+	return charges, refunds, nil
+}
+
+func bookedCharges(ctx context.Context, db *sql.DB, dialect string, from, to time.Time) ([]*charge, error) {
 	rows, err := db.QueryContext(ctx, `SELECT a.id, a.provider_charge_id, a.order_id, a.amount_minor, a.currency, o.refunded_minor, `+
 		textOf(dialect, "a.created_at")+`
 		  FROM payment_attempts a JOIN orders o ON o.id = a.order_id
 		 WHERE a.status = 'succeeded' AND a.created_at >= ? AND a.created_at < ?`, ts(from), ts(to))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the books' charges: %w", err)
+		return nil, err
 	}
+	defer rows.Close()
 	var charges []*charge
 	for rows.Next() {
 		var ch charge
 		var amount, refunded int64
 		var created string
 		if err := rows.Scan(&ch.IdempotencyKey, &ch.ID, &ch.OrderID, &amount, &ch.Currency, &refunded, &created); err != nil {
-			rows.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		if ch.created, err = time.Parse(timeLayout, created); err != nil {
-			rows.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		ch.Amount, ch.RefundedAmount, ch.Status, ch.PaymentMethod = minor(amount), minor(refunded), "succeeded", "pm_ok"
 		ch.CreatedAt = ch.created.Format(time.RFC3339Nano)
 		charges = append(charges, &ch)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, nil, err
-	}
-	rows, err = db.QueryContext(ctx, `SELECT provider_refund_id, provider_key, charge_id, order_id, amount_minor, currency, `+
+	return charges, rows.Err()
+}
+
+func bookedRefunds(ctx context.Context, db *sql.DB, dialect string, from, to time.Time) ([]refund, error) {
+	rows, err := db.QueryContext(ctx, `SELECT provider_refund_id, provider_key, charge_id, order_id, amount_minor, currency, `+
 		textOf(dialect, "created_at")+`
 		  FROM refunds WHERE status = 'succeeded' AND created_at >= ? AND created_at < ?`, ts(from), ts(to))
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the books' refunds: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var refunds []refund
@@ -178,15 +190,15 @@ func books(ctx context.Context, db *sql.DB, dialect string, from, to time.Time) 
 		var amount int64
 		var created string
 		if err := rows.Scan(&rf.ID, &rf.IdempotencyKey, &rf.ChargeID, &rf.OrderID, &amount, &rf.Currency, &created); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if rf.created, err = time.Parse(timeLayout, created); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		rf.Amount, rf.Status, rf.CreatedAt = minor(amount), "succeeded", rf.created.Format(time.RFC3339Nano)
 		refunds = append(refunds, rf)
 	}
-	return charges, refunds, rows.Err()
+	return refunds, rows.Err()
 }
 
 // minor writes an amount in cents as the provider API does ("12.30").

@@ -193,16 +193,17 @@ func (s *stub) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ch)
 }
 
-// list answers the reconciliation's listing: a page of limit charges (100
-// by default) created in [from, to), oldest first, after the charge
-// starting_after names, as payd's provider API pages it.
+// list answers the reconciliation's listing: a page of limit charges
+// created in [from, to), oldest first, after the charge starting_after
+// names, as payd's provider API pages it; without a limit, all of them in
+// one reply (as payd before ADR 0066 asked for them).
 func (s *stub) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, to, ok := window(w, r)
 	if !ok {
 		return
 	}
-	limit := 100
+	limit := -1 // none: the whole window in one reply, as a provider without pages
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
@@ -225,7 +226,7 @@ func (s *stub) list(w http.ResponseWriter, r *http.Request) {
 		i = max(i, p+1)
 	}
 	for ; i < len(s.listed) && s.listed[i].created.Before(to); i++ {
-		if len(out.Data) == limit {
+		if limit >= 0 && len(out.Data) == limit {
 			out.HasMore = true
 			break
 		}
