@@ -8,6 +8,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +36,7 @@ type Server struct {
 	dir       string
 	args      []string
 	cmd       *exec.Cmd
+	done      chan struct{} // closed when cmd has exited
 }
 
 // URL is the server's PAYD_REDIS_URL.
@@ -65,40 +68,104 @@ func (s *Server) ClientAddr() string {
 }
 
 // Start starts a private redis-server; extra arguments are passed on.
+// A port found free can be taken by another process before the server
+// binds it (tests start many servers at once): when the server exits
+// before it answers, Start tries again on another port.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	return startOn(t, freePort(t), extra...)
+	bin := binary(t)
+	var err error
+	for range 5 {
+		s := newServer(t, freePort(t), extra)
+		if err = s.start(bin); err == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+		if !errors.Is(err, errExited) {
+			break
+		}
+	}
+	t.Fatalf("redistest: %v", err)
+	return nil
 }
 
-// startOn is Start on a port chosen beforehand.
+// startOn is Start on a port chosen beforehand (a proxy in front of it
+// already announces it): no other port will do, so it does not retry.
 func startOn(t testing.TB, port int, extra ...string) *Server {
 	t.Helper()
-	bin := binary(t)
-	s := &Server{t: t, Port: port, dir: t.TempDir()}
-	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--daemonize", "no", "--protected-mode", "no"}, extra...)
-	s.start(t, bin)
+	s := newServer(t, port, extra)
+	if err := s.start(binary(t)); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
 	t.Cleanup(s.Kill)
 	return s
 }
 
-// start runs the server, failing t if it does not answer.
-func (s *Server) start(t testing.TB, bin string) {
-	t.Helper()
-	s.cmd = exec.Command(bin, s.args...)
-	s.cmd.Dir = s.dir
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
+func newServer(t testing.TB, port int, extra []string) *Server {
+	s := &Server{t: t, Port: port, dir: t.TempDir()}
+	s.args = append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--daemonize", "no", "--protected-mode", "no"}, extra...)
+	return s
+}
+
+// errExited: the server ended before it answered, most often because its
+// port was taken.
+var errExited = errors.New("redis-server exited before it answered")
+
+// start runs the server and waits until it answers PING. What the server
+// printed is in the error when it does not.
+func (s *Server) start(bin string) error {
+	cmd := exec.Command(bin, s.args...)
+	cmd.Dir = s.dir
+	out := &tail{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
 	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+
 	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for c.Ping(context.Background()).Err() != nil {
+		select {
+		case <-done:
+			s.cmd = nil
+			return fmt.Errorf("%w on port %d:\n%s", errExited, s.Port, out)
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %d did not answer", s.Port)
+			s.Kill()
+			return fmt.Errorf("redis-server on %d did not answer within 10s:\n%s", s.Port, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return nil
+}
+
+// tail keeps the last 4 KiB a server printed, for the error that says why
+// it did not start; the process writes it while tests read it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *tail) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > 4096 {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-4096:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tail) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }
 
 // Kill stops the server at once (SIGKILL), as a crash would.
@@ -107,7 +174,7 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Kill() // SIGKILL ends a paused process too
-	_ = s.cmd.Wait()
+	<-s.done
 	s.cmd = nil
 }
 
@@ -123,7 +190,9 @@ func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
-	s.start(s.t, binary(s.t))
+	if err := s.start(binary(s.t)); err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
 }
 
 // Cluster is a three-master Redis Cluster.
@@ -335,7 +404,9 @@ func (c *ReplicatedCluster) healthy(alive []*Server) bool {
 func (c *ReplicatedCluster) Rejoin(t testing.TB, n *Server, timeout time.Duration) {
 	t.Helper()
 	n.Kill()
-	n.start(t, binary(t))
+	if err := n.start(binary(t)); err != nil {
+		t.Fatalf("redistest: rejoin: %v", err)
+	}
 	c.WaitHealthy(t, timeout)
 }
 
