@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -534,7 +536,7 @@ func TestClientBooksErrorMapping(t *testing.T) {
 		t.Errorf("FindCharge(ch/1) = %+v, %v via %s; want 12.30 disputed via an escaped path", ch, err, gotPath)
 	}
 	rs, err := c.ListRefunds(context.Background(), from, to)
-	if err != nil || len(rs) != 1 || rs[0].OrderID != "o" || gotPath != "/v1/refunds?from=2024-05-01T00%3A00%3A00Z&to=2024-05-02T00%3A00%3A00Z" {
+	if err != nil || len(rs) != 1 || rs[0].OrderID != "o" || gotPath != "/v1/refunds?from=2024-05-01T00%3A00%3A00Z&to=2024-05-02T00%3A00%3A00Z&limit=500" {
 		t.Errorf("ListRefunds = %+v, %v via %s", rs, err, gotPath)
 	}
 	ds, err := c.ListDisputes(context.Background(), from, to)
@@ -586,5 +588,46 @@ func TestMarkUnreachable(t *testing.T) {
 	}
 	if provider.MarkUnreachable(nil) != nil {
 		t.Error("MarkUnreachable(nil) != nil")
+	}
+}
+
+// TestListRefundsPages: ListRefunds follows has_more page after page,
+// each after the last refund of the one before, and returns them all in
+// order; a provider whose next page does not move on fails the walk
+// (ErrProviderUnavailable) instead of looping or ending early.
+func TestListRefundsPages(t *testing.T) {
+	refund := func(id string) string {
+		return `{"id":"` + id + `","idempotency_key":"k` + id + `","charge_id":"ch_1","order_id":"o","amount":"1.00","currency":"USD","status":"succeeded","created_at":"2024-05-01T10:00:00Z"}`
+	}
+	ids := []string{"re_1", "re_2", "re_3", "re_4", "re_5"}
+	var afters []string
+	c, _ := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		after := r.URL.Query().Get("starting_after")
+		afters = append(afters, after)
+		i := slices.Index(ids, after) + 1 // pages of two
+		end := min(i+2, len(ids))
+		var data []string
+		for _, id := range ids[i:end] {
+			data = append(data, refund(id))
+		}
+		status(200, `{"data":[`+strings.Join(data, ",")+`],"has_more":`+strconv.FormatBool(end < len(ids))+`}`)(w, r)
+	})
+	from := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	rs, err := c.ListRefunds(context.Background(), from, from.Add(24*time.Hour))
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.ID)
+	}
+	if err != nil || !slices.Equal(got, ids) || !slices.Equal(afters, []string{"", "re_2", "re_4"}) {
+		t.Errorf("ListRefunds = %v, %v after %q; want %v in pages after \"\", re_2, re_4", got, err, afters, ids)
+	}
+
+	stuck, _ := fake(t, status(200, `{"data":[`+refund("re_1")+`],"has_more":true}`))
+	if _, err := stuck.ListRefunds(context.Background(), from, from.Add(24*time.Hour)); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Errorf("ListRefunds(a stuck cursor) = %v, want ErrProviderUnavailable", err)
+	}
+	empty, _ := fake(t, status(200, `{"data":[],"has_more":true}`))
+	if _, err := empty.ListRefunds(context.Background(), from, from.Add(24*time.Hour)); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Errorf("ListRefunds(an empty page with more) = %v, want ErrProviderUnavailable", err)
 	}
 }

@@ -57,7 +57,8 @@ type refundDTO struct {
 }
 
 type refundListDTO struct {
-	Data []refundDTO `json:"data"`
+	Data    []refundDTO `json:"data"`
+	HasMore bool        `json:"has_more"`
 }
 
 type disputeDTO struct {

@@ -22,10 +22,12 @@
 //	GET  /v1/charges?from=&to=[&limit=&starting_after=]
 //	                            → 200 {"data":[charge...],"has_more":bool}: a page of those created
 //	                              in [from, to), oldest first, after the charge starting_after
-//	                              names; limit 1–1000, 100 by default
+//	                              names (400 when it names none); limit 1–1000, 100 by default
 //	POST /v1/refunds            Idempotency-Key; {charge_id, amount, currency, reason}
 //	                            → 200 {id, idempotency_key, charge_id, order_id, amount, currency, status, created_at}
-//	GET  /v1/refunds?from=&to=  → 200 {"data":[refund...]} created in [from, to), oldest first
+//	GET  /v1/refunds?from=&to=[&limit=&starting_after=]
+//	                            → 200 {"data":[refund...],"has_more":bool}: a page of those created
+//	                              in [from, to), oldest first, paged as the charges are
 //	GET  /v1/disputes?from=&to= → 200 {"data":[dispute...]} opened in [from, to), oldest first:
 //	                              {id, charge_id, idempotency_key (the charge's), order_id, amount,
 //	                               currency, status (open|won|lost), reason, created_at, closed_at (null while open),

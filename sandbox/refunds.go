@@ -147,12 +147,17 @@ func (s *Server) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rows, err := refundsCreated(r.Context(), s.db, from, to)
+	limit, err := pageLimit(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := refundListJSON{Data: make([]refundJSON, len(rows))}
+	rows, more, err := refundsPage(r.Context(), s.db, from, to, r.URL.Query().Get("starting_after"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := refundListJSON{Data: make([]refundJSON, len(rows)), HasMore: more}
 	for i, row := range rows {
 		out.Data[i] = row.toJSON()
 	}

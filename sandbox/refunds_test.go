@@ -202,7 +202,36 @@ func TestListRefundsWindow(t *testing.T) {
 				t.Errorf("refunds in [%v, %v) = %v, want %v", tt.from, tt.to, keys, tt.want)
 			}
 		}
-		for _, q := range []string{"", "?from=x&to=y", "?from=" + t0.Format(time.RFC3339) + "&to=" + t0.Format(time.RFC3339)} {
+		// In pages of limit, each after the refund starting_after names,
+		// with has_more on all but the last; a cursor that names no refund
+		// is refused.
+		window := fmt.Sprintf("from=%s&to=%s", t0.Format(time.RFC3339Nano), t0.Add(time.Hour).Format(time.RFC3339Nano))
+		var paged []string
+		for after, pages := "", 1; ; pages++ {
+			status, body := get(t, sb.URL+"/v1/refunds?"+window+"&limit=3&starting_after="+after)
+			var out struct {
+				Data []struct {
+					ID  string `json:"id"`
+					Key string `json:"idempotency_key"`
+				} `json:"data"`
+				HasMore bool `json:"has_more"`
+			}
+			if err := json.Unmarshal([]byte(body), &out); status != http.StatusOK || err != nil || pages > 2 {
+				t.Fatalf("page %d of 3 refunds = %d %s", pages, status, body)
+			}
+			for _, r := range out.Data {
+				paged = append(paged, r.Key)
+			}
+			if !out.HasMore {
+				break
+			}
+			after = out.Data[len(out.Data)-1].ID
+		}
+		if fmt.Sprint(paged) != "[r0 r1 r2 r3]" {
+			t.Errorf("refunds in pages of 3 = %v, want [r0 r1 r2 r3]", paged)
+		}
+		for _, q := range []string{"", "?from=x&to=y", "?from=" + t0.Format(time.RFC3339) + "&to=" + t0.Format(time.RFC3339),
+			"?" + window + "&starting_after=re_nobody", "?" + window + "&limit=1001"} {
 			if status, body := get(t, sb.URL+"/v1/refunds"+q); status != http.StatusBadRequest || !strings.Contains(body, `"code":"validation_failed"`) {
 				t.Errorf("GET /v1/refunds%s = %d %s, want 400 validation_failed", q, status, body)
 			}

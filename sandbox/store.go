@@ -126,14 +126,49 @@ func refundsCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]refund
 }
 
 func refundsWhere(ctx context.Context, db *gorm.DB, where string, args ...any) ([]refundRow, error) {
+	return refundsUpTo(ctx, db, 0, where, args...)
+}
+
+// refundsUpTo is refundsWhere with at most limit rows (0: all).
+func refundsUpTo(ctx context.Context, db *gorm.DB, limit int, where string, args ...any) ([]refundRow, error) {
 	var rows []refundRow
-	err := db.WithContext(ctx).Table("sandbox_refunds r").Select("r.*, c.order_id").
+	q := db.WithContext(ctx).Table("sandbox_refunds r").Select("r.*, c.order_id").
 		Joins("JOIN sandbox_charges c ON c.id = r.charge_id").
-		Where(where, args...).Order("r.created_at, r.id").Scan(&rows).Error
-	if err != nil {
+		Where(where, args...).Order("r.created_at, r.id")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	if err := q.Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("sandbox: load refunds: %w", err)
 	}
 	return rows, nil
+}
+
+// refundsPage lists up to limit refunds created in [from, to), oldest
+// first, after the refund with ID after ("": from the start), and reports
+// whether more follow: the refunds' chargesPage, with the same keyset along
+// sandbox_refunds_created and the same 400 for a cursor that names none.
+func refundsPage(ctx context.Context, db *gorm.DB, from, to dbTime, after string, limit int) ([]refundRow, bool, error) {
+	where, args := window("r.created_at", from, to)
+	if after != "" {
+		cur, err := first[refundRow](ctx, db, "id = ?", after)
+		if errors.Is(err, errNoRow) {
+			return nil, false, badRequest("validation_failed", "starting_after names no refund: %q", after)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		where += " AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?)"
+		args = append(args, cur.CreatedAt, cur.CreatedAt, after)
+	}
+	rows, err := refundsUpTo(ctx, db, limit+1, where, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(rows) > limit {
+		return rows[:limit], true, nil
+	}
+	return rows, false, nil
 }
 
 // disputeByID finds a dispute by its ID.
@@ -211,19 +246,22 @@ func chargesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]charge
 // chargesPage lists up to limit charges created in [from, to), oldest
 // first, after the charge with ID after ("": from the start), and
 // reports whether more follow. It pages by (created_at, id) along
-// sandbox_charges_created, so a page costs the same at any depth; an
-// after that names no charge gives an empty last page.
+// sandbox_charges_created, so a page costs the same at any depth (the
+// leading created_at >= gives both databases the start of the range; with
+// the OR alone SQLite reads the walk from its beginning on every page). An
+// after that names no charge is refused, as Stripe refuses it: an empty
+// last page would end a reconciliation's walk early without a word.
 func chargesPage(ctx context.Context, db *gorm.DB, from, to dbTime, after string, limit int) ([]chargeRow, bool, error) {
 	q := db.WithContext(ctx).Order("created_at, id").Where("created_at >= ? AND created_at < ?", from, to)
 	if after != "" {
 		cur, err := first[chargeRow](ctx, db, "id = ?", after)
 		if errors.Is(err, errNoRow) {
-			return nil, false, nil
+			return nil, false, badRequest("validation_failed", "starting_after names no charge: %q", after)
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		q = q.Where("(created_at > ? OR (created_at = ? AND id > ?))", cur.CreatedAt, cur.CreatedAt, after)
+		q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", cur.CreatedAt, cur.CreatedAt, after)
 	}
 	var rows []chargeRow
 	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {

@@ -63,7 +63,8 @@ type refundJSON struct {
 }
 
 type refundListJSON struct {
-	Data []refundJSON `json:"data"`
+	Data    []refundJSON `json:"data"`
+	HasMore bool         `json:"has_more"`
 }
 
 type disputeJSON struct {
