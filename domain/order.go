@@ -180,6 +180,12 @@ func (o Order) VisibleTo(customerID string) bool {
 // the change act on whatever version the order is at.
 const AnyVersion int64 = 0
 
+// CreatedVersion is an order's version when it is created. Every change
+// raises it by one, and only a claim moves an order to processing: an
+// order processing at CreatedVersion+1 has had its first claim and
+// nothing else.
+const CreatedVersion int64 = 1
+
 // Limits bounds what a single order may contain.
 type Limits struct {
 	MaxAmount   decimal.Decimal // largest total, in major units

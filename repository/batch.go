@@ -90,7 +90,12 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 	} else {
 		paying = statement{markPaidAt, markPaidAtIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID, version}}
 	}
-	told, err := eventStatement(a.OrderID, domain.NotifyOrderPaid, c, now)
+	var told statement
+	if version == domain.CreatedVersion+1 {
+		told, err = firstPaidEvent(a, ledger, version, c, now)
+	} else {
+		told, err = eventStatement(a.OrderID, domain.NotifyOrderPaid, c, now)
+	}
 	if err != nil {
 		return false, false, fmt.Errorf("mark order %s paid: %w", a.OrderID, err)
 	}

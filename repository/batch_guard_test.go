@@ -26,6 +26,7 @@ func TestPacketStatements(t *testing.T) {
 		{"markPaidIfBooked", markPaidIfBooked, markPaid + " AND " + guard},
 		{"markPaidAtIfBooked", markPaidAtIfBooked, markPaidAt + " AND " + guard},
 		{"insertEventIfChanged", insertEventIfChanged, strings.TrimSuffix(insertEvent, eventGroup) + " AND " + guard + eventGroup},
+		{"insertPaidEventIfPaid", insertPaidEventIfPaid, fromValues(insertPaidEvent)},
 	} {
 		if oneLine(tc.got) != oneLine(tc.want) {
 			t.Errorf("%s = %q\nwant %q", tc.name, oneLine(tc.got), oneLine(tc.want))

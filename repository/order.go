@@ -79,7 +79,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	row := orderRow{
 		ID: o.ID, CustomerID: nullString(o.CustomerID), Creator: o.CreatedBy(), Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, ReservedMinor: reserved, PayRequestID: nullString(o.PayRequestID),
-		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, 1), PaidAt: tsPtr(o.PaidAt),
+		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, domain.CreatedVersion), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
 	}
 	items := make([]itemRow, len(o.Items))

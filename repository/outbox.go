@@ -21,7 +21,9 @@ import (
 // the order's row, so it records the version the change left (its seq:
 // (order_id, seq) is unique) and the order as the transaction sees it:
 // status, payment, refunded amount, and the ledger's sums as
-// domain.Summarize adds them (entries of the order's currency only).
+// domain.Summarize adds them (entries of the order's currency only). The
+// one exception is the pay of an order's first claim, whose event is
+// known whole and written with its values (firstPaidEvent, ADR 0067).
 
 // The ledger's sums of order o, by domain.Summarize's rules, over its
 // entries l of the order's currency (a LEFT JOIN grouped by the order's
@@ -75,6 +77,19 @@ var (
 	// statement that changed the order (PayBatch, DB.batch).
 	insertEventIfChanged = eventSelect + ` AND ROW_COUNT() = 1` + eventGroup
 
+	// insertPaidEvent writes the event firstPaidEvent knows whole: no
+	// read of the order or its ledger, which cost a new pay about a
+	// quarter of its database time (docs/performance.md).
+	insertPaidEvent = `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
+		paid_at, refunded_minor, order_updated_at, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+	// insertPaidEventIfPaid is insertPaidEvent in PayBatch's packet,
+	// after the statement that paid the order.
+	insertPaidEventIfPaid = `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
+		paid_at, refunded_minor, order_updated_at, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+
 	// restampEvent brings the event the transaction wrote for order ?
 	// up to the order after one more change in the same transaction (a
 	// refund counted as the order is paid, countOutside): its seq and the
@@ -94,21 +109,55 @@ const maxCauseRef = 255
 // t, caused by c, at now. An unknown type or cause is refused (the
 // table's CHECKs hold the same sets).
 func eventStatement(id string, t domain.NotifyType, c domain.Cause, now time.Time) (statement, error) {
+	eventID, ref, err := eventKeys(t, c)
+	if err != nil {
+		return statement{}, err
+	}
+	return statement{insertEvent, insertEventIfChanged, []any{eventID, string(t), string(c.Kind), ref, ts(now), id}}, nil
+}
+
+// eventKeys checks an event's type and cause, and returns the event's new
+// ID and its cause's reference as its column takes it.
+func eventKeys(t domain.NotifyType, c domain.Cause) (id, ref string, err error) {
 	if !t.Valid() {
-		return statement{}, fmt.Errorf("unknown event type %q", t)
+		return "", "", fmt.Errorf("unknown event type %q", t)
 	}
 	if !c.Kind.Valid() {
-		return statement{}, fmt.Errorf("unknown cause %q of %s", c.Kind, t)
+		return "", "", fmt.Errorf("unknown cause %q of %s", c.Kind, t)
 	}
-	ref := strings.ToValidUTF8(c.Ref, "")
+	ref = strings.ToValidUTF8(c.Ref, "")
 	if len(ref) > maxCauseRef {
 		ref = ref[:maxCauseRef]
 		for !utf8.ValidString(ref) {
 			ref = ref[:len(ref)-1] // a rune the cut split
 		}
 	}
-	eventID := uuid.Must(uuid.NewV7()).String()
-	return statement{insertEvent, insertEventIfChanged, []any{eventID, string(t), string(c.Kind), ref, ts(now), id}}, nil
+	return uuid.Must(uuid.NewV7()).String(), ref, nil
+}
+
+// firstPaidEvent is the order.paid event of a pay that settles the first
+// claim of its order (PayBatch.SucceedAndPay at domain.CreatedVersion+1),
+// its every value known without reading the order or its ledger (ADR
+// 0067): the order leaves the packet paid by a at now, one version on; it
+// has no refund; and its ledger holds the one charge the packet books,
+// entry. Nothing but the claim has changed the order since it was created.
+// Every other booking about an order raises its version in the same
+// transaction (OrderStore.Lock, Tell), or is the charge of one of its
+// attempts, and the claim made its only one, whose charge entry is; the
+// packet's guard on the version (markPaidAt) holds all of it to the row.
+func firstPaidEvent(a domain.Attempt, entry ledgerRow, version int64, c domain.Cause, now time.Time) (statement, error) {
+	if version != domain.CreatedVersion+1 || entry.Kind != string(domain.LedgerCharge) || entry.Currency != string(a.Currency) {
+		return statement{}, fmt.Errorf("order %s at version %d with a %s entry in %s is not a first payment", a.OrderID, version, entry.Kind, entry.Currency)
+	}
+	eventID, ref, err := eventKeys(domain.NotifyOrderPaid, c)
+	if err != nil {
+		return statement{}, err
+	}
+	return statement{insertPaidEvent, insertPaidEventIfPaid, []any{
+		eventID, a.OrderID, version + 1, string(domain.NotifyOrderPaid), string(c.Kind), ref,
+		string(domain.StatusPaid), a.RequestID, ts(now), 0, ts(now),
+		entry.AmountMinor, 0, 0, 0, ts(now),
+	}}, nil
 }
 
 // transition runs the guarded statement query, which moves order id, and

@@ -465,10 +465,34 @@ func TestOutboxPayBatchPacket(t *testing.T) {
 		}
 
 		o2, a2 := claimedOrder(t, db, b, "req-2")
+		if v := findOrder(t, db, o2.ID).Version; v != domain.CreatedVersion+1 {
+			t.Fatalf("a new order claimed: version %d, want %d", v, domain.CreatedVersion+1)
+		}
 		if settled, paid, err := b.SucceedAndPay(ctx, a2, "ch_2", entryOf(a2, "ch_2", later), findOrder(t, db, o2.ID).Version, testCause, later); err != nil || !settled || !paid {
 			t.Fatalf("SucceedAndPay = %v, %v, %v, want settled and paid", settled, paid, err)
 		}
 		wantOneEvent(t, db, o2.ID, 0, domain.NotifyOrderPaid, testCause)
+
+		// Paid at the version its first claim left (the pay of a new
+		// order): the event is written from what the packet knows, and
+		// must say what a read of the order and its ledger says.
+		// Changed once before its claim: it is read, as every other
+		// event is.
+		o4 := newOrder(t, db)
+		if _, err := repository.NewOrderStore(db).Lock(ctx, o4.ID); err != nil {
+			t.Fatal(err)
+		}
+		a4 := attemptFor(o4, "req-4")
+		if ok, err := b.Claim(ctx, a4, domain.CreatedVersion+1, t0); err != nil || !ok {
+			t.Fatalf("Claim(changed order) = %v, %v", ok, err)
+		}
+		if v := findOrder(t, db, o4.ID).Version; v != domain.CreatedVersion+2 {
+			t.Fatalf("claimed after a change: version %d, want %d", v, domain.CreatedVersion+2)
+		}
+		if settled, paid, err := b.SucceedAndPay(ctx, a4, "ch_4", entryOf(a4, "ch_4", later), domain.CreatedVersion+2, testCause, later); err != nil || !settled || !paid {
+			t.Fatalf("SucceedAndPay(changed order) = %v, %v, %v, want settled and paid", settled, paid, err)
+		}
+		wantOneEvent(t, db, o4.ID, 0, domain.NotifyOrderPaid, testCause)
 
 		o3, a3 := claimedOrder(t, db, b, "req-3")
 		if settled, paid, err := b.SucceedAndPay(ctx, a3, "ch_2", entryOf(a3, "ch_2", later), domain.AnyVersion, testCause, later); err != nil || settled || paid {

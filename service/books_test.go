@@ -526,3 +526,44 @@ func TestPayingAnOrderBooksItsCharge(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstPaymentToldWithAForeignCharge: a charge at the provider that
+// names an order but is none of its attempts', booked by an operator's
+// refund resolution while the order is still pending (its refund's reply
+// lost, so nothing else is booked yet), raises the order's version. The
+// order's first payment then cannot take the one-packet event that knows
+// its books without reading them (ADR 0067): its order.paid event says
+// both charges, as the ledger does.
+func TestFirstPaymentToldWithAForeignCharge(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		o := w.order(t, cust, "9.00")
+		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
+		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		ds := w.discrepanciesOf(t, o.ID)
+		if len(ds) != 1 {
+			t.Fatalf("discrepancies = %+v, want the foreign charge's", ds)
+		}
+		w.loseNextRefundReply()
+		_, _ = w.resolver.Resolve(ctx, ds[0].ID, service.ResolveRefund, "ops") // its refund's outcome stays unknown
+		got, m, _, _ := w.books(t, o.ID)
+		wantMoney(t, m, "9.00", "0", "0", "0")
+		if got.Status != domain.StatusPending || got.Version <= domain.CreatedVersion {
+			t.Fatalf("order %s at version %d after a foreign charge was booked, want pending past %d", got.Status, got.Version, domain.CreatedVersion)
+		}
+
+		if paid, err := w.pay(cust, o.ID, newKey(), "pm_ok"); err != nil || paid.Status != domain.StatusPaid {
+			t.Fatalf("Pay = %v, %v, want paid", paid.Status, err)
+		}
+		_, m, _, _ = w.books(t, o.ID)
+		wantMoney(t, m, "18.00", "0", "0", "0")
+		es := w.notified(t, o.ID)
+		last := es[len(es)-1]
+		if last.Type != domain.NotifyOrderPaid || !last.Books.Charged.Equal(m.Charged) || !last.Books.Net.Equal(m.Net) {
+			t.Errorf("last event %s told books %+v, want order.paid with the ledger's %+v", last.Type, last.Books, m)
+		}
+	})
+}

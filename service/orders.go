@@ -98,7 +98,7 @@ func (s *Orders) Create(ctx context.Context, req Keyed, n NewOrder) (domain.Orde
 	now := s.Now().UTC()
 	o := domain.Order{
 		ID: newID(), CustomerID: n.CustomerID, Creator: n.creator(), Status: domain.StatusPending, Amount: amount, Currency: cur,
-		Items: lines, RefundedAmount: decimal.Zero, Version: 1, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
+		Items: lines, RefundedAmount: decimal.Zero, Version: domain.CreatedVersion, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
 		CreateRequestID: req.Key,
 	}
 	if req.Key != "" {

@@ -284,10 +284,23 @@ func (s *Resolver) refund(ctx context.Context, d domain.Discrepancy) error {
 		return &domain.ChargeOwnerError{ChargeID: ch.ID, OrderID: o.ID}
 	}
 	// The provider stands by the charge: the money moved, whatever payd
-	// recorded of it, and its refund is booked beside it.
-	if e, ok := seenChargeEntry(o.ID, ch, domain.SourceOperator, s.Now().UTC()); ok {
-		if err := appendEntry(ctx, s.Ledger, e); err != nil {
+	// recorded of it, and its refund is booked beside it. A charge that
+	// may be no attempt's of the order's (the provider's record names the
+	// order) raises the order's version as it is booked, as every booking
+	// about an order that is not its own attempt's does: a pay settling
+	// the order's first claim meanwhile then reads the order's books
+	// rather than knowing them (ADR 0067).
+	if e, ok := seenChargeEntry(o.ID, ch, domain.SourceOperator, s.Now().UTC()); ok && s.Ledger != nil && e.ChargeID != "" {
+		err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+			isNew, err := s.Ledger.Append(ctx, e)
+			if err != nil || !isNew {
+				return err
+			}
+			_, err = s.Orders.Lock(ctx, o.ID)
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("book %s %s: %w", e.Kind, e.Reference, err)
 		}
 	}
 	if pays {
