@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -14,9 +15,14 @@ import (
 
 const ctxMultipart = "payd.multipart"
 
-// maxFormMemory is how much of a form's files parsing keeps in memory; the
-// body itself is already capped by the Body reader (64 MiB for an upload).
-const maxFormMemory = 1 << 20
+// Bounds of an upload's form the fingerprint reads, as ReadForm bounds its
+// own: at most maxFormParts parts, and a field (not a file) of at most
+// maxFieldBytes. The body itself is already capped by the Body reader
+// (64 MiB for an upload), and a file is hashed as it streams.
+const (
+	maxFormParts  = 1000
+	maxFieldBytes = 1 << 20
+)
 
 // AcceptMultipart lets one route take a multipart/form-data upload (the
 // settlement CSV) besides JSON; the middleware then fingerprints the form.
@@ -42,33 +48,44 @@ func IsMultipart(c echo.Context) bool {
 
 // canonicalMultipart is a multipart body as the fingerprint sees it: its
 // fields and the SHA-256 of each file, sorted, so a client retrying the same
-// upload (with a new boundary) presents the same request.
+// upload (with a new boundary) presents the same request. It reads the
+// parts from raw as they stream, so that a file is hashed where it lies,
+// never copied to memory or spilled to a temporary file as
+// multipart.Reader.ReadForm would. A part is a file when it names one, as
+// ReadForm has it, and a part without a form name is left out.
 func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
 	_, params, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || params["boundary"] == "" {
 		return nil, "", ErrMalformedBody
 	}
-	form, err := multipart.NewReader(bytes.NewReader(raw), params["boundary"]).ReadForm(maxFormMemory)
-	if err != nil {
-		return nil, "", ErrMalformedBody
-	}
-	defer func() { _ = form.RemoveAll() }() // the form's temporary files; a failure leaves them to the OS
-	files := map[string][]string{}
-	for name, fhs := range form.File {
-		for _, fh := range fhs {
-			f, err := fh.Open()
-			if err != nil {
-				return nil, "", err
-			}
-			h := sha256.New()
-			_, err = io.Copy(h, f)
-			f.Close()
-			if err != nil {
-				return nil, "", err
-			}
-			files[name] = append(files[name], hex.EncodeToString(h.Sum(nil)))
+	r := multipart.NewReader(bytes.NewReader(raw), params["boundary"])
+	fields, files := map[string][]string{}, map[string][]string{}
+	for parts := 0; ; parts++ {
+		p, err := r.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
 		}
+		if err != nil || parts == maxFormParts {
+			return nil, "", ErrMalformedBody
+		}
+		name := p.FormName()
+		if name == "" {
+			continue
+		}
+		if p.FileName() == "" {
+			v, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
+			if err != nil || len(v) > maxFieldBytes {
+				return nil, "", ErrMalformedBody
+			}
+			fields[name] = append(fields[name], string(v))
+			continue
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, p); err != nil {
+			return nil, "", ErrMalformedBody
+		}
+		files[name] = append(files[name], hex.EncodeToString(h.Sum(nil)))
 	}
-	out, err := json.Marshal(map[string]any{"fields": form.Value, "files": files})
+	out, err := json.Marshal(map[string]any{"fields": fields, "files": files})
 	return out, "", err
 }
