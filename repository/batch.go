@@ -91,7 +91,7 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 		paying = statement{markPaidAt, markPaidAtIfBooked, []any{ts(now), ts(now), a.OrderID, a.RequestID, version}}
 	}
 	var told statement
-	if version == domain.CreatedVersion+1 {
+	if firstPayment(a, ledger, version) {
 		told, err = firstPaidEvent(a, ledger, version, c, now)
 	} else {
 		told, err = eventStatement(a.OrderID, domain.NotifyOrderPaid, c, now)
@@ -116,8 +116,8 @@ func (b *PayBatch) SucceedAndPay(ctx context.Context, a domain.Attempt, chargeID
 		// An INSERT that ran inserts its row or fails: never here.
 		return false, false, fmt.Errorf("mark order %s paid: attempt %s settled but its ledger entry %s not recorded", a.OrderID, a.ID, entry.Reference)
 	case 3:
-		// The order's row was just matched: the INSERT ... SELECT of it
-		// writes its row or fails.
+		// The order's row was just matched: the event's INSERT writes its
+		// row or fails.
 		return false, false, fmt.Errorf("mark order %s paid: the order was paid but its event was not written", a.OrderID)
 	}
 	return matched >= 2, matched == 4, nil

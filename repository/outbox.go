@@ -135,20 +135,25 @@ func eventKeys(t domain.NotifyType, c domain.Cause) (id, ref string, err error) 
 	return uuid.Must(uuid.NewV7()).String(), ref, nil
 }
 
+// firstPayment reports whether a pay of a's order at version, booking
+// entry, settles the order's first claim: the order is to be paid at
+// domain.CreatedVersion+1, and entry is a charge in the attempt's (the
+// order's) currency. Its event is then known whole (firstPaidEvent).
+func firstPayment(a domain.Attempt, entry ledgerRow, version int64) bool {
+	return version == domain.CreatedVersion+1 && entry.Kind == string(domain.LedgerCharge) && entry.Currency == string(a.Currency)
+}
+
 // firstPaidEvent is the order.paid event of a pay that settles the first
-// claim of its order (PayBatch.SucceedAndPay at domain.CreatedVersion+1),
-// its every value known without reading the order or its ledger (ADR
-// 0067): the order leaves the packet paid by a at now, one version on; it
-// has no refund; and its ledger holds the one charge the packet books,
-// entry. Nothing but the claim has changed the order since it was created.
-// Every other booking about an order raises its version in the same
-// transaction (OrderStore.Lock, Tell), or is the charge of one of its
-// attempts, and the claim made its only one, whose charge entry is; the
-// packet's guard on the version (markPaidAt) holds all of it to the row.
+// claim of its order (firstPayment), its every value known without
+// reading the order or its ledger (ADR 0067): the order leaves the packet
+// paid by a at now, one version on; it has no refund; and its ledger holds
+// the one charge the packet books, entry. Nothing but the claim has
+// changed the order since it was created: a booking about an order raises
+// its version in its transaction (OrderStore.Lock, Tell) unless it pays
+// the order or the order can no longer be paid by this claim, and the
+// claim made the order's only attempt. The packet's guard on the version
+// (markPaidAt) holds all of it to the row.
 func firstPaidEvent(a domain.Attempt, entry ledgerRow, version int64, c domain.Cause, now time.Time) (statement, error) {
-	if version != domain.CreatedVersion+1 || entry.Kind != string(domain.LedgerCharge) || entry.Currency != string(a.Currency) {
-		return statement{}, fmt.Errorf("order %s at version %d with a %s entry in %s is not a first payment", a.OrderID, version, entry.Kind, entry.Currency)
-	}
 	eventID, ref, err := eventKeys(domain.NotifyOrderPaid, c)
 	if err != nil {
 		return statement{}, err

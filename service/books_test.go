@@ -567,3 +567,43 @@ func TestFirstPaymentToldWithAForeignCharge(t *testing.T) {
 		}
 	})
 }
+
+// TestReconciliationBookingRaisesTheVersion: a run that books a charge of
+// an attempt payd is still settling (its reply was lost) raises the
+// order's version as it books it, as every booking about an order that
+// does not pay it does. The charge might be a second one carrying the
+// attempt's key, so the order's first payment must read its books, not
+// know them (ADR 0067); settled afterwards, the order's event says what
+// its ledger says.
+func TestReconciliationBookingRaisesTheVersion(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		cust := w.customer(t)
+		o := w.order(t, cust, "9.00")
+		key := newKey()
+		w.delayNextCharge()
+		if got, err := w.pay(cust, o.ID, key, "pm_ok"); err == nil && got.Status == domain.StatusPaid {
+			t.Fatalf("Pay with its reply lost = paid, want it unsettled")
+		}
+		claimed := w.get(t, cust, o.ID)
+		if claimed.Status != domain.StatusProcessing || claimed.Version != domain.CreatedVersion+1 {
+			t.Fatalf("order %s at version %d, want processing at its first claim's %d", claimed.Status, claimed.Version, domain.CreatedVersion+1)
+		}
+		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		booked, m, _, _ := w.books(t, o.ID)
+		wantMoney(t, m, "9.00", "0", "0", "0")
+		if booked.Version <= claimed.Version {
+			t.Errorf("order at version %d after the run booked its charge, want past %d", booked.Version, claimed.Version)
+		}
+		if got, err := w.pay(cust, o.ID, key, "pm_ok"); err != nil || got.Status != domain.StatusPaid {
+			t.Fatalf("Pay again = %v, %v, want paid", got.Status, err)
+		}
+		_, m, _, _ = w.books(t, o.ID)
+		wantMoney(t, m, "9.00", "0", "0", "0")
+		es := w.notified(t, o.ID)
+		if last := es[len(es)-1]; last.Type != domain.NotifyOrderPaid || !last.Books.Charged.Equal(m.Charged) {
+			t.Errorf("last event %s told books %+v, want order.paid with the ledger's %+v", last.Type, last.Books, m)
+		}
+	})
+}

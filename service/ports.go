@@ -255,11 +255,12 @@ type RunStore interface {
 // once and never changed (ADR 0030).
 type LedgerStore interface {
 	// Append stores e unless an entry with its Reference exists; it
-	// reports whether e is new. A repeat is never an error. An entry that
-	// is not the charge of one of its order's attempts is booked in a
-	// transaction that raises the order's version (OrderStore.Lock or
-	// Tell): a new order's first payment knows its books from that
-	// (ADR 0067).
+	// reports whether e is new. A repeat is never an error. An entry is
+	// booked in a transaction that raises its order's version (it pays the
+	// order, or calls OrderStore.Lock or Tell), unless the order can no
+	// longer be paid by its claim (a held attempt's charge, an orphan of a
+	// paid or closed order): a new order's first payment knows its books
+	// from that (ADR 0067).
 	Append(ctx context.Context, e domain.LedgerEntry) (bool, error)
 	// ListByOrder returns an order's entries, oldest first.
 	ListByOrder(ctx context.Context, orderID string) ([]domain.LedgerEntry, error)

@@ -276,6 +276,7 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 			}
 		}
 	} else {
+		seen := map[string]bool{}
 		for after := ""; ; {
 			page, err := s.Provider.ListCharges(ctx, run.From, run.To, after)
 			if err != nil {
@@ -289,10 +290,11 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 			if page.Next == "" {
 				break
 			}
-			if page.Next == after {
-				return nil, fmt.Errorf("list provider charges: %w: the page after %s starts there again", domain.ErrProviderUnavailable, after)
+			if seen[page.Next] {
+				return nil, fmt.Errorf("list provider charges: %w: the page after %s goes back to %s", domain.ErrProviderUnavailable, after, page.Next)
 			}
 			after = page.Next
+			seen[after] = true
 		}
 	}
 	if err := s.missingCharges(ctx, run, &w); err != nil {
@@ -360,7 +362,11 @@ func (s *Reconciler) decide(ctx context.Context, w *chargeWalk, charges []domain
 
 // bookCharges books each successful charge of charges that belongs to an
 // attempt of payd's (attempts), as the provider shows it; a charge booked
-// already (the usual case) records nothing, and costs no write.
+// already (the usual case) records nothing, and costs no write. A new one
+// raises its order's version as it is booked (OrderStore.Lock): it may be
+// a second charge carrying an attempt's key (another integration on the
+// account made it), which a new order's payment in flight must not take
+// for a ledger it knows (ADR 0067).
 func (s *Reconciler) bookCharges(ctx context.Context, charges []domain.Charge, attempts map[string]domain.Attempt) error {
 	now := s.Now().UTC()
 	var entries []domain.LedgerEntry
@@ -383,8 +389,16 @@ func (s *Reconciler) bookCharges(ctx context.Context, charges []domain.Charge, a
 		if booked[e.Reference] {
 			continue
 		}
-		if err := appendEntry(ctx, s.Ledger, e); err != nil {
+		err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+			isNew, err := s.Ledger.Append(ctx, e)
+			if err != nil || !isNew {
+				return err
+			}
+			_, err = s.Orders.Lock(ctx, e.OrderID)
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("book %s %s: %w", e.Kind, e.Reference, err)
 		}
 	}
 	return nil
