@@ -204,6 +204,7 @@ func window(from, to time.Time) string {
 // reply (do reads at most 4 MiB of one: about 13,000 refunds).
 func (c *Client) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
 	var refunds []domain.ProviderRefund
+	seen := map[string]bool{}
 	for after := ""; ; {
 		q := window(from, to) + "&limit=" + strconv.Itoa(refundPage)
 		if after != "" {
@@ -223,10 +224,11 @@ func (c *Client) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.
 		if !out.HasMore {
 			return refunds, nil
 		}
-		if len(out.Data) == 0 || out.Data[len(out.Data)-1].ID == after {
+		if len(out.Data) == 0 || seen[out.Data[len(out.Data)-1].ID] {
 			return nil, fmt.Errorf("list refunds: %w: a page after %q that does not move on", domain.ErrProviderUnavailable, after)
 		}
 		after = out.Data[len(out.Data)-1].ID
+		seen[after] = true
 	}
 }
 

@@ -594,7 +594,8 @@ func TestMarkUnreachable(t *testing.T) {
 // TestListRefundsPages: ListRefunds follows has_more page after page,
 // each after the last refund of the one before, and returns them all in
 // order; a provider whose next page does not move on fails the walk
-// (ErrProviderUnavailable) instead of looping or ending early.
+// (ErrProviderUnavailable) instead of looping or ending early, and so does
+// one whose pages go round.
 func TestListRefundsPages(t *testing.T) {
 	refund := func(id string) string {
 		return `{"id":"` + id + `","idempotency_key":"k` + id + `","charge_id":"ch_1","order_id":"o","amount":"1.00","currency":"USD","status":"succeeded","created_at":"2024-05-01T10:00:00Z"}`
@@ -625,6 +626,14 @@ func TestListRefundsPages(t *testing.T) {
 	stuck, _ := fake(t, status(200, `{"data":[`+refund("re_1")+`],"has_more":true}`))
 	if _, err := stuck.ListRefunds(context.Background(), from, from.Add(24*time.Hour)); !errors.Is(err, domain.ErrProviderUnavailable) {
 		t.Errorf("ListRefunds(a stuck cursor) = %v, want ErrProviderUnavailable", err)
+	}
+	// A provider whose pages go round (re_1, re_2, re_1 again).
+	cycling, _ := fake(t, func(w http.ResponseWriter, r *http.Request) {
+		next := map[string]string{"": "re_1", "re_1": "re_2", "re_2": "re_1"}[r.URL.Query().Get("starting_after")]
+		status(200, `{"data":[`+refund(next)+`],"has_more":true}`)(w, r)
+	})
+	if _, err := cycling.ListRefunds(context.Background(), from, from.Add(24*time.Hour)); !errors.Is(err, domain.ErrProviderUnavailable) {
+		t.Errorf("ListRefunds(pages that go round) = %v, want ErrProviderUnavailable", err)
 	}
 	empty, _ := fake(t, status(200, `{"data":[],"has_more":true}`))
 	if _, err := empty.ListRefunds(context.Background(), from, from.Add(24*time.Hour)); !errors.Is(err, domain.ErrProviderUnavailable) {
