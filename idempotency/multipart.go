@@ -15,13 +15,14 @@ import (
 
 const ctxMultipart = "payd.multipart"
 
-// Bounds of an upload's form the fingerprint reads, as ReadForm bounds its
-// own: at most maxFormParts parts, and a field (not a file) of at most
-// maxFieldBytes. The body itself is already capped by the Body reader
-// (64 MiB for an upload), and a file is hashed as it streams.
+// Bounds of an upload's form the fingerprint reads, as ReadForm(1 MiB)
+// bounded its own: at most maxFormParts parts, and maxFieldBytes of fields
+// (not files) in all, its 1 MiB and the 10 MiB it adds for fields. The body
+// itself is already capped by the Body reader (64 MiB for an upload), and
+// a file is hashed as it streams.
 const (
 	maxFormParts  = 1000
-	maxFieldBytes = 1 << 20
+	maxFieldBytes = 11 << 20
 )
 
 // AcceptMultipart lets one route take a multipart/form-data upload (the
@@ -60,6 +61,7 @@ func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
 	}
 	r := multipart.NewReader(bytes.NewReader(raw), params["boundary"])
 	fields, files := map[string][]string{}, map[string][]string{}
+	fieldBytes := int64(maxFieldBytes)
 	for parts := 0; ; parts++ {
 		p, err := r.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -73,8 +75,8 @@ func canonicalMultipart(c echo.Context, raw []byte) ([]byte, string, error) {
 			continue
 		}
 		if p.FileName() == "" {
-			v, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
-			if err != nil || len(v) > maxFieldBytes {
+			v, err := io.ReadAll(io.LimitReader(p, fieldBytes+1))
+			if fieldBytes -= int64(len(v)); err != nil || fieldBytes < 0 {
 				return nil, "", ErrMalformedBody
 			}
 			fields[name] = append(fields[name], string(v))

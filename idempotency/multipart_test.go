@@ -56,8 +56,9 @@ func canonicalOf(body []byte, contentType string) ([]byte, error) {
 
 // TestCanonicalMultipart: the streaming reader sees a form as ReadForm
 // did (fields, files by their hashes, several under one name, a part with
-// no form name left out, a file of 3 MiB), under any boundary; a cut body
-// and a form of too many parts are malformed.
+// no form name left out, a file of 3 MiB, a field of 3 MiB), under any
+// boundary; a cut body, a form of too many parts and one of more than
+// 11 MiB of fields are malformed.
 func TestCanonicalMultipart(t *testing.T) {
 	type part struct{ name, file, content string }
 	forms := map[string][]part{
@@ -68,6 +69,7 @@ func TestCanonicalMultipart(t *testing.T) {
 		"a part without a name": {{"", "", "ignored"}, {"file", "x.csv", "x"}},
 		"a file of three MiB":   {{"file", "big.csv", strings.Repeat("ch_1,12.00\\n", 3<<20/11)}},
 		"an empty file":         {{"file", "empty.csv", ""}},
+		"a field of 3 MiB":      {{"note", "", strings.Repeat("n", 3<<20)}, {"file", "s.csv", "s"}},
 	}
 	for name, parts := range forms {
 		var want []byte
@@ -126,6 +128,15 @@ func TestCanonicalMultipart(t *testing.T) {
 	mw.Close()
 	if _, err := canonicalOf(b.Bytes(), mw.FormDataContentType()); !errors.Is(err, ErrMalformedBody) {
 		t.Errorf("%d parts = %v, want ErrMalformedBody", maxFormParts+1, err)
+	}
+	b.Reset()
+	mw = multipart.NewWriter(&b)
+	for range 3 {
+		_ = mw.WriteField("note", strings.Repeat("n", 4<<20)) // 12 MiB of fields in all
+	}
+	mw.Close()
+	if _, err := canonicalOf(b.Bytes(), mw.FormDataContentType()); !errors.Is(err, ErrMalformedBody) {
+		t.Errorf("12 MiB of fields = %v, want ErrMalformedBody", err)
 	}
 	if _, err := canonicalOf([]byte("x"), "multipart/form-data"); !errors.Is(err, ErrMalformedBody) {
 		t.Errorf("no boundary = %v, want ErrMalformedBody", err)
