@@ -151,24 +151,47 @@ func refundsUpTo(ctx context.Context, db *gorm.DB, limit int, where string, args
 func refundsPage(ctx context.Context, db *gorm.DB, from, to dbTime, after string, limit int) ([]refundRow, bool, error) {
 	where, args := window("r.created_at", from, to)
 	if after != "" {
-		cur, err := first[refundRow](ctx, db, "id = ?", after)
-		if errors.Is(err, errNoRow) {
-			return nil, false, badRequest("validation_failed", "starting_after names no refund: %q", after)
-		}
+		cond, curArgs, err := continuing(ctx, db, "sandbox_refunds", "r.", after)
 		if err != nil {
 			return nil, false, err
 		}
-		where += " AND r.created_at >= ? AND (r.created_at > ? OR r.id > ?)"
-		args = append(args, cur.CreatedAt, cur.CreatedAt, after)
+		where, args = where+" AND "+cond, append(args, curArgs...)
 	}
 	rows, err := refundsUpTo(ctx, db, limit+1, where, args...)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(rows) > limit {
-		return rows[:limit], true, nil
+	rows, more := upTo(rows, limit)
+	return rows, more, nil
+}
+
+// continuing is the condition of a page of table, ordered by (created_at,
+// id), that continues after the row with ID after, its columns named with
+// prefix ("" or a table's alias and a dot). The leading created_at >=
+// gives both databases the start of the range on the created_at index:
+// with the OR alone SQLite reads the walk from its beginning on every
+// page. An after that names no row is refused (400), as Stripe refuses
+// it: an empty last page would end a reconciliation's walk early without
+// a word.
+func continuing(ctx context.Context, db *gorm.DB, table, prefix, after string) (string, []any, error) {
+	var at []dbTime
+	if err := db.WithContext(ctx).Table(table).Where("id = ?", after).Limit(1).Pluck("created_at", &at).Error; err != nil {
+		return "", nil, fmt.Errorf("sandbox: load the cursor of %s: %w", table, err)
 	}
-	return rows, false, nil
+	if len(at) == 0 {
+		return "", nil, badRequest("validation_failed", "starting_after names nothing in this list: %q", after)
+	}
+	c, id := prefix+"created_at", prefix+"id"
+	return c + " >= ? AND (" + c + " > ? OR " + id + " > ?)", []any{at[0], at[0], after}, nil
+}
+
+// upTo is a page of at most limit of rows, read with one more than limit,
+// and whether more follow it.
+func upTo[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
 }
 
 // disputeByID finds a dispute by its ID.
@@ -246,31 +269,23 @@ func chargesCreated(ctx context.Context, db *gorm.DB, from, to dbTime) ([]charge
 // chargesPage lists up to limit charges created in [from, to), oldest
 // first, after the charge with ID after ("": from the start), and
 // reports whether more follow. It pages by (created_at, id) along
-// sandbox_charges_created, so a page costs the same at any depth (the
-// leading created_at >= gives both databases the start of the range; with
-// the OR alone SQLite reads the walk from its beginning on every page). An
-// after that names no charge is refused, as Stripe refuses it: an empty
-// last page would end a reconciliation's walk early without a word.
+// sandbox_charges_created (continuing), so a page costs the same at any
+// depth; an after that names no charge is refused.
 func chargesPage(ctx context.Context, db *gorm.DB, from, to dbTime, after string, limit int) ([]chargeRow, bool, error) {
 	q := db.WithContext(ctx).Order("created_at, id").Where("created_at >= ? AND created_at < ?", from, to)
 	if after != "" {
-		cur, err := first[chargeRow](ctx, db, "id = ?", after)
-		if errors.Is(err, errNoRow) {
-			return nil, false, badRequest("validation_failed", "starting_after names no charge: %q", after)
-		}
+		cond, args, err := continuing(ctx, db, "sandbox_charges", "", after)
 		if err != nil {
 			return nil, false, err
 		}
-		q = q.Where("created_at >= ? AND (created_at > ? OR id > ?)", cur.CreatedAt, cur.CreatedAt, after)
+		q = q.Where(cond, args...)
 	}
 	var rows []chargeRow
 	if err := q.Limit(limit + 1).Find(&rows).Error; err != nil {
 		return nil, false, fmt.Errorf("sandbox: list charges: %w", err)
 	}
-	if len(rows) > limit {
-		return rows[:limit], true, nil
-	}
-	return rows, false, nil
+	rows, more := upTo(rows, limit)
+	return rows, more, nil
 }
 
 // toCharge converts a stored charge into payd's provider type.

@@ -537,18 +537,9 @@ func TestPayingAnOrderBooksItsCharge(t *testing.T) {
 func TestFirstPaymentToldWithAForeignCharge(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
-		cust := w.customer(t)
-		o := w.order(t, cust, "9.00")
-		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
-		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		ds := w.discrepanciesOf(t, o.ID)
-		if len(ds) != 1 {
-			t.Fatalf("discrepancies = %+v, want the foreign charge's", ds)
-		}
+		cust, o, d := w.foreignCharge(t, "9.00")
 		w.loseNextRefundReply()
-		_, _ = w.resolver.Resolve(ctx, ds[0].ID, service.ResolveRefund, "ops") // its refund's outcome stays unknown
+		_, _ = w.resolver.Resolve(ctx, d.ID, service.ResolveRefund, "ops") // its refund's outcome stays unknown
 		got, m, _, _ := w.books(t, o.ID)
 		wantMoney(t, m, "9.00", "0", "0", "0")
 		if got.Status != domain.StatusPending || got.Version <= domain.CreatedVersion {

@@ -60,21 +60,7 @@ func TestRefundAfterLostDisputeSaysLost(t *testing.T) {
 func TestResolveRefundAfterLostDisputeSaysLost(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
-		cust := w.customer(t)
-		o := w.order(t, cust, "9.00")
-		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
-		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		var d domain.Discrepancy
-		for _, x := range w.discrepanciesOf(t, o.ID) {
-			if x.Type == domain.MissingLocalPayment {
-				d = x
-			}
-		}
-		if d.ID == "" {
-			t.Fatalf("discrepancies = %+v, want a missing_local_payment", w.discrepanciesOf(t, o.ID))
-		}
+		_, o, d := w.foreignCharge(t, "9.00")
 		w.lose(t, "dp_lost_"+o.ID[:8], d.ChargeID, "9.00")
 
 		_, err := w.resolver.Resolve(ctx, d.ID, service.ResolveRefund, "ops")

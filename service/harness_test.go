@@ -318,6 +318,27 @@ func (w *world) chargeBehindPaydsBack(t *testing.T, key, orderID, amount string)
 	}
 }
 
+// foreignCharge makes a pending order of amount for a new customer, has
+// the provider charge it under a key payd never made
+// (chargeBehindPaydsBack), and reconciles the hour around now, which finds
+// it: the customer, the order and the run's missing_local_payment.
+func (w *world) foreignCharge(t *testing.T, amount string) (string, domain.Order, domain.Discrepancy) {
+	t.Helper()
+	cust := w.customer(t)
+	o := w.order(t, cust, amount)
+	w.chargeBehindPaydsBack(t, newKey(), o.ID, amount)
+	if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range w.discrepanciesOf(t, o.ID) {
+		if d.Type == domain.MissingLocalPayment {
+			return cust, o, d
+		}
+	}
+	t.Fatalf("discrepancies = %+v, want a missing_local_payment", w.discrepanciesOf(t, o.ID))
+	return "", domain.Order{}, domain.Discrepancy{}
+}
+
 // refundBehindPaydsBack refunds amount of an order's charge at the provider directly.
 func (w *world) refundBehindPaydsBack(t *testing.T, chargeID, amount string) {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/service"
@@ -49,13 +48,7 @@ func TestRefundOfDisputedChargeRefused(t *testing.T) {
 func TestResolveRefundOfDisputedChargeRefused(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		ctx := context.Background()
-		cust := w.customer(t)
-		o := w.order(t, cust, "9.00")
-		w.chargeBehindPaydsBack(t, newKey(), o.ID, "9.00")
-		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		d := w.discrepanciesOf(t, o.ID)[0]
+		_, o, d := w.foreignCharge(t, "9.00")
 		w.refundBehindPaydsBack(t, d.ChargeID, "2.00")
 		w.dispute(d.ChargeID, "7.00")
 
