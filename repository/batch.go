@@ -241,9 +241,19 @@ func appendArgs(named []driver.NamedValue, args []any) ([]driver.NamedValue, err
 // whose ROLLBACK fails is discarded, never returned to the pool inside a
 // transaction: closing it makes the server roll back.
 func (db *DB) batchMySQL(ctx context.Context, stmts []statement) (int, error) {
+	// Sized once: a packet's text and arguments are built without growing.
+	size, n := len("START TRANSACTION;\nCOMMIT"), 0
+	for i, s := range stmts {
+		size += len(";\n") + len(s.query)
+		if i > 0 {
+			size += len(s.ifPrevious) - len(s.query)
+		}
+		n += len(s.args)
+	}
 	var sqlText strings.Builder
+	sqlText.Grow(size)
 	sqlText.WriteString("START TRANSACTION")
-	var args []driver.NamedValue
+	args := make([]driver.NamedValue, 0, n)
 	for i, s := range stmts {
 		query := s.query
 		if i > 0 {

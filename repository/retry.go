@@ -68,6 +68,9 @@ const (
 // undoes only the statement, but payd returns every error out of a
 // transaction, which then rolls back whole.
 func retryReason(err error) domain.RetryReason {
+	if err == nil {
+		return ""
+	}
 	var my *mysql.MySQLError
 	if errors.As(err, &my) {
 		switch my.Number {
