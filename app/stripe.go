@@ -3,13 +3,11 @@ package app
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/provider"
 	"github.com/payd/payd/provider/stripeprovider"
@@ -110,10 +108,7 @@ func newStripe(cfg Config, log *slog.Logger, transport http.RoundTripper) (*stri
 // reconciliation: the sandbox's CSV, or Stripe's balance-transactions export.
 func settlementsFor(cfg Config) handler.SettlementParser {
 	if cfg.Stripe.Provider == "stripe" {
-		return func(r io.Reader) (domain.Settlement, error) {
-			charges, err := stripeprovider.ParseBalanceCSV(r) // charges only: refunds come from Stripe's list
-			return domain.Settlement{Charges: charges}, err
-		}
+		return stripeprovider.ParseBalanceCSV // charges only: refunds come from Stripe's list
 	}
 	return provider.ParseSettlement
 }

@@ -98,10 +98,25 @@ type ProviderRefund struct {
 	CreatedAt time.Time
 }
 
-// Settlement is what a provider's settlement file lists: its succeeded
-// charges (each with the file's refunds of it added up in RefundedAmount)
-// and the succeeded refunds it names one by one, for reconciliation.
+// Settlement is a provider's settlement file, checked whole: the succeeded
+// refunds it names one by one, and its succeeded charges (each with the
+// file's refunds of it added up in RefundedAmount), handed out a page at a
+// time, for reconciliation.
 type Settlement struct {
-	Charges []Charge
+	// Charges hands out the file's succeeded charges in the file's order;
+	// nil when it lists none. Every line was checked before the Settlement
+	// was made, so a run never starts from a file it would refuse halfway;
+	// the charges themselves are read again from the file page by page,
+	// never held whole (ADR 0066).
+	Charges ChargePages
+	// Refunds are the succeeded refunds the file names by the provider's
+	// refund id; nil when the file does not name refunds that way.
 	Refunds []ProviderRefund
 }
+
+// ChargePages hands out a list of charges a page at a time, in order: it
+// calls yield with each page and stops at the first error, yield's or its
+// own, which it returns. A page is yield's only until yield returns (its
+// array may be reused for the next page). A ChargePages may be walked more
+// than once; each walk starts again from the first page.
+type ChargePages func(yield func(page []Charge) error) error

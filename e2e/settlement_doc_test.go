@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/handler"
 	"github.com/payd/payd/provider"
 )
@@ -25,8 +27,8 @@ func TestSettlementFormatDocumented(t *testing.T) {
 		t.Fatal("the README shows no settlement CSV")
 	}
 	readme, _, _ := strings.Cut("charge_id,idempotency_key,"+rest, "```")
-	if f, err := provider.ParseSettlement(strings.NewReader(readme)); err != nil || len(f.Charges) != 1 || f.Charges[0].RefundedAmount.String() != "5" {
-		t.Errorf("the README's settlement CSV parses to %+v, %v; want one charge with 5.00 refunded", f, err)
+	if charges, err := settlementCharges(readme); err != nil || len(charges) != 1 || charges[0].RefundedAmount.String() != "5" {
+		t.Errorf("the README's settlement CSV parses to %+v, %v; want one charge with 5.00 refunded", charges, err)
 	}
 
 	var doc map[string]any
@@ -42,12 +44,27 @@ func TestSettlementFormatDocumented(t *testing.T) {
 		return cur
 	}
 	example, _ := at("paths", "/v1/admin/reconciliations", "post", "requestBody", "content", "multipart/form-data", "example", "file").(string)
-	if f, err := provider.ParseSettlement(strings.NewReader(example)); err != nil || len(f.Charges) != 1 {
-		t.Errorf("openapi.yaml's upload example parses to %+v, %v; want one charge", f, err)
+	if charges, err := settlementCharges(example); err != nil || len(charges) != 1 {
+		t.Errorf("openapi.yaml's upload example parses to %+v, %v; want one charge", charges, err)
 	}
 	desc, _ := at("components", "schemas", "ReconcileUpload", "properties", "file", "description").(string)
 	header := strings.SplitN(example, "\n", 2)[0]
 	if !strings.Contains(desc, "\n    "+header+"\n") {
 		t.Errorf("the upload's description does not show the header %q:\n%s", header, desc)
 	}
+}
+
+// settlementCharges checks a settlement file and returns every charge its
+// pages hand out.
+func settlementCharges(file string) ([]domain.Charge, error) {
+	s, err := provider.ParseSettlement(func() (io.Reader, error) { return strings.NewReader(file), nil })
+	if err != nil || s.Charges == nil {
+		return nil, err
+	}
+	var all []domain.Charge
+	err = s.Charges(func(page []domain.Charge) error {
+		all = append(all, page...)
+		return nil
+	})
+	return all, err
 }

@@ -205,7 +205,8 @@ func TestRunFailingMidwayLeavesNothing(t *testing.T) {
 			{ID: "ch_a", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("1.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
 			{ID: "ch_b", IdempotencyKey: uuid.NewString(), OrderID: uuid.NewString(), Amount: decimal.RequireFromString("2.00"), Currency: "USD", Status: domain.ChargeSucceeded, CreatedAt: now()},
 		}
-		req := service.ReconcileRequest{From: from, To: now().Add(time.Hour), Charges: charges}
+		file := &domain.Settlement{Charges: func(yield func([]domain.Charge) error) error { return yield(charges) }}
+		req := service.ReconcileRequest{From: from, To: now().Add(time.Hour), File: file}
 		if _, err := rec.Run(context.Background(), req); err == nil {
 			t.Fatal("Run with a failing store = nil, want an error")
 		}

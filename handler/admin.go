@@ -53,18 +53,21 @@ type Admin struct {
 	Reconcile ReconcileService
 	Resolver  DiscrepancyResolver
 	Records   RecordLookup
-	// Settlements reads an uploaded settlement file (the provider adapter's
-	// ParseSettlement); a bad line is a *domain.SettlementError.
+	// Settlements checks an uploaded settlement file (the provider
+	// adapter's ParseSettlement); a bad line is a *domain.SettlementError.
 	Settlements SettlementParser
 	Endpoints   EndpointAdmin // the merchant's endpoints (admin_endpoints.go)
 	Links       ProviderLinks // optional: where disputes are answered at the provider
 	Log         *slog.Logger  // where a lost audit entry is reported
 }
 
-// SettlementParser reads a provider settlement file into the succeeded
-// charges and refunds it lists, refusing the whole file with a
-// *domain.SettlementError if any line is wrong.
-type SettlementParser func(r io.Reader) (domain.Settlement, error)
+// SettlementParser checks a provider settlement file whole, refusing it
+// with a *domain.SettlementError if any line is wrong, and returns the
+// succeeded refunds it lists and its succeeded charges, a page at a time.
+// open opens the file at its first byte each time it is called: the parser
+// reads it once to check it, and the Settlement's Charges read it again
+// (ADR 0066).
+type SettlementParser func(open func() (io.Reader, error)) (domain.Settlement, error)
 
 func (h *Admin) search(c echo.Context) error {
 	var invalid domain.ValidationErrors
@@ -177,18 +180,14 @@ type reconcileRequest struct {
 // an uploaded settlement file (multipart form: from, to, dry_run, file).
 func (h *Admin) reconcile(c echo.Context) error {
 	var req reconcileRequest
-	var charges []domain.Charge
-	var refunds []domain.ProviderRefund
+	var file *domain.Settlement // nil: ask the provider
 	if idempotency.IsMultipart(c) {
-		var file domain.Settlement
+		var checked domain.Settlement
 		var err error
-		if req, file, err = h.settlementUpload(c); err != nil {
+		if req, checked, err = h.settlementUpload(c); err != nil {
 			return err
 		}
-		charges, refunds = file.Charges, file.Refunds
-		if charges == nil {
-			charges = []domain.Charge{}
-		}
+		file = &checked
 	} else if err := decode(c, &req); err != nil {
 		return err
 	}
@@ -204,11 +203,18 @@ func (h *Admin) reconcile(c echo.Context) error {
 	if err := invalid.Err(); err != nil {
 		return err
 	}
-	auditInputs(c, map[string]any{"from": req.From, "to": req.To, "dry_run": req.DryRun, "settlement_file": charges != nil})
+	auditInputs(c, map[string]any{"from": req.From, "to": req.To, "dry_run": req.DryRun, "settlement_file": file != nil})
 	// A run outlives a client that hangs up: it is recorded, then finished.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), time.Minute)
 	defer cancel()
-	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, Charges: charges, Refunds: refunds})
+	// The run's resume key: this request, retried under its key after it
+	// failed or its process died, resumes the run where it stopped; the
+	// fingerprint holds it to the same body, its file included (ADR 0068).
+	resume := ""
+	if key := idempotency.KeyOf(c); key != "" {
+		resume = "request\n" + key + "\n" + idempotency.FingerprintOf(c)
+	}
+	run, err := h.Reconcile.Run(ctx, service.ReconcileRequest{From: from, To: to, DryRun: req.DryRun, File: file, Resume: resume})
 	if err != nil {
 		// A run only asks the provider (its charges, refunds, disputes)
 		// and moves no money: a list that did not answer within

@@ -3,6 +3,7 @@ package handler
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -14,8 +15,10 @@ import (
 
 // settlementUpload reads a reconciliation's multipart upload from the
 // body payd holds already (body), part by part: its form fields, and the
-// settlement file of the field "file", parsed as it is read, so the file
-// is not copied again, in memory or to disk, however large (ADR 0066).
+// settlement file of the field "file", checked where it lies. The parser
+// reads the file again for the run's pages (filePart), from the same body,
+// so the file is not copied, in memory or to disk, however large, and the
+// run never holds its charges (ADR 0066).
 func (h *Admin) settlementUpload(c echo.Context) (reconcileRequest, domain.Settlement, error) {
 	var req reconcileRequest
 	var file domain.Settlement
@@ -49,7 +52,8 @@ func (h *Admin) settlementUpload(c echo.Context) (reconcileRequest, domain.Settl
 			if files++; files > 1 {
 				continue // counted, and refused below
 			}
-			if file, err = h.Settlements(part); err != nil {
+			open := func() (io.Reader, error) { return filePart(raw, params["boundary"]) }
+			if file, err = h.Settlements(open); err != nil {
 				if se := (*domain.SettlementError)(nil); errors.As(err, &se) {
 					return req, file, &domain.ValidationError{Field: "file", Reason: se.Error()}
 				}
@@ -70,4 +74,24 @@ func (h *Admin) settlementUpload(c echo.Context) (reconcileRequest, domain.Settl
 	}
 	req.DryRun = dry == "true"
 	return req, file, nil
+}
+
+// filePart opens an upload's settlement file again: the first part of raw
+// with a file name under the form field "file", read from raw as it lies.
+// settlementUpload found it there already, so any error means the body
+// changed underneath.
+func filePart(raw []byte, boundary string) (io.Reader, error) {
+	mr := multipart.NewReader(bytes.NewReader(raw), boundary)
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("settlement upload: no file part")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("settlement upload: %w", err)
+		}
+		if part.FileName() != "" && part.FormName() == "file" {
+			return part, nil
+		}
+	}
 }

@@ -33,36 +33,141 @@ const MaxSettlementRows = 200_000
 // log could misread.
 var providerRef = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// ParseSettlement reads a settlement CSV into the succeeded charges it
-// lists, each with the succeeded refunds the file lists for it added up in
-// RefundedAmount, and — when the file has the refund_id column — the
-// succeeded refunds it lists, each under the provider's refund id. It
-// checks the whole file before returning anything: a reconciliation must
-// never start from a file it would trip over halfway, so any bad line
-// refuses the whole file with a *domain.SettlementError.
-func ParseSettlement(r io.Reader) (domain.Settlement, error) {
-	cr := csv.NewReader(r) // every line has as many fields as the header
-	withIDs, err := readHeader(cr)
+// SettlementPage is how many charges a checked settlement file hands out
+// at a time: a run decides a page as it decides a page of the provider's
+// list, and holds no more of the file than that.
+const SettlementPage = 500
+
+// ParseSettlement checks a settlement CSV whole and returns it as a
+// domain.Settlement: the succeeded charges it lists, each with the
+// succeeded refunds the file lists for it added up in RefundedAmount, and
+// — when the file has the refund_id column — the succeeded refunds it
+// lists, each under the provider's refund id.
+//
+// open opens the file at its first byte each time it is called, and the
+// file is read twice (ADR 0066). ParseSettlement reads it once to check
+// every line before returning anything: a reconciliation must never start
+// from a file it would trip over halfway, so any bad line refuses the whole
+// file with a *domain.SettlementError. The Settlement's Charges read it
+// again, SettlementPage charges at a time; between the two, payd holds the
+// refunds listed by id and each refunded charge's sum, never the charges.
+func ParseSettlement(open func() (io.Reader, error)) (domain.Settlement, error) {
+	r, err := open()
+	if err != nil {
+		return domain.Settlement{}, fmt.Errorf("settlement: open: %w", err)
+	}
+	c, err := checkSettlement(r)
 	if err != nil {
 		return domain.Settlement{}, err
 	}
-	p := settlementParser{withIDs: withIDs, index: map[string]int{}, refunds: map[string]refundSum{}, refundLines: map[string]int{}}
+	out := domain.Settlement{Refunds: c.listed}
+	if c.withIDs && out.Refunds == nil {
+		out.Refunds = []domain.ProviderRefund{} // the file names its refunds: none
+	}
+	if c.succeeded > 0 {
+		p := settlementPages{open: open, withIDs: c.withIDs, refunded: c.refunded()}
+		out.Charges = p.walk
+	}
+	return out, nil
+}
+
+// eachLine reads the lines after the header, calling fn with each and its
+// number (the header is line 1), and stops at the first error: the CSV
+// reader's or the row limit's, naming the line, or fn's.
+func eachLine(cr *csv.Reader, fn func(line int, rec []string) error) error {
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return domain.Settlement{}, csvError(err, line)
+			return csvError(err, line)
 		}
 		if line > MaxSettlementRows+1 {
-			return domain.Settlement{}, &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
+			return &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a settlement file may list at most %d rows", MaxSettlementRows)}
 		}
-		if err := p.add(line, rec); err != nil {
-			return domain.Settlement{}, err
+		if err := fn(line, rec); err != nil {
+			return err
 		}
 	}
-	return p.finish()
+}
+
+// settlementPages reads a checked file again for its succeeded charges.
+// It holds what the check learned that the lines alone do not say: each
+// refunded charge's sum.
+type settlementPages struct {
+	open     func() (io.Reader, error)
+	withIDs  bool
+	refunded map[RefKey]decimal.Decimal // charge id → its succeeded refunds, for the charges the file lists
+}
+
+// walk is the file's domain.ChargePages: it reads the file from its first
+// line and hands out its succeeded charges in the file's order, in pages of
+// SettlementPage that share one array. The file was checked whole, so a
+// line that no longer reads means it changed underneath: an error, not a
+// *domain.SettlementError.
+func (p settlementPages) walk(yield func([]domain.Charge) error) error {
+	r, err := p.open()
+	if err != nil {
+		return fmt.Errorf("settlement: open again: %w", err)
+	}
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true // each line is copied into its charge, and its strings are its own
+	if _, err := readHeader(cr); err != nil {
+		return fmt.Errorf("settlement: read again: %w", err)
+	}
+	pages := NewPager(yield)
+	err = eachLine(cr, func(line int, rec []string) error {
+		if rec[3] != "charge" || rec[4] != string(domain.ChargeSucceeded) {
+			return nil // checked already; only the succeeded charges are handed out
+		}
+		l, err := parseSettlementLine(line, rec, p.withIDs)
+		if err != nil {
+			return err
+		}
+		return pages.Add(domain.Charge{ID: l.chargeID, IdempotencyKey: l.key, OrderID: l.orderID, Amount: l.amount,
+			Currency: string(l.currency), Status: l.status, RefundedAmount: p.refunded[RefKeyOf(l.chargeID)], CreatedAt: l.created})
+	})
+	return pages.End(err, "settlement")
+}
+
+// Pager gathers a settlement file's charges, read again, into pages of
+// SettlementPage that share one array, for a domain.ChargePages's yield.
+type Pager struct {
+	yield   func([]domain.Charge) error
+	page    []domain.Charge
+	stopped error // yield's error, returned as it is
+}
+
+// NewPager returns a Pager handing its pages to yield.
+func NewPager(yield func([]domain.Charge) error) *Pager {
+	return &Pager{yield: yield, page: make([]domain.Charge, 0, SettlementPage)}
+}
+
+// Add adds ch to the page, and hands the page to yield once it is full; it
+// returns yield's error, which ends the reading.
+func (p *Pager) Add(ch domain.Charge) error {
+	if p.page = append(p.page, ch); len(p.page) < SettlementPage {
+		return nil
+	}
+	p.stopped = p.yield(p.page)
+	p.page = p.page[:0]
+	return p.stopped
+}
+
+// End ends a reading that returned err: yield's own error as it is, the
+// reading's as the file (what) no longer reading, else the last page's
+// yield.
+func (p *Pager) End(err error, what string) error {
+	switch {
+	case p.stopped != nil:
+		return p.stopped
+	case err != nil:
+		return fmt.Errorf("%s: read again: %w", what, err)
+	case len(p.page) > 0:
+		return p.yield(p.page)
+	}
+	return nil
 }
 
 // readHeader checks the header and reports whether it ends with the
@@ -106,91 +211,6 @@ type settlementLine struct {
 	amount                 decimal.Decimal
 	currency               domain.Currency
 	created                time.Time
-}
-
-// refundSum adds up the succeeded refunds of one charge.
-type refundSum struct {
-	amount   decimal.Decimal
-	currency domain.Currency
-	lastLine int
-}
-
-type settlementParser struct {
-	withIDs     bool // the file has the refund_id column
-	charges     []domain.Charge
-	lines       []int          // the line of each charge
-	index       map[string]int // charge id → position in charges
-	refunds     map[string]refundSum
-	listed      []domain.ProviderRefund // the succeeded refunds, by id
-	refundLines map[string]int          // refund id → its line
-}
-
-func (p *settlementParser) add(line int, rec []string) error {
-	l, err := parseSettlementLine(line, rec, p.withIDs)
-	if err != nil {
-		return err
-	}
-	if l.typ == "refund" {
-		if l.refundID != "" {
-			if first, ok := p.refundLines[l.refundID]; ok {
-				return &domain.SettlementError{Line: line, Field: refundIDColumn, Reason: fmt.Sprintf("refund %s is already listed on line %d", l.refundID, first)}
-			}
-			p.refundLines[l.refundID] = line
-		}
-		if l.status == domain.ChargeSucceeded {
-			if l.refundID != "" {
-				p.listed = append(p.listed, domain.ProviderRefund{ID: l.refundID, IdempotencyKey: l.key, ChargeID: l.chargeID, OrderID: l.orderID,
-					Amount: l.amount, Currency: string(l.currency), Status: l.status, CreatedAt: l.created})
-			}
-			sum := p.refunds[l.chargeID]
-			if sum.currency != "" && sum.currency != l.currency {
-				return &domain.SettlementError{Line: line, Field: "currency", Reason: fmt.Sprintf("refunds of charge %s are in %s and %s", l.chargeID, sum.currency, l.currency)}
-			}
-			p.refunds[l.chargeID] = refundSum{amount: sum.amount.Add(l.amount), currency: l.currency, lastLine: line}
-		}
-		return nil
-	}
-	if first, ok := p.index[l.chargeID]; ok {
-		return &domain.SettlementError{Line: line, Field: "charge_id", Reason: fmt.Sprintf("charge %s is already listed on line %d", l.chargeID, p.lines[first])}
-	}
-	p.index[l.chargeID] = len(p.charges)
-	p.lines = append(p.lines, line)
-	p.charges = append(p.charges, domain.Charge{ID: l.chargeID, IdempotencyKey: l.key, OrderID: l.orderID, Amount: l.amount,
-		Currency: string(l.currency), Status: l.status, CreatedAt: l.created})
-	return nil
-}
-
-// finish adds each charge's refunds to it and returns the succeeded
-// charges with the succeeded refunds listed by id. Refunds of a charge the
-// file does not list (charged on an earlier day) are not added to any
-// charge: the file says nothing else about that charge; listed by id, they
-// are still refunds to compare.
-func (p *settlementParser) finish() (domain.Settlement, error) {
-	for chargeID, sum := range p.refunds {
-		i, ok := p.index[chargeID]
-		if !ok {
-			continue
-		}
-		ch := &p.charges[i]
-		if string(sum.currency) != ch.Currency {
-			return domain.Settlement{}, &domain.SettlementError{Line: sum.lastLine, Field: "currency", Reason: fmt.Sprintf("a refund in %s of charge %s in %s", sum.currency, chargeID, ch.Currency)}
-		}
-		if sum.amount.GreaterThan(ch.Amount) {
-			return domain.Settlement{}, &domain.SettlementError{Line: sum.lastLine, Field: "amount", Reason: fmt.Sprintf("the refunds of charge %s add up to more than its %s", chargeID, ch.Amount.StringFixed(sum.currency.Scale()))}
-		}
-		ch.RefundedAmount = sum.amount
-	}
-	var out domain.Settlement
-	for _, ch := range p.charges {
-		if ch.Status == domain.ChargeSucceeded {
-			out.Charges = append(out.Charges, ch)
-		}
-	}
-	out.Refunds = p.listed
-	if p.withIDs && out.Refunds == nil {
-		out.Refunds = []domain.ProviderRefund{} // the file names its refunds: none
-	}
-	return out, nil
 }
 
 // columnName is the name of column i (from 0) of a settlement file.

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -14,6 +15,32 @@ import (
 
 const settlementHead = "charge_id,idempotency_key,order_id,type,status,amount,currency,created_at\n"
 
+// opener opens file at its first byte each time it is called, counting
+// the calls in opens.
+func opener(file string, opens *int) func() (io.Reader, error) {
+	return func() (io.Reader, error) {
+		*opens++
+		return strings.NewReader(file), nil
+	}
+}
+
+// parse checks file and returns it with every charge its pages hand out,
+// copied out of each page as it comes.
+func parse(t *testing.T, file string) (domain.Settlement, []domain.Charge, error) {
+	t.Helper()
+	var opens int
+	s, err := provider.ParseSettlement(opener(file, &opens))
+	if err != nil || s.Charges == nil {
+		return s, nil, err
+	}
+	var all []domain.Charge
+	err = s.Charges(func(page []domain.Charge) error {
+		all = append(all, page...)
+		return nil
+	})
+	return s, all, err
+}
+
 func TestParseSettlement(t *testing.T) {
 	file := "\ufeff" + settlementHead +
 		"ch_1,k1,o1,charge,succeeded,10.00,USD,2026-01-31T12:00:00Z\n" +
@@ -23,14 +50,13 @@ func TestParseSettlement(t *testing.T) {
 		"ch_1,r2,o1,refund,failed,7.50,USD,2026-01-31T13:00:01Z\n" +
 		"ch_1,r3,o1,refund,succeeded,1.25,USD,2026-01-31T13:00:02Z\n" +
 		"ch_old,r4,o9,refund,succeeded,99.00,EUR,2026-01-31T13:00:03Z\n"
-	s, err := provider.ParseSettlement(strings.NewReader(file))
+	s, got, err := parse(t, file)
 	if err != nil {
 		t.Fatalf("ParseSettlement = %v, want nil", err)
 	}
 	if len(s.Refunds) != 0 {
 		t.Errorf("refunds of a file without refund ids = %+v, want none listed one by one", s.Refunds)
 	}
-	got := s.Charges
 	if len(got) != 2 || got[0].ID != "ch_1" || got[1].ID != "ch_3" {
 		t.Fatalf("ParseSettlement = %+v, want the succeeded charges ch_1 and ch_3", got)
 	}
@@ -51,12 +77,12 @@ func TestParseSettlementRefundIDs(t *testing.T) {
 		"ch_1,r1,o1,refund,succeeded,2.50,USD,2026-01-31T13:00:00Z,re_1\n" +
 		"ch_1,r2,o1,refund,failed,7.50,USD,2026-01-31T13:00:01Z,re_2\n" +
 		"ch_old,,o9,refund,succeeded,99.00,EUR,2026-01-31T13:00:03Z,re_3\n"
-	s, err := provider.ParseSettlement(strings.NewReader(file))
+	s, charges, err := parse(t, file)
 	if err != nil {
 		t.Fatalf("ParseSettlement = %v, want nil", err)
 	}
-	if len(s.Charges) != 1 || s.Charges[0].RefundedAmount.StringFixed(2) != "2.50" {
-		t.Fatalf("charges = %+v, want ch_1 with 2.50 refunded", s.Charges)
+	if len(charges) != 1 || charges[0].RefundedAmount.StringFixed(2) != "2.50" {
+		t.Fatalf("charges = %+v, want ch_1 with 2.50 refunded", charges)
 	}
 	want := []domain.ProviderRefund{
 		{ID: "re_1", IdempotencyKey: "r1", ChargeID: "ch_1", OrderID: "o1", Currency: "USD", Status: domain.ChargeSucceeded},
@@ -74,9 +100,9 @@ func TestParseSettlementRefundIDs(t *testing.T) {
 	if !s.Refunds[1].Amount.Equal(decimal.RequireFromString("99")) || s.Refunds[0].CreatedAt.IsZero() {
 		t.Errorf("refunds = %+v, want 99.00 and a time", s.Refunds)
 	}
-	none, err := provider.ParseSettlement(strings.NewReader(strings.TrimSuffix(settlementHead, "\n") + ",refund_id\n"))
-	if err != nil || none.Refunds == nil || len(none.Refunds) != 0 {
-		t.Errorf("a file with the column and no refunds = %+v, %v; want an empty, non-nil list", none.Refunds, err)
+	none, _, err := parse(t, strings.TrimSuffix(settlementHead, "\n")+",refund_id\n")
+	if err != nil || none.Refunds == nil || len(none.Refunds) != 0 || none.Charges != nil {
+		t.Errorf("a file with the column and no lines = %+v, %v; want an empty, non-nil list of refunds and no charges", none, err)
 	}
 }
 
@@ -120,7 +146,7 @@ func TestParseSettlementRefuses(t *testing.T) {
 		{"bare quote", settlementHead + ok + "ch_\"2,k,o,charge,succeeded,1.00,USD,2026-01-31T12:00:00Z\n", 3, ""},
 	}
 	for _, tt := range tests {
-		_, err := provider.ParseSettlement(strings.NewReader(tt.file))
+		_, _, err := parse(t, tt.file)
 		var se *domain.SettlementError
 		if !errors.As(err, &se) {
 			t.Errorf("%s: ParseSettlement = %v, want a *SettlementError", tt.name, err)
@@ -138,7 +164,7 @@ func TestParseSettlementRowLimit(t *testing.T) {
 	for i := range provider.MaxSettlementRows + 1 {
 		fmt.Fprintf(&b, "c%d,,,charge,failed,1,JPY,2026-01-31T12:00:00Z\n", i)
 	}
-	_, err := provider.ParseSettlement(strings.NewReader(b.String()))
+	_, _, err := parse(t, b.String())
 	var se *domain.SettlementError
 	if !errors.As(err, &se) || se.Line != provider.MaxSettlementRows+2 {
 		t.Errorf("ParseSettlement(%d rows) = %v, want a *SettlementError on line %d", provider.MaxSettlementRows+1, err, provider.MaxSettlementRows+2)

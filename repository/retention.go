@@ -34,6 +34,8 @@ type RetentionOldest struct {
 	// or not a delivery still keeps it (reading which are kept would read
 	// them all): an event stays while a delivery refers to it.
 	NotifyEvents time.Time
+	// Checkpoints is the oldest reconciliation checkpoint's last write.
+	Checkpoints time.Time
 }
 
 var (
@@ -139,6 +141,34 @@ func (s *RetentionStore) PurgeEvents(ctx context.Context, before time.Time, limi
 	return n, nil
 }
 
+// PurgeCheckpoints deletes up to limit checkpoints of reconciliation runs
+// last written before before (a run nobody asked for again: ADR 0068),
+// and their pages, in one transaction. A checkpoint its run wrote since is
+// kept: the DELETE holds it to the same cutoff.
+func (s *RetentionStore) PurgeCheckpoints(ctx context.Context, before time.Time, limit int) (int64, error) {
+	var keys []string
+	err := s.db.conn(ctx).Raw(`SELECT resume_key FROM reconciliation_checkpoints WHERE updated_at < ? ORDER BY updated_at LIMIT ?`,
+		ts(before), batchSize(limit)).Scan(&keys).Error
+	if err != nil || len(keys) == 0 {
+		return 0, classify(err)
+	}
+	var n int64
+	err = s.db.inTx(ctx, func(ctx context.Context) error {
+		gone := s.db.conn(ctx).Exec(`DELETE FROM reconciliation_checkpoints WHERE resume_key IN ? AND updated_at < ?`, keys, ts(before))
+		if gone.Error != nil {
+			return gone.Error
+		}
+		pages := s.db.conn(ctx).Exec(`DELETE FROM reconciliation_checkpoint_pages WHERE resume_key IN ?
+			AND NOT EXISTS (SELECT 1 FROM reconciliation_checkpoints c WHERE c.resume_key = reconciliation_checkpoint_pages.resume_key)`, keys)
+		n = gone.RowsAffected
+		return pages.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge reconciliation checkpoints: %w", err)
+	}
+	return n, nil
+}
+
 // ReadRetentionOldest reads RetentionOldest: one read of an index's first
 // entries per table.
 func ReadRetentionOldest(ctx context.Context, db *DB) (RetentionOldest, error) {
@@ -153,6 +183,7 @@ func ReadRetentionOldest(ctx context.Context, db *DB) (RetentionOldest, error) {
 		{`SELECT MIN(t) FROM (SELECT MIN(updated_at) AS t FROM notify_deliveries WHERE status = ` + sqlStatus(domain.DeliveryDelivered) + `
 			UNION ALL SELECT MIN(updated_at) FROM notify_deliveries WHERE status = ` + sqlStatus(domain.DeliveryFailed) + `) ended`, &out.NotifyDeliveries},
 		{`SELECT MIN(created_at) FROM notify_events WHERE fanned_out = 1`, &out.NotifyEvents},
+		{`SELECT MIN(updated_at) FROM reconciliation_checkpoints`, &out.Checkpoints},
 	} {
 		var at *utcTime
 		if err := db.queryRow(ctx, q.query).Scan(&at); err != nil {

@@ -416,7 +416,20 @@ func (w *world) events(t *testing.T, orderID string) []event {
 // reconcileEmptySettlement reconciles [from, to) against a settlement file
 // that lists no charge at all.
 func (w *world) reconcileEmptySettlement(from, to time.Time) (domain.ReconciliationRun, error) {
-	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, Charges: []domain.Charge{}})
+	return w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to, File: settlementOf()})
+}
+
+// settlementOf is a checked settlement file that lists charges, in pages
+// of two, and names no refund by id.
+func settlementOf(charges ...domain.Charge) *domain.Settlement {
+	return &domain.Settlement{Charges: func(yield func([]domain.Charge) error) error {
+		for page := range slices.Chunk(charges, 2) {
+			if err := yield(page); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
 }
 
 // reconcile reconciles [from, to) against the provider's own list.
@@ -447,6 +460,10 @@ type spyProvider struct {
 	// the first did, as a broken provider might.
 	listPage  int
 	stuckList bool
+	// onList, when set, runs before each page is listed; its error is the
+	// page's. onListRefunds runs before the refunds are.
+	onList        func(after string) error
+	onListRefunds func()
 }
 
 // delayNextCharge makes the next charge request so slow that payd gives up
@@ -578,9 +595,14 @@ func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundReque
 
 func (p *spyProvider) ListCharges(ctx context.Context, from, to time.Time, after string) (domain.ChargePage, error) {
 	p.mu.Lock()
-	n, stuck := p.listPage, p.stuckList
+	n, stuck, onList := p.listPage, p.stuckList, p.onList
 	p.log = append(p.log, "list "+after) // the pages asked for
 	p.mu.Unlock()
+	if onList != nil {
+		if err := onList(after); err != nil {
+			return domain.ChargePage{}, err
+		}
+	}
 	if n == 0 {
 		return p.inner.ListCharges(ctx, from, to, after)
 	}
@@ -639,6 +661,12 @@ func statusesOf(cs []charge) []string {
 
 // ListRefunds is the sandbox's refund list, as reconciliation reads it.
 func (p *spyProvider) ListRefunds(ctx context.Context, from, to time.Time) ([]domain.ProviderRefund, error) {
+	p.mu.Lock()
+	hook := p.onListRefunds
+	p.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	return p.inner.ListRefunds(ctx, from, to)
 }
 

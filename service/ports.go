@@ -251,6 +251,22 @@ type RunStore interface {
 	FindByID(ctx context.Context, id string) (domain.ReconciliationRun, error)
 }
 
+// CheckpointStore keeps the checkpoints of reconciliation runs in
+// progress, so that a run payd did not finish resumes from its last page
+// (ADR 0068). One process owns a checkpoint at a time.
+type CheckpointStore interface {
+	// Take returns key's checkpoint with its pages, now owned by owner
+	// (whoever owned it loses it), or a new one of run runID created at
+	// createdAt when there is none.
+	Take(ctx context.Context, key, owner, runID string, createdAt, now time.Time) (domain.RunCheckpoint, error)
+	// Save records a page of key's run if owner still owns it;
+	// domain.ErrRunTakenOver if not.
+	Save(ctx context.Context, key, owner string, p domain.CheckpointPage, now time.Time) error
+	// Drop deletes key's checkpoint if owner still owns it, and reports
+	// whether it did; it joins the caller's transaction.
+	Drop(ctx context.Context, key, owner string) (bool, error)
+}
+
 // LedgerStore keeps each order's ledger: every movement of money, appended
 // once and never changed (ADR 0030).
 type LedgerStore interface {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -63,21 +64,30 @@ type Reconciler struct {
 	// settlement file's line under the key of an attempt whose charge payd
 	// does not know yet is held to it (lineDisagrees).
 	Charges ChargeFinder
+	// Checkpoints, optional, keeps the progress of runs that have a
+	// resume key (ReconcileRequest.Resume), so that one payd did not
+	// finish resumes from its last page (ADR 0068).
+	Checkpoints CheckpointStore
 }
 
-// ReconcileRequest is one run: a window, and either the provider's list
-// (Charges nil) or the charges of an uploaded settlement file.
+// ReconcileRequest is one run: a window, and either the provider's lists
+// (File nil) or an uploaded settlement file.
 type ReconcileRequest struct {
 	From, To time.Time
 	DryRun   bool
-	Charges  []domain.Charge // from a settlement CSV; nil: ask the provider
-	// Refunds are the succeeded refunds a settlement file names one by
-	// one; nil when it names none that way (a file without the refund_id
-	// column): the run then compares no refunds. Unused when Charges is nil.
-	Refunds []domain.ProviderRefund
+	// File, when set, is a settlement file, checked whole: the run
+	// compares its charges, a page at a time, and the refunds it names
+	// one by one (none when its Refunds are nil), instead of asking the
+	// provider. nil: ask the provider.
+	File *domain.Settlement
 	// Source, when set, names who started the run instead of where its
 	// records came from ("schedule": PAYD_RECONCILE_EVERY).
 	Source string
+	// Resume names the request: a run asked again under the same name,
+	// for the same window, resumes the run that did not finish (the
+	// operator's request retried under its idempotency key, the schedule's
+	// window taken over; ADR 0068). Empty: the run keeps no checkpoint.
+	Resume string
 	// Guard, when set, runs inside the run's transaction once the run is
 	// stored: an error rolls the whole run back. The schedule finishes its
 	// window claim there, so a run is recorded exactly when its window is.
@@ -90,14 +100,18 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		return domain.ReconciliationRun{}, &domain.ValidationError{Field: "to", Reason: "the window must be non-empty, from before to, and at most 31 days"}
 	}
 	run := domain.ReconciliationRun{ID: newID(), Source: "provider", From: req.From.UTC(), To: req.To.UTC(), DryRun: req.DryRun, CreatedAt: s.Now().UTC()}
-	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseReconciliation, Ref: run.ID})
 	switch {
-	case req.Charges != nil:
+	case req.File != nil:
 		run.Source = "csv"
 	case req.Source != "":
 		run.Source = req.Source
 	}
-	w, err := s.compare(ctx, run, req)
+	cp, err := s.resume(ctx, &run, req)
+	if err != nil {
+		return domain.ReconciliationRun{}, err
+	}
+	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseReconciliation, Ref: run.ID})
+	w, err := s.compare(ctx, run, req, cp)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
@@ -128,6 +142,17 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		r := run
 		r.Discrepancies = append([]domain.Discrepancy(nil), run.Discrepancies...)
 		fresh = nil
+		if cp != nil {
+			// Recorded by the process that holds the run, once: one that
+			// lost it to a retry rolls back here, first thing.
+			dropped, err := s.Checkpoints.Drop(ctx, cp.Key, cp.Owner)
+			if err != nil {
+				return err
+			}
+			if !dropped {
+				return domain.ErrRunTakenOver
+			}
+		}
 		if err := s.Runs.Create(ctx, r); err != nil {
 			return err
 		}
@@ -138,6 +163,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		if err := s.Runs.Finish(ctx, r); err != nil {
 			return err
 		}
+
 		if req.Guard != nil {
 			if err := req.Guard(ctx, r); err != nil {
 				return err
@@ -153,7 +179,7 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	for _, d := range fresh {
 		observing(s.Observer).DiscrepancyRecorded(ctx, d) // told once committed: a rolled-back run recorded nothing
 	}
-	if req.Charges == nil {
+	if req.File == nil {
 		if err := s.syncDisputes(ctx, run); err != nil {
 			return run, err
 		}
@@ -193,11 +219,11 @@ func (s *Reconciler) refunds(ctx context.Context, run domain.ReconciliationRun, 
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	check, err := s.compareRefunds(ctx, run, listed, req.Charges != nil)
+	check, err := s.compareRefunds(ctx, run, listed, req.File != nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if req.Charges != nil {
+	if req.File != nil {
 		if err := s.confirmFileRefunds(ctx, run, &check); err != nil {
 			return nil, nil, err
 		}
@@ -261,40 +287,36 @@ func (s *Reconciler) keep(ctx context.Context, run *domain.ReconciliationRun, d 
 const chargeBatch = 500
 
 // compare walks the provider's successful charges, a page at a time (a
-// settlement file's lines when the request has them), then payd's paid
-// orders and stuck payments, and returns what disagrees, how many charges
+// settlement file's when the request has one), then payd's paid orders
+// and stuck payments, and returns what disagrees, how many charges
 // matched and which of the window's paid orders have refunds. Of the
 // charges it keeps only the keys of the successful ones, for
 // missingCharges; a run against the provider's own list (not a file, not
 // dry) also books what it shows of payd's orders, once (ADR 0030).
-func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest) (*chargeWalk, error) {
-	w := chargeWalk{file: req.Charges != nil, book: req.Charges == nil && !run.DryRun && s.Ledger != nil, refunded: map[string]bool{}}
-	if w.file {
-		for part := range slices.Chunk(req.Charges, chargeBatch) {
-			if err := s.decide(ctx, &w, part); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		seen := map[string]bool{}
-		for after := ""; ; {
-			page, err := s.Provider.ListCharges(ctx, run.From, run.To, after)
-			if err != nil {
-				return nil, fmt.Errorf("list provider charges: %w", err)
-			}
-			for part := range slices.Chunk(page.Charges, chargeBatch) {
+func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest, cp *checkpoint) (*chargeWalk, error) {
+	file := req.File != nil
+	w := chargeWalk{file: file, book: !file && !run.DryRun && s.Ledger != nil, refunded: map[string]bool{}}
+	after := cp.restore(&w)
+	var pages cursorPages
+	switch {
+	case cp.done():
+	case file && req.File.Charges != nil:
+		pages = fileCharges(req.File.Charges, after)
+	case file: // the file lists no succeeded charge
+	default:
+		pages = s.listedCharges(ctx, run, after)
+	}
+	if pages != nil { // a file that lists no succeeded charge has none
+		err := pages(func(page []domain.Charge, next string) error {
+			for part := range slices.Chunk(page, chargeBatch) {
 				if err := s.decide(ctx, &w, part); err != nil {
-					return nil, err
+					return err
 				}
 			}
-			if page.Next == "" {
-				break
-			}
-			if seen[page.Next] {
-				return nil, fmt.Errorf("list provider charges: %w: the page after %s goes back to %s", domain.ErrProviderUnavailable, after, page.Next)
-			}
-			after = page.Next
-			seen[after] = true
+			return cp.save(ctx, &w, page, next, s.Now())
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if err := s.missingCharges(ctx, run, &w); err != nil {
@@ -306,6 +328,33 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 	}
 	w.found = append(w.found, stuck...)
 	return &w, nil
+}
+
+// listedCharges is the provider's list of the run's window, a page at a
+// time from after ("": the first), as a settlement file's charges are
+// handed out. A page that starts where an earlier one did fails the list
+// as the provider being unavailable, instead of walking it forever.
+func (s *Reconciler) listedCharges(ctx context.Context, run domain.ReconciliationRun, after string) cursorPages {
+	return func(yield func([]domain.Charge, string) error) error {
+		seen := map[string]bool{}
+		for {
+			page, err := s.Provider.ListCharges(ctx, run.From, run.To, after)
+			if err != nil {
+				return fmt.Errorf("list provider charges: %w", err)
+			}
+			if err := yield(page.Charges, page.Next); err != nil {
+				return err
+			}
+			if page.Next == "" {
+				return nil
+			}
+			if seen[page.Next] {
+				return fmt.Errorf("list provider charges: %w: the page after %s goes back to %s", domain.ErrProviderUnavailable, after, page.Next)
+			}
+			after = page.Next
+			seen[after] = true
+		}
+	}
 }
 
 // chargeWalk is what compare carries from one batch of charges to the
@@ -535,7 +584,7 @@ func (k *keySet) add(key string) {
 	if k.other == nil {
 		k.other = map[string]struct{}{}
 	}
-	k.other[key] = struct{}{}
+	k.other[strings.Clone(key)] = struct{}{} // not the line or reply it was read from
 }
 
 func (k keySet) has(key string) bool {

@@ -44,7 +44,7 @@ func TestReconcileFileLineNamingAnotherCharge(t *testing.T) {
 		bad2 := line(wrongOrder)
 		bad2.OrderID = other.ID
 		run, err := w.reconciler.Run(context.Background(), service.ReconcileRequest{From: from, To: to,
-			Charges: []domain.Charge{line(right), bad1, bad2, bad3}})
+			File: settlementOf(line(right), bad1, bad2, bad3)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,8 +48,8 @@ func (s *Reconciler) refundsToCompare(ctx context.Context, run domain.Reconcilia
 	if s.RefundStore == nil {
 		return nil, false, nil
 	}
-	if req.Charges != nil {
-		return req.Refunds, req.Refunds != nil, nil
+	if req.File != nil {
+		return req.File.Refunds, req.File.Refunds != nil, nil
 	}
 	if s.Refunds == nil {
 		return nil, false, nil

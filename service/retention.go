@@ -15,10 +15,13 @@ const (
 	RetainedNotifyDeliveries = "notify_deliveries" // deliveries to the shop that ended
 	RetainedNotifyAttempts   = "notify_attempts"   // the requests of those deliveries
 	RetainedNotifyEvents     = "notify_events"     // events no delivery refers to any more
+	// RetainedCheckpoints: reconciliation runs that stopped and were never
+	// asked for again, with their pages (ADR 0068).
+	RetainedCheckpoints = "reconciliation_checkpoints"
 )
 
 // RetainedTables lists them.
-var RetainedTables = []string{RetainedWebhookEvents, RetainedNotifyDeliveries, RetainedNotifyAttempts, RetainedNotifyEvents}
+var RetainedTables = []string{RetainedWebhookEvents, RetainedNotifyDeliveries, RetainedNotifyAttempts, RetainedNotifyEvents, RetainedCheckpoints}
 
 // RetentionPurger deletes, a batch at a time, what is older than the
 // retention (repository.RetentionStore). Each batch is one guarded
@@ -33,6 +36,9 @@ type RetentionPurger interface {
 	// PurgeEvents deletes up to limit events fanned out before before that
 	// no delivery refers to.
 	PurgeEvents(ctx context.Context, before time.Time, limit int) (int64, error)
+	// PurgeCheckpoints deletes up to limit checkpoints of reconciliation
+	// runs last written before before, and their pages.
+	PurgeCheckpoints(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
 // Retain is the retention job: each pass deletes a batch of each kind of
@@ -58,6 +64,8 @@ func Retain(store RetentionPurger, retention time.Duration, now func() time.Time
 		tell(RetainedNotifyAttempts, attempts)
 		events, eventsErr := store.PurgeEvents(ctx, before, jobBatch)
 		tell(RetainedNotifyEvents, events)
-		return total, errors.Join(inboxErr, deliveriesErr, eventsErr)
+		checkpoints, checkpointsErr := store.PurgeCheckpoints(ctx, before, jobBatch)
+		tell(RetainedCheckpoints, checkpoints)
+		return total, errors.Join(inboxErr, deliveriesErr, eventsErr, checkpointsErr)
 	}
 }

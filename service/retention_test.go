@@ -53,19 +53,27 @@ func TestRetainJob(t *testing.T) {
 			exec(`INSERT INTO notify_attempts (id, delivery_id, n, started_at, duration_us, status, request_head, response)
 				VALUES (?, ?, 1, ?, 10, 204, 'POST /', '')`, "a-"+id, "d-"+id, at)
 		}
+		// Two checkpoints of runs nobody asked for again, one written to
+		// within the retention; each has a page, which goes with it.
+		for key, at := range map[string]string{"ck_old": old, "ck_young": young} {
+			exec(`INSERT INTO reconciliation_checkpoints (resume_key, run_id, owner, run_created_at, updated_at) VALUES (?, ?, 'p1', ?, ?)`,
+				key, "run-"+key, at, at)
+			exec(`INSERT INTO reconciliation_checkpoint_pages (resume_key, page, after_page, last_page, body) VALUES (?, 1, '', ?, '{}')`, key, false)
+		}
 
 		obs := &retained{n: map[string]int64{}}
 		run := service.Retain(repository.NewRetentionStore(db), retention, func() time.Time { return now }, obs)
 		n, err := run(t.Context())
-		if err != nil || n != 4 {
-			t.Fatalf("retention pass = %d, %v; want 4 rows (one of each table)", n, err)
+		if err != nil || n != 5 {
+			t.Fatalf("retention pass = %d, %v; want 5 rows (one of each table)", n, err)
 		}
 		for _, table := range service.RetainedTables {
 			if obs.n[table] != 1 {
 				t.Errorf("observer told %d rows of %s, want 1 (told %v)", obs.n[table], table, obs.n)
 			}
 		}
-		for table, key := range map[string]string{"webhook_events": "id", "notify_events": "id", "notify_deliveries": "id", "notify_attempts": "id"} {
+		for table, key := range map[string]string{"webhook_events": "id", "notify_events": "id", "notify_deliveries": "id", "notify_attempts": "id",
+			"reconciliation_checkpoints": "resume_key", "reconciliation_checkpoint_pages": "resume_key"} {
 			var ids []string
 			if err := db.Gorm().Raw(`SELECT ` + key + ` FROM ` + table).Scan(&ids).Error; err != nil {
 				t.Fatal(err)

@@ -66,7 +66,7 @@ func (s *ReconcileSchedule) Tick(ctx context.Context) (int64, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	run, err := s.Reconciler.Run(rctx, ReconcileRequest{From: from, To: to, Source: "schedule",
+	run, err := s.Reconciler.Run(rctx, ReconcileRequest{From: from, To: to, Source: "schedule", Resume: "schedule",
 		Guard: func(ctx context.Context, run domain.ReconciliationRun) error {
 			ok, err := s.Windows.Finish(ctx, to, owner, run.ID, s.Now().UTC())
 			if err == nil && !ok {

@@ -138,7 +138,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descNotifyBacklog, prometheus.GaugeValue, float64(b.NotifyPending))
 	ch <- prometheus.MustNewConstMetric(descNotifyOldest, prometheus.GaugeValue, notifyAge)
 	ch <- prometheus.MustNewConstMetric(descNotifyHeld, prometheus.GaugeValue, float64(b.NotifyHeld))
-	for _, table := range []string{service.RetainedWebhookEvents, service.RetainedNotifyDeliveries, service.RetainedNotifyEvents} {
+	for _, table := range []string{service.RetainedWebhookEvents, service.RetainedNotifyDeliveries, service.RetainedNotifyEvents, service.RetainedCheckpoints} {
 		age := 0.0
 		if at, ok := b.OldestRetained[table]; ok && !at.IsZero() {
 			age = max(now.Sub(at).Seconds(), 0)

@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/payd/payd/domain"
+	"github.com/payd/payd/provider"
 )
 
 // MaxBalanceRows bounds one uploaded balance-transactions file.
@@ -35,38 +36,123 @@ var balanceColumns = map[string][]string{
 
 var stripeRef = regexp.MustCompile(`^[A-Za-z0-9._:-]{0,64}$`)
 
-// ParseBalanceCSV reads a Stripe balance-transactions export into the
-// succeeded charges it lists, for reconciliation: each "charge" row is one
-// (its ID the PaymentIntent's, as payd stores it, else the charge's), and
-// the "refund" rows of the same payment add up in RefundedAmount. Amounts
-// are decimal major units, as Stripe's reports write them. Every other
-// category (fees, payouts, disputes, ...) is not a charge and is skipped.
-// The whole file is checked before anything is returned; a bad line is a
-// *domain.SettlementError naming it.
-func ParseBalanceCSV(r io.Reader) ([]domain.Charge, error) {
+// ParseBalanceCSV checks a Stripe balance-transactions export and returns
+// the succeeded charges it lists, for reconciliation: each "charge" row is
+// one (its ID the PaymentIntent's, as payd stores it, else the charge's),
+// and the "refund" rows of the same payment add up in RefundedAmount.
+// Amounts are decimal major units, as Stripe's reports write them. Every
+// other category (fees, payouts, disputes, ...) is not a charge and is
+// skipped. It lists no refunds by id: a run takes those from Stripe's list.
+//
+// As provider.ParseSettlement does, it reads the file twice, each time
+// from open (ADR 0066): once to check every row before returning anything
+// — a bad line is a *domain.SettlementError naming it — keeping only a key
+// per payment and each refunded payment's sum, and again, for the
+// Settlement's Charges, provider.SettlementPage charges at a time.
+func ParseBalanceCSV(open func() (io.Reader, error)) (domain.Settlement, error) {
+	r, err := open()
+	if err != nil {
+		return domain.Settlement{}, fmt.Errorf("balance transactions: open: %w", err)
+	}
+	p, err := checkBalance(r)
+	if err != nil || p.charges == 0 {
+		return domain.Settlement{}, err
+	}
+	p.open = open
+	return domain.Settlement{Charges: p.walk}, nil
+}
+
+// balancePages is what checking an export keeps to read it again.
+type balancePages struct {
+	open     func() (io.Reader, error)
+	charges  int                                 // the charge rows
+	refunded map[provider.RefKey]decimal.Decimal // payment → its refunds, for the payments the file charges
+}
+
+// checkBalance reads an export once, checking every charge and refund row.
+func checkBalance(r io.Reader) (balancePages, error) {
+	var p balancePages
+	seen := map[provider.RefKey]struct{}{}
+	refunds := map[provider.RefKey]decimal.Decimal{}
+	err := eachBalanceRow(r, func(line int, cat string, get func(string) string) error {
+		ch, err := balanceRow(line, get)
+		if err != nil {
+			return err
+		}
+		key := provider.RefKeyOf(ch.ID)
+		if cat == "refund" {
+			refunds[key] = refunds[key].Add(ch.Amount.Abs())
+			return nil
+		}
+		if _, dup := seen[key]; dup {
+			return &domain.SettlementError{Line: line, Field: "payment_intent_id", Reason: "the payment is listed twice"}
+		}
+		seen[key] = struct{}{}
+		p.charges++
+		return nil
+	})
+	if err != nil {
+		return balancePages{}, err
+	}
+	p.refunded = map[provider.RefKey]decimal.Decimal{}
+	for key, sum := range refunds {
+		if _, ok := seen[key]; ok {
+			p.refunded[key] = sum
+		}
+	}
+	return p, nil
+}
+
+// walk is the export's domain.ChargePages: its charges, read again, in the
+// file's order, in pages that share one array.
+func (p balancePages) walk(yield func([]domain.Charge) error) error {
+	r, err := p.open()
+	if err != nil {
+		return fmt.Errorf("balance transactions: open again: %w", err)
+	}
+	pages := provider.NewPager(yield)
+	err = eachBalanceRow(r, func(line int, cat string, get func(string) string) error {
+		if cat == "refund" {
+			return nil
+		}
+		ch, err := balanceRow(line, get)
+		if err != nil {
+			return err
+		}
+		if sum, ok := p.refunded[provider.RefKeyOf(ch.ID)]; ok {
+			ch.RefundedAmount = sum
+		}
+		return pages.Add(ch)
+	})
+	return pages.End(err, "balance transactions")
+}
+
+// eachBalanceRow reads an export's header, then calls fn with each charge
+// or refund row: its line (the header is line 1), its category (charge
+// for "charge" and "payment" alike, or refund) and its fields by name. It
+// stops at the first error, naming the line, or fn's.
+func eachBalanceRow(r io.Reader, fn func(line int, cat string, get func(string) string) error) error {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true // a row's strings are its own; only the slice is reused
 	head, err := cr.Read()
 	if err != nil {
-		return nil, balanceCSVError(err, 1)
+		return balanceCSVError(err, 1)
 	}
 	col, err := balanceHeader(head)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var charges []domain.Charge
-	index := map[string]int{}
-	refunds := map[string]decimal.Decimal{}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, balanceCSVError(err, line)
+			return balanceCSVError(err, line)
 		}
 		if line > MaxBalanceRows+1 {
-			return nil, &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a file may list at most %d rows", MaxBalanceRows)}
+			return &domain.SettlementError{Line: line, Reason: fmt.Sprintf("a file may list at most %d rows", MaxBalanceRows)}
 		}
 		get := func(k string) string {
 			if i, ok := col[k]; ok && i < len(rec) {
@@ -74,30 +160,16 @@ func ParseBalanceCSV(r io.Reader) ([]domain.Charge, error) {
 			}
 			return ""
 		}
-		cat := strings.ToLower(get("category"))
-		if cat != "charge" && cat != "payment" && cat != "refund" {
-			continue
+		switch cat := strings.ToLower(get("category")); cat {
+		case "charge", "payment":
+			err = fn(line, "charge", get)
+		case "refund":
+			err = fn(line, cat, get)
 		}
-		ch, err := balanceRow(line, get)
 		if err != nil {
-			return nil, err
-		}
-		if cat == "refund" {
-			refunds[ch.ID] = refunds[ch.ID].Add(ch.Amount.Abs())
-			continue
-		}
-		if _, dup := index[ch.ID]; dup {
-			return nil, &domain.SettlementError{Line: line, Field: "payment_intent_id", Reason: "the payment is listed twice"}
-		}
-		index[ch.ID] = len(charges)
-		charges = append(charges, ch)
-	}
-	for id, sum := range refunds {
-		if i, ok := index[id]; ok {
-			charges[i].RefundedAmount = sum
+			return err
 		}
 	}
-	return charges, nil
 }
 
 func balanceHeader(head []string) (map[string]int, error) {
