@@ -247,6 +247,7 @@ type procProvider struct {
 	mu      sync.Mutex
 	calls   map[string][]string // idempotency key (the attempt ID) → "POST", "GET", ...
 	refunds int
+	lists   []string // each request for a page of the charge list: its starting_after
 
 	hold atomic.Int64 // holdCharges: how long each charge request waits before the sandbox sees it
 }
@@ -308,6 +309,8 @@ func (p *procProvider) count(next http.Handler) http.Handler {
 			p.calls[key] = append(p.calls[key], "GET")
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/refunds":
 			p.refunds++
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/charges":
+			p.lists = append(p.lists, r.URL.Query().Get("starting_after"))
 		}
 		p.mu.Unlock()
 		if d := time.Duration(p.hold.Load()); d > 0 && r.Method == http.MethodPost && r.URL.Path == "/v1/charges" {

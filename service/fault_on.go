@@ -17,7 +17,9 @@ var faultPoint atomic.Pointer[string]
 // CrashAt makes this process kill itself (SIGKILL) when a payment reaches
 // point: after_claim, after_charge, before_settle_commit or
 // after_settle_commit; or when an order's creation has committed and not
-// yet answered: order_created. An empty point crashes nowhere.
+// yet answered: order_created; or when a reconciliation run has saved a
+// page of its checkpoint: reconcile_page_saved. An empty point crashes
+// nowhere.
 func CrashAt(point string) { faultPoint.Store(&point) }
 
 // fault kills the process if it is the point CrashAt chose.

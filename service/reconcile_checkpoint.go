@@ -118,6 +118,7 @@ func (c *checkpoint) save(ctx context.Context, w *chargeWalk, page []domain.Char
 	if err := c.store.Save(ctx, c.Key, c.Owner, p, now); err != nil {
 		return err
 	}
+	fault("reconcile_page_saved")
 	c.Pages = append(c.Pages, domain.CheckpointPage{N: p.N, After: p.After, Last: p.Last})
 	c.found, c.matched = len(w.found), w.matched
 	return nil
