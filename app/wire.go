@@ -332,9 +332,9 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Provider: prov, Lease: cfg.Lease, Now: now, Observer: observer,
 		RefundStore: refundStore, Refunds: prov, Outside: refunds, Ledger: ledger, // refunds compared too
 		Disputes: prov, DisputeBook: disputes, // and disputes, with the provider's list
-		Books:       refunds,                           // and orders repaired from their ledgers (ADR 0055)
-		Charges:     prov,                              // a settlement file's line is held to the provider's owner of its charge
-		Checkpoints: repository.NewCheckpointStore(db)} // a run payd did not finish resumes (ADR 0068)
+		Books:       refunds,                                                             // and orders repaired from their ledgers (ADR 0055)
+		Charges:     prov,                                                                // a settlement file's line is held to the provider's owner of its charge
+		Checkpoints: repository.NewCheckpointStore(db), ResumeWithin: cfg.IdempotencyTTL} // a run payd did not finish resumes (ADR 0068)
 	return &UseCases{
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},

@@ -18,7 +18,12 @@ type RunCheckpoint struct {
 	// writes no more pages (ErrRunTakenOver).
 	Owner     string
 	CreatedAt time.Time // the run's
-	Pages     []CheckpointPage
+	// Recorded says the run is recorded: asked again, it answers the run
+	// RunID as recorded, and walks nothing.
+	Recorded bool
+	// Saved is when the checkpoint was last written before it was taken.
+	Saved time.Time
+	Pages []CheckpointPage
 }
 
 // CheckpointPage is what a run learned from one page of charges.
@@ -31,8 +36,11 @@ type CheckpointPage struct {
 	// more charges.
 	Last    bool
 	Matched int
-	Keys    []string      // the idempotency keys of the page's successful charges
-	Found   []Discrepancy // what the page disagreed on
+	Keys    []string // the idempotency keys of the page's successful charges
+	// Recheck are the page's charges that disagreed with payd's books.
+	// A resumed run decides them again rather than trusting what they
+	// said then: a webhook may have settled one since.
+	Recheck []Charge
 }
 
 // Done reports whether the checkpoint's walk of charges is complete.

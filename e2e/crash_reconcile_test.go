@@ -58,6 +58,8 @@ func TestCrashReconcileResumes(t *testing.T) {
 		if n := countRows(t, db, "reconciliation_runs"); n != 0 {
 			t.Fatalf("runs after the crash = %d, want none", n)
 		}
+		var runIDs []string
+		scanRows(t, db, &runIDs, "SELECT run_id FROM reconciliation_checkpoints")
 		prov.mu.Lock()
 		before := slices.Clone(prov.lists)
 		prov.lists = nil
@@ -72,6 +74,9 @@ func TestCrashReconcileResumes(t *testing.T) {
 			t.Fatalf("reconcile after the restart = %d %s, want 201", final.Status, final.Body)
 		}
 		got := final.json(t)
+		if len(runIDs) != 1 || got["id"] != runIDs[0] {
+			t.Errorf("the resumed run is %v, the checkpoint's %q: want the same run", got["id"], runIDs)
+		}
 		if got["found"] != float64(charges) || got["new"] != float64(charges) {
 			t.Errorf("the resumed run found %v, new %v; want %d each (every charge is one payd never made)", got["found"], got["new"], charges)
 		}
@@ -84,8 +89,16 @@ func TestCrashReconcileResumes(t *testing.T) {
 		if n := countRows(t, db, "reconciliation_runs"); n != 1 {
 			t.Errorf("runs = %d, want 1", n)
 		}
-		if n := countRows(t, db, "reconciliation_checkpoints") + countRows(t, db, "reconciliation_checkpoint_pages"); n != 0 {
-			t.Errorf("checkpoint rows after the run = %d, want none", n)
+		if n := countRows(t, db, "reconciliation_checkpoints WHERE recorded_at IS NOT NULL"); n != 1 {
+			t.Errorf("recorded checkpoints after the run = %d, want 1", n)
+		}
+		if n := countRows(t, db, "reconciliation_checkpoint_pages"); n != 0 {
+			t.Errorf("checkpoint pages after the run = %d, want none", n)
+		}
+		// Asked once more (its answer lost, say), the run is the one recorded.
+		replay, err := restarted.send(run)
+		if err != nil || replay.Status != http.StatusCreated || replay.json(t)["id"] != got["id"] {
+			t.Errorf("asked again = %d %s, %v; want the run %v", replay.Status, replay.Body, err, got["id"])
 		}
 	})
 }

@@ -390,7 +390,11 @@ func retryWhenFree(p *Problem, err error) {
 	var inUse *idempotency.InUseError
 	if errors.As(err, &inUse) {
 		p.retryAfter = int(inUse.RetryAfter.Round(time.Second) / time.Second)
+		return
 	}
+	// Another request holds the work this one began (a reconciliation run
+	// taken over, domain.ErrRunTakenOver): it answers soon.
+	p.retryAfter = unavailableRetryAfter
 }
 
 // isValidation matches errors about the input: one or several invalid fields.

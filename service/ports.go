@@ -260,10 +260,15 @@ type CheckpointStore interface {
 	// createdAt when there is none.
 	Take(ctx context.Context, key, owner, runID string, createdAt, now time.Time) (domain.RunCheckpoint, error)
 	// Save records a page of key's run if owner still owns it;
-	// domain.ErrRunTakenOver if not.
+	// domain.ErrRunTakenOver if not. Hold only checks that it does.
 	Save(ctx context.Context, key, owner string, p domain.CheckpointPage, now time.Time) error
-	// Drop deletes key's checkpoint if owner still owns it, and reports
-	// whether it did; it joins the caller's transaction.
+	Hold(ctx context.Context, key, owner string, now time.Time) error
+	// Record marks key's run recorded if owner still owns it
+	// (domain.ErrRunTakenOver if not); it joins the caller's transaction,
+	// the one that records the run.
+	Record(ctx context.Context, key, owner string, now time.Time) error
+	// Drop deletes key's checkpoint if owner owns it, and reports whether
+	// it did.
 	Drop(ctx context.Context, key, owner string) (bool, error)
 }
 

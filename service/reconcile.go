@@ -66,8 +66,11 @@ type Reconciler struct {
 	Charges ChargeFinder
 	// Checkpoints, optional, keeps the progress of runs that have a
 	// resume key (ReconcileRequest.Resume), so that one payd did not
-	// finish resumes from its last page (ADR 0068).
-	Checkpoints CheckpointStore
+	// finish resumes from its last page (ADR 0068), and one recorded
+	// answers as recorded when asked again. ResumeWithin (the idempotency
+	// TTL; 0: forever) is how long after its last page a run is resumed.
+	Checkpoints  CheckpointStore
+	ResumeWithin time.Duration
 }
 
 // ReconcileRequest is one run: a window, and either the provider's lists
@@ -110,12 +113,20 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
+	if cp.recorded() {
+		// Asked again after it was recorded (its answer was lost, or a
+		// request that lost the run to this one's retry answered first).
+		return s.FindRun(ctx, run.ID)
+	}
 	ctx = WithCause(ctx, domain.Cause{Kind: domain.CauseReconciliation, Ref: run.ID})
 	w, err := s.compare(ctx, run, req, cp)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
 	}
 	run.Matched = w.matched // charges: a refund that agrees is not counted
+	if err := cp.hold(ctx); err != nil {
+		return domain.ReconciliationRun{}, err // taken over: the refunds are the other's to compare
+	}
 	refunds, touched, err := s.refunds(ctx, run, req)
 	if err != nil {
 		return domain.ReconciliationRun{}, err
@@ -142,16 +153,10 @@ func (s *Reconciler) Run(ctx context.Context, req ReconcileRequest) (domain.Reco
 		r := run
 		r.Discrepancies = append([]domain.Discrepancy(nil), run.Discrepancies...)
 		fresh = nil
-		if cp != nil {
-			// Recorded by the process that holds the run, once: one that
-			// lost it to a retry rolls back here, first thing.
-			dropped, err := s.Checkpoints.Drop(ctx, cp.Key, cp.Owner)
-			if err != nil {
-				return err
-			}
-			if !dropped {
-				return domain.ErrRunTakenOver
-			}
+		// Recorded by the process that holds the run, once: one that lost
+		// it to a retry rolls back here, first thing.
+		if err := cp.record(ctx); err != nil {
+			return err
 		}
 		if err := s.Runs.Create(ctx, r); err != nil {
 			return err
@@ -296,7 +301,14 @@ const chargeBatch = 500
 func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, req ReconcileRequest, cp *checkpoint) (*chargeWalk, error) {
 	file := req.File != nil
 	w := chargeWalk{file: file, book: !file && !run.DryRun && s.Ledger != nil, refunded: map[string]bool{}}
-	after := cp.restore(&w)
+	after, recheck := cp.restore(&w)
+	// What disagreed before the run stopped is decided again: a webhook
+	// may have settled it since.
+	for part := range slices.Chunk(recheck, chargeBatch) {
+		if err := s.decide(ctx, &w, part); err != nil {
+			return nil, err
+		}
+	}
 	var pages cursorPages
 	switch {
 	case cp.done():
@@ -313,11 +325,14 @@ func (s *Reconciler) compare(ctx context.Context, run domain.ReconciliationRun, 
 					return err
 				}
 			}
-			return cp.save(ctx, &w, page, next, s.Now())
+			return cp.save(ctx, &w, page, next, !file && next == "")
 		})
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := cp.walked(ctx, &w); err != nil {
+		return nil, err
 	}
 	if err := s.missingCharges(ctx, run, &w); err != nil {
 		return nil, err
@@ -363,8 +378,12 @@ type chargeWalk struct {
 	file, book bool
 	listed     keySet // the keys of the successful charges seen
 	found      []domain.Discrepancy
-	matched    int
-	refunded   map[string]bool // the window's paid orders with refunds (missingCharges)
+	// disagreed, kept when the run has a checkpoint (keepDisagreed), are
+	// the charges of the page being decided that disagreed (checkpoint.save).
+	disagreed     []domain.Charge
+	keepDisagreed bool
+	matched       int
+	refunded      map[string]bool // the window's paid orders with refunds (missingCharges)
 }
 
 // decide checks one batch of the provider's charges (checkCharge) and
@@ -401,6 +420,9 @@ func (s *Reconciler) decide(ctx context.Context, w *chargeWalk, charges []domain
 		}
 		if d != nil {
 			w.found = append(w.found, *d)
+			if w.keepDisagreed {
+				w.disagreed = append(w.disagreed, ch)
+			}
 		}
 	}
 	if !w.book {

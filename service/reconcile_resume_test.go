@@ -73,9 +73,11 @@ func resumeWorld(t *testing.T, w *world) (from, to time.Time, charges []domain.C
 // TestReconcileResumesWhereItStopped: a run whose provider fails its third
 // page keeps what the first two taught it; asked again under the same
 // name it lists from the third page on, not from the first, and records
-// one run with everything: the finding of page 1, the matches of both
-// halves, and no order of the first half taken for missing. Asked a third
-// time it is a new run from the first page.
+// one run with everything: the finding of page 1 (its charge decided
+// again), the matches of both halves, and no order of the first half taken
+// for missing. Asked a third time it answers the run it recorded, listing
+// nothing; asked once the idempotency TTL has passed, it is a new run from
+// the first page.
 func TestReconcileResumesWhereItStopped(t *testing.T) {
 	eachDialect(t, func(t *testing.T, w *world) {
 		from, to, charges := resumeWorld(t, w)
@@ -115,19 +117,28 @@ func TestReconcileResumesWhereItStopped(t *testing.T) {
 		if len(run.Discrepancies) != 1 || run.Discrepancies[0].Type != domain.MissingLocalPayment || run.Discrepancies[0].ChargeID != charges[0].ID {
 			t.Errorf("resumed run's findings = %+v, want the missing local payment of %s", run.Discrepancies, charges[0].ID)
 		}
-		if runs, pages := w.checkpoints(t); runs != 0 || pages != 0 {
-			t.Errorf("after the run: %d checkpoints with %d pages, want none", runs, pages)
+		if runs, pages := w.checkpoints(t); runs != 1 || pages != 0 {
+			t.Errorf("after the run: %d checkpoints with %d pages, want 1 (recorded) with none", runs, pages)
 		}
 		if stored, err := w.reconciler.FindRun(t.Context(), run.ID); err != nil || stored.Matched != 6 {
 			t.Errorf("stored run = %+v, %v", stored, err)
 		}
 
 		again, err := w.reconciler.Run(t.Context(), req)
-		if err != nil || again.ID == run.ID || again.Matched != 6 || again.Found != 1 || again.New != 0 {
-			t.Errorf("third run = %+v, %v; want a new run, matched 6, found 1, new 0", again, err)
+		if err != nil || again.ID != run.ID || again.Matched != 6 || again.Found != 1 || again.New != 1 {
+			t.Errorf("asked again = %+v, %v; want the recorded run %s", again, err, run.ID)
+		}
+		if got := w.listedFrom(); len(got) != 0 {
+			t.Errorf("asked again, the run listed after %q, want nothing", got)
+		}
+
+		w.clock.Advance(25 * time.Hour) // past the idempotency TTL: the request is a new one
+		fresh, err := w.reconciler.Run(t.Context(), service.ReconcileRequest{From: from, To: to, Resume: req.Resume})
+		if err != nil || fresh.ID == run.ID || fresh.Matched != 6 || fresh.Found != 1 || fresh.New != 0 {
+			t.Errorf("asked after the TTL = %+v, %v; want a new run, matched 6, found 1, new 0", fresh, err)
 		}
 		if got := w.listedFrom(); len(got) != 4 || got[0] != "" {
-			t.Errorf("third run listed after %q, want all four pages from the first", got)
+			t.Errorf("asked after the TTL, the run listed after %q, want all four pages from the first", got)
 		}
 	})
 }
@@ -182,6 +193,10 @@ func TestReconcileTakenOverMidRun(t *testing.T) {
 				}
 				if !slices.Equal(runs, []string{second.ID}) {
 					t.Errorf("runs recorded = %q, want only %s", runs, second.ID)
+				}
+				// The loser's caller retries: it gets the run recorded.
+				if again, err := w.reconciler.Run(t.Context(), req); err != nil || again.ID != second.ID {
+					t.Errorf("the loser's retry = %+v, %v; want the recorded run %s", again, err, second.ID)
 				}
 			})
 		})
