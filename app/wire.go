@@ -193,6 +193,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		MerchantKey: cfg.MerchantKey,
 		Merchants:   cfg.merchants,
 		Products:    &handler.Products{Service: uc.Catalogue, Audit: uc.Admin},
+		Shipments:   &handler.Shipments{Service: uc.Shipments, Audit: uc.Admin},
 		Audit:       uc.Admin,
 		// Orders' client secrets (ADR 0059), derived from PAYD_SECRET_KEY.
 		ClientSecrets: uc.Tokens,
@@ -258,6 +259,7 @@ type UseCases struct {
 	Resolver   *service.Resolver
 	Admin      *service.Admin
 	Catalogue  *service.Catalogue
+	Shipments  *service.Shipments
 	Tokens     *service.Tokens                      // customers' tokens and orders' client secrets
 	Expire     func(context.Context) (int64, error) // the expire_orders job
 
@@ -352,6 +354,7 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Admin: &service.Admin{Orders: orders, Attempts: attempts, Inbox: inbox, Audit: audit, Refunds: refundStore, Discrepancies: discrepancies,
 			RunList: runs, CustomerList: custs, Ledger: ledger, Disputes: disputeStore, StatsReader: repository.NewStatsStore(db), Now: now},
 		Catalogue: &service.Catalogue{Store: products, MaxPrice: limits.MaxAmount, Now: now},
+		Shipments: &service.Shipments{Store: orders, Now: now, Observer: observer},
 		Expire:    service.ExpireOrders(orders, now, observer),
 
 		Discrepancies: discrepancies,

@@ -356,6 +356,27 @@ func (e EndpointWithSecretStatus) Valid() bool {
 	}
 }
 
+// Defines values for FulfillmentStatus.
+const (
+	PartiallyShipped FulfillmentStatus = "partially_shipped"
+	Shipped          FulfillmentStatus = "shipped"
+	Unfulfilled      FulfillmentStatus = "unfulfilled"
+)
+
+// Valid indicates whether the value is a known member of the FulfillmentStatus enum.
+func (e FulfillmentStatus) Valid() bool {
+	switch e {
+	case PartiallyShipped:
+		return true
+	case Shipped:
+		return true
+	case Unfulfilled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LedgerEntryKind.
 const (
 	LedgerEntryKindCharge         LedgerEntryKind = "charge"
@@ -483,6 +504,7 @@ const (
 	NotifyTypeOrderPaymentFailed  NotifyType = "order.payment_failed"
 	NotifyTypeOrderRefundReversed NotifyType = "order.refund_reversed"
 	NotifyTypeOrderRefunded       NotifyType = "order.refunded"
+	NotifyTypeOrderShipped        NotifyType = "order.shipped"
 )
 
 // Valid indicates whether the value is a known member of the NotifyType enum.
@@ -503,6 +525,8 @@ func (e NotifyType) Valid() bool {
 	case NotifyTypeOrderRefundReversed:
 		return true
 	case NotifyTypeOrderRefunded:
+		return true
+	case NotifyTypeOrderShipped:
 		return true
 	default:
 		return false
@@ -566,6 +590,7 @@ const (
 	ProblemCodeOrderExpired               ProblemCode = "order_expired"
 	ProblemCodeOrderNotCancelable         ProblemCode = "order_not_cancelable"
 	ProblemCodeOrderNotFound              ProblemCode = "order_not_found"
+	ProblemCodeOrderNotPaid               ProblemCode = "order_not_paid"
 	ProblemCodeOrderNotPayable            ProblemCode = "order_not_payable"
 	ProblemCodeOrderNotRefundable         ProblemCode = "order_not_refundable"
 	ProblemCodeOrderPaymentInProgress     ProblemCode = "order_payment_in_progress"
@@ -644,6 +669,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeOrderNotCancelable:
 		return true
 	case ProblemCodeOrderNotFound:
+		return true
+	case ProblemCodeOrderNotPaid:
 		return true
 	case ProblemCodeOrderNotPayable:
 		return true
@@ -906,6 +933,7 @@ const (
 	TimelineEntryKindLedger      TimelineEntryKind = "ledger"
 	TimelineEntryKindOrder       TimelineEntryKind = "order"
 	TimelineEntryKindRefund      TimelineEntryKind = "refund"
+	TimelineEntryKindShipment    TimelineEntryKind = "shipment"
 	TimelineEntryKindWebhook     TimelineEntryKind = "webhook"
 )
 
@@ -927,6 +955,8 @@ func (e TimelineEntryKind) Valid() bool {
 	case TimelineEntryKindOrder:
 		return true
 	case TimelineEntryKindRefund:
+		return true
+	case TimelineEntryKindShipment:
 		return true
 	case TimelineEntryKindWebhook:
 		return true
@@ -1075,8 +1105,11 @@ type AdminOrder struct {
 
 	// CustomerId null for a guest order the merchant created without a customer.
 	CustomerId *string `json:"customer_id"`
-	Id         string  `json:"id"`
-	Items      []Item  `json:"items"`
+
+	// FulfillmentStatus How much of the order the merchant has shipped (ADR 0060): `unfulfilled` nothing yet, `partially_shipped` some units, `shipped` every unit of every line with a SKU. Moved only by `POST /v1/orders/{id}/shipments`; a new order is `unfulfilled`.
+	FulfillmentStatus FulfillmentStatus `json:"fulfillment_status"`
+	Id                string            `json:"id"`
+	Items             []Item            `json:"items"`
 
 	// Money What the order's ledger adds up to, in the order's currency:
 	// `charged` every charge, `refunded` every refund (payd's and those
@@ -1102,8 +1135,11 @@ type AdminOrder struct {
 	RefundPendingAmount Money `json:"refund_pending_amount"`
 
 	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
-	RefundedAmount Money       `json:"refunded_amount"`
-	Status         OrderStatus `json:"status"`
+	RefundedAmount Money `json:"refunded_amount"`
+
+	// Shipments The order's shipments, oldest first: only on the order's own read (`GET /v1/orders/{id}`), where it is always present (empty before the first); absent from every other answer.
+	Shipments *[]Shipment `json:"shipments,omitempty"`
+	Status    OrderStatus `json:"status"`
 
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -1566,6 +1602,9 @@ type FieldError struct {
 	Param string `json:"param"`
 }
 
+// FulfillmentStatus How much of the order the merchant has shipped (ADR 0060): `unfulfilled` nothing yet, `partially_shipped` some units, `shipped` every unit of every line with a SKU. Moved only by `POST /v1/orders/{id}/shipments`; a new order is `unfulfilled`.
+type FulfillmentStatus string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -1708,8 +1747,10 @@ type NotifyCauseKind string
 
 // NotifyEvent The body of every delivery to a merchant endpoint (the same bytes on
 // every attempt): the event, what caused it, and the order as
-// `GET /v1/admin/orders/{id}` shows it, with its money, as the change
-// left it.
+// `GET /v1/admin/orders/{id}` shows it, with its money and its
+// `fulfillment_status`, as the change left it (without
+// `refund_pending_amount`, `client_secret` and `shipments`); on
+// `order.shipped`, the shipment it tells of.
 type NotifyEvent struct {
 	// Cause What made the change an event tells of.
 	Cause NotifyCause `json:"cause"`
@@ -1722,6 +1763,9 @@ type NotifyEvent struct {
 
 	// Order The order, with what its ledger adds up to (operators only).
 	Order AdminOrder `json:"order"`
+
+	// Shipment Present on `order.shipped` only: the shipment the event tells of.
+	Shipment *Shipment `json:"shipment,omitempty"`
 
 	// Type An order event's type (ADR 53).
 	Type NotifyType `json:"type"`
@@ -1767,8 +1811,11 @@ type Order struct {
 
 	// CustomerId null for a guest order the merchant created without a customer.
 	CustomerId *string `json:"customer_id"`
-	Id         string  `json:"id"`
-	Items      []Item  `json:"items"`
+
+	// FulfillmentStatus How much of the order the merchant has shipped (ADR 0060): `unfulfilled` nothing yet, `partially_shipped` some units, `shipped` every unit of every line with a SKU. Moved only by `POST /v1/orders/{id}/shipments`; a new order is `unfulfilled`.
+	FulfillmentStatus FulfillmentStatus `json:"fulfillment_status"`
+	Id                string            `json:"id"`
+	Items             []Item            `json:"items"`
 
 	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
 	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
@@ -1785,8 +1832,11 @@ type Order struct {
 	RefundPendingAmount Money `json:"refund_pending_amount"`
 
 	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
-	RefundedAmount Money       `json:"refunded_amount"`
-	Status         OrderStatus `json:"status"`
+	RefundedAmount Money `json:"refunded_amount"`
+
+	// Shipments The order's shipments, oldest first: only on the order's own read (`GET /v1/orders/{id}`), where it is always present (empty before the first); absent from every other answer.
+	Shipments *[]Shipment `json:"shipments,omitempty"`
+	Status    OrderStatus `json:"status"`
 
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -1824,8 +1874,11 @@ type OrderWithAttempts struct {
 
 	// CustomerId null for a guest order the merchant created without a customer.
 	CustomerId *string `json:"customer_id"`
-	Id         string  `json:"id"`
-	Items      []Item  `json:"items"`
+
+	// FulfillmentStatus How much of the order the merchant has shipped (ADR 0060): `unfulfilled` nothing yet, `partially_shipped` some units, `shipped` every unit of every line with a SKU. Moved only by `POST /v1/orders/{id}/shipments`; a new order is `unfulfilled`.
+	FulfillmentStatus FulfillmentStatus `json:"fulfillment_status"`
+	Id                string            `json:"id"`
+	Items             []Item            `json:"items"`
 
 	// NextAction Only on a 202 answer to a pay request (and its replays) whose payment
 	// waits for the customer, such as Stripe's 3-D Secure (ADR 0019): the
@@ -1842,8 +1895,11 @@ type OrderWithAttempts struct {
 	RefundPendingAmount Money `json:"refund_pending_amount"`
 
 	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
-	RefundedAmount Money       `json:"refunded_amount"`
-	Status         OrderStatus `json:"status"`
+	RefundedAmount Money `json:"refunded_amount"`
+
+	// Shipments The order's shipments, oldest first: only on the order's own read (`GET /v1/orders/{id}`), where it is always present (empty before the first); absent from every other answer.
+	Shipments *[]Shipment `json:"shipments,omitempty"`
+	Status    OrderStatus `json:"status"`
 
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
@@ -2266,8 +2322,11 @@ type SearchedOrder struct {
 
 	// CustomerId null for a guest order the merchant created without a customer.
 	CustomerId *string `json:"customer_id"`
-	Id         string  `json:"id"`
-	Items      []Item  `json:"items"`
+
+	// FulfillmentStatus How much of the order the merchant has shipped (ADR 0060): `unfulfilled` nothing yet, `partially_shipped` some units, `shipped` every unit of every line with a SKU. Moved only by `POST /v1/orders/{id}/shipments`; a new order is `unfulfilled`.
+	FulfillmentStatus FulfillmentStatus `json:"fulfillment_status"`
+	Id                string            `json:"id"`
+	Items             []Item            `json:"items"`
 
 	// LastAttempt The order's newest payment attempt (a decline shows here, with its failure_code); null when nobody tried to pay.
 	LastAttempt *Attempt `json:"last_attempt"`
@@ -2287,11 +2346,56 @@ type SearchedOrder struct {
 	RefundPendingAmount Money `json:"refund_pending_amount"`
 
 	// RefundedAmount What the provider has confirmed given back. The status follows it alone.
-	RefundedAmount Money       `json:"refunded_amount"`
-	Status         OrderStatus `json:"status"`
+	RefundedAmount Money `json:"refunded_amount"`
+
+	// Shipments The order's shipments, oldest first: only on the order's own read (`GET /v1/orders/{id}`), where it is always present (empty before the first); absent from every other answer.
+	Shipments *[]Shipment `json:"shipments,omitempty"`
+	Status    OrderStatus `json:"status"`
 
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
+}
+
+// Shipment One parcel of an order, as it was shipped; it never changes.
+type Shipment struct {
+	Carrier *string `json:"carrier"`
+
+	// CreatedAt RFC 3339 UTC.
+	CreatedAt Timestamp `json:"created_at"`
+	Id        string    `json:"id"`
+
+	// Items The lines as the request named them.
+	Items          []ShipmentLine `json:"items"`
+	OrderId        string         `json:"order_id"`
+	TrackingNumber *string        `json:"tracking_number"`
+}
+
+// ShipmentLine defines model for ShipmentLine.
+type ShipmentLine struct {
+	Quantity int    `json:"quantity"`
+	Sku      string `json:"sku"`
+}
+
+// ShipmentLineRequest Units of the order's lines with this SKU, to ship.
+type ShipmentLineRequest struct {
+	// Quantity With every shipment of the order together, at most what the order's lines of this SKU ordered.
+	Quantity int `json:"quantity"`
+
+	// Sku The SKU of a line of the order (at most 64 bytes).
+	Sku string `json:"sku"`
+}
+
+// ShipmentRequest defines model for ShipmentRequest.
+type ShipmentRequest struct {
+	// Carrier Trimmed; empty is none (null).
+	Carrier *string               `json:"carrier,omitempty"`
+	Items   []ShipmentLineRequest `json:"items"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
+
+	// TrackingNumber Trimmed; empty is none (null).
+	TrackingNumber *string `json:"tracking_number,omitempty"`
 }
 
 // SignedMoney A decimal string with the currency's full scale; may be negative.
@@ -2426,12 +2530,12 @@ type TimelineEntry struct {
 	At Timestamp `json:"at"`
 	Id string    `json:"id"`
 
-	// Kind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's).
+	// Kind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's); `shipment`: a parcel the merchant shipped (its `id` is the shipment's).
 	Kind    TimelineEntryKind `json:"kind"`
 	Summary string            `json:"summary"`
 }
 
-// TimelineEntryKind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's).
+// TimelineEntryKind `ledger`: a movement of money (its `id` is the entry's); `dispute`: a dispute, at the time it was opened (its `id` is the provider's); `event`: an event written for the merchant's endpoints (its `id` is the event's); `shipment`: a parcel the merchant shipped (its `id` is the shipment's).
 type TimelineEntryKind string
 
 // Timestamp RFC 3339 UTC.
@@ -2880,6 +2984,21 @@ type PayOrderParams struct {
 	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateShipmentParams defines parameters for CreateShipment.
+type CreateShipmentParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
 // ListProductsParams defines parameters for ListProducts.
 type ListProductsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -2992,6 +3111,9 @@ type CancelOrderJSONRequestBody = KeyOnlyRequest
 
 // PayOrderJSONRequestBody defines body for PayOrder for application/json ContentType.
 type PayOrderJSONRequestBody = PayRequest
+
+// CreateShipmentJSONRequestBody defines body for CreateShipment for application/json ContentType.
+type CreateShipmentJSONRequestBody = ShipmentRequest
 
 // CreateProductJSONRequestBody defines body for CreateProduct for application/json ContentType.
 type CreateProductJSONRequestBody = CreateProductRequest
@@ -3690,6 +3812,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/orders/{id}/pay (the `PayOrder` operationId).
 	PayOrder(ctx context.Context, id OrderID, params *PayOrderParams, body PayOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateShipmentWithBody Ship some or all of a paid order
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// Each line names a SKU of the order and how many of its units this
+	// parcel carries; the units go to the order's lines with that SKU, in
+	// the order's order. All lines ship or none, in one transaction, and
+	// the order's `fulfillment_status` moves by its own table, guarded:
+	// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+	// every line with a SKU has shipped; a custom line without a SKU is
+	// never shipped). A shipped order takes no more shipments.
+	//
+	// Only a paid order ships: an order in any other status (pending,
+	// processing, refunded in full, cancelled, expired) is 409
+	// `order_not_paid`, and nothing is shipped. A SKU the order has no
+	// line of, or more units of a SKU than remain to ship, counting every
+	// shipment of the order together (this one's other lines included),
+	// is 400 `validation_failed` naming the line, and nothing ships.
+	// `carrier` and `tracking_number` are trimmed; left out or empty,
+	// they are null. A refund after shipping is allowed (a return: it
+	// does not restock).
+	//
+	// Every shipment is told to the shop as `order.shipped`, with the
+	// shipment, caused by `merchant` and this request's idempotency key.
+	// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+	// `merchant:NAME`, action `ship_order`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+	CreateShipmentWithBody(ctx context.Context, id OrderID, params *CreateShipmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateShipment Ship some or all of a paid order
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// Each line names a SKU of the order and how many of its units this
+	// parcel carries; the units go to the order's lines with that SKU, in
+	// the order's order. All lines ship or none, in one transaction, and
+	// the order's `fulfillment_status` moves by its own table, guarded:
+	// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+	// every line with a SKU has shipped; a custom line without a SKU is
+	// never shipped). A shipped order takes no more shipments.
+	//
+	// Only a paid order ships: an order in any other status (pending,
+	// processing, refunded in full, cancelled, expired) is 409
+	// `order_not_paid`, and nothing is shipped. A SKU the order has no
+	// line of, or more units of a SKU than remain to ship, counting every
+	// shipment of the order together (this one's other lines included),
+	// is 400 `validation_failed` naming the line, and nothing ships.
+	// `carrier` and `tracking_number` are trimmed; left out or empty,
+	// they are null. A refund after shipping is allowed (a return: it
+	// does not restock).
+	//
+	// Every shipment is told to the shop as `order.shipped`, with the
+	// shipment, caused by `merchant` and this request's idempotency key.
+	// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+	// `merchant:NAME`, action `ship_order`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+	CreateShipment(ctx context.Context, id OrderID, params *CreateShipmentParams, body CreateShipmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProducts List the active products
 	//
@@ -5102,6 +5286,88 @@ func (c *Client) PayOrderWithBody(ctx context.Context, id OrderID, params *PayOr
 // Corresponds with POST /v1/orders/{id}/pay (the `PayOrder` operationId).
 func (c *Client) PayOrder(ctx context.Context, id OrderID, params *PayOrderParams, body PayOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPayOrderRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateShipmentWithBody Ship some or all of a paid order
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// Each line names a SKU of the order and how many of its units this
+// parcel carries; the units go to the order's lines with that SKU, in
+// the order's order. All lines ship or none, in one transaction, and
+// the order's `fulfillment_status` moves by its own table, guarded:
+// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+// every line with a SKU has shipped; a custom line without a SKU is
+// never shipped). A shipped order takes no more shipments.
+//
+// Only a paid order ships: an order in any other status (pending,
+// processing, refunded in full, cancelled, expired) is 409
+// `order_not_paid`, and nothing is shipped. A SKU the order has no
+// line of, or more units of a SKU than remain to ship, counting every
+// shipment of the order together (this one's other lines included),
+// is 400 `validation_failed` naming the line, and nothing ships.
+// `carrier` and `tracking_number` are trimmed; left out or empty,
+// they are null. A refund after shipping is allowed (a return: it
+// does not restock).
+//
+// Every shipment is told to the shop as `order.shipped`, with the
+// shipment, caused by `merchant` and this request's idempotency key.
+// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+// `merchant:NAME`, action `ship_order`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+func (c *Client) CreateShipmentWithBody(ctx context.Context, id OrderID, params *CreateShipmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateShipmentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateShipment Ship some or all of a paid order
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// Each line names a SKU of the order and how many of its units this
+// parcel carries; the units go to the order's lines with that SKU, in
+// the order's order. All lines ship or none, in one transaction, and
+// the order's `fulfillment_status` moves by its own table, guarded:
+// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+// every line with a SKU has shipped; a custom line without a SKU is
+// never shipped). A shipped order takes no more shipments.
+//
+// Only a paid order ships: an order in any other status (pending,
+// processing, refunded in full, cancelled, expired) is 409
+// `order_not_paid`, and nothing is shipped. A SKU the order has no
+// line of, or more units of a SKU than remain to ship, counting every
+// shipment of the order together (this one's other lines included),
+// is 400 `validation_failed` naming the line, and nothing ships.
+// `carrier` and `tracking_number` are trimmed; left out or empty,
+// they are null. A refund after shipping is allowed (a return: it
+// does not restock).
+//
+// Every shipment is told to the shop as `order.shipped`, with the
+// shipment, caused by `merchant` and this request's idempotency key.
+// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+// `merchant:NAME`, action `ship_order`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+func (c *Client) CreateShipment(ctx context.Context, id OrderID, params *CreateShipmentParams, body CreateShipmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateShipmentRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7780,6 +8046,68 @@ func NewPayOrderRequestWithBody(server string, id OrderID, params *PayOrderParam
 	return req, nil
 }
 
+// NewCreateShipmentRequest calls the generic CreateShipment builder with application/json body
+func NewCreateShipmentRequest(server string, id OrderID, params *CreateShipmentParams, body CreateShipmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateShipmentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreateShipmentRequestWithBody constructs an http.Request for the CreateShipment method, with any body, and a specified content type
+func NewCreateShipmentRequestWithBody(server string, id OrderID, params *CreateShipmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/orders/%s/shipments", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListProductsRequest constructs an http.Request for the ListProducts method
 func NewListProductsRequest(server string, params *ListProductsParams) (*http.Request, error) {
 	var err error
@@ -8943,6 +9271,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/orders/{id}/pay (the `PayOrder` operationId).
 	PayOrderWithResponse(ctx context.Context, id OrderID, params *PayOrderParams, body PayOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*PayOrderResponse, error)
+
+	// CreateShipmentWithBodyWithResponse Ship some or all of a paid order
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// Each line names a SKU of the order and how many of its units this
+	// parcel carries; the units go to the order's lines with that SKU, in
+	// the order's order. All lines ship or none, in one transaction, and
+	// the order's `fulfillment_status` moves by its own table, guarded:
+	// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+	// every line with a SKU has shipped; a custom line without a SKU is
+	// never shipped). A shipped order takes no more shipments.
+	//
+	// Only a paid order ships: an order in any other status (pending,
+	// processing, refunded in full, cancelled, expired) is 409
+	// `order_not_paid`, and nothing is shipped. A SKU the order has no
+	// line of, or more units of a SKU than remain to ship, counting every
+	// shipment of the order together (this one's other lines included),
+	// is 400 `validation_failed` naming the line, and nothing ships.
+	// `carrier` and `tracking_number` are trimmed; left out or empty,
+	// they are null. A refund after shipping is allowed (a return: it
+	// does not restock).
+	//
+	// Every shipment is told to the shop as `order.shipped`, with the
+	// shipment, caused by `merchant` and this request's idempotency key.
+	// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+	// `merchant:NAME`, action `ship_order`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+	CreateShipmentWithBodyWithResponse(ctx context.Context, id OrderID, params *CreateShipmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateShipmentResponse, error)
+
+	// CreateShipmentWithResponse Ship some or all of a paid order
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// Each line names a SKU of the order and how many of its units this
+	// parcel carries; the units go to the order's lines with that SKU, in
+	// the order's order. All lines ship or none, in one transaction, and
+	// the order's `fulfillment_status` moves by its own table, guarded:
+	// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+	// every line with a SKU has shipped; a custom line without a SKU is
+	// never shipped). A shipped order takes no more shipments.
+	//
+	// Only a paid order ships: an order in any other status (pending,
+	// processing, refunded in full, cancelled, expired) is 409
+	// `order_not_paid`, and nothing is shipped. A SKU the order has no
+	// line of, or more units of a SKU than remain to ship, counting every
+	// shipment of the order together (this one's other lines included),
+	// is 400 `validation_failed` naming the line, and nothing ships.
+	// `carrier` and `tracking_number` are trimmed; left out or empty,
+	// they are null. A refund after shipping is allowed (a return: it
+	// does not restock).
+	//
+	// Every shipment is told to the shop as `order.shipped`, with the
+	// shipment, caused by `merchant` and this request's idempotency key.
+	// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+	// `merchant:NAME`, action `ship_order`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+	CreateShipmentWithResponse(ctx context.Context, id OrderID, params *CreateShipmentParams, body CreateShipmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateShipmentResponse, error)
 
 	// ListProductsWithResponse List the active products
 	//
@@ -14130,6 +14520,169 @@ func (r PayOrderResponse) ContentType() string {
 	return ""
 }
 
+// CreateShipmentResponse201Headers the declared response headers of an HTTP 201 response for CreateShipment
+type CreateShipmentResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreateShipmentResponse401Headers the declared response headers of an HTTP 401 response for CreateShipment
+type CreateShipmentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateShipmentResponse403Headers the declared response headers of an HTTP 403 response for CreateShipment
+type CreateShipmentResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateShipmentResponse409Headers the declared response headers of an HTTP 409 response for CreateShipment
+type CreateShipmentResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CreateShipmentResponse429Headers the declared response headers of an HTTP 429 response for CreateShipment
+type CreateShipmentResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// CreateShipmentResponse503Headers the declared response headers of an HTTP 503 response for CreateShipment
+type CreateShipmentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateShipmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Shipment
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *OrderNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateShipmentResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateShipmentResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateShipmentResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateShipmentResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateShipmentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateShipmentResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateShipmentResponse) GetJSON201() *Shipment {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON404() *OrderNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateShipmentResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateShipmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateShipmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateShipmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateShipmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProductsResponse429Headers the declared response headers of an HTTP 429 response for ListProducts
 type ListProductsResponse429Headers struct {
 	RateLimit       *string
@@ -16173,6 +16726,80 @@ func (c *ClientWithResponses) PayOrderWithResponse(ctx context.Context, id Order
 		return nil, err
 	}
 	return ParsePayOrderResponse(rsp)
+}
+
+// CreateShipmentWithBodyWithResponse Ship some or all of a paid order
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// Each line names a SKU of the order and how many of its units this
+// parcel carries; the units go to the order's lines with that SKU, in
+// the order's order. All lines ship or none, in one transaction, and
+// the order's `fulfillment_status` moves by its own table, guarded:
+// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+// every line with a SKU has shipped; a custom line without a SKU is
+// never shipped). A shipped order takes no more shipments.
+//
+// Only a paid order ships: an order in any other status (pending,
+// processing, refunded in full, cancelled, expired) is 409
+// `order_not_paid`, and nothing is shipped. A SKU the order has no
+// line of, or more units of a SKU than remain to ship, counting every
+// shipment of the order together (this one's other lines included),
+// is 400 `validation_failed` naming the line, and nothing ships.
+// `carrier` and `tracking_number` are trimmed; left out or empty,
+// they are null. A refund after shipping is allowed (a return: it
+// does not restock).
+//
+// Every shipment is told to the shop as `order.shipped`, with the
+// shipment, caused by `merchant` and this request's idempotency key.
+// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+// `merchant:NAME`, action `ship_order`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+func (c *ClientWithResponses) CreateShipmentWithBodyWithResponse(ctx context.Context, id OrderID, params *CreateShipmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateShipmentResponse, error) {
+	rsp, err := c.CreateShipmentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateShipmentResponse(rsp)
+}
+
+// CreateShipmentWithResponse Ship some or all of a paid order
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// Each line names a SKU of the order and how many of its units this
+// parcel carries; the units go to the order's lines with that SKU, in
+// the order's order. All lines ship or none, in one transaction, and
+// the order's `fulfillment_status` moves by its own table, guarded:
+// `unfulfilled` → `partially_shipped` → `shipped` (once every unit of
+// every line with a SKU has shipped; a custom line without a SKU is
+// never shipped). A shipped order takes no more shipments.
+//
+// Only a paid order ships: an order in any other status (pending,
+// processing, refunded in full, cancelled, expired) is 409
+// `order_not_paid`, and nothing is shipped. A SKU the order has no
+// line of, or more units of a SKU than remain to ship, counting every
+// shipment of the order together (this one's other lines included),
+// is 400 `validation_failed` naming the line, and nothing ships.
+// `carrier` and `tracking_number` are trimmed; left out or empty,
+// they are null. A refund after shipping is allowed (a return: it
+// does not restock).
+//
+// Every shipment is told to the shop as `order.shipped`, with the
+// shipment, caused by `merchant` and this request's idempotency key.
+// The order's shipments show on `GET /v1/orders/{id}`. Audited as
+// `merchant:NAME`, action `ship_order`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/orders/{id}/shipments (the `CreateShipment` operationId).
+func (c *ClientWithResponses) CreateShipmentWithResponse(ctx context.Context, id OrderID, params *CreateShipmentParams, body CreateShipmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateShipmentResponse, error) {
+	rsp, err := c.CreateShipment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateShipmentResponse(rsp)
 }
 
 // ListProductsWithResponse List the active products
@@ -21831,6 +22458,193 @@ func ParsePayOrderResponse(rsp *http.Response) (*PayOrderResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PayOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateShipmentResponse parses an HTTP response from a CreateShipmentWithResponse call
+func ParseCreateShipmentResponse(rsp *http.Response) (*CreateShipmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateShipmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Shipment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OrderNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateShipmentResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateShipmentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateShipmentResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateShipmentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateShipmentResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateShipmentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

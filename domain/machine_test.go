@@ -53,6 +53,7 @@ func TestMachines(t *testing.T) {
 	machineCheck(t, RecordMachine, []RecordEvent{RecordEventSucceed, RecordEventFail, RecordEventRetry,
 		RecordEventTakeOver, RecordEventRelease, RecordEventReplace}, RecordStatuses)
 	machineCheck(t, DisputeMachine, DisputeEvents, DisputeStatuses)
+	machineCheck(t, FulfillmentMachine, []FulfillmentEvent{FulfillmentShipPart, FulfillmentShipAll}, FulfillmentStatuses)
 }
 
 // TestSharedGuards: the events one store statement performs together must

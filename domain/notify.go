@@ -30,11 +30,14 @@ const (
 	// NotifyOrderRefundReversed: the provider took back a refund it had
 	// confirmed; the order's refunded_amount is lower again.
 	NotifyOrderRefundReversed NotifyType = "order.refund_reversed"
+	// NotifyOrderShipped: the merchant shipped some or all of the paid
+	// order; the event carries the shipment.
+	NotifyOrderShipped NotifyType = "order.shipped"
 )
 
 // NotifyTypes lists every event type, in the order documentation shows them.
 var NotifyTypes = []NotifyType{NotifyOrderPaid, NotifyOrderPaymentFailed, NotifyOrderCancelled, NotifyOrderExpired,
-	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed, NotifyOrderRefundReversed}
+	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed, NotifyOrderRefundReversed, NotifyOrderShipped}
 
 // Valid reports whether t is a known event type.
 func (t NotifyType) Valid() bool { return slices.Contains(NotifyTypes, t) }
@@ -85,6 +88,9 @@ type NotifyEvent struct {
 	// order's immutable columns and items. The body is rendered from them.
 	Order Order
 	Money Books
+	// Shipment is the shipment an order.shipped event tells of; nil for
+	// every other event.
+	Shipment *Shipment
 }
 
 // EndpointStatus says whether an endpoint receives events.

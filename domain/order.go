@@ -112,6 +112,9 @@ type Item struct {
 	// expiry gives back, once. 0 for a custom line, a product whose stock
 	// is unlimited, and every order created before stock was counted.
 	StockTaken int64
+	// Shipped is how many of the line's units the order's shipments have
+	// shipped (Order.PlanShipment): never more than Quantity.
+	Shipped int64
 }
 
 // Order is what a customer buys and pays for once.
@@ -136,10 +139,15 @@ type Order struct {
 	// RefundPending is what payd's refunds still in flight have reserved
 	// (RefundBook.Reserved): not money yet, and never in the status.
 	RefundPending decimal.Decimal
-	Version       int64 // 1 when created; every change raises it
-	ExpiresAt     time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Fulfillment is how much of the paid order has shipped
+	// (FulfillmentMachine); Shipments are its parcels, oldest first, where
+	// the reader asked for them.
+	Fulfillment FulfillmentStatus
+	Shipments   []Shipment
+	Version     int64 // 1 when created; every change raises it
+	ExpiresAt   time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 
 	// CreateFingerprint is the fingerprint of the request that created the
 	// order under CreateRequestID (empty for orders stored before it was

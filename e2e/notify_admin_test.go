@@ -190,7 +190,7 @@ func TestNotifyRotateSecret(t *testing.T) {
 		if r := admin("POST", "/v1/admin/events/"+uuid.NewString()+"/redeliver", map[string]any{}); r.Status != http.StatusNotFound || r.problemCode() != "event_not_found" {
 			t.Errorf("redeliver an unknown event = %d %s, want 404 event_not_found", r.Status, r.Body)
 		}
-		if r := admin("PATCH", "/v1/admin/endpoints/"+ep.ID, map[string]any{"events": []string{"order.shipped"}}); r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" {
+		if r := admin("PATCH", "/v1/admin/endpoints/"+ep.ID, map[string]any{"events": []string{"order.teleported"}}); r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" {
 			t.Errorf("PATCH an unknown event type = %d %s, want 400 validation_failed", r.Status, r.Body)
 		}
 		if r := admin("DELETE", "/v1/admin/endpoints/"+ep.ID, nil); r.Status != http.StatusOK {
@@ -286,7 +286,7 @@ func TestNotifyAdminCLIUpdateDelete(t *testing.T) {
 	}{
 		{[]string{"endpoints", "update", id}, "nothing to change"},
 		{[]string{"endpoints", "update", id, "-enable", "-disable"}, "-enable and -disable"},
-		{[]string{"endpoints", "update", id, "-events", "order.shipped"}, `-events "order.shipped": want order.paid,`},
+		{[]string{"endpoints", "update", id, "-events", "order.teleported"}, `-events "order.teleported": want order.paid,`},
 		{[]string{"endpoints", "update", "nope", "-enable"}, `ENDPOINT_ID "nope" is not an ID`},
 		{[]string{"endpoints", "update"}, "usage: payd admin endpoints update ENDPOINT_ID"},
 		{[]string{"endpoints", "delete"}, "usage: payd admin endpoints delete ENDPOINT_ID"},

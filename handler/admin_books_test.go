@@ -17,7 +17,7 @@ import (
 func booksTimeline() service.Timeline {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	usd := domain.Currency("USD")
-	o := domain.Order{ID: "0193d9a0-2d3c-7f50-9b21-6c7d8e9f0a12", CustomerID: "c1", Status: domain.StatusPaid,
+	o := domain.Order{ID: "0193d9a0-2d3c-7f50-9b21-6c7d8e9f0a12", CustomerID: "c1", Status: domain.StatusPaid, Fulfillment: domain.FulfillmentUnfulfilled,
 		Amount: decimal.RequireFromString("10"), Currency: usd, RefundedAmount: decimal.RequireFromString("3"), CreatedAt: at, UpdatedAt: at}
 	ledger := []domain.LedgerEntry{
 		{ID: "l1", OrderID: o.ID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference("ch_1"), ChargeID: "ch_1",

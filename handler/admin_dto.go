@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payd/payd/domain"
@@ -211,6 +212,10 @@ func toTimelineJSON(t service.Timeline, links ProviderLinks) timelineJSON {
 		out.Timeline = append(out.Timeline, timelineEntry{At: stamp(at), Kind: kind, ID: id, Summary: summary, at: at})
 	}
 	add(t.Order.CreatedAt, "order", t.Order.ID, "created "+domain.FormatAmount(t.Order.Amount, t.Order.Currency)+" "+string(t.Order.Currency))
+	out.Order.Shipments = toShipmentsJSON(t.Order.Shipments)
+	for _, sh := range t.Order.Shipments {
+		add(sh.CreatedAt, "shipment", sh.ID, shipmentSummary(sh))
+	}
 	for _, a := range t.Attempts {
 		out.Attempts = append(out.Attempts, toAttemptJSON(a, true))
 		add(a.CreatedAt, "attempt", a.ID, "payment attempt "+string(a.Status)+" ("+a.PaymentMethod+")")
@@ -251,6 +256,20 @@ func toTimelineJSON(t service.Timeline, links ProviderLinks) timelineJSON {
 		add(e.CreatedAt, "event", e.ID, string(e.Type)+" #"+strconv.FormatInt(e.Seq, 10)+" ("+string(e.Cause.Kind)+")")
 	}
 	sort.SliceStable(out.Timeline, func(i, j int) bool { return out.Timeline[i].at.Before(out.Timeline[j].at) })
+	return out
+}
+
+// shipmentSummary is a shipment's line on the timeline: "shipped 2 × mug,
+// 1 × tea (DHL JD0146)".
+func shipmentSummary(sh domain.Shipment) string {
+	lines := make([]string, len(sh.Items))
+	for i, l := range sh.Items {
+		lines[i] = strconv.FormatInt(l.Quantity, 10) + " × " + l.SKU
+	}
+	out := "shipped " + strings.Join(lines, ", ")
+	if by := strings.TrimSpace(sh.Carrier + " " + sh.TrackingNumber); by != "" {
+		out += " (" + by + ")"
+	}
 	return out
 }
 

@@ -64,6 +64,10 @@ type orderJSON struct {
 	// ClientSecret, on the creation's answer and every answer to the
 	// merchant, is the order's own bearer credential (ADR 0059).
 	ClientSecret string `json:"client_secret,omitempty"`
+	// FulfillmentStatus is how much of the paid order has shipped;
+	// Shipments, on the order's own read, its parcels (ADR 0060).
+	FulfillmentStatus string          `json:"fulfillment_status"`
+	Shipments         *[]shipmentJSON `json:"shipments,omitempty"`
 }
 
 // nextActionJSON is what the checkout page needs to let the customer
@@ -93,7 +97,7 @@ func toOrderJSON(o domain.Order) orderJSON {
 		RefundedAmount: domain.FormatAmount(o.RefundedAmount, o.Currency),
 		RefundPending:  domain.FormatAmount(o.RefundPending, o.Currency),
 		CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
-		NextAction: toNextAction(o.Action),
+		NextAction: toNextAction(o.Action), FulfillmentStatus: string(o.Fulfillment),
 	}
 }
 

@@ -23,6 +23,7 @@ var rendered = map[string]any{
 	"Endpoint": endpointJSON{}, "EndpointWithSecret": endpointSecretJSON{}, "EndpointList": endpointListJSON{},
 	"Delivery": deliveryJSON{}, "DeliveryAttempt": attemptLogJSON{}, "DeliveryList": deliveryListJSON{}, "RedeliverResult": redeliverJSON{},
 	"Product": productJSON{}, "ProductList": productListJSON{},
+	"Shipment": shipmentJSON{}, "ShipmentLine": shipLineJSON{},
 }
 
 // accepted maps each request schema to the type the handlers decode into.
@@ -32,6 +33,7 @@ var accepted = map[string]any{
 	"ReconcileRequest": reconcileRequest{}, "ResolveRequest": resolveRequest{},
 	"CreateEndpointRequest": createEndpointRequest{}, "UpdateEndpointRequest": updateEndpointRequest{},
 	"CreateProductRequest": createProductRequest{}, "UpdateProductRequest": updateProductRequest{}, "AdjustStockRequest": stockRequest{},
+	"ShipmentRequest": shipRequest{}, "ShipmentLineRequest": shipLineJSON{},
 }
 
 // jsonField is one key of a type's JSON form.

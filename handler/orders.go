@@ -176,6 +176,7 @@ func (h *Orders) get(c echo.Context) error {
 	}
 	j := toOrderWithAttempts(o, attempts)
 	j.orderJSON = h.withSecret(j.orderJSON, merchantOf(c) != "")
+	j.Shipments = toShipmentsJSON(o.Shipments)
 	return writeJSON(c, http.StatusOK, j)
 }
 

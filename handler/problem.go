@@ -181,6 +181,8 @@ var errorTable = []errorRow{
 		detail: "The payment provider does not know this payment method; nothing was charged. Use another one."},
 	{match: is(domain.ErrOrderNotCancelable), code: "order_not_cancelable",
 		detail: "This order can no longer be cancelled."},
+	{match: is(domain.ErrOrderNotPaid), code: "order_not_paid",
+		detail: "Only a paid order ships: this one is not paid yet, its money is only held, or it was refunded in full."},
 	{match: is(domain.ErrPaymentDeclined), code: "card_declined",
 		detail: "The payment was declined. Try another payment method.", adorn: declineCode},
 	// No final answer yet, and payd's own to find: a 503 asking for the

@@ -36,6 +36,7 @@ var problemTypes = map[string]problemType{
 	"order_not_payable":             {409, "Order not payable", "The order was cancelled or has expired and can no longer be paid."},
 	"payment_method_invalid":        {400, "Payment method invalid", "The payment provider does not know this payment method; nothing was charged. Use another one."},
 	"order_not_cancelable":          {409, "Order cannot be cancelled", "Only a pending order can be cancelled; this one is being paid, paid or closed."},
+	"order_not_paid":                {409, "Order not paid", "Only a paid order ships. This one is not paid yet, its money is only held (capture it first), or it was refunded in full. Nothing was shipped."},
 	"card_declined":                 {402, "Payment declined", "The provider declined the payment; `decline_code` says why (card_declined, insufficient_funds, ...). Nothing was charged. Try another payment method; a new key is not needed."},
 	"payment_outcome_unknown":       {503, "Payment outcome unknown", "The provider did not answer in time. payd resolves the outcome by itself; retry with the same key after the time in Retry-After, or watch the order, and never pay or refund with a new key meanwhile."},
 	"payment_amount_mismatch":       {502, "Payment amount mismatch", "The provider reported a charge for another amount or currency than the order's. The order was not paid; an operator refunds or applies the charge. Do not pay again."},

@@ -61,6 +61,8 @@ type Deps struct {
 	MerchantKey string
 	Merchants   []Merchant
 	Products    *Products
+	// Shipments ships the merchant's paid orders (ADR 0060).
+	Shipments *Shipments
 	// Audit is the trail the merchant's order creations and cancels are
 	// recorded on (nil: they are not).
 	Audit Auditor
@@ -135,6 +137,15 @@ func routes(e *echo.Echo, d Deps) {
 	v1.POST("/orders/:id/pay", orders.pay, buyerOfOrder, validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.POST("/orders/:id/cancel", orders.cancel, anyOfOrder, validIDs(orderID), orders.audited("cancel_order"), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/orders/:id/events", events.stream, anyOfOrder, validIDs(orderID))
+	ship := d.Shipments
+	if ship == nil {
+		ship = &Shipments{}
+	}
+	if ship.Log == nil {
+		ship.Log = d.Log
+	}
+	// Shipments (ADR 0060): the merchant's only.
+	v1.POST("/orders/:id/shipments", ship.ship, limits.merchants(requireMerchant(known)), ship.audited("ship_order"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/requests/:key", requests.get, anyOfOrder)
 	// One webhook endpoint per provider mode: each answers 404 when its
 	// receiver is nil. Both have a limit of their own, per source: a

@@ -42,6 +42,9 @@ type Body struct {
 	CreatedAt string    `json:"created_at"`
 	Cause     causeJSON `json:"cause"`
 	Order     orderJSON `json:"order"`
+	// Shipment is the parcel an order.shipped event tells of; absent from
+	// every other event.
+	Shipment *shipmentJSON `json:"shipment,omitempty"`
 }
 
 type causeJSON struct {
@@ -63,6 +66,7 @@ type orderJSON struct {
 	RefundedAmount string     `json:"refunded_amount"`
 	CreatedAt      string     `json:"created_at"`
 	UpdatedAt      string     `json:"updated_at"`
+	Fulfillment    string     `json:"fulfillment_status"`
 	Money          booksJSON  `json:"money"`
 }
 
@@ -81,6 +85,21 @@ type booksJSON struct {
 	Net      string `json:"net"`
 }
 
+// shipmentJSON is a shipment as the API shows it (the Shipment schema).
+type shipmentJSON struct {
+	ID             string         `json:"id"`
+	OrderID        string         `json:"order_id"`
+	Items          []shipLineJSON `json:"items"`
+	Carrier        *string        `json:"carrier"`
+	TrackingNumber *string        `json:"tracking_number"`
+	CreatedAt      string         `json:"created_at"`
+}
+
+type shipLineJSON struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+}
+
 // Render is ev's body, from its snapshot: the same bytes for the same
 // event, whichever replica renders it.
 func Render(ev domain.NotifyEvent) ([]byte, error) {
@@ -90,13 +109,22 @@ func Render(ev domain.NotifyEvent) ([]byte, error) {
 		items[i] = itemJSON{SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPrice: domain.FormatAmount(it.UnitPrice, c)}
 	}
 	m := ev.Money
-	return json.Marshal(Body{ID: ev.ID, Type: string(ev.Type), CreatedAt: stamp(ev.CreatedAt),
+	var shipment *shipmentJSON
+	if sh := ev.Shipment; sh != nil {
+		lines := make([]shipLineJSON, len(sh.Items))
+		for i, l := range sh.Items {
+			lines[i] = shipLineJSON{SKU: l.SKU, Quantity: l.Quantity}
+		}
+		shipment = &shipmentJSON{ID: sh.ID, OrderID: sh.OrderID, Items: lines, Carrier: strPtr(sh.Carrier),
+			TrackingNumber: strPtr(sh.TrackingNumber), CreatedAt: stamp(sh.CreatedAt)}
+	}
+	return json.Marshal(Body{Shipment: shipment, ID: ev.ID, Type: string(ev.Type), CreatedAt: stamp(ev.CreatedAt),
 		Cause: causeJSON{Kind: string(ev.Cause.Kind), Ref: ev.Cause.Ref},
 		Order: orderJSON{ID: o.ID, CustomerID: strPtr(o.CustomerID), Status: string(o.Status),
 			Amount: domain.FormatAmount(o.Amount, c), Currency: string(c), Items: items,
 			PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 			RefundedAmount: domain.FormatAmount(o.RefundedAmount, c),
-			CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
+			CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt), Fulfillment: string(o.Fulfillment),
 			Money: booksJSON{Charged: domain.FormatAmount(m.Charged, c), Refunded: domain.FormatAmount(m.Refunded, c),
 				Disputed: domain.FormatAmount(m.Disputed, c), Lost: domain.FormatAmount(m.Lost, c), Net: domain.FormatAmount(m.Net, c)}}})
 }

@@ -47,17 +47,18 @@ func pendingOrder(customerID string) domain.Order {
 		{SKU: "cup", Name: "Cup", Quantity: 1, UnitPrice: dec("3.00")},
 	}
 	return domain.Order{
-		ID:         newID(),
-		CustomerID: customerID,
-		Creator:    domain.CustomerScope(customerID),
-		Status:     domain.StatusPending,
-		Amount:     domain.Total(items),
-		Currency:   "USD",
-		Items:      items,
-		Version:    1,
-		ExpiresAt:  t0.Add(time.Hour),
-		CreatedAt:  t0,
-		UpdatedAt:  t0,
+		ID:          newID(),
+		CustomerID:  customerID,
+		Creator:     domain.CustomerScope(customerID),
+		Status:      domain.StatusPending,
+		Fulfillment: domain.FulfillmentUnfulfilled,
+		Amount:      domain.Total(items),
+		Currency:    "USD",
+		Items:       items,
+		Version:     1,
+		ExpiresAt:   t0.Add(time.Hour),
+		CreatedAt:   t0,
+		UpdatedAt:   t0,
 	}
 }
 

@@ -34,22 +34,25 @@ var (
 // snapshot, and the order's immutable columns (orders o).
 const fanOutColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
 	e.refunded_minor, e.order_updated_at, e.charged_minor, e.books_refunded_minor, e.disputed_minor, e.lost_minor,
-	e.body, e.fanned_out, e.created_at, o.customer_id, o.currency, o.amount_minor, o.created_at, o.expires_at`
+	e.body, e.fanned_out, e.created_at, o.customer_id, o.currency, o.amount_minor, o.created_at, o.expires_at,
+	e.fulfillment_status, e.shipment_id`
 
 // scanEvent reads one row of fanOutColumns.
-func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, error) {
+func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, string, error) {
 	var (
 		ev                                domain.NotifyEvent
 		o                                 orderRow
 		typ, cause                        string
 		charged, refunded, disputed, lost int64
 		createdAt                         utcTime
+		shipment                          sql.NullString
 	)
 	err := scan(&ev.ID, &ev.OrderID, &ev.Seq, &typ, &cause, &ev.Cause.Ref, &o.Status, &o.PayRequestID, &o.PaidAt,
 		&o.RefundedMinor, &o.UpdatedAt, &charged, &refunded, &disputed, &lost,
-		&ev.Body, &ev.FannedOut, &createdAt, &o.CustomerID, &o.Currency, &o.AmountMinor, &o.CreatedAt, &o.ExpiresAt)
+		&ev.Body, &ev.FannedOut, &createdAt, &o.CustomerID, &o.Currency, &o.AmountMinor, &o.CreatedAt, &o.ExpiresAt,
+		&o.Fulfillment, &shipment)
 	if err != nil {
-		return domain.NotifyEvent{}, orderRow{}, err
+		return domain.NotifyEvent{}, orderRow{}, "", err
 	}
 	ev.Type, ev.Cause.Kind, ev.CreatedAt = domain.NotifyType(typ), domain.CauseKind(cause), createdAt.time()
 	o.ID, o.Version = ev.OrderID, ev.Seq
@@ -57,7 +60,7 @@ func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, error) {
 	ev.Money = domain.Books{Charged: domain.FromMinorUnits(charged, c), Refunded: domain.FromMinorUnits(refunded, c),
 		Disputed: domain.FromMinorUnits(disputed, c), Lost: domain.FromMinorUnits(lost, c)}
 	ev.Money.Net = ev.Money.Charged.Sub(ev.Money.Refunded).Sub(ev.Money.Lost)
-	return ev, o, nil
+	return ev, o, shipment.String, nil
 }
 
 // events reads the events a query of fanOutColumns selects, each with its
@@ -69,16 +72,17 @@ func (s *NotifyStore) events(ctx context.Context, query string, args ...any) ([]
 	}
 	defer rows.Close()
 	var (
-		out    []domain.NotifyEvent
-		orders []orderRow
-		ids    []string
+		out       []domain.NotifyEvent
+		orders    []orderRow
+		ids       []string
+		shipments []string // each event's, "" for none
 	)
 	for rows.Next() {
-		ev, o, err := scanEvent(rows.Scan)
+		ev, o, shipment, err := scanEvent(rows.Scan)
 		if err != nil {
 			return nil, classify(err)
 		}
-		out, orders = append(out, ev), append(orders, o)
+		out, orders, shipments = append(out, ev), append(orders, o), append(shipments, shipment)
 		if !slices.Contains(ids, ev.OrderID) {
 			ids = append(ids, ev.OrderID)
 		}
@@ -89,12 +93,21 @@ func (s *NotifyStore) events(ctx context.Context, query string, args ...any) ([]
 	if len(out) == 0 {
 		return nil, nil
 	}
-	items, err := (&OrderStore{db: s.db}).items(ctx, ids)
+	store := &OrderStore{db: s.db}
+	items, err := store.items(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	named := slices.DeleteFunc(slices.Clone(shipments), func(id string) bool { return id == "" })
+	byID, err := store.shipmentsByID(ctx, named)
 	if err != nil {
 		return nil, err
 	}
 	for i := range out {
 		out[i].Order = orders[i].toDomain(items[out[i].OrderID])
+		if sh, ok := byID[shipments[i]]; ok {
+			out[i].Shipment = &sh
+		}
 	}
 	return out, nil
 }

@@ -28,6 +28,7 @@ type orderRow struct {
 	ExpiresAt     utcTime        `gorm:"column:expires_at"`
 	CreatedAt     utcTime        `gorm:"column:created_at"`
 	UpdatedAt     utcTime        `gorm:"column:updated_at"`
+	Fulfillment   string         `gorm:"column:fulfillment_status"`
 }
 
 // TableName tells GORM the table.
@@ -36,12 +37,12 @@ func (orderRow) TableName() string { return "orders" }
 // orderColumns are the columns of orderRow (of orders o), in the order of
 // fields: FindByID, on every pay, scans them by hand.
 const orderColumns = `o.id, o.customer_id, o.creator, o.status, o.currency, o.amount_minor, o.refunded_minor, o.refund_reserved_minor, o.pay_request_id,
-	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at`
+	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at, o.fulfillment_status`
 
 // fields are the scan destinations of orderColumns.
 func (r *orderRow) fields() []any {
 	return []any{&r.ID, &r.CustomerID, &r.Creator, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.ReservedMinor, &r.PayRequestID,
-		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt}
+		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.Fulfillment}
 }
 
 // itemRow is a row of order_items; position keeps the items in order.
@@ -53,6 +54,7 @@ type itemRow struct {
 	Quantity       int64  `gorm:"column:quantity"`
 	UnitPriceMinor int64  `gorm:"column:unit_price_minor"`
 	StockTaken     int64  `gorm:"column:stock_taken"`
+	Shipped        int64  `gorm:"column:shipped"`
 }
 
 // TableName tells GORM the table.
@@ -76,11 +78,18 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	if !o.Status.Valid() {
 		return orderRow{}, nil, fmt.Errorf("order status %q is not valid", o.Status)
 	}
+	fulfillment := o.Fulfillment
+	if fulfillment == "" {
+		fulfillment = domain.FulfillmentUnfulfilled
+	}
+	if !fulfillment.Valid() {
+		return orderRow{}, nil, fmt.Errorf("order fulfillment status %q is not valid", o.Fulfillment)
+	}
 	row := orderRow{
 		ID: o.ID, CustomerID: nullString(o.CustomerID), Creator: o.CreatedBy(), Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, ReservedMinor: reserved, PayRequestID: nullString(o.PayRequestID),
 		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, domain.CreatedVersion), PaidAt: tsPtr(o.PaidAt),
-		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt),
+		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt), Fulfillment: string(fulfillment),
 	}
 	items := make([]itemRow, len(o.Items))
 	for i, it := range o.Items {
@@ -88,7 +97,7 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 		if err != nil {
 			return orderRow{}, nil, err
 		}
-		items[i] = itemRow{OrderID: o.ID, Position: i, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPriceMinor: price, StockTaken: it.StockTaken}
+		items[i] = itemRow{OrderID: o.ID, Position: i, SKU: it.SKU, Name: it.Name, Quantity: it.Quantity, UnitPriceMinor: price, StockTaken: it.StockTaken, Shipped: it.Shipped}
 	}
 	return row, items, nil
 }
@@ -104,11 +113,15 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		PayRequestID:   r.PayRequestID.String, CreateRequestID: r.CreateRequest.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
 		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
 		CreateFingerprint: r.CreateFP.String, Items: make([]domain.Item, 0, len(items)),
+		Fulfillment: domain.FulfillmentStatus(r.Fulfillment),
+	}
+	if o.Fulfillment == "" { // a row read without the column (a list that names its columns)
+		o.Fulfillment = domain.FulfillmentUnfulfilled
 	}
 	for _, it := range items {
 		o.Items = append(o.Items, domain.Item{
 			SKU: it.SKU, Name: it.Name, Quantity: it.Quantity,
-			UnitPrice: domain.FromMinorUnits(it.UnitPriceMinor, c), StockTaken: it.StockTaken,
+			UnitPrice: domain.FromMinorUnits(it.UnitPriceMinor, c), StockTaken: it.StockTaken, Shipped: it.Shipped,
 		})
 	}
 	return o
@@ -204,7 +217,7 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	// it on every read (EXPLAIN: "Using temporary; Using filesort"), which
 	// cost it more CPU than the rest of the read; the few items are sorted
 	// here instead.
-	rows, err := s.db.query(ctx, `SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor, i.stock_taken
+	rows, err := s.db.query(ctx, `SELECT `+orderColumns+`, i.position, i.sku, i.name, i.quantity, i.unit_price_minor, i.stock_taken, i.shipped
 	  FROM orders o LEFT JOIN order_items i ON i.order_id = o.id
 	 WHERE o.id = ?`, id)
 	if err != nil {
@@ -214,15 +227,15 @@ func (s *OrderStore) FindByID(ctx context.Context, id string) (domain.Order, err
 	var o orderRow
 	items, found := []itemRow{}, false
 	for rows.Next() {
-		var pos, qty, price, taken sql.NullInt64
+		var pos, qty, price, taken, shipped sql.NullInt64
 		var sku, name sql.NullString
-		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price, &taken)...); err != nil {
+		if err := rows.Scan(append(o.fields(), &pos, &sku, &name, &qty, &price, &taken, &shipped)...); err != nil {
 			return domain.Order{}, fmt.Errorf("find order %s: %w", id, classify(err))
 		}
 		found = true
 		if pos.Valid {
 			items = append(items, itemRow{OrderID: id, Position: int(pos.Int64), SKU: sku.String,
-				Name: name.String, Quantity: qty.Int64, UnitPriceMinor: price.Int64, StockTaken: taken.Int64})
+				Name: name.String, Quantity: qty.Int64, UnitPriceMinor: price.Int64, StockTaken: taken.Int64, Shipped: shipped.Int64})
 		}
 	}
 	if err := rows.Err(); err != nil {

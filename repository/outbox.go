@@ -65,13 +65,13 @@ var (
 	// one row.
 	insertEvent = eventSelect + eventGroup
 
-	eventSelect = `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
-		paid_at, refunded_minor, order_updated_at, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at)
-		SELECT ?, o.id, o.version, ?, ?, ?, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at,
-		` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?
-		FROM orders o LEFT JOIN ledger_entries l ON l.order_id = o.id AND l.currency = o.currency
-		WHERE o.id = ?`
-	eventGroup = ` GROUP BY o.id, o.version, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at`
+	eventSelect = eventSelectOf("", "")
+	eventGroup  = ` GROUP BY o.id, o.version, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status`
+
+	// insertShippedEvent is insertEvent for order.shipped, which names its
+	// shipment: its arguments are insertEvent's with the shipment's ID
+	// after created_at.
+	insertShippedEvent = eventSelectOf(", shipment_id", ", ?") + eventGroup
 
 	// insertEventIfChanged is insertEvent in a MySQL packet, after the
 	// statement that changed the order (PayBatch, DB.batch).
@@ -101,6 +101,17 @@ var (
 		order_updated_at = (SELECT o.updated_at FROM orders o WHERE o.id = notify_events.order_id)
 		WHERE order_id = ? AND fanned_out = FALSE AND seq = (SELECT o.version - 1 FROM orders o WHERE o.id = ?)`
 )
+
+// eventSelectOf is insertEvent's INSERT ... SELECT with more columns
+// (", shipment_id") and their values (", ?"), bound after created_at.
+func eventSelectOf(columns, values string) string {
+	return `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
+		paid_at, refunded_minor, order_updated_at, fulfillment_status, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at` + columns + `)
+		SELECT ?, o.id, o.version, ?, ?, ?, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status,
+		` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?` + values + `
+		FROM orders o LEFT JOIN ledger_entries l ON l.order_id = o.id AND l.currency = o.currency
+		WHERE o.id = ?`
+}
 
 // maxCauseRef bounds a cause's reference to its column.
 const maxCauseRef = 255

@@ -123,6 +123,11 @@ func (s *Admin) Timeline(ctx context.Context, id string) (Timeline, error) {
 		return Timeline{}, err
 	}
 	t := Timeline{Order: o}
+	if o.Fulfillment != domain.FulfillmentUnfulfilled { // else it has no shipment: no read
+		if t.Order.Shipments, err = s.Orders.ShipmentsOf(ctx, id); err != nil {
+			return Timeline{}, err
+		}
+	}
 	if t.Attempts, err = s.Attempts.ListByOrder(ctx, id); err != nil {
 		return Timeline{}, err
 	}

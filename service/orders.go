@@ -99,7 +99,7 @@ func (s *Orders) Create(ctx context.Context, req Keyed, n NewOrder) (domain.Orde
 	o := domain.Order{
 		ID: newID(), CustomerID: n.CustomerID, Creator: n.creator(), Status: domain.StatusPending, Amount: amount, Currency: cur,
 		Items: lines, RefundedAmount: decimal.Zero, Version: domain.CreatedVersion, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
-		CreateRequestID: req.Key,
+		CreateRequestID: req.Key, Fulfillment: domain.FulfillmentUnfulfilled,
 	}
 	if req.Key != "" {
 		o.CreateFingerprint = req.Fingerprint
@@ -285,11 +285,17 @@ func (s *Orders) Get(ctx context.Context, customerID, id string) (domain.Order, 
 	return o, nil
 }
 
-// GetWithAttempts is Get plus the order's payment attempts, oldest first.
+// GetWithAttempts is Get plus the order's payment attempts, oldest first,
+// and its shipments.
 func (s *Orders) GetWithAttempts(ctx context.Context, customerID, id string) (domain.Order, []domain.Attempt, error) {
 	o, err := s.Get(ctx, customerID, id)
 	if err != nil {
 		return domain.Order{}, nil, err
+	}
+	if o.Fulfillment != domain.FulfillmentUnfulfilled { // else it has no shipment: no read
+		if o.Shipments, err = s.Store.ShipmentsOf(ctx, id); err != nil {
+			return domain.Order{}, nil, err
+		}
 	}
 	attempts, err := s.Attempts.ListByOrder(ctx, id)
 	return o, attempts, err

@@ -50,6 +50,8 @@ type OrderStore interface {
 	// no transaction that changes the order commits between that read and
 	// the caller's end (ADR 0030's outside refunds).
 	Lock(ctx context.Context, id string) (domain.Order, error)
+	// ShipmentsOf returns the order's shipments, oldest first.
+	ShipmentsOf(ctx context.Context, id string) ([]domain.Shipment, error)
 	// FindByCreateRequest returns the order creator (its idempotency
 	// scope) created under requestID, or domain.ErrOrderNotFound.
 	FindByCreateRequest(ctx context.Context, creator, requestID string) (domain.Order, error)

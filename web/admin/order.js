@@ -90,6 +90,8 @@ function draw(doc, fresh) {
     ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(minus(m.net), o.currency)}`,
     // A refund in flight is not money yet: said apart, never added in.
     o.refund_pending_amount && Number(o.refund_pending_amount) !== 0 ? ` · ${amount(o.refund_pending_amount, o.currency)} refund pending` : '',
+    // Shipping is the merchant's, apart from the money: said once it began.
+    o.fulfillment_status && o.fulfillment_status !== 'unfulfilled' ? ` · ${o.fulfillment_status.replace('_', ' ')}` : '',
     ...(o.customer_id ? [' · customer ', idRef(o.customer_id, { what: 'customer ID' })] : [' · guest (created by the merchant)']),
     ` · created ${when(o.created_at)}`,
     // Every order has a client secret, handed to its creator; it opens the

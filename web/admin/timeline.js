@@ -3,8 +3,9 @@
 // `timeline`); each entry is drawn with its outcome, looked up in the
 // record it names: an attempt's status, a webhook's outcome, a refund's
 // status, a discrepancy's status and resolution, a dispute's status, a
-// ledger entry booked (it never changes), an operator action's HTTP
-// result (so a refund answered 409 never looks like one answered 200).
+// ledger entry booked and a shipment shipped (neither ever changes), an
+// operator action's HTTP result (so a refund answered 409 never looks
+// like one answered 200).
 
 import { h, when, badge, withIds } from './dom.js';
 import { amountsOf } from './discrepancies.js';
@@ -43,6 +44,8 @@ function recordOutcome(doc, entry) {
       const d = find(doc.disputes);
       return d.status; // open, won or lost
     }
+    case 'shipment':
+      return find((doc.order || {}).shipments).id ? 'shipped' : '';
     case 'event': {
       const e = find(doc.events);
       return e.id ? (e.fanned_out ? 'fanned out' : 'to fan out') : '';

@@ -1,0 +1,59 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/payd/payd/domain"
+)
+
+// ShipmentStore is what shipping keeps its shipments in
+// (repository.OrderStore).
+type ShipmentStore interface {
+	// Ship writes shipment sh of order sh.OrderID as plan decides from
+	// the order under its lock, with its order.shipped event caused by c,
+	// all or nothing, and returns the order as it left it, shipments
+	// included. plan's error is returned as it is.
+	Ship(ctx context.Context, sh domain.Shipment, plan func(domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error),
+		c domain.Cause, now time.Time) (domain.Order, error)
+}
+
+// Shipments ships the merchant's paid orders (ADR 0060): each shipment is
+// one transaction that raises its lines' shipped counts by guarded
+// statements, moves the order's fulfilment by its machine, and tells the
+// shop with order.shipped. A shipment is asked under an idempotency key,
+// so a repeated request ships once and is answered the same.
+type Shipments struct {
+	Store ShipmentStore
+	Now   func() time.Time
+	// Observer is told of each order a shipment changes (its event
+	// streams hear of it).
+	Observer Observer
+}
+
+// Ship ships n of order id for the merchant. Bad input is a
+// domain.ValidationErrors and nothing is written; so are lines the order
+// does not have or has already shipped. An order that is not paid is
+// domain.ErrOrderNotPaid; an unknown one domain.ErrOrderNotFound. It
+// returns the order as the shipment left it, and the shipment.
+func (s *Shipments) Ship(ctx context.Context, id string, n domain.NewShipment) (domain.Order, domain.Shipment, error) {
+	if err := n.Check(); err != nil {
+		return domain.Order{}, domain.Shipment{}, err
+	}
+	sh := domain.Shipment{ID: newID(), OrderID: id, Items: n.Items, Carrier: n.Carrier, TrackingNumber: n.TrackingNumber}
+	c := causeIn(ctx, domain.Cause{Kind: domain.CauseMerchant, Ref: sh.ID})
+	o, err := s.Store.Ship(ctx, sh, func(o domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error) {
+		return o.PlanShipment(n)
+	}, c, s.Now().UTC())
+	if err != nil {
+		return domain.Order{}, domain.Shipment{}, fmt.Errorf("ship order %s: %w", id, err)
+	}
+	observing(s.Observer).OrderChanged(id)
+	for _, got := range o.Shipments {
+		if got.ID == sh.ID {
+			return o, got, nil
+		}
+	}
+	return domain.Order{}, domain.Shipment{}, fmt.Errorf("ship order %s: shipment %s was written but not read back", id, sh.ID)
+}
