@@ -16,8 +16,8 @@ import (
 	"github.com/payd/payd/internal/nemesis"
 )
 
-// The nemesis's clients: seeded loops of pays, replays, cancels, refunds
-// and reads against the replicas, each request and answer recorded in the
+// The nemesis's clients: seeded loops of pays, replays, cancels, refunds,
+// shipments and reads against the replicas, each request and answer recorded in the
 // history.
 
 // nemWorkload is the clients' shared knowledge: the customers, the orders
@@ -44,6 +44,7 @@ type nemWorkload struct {
 type nemOrder struct {
 	id, amount string
 	token      string
+	sku        string // its catalogue line's SKU, one unit (the counted product's line aside)
 }
 
 // nemKey is one idempotent request under its key: sent again, it is the
@@ -170,6 +171,19 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 			if k := w.anyKey(r, kind); k != nil {
 				w.lookup(c, r, k, false)
 			}
+		case x < 93: // the merchant ships an order's line: once, twice at once, or again under its key
+			o := w.anyOrder(r)
+			switch {
+			case o == nil:
+			case r.IntN(4) == 0:
+				w.concurrently(c, r, w.shipKey(o), w.shipKey(o))
+			case r.IntN(3) == 0:
+				if k := w.anyKey(r, nemesis.OpShip); k != nil {
+					w.send(c, r, k)
+				}
+			default:
+				w.send(c, r, w.shipKey(o))
+			}
 		default: // an order read
 			if o := w.anyOrder(r); o != nil {
 				w.read(c, r, o, false)
@@ -209,7 +223,7 @@ func (w *nemWorkload) newOrder(c int, r *rand.Rand) *nemOrder {
 			if op.OrderID != "" {
 				var o client.Order
 				_ = json.Unmarshal(op.Body, &o) // do read it
-				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token}
+				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token, sku: w.skus[amount]}
 				w.mu.Lock()
 				w.orders = append(w.orders, no)
 				w.mu.Unlock()
@@ -282,6 +296,14 @@ func (w *nemWorkload) refundKey(o *nemOrder, amount string) *nemKey {
 	body, _ := json.Marshal(req)
 	return w.remember(&nemKey{kind: nemesis.OpRefund, order: o, key: "refund-" + uuid.NewString(), amount: amount, method: http.MethodPost,
 		path: "/v1/admin/orders/" + o.id + "/refund", token: testAdminToken, body: body})
+}
+
+// shipKey is a shipment of o's catalogue line (one unit: only one
+// shipment of it can succeed, and a paid order's only), by the merchant.
+func (w *nemWorkload) shipKey(o *nemOrder) *nemKey {
+	body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"sku": o.sku, "quantity": 1}}, "carrier": "nemesis"})
+	return w.remember(&nemKey{kind: nemesis.OpShip, order: o, key: "ship-" + uuid.NewString(), method: http.MethodPost,
+		path: "/v1/orders/" + o.id + "/shipments", token: testMerchantKey, body: body})
 }
 
 // send sends k's request once.

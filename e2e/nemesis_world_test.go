@@ -97,6 +97,7 @@ func (w *nemWorkload) world(setup string, seed int64) nemesis.World {
 		wd.Payd.Charged = wd.Payd.Charged.Add(st.Books.Charged)
 		wd.Payd.Refunded = wd.Payd.Refunded.Add(st.Books.Refunded)
 	}
+	w.shipments(wd.Orders)
 	wd.Merchant = w.merchant() // after the timelines: every event it heard of is one they hold
 	wd.Stock = []nemesis.Stock{w.stock()}
 	return wd
@@ -148,6 +149,57 @@ func (w *nemWorkload) stock() nemesis.Stock {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return st
+}
+
+// shipments adds to each order its fulfilment, its lines' shipped counts
+// and its shipments, as payd's database holds them once the world
+// settled (nemesis.InvShipped).
+func (w *nemWorkload) shipments(orders map[string]nemesis.OrderState) {
+	t, g := w.t, w.s.db.Gorm().WithContext(context.Background())
+	var fulfil []struct {
+		ID                string
+		FulfillmentStatus string
+	}
+	scanRows(t, w.s.db, &fulfil, "SELECT id, fulfillment_status FROM orders")
+	for _, f := range fulfil {
+		if o, ok := orders[f.ID]; ok {
+			o.Fulfillment = domain.FulfillmentStatus(f.FulfillmentStatus)
+			orders[f.ID] = o
+		}
+	}
+	var lines []struct {
+		OrderID           string
+		SKU               string
+		Quantity, Shipped int64
+	}
+	if err := g.Raw("SELECT order_id, sku, quantity, shipped FROM order_items ORDER BY order_id, position").Scan(&lines).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if o, ok := orders[l.OrderID]; ok {
+			o.Lines = append(o.Lines, nemesis.Line{SKU: l.SKU, Quantity: l.Quantity, Shipped: l.Shipped})
+			orders[l.OrderID] = o
+		}
+	}
+	var units []struct {
+		OrderID, ID, SKU string
+		Quantity         int64
+	}
+	if err := g.Raw(`SELECT s.order_id, s.id, i.sku, i.quantity FROM shipments s JOIN shipment_items i ON i.shipment_id = s.id
+		ORDER BY s.order_id, s.created_at, s.id, i.position`).Scan(&units).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range units {
+		o, ok := orders[u.OrderID]
+		if !ok {
+			continue
+		}
+		if n := len(o.Shipments); n == 0 || o.Shipments[n-1].ID != u.ID {
+			o.Shipments = append(o.Shipments, nemesis.Shipment{ID: u.ID, Units: map[string]int64{}})
+		}
+		o.Shipments[len(o.Shipments)-1].Units[u.SKU] += u.Quantity
+		orders[u.OrderID] = o
+	}
 }
 
 func nemDecimal(t *testing.T, s string) decimal.Decimal {

@@ -65,12 +65,19 @@ const (
 	// exactly once; and each creation answered 201 took, once, the units
 	// it asked for.
 	InvStock = "stock_left_plus_sold_is_received"
+	// InvShipped: no line shipped more than it holds, nor less than 0;
+	// the units an order's lines shipped are, SKU by SKU, the units its
+	// shipments hold; its fulfillment_status is what those counts say;
+	// only an order that was paid holds shipments, at most one per key
+	// the merchant sent for it; and each shipment answered 201 is one
+	// the order holds.
+	InvShipped = "shipped_at_most_ordered"
 )
 
 // Invariants lists every invariant Check proves, in the order it reports
 // them.
 var Invariants = []string{InvOneCharge, InvPaidOneCharge, InvBooks, InvSameFinal, InvPendingFirst,
-	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered, InvConfirmedMoney, InvStock}
+	InvNoUnpaid200, InvNo5xx, InvPayExplained, InvLinearizable, InvOneEvent, InvDelivered, InvConfirmedMoney, InvStock, InvShipped}
 
 // Violation is one broken invariant: what broke, and the smallest part of
 // the history that shows it.
@@ -97,7 +104,7 @@ func Check(w World) Report {
 	if len(ops) > 0 {
 		r.Start = ops[0].Start
 	}
-	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events, c.confirmedMoney, c.stock} {
+	for _, inv := range []func() []Violation{c.oneCharge, c.paidOneCharge, c.books, c.keys, c.no5xx, c.pays, c.events, c.confirmedMoney, c.stock, c.shipped} {
 		r.Violations = append(r.Violations, inv()...)
 	}
 	r.Violations = append(r.Violations, Linearizable(ops)...)

@@ -35,6 +35,9 @@ func toldWhy(o OrderState) string {
 			why = append(why, fmt.Sprintf("event %s has unknown type %q", e.ID, e.Type))
 			continue
 		}
+		if e.Type == domain.NotifyOrderShipped && e.Status != domain.StatusPaid {
+			why = append(why, fmt.Sprintf("%s event %s shows the order %s: only a paid order ships", e.Type, e.ID, e.Status))
+		}
 		if want, moves := toldStatus[e.Type]; moves {
 			last = e.Type
 			if !slices.Contains(want, e.Status) {
@@ -51,6 +54,7 @@ func toldWhy(o OrderState) string {
 	want(domain.NotifyOrderCancelled, b2i(o.Status == domain.StatusCancelled))
 	want(domain.NotifyOrderExpired, b2i(o.Status == domain.StatusExpired))
 	want(domain.NotifyOrderRefunded, o.RefundsBooked)
+	want(domain.NotifyOrderShipped, len(o.Shipments))
 	if n := count[domain.NotifyOrderPaymentFailed]; n > o.Attempts {
 		why = append(why, fmt.Sprintf("%d order.payment_failed events for %d attempts", n, o.Attempts))
 	}

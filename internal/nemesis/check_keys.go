@@ -58,7 +58,7 @@ func (c *checker) keys() []Violation {
 		}
 	}
 	out = append(out, c.lookups(func(key string) []Op {
-		for _, kind := range []OpKind{OpPay, OpCancel, OpRefund} {
+		for _, kind := range []OpKind{OpPay, OpCancel, OpRefund, OpShip} {
 			if ops, ok := byKey[kk{kind, key}]; ok {
 				return ops
 			}

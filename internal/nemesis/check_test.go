@@ -92,6 +92,15 @@ func cleanWorld() World {
 		sweep(opAt(6, OpRefund, "o3", "rk3", 1000, 1010, 200, refund3)),
 		sweep(opAt(6, OpPay, "o4", "k4", 1000, 1010, 402, problemBody(402, "card_declined", "x5"))),
 	}
+	// o3's one shipment, under key s3: answered 201, then a retry
+	// waited for it, and the sweep heard the same answer.
+	ship3 := []byte(`{"id":"sh1","order_id":"o3","items":[{"sku":"usd-12.30","quantity":1}],"carrier":null,"tracking_number":null,"created_at":"2026-01-01T00:00:00.000000Z"}`)
+	ops = append(ops,
+		Op{Client: 4, Kind: OpShip, OrderID: "o3", Key: "s3", Method: "POST", Path: "/v1/orders/o3/shipments", Status: 201, Start: atMS(200), End: atMS(220), Body: ship3},
+		Op{Client: 4, Kind: OpShip, OrderID: "o3", Key: "s3", Method: "POST", Path: "/v1/orders/o3/shipments", Status: 409, RetryAfter: "1", Start: atMS(205), End: atMS(215),
+			Body: problemBody(409, "idempotency_key_in_use", "x6")},
+		sweep(Op{Client: 6, Kind: OpShip, OrderID: "o3", Key: "s3", Method: "POST", Path: "/v1/orders/o3/shipments", Status: 201, Start: atMS(1000), End: atMS(1010), Body: ship3}),
+	)
 	ops[11].RetryAfter = "1"
 	ops[8].Err = "read: connection reset by peer"
 	// The creations of o1, which took 2 of the mug's counted stock and
@@ -122,7 +131,10 @@ func cleanWorld() World {
 				Told: []Told{
 					{ID: "e3", Type: domain.NotifyOrderPaid, Seq: 3, Status: domain.StatusPaid, Amounts: told("0.00", "12.30", "0.00")},
 					{ID: "e4", Type: domain.NotifyOrderRefunded, Seq: 5, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")},
-				}},
+					{ID: "e6", Type: domain.NotifyOrderShipped, Seq: 6, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")},
+				},
+				Fulfillment: domain.FulfillmentShipped, Lines: []Line{{SKU: "usd-12.30", Quantity: 1, Shipped: 1}, {Quantity: 1}},
+				Shipments: []Shipment{{ID: "sh1", Units: map[string]int64{"usd-12.30": 1}}}},
 			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99"), Attempts: 1,
 				Told: []Told{{ID: "e5", Type: domain.NotifyOrderPaymentFailed, Seq: 3, Status: domain.StatusPending}}},
 		},
@@ -140,8 +152,14 @@ func cleanWorld() World {
 				arrival("e5", "o4", "h5", 40, "payd-1"),
 			},
 			// e9, which the one_event_per_change cases add, would be pending too.
-			Shown: map[string]domain.DeliveryStatus{"e4": domain.DeliveryPending, "e9": domain.DeliveryPending},
+			// e6, o3's shipment, waits behind its refund.
+			Shown: map[string]domain.DeliveryStatus{"e4": domain.DeliveryPending, "e6": domain.DeliveryPending, "e9": domain.DeliveryPending},
 		},
+	}
+	for _, id := range []string{"o1", "o2", "o4"} {
+		o := w.Orders[id]
+		o.Fulfillment, o.Lines = domain.FulfillmentUnfulfilled, []Line{{SKU: "usd-" + o.Amount.StringFixed(2), Quantity: 1}}
+		w.Orders[id] = o
 	}
 	bodiesAsTold(&w)
 	return w
@@ -179,14 +197,14 @@ func TestCheckCleanWorldPasses(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatalf("Check(clean world) = %v, want no violation", err)
 	}
-	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 13 {
-		t.Errorf("Checked = %v, want the 13 invariants %v", r.Checked, Invariants)
+	if !slices.Equal(r.Checked, Invariants) || len(r.Checked) != 14 {
+		t.Errorf("Checked = %v, want the 14 invariants %v", r.Checked, Invariants)
 	}
 	if want := (StockCount{SKU: "mug", Received: 10, Left: 8, Sold: 2, Holding: 1, Back: 1, Closed: 1}); len(r.Stock) != 1 || r.Stock[0] != want {
 		t.Errorf("Stock = %+v, want %+v", r.Stock, want)
 	}
-	if d := r.Delivered; d == nil || *d != (Delivered{Events: 5, Arrived: 4, Pending: 1, Arrivals: 5, Again: 1}) {
-		t.Errorf("Delivered = %+v, want 5 events, 4 arrived, 1 pending, 5 arrivals, 1 again", d)
+	if d := r.Delivered; d == nil || *d != (Delivered{Events: 6, Arrived: 4, Pending: 2, Arrivals: 5, Again: 1}) {
+		t.Errorf("Delivered = %+v, want 6 events, 4 arrived, 2 pending, 5 arrivals, 1 again", d)
 	}
 }
 
@@ -366,6 +384,50 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		{"units sold by an order that is not cancelled, but given back", InvStock, func(w *World) { delete(w.Stock[0].Closed, "o2"); w.Stock[0].Closed["o1"] = true }},
 		{"the storefront shows another count", InvStock, func(w *World) { w.Stock[0].Shown = new(int64(7)) }},
 		{"the storefront shows no count", InvStock, func(w *World) { w.Stock[0].Shown = nil }},
+		{"a line shipped past its quantity", InvShipped, func(w *World) {
+			o := w.Orders["o3"]
+			o.Lines[0].Shipped, o.Shipments[0].Units["usd-12.30"] = 2, 2
+			w.Orders["o3"] = o
+		}},
+		{"lines and shipments disagree", InvShipped, func(w *World) {
+			o := w.Orders["o3"]
+			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Units: map[string]int64{"usd-12.30": 1}})
+			w.Orders["o3"] = o
+			o.Told = append(o.Told, Told{ID: "e7", Type: domain.NotifyOrderShipped, Seq: 7, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")})
+			w.Orders["o3"] = o
+			w.Merchant.Shown["e7"] = domain.DeliveryPending
+		}},
+		{"a key shipped twice", InvShipped, func(w *World) {
+			o := w.Orders["o3"]
+			o.Lines = []Line{{SKU: "usd-12.30", Quantity: 2, Shipped: 2}}
+			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Units: map[string]int64{"usd-12.30": 1}})
+			o.Told = append(o.Told, Told{ID: "e7", Type: domain.NotifyOrderShipped, Seq: 7, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")})
+			w.Orders["o3"] = o
+			w.Merchant.Shown["e7"] = domain.DeliveryPending
+		}},
+		{"a fulfilment its lines do not say", InvShipped, func(w *World) {
+			o := w.Orders["o1"]
+			o.Fulfillment = domain.FulfillmentPartiallyShipped
+			w.Orders["o1"] = o
+		}},
+		{"a shipment answered 201 the order does not hold", InvShipped, func(w *World) {
+			o := w.Orders["o3"]
+			o.Shipments[0].ID = "sh9"
+			w.Orders["o3"] = o
+		}},
+		{"a cancelled order shipped", InvShipped, func(w *World) {
+			o := w.Orders["o2"]
+			o.Lines[0].Shipped, o.Fulfillment = 1, domain.FulfillmentShipped
+			o.Shipments = []Shipment{{ID: "sh5", Units: map[string]int64{o.Lines[0].SKU: 1}}}
+			o.Told = append(o.Told, Told{ID: "e8", Type: domain.NotifyOrderShipped, Seq: 3, Status: domain.StatusPaid})
+			w.Orders["o2"] = o
+			w.Merchant.Shown["e8"] = domain.DeliveryPending
+		}},
+		{"a shipment never told", InvOneEvent, func(w *World) {
+			o := w.Orders["o3"]
+			o.Told = o.Told[:2]
+			w.Orders["o3"] = o
+		}},
 		{"a creation answered 201 took fewer units than it asked", InvStock, func(w *World) {
 			w.Stock[0].Taken["o1"], w.Stock[0].Left, w.Stock[0].Shown = 1, 9, new(int64(9))
 		}},

@@ -23,10 +23,11 @@ const (
 	OpRefund  OpKind = "refund"  // POST /v1/admin/orders/{id}/refund
 	OpRequest OpKind = "request" // GET /v1/requests/{key}
 	OpRead    OpKind = "read"    // GET /v1/orders/{id} (or the admin order view)
+	OpShip    OpKind = "ship"    // POST /v1/orders/{id}/shipments, the merchant's
 )
 
 // opKinds is the order in which summaries list the kinds.
-var opKinds = []OpKind{OpCreate, OpPay, OpCancel, OpRefund, OpRequest, OpRead}
+var opKinds = []OpKind{OpCreate, OpPay, OpCancel, OpRefund, OpShip, OpRequest, OpRead}
 
 // Op is one request a client sent and what it heard back, with the times
 // it was sent and answered: the unit of the history the checker reads.
@@ -35,7 +36,7 @@ type Op struct {
 	Client  int
 	Kind    OpKind
 	OrderID string // for OpCreate, the order a 201 created
-	Key     string // Idempotency-Key sent (pay, cancel, refund); for OpRequest the key looked up
+	Key     string // Idempotency-Key sent (pay, cancel, refund, ship); for OpRequest the key looked up
 	Amount  string // refund amount asked for, "" = full
 	Method  string
 	Path    string
@@ -116,10 +117,31 @@ type OrderState struct {
 	// Books is the order's ledger as payd's view of it adds it up: what
 	// payd's money summary (World.Payd) counts of this order.
 	Books Money
+	// Fulfillment is the order's fulfillment_status, Lines its lines'
+	// shipped counts and Shipments the shipments it holds, as payd's
+	// database holds them (InvShipped); "" when the world did not read
+	// them, and then the order is not judged on them.
+	Fulfillment domain.FulfillmentStatus
+	Lines       []Line
+	Shipments   []Shipment
 	// ReadAt is when payd's view of the order was asked for (zero: after
 	// every arrival). payd goes on working while it is read: an event of
 	// the order that reached the shop after then may be newer than Told.
 	ReadAt time.Time
+}
+
+// Line is one line of an order: its SKU ("" for a custom line, never
+// shipped), how many units it holds and how many its shipments shipped.
+type Line struct {
+	SKU               string
+	Quantity, Shipped int64
+}
+
+// Shipment is one shipment an order holds: its ID and the units it
+// shipped, by SKU.
+type Shipment struct {
+	ID    string
+	Units map[string]int64
 }
 
 // Told is one outbox event of an order: its type, its number among the
@@ -273,7 +295,7 @@ func classOf(op Op) answerClass {
 // keyed reports whether op is an idempotent request whose answers the
 // per-key invariants judge.
 func keyed(op Op) bool {
-	return op.Key != "" && (op.Kind == OpPay || op.Kind == OpCancel || op.Kind == OpRefund)
+	return op.Key != "" && (op.Kind == OpPay || op.Kind == OpCancel || op.Kind == OpRefund || op.Kind == OpShip)
 }
 
 // orderJSON is the part of payd's order rendering the checker reads.

@@ -22,7 +22,7 @@ func TestErrNamesSeedReplayAndSlice(t *testing.T) {
 		"seed=42",
 		"PAYD_TEST_NEMESIS=1 PAYD_TEST_GALERA=1 go test -race -count=1 -v -run '^TestNemesis$/galera' ./e2e -payd.nemesis.seed=42",
 		InvLinearizable + ": order o1",
-		"+   400ms    10ms #24   c7  read    order=o1 → 200 order pending",
+		"+   400ms    10ms #27   c7  read    order=o1 → 200 order pending",
 		"→ 200 order paid by k1",
 	} {
 		if !strings.Contains(msg, want) {
@@ -63,20 +63,20 @@ func TestSummary(t *testing.T) {
 	r := Report{Checked: Invariants, Violations: []Violation{{Invariant: InvBooks}, {Invariant: InvBooks}, {Invariant: InvNo5xx}}}
 	got := Summary("mysql", 7, map[string]int{"timeout": 2, "latency": 4, "kill_replica": 1, "other": 3}, ops, r)
 	want := "nemesis mysql seed=7: faults latency=4 timeout=2 kill_replica=1 other=3; ops 6 (pay 3, cancel 1, refund 1, read 1); " +
-		"answers 200=2 202=1 409=1 503=1 none=1; invariants 13 checked, 2 broken"
+		"answers 200=2 202=1 409=1 503=1 none=1; invariants 14 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary =\n%s\nwant\n%s", got, want)
 	}
 	r.Delivered = &Delivered{Events: 9, Arrived: 7, Pending: 1, Failed: 1, Arrivals: 12, Again: 5}
 	got = Summary("mysql", 7, nil, nil, r)
-	want = "nemesis mysql seed=7: faults none; ops 0 (); answers; events 9 (arrived 7, pending 1, failed 1), arrivals 12 (5 again); invariants 13 checked, 2 broken"
+	want = "nemesis mysql seed=7: faults none; ops 0 (); answers; events 9 (arrived 7, pending 1, failed 1), arrivals 12 (5 again); invariants 14 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary with a merchant =\n%s\nwant\n%s", got, want)
 	}
 	r.Delivered = nil
 	r.Stock = []StockCount{{SKU: "mug", Received: 300, Left: 12, Sold: 280, Holding: 140, Back: 31, Closed: 17}}
 	got = Summary("sqlite", 1, nil, []Op{{Kind: OpCreate, Status: 201}, {Kind: OpCreate, Status: 409}}, r)
-	want = "nemesis sqlite seed=1: faults none; ops 2 (create 2); answers 201=1 409=1; stock mug received 300, left 12, sold 280 (140 orders), given back 31 (17 orders); invariants 13 checked, 2 broken"
+	want = "nemesis sqlite seed=1: faults none; ops 2 (create 2); answers 201=1 409=1; stock mug received 300, left 12, sold 280 (140 orders), given back 31 (17 orders); invariants 14 checked, 2 broken"
 	if got != want {
 		t.Errorf("Summary with stock =\n%s\nwant\n%s", got, want)
 	}
