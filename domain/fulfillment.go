@@ -48,9 +48,6 @@ func (s FulfillmentStatus) Valid() bool { return FulfillmentMachine.Valid(s) }
 // not paid yet, or one whose money is only held is 409 order_not_paid).
 var ErrOrderNotPaid = errors.New("order is not paid")
 
-// ErrShipmentNotFound: no shipment of the order has this ID.
-var ErrShipmentNotFound = errors.New("shipment not found")
-
 // Limits of a shipment's body.
 const (
 	// MaxShipmentLines bounds a shipment's lines, as DefaultLimits bounds
@@ -58,9 +55,14 @@ const (
 	MaxShipmentLines = 100
 	// MaxShipmentText bounds carrier and tracking_number, in characters.
 	MaxShipmentText = 200
-	// maxLineSKU is the longest SKU an order line may carry (a merchant's
-	// custom line is not held to ValidSKU).
+	// maxLineSKU is the longest SKU an order line may carry: a catalogue
+	// line's is ValidSKU's, and a merchant's custom line may carry one of
+	// its own (any text, or none), which is never shipped.
 	maxLineSKU = 64
+	// MaxShipQuantity bounds a shipment line's units, as MaxStock bounds a
+	// product's: no order line holds more, and no sum of a shipment's
+	// lines comes near overflowing.
+	MaxShipQuantity = MaxStock
 )
 
 // ShipLine is quantity units of the order's lines with SKU.
@@ -84,6 +86,11 @@ type Shipment struct {
 	Carrier        string
 	TrackingNumber string
 	CreatedAt      time.Time
+	// RequestKey and RequestFingerprint are the idempotency key the
+	// shipment was asked under and its request's fingerprint (empty
+	// without a key): a request that runs again after its answer was lost
+	// finds its shipment by them instead of shipping again. Never shown.
+	RequestKey, RequestFingerprint string
 }
 
 // Check refuses a shipment no order could take: no lines, too many, a
@@ -104,17 +111,32 @@ func (n *NewShipment) Check() error {
 		if l.SKU == "" || len(l.SKU) > maxLineSKU || !utf8.ValidString(l.SKU) {
 			invalid = append(invalid, &ValidationError{Field: fmt.Sprintf("items[%d].sku", i), Reason: "must be the SKU of a line of the order"})
 		}
-		if l.Quantity < 1 {
-			invalid = append(invalid, &ValidationError{Field: fmt.Sprintf("items[%d].quantity", i), Reason: "must be a whole number of at least 1"})
+		if l.Quantity < 1 || l.Quantity > MaxShipQuantity {
+			invalid = append(invalid, &ValidationError{Field: fmt.Sprintf("items[%d].quantity", i), Reason: fmt.Sprintf("must be a whole number from 1 to %d", MaxShipQuantity)})
 		}
 	}
-	for field, s := range map[string]*string{"carrier": &n.Carrier, "tracking_number": &n.TrackingNumber} {
-		*s = strings.TrimSpace(*s)
-		if utf8.RuneCountInString(*s) > MaxShipmentText || !utf8.ValidString(*s) {
-			invalid = append(invalid, &ValidationError{Field: field, Reason: fmt.Sprintf("must be at most %d characters", MaxShipmentText)})
+	for _, f := range []struct {
+		name string
+		text *string
+	}{{"carrier", &n.Carrier}, {"tracking_number", &n.TrackingNumber}} {
+		*f.text = strings.TrimSpace(*f.text)
+		switch {
+		case !utf8.ValidString(*f.text):
+			invalid = append(invalid, &ValidationError{Field: f.name, Reason: "must be UTF-8 text"})
+		case utf8.RuneCountInString(*f.text) > MaxShipmentText:
+			invalid = append(invalid, &ValidationError{Field: f.name, Reason: fmt.Sprintf("must be at most %d characters", MaxShipmentText)})
 		}
 	}
 	return invalid.Err()
+}
+
+// Units is how many units the shipment's lines ask for, in all.
+func (n NewShipment) Units() int64 {
+	var sum int64
+	for _, l := range n.Items {
+		sum += l.Quantity
+	}
+	return sum
 }
 
 // LineShipment is what a shipment ships of one order line: the line's
@@ -152,7 +174,7 @@ func (o Order) PlanShipment(n NewShipment) ([]LineShipment, FulfillmentEvent, er
 		switch {
 		case !ok:
 			invalid = append(invalid, &ValidationError{Field: fmt.Sprintf("items[%d].sku", i), Reason: "the order has no line with this SKU"})
-		case asked[l.SKU]+l.Quantity > have:
+		case l.Quantity > have-asked[l.SKU]: // never a sum that could overflow
 			invalid = append(invalid, &ValidationError{Field: fmt.Sprintf("items[%d].quantity", i),
 				Reason: fmt.Sprintf("is more than is left to ship of %s (%d, counting every shipment of the order)", l.SKU, have)})
 		default:

@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -51,6 +52,7 @@ func TestNewShipmentCheck(t *testing.T) {
 		{"65-byte SKU", NewShipment{Items: []ShipLine{{SKU: strings.Repeat("a", 65), Quantity: 1}}}, []string{"items[0].sku"}},
 		{"zero quantity", NewShipment{Items: []ShipLine{line, {SKU: "mug"}}}, []string{"items[1].quantity"}},
 		{"negative quantity", NewShipment{Items: []ShipLine{{SKU: "mug", Quantity: -3}}}, []string{"items[0].quantity"}},
+		{"more than any line holds", NewShipment{Items: []ShipLine{{SKU: "mug", Quantity: MaxShipQuantity + 1}}}, []string{"items[0].quantity"}},
 		{"long carrier", NewShipment{Items: []ShipLine{line}, Carrier: strings.Repeat("é", MaxShipmentText+1)}, []string{"carrier"}},
 		{"long tracking", NewShipment{Items: []ShipLine{line}, TrackingNumber: strings.Repeat("x", MaxShipmentText+1)}, []string{"tracking_number"}},
 		{"not UTF-8", NewShipment{Items: []ShipLine{line}, Carrier: "\xff"}, []string{"carrier"}},
@@ -97,6 +99,7 @@ func TestPlanShipment(t *testing.T) {
 		{"more than left, named twice", paid, []ShipLine{{"mug", 2}, {"mug", 2}}, nil, "", nil, []string{"items[1].quantity"}},
 		{"a SKU the order lacks", paid, []ShipLine{{"pen", 1}, {"tea", 9}}, nil, "", nil, []string{"items[0].sku", "items[1].quantity"}},
 		{"the custom line", paid, []ShipLine{{"", 1}}, nil, "", nil, []string{"items[0].sku"}},
+		{"a sum past int64", paid, []ShipLine{{"mug", 1}, {"mug", math.MaxInt64}}, nil, "", nil, []string{"items[1].quantity"}},
 		{"pending", Order{Status: StatusPending, Items: paid.Items}, []ShipLine{{"mug", 1}}, nil, "", ErrOrderNotPaid, nil},
 		{"refunded", Order{Status: StatusRefunded, Items: paid.Items}, []ShipLine{{"mug", 1}}, nil, "", ErrOrderNotPaid, nil},
 		{"processing", Order{Status: StatusProcessing, Items: paid.Items}, []ShipLine{{"mug", 1}}, nil, "", ErrOrderNotPaid, nil},

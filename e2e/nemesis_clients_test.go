@@ -44,7 +44,8 @@ type nemWorkload struct {
 type nemOrder struct {
 	id, amount string
 	token      string
-	sku        string // its catalogue line's SKU, one unit (the counted product's line aside)
+	sku        string // its catalogue line's SKU, one unit
+	counted    int    // the units of its counted product's line, 0 for none
 }
 
 // nemKey is one idempotent request under its key: sent again, it is the
@@ -176,13 +177,13 @@ func (w *nemWorkload) client(ctx context.Context, c int) {
 			switch {
 			case o == nil:
 			case r.IntN(4) == 0:
-				w.concurrently(c, r, w.shipKey(o), w.shipKey(o))
+				w.concurrently(c, r, w.shipKey(o, r), w.shipKey(o, r))
 			case r.IntN(3) == 0:
 				if k := w.anyKey(r, nemesis.OpShip); k != nil {
 					w.send(c, r, k)
 				}
 			default:
-				w.send(c, r, w.shipKey(o))
+				w.send(c, r, w.shipKey(o, r))
 			}
 		default: // an order read
 			if o := w.anyOrder(r); o != nil {
@@ -215,6 +216,12 @@ func (w *nemWorkload) newOrder(c int, r *rand.Rand) *nemOrder {
 	if r.IntN(100) < nemStockShare {
 		items = append(items, client.ItemRequest{Sku: &w.counted, Quantity: 1 + r.IntN(3)})
 	}
+	counted := func() int {
+		if len(items) > 1 {
+			return items[1].Quantity
+		}
+		return 0
+	}
 	for {
 		body, _ := json.Marshal(client.CreateOrderRequest{Items: items})
 		key, short := "create-"+uuid.NewString(), false
@@ -223,7 +230,7 @@ func (w *nemWorkload) newOrder(c int, r *rand.Rand) *nemOrder {
 			if op.OrderID != "" {
 				var o client.Order
 				_ = json.Unmarshal(op.Body, &o) // do read it
-				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token, sku: w.skus[amount]}
+				no := &nemOrder{id: op.OrderID, amount: string(o.Amount), token: token, sku: w.skus[amount], counted: counted()}
 				w.mu.Lock()
 				w.orders = append(w.orders, no)
 				w.mu.Unlock()
@@ -298,10 +305,16 @@ func (w *nemWorkload) refundKey(o *nemOrder, amount string) *nemKey {
 		path: "/v1/admin/orders/" + o.id + "/refund", token: testAdminToken, body: body})
 }
 
-// shipKey is a shipment of o's catalogue line (one unit: only one
-// shipment of it can succeed, and a paid order's only), by the merchant.
-func (w *nemWorkload) shipKey(o *nemOrder) *nemKey {
-	body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"sku": o.sku, "quantity": 1}}, "carrier": "nemesis"})
+// shipKey is a shipment of one unit of o's lines, by the merchant: of its
+// catalogue line (one unit: one shipment of it can succeed), or of its
+// counted product's line (1 to 3 units: an order ships in parts). Only a
+// paid order ships.
+func (w *nemWorkload) shipKey(o *nemOrder, r *rand.Rand) *nemKey {
+	sku := o.sku
+	if o.counted > 0 && r.IntN(2) == 0 {
+		sku = w.counted
+	}
+	body, _ := json.Marshal(map[string]any{"items": []map[string]any{{"sku": sku, "quantity": 1}}, "carrier": "nemesis"})
 	return w.remember(&nemKey{kind: nemesis.OpShip, order: o, key: "ship-" + uuid.NewString(), method: http.MethodPost,
 		path: "/v1/orders/" + o.id + "/shipments", token: testMerchantKey, body: body})
 }

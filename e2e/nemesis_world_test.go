@@ -182,10 +182,10 @@ func (w *nemWorkload) shipments(orders map[string]nemesis.OrderState) {
 		}
 	}
 	var units []struct {
-		OrderID, ID, SKU string
-		Quantity         int64
+		OrderID, ID, RequestKey, SKU string
+		Quantity                     int64
 	}
-	if err := g.Raw(`SELECT s.order_id, s.id, i.sku, i.quantity FROM shipments s JOIN shipment_items i ON i.shipment_id = s.id
+	if err := g.Raw(`SELECT s.order_id, s.id, COALESCE(s.request_key, '') AS request_key, i.sku, i.quantity FROM shipments s JOIN shipment_items i ON i.shipment_id = s.id
 		ORDER BY s.order_id, s.created_at, s.id, i.position`).Scan(&units).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func (w *nemWorkload) shipments(orders map[string]nemesis.OrderState) {
 			continue
 		}
 		if n := len(o.Shipments); n == 0 || o.Shipments[n-1].ID != u.ID {
-			o.Shipments = append(o.Shipments, nemesis.Shipment{ID: u.ID, Units: map[string]int64{}})
+			o.Shipments = append(o.Shipments, nemesis.Shipment{ID: u.ID, Key: u.RequestKey, Units: map[string]int64{}})
 		}
 		o.Shipments[len(o.Shipments)-1].Units[u.SKU] += u.Quantity
 		orders[u.OrderID] = o

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,21 +65,34 @@ func TestShipments(t *testing.T) {
 			t.Errorf("the shipment's key again = %d %s (replayed %q), want the first answer", again.Status, again.Body, again.Header.Get("Idempotent-Replayed"))
 		}
 
+		// The first answer lost before it was stored (its record gone, as
+		// after a takeover or a kill after COMMIT): the request runs
+		// again, finds its shipment, and ships nothing more.
+		s.exec("DELETE FROM idempotency_records WHERE idem_key = ?", key)
+		rerun := s.merchant(testMerchantKey, "POST", path, key, `{"items":[{"sku":"mug","quantity":2}],"carrier":"DHL","tracking_number":"JD014600006281"}`)
+		if n := s.count("shipments WHERE order_id = ?", id); rerun.Status != http.StatusCreated || rerun.json(t)["id"] != sh["id"] || n != 1 {
+			t.Errorf("the request run again = %d %s with %d shipments, want 201 with shipment %v and one shipment", rerun.Status, rerun.Body, n, sh["id"])
+		}
+		if r := s.merchant(testMerchantKey, "POST", path, key, `{"items":[{"sku":"mug","quantity":1}]}`); r.Status != http.StatusUnprocessableEntity || r.problemCode() != "idempotency_key_reused" {
+			t.Errorf("the shipment's key with another body = %d %s, want 422 idempotency_key_reused", r.Status, r.Body)
+		}
+
 		before := s.count("shipments")
-		for _, body := range []string{
-			`{"items":[{"sku":"mug","quantity":2}]}`,                            // 1 mug left
-			`{"items":[{"sku":"mug","quantity":1},{"sku":"mug","quantity":1}]}`, // the same, in two lines
-			`{"items":[{"sku":"pen","quantity":1}]}`,                            // not in the order
-			`{"items":[{"sku":"Gift wrap","quantity":1}]}`,                      // a custom line has no SKU
-			`{"items":[]}`,                             // nothing
-			`{"items":[{"sku":"mug","quantity":0}]}`,   // no units
-			`{"items":[{"sku":"mug","quantity":1.5}]}`, // half a mug
-			`{"items":[{"sku":"mug","quantity":1}],"carrier":"` + strings.Repeat("x", 201) + `"}`, // too long
-			`{"items":[{"sku":"mug","quantity":1}],"unknown":true}`,                               // a field payd does not know
+		for _, c := range []struct{ body, field string }{
+			{`{"items":[{"sku":"mug","quantity":2}]}`, "items[0].quantity"},                                              // 1 mug left
+			{`{"items":[{"sku":"mug","quantity":1},{"sku":"mug","quantity":1}]}`, "items[1].quantity"},                   // the same, in two lines
+			{`{"items":[{"sku":"mug","quantity":1},{"sku":"mug","quantity":9223372036854775807}]}`, "items[1].quantity"}, // past int64
+			{`{"items":[{"sku":"pen","quantity":1}]}`, "items[0].sku"},                                                   // not in the order
+			{`{"items":[{"sku":"Gift wrap","quantity":1}]}`, "items[0].sku"},                                             // a custom line has no SKU
+			{`{"items":[]}`, "items"}, // nothing
+			{`{"items":[{"sku":"mug","quantity":0}]}`, "items[0].quantity"},                                    // no units
+			{`{"items":[{"sku":"mug","quantity":1.5}]}`, "items[0].quantity"},                                  // half a mug
+			{`{"items":[{"sku":"mug","quantity":1}],"carrier":"` + strings.Repeat("x", 201) + `"}`, "carrier"}, // too long
+			{`{"items":[{"sku":"mug","quantity":1}],"unknown":true}`, "unknown"},                               // a field payd does not know
 		} {
-			r := s.merchant(testMerchantKey, "POST", path, uuid.NewString(), body)
-			if r.Status != http.StatusBadRequest {
-				t.Errorf("shipment %s = %d %s, want 400", body, r.Status, r.Body)
+			r := s.merchant(testMerchantKey, "POST", path, uuid.NewString(), c.body)
+			if f := problemFields(t, r); r.Status != http.StatusBadRequest || r.problemCode() != "validation_failed" || !slices.Contains(f, c.field) {
+				t.Errorf("shipment %s = %d %s, want 400 validation_failed naming %s", c.body, r.Status, r.Body, c.field)
 			}
 		}
 		if n := s.count("shipments"); n != before {
@@ -154,6 +168,13 @@ func TestShipments(t *testing.T) {
 		scanRows(t, s.db, &after, "SELECT stock FROM products WHERE sku = 'mug'")
 		if stock != 2 || after != stock {
 			t.Errorf("mug stock %d before the refund, %d after; want 2 both times (5 less the order's 3)", stock, after)
+		}
+		// Refunded in full, it is no longer paid: nothing more ships.
+		if r := s.refund(id, uuid.NewString(), ""); r.Status != http.StatusOK {
+			t.Fatalf("the rest refunded = %d %s", r.Status, r.Body)
+		}
+		if r := s.merchant(testMerchantKey, "POST", path, uuid.NewString(), `{"items":[{"sku":"mug","quantity":1}]}`); r.Status != http.StatusConflict || r.problemCode() != "order_not_paid" {
+			t.Errorf("a shipment of a refunded order = %d %s, want 409 order_not_paid", r.Status, r.Body)
 		}
 
 		// The shop hears of each shipment, with the shipment and the

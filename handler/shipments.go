@@ -13,7 +13,7 @@ import (
 
 // Shipper ships paid orders (service.Shipments).
 type Shipper interface {
-	Ship(ctx context.Context, id string, n domain.NewShipment) (domain.Order, domain.Shipment, error)
+	Ship(ctx context.Context, req service.Keyed, id string, n domain.NewShipment) (domain.Order, domain.Shipment, error)
 }
 
 // Shipments serves POST /v1/orders/{id}/shipments, the merchant's only
@@ -79,7 +79,7 @@ func (h *Shipments) ship(c echo.Context) error {
 	if key := firstNonEmpty(requestKeyOf(c), c.Request().Header.Get("Idempotency-Key"), req.RequestID); key != "" {
 		ctx = service.WithCause(ctx, domain.Cause{Kind: domain.CauseMerchant, Ref: key})
 	}
-	_, sh, err := h.Service.Ship(ctx, c.Param("id"), n)
+	_, sh, err := h.Service.Ship(ctx, keyedOf(c), c.Param("id"), n)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package repository_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -271,6 +272,58 @@ func TestGaleraPayBatchClaimRace(t *testing.T) {
 		if len(winners) != 1 || got.PayRequestID != winners[0] || len(as) != 1 || as[0].RequestID != winners[0] {
 			t.Errorf("order %s: claims won by %v; the cluster holds the order claimed by %q with attempts %+v: want one winner, the one held",
 				o.ID, winners, got.PayRequestID, as)
+		}
+	}
+}
+
+// TestGaleraShipRace ships each of 20 orders' line of 2 units from three
+// nodes at once, one unit each, in Ship's own transactions: a shipment
+// whose COMMIT fails certification runs again from the order's lock, so
+// exactly two ship per order, the third is refused as too many, and the
+// line, the shipments and the events agree.
+func TestGaleraShipRace(t *testing.T) {
+	servers := galeraURLs(t)
+	if len(servers) < 3 {
+		t.Skip("PAYD_TEST_GALERA_URLS names fewer than three nodes")
+	}
+	urls := galeraDatabase(t, servers[:3])
+	dbs := []*repository.DB{openGalera(t, urls[0]), openGalera(t, urls[1]), openGalera(t, urls[2])}
+	s0 := repository.NewOrderStore(dbs[0])
+	for range 20 {
+		o := pendingOrder(newCustomer(t, dbs[0]).ID)
+		o.Items = []domain.Item{{SKU: "mug", Name: "Mug", Quantity: 2, UnitPrice: dec("12.00")}}
+		o.Amount = domain.Total(o.Items)
+		createOrder(t, dbs[0], o)
+		if ok, err := s0.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !ok || err != nil {
+			t.Fatalf("Claim = %v, %v", ok, err)
+		}
+		if ok, err := s0.MarkPaid(t.Context(), o.ID, "req-1", domain.Cause{Kind: domain.CausePayRequest, Ref: "req-1"}, t0); !ok || err != nil {
+			t.Fatalf("MarkPaid = %v, %v", ok, err)
+		}
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		for i, db := range dbs {
+			wg.Go(func() {
+				_, errs[i] = ship(t, repository.NewOrderStore(db), o.ID, domain.ShipLine{SKU: "mug", Quantity: 1})
+			})
+		}
+		wg.Wait()
+		shipped := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				shipped++
+			case !errors.As(err, new(*domain.ValidationError)):
+				t.Errorf("order %s: node %d Ship = %v, want nil or a validation error", o.ID, i, err)
+			}
+		}
+		got := findOrder(t, dbs[0], o.ID)
+		list, err := s0.ShipmentsOf(t.Context(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if shipped != 2 || got.Items[0].Shipped != 2 || len(list) != 2 || got.Fulfillment != domain.FulfillmentShipped {
+			t.Errorf("order %s: %d shipped, line %d, %d stored, %s; want 2, 2, 2, shipped", o.ID, shipped, got.Items[0].Shipped, len(list), got.Fulfillment)
 		}
 	}
 }

@@ -115,9 +115,6 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		CreateFingerprint: r.CreateFP.String, Items: make([]domain.Item, 0, len(items)),
 		Fulfillment: domain.FulfillmentStatus(r.Fulfillment),
 	}
-	if o.Fulfillment == "" { // a row read without the column (a list that names its columns)
-		o.Fulfillment = domain.FulfillmentUnfulfilled
-	}
 	for _, it := range items {
 		o.Items = append(o.Items, domain.Item{
 			SKU: it.SKU, Name: it.Name, Quantity: it.Quantity,

@@ -47,6 +47,8 @@ type shipmentRow struct {
 	OrderID        string  `gorm:"column:order_id"`
 	Carrier        string  `gorm:"column:carrier"`
 	TrackingNumber string  `gorm:"column:tracking_number"`
+	RequestKey     *string `gorm:"column:request_key"`
+	Fingerprint    *string `gorm:"column:request_fingerprint"`
 	CreatedAt      utcTime `gorm:"column:created_at"`
 }
 
@@ -64,22 +66,33 @@ type shipmentItemRow struct {
 // TableName tells GORM the table.
 func (shipmentItemRow) TableName() string { return "shipment_items" }
 
-// Ship ships sh (its ID, lines, carrier and tracking number) of order
-// sh.OrderID as plan decides from the order read under its lock
-// (domain.Order.PlanShipment), and
-// writes the order.shipped event caused by c, in one transaction (the
-// caller's, or one of its own). It returns the order as the shipment left
-// it. An order that does not exist is domain.ErrOrderNotFound; whatever
-// plan refuses (an order not paid, lines it does not have or has shipped)
-// is plan's error, and nothing is written.
-func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error), c domain.Cause, now time.Time) (domain.Order, error) {
+// Ship ships sh (its ID, lines, carrier, tracking number and request
+// key) of order sh.OrderID as plan decides from the order read under its
+// lock (domain.Order.PlanShipment), and writes the order.shipped event
+// caused by c, in one transaction (the caller's, or one of its own). It
+// returns the order as the shipment left it, and the shipment.
+//
+// A shipment the order already holds under sh.RequestKey is that
+// request's, run again after its answer was lost (a takeover, a kill
+// after COMMIT): it is returned as it was, and nothing is written; under
+// another fingerprint it is domain.ErrKeyReused. An order that does not
+// exist is domain.ErrOrderNotFound; whatever plan refuses (an order not
+// paid, lines it does not have or has shipped) is plan's error, and
+// nothing is written.
+func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error),
+	c domain.Cause, now time.Time) (domain.Order, domain.Shipment, error) {
 	what := act{"ship order", sh.OrderID}
 	eventID, ref, err := eventKeys(domain.NotifyOrderShipped, c)
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("%s: %w", what, err)
+		return domain.Order{}, domain.Shipment{}, fmt.Errorf("%s: %w", what, err)
 	}
-	var shipped domain.Order
+	asked := int64(0)
+	for _, l := range sh.Items {
+		asked += l.Quantity
+	}
+	var before *shipmentRow // the request's own shipment, made by an earlier run
 	err = s.db.inTx(ctx, func(ctx context.Context) error {
+		before = nil // run again after a conflict: start clean
 		// The lock: every change of the order raises its version, and
 		// this one is the shipment's (its event's seq).
 		n, err := s.db.exec(ctx, `UPDATE orders SET version = version + 1, updated_at = ? WHERE id = ?`, ts(now), sh.OrderID)
@@ -89,6 +102,16 @@ func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(dom
 		if n != 1 {
 			return domain.ErrOrderNotFound
 		}
+		if sh.RequestKey != "" {
+			var rows []shipmentRow
+			if err := s.db.conn(ctx).Where("order_id = ? AND request_key = ?", sh.OrderID, sh.RequestKey).Limit(1).Find(&rows).Error; err != nil {
+				return fmt.Errorf("%s: find the request's shipment: %w", what, err)
+			}
+			if len(rows) == 1 {
+				before = &rows[0]
+				return errShippedBefore // undoes the lock's version: nothing changed
+			}
+		}
 		o, err := s.FindByID(ctx, sh.OrderID)
 		if err != nil {
 			return err
@@ -97,7 +120,9 @@ func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(dom
 		if err != nil {
 			return err
 		}
+		planned := int64(0)
 		for _, l := range lines {
+			planned += l.Quantity
 			ok, err := s.db.guarded(ctx, what, shipLine, l.Quantity, sh.OrderID, l.Position, l.Quantity)
 			if err != nil {
 				return err
@@ -106,6 +131,9 @@ func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(dom
 				return fmt.Errorf("%s: line %d cannot ship %d more units", what, l.Position, l.Quantity)
 			}
 		}
+		if planned != asked || planned == 0 { // the shipment's lines are what it records: they must be what ships
+			return fmt.Errorf("%s: the plan ships %d units, the shipment lists %d", what, planned, asked)
+		}
 		ok, err := s.db.guarded(ctx, what, shipOrder[event], sh.OrderID)
 		if err != nil {
 			return err
@@ -113,8 +141,8 @@ func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(dom
 		if !ok {
 			return fmt.Errorf("%s: its fulfilment cannot take %s: %w", what, event, domain.ErrInvalidTransition)
 		}
-		if err := s.db.create(ctx, &shipmentRow{ID: sh.ID, OrderID: sh.OrderID, Carrier: sh.Carrier,
-			TrackingNumber: sh.TrackingNumber, CreatedAt: ts(now)}); err != nil {
+		if err := s.db.create(ctx, &shipmentRow{ID: sh.ID, OrderID: sh.OrderID, Carrier: sh.Carrier, TrackingNumber: sh.TrackingNumber,
+			RequestKey: nullable(sh.RequestKey), Fingerprint: nullable(sh.RequestFingerprint), CreatedAt: ts(now)}); err != nil {
 			return fmt.Errorf("%s: write the shipment: %w", what, err)
 		}
 		items := make([]shipmentItemRow, len(sh.Items))
@@ -129,19 +157,44 @@ func (s *OrderStore) Ship(ctx context.Context, sh domain.Shipment, plan func(dom
 			return err
 		}
 		fault("order_shipped")
-		if shipped, err = s.FindByID(ctx, sh.OrderID); err != nil {
-			return err
-		}
-		shipped.Shipments, err = s.ShipmentsOf(ctx, sh.OrderID)
-		return err
+		return nil
 	})
-	if err != nil {
-		if errors.Is(err, domain.ErrOrderNotFound) {
-			return domain.Order{}, domain.ErrOrderNotFound
+	switch {
+	case errors.Is(err, errShippedBefore):
+		if fp := before.Fingerprint; fp != nil && *fp != "" && sh.RequestFingerprint != "" && *fp != sh.RequestFingerprint {
+			return domain.Order{}, domain.Shipment{}, domain.ErrKeyReused
 		}
-		return domain.Order{}, err
+		sh.ID = before.ID
+	case errors.Is(err, domain.ErrOrderNotFound):
+		return domain.Order{}, domain.Shipment{}, domain.ErrOrderNotFound
+	case err != nil:
+		return domain.Order{}, domain.Shipment{}, err
 	}
-	return shipped, nil
+	o, err := s.FindByID(ctx, sh.OrderID)
+	if err != nil {
+		return domain.Order{}, domain.Shipment{}, err
+	}
+	if o.Shipments, err = s.ShipmentsOf(ctx, sh.OrderID); err != nil {
+		return domain.Order{}, domain.Shipment{}, err
+	}
+	for _, got := range o.Shipments {
+		if got.ID == sh.ID {
+			return o, got, nil
+		}
+	}
+	return domain.Order{}, domain.Shipment{}, fmt.Errorf("%s: shipment %s was written but not read back", what, sh.ID)
+}
+
+// errShippedBefore undoes Ship's transaction when the request's shipment
+// is already there.
+var errShippedBefore = errors.New("the request's shipment is already there")
+
+// nullable stores an empty string as NULL.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ShipmentsOf returns order id's shipments, oldest first, with their

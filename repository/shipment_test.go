@@ -19,9 +19,10 @@ func ship(t *testing.T, s *repository.OrderStore, id string, lines ...domain.Shi
 	t.Helper()
 	n := domain.NewShipment{Items: lines, Carrier: "DHL", TrackingNumber: "JD" + newID()[:8]}
 	sh := domain.Shipment{ID: newID(), OrderID: id, Items: lines, Carrier: n.Carrier, TrackingNumber: n.TrackingNumber}
-	return s.Ship(t.Context(), sh, func(o domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error) {
+	o, _, err := s.Ship(t.Context(), sh, func(o domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error) {
 		return o.PlanShipment(n)
 	}, domain.Cause{Kind: domain.CauseMerchant, Ref: "key-" + sh.ID}, t0.Add(time.Minute))
+	return o, err
 }
 
 // shippedOf is what order o's lines have shipped, in position order.
@@ -190,6 +191,58 @@ func TestShippedCheck(t *testing.T) {
 		}
 		if err := db.Gorm().Exec(`UPDATE orders SET fulfillment_status = 'lost' WHERE id = ?`, o.ID).Error; err == nil {
 			t.Error("a fulfilment status outside the machine was stored")
+		}
+	})
+}
+
+// TestShipFindsItsRequest: a request that runs again after its answer was
+// lost (a takeover, a kill after COMMIT) comes with a new shipment ID and
+// the same key: it finds the shipment its first run made, and writes
+// nothing; the same key with another request is ErrKeyReused; another key
+// ships.
+func TestShipFindsItsRequest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
+		db := dbtest.Open(t, d)
+		s := repository.NewOrderStore(db)
+		o := paidOrder(t, db) // tea ×2, cup ×1
+		run := func(key, fingerprint string) (domain.Order, domain.Shipment, error) {
+			lines := []domain.ShipLine{{SKU: "tea", Quantity: 1}}
+			sh := domain.Shipment{ID: newID(), OrderID: o.ID, Items: lines, RequestKey: key, RequestFingerprint: fingerprint}
+			return s.Ship(t.Context(), sh, func(o domain.Order) ([]domain.LineShipment, domain.FulfillmentEvent, error) {
+				return o.PlanShipment(domain.NewShipment{Items: lines})
+			}, domain.Cause{Kind: domain.CauseMerchant, Ref: key}, t0.Add(time.Minute))
+		}
+		_, first, err := run("ship-1", "fp-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := findOrder(t, db, o.ID)
+		got, again, err := run("ship-1", "fp-1")
+		if err != nil || again.ID != first.ID || len(got.Shipments) != 1 {
+			t.Fatalf("the request run again = %+v, %d shipments, %v; want its first shipment %s", again, len(got.Shipments), err, first.ID)
+		}
+		after := findOrder(t, db, o.ID)
+		if after.Version != before.Version || fmt.Sprint(shippedOf(after)) != "[1 0]" {
+			t.Errorf("running the request again changed the order: version %d → %d, shipped %v", before.Version, after.Version, shippedOf(after))
+		}
+		if _, _, err := run("ship-1", "fp-other"); !errors.Is(err, domain.ErrKeyReused) {
+			t.Errorf("the key with another request = %v, want ErrKeyReused", err)
+		}
+		if _, second, err := run("ship-2", "fp-2"); err != nil || second.ID == first.ID {
+			t.Errorf("another key = %+v, %v; want a second shipment", second, err)
+		}
+		events, err := s.EventsOf(t.Context(), o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		told := 0
+		for _, e := range events {
+			if e.Type == domain.NotifyOrderShipped {
+				told++
+			}
+		}
+		if list, _ := s.ShipmentsOf(t.Context(), o.ID); len(list) != 2 || told != 2 {
+			t.Errorf("%d shipments and %d order.shipped events, want 2 of each", len(list), told)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -77,24 +78,46 @@ func (c *checker) shippedWhy(o OrderState) string {
 	if len(o.Shipments) > 0 && !o.Status.WasPaid() {
 		why = append(why, fmt.Sprintf("it is %s and holds %d shipments: only a paid order ships", o.Status, len(o.Shipments)))
 	}
-	keys := map[string]bool{}
+	// Each key ships at most once, and what it answered is its shipment:
+	// every 201 under it names the shipment it made, and its last final
+	// answer is one (a request run again after a lost answer finds its
+	// shipment; it never ships again, nor answers as if nothing shipped).
+	byKey := map[string]string{}
+	for _, sh := range o.Shipments {
+		if sh.Key == "" {
+			why = append(why, fmt.Sprintf("shipment %s has no key", sh.ID))
+			continue
+		}
+		if prev, dup := byKey[sh.Key]; dup {
+			why = append(why, fmt.Sprintf("key %s made two shipments, %s and %s", sh.Key, prev, sh.ID))
+		}
+		byKey[sh.Key] = sh.ID
+	}
+	last := map[string]Op{} // each key's last final answer
 	for _, op := range c.byOrder[o.ID] {
 		if op.Kind != OpShip {
 			continue
 		}
-		keys[op.Key] = true
+		if classOf(op).final() && (last[op.Key].ID == 0 || op.End.After(last[op.Key].End)) {
+			last[op.Key] = op
+		}
 		if op.Status != http.StatusCreated {
 			continue
 		}
 		var sh struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal(op.Body, &sh) != nil || !held[sh.ID] {
+		switch err := json.Unmarshal(op.Body, &sh); {
+		case err != nil || !held[sh.ID]:
 			why = append(why, fmt.Sprintf("ship #%d answered 201 with shipment %q, which the order does not hold", op.ID, sh.ID))
+		case byKey[op.Key] != sh.ID:
+			why = append(why, fmt.Sprintf("ship #%d answered 201 with shipment %s, but its key %s made %q", op.ID, sh.ID, op.Key, byKey[op.Key]))
 		}
 	}
-	if len(o.Shipments) > len(keys) {
-		why = append(why, fmt.Sprintf("it holds %d shipments from %d keys: a key shipped twice", len(o.Shipments), len(keys)))
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		if op, ok := last[key]; ok && op.Status != http.StatusCreated {
+			why = append(why, fmt.Sprintf("key %s made shipment %s, but its last answer, ship #%d, is %d %s", key, byKey[key], op.ID, op.Status, codeOf(op.Body)))
+		}
 	}
 	return strings.Join(why, "; ")
 }

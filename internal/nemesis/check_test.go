@@ -134,7 +134,7 @@ func cleanWorld() World {
 					{ID: "e6", Type: domain.NotifyOrderShipped, Seq: 6, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")},
 				},
 				Fulfillment: domain.FulfillmentShipped, Lines: []Line{{SKU: "usd-12.30", Quantity: 1, Shipped: 1}, {Quantity: 1}},
-				Shipments: []Shipment{{ID: "sh1", Units: map[string]int64{"usd-12.30": 1}}}},
+				Shipments: []Shipment{{ID: "sh1", Key: "s3", Units: map[string]int64{"usd-12.30": 1}}}},
 			"o4": {ID: "o4", Status: domain.StatusPending, Amount: decOf("9.99"), Attempts: 1,
 				Told: []Told{{ID: "e5", Type: domain.NotifyOrderPaymentFailed, Seq: 3, Status: domain.StatusPending}}},
 		},
@@ -391,8 +391,7 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}},
 		{"lines and shipments disagree", InvShipped, func(w *World) {
 			o := w.Orders["o3"]
-			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Units: map[string]int64{"usd-12.30": 1}})
-			w.Orders["o3"] = o
+			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Key: "s4", Units: map[string]int64{"usd-12.30": 1}})
 			o.Told = append(o.Told, Told{ID: "e7", Type: domain.NotifyOrderShipped, Seq: 7, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")})
 			w.Orders["o3"] = o
 			w.Merchant.Shown["e7"] = domain.DeliveryPending
@@ -400,10 +399,19 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		{"a key shipped twice", InvShipped, func(w *World) {
 			o := w.Orders["o3"]
 			o.Lines = []Line{{SKU: "usd-12.30", Quantity: 2, Shipped: 2}}
-			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Units: map[string]int64{"usd-12.30": 1}})
+			o.Shipments = append(o.Shipments, Shipment{ID: "sh2", Key: "s3", Units: map[string]int64{"usd-12.30": 1}})
 			o.Told = append(o.Told, Told{ID: "e7", Type: domain.NotifyOrderShipped, Seq: 7, Status: domain.StatusPaid, Amounts: told("5.00", "12.30", "5.00")})
 			w.Orders["o3"] = o
 			w.Merchant.Shown["e7"] = domain.DeliveryPending
+		}},
+		{"a key that shipped, last answered as if nothing had", InvShipped, func(w *World) {
+			// The first answer was lost; the sweep ran the request again and
+			// shipped nothing more, but answered 400 where the key had
+			// shipped.
+			first := opIndex(w, 22)
+			first.Status, first.Body, first.Err = 0, nil, "read: connection reset by peer"
+			op := opIndex(w, 24)
+			op.Status, op.Body = 400, problemBody(400, "validation_failed", "x7")
 		}},
 		{"a fulfilment its lines do not say", InvShipped, func(w *World) {
 			o := w.Orders["o1"]

@@ -137,11 +137,11 @@ type Line struct {
 	Quantity, Shipped int64
 }
 
-// Shipment is one shipment an order holds: its ID and the units it
-// shipped, by SKU.
+// Shipment is one shipment an order holds: its ID, the idempotency key
+// it was made under and the units it shipped, by SKU.
 type Shipment struct {
-	ID    string
-	Units map[string]int64
+	ID, Key string
+	Units   map[string]int64
 }
 
 // Told is one outbox event of an order: its type, its number among the

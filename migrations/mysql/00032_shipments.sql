@@ -4,7 +4,10 @@
 -- (domain.FulfillmentMachine), and each line counts what was shipped of
 -- it: a shipment raises a line's shipped by a guarded statement, and the
 -- CHECK holds it to the line's quantity whatever the code does. A
--- shipment never changes once written. The event that tells the shop of
+-- shipment never changes once written. It keeps the idempotency key it
+-- was made under and the request's fingerprint: a request that runs
+-- again after its answer was lost (a takeover, a kill after COMMIT)
+-- finds it, and ships nothing twice. The event that tells the shop of
 -- a shipment names it (shipment_id), and every event carries the order's
 -- fulfillment_status as the change left it: every event written before
 -- this migration was of an order nothing had been shipped of.
@@ -19,8 +22,11 @@ CREATE TABLE shipments (
     order_id         CHAR(36)     NOT NULL,
     carrier          VARCHAR(200) NOT NULL DEFAULT '',
     tracking_number  VARCHAR(200) NOT NULL DEFAULT '',
+    request_key      VARCHAR(255) NULL,
+    request_fingerprint CHAR(64)  NULL,
     created_at       DATETIME(6)  NOT NULL,
     KEY shipments_order (order_id, created_at),
+    UNIQUE KEY shipments_request (order_id, request_key),
     CONSTRAINT shipments_order_fk FOREIGN KEY (order_id) REFERENCES orders (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 

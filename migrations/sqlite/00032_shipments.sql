@@ -14,9 +14,12 @@ CREATE TABLE shipments (
     order_id         TEXT NOT NULL REFERENCES orders (id),
     carrier          TEXT NOT NULL DEFAULT '',
     tracking_number  TEXT NOT NULL DEFAULT '',
+    request_key      TEXT NULL,
+    request_fingerprint TEXT NULL,
     created_at       TEXT NOT NULL
 );
 CREATE INDEX shipments_order ON shipments (order_id, created_at);
+CREATE UNIQUE INDEX shipments_request ON shipments (order_id, request_key);
 
 CREATE TABLE shipment_items (
     shipment_id  TEXT    NOT NULL REFERENCES shipments (id) ON DELETE CASCADE,
