@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -82,7 +81,7 @@ func crashOrderStock(t *testing.T, point string, urls [3]string) {
 	checkStockHeld(t, db, "kettle", initial, initial-qty*wantOrders)
 
 	restarted := startPaydProc(t, "payd-restarted", paydEnv(urls[1], prov.url, env{"PAYD_LEASE": "1m", "PAYD_INFLIGHT_WAIT": "100ms"}))
-	final := createUntilFinal(t, restarted, token, key, body)
+	final := sendUntilFinal(t, restarted, request{method: "POST", path: "/v1/orders", token: token, key: key, body: body})
 	if final.Status != http.StatusCreated {
 		t.Fatalf("create order (%q) after restart = %d %s, want 201", key, final.Status, final.Body)
 	}
@@ -121,30 +120,5 @@ func checkStockHeld(t *testing.T, db *repository.DB, sku string, received, want 
 	}
 	if left[0]+taken[0] != received || left[0] != want {
 		t.Errorf("stock of %s = %d, taken by live orders = %d: want %d left and %d in all", sku, left[0], taken[0], want, received)
-	}
-}
-
-// createUntilFinal creates an order as a buyer retrying a lost answer does:
-// the same key and body, waiting as told by 409 idempotency_key_in_use
-// (with its Retry-After), until payd answers for good.
-func createUntilFinal(t *testing.T, p *paydProc, token, key, body string) reply {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := p.send(request{method: "POST", path: "/v1/orders", token: token, key: key, body: body})
-		if err != nil {
-			t.Fatalf("create order (%q) on %s: %v", key, p.name, err)
-		}
-		if r.Status != http.StatusConflict || r.code(t) != "idempotency_key_in_use" {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("create order (%q) still %d %s after a minute of retries", key, r.Status, r.Body)
-		}
-		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
-		if err != nil || secs < 1 {
-			t.Fatalf("create order (%q) = 409 in use without a Retry-After in seconds (%q)", key, r.Header.Get("Retry-After"))
-		}
-		time.Sleep(time.Duration(min(secs, 5)) * time.Second)
 	}
 }

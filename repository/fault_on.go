@@ -17,8 +17,10 @@ var faultPoint atomic.Pointer[string]
 
 // CrashAt makes this process kill itself (SIGKILL) when a transaction of
 // this package reaches point: order_stock_taken (an order's creation has
-// inserted the order and taken its stock, and has not committed). An empty
-// point crashes nowhere.
+// inserted the order and taken its stock, and has not committed) or
+// order_shipped (a shipment has raised its lines, moved the order and
+// written itself and its event, and has not committed). An empty point
+// crashes nowhere.
 func CrashAt(point string) { faultPoint.Store(&point) }
 
 // fault kills the process if it is the point CrashAt chose.
