@@ -13,8 +13,9 @@ import (
 // the database's CHECK constraint on the status column holds the same
 // statuses, so the code, the guards and the schema cannot drift apart.
 //
-// The machines are OrderMachine, AttemptMachine, RefundMachine,
-// DiscrepancyMachine, RecordMachine and DisputeMachine.
+// The machines are OrderMachine, FulfillmentMachine, AttemptMachine,
+// RefundMachine, DiscrepancyMachine, RecordMachine, DisputeMachine and
+// DeliveryMachine.
 type Machine[S ~string, E ~string] struct {
 	name     string
 	statuses []S
