@@ -34,7 +34,7 @@ var commands = []command{
 	// admin: the operators' CLI (admin_cli.go, admin_verbs.go).
 	{"admin", "orders|reconcile|discrepancies|endpoints|events VERB [flags] | stats [flags]", "search orders, reconcile, resolve discrepancies, manage the shop's endpoints, see how payments go on a running payd", adminAbout},
 	// merchant: the merchant's CLI (merchant_cli.go).
-	{"merchant", "products VERB [flags]", "list, create, reprice and stock the catalogue's products on a running payd", merchantAbout},
+	{"merchant", "products|orders VERB [flags]", "list, create, reprice and stock the catalogue's products, and ship paid orders, on a running payd", merchantAbout},
 	{"healthcheck", "[-url URL] [-timeout D]", "exit 0 if payd answers 2xx, 1 if not: a container's HEALTHCHECK", healthcheckAbout},
 	{"version", "", "print payd's version and VCS revision (also payd --version, payd -version)", "Prints the version and revision the build stamped with -ldflags (the Dockerfile does), else\n" +
 		"the build information Go recorded in the binary."},

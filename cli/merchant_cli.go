@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/payd/payd/client"
@@ -15,7 +16,8 @@ import (
 
 // merchantAbout is `payd help merchant`: the merchant's verbs.
 const merchantAbout = `Talks to a running payd as the merchant's server, with a merchant key (sk_...):
-the catalogue, which only the merchant writes (docs/adr/0058-the-merchant-key-and-the-catalogue.md).
+the catalogue, which only the merchant writes (docs/adr/0058-the-merchant-key-and-the-catalogue.md),
+and the shipments of paid orders (docs/adr/0060-holds-captures-and-shipments.md).
 Prints tables for people; -json prints payd's JSON answer for scripts.
 
   payd merchant products list [-limit N] [-cursor C]
@@ -27,6 +29,8 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
                                               rename, reprice, hide or show a product
   payd merchant products stock SKU ADJUST [-key K]
                                               add to (5) or take from (-5) a product's stock; never below 0
+  payd merchant orders ship ORDER_ID -items SKU:QTY[,SKU:QTY...] [-carrier C] [-tracking T] [-key K]
+                                              ship units of a paid order; never more than ordered
 
 Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -merchant-key
 (PAYD_MERCHANT_KEY; prefer the variable: a flag shows in the process list) and -json.
@@ -47,6 +51,7 @@ var merchantVerbs = map[string]func() adminVerb{
 	"products create": productsCreate,
 	"products update": productsUpdate,
 	"products stock":  productsStock,
+	"orders ship":     ordersShip,
 }
 
 // merchantCommand is `payd merchant GROUP VERB ...`.
@@ -223,6 +228,76 @@ func productsStock() adminVerb {
 			})
 		},
 	}
+}
+
+func ordersShip() adminVerb {
+	var items, carrier, tracking, key string
+	var lines []client.ShipmentLineRequest
+	return adminVerb{
+		usage: "ORDER_ID -items SKU:QTY[,SKU:QTY...] [-carrier C] [-tracking T] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&items, "items", "", "what the parcel carries, as SKU:QTY pairs separated by commas (mug:2,tea:1); required")
+			fs.StringVar(&carrier, "carrier", "", "who carries it (optional)")
+			fs.StringVar(&tracking, "tracking", "", "its tracking number (optional)")
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a shipment whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ORDER_ID", pos[0]); err != nil {
+				return err
+			}
+			if items == "" {
+				return usagef("-items is required: SKU:QTY pairs such as mug:2,tea:1 (run 'payd merchant orders ship -h')")
+			}
+			lines = lines[:0]
+			for _, pair := range strings.Split(items, ",") {
+				sku, qty, ok := strings.Cut(strings.TrimSpace(pair), ":")
+				n, err := strconv.Atoi(qty)
+				if !ok || sku == "" || err != nil || n < 1 {
+					return usagef("-items %q: want SKU:QTY pairs such as mug:2,tea:1, each QTY a whole number of at least 1", pair)
+				}
+				lines = append(lines, client.ShipmentLineRequest{Sku: sku, Quantity: n})
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			body := client.ShipmentRequest{Items: lines}
+			if carrier != "" {
+				body.Carrier = &carrier
+			}
+			if tracking != "" {
+				body.TrackingNumber = &tracking
+			}
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.CreateShipment(ctx, pos[0], &client.CreateShipmentParams{IdempotencyKey: &idemKey}, body)
+			})
+			if err != nil {
+				return err
+			}
+			var sh client.Shipment
+			if err := a.decode(out, &sh); err != nil || a.json {
+				return err
+			}
+			carried := make([]string, len(sh.Items))
+			for i, l := range sh.Items {
+				carried[i] = fmt.Sprintf("%d × %s", l.Quantity, l.Sku)
+			}
+			fmt.Fprintf(a.out, "shipment %s of order %s: %s%s\n", sh.Id, sh.OrderId, strings.Join(carried, ", "), replayedNote(res))
+			if sh.Carrier != nil || sh.TrackingNumber != nil {
+				fmt.Fprintf(a.out, "carrier %s, tracking %s\n", orNone(sh.Carrier), orNone(sh.TrackingNumber))
+			}
+			return nil
+		},
+	}
+}
+
+// orNone is *s, or "none" for nil.
+func orNone(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	return *s
 }
 
 // product sends a change of a product and prints the product it answers.

@@ -3,8 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // merchantCLI runs `payd merchant ARGS` in-process against the stack,
@@ -56,5 +60,53 @@ func TestMerchantCLI(t *testing.T) {
 	}
 	if _, err := s.merchantCLI(testMerchantKey, "products", "stock", "mug-1", "many"); err == nil || !strings.Contains(err.Error(), "ADJUST") {
 		t.Errorf("ADJUST many = %v, want a usage error naming ADJUST", err)
+	}
+}
+
+// TestMerchantCLIShips drives `payd merchant orders ship` against a
+// running payd: a paid order ships in two parcels, a repeated -key ships
+// once, more than ordered is payd's problem, and a command line payd
+// would refuse is refused before anything is sent.
+func TestMerchantCLIShips(t *testing.T) {
+	s := start(t)
+	s.newProduct("mug", "12.00", nil)
+	_, tok := s.register(newEmail())
+	r := s.do(request{method: "POST", path: "/v1/orders", token: tok, key: uuid.NewString(), body: `{"items":[{"sku":"mug","quantity":3}]}`})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create order = %d %s", r.Status, r.Body)
+	}
+	id := r.json(t)["id"].(string)
+	if p := s.pay(tok, id, uuid.NewString(), "pm_ok"); p.Status != http.StatusOK {
+		t.Fatalf("pay = %d %s", p.Status, p.Body)
+	}
+	out, err := s.merchantCLI(testMerchantKey, "orders", "ship", id, "-items", "mug:2", "-carrier", "DHL", "-key", "cli-ship-1")
+	if err != nil || !strings.Contains(out, "of order "+id+": 2 × mug") || !strings.Contains(out, "carrier DHL, tracking none") {
+		t.Fatalf("ship 2 = %v\n%s", err, out)
+	}
+	again, err := s.merchantCLI(testMerchantKey, "orders", "ship", id, "-items", "mug:2", "-carrier", "DHL", "-key", "cli-ship-1")
+	if err != nil || !strings.Contains(again, "replayed") || strings.Fields(again)[1] != strings.Fields(out)[1] {
+		t.Errorf("the same -key again = %v\n%s\nwant the first shipment, replayed", err, again)
+	}
+	if _, err := s.merchantCLI(testMerchantKey, "orders", "ship", id, "-items", "mug:2"); err == nil || !strings.Contains(err.Error(), "validation_failed") {
+		t.Errorf("ship more than is left = %v, want payd's validation_failed", err)
+	}
+	out, err = s.merchantCLI(testMerchantKey, "orders", "ship", id, "-items", "mug:1", "-json")
+	var sh struct {
+		OrderID string `json:"order_id"`
+		Items   []struct {
+			SKU      string `json:"sku"`
+			Quantity int    `json:"quantity"`
+		} `json:"items"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &sh) != nil || sh.OrderID != id || len(sh.Items) != 1 || sh.Items[0].Quantity != 1 {
+		t.Errorf("ship the last one, -json = %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{{id}, {id, "-items", "mug"}, {id, "-items", "mug:0"}, {"not-an-id", "-items", "mug:1"}} {
+		if _, err := s.merchantCLI(testMerchantKey, append([]string{"orders", "ship"}, bad...)...); err == nil {
+			t.Errorf("payd merchant orders ship %v = nil, want a usage error", bad)
+		}
+	}
+	if n := s.count("shipments WHERE order_id = ?", id); n != 2 {
+		t.Errorf("%d shipments, want 2", n)
 	}
 }
