@@ -2,7 +2,6 @@ package repository_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -289,34 +288,10 @@ func TestGaleraShipRace(t *testing.T) {
 	urls := galeraDatabase(t, servers[:3])
 	dbs := []*repository.DB{openGalera(t, urls[0]), openGalera(t, urls[1]), openGalera(t, urls[2])}
 	s0 := repository.NewOrderStore(dbs[0])
+	stores := []*repository.OrderStore{s0, repository.NewOrderStore(dbs[1]), repository.NewOrderStore(dbs[2])}
 	for range 20 {
-		o := pendingOrder(newCustomer(t, dbs[0]).ID)
-		o.Items = []domain.Item{{SKU: "mug", Name: "Mug", Quantity: 2, UnitPrice: dec("12.00")}}
-		o.Amount = domain.Total(o.Items)
-		createOrder(t, dbs[0], o)
-		if ok, err := s0.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !ok || err != nil {
-			t.Fatalf("Claim = %v, %v", ok, err)
-		}
-		if ok, err := s0.MarkPaid(t.Context(), o.ID, "req-1", domain.Cause{Kind: domain.CausePayRequest, Ref: "req-1"}, t0); !ok || err != nil {
-			t.Fatalf("MarkPaid = %v, %v", ok, err)
-		}
-		errs := make([]error, len(dbs))
-		var wg sync.WaitGroup
-		for i, db := range dbs {
-			wg.Go(func() {
-				_, errs[i] = ship(t, repository.NewOrderStore(db), o.ID, domain.ShipLine{SKU: "mug", Quantity: 1})
-			})
-		}
-		wg.Wait()
-		shipped := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				shipped++
-			case !errors.As(err, new(*domain.ValidationError)):
-				t.Errorf("order %s: node %d Ship = %v, want nil or a validation error", o.ID, i, err)
-			}
-		}
+		o := paidMugs(t, dbs[0], 2)
+		shipped := shipRace(t, o.ID, stores)
 		got := findOrder(t, dbs[0], o.ID)
 		list, err := s0.ShipmentsOf(t.Context(), o.ID)
 		if err != nil {

@@ -130,32 +130,12 @@ func TestShipRace(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d migrations.Dialect) {
 		db := dbtest.Open(t, d)
 		s := repository.NewOrderStore(db)
-		o := pendingOrder(newCustomer(t, db).ID)
-		o.Items = []domain.Item{{SKU: "mug", Name: "Mug", Quantity: 5, UnitPrice: dec("12.00")}}
-		o.Amount = domain.Total(o.Items)
-		createOrder(t, db, o)
-		if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !ok || err != nil {
-			t.Fatalf("Claim = %v, %v", ok, err)
+		o := paidMugs(t, db, 5)
+		stores := make([]*repository.OrderStore, 20)
+		for i := range stores {
+			stores[i] = s
 		}
-		if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", domain.Cause{Kind: domain.CausePayRequest, Ref: "req-1"}, t0); !ok || err != nil {
-			t.Fatalf("MarkPaid = %v, %v", ok, err)
-		}
-		const n = 20
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { _, errs[i] = ship(t, s, o.ID, domain.ShipLine{SKU: "mug", Quantity: 1}) })
-		}
-		wg.Wait()
-		shipped := 0
-		for i, err := range errs {
-			switch {
-			case err == nil:
-				shipped++
-			case !errors.As(err, new(*domain.ValidationError)):
-				t.Errorf("shipment %d = %v, want nil or a validation error", i, err)
-			}
-		}
+		shipped := shipRace(t, o.ID, stores)
 		got := findOrder(t, db, o.ID)
 		list, err := s.ShipmentsOf(t.Context(), o.ID)
 		if err != nil {
@@ -176,6 +156,46 @@ func TestShipRace(t *testing.T) {
 				shipped, got.Items[0].Shipped, len(list), told, got.Fulfillment)
 		}
 	})
+}
+
+// paidMugs stores an order of qty mugs, one line, and pays it.
+func paidMugs(t *testing.T, db *repository.DB, qty int64) domain.Order {
+	t.Helper()
+	s := repository.NewOrderStore(db)
+	o := pendingOrder(newCustomer(t, db).ID)
+	o.Items = []domain.Item{{SKU: "mug", Name: "Mug", Quantity: qty, UnitPrice: dec("12.00")}}
+	o.Amount = domain.Total(o.Items)
+	createOrder(t, db, o)
+	if ok, err := s.Claim(t.Context(), o.ID, "req-1", domain.AnyVersion, t0); !ok || err != nil {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	if ok, err := s.MarkPaid(t.Context(), o.ID, "req-1", domain.Cause{Kind: domain.CausePayRequest, Ref: "req-1"}, t0); !ok || err != nil {
+		t.Fatalf("MarkPaid = %v, %v", ok, err)
+	}
+	return o
+}
+
+// shipRace ships one mug of order id through each of stores at once and
+// returns how many shipped; a shipment refused for anything but too many
+// units fails the test.
+func shipRace(t *testing.T, id string, stores []*repository.OrderStore) int {
+	t.Helper()
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() { _, errs[i] = ship(t, s, id, domain.ShipLine{SKU: "mug", Quantity: 1}) })
+	}
+	wg.Wait()
+	shipped := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			shipped++
+		case !errors.As(err, new(*domain.ValidationError)):
+			t.Errorf("order %s: shipment %d = %v, want nil or a validation error", id, i, err)
+		}
+	}
+	return shipped
 }
 
 // TestShippedCheck: the schema holds a line's shipped count to its
