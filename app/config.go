@@ -50,12 +50,15 @@ type Config struct {
 	MaxStreams         int           // open event streams one customer may hold
 	maxStreams         string
 	SandboxAsyncDelay  time.Duration
-	SandboxDuplicates  string
-	SandboxReorder     string
-	Fault              string // test-only: kill the process at this point of a payment
-	Mutant             string // test-only: run with this guard removed, to prove the tests notice (repository.Mutate)
-	NotifyVia          string // test-only: deliveries connect to this host:port whatever the endpoint's URL (notify.DialVia)
-	ProviderTimeout    time.Duration
+	// SandboxAuthorizationTTL is how long the sandbox's holds last
+	// (PAYD_SANDBOX_AUTHORIZATION_TTL).
+	SandboxAuthorizationTTL time.Duration
+	SandboxDuplicates       string
+	SandboxReorder          string
+	Fault                   string // test-only: kill the process at this point of a payment
+	Mutant                  string // test-only: run with this guard removed, to prove the tests notice (repository.Mutate)
+	NotifyVia               string // test-only: deliveries connect to this host:port whatever the endpoint's URL (notify.DialVia)
+	ProviderTimeout         time.Duration
 
 	operatorConfig                   // PAYD_ADMIN_TOKENS, PAYD_RECONCILE_EVERY (config_operators.go)
 	Stripe         stripeConfig      // PAYD_PROVIDER and STRIPE_* (stripe.go)
@@ -198,6 +201,7 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_PPROF_ADDR", "pprof", "", "serve the Go profiler (/debug/pprof/) on this address, never the main one (empty: off; may equal PAYD_METRICS_ADDR)", &c.PprofAddr, nil},
 		{"PAYD_MAX_STREAMS_PER_CUSTOMER", "max-streams-per-customer", "5", "open event streams one customer may hold; past it 429", &c.maxStreams, nil},
 		{"PAYD_SANDBOX_ASYNC_DELAY", "sandbox-async-delay", "2s", "how long pm_async charges stay pending", nil, &c.SandboxAsyncDelay},
+		{"PAYD_SANDBOX_AUTHORIZATION_TTL", "sandbox-authorization-ttl", "7d", "how long the sandbox holds a manual-capture charge's money before the hold lapses", nil, &c.SandboxAuthorizationTTL},
 		{"PAYD_SANDBOX_DUPLICATES", "sandbox-duplicates", "1", "the sandbox delivers each webhook this many times", &c.SandboxDuplicates, nil},
 		{"PAYD_SANDBOX_REORDER", "sandbox-reorder", "false", "the sandbox shuffles and delays webhook deliveries", &c.SandboxReorder, nil},
 		{"PAYD_PROVIDER_TIMEOUT", "provider-timeout", "10s", "deadline of one provider call; PAYD_LEASE must be longer", nil, &c.ProviderTimeout},
@@ -211,7 +215,8 @@ func (c *Config) settings(sub string) []setting {
 var flagsOf = map[string]map[string]bool{
 	"sandbox": {"PAYD_ENV": true, "PAYD_WEBHOOK_SECRET": true, "PAYD_SANDBOX_ADDR": true, "PAYD_SANDBOX_DATABASE_URL": true,
 		"PAYD_SANDBOX_WEBHOOK_URL": true, "PAYD_SANDBOX_ASYNC_DELAY": true, "PAYD_SANDBOX_DUPLICATES": true,
-		"PAYD_SANDBOX_REORDER": true, "PAYD_LOG_LEVEL": true},
+		"PAYD_SANDBOX_AUTHORIZATION_TTL": true,
+		"PAYD_SANDBOX_REORDER":           true, "PAYD_LOG_LEVEL": true},
 	"migrate": {"PAYD_ENV": true, "PAYD_DATABASE_URL": true, "PAYD_LOG_LEVEL": true},
 }
 

@@ -33,7 +33,7 @@ func sandboxConfig(cfg Config, webhookURL string, log *slog.Logger) (sandbox.Con
 	}
 	return sandbox.Config{
 		DatabaseURL: cfg.SandboxDatabaseURL, WebhookURL: webhookURL, WebhookSecret: webhookSecrets(cfg.WebhookSecret)[0],
-		AsyncDelay: cfg.SandboxAsyncDelay, Duplicates: dups, Reorder: reorder, Logger: log,
+		AsyncDelay: cfg.SandboxAsyncDelay, AuthorizationTTL: cfg.SandboxAuthorizationTTL, Duplicates: dups, Reorder: reorder, Logger: log,
 	}, nil
 }
 

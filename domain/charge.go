@@ -18,6 +18,48 @@ const (
 	ChargePending   ChargeStatus = "pending"   // accepted, outcome will come by webhook (async methods)
 	ChargeSucceeded ChargeStatus = "succeeded" // money moved
 	ChargeFailed    ChargeStatus = "failed"    // definitively declined; nothing moved
+	// ChargeAuthorized is a manual-capture charge the provider approved:
+	// the money is held on the buyer's card and nothing is charged until a
+	// capture (Charge.CaptureBefore bounds it).
+	ChargeAuthorized ChargeStatus = "authorized"
+	// ChargeVoided is a hold given up before any of it was captured:
+	// voided on request, or lapsed at the provider (FailureCode
+	// HoldLapsed). Nothing was charged.
+	ChargeVoided ChargeStatus = "voided"
+)
+
+// CaptureMethod is how a successful charge takes the money: at once
+// (automatic), or held until the merchant captures it (manual).
+type CaptureMethod string
+
+// The capture methods.
+const (
+	CaptureAutomatic CaptureMethod = "automatic"
+	CaptureManual    CaptureMethod = "manual"
+)
+
+// Valid reports whether m is a capture method; the zero value is not.
+func (m CaptureMethod) Valid() bool { return m == CaptureAutomatic || m == CaptureManual }
+
+// HoldLapsed is the failure code of a voided charge whose hold ran past
+// its CaptureBefore at the provider: nobody voided it, it lapsed.
+const HoldLapsed = "authorization_expired"
+
+// The provider's refusals of a capture or a void (ProviderRequestError
+// codes): each means nothing happened, and the request cannot succeed as
+// sent.
+const (
+	// CaptureTooLarge: more than the charge holds.
+	CaptureTooLarge = "amount_too_large"
+	// ChargeAlreadyCaptured: the hold was captured already (by another
+	// key), so it can be neither captured again nor voided.
+	ChargeAlreadyCaptured = "charge_already_captured"
+	// ChargeAlreadyVoided: the hold was voided, or lapsed (then the code
+	// is HoldLapsed).
+	ChargeAlreadyVoided = "charge_voided"
+	// ChargeNotCapturable: the charge holds nothing: it was never a
+	// manual one, or it is pending or failed.
+	ChargeNotCapturable = "charge_not_capturable"
 )
 
 // ChargeRequest asks the provider for one charge. IdempotencyKey is payd's
@@ -28,6 +70,26 @@ type ChargeRequest struct {
 	Amount         decimal.Decimal
 	Currency       string
 	PaymentMethod  string
+	// CaptureMethod is automatic when empty. A manual charge that succeeds
+	// is ChargeAuthorized: the provider holds the money until Capture.
+	CaptureMethod CaptureMethod
+}
+
+// CaptureRequest asks the provider to capture Amount of an authorized
+// charge, at most once per IdempotencyKey: one capture per hold, and the
+// rest of the hold is released.
+type CaptureRequest struct {
+	IdempotencyKey string
+	ChargeID       string
+	Amount         decimal.Decimal
+	Currency       string
+}
+
+// VoidRequest asks the provider to give up an authorized charge's hold,
+// at most once per IdempotencyKey.
+type VoidRequest struct {
+	IdempotencyKey string
+	ChargeID       string
 }
 
 // Charge is the provider's record of a charge, in payd's terms.
@@ -45,10 +107,24 @@ type Charge struct {
 	// given back (open or lost).
 	DisputedAmount decimal.Decimal
 	CreatedAt      time.Time
+	// CaptureMethod is how the charge takes its money (automatic when the
+	// provider does not say).
+	CaptureMethod CaptureMethod
+	// AmountCaptured is the money the charge took: Amount for an
+	// automatic charge that succeeded, what its capture took for a manual
+	// one (at most Amount), zero while held, voided or failed.
+	AmountCaptured decimal.Decimal
+	// CaptureBefore is when an authorized charge's hold lapses; zero for
+	// any other charge.
+	CaptureBefore time.Time
 	// Action, on a pending charge, is what the customer must do before the
 	// provider can decide (3-D Secure); nil when nothing is asked of them.
 	Action *CustomerAction
 }
+
+// Captured reports whether the charge took money: it succeeded, at once
+// or by its capture.
+func (c Charge) Captured() bool { return c.Status == ChargeSucceeded }
 
 // ChargePage is one page of the provider's charges created in a window.
 // Next, when not empty, is where the next page starts: the provider's

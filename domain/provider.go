@@ -81,6 +81,15 @@ const (
 	EventDisputeUpdated ProviderEventType = "dispute.updated"
 )
 
+// The events of a manual-capture charge (a hold): authorized, then
+// captured or voided (on request, or lapsed). payd does not apply them
+// yet: they are stored and ignored, as any type not in ProviderEventTypes.
+const (
+	EventPaymentAuthorized ProviderEventType = "payment.authorized"
+	EventPaymentCaptured   ProviderEventType = "payment.captured"
+	EventPaymentVoided     ProviderEventType = "payment.voided"
+)
+
 // ProviderEventTypes lists the event types payd applies.
 var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
 	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}

@@ -174,6 +174,45 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 	return r, nil
 }
 
+// Capture takes req.Amount of an authorized charge's hold and releases
+// the rest, at most once per req.IdempotencyKey: a repeat of the key
+// answers the charge as it is now. The answer is the charge after (status
+// succeeded, AmountCaptured). A hold that cannot be captured is a
+// *domain.ProviderRequestError whose code says why (domain.CaptureTooLarge,
+// ChargeAlreadyCaptured, ChargeAlreadyVoided, HoldLapsed,
+// ChargeNotCapturable); a timeout or a 5xx is domain.ErrProviderUnavailable,
+// and the caller asks (FindCharge) or sends the same key again.
+func (c *Client) Capture(ctx context.Context, req domain.CaptureRequest) (domain.Charge, error) {
+	body, err := fromCaptureRequest(req)
+	if err != nil {
+		return domain.Charge{}, err
+	}
+	return c.holdAction(ctx, "capture", "/v1/captures", req.IdempotencyKey, body)
+}
+
+// Void gives up an authorized charge's hold, at most once per
+// req.IdempotencyKey: a repeat of the key answers the charge as it is
+// now. The answer is the charge after (status voided). A hold captured
+// already, or voided or lapsed before, is a *domain.ProviderRequestError
+// as for Capture.
+func (c *Client) Void(ctx context.Context, req domain.VoidRequest) (domain.Charge, error) {
+	return c.holdAction(ctx, "void", "/v1/voids", req.IdempotencyKey, voidRequestDTO{ChargeID: req.ChargeID})
+}
+
+// holdAction sends a capture or a void and reads the charge it answers.
+func (c *Client) holdAction(ctx context.Context, what, path, key string, body any) (domain.Charge, error) {
+	var out chargeDTO
+	if err := c.do(ctx, http.MethodPost, path, key, body, &out); err != nil {
+		return domain.Charge{}, fmt.Errorf("%s %s: %w", what, key, err)
+	}
+	ch, err := out.toCharge()
+	if err != nil {
+		// A 200 we cannot read may still mean the hold moved.
+		return domain.Charge{}, fmt.Errorf("%s %s: %w: %w", what, key, domain.ErrProviderUnavailable, err)
+	}
+	return ch, nil
+}
+
 // FindCharge looks a charge up by the provider's charge ID, with the order
 // it pays and its refunded and disputed amounts; domain.ErrChargeNotFound
 // means the provider has no such charge.

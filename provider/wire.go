@@ -17,6 +17,19 @@ type chargeRequestDTO struct {
 	Amount        string `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
+	// CaptureMethod is left out for an automatic charge: the provider's
+	// default.
+	CaptureMethod string `json:"capture_method,omitempty"`
+}
+
+type captureRequestDTO struct {
+	ChargeID string `json:"charge_id"`
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+type voidRequestDTO struct {
+	ChargeID string `json:"charge_id"`
 }
 
 type chargeDTO struct {
@@ -31,6 +44,10 @@ type chargeDTO struct {
 	RefundedAmount string `json:"refunded_amount"`
 	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
+	// The hold's fields; a provider without holds leaves them out.
+	CaptureMethod  string `json:"capture_method"`
+	AmountCaptured string `json:"amount_captured"`
+	CaptureBefore  string `json:"capture_before"`
 }
 
 type chargeListDTO struct {
@@ -91,7 +108,19 @@ func fromChargeRequest(r domain.ChargeRequest) (chargeRequestDTO, error) {
 	if err != nil {
 		return chargeRequestDTO{}, fmt.Errorf("charge %s: %w", r.IdempotencyKey, err)
 	}
-	return chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod}, nil
+	dto := chargeRequestDTO{OrderID: r.OrderID, Amount: amount, Currency: r.Currency, PaymentMethod: r.PaymentMethod}
+	if r.CaptureMethod == domain.CaptureManual {
+		dto.CaptureMethod = string(r.CaptureMethod)
+	}
+	return dto, nil
+}
+
+func fromCaptureRequest(r domain.CaptureRequest) (captureRequestDTO, error) {
+	amount, err := formatAmount(r.Amount, r.Currency)
+	if err != nil {
+		return captureRequestDTO{}, fmt.Errorf("capture %s: %w", r.IdempotencyKey, err)
+	}
+	return captureRequestDTO{ChargeID: r.ChargeID, Amount: amount, Currency: r.Currency}, nil
 }
 
 func fromRefundRequest(r domain.ProviderRefundRequest) (refundRequestDTO, error) {
@@ -134,7 +163,7 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	if err != nil {
 		return domain.Charge{}, fmt.Errorf("charge disputed_amount %q: %w", d.DisputedAmount, err)
 	}
-	status, err := parseStatus(d.Status)
+	status, err := parseChargeStatus(d.Status)
 	if err != nil {
 		return domain.Charge{}, err
 	}
@@ -146,12 +175,58 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 	if status == domain.ChargeFailed && code == processingError {
 		code = domain.NotCharged
 	}
-	return domain.Charge{
+	ch := domain.Charge{
 		ID: d.ID, IdempotencyKey: d.IdempotencyKey, OrderID: d.OrderID,
 		Amount: amount, Currency: d.Currency, PaymentMethod: d.PaymentMethod,
 		Status: status, FailureCode: code, RefundedAmount: refunded, DisputedAmount: disputed,
-		CreatedAt: created.UTC(),
-	}, nil
+		CreatedAt: created.UTC(), CaptureMethod: domain.CaptureAutomatic,
+	}
+	if err := d.readHold(&ch); err != nil {
+		return domain.Charge{}, err
+	}
+	return ch, nil
+}
+
+// readHold reads the charge's hold fields into ch. A charge that says
+// nothing of them is automatic, and took its whole amount if it
+// succeeded. What it says must hang together: an amount captured is
+// never more than the charge, and never of a charge that did not
+// succeed; only a manual charge is ever authorized or voided, and an
+// authorized one names its capture_before.
+func (d chargeDTO) readHold(ch *domain.Charge) error {
+	if d.CaptureMethod != "" {
+		ch.CaptureMethod = domain.CaptureMethod(d.CaptureMethod)
+		if !ch.CaptureMethod.Valid() {
+			return fmt.Errorf("charge capture_method %q is not automatic or manual", d.CaptureMethod)
+		}
+	}
+	manual := ch.CaptureMethod == domain.CaptureManual
+	if (ch.Status == domain.ChargeAuthorized || ch.Status == domain.ChargeVoided) && !manual {
+		return fmt.Errorf("charge status %q of an automatic charge", ch.Status)
+	}
+	captured, err := optionalAmount(d.AmountCaptured)
+	if err != nil {
+		return fmt.Errorf("charge amount_captured %q: %w", d.AmountCaptured, err)
+	}
+	switch {
+	case d.AmountCaptured == "" && ch.Status == domain.ChargeSucceeded && !manual:
+		captured = ch.Amount
+	case d.AmountCaptured == "" && ch.Status == domain.ChargeSucceeded:
+		return fmt.Errorf("a captured manual charge without amount_captured")
+	case captured.IsNegative() || captured.GreaterThan(ch.Amount):
+		return fmt.Errorf("charge amount_captured %s outside 0..%s", captured, ch.Amount)
+	case !captured.IsZero() && ch.Status != domain.ChargeSucceeded:
+		return fmt.Errorf("charge amount_captured %s of a %s charge", captured, ch.Status)
+	}
+	ch.AmountCaptured = captured
+	if ch.Status == domain.ChargeAuthorized {
+		before, err := time.Parse(time.RFC3339Nano, d.CaptureBefore)
+		if err != nil {
+			return fmt.Errorf("charge capture_before: %w", err)
+		}
+		ch.CaptureBefore = before.UTC()
+	}
+	return nil
 }
 
 // optionalAmount reads an amount a provider may leave out (zero then).
@@ -213,6 +288,15 @@ func (d disputeDTO) toDispute() (domain.ProviderDispute, error) {
 		Amount: amount, Currency: d.Currency, Status: status, Reason: d.Reason,
 		CreatedAt: created.UTC(), ClosedAt: closed, EvidenceDueBy: due,
 	}, nil
+}
+
+// parseChargeStatus is parseStatus, and a hold's statuses.
+func parseChargeStatus(s string) (domain.ChargeStatus, error) {
+	switch st := domain.ChargeStatus(s); st {
+	case domain.ChargeAuthorized, domain.ChargeVoided:
+		return st, nil
+	}
+	return parseStatus(s)
 }
 
 // parseStatus accepts only the statuses payd knows, so an unexpected one is

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ var errKeyReused = unprocessable("idempotency_key_reused", "this idempotency key
 type chargeInput struct {
 	key, orderID, currency, method string
 	amountMinor                    int64
+	captureMethod                  domain.CaptureMethod
 }
 
 func (s *Server) handleCreateCharge(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +106,11 @@ func parseChargeRequest(w http.ResponseWriter, r *http.Request) (chargeInput, er
 		// Never echo the value: a confused client may have sent card data.
 		return chargeInput{}, badRequest("unknown_payment_method", "payment_method is not one the sandbox knows")
 	}
-	return chargeInput{key: key, orderID: req.OrderID, currency: string(cur), method: req.PaymentMethod, amountMinor: minor}, nil
+	capture := domain.CaptureMethod(cmp.Or(req.CaptureMethod, string(domain.CaptureAutomatic)))
+	if !capture.Valid() {
+		return chargeInput{}, badRequest("validation_failed", "capture_method: must be automatic or manual")
+	}
+	return chargeInput{key: key, orderID: req.OrderID, currency: string(cur), method: req.PaymentMethod, amountMinor: minor, captureMethod: capture}, nil
 }
 
 // parseMoney validates a decimal-string amount of a currency and converts it
@@ -183,7 +189,8 @@ func (s *Server) existingCharge(ctx context.Context, in chargeInput) (chargeRow,
 		return chargeRow{}, false, err
 	}
 	if row.OrderID != in.orderID || row.AmountMinor != in.amountMinor ||
-		row.Currency != in.currency || row.PaymentMethod != in.method {
+		row.Currency != in.currency || row.PaymentMethod != in.method ||
+		cmp.Or(row.CaptureMethod, string(domain.CaptureAutomatic)) != string(in.captureMethod) {
 		return chargeRow{}, true, errKeyReused
 	}
 	return row, true, nil
@@ -194,13 +201,18 @@ func (s *Server) newCharge(in chargeInput, m method) chargeRow {
 	row := chargeRow{
 		ID: newID("ch_"), IdempotencyKey: in.key, OrderID: in.orderID,
 		PaymentMethod: in.method, Currency: in.currency, AmountMinor: in.amountMinor,
-		Status: string(m.status), FailureCode: m.failureCode,
+		Status: string(m.status), FailureCode: m.failureCode, CaptureMethod: string(in.captureMethod),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if m.status == domain.ChargePending {
 		row.SettleAt = at(now.Add(s.cfg.AsyncDelay))
 	}
-	if m.dispute {
+	if row.manual() && m.status == domain.ChargeSucceeded {
+		s.authorize(&row, now)
+	}
+	if m.dispute && !row.manual() {
+		// A manual charge's dispute waits for its capture: the bank can
+		// only take back money that moved.
 		row.DisputeAt = at(now.Add(s.cfg.AsyncDelay))
 	}
 	return row

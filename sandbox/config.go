@@ -34,6 +34,9 @@ type Config struct {
 	// pending, and how long after a pm_dispute charge its dispute opens
 	// (default 2s).
 	AsyncDelay time.Duration
+	// AuthorizationTTL is how long a manual-capture charge's hold lasts
+	// before it lapses (default DefaultAuthorizationTTL).
+	AuthorizationTTL time.Duration
 	// ChargeDelay holds every charge request this long after it arrives
 	// and before the sandbox acts on it, and the request is then carried
 	// out even if its client has given up meanwhile: a request delayed in
@@ -83,6 +86,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.DatabaseURL = DefaultDatabaseURL
 	}
 	setDuration(&c.AsyncDelay, 2*time.Second)
+	setDuration(&c.AuthorizationTTL, DefaultAuthorizationTTL)
 	setDuration(&c.ReorderWindow, time.Second)
 	setDuration(&c.RetryBase, time.Second)
 	setDuration(&c.RetryMax, 5*time.Minute)

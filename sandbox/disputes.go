@@ -62,7 +62,7 @@ func (s *Server) OpenDisputes(ctx context.Context) (int, error) {
 // transaction.
 func (s *Server) openDispute(ctx context.Context, c chargeRow, now dbTime) (bool, error) {
 	d := disputeRow{
-		ID: newID("dp_"), ChargeID: c.ID, Currency: c.Currency, AmountMinor: c.AmountMinor,
+		ID: newID("dp_"), ChargeID: c.ID, Currency: c.Currency, AmountMinor: c.takenMinor(),
 		Status: string(domain.DisputeOpen), Reason: disputeReason, CreatedAt: now, UpdatedAt: now,
 		ChargeKey: c.IdempotencyKey, OrderID: c.OrderID,
 	}

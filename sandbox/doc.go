@@ -14,9 +14,12 @@
 // ("12.30"); times are RFC 3339 UTC with microseconds. Errors are
 // {"error":{"code","message"}} with a stable code.
 //
-//	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method}
+//	POST /v1/charges            Idempotency-Key; {order_id, amount, currency, payment_method, capture_method?}
 //	                            → 200 {id, idempotency_key, order_id, amount, currency, payment_method,
-//	                                   status, failure_code, refunded_amount, disputed_amount, created_at}
+//	                                   status, failure_code, refunded_amount, disputed_amount, created_at,
+//	                                   capture_method, captured, amount_captured, capture_before (authorized only)}
+//	POST /v1/captures           Idempotency-Key; {charge_id, amount?, currency?} → 200 the charge after
+//	POST /v1/voids              Idempotency-Key; {charge_id} → 200 the charge after
 //	GET  /v1/charges/{key}      → 200 the charge created under that idempotency key, or 404 charge_not_found
 //	GET  /v1/charges/by-id/{id} → 200 the charge with that (sandbox) id, or 404 charge_not_found
 //	GET  /v1/charges?from=&to=[&limit=&starting_after=]
@@ -57,6 +60,30 @@
 // refundable at all (422 charge_disputed). Validation failures are 400 (the
 // key stays unused).
 //
+// # Holds
+//
+// A charge with capture_method manual only holds its money when its
+// payment method succeeds: status authorized, with capture_before
+// (Config.AuthorizationTTL on). Every magic method works so (pm_async
+// authorizes when it resolves; pm_dispute is disputed only once captured,
+// for what was captured). Then exactly one of three ends the hold, each by
+// a guarded UPDATE from authorized, so when they race one wins:
+//   - a capture takes up to the held amount (all of it when amount is left
+//     out) and releases the rest: status succeeded, amount_captured;
+//   - a void gives it all up: status voided;
+//   - past capture_before the hold lapses (LapseHolds): status voided,
+//     failure_code authorization_expired; a capture is refused from that
+//     instant, before the sweep.
+//
+// A capture or void key sent again with the same request answers the
+// charge as it is now; with another request it is 422
+// idempotency_key_reused. Refusals are 422: amount_too_large,
+// charge_already_captured, charge_voided, authorization_expired,
+// charge_not_capturable (not a manual charge, or not held),
+// currency_mismatch. Refunds and disputes of a manual charge are bounded
+// by what its capture took, and the settlement file lists it for that
+// amount.
+//
 // Closing a dispute that is open moves it to won (its money goes back to
 // the charge) or lost (the bank keeps it) and queues dispute.closed.
 // Closing it again with the same status answers the dispute, with no
@@ -87,11 +114,12 @@
 // resolution for asynchronous ones), every refund (whoever asked for it)
 // and every dispute opened or closed queues an event:
 //
-//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|refund.succeeded|dispute.created|dispute.closed",
+//	{"id":"evt_<uuid>","type":"payment.succeeded|payment.failed|payment.authorized|payment.captured|payment.voided|
+//	                          refund.succeeded|dispute.created|dispute.closed",
 //	 "created_at":"<RFC 3339>","data":{...}}
 //
 // with data {charge_id, idempotency_key, order_id, amount, currency, status,
-// failure_code} for payments, {refund_id, charge_id, idempotency_key (the
+// failure_code, and amount_captured on payment.captured} for payments, {refund_id, charge_id, idempotency_key (the
 // refund's), order_id, amount, currency} for refunds and {dispute_id,
 // charge_id, idempotency_key (the charge's), order_id, amount, currency,
 // status (open, or won or lost), reason} for disputes. A change and its

@@ -93,7 +93,7 @@ func (s *Server) createRefund(ctx context.Context, in refundInput) (refundRow, e
 		}
 		res := tx.Exec(`UPDATE sandbox_charges SET refunded_minor = refunded_minor + ?, updated_at = ?
 		                 WHERE id = ? AND status = ? AND dispute_open_minor = 0
-		                   AND refunded_minor + dispute_lost_minor + ? <= amount_minor`,
+		                   AND refunded_minor + dispute_lost_minor + ? <= `+takenColumn,
 			in.amountMinor, now, c.ID, string(domain.ChargeSucceeded), in.amountMinor)
 		if res.Error != nil {
 			return res.Error

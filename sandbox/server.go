@@ -59,6 +59,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/charges", s.handleListCharges)
 	mux.HandleFunc("GET /v1/charges/{key}", s.handleGetCharge)
 	mux.HandleFunc("GET /v1/charges/by-id/{id}", s.handleGetChargeByID)
+	mux.HandleFunc("POST /v1/captures", s.handleCapture)
+	mux.HandleFunc("POST /v1/voids", s.handleVoid)
 	mux.HandleFunc("POST /v1/refunds", s.handleCreateRefund)
 	mux.HandleFunc("GET /v1/refunds", s.handleListRefunds)
 	mux.HandleFunc("GET /v1/disputes", s.handleListDisputes)
@@ -102,6 +104,7 @@ func (s *Server) Start(ctx context.Context) error {
 	ctx, s.stop = context.WithCancel(ctx)
 	s.workers.Go(func() { s.loop(ctx, "resolve pending charges", s.ResolvePending) })
 	s.workers.Go(func() { s.loop(ctx, "open disputes", s.OpenDisputes) })
+	s.workers.Go(func() { s.loop(ctx, "lapse holds", s.LapseHolds) })
 	s.workers.Go(func() { s.loop(ctx, "deliver webhooks", s.DeliverDue) })
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 // settlementHeader is the settlement file's fixed first line.
 var settlementHeader = []string{"charge_id", "idempotency_key", "order_id", "type", "status", "amount", "currency", "created_at", "refund_id"}
 
-// settlementLine is one row of a settlement file: a succeeded charge, or a
+// settlementLine is one row of a settlement file: a succeeded charge (a
+// manual one once captured, for what its capture took), or a
 // refund (whose charge_id names the refunded charge, whose idempotency_key
 // is the refund's and whose refund_id is the refund's own id, empty on a
 // charge line). Amounts are positive; type says which way the money went.
@@ -64,7 +65,7 @@ func (s *Server) settlement(ctx context.Context, day time.Time) ([]settlementLin
 	var lines []settlementLine
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT id AS charge_id, idempotency_key, order_id, 'charge' AS line_type, status,
-		       amount_minor, currency, created_at, '' AS refund_id
+		       `+takenColumn+` AS amount_minor, currency, created_at, '' AS refund_id
 		  FROM sandbox_charges
 		 WHERE status = ? AND created_at >= ? AND created_at < ?
 		UNION ALL

@@ -27,11 +27,42 @@ type chargeRow struct {
 	DisputeAt dbTime `gorm:"column:dispute_at"`
 	// DisputeOpenMinor is the money its open dispute holds, DisputeLostMinor
 	// what a lost one kept.
-	DisputeOpenMinor int64  `gorm:"column:dispute_open_minor"`
-	DisputeLostMinor int64  `gorm:"column:dispute_lost_minor"`
-	CreatedAt        dbTime `gorm:"column:created_at"`
-	UpdatedAt        dbTime `gorm:"column:updated_at"`
+	DisputeOpenMinor int64 `gorm:"column:dispute_open_minor"`
+	DisputeLostMinor int64 `gorm:"column:dispute_lost_minor"`
+	// CaptureMethod is automatic or manual. A manual charge that succeeds
+	// is authorized until CaptureBefore; its capture records
+	// CapturedMinor (an automatic charge keeps 0: it took AmountMinor).
+	CaptureMethod string `gorm:"column:capture_method"`
+	CapturedMinor int64  `gorm:"column:captured_minor"`
+	CaptureBefore dbTime `gorm:"column:capture_before"`
+	CreatedAt     dbTime `gorm:"column:created_at"`
+	UpdatedAt     dbTime `gorm:"column:updated_at"`
 }
+
+// manual reports whether the charge holds its money until a capture.
+func (r chargeRow) manual() bool { return r.CaptureMethod == string(domain.CaptureManual) }
+
+// capturedMinor is the money the charge took: all of it for an automatic
+// charge that succeeded, what its capture took for a manual one.
+func (r chargeRow) capturedMinor() int64 {
+	if r.Status != string(domain.ChargeSucceeded) {
+		return 0
+	}
+	return r.takenMinor()
+}
+
+// takenMinor is what the charge takes when it succeeds: its whole amount,
+// or for a manual charge what its capture took. Refunds and disputes are
+// bounded by it.
+func (r chargeRow) takenMinor() int64 {
+	if r.manual() {
+		return r.CapturedMinor
+	}
+	return r.AmountMinor
+}
+
+// takenColumn is takenMinor in SQL.
+const takenColumn = `CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END`
 
 // disputedMinor is the money disputes withdrew and have not given back.
 func (r chargeRow) disputedMinor() int64 { return r.DisputeOpenMinor + r.DisputeLostMinor }

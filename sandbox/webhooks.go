@@ -38,6 +38,9 @@ type paymentDataJSON struct {
 	Currency       string `json:"currency"`
 	Status         string `json:"status"`
 	FailureCode    string `json:"failure_code"`
+	// AmountCaptured is what a capture took (payment.captured); absent
+	// on the other payment events.
+	AmountCaptured string `json:"amount_captured,omitempty"`
 }
 
 type refundDataJSON struct {
@@ -69,14 +72,25 @@ type event struct {
 // paymentEvent announces a charge's final status.
 func paymentEvent(c chargeRow) event {
 	typ := string(domain.EventPaymentSucceeded)
-	if c.Status == string(domain.ChargeFailed) {
+	switch {
+	case c.Status == string(domain.ChargeFailed):
 		typ = string(domain.EventPaymentFailed)
+	case c.Status == string(domain.ChargeAuthorized):
+		typ = string(domain.EventPaymentAuthorized)
+	case c.Status == string(domain.ChargeVoided):
+		typ = string(domain.EventPaymentVoided)
+	case c.manual(): // succeeded: its capture
+		typ = string(domain.EventPaymentCaptured)
 	}
-	return event{typ: typ, data: paymentDataJSON{
+	data := paymentDataJSON{
 		ChargeID: c.ID, IdempotencyKey: c.IdempotencyKey, OrderID: c.OrderID,
 		Amount: money(c.AmountMinor, c.Currency), Currency: c.Currency,
 		Status: c.Status, FailureCode: c.FailureCode,
-	}}
+	}
+	if typ == string(domain.EventPaymentCaptured) {
+		data.AmountCaptured = money(c.capturedMinor(), c.Currency)
+	}
+	return event{typ: typ, data: data}
 }
 
 // refundEvent announces a refund, whoever asked for it.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ type chargeRequestJSON struct {
 	Amount        string `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
+	// CaptureMethod is automatic (the default) or manual.
+	CaptureMethod string `json:"capture_method"`
 }
 
 type chargeJSON struct {
@@ -37,6 +40,27 @@ type chargeJSON struct {
 	// (open or lost).
 	DisputedAmount string `json:"disputed_amount"`
 	CreatedAt      string `json:"created_at"`
+	CaptureMethod  string `json:"capture_method"`
+	// Captured says the charge took money; AmountCaptured is how much
+	// (for a manual charge, what its capture took).
+	Captured       bool   `json:"captured"`
+	AmountCaptured string `json:"amount_captured"`
+	// CaptureBefore is when an authorized charge's hold lapses; absent
+	// for any other charge.
+	CaptureBefore string `json:"capture_before,omitempty"`
+}
+
+// captureRequestJSON is POST /v1/captures: capture amount of an
+// authorized charge (all of it when amount is empty).
+type captureRequestJSON struct {
+	ChargeID string `json:"charge_id"`
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+}
+
+// voidRequestJSON is POST /v1/voids: give up an authorized charge's hold.
+type voidRequestJSON struct {
+	ChargeID string `json:"charge_id"`
 }
 
 type chargeListJSON struct {
@@ -109,13 +133,19 @@ func money(minor int64, currency string) string {
 }
 
 func (r chargeRow) toJSON() chargeJSON {
-	return chargeJSON{
+	out := chargeJSON{
 		ID: r.ID, IdempotencyKey: r.IdempotencyKey, OrderID: r.OrderID,
 		Amount: money(r.AmountMinor, r.Currency), Currency: r.Currency,
 		PaymentMethod: r.PaymentMethod, Status: r.Status, FailureCode: r.FailureCode,
 		RefundedAmount: money(r.RefundedMinor, r.Currency), DisputedAmount: money(r.disputedMinor(), r.Currency),
-		CreatedAt: formatTime(r.CreatedAt.Time),
+		CreatedAt:     formatTime(r.CreatedAt.Time),
+		CaptureMethod: cmp.Or(r.CaptureMethod, string(domain.CaptureAutomatic)),
+		Captured:      r.Status == string(domain.ChargeSucceeded), AmountCaptured: money(r.capturedMinor(), r.Currency),
 	}
+	if r.Status == string(domain.ChargeAuthorized) {
+		out.CaptureBefore = formatTime(r.CaptureBefore.Time)
+	}
+	return out
 }
 
 func (r refundRow) toJSON() refundJSON {
