@@ -502,7 +502,7 @@ func TestAdminChecksBeforeSending(t *testing.T) {
 		{[]string{"discrepancies", "list", "-status", "closed"}, `-status "closed": want open, resolving, resolved`},
 		{[]string{"discrepancies", "list", "-type", "odd"}, `-type "odd": want missing_local_payment,`},
 		{[]string{"discrepancies", "list", "-order", "o1"}, `-order "o1" is not an ID`},
-		{[]string{"orders", "search", "-status", "weird"}, `-status "weird": want pending, processing, paid, refunded, cancelled, expired`},
+		{[]string{"orders", "search", "-status", "weird"}, `-status "weird": want pending, processing, authorized, paid, refunded, cancelled, expired`},
 		{[]string{"orders", "search", "-customer", "ada"}, `-customer "ada": want a customer ID`},
 		{[]string{"orders", "search", "-limit", "0"}, "-limit 0: want a whole number from 1 to 100"},
 		{[]string{"orders", "search", "-cursor", "next"}, `-cursor "next"`},

@@ -383,6 +383,8 @@ const (
 	LedgerEntryKindDisputeLost    LedgerEntryKind = "dispute_lost"
 	LedgerEntryKindDisputeOpened  LedgerEntryKind = "dispute_opened"
 	LedgerEntryKindDisputeWon     LedgerEntryKind = "dispute_won"
+	LedgerEntryKindHold           LedgerEntryKind = "hold"
+	LedgerEntryKindHoldReleased   LedgerEntryKind = "hold_released"
 	LedgerEntryKindOutsideRefund  LedgerEntryKind = "outside_refund"
 	LedgerEntryKindRefund         LedgerEntryKind = "refund"
 	LedgerEntryKindRefundReversed LedgerEntryKind = "refund_reversed"
@@ -398,6 +400,10 @@ func (e LedgerEntryKind) Valid() bool {
 	case LedgerEntryKindDisputeOpened:
 		return true
 	case LedgerEntryKindDisputeWon:
+		return true
+	case LedgerEntryKindHold:
+		return true
+	case LedgerEntryKindHoldReleased:
 		return true
 	case LedgerEntryKindOutsideRefund:
 		return true
@@ -496,6 +502,7 @@ func (e NotifyCauseKind) Valid() bool {
 
 // Defines values for NotifyType.
 const (
+	NotifyTypeOrderAuthorized     NotifyType = "order.authorized"
 	NotifyTypeOrderCancelled      NotifyType = "order.cancelled"
 	NotifyTypeOrderDisputeClosed  NotifyType = "order.dispute_closed"
 	NotifyTypeOrderDisputed       NotifyType = "order.disputed"
@@ -510,6 +517,8 @@ const (
 // Valid indicates whether the value is a known member of the NotifyType enum.
 func (e NotifyType) Valid() bool {
 	switch e {
+	case NotifyTypeOrderAuthorized:
+		return true
 	case NotifyTypeOrderCancelled:
 		return true
 	case NotifyTypeOrderDisputeClosed:
@@ -535,6 +544,7 @@ func (e NotifyType) Valid() bool {
 
 // Defines values for OrderStatus.
 const (
+	OrderStatusAuthorized OrderStatus = "authorized"
 	OrderStatusCancelled  OrderStatus = "cancelled"
 	OrderStatusExpired    OrderStatus = "expired"
 	OrderStatusPaid       OrderStatus = "paid"
@@ -546,6 +556,8 @@ const (
 // Valid indicates whether the value is a known member of the OrderStatus enum.
 func (e OrderStatus) Valid() bool {
 	switch e {
+	case OrderStatusAuthorized:
+		return true
 	case OrderStatusCancelled:
 		return true
 	case OrderStatusExpired:

@@ -49,6 +49,9 @@ type Attempt struct {
 	// (zero: not recorded). Until then the provider's "not found" does not
 	// prove that nothing was charged.
 	InFlightUntil time.Time
+	// CaptureMethod is what the attempt asked the provider for (its
+	// order's): asking again about it repeats that very request.
+	CaptureMethod CaptureMethod
 }
 
 // AttemptStatuses lists every attempt status, for table tests and documentation.

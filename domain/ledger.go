@@ -25,8 +25,26 @@ const (
 	LedgerRefundReversed LedgerKind = "refund_reversed"
 )
 
+// A manual-capture order's hold: the provider holds the money (hold),
+// then a capture, a void or a lapse ends the hold (hold_released, the
+// whole hold); a capture books what it took as a charge. Neither is money
+// the merchant has: Books.Authorized is what is held.
+const (
+	LedgerHold         LedgerKind = "hold"
+	LedgerHoldReleased LedgerKind = "hold_released"
+)
+
+// HoldReference is the reference of a hold's entry, HoldReleasedReference
+// of its end's: one hold per charge, ended once.
+func HoldReference(chargeID string) string { return "hold:" + chargeID }
+
+// HoldReleasedReference is the reference of the entry that ends the hold
+// of HoldReference(chargeID).
+func HoldReleasedReference(chargeID string) string { return "hold:" + chargeID + ":released" }
+
 // LedgerKinds lists every kind, for table tests and documentation.
-var LedgerKinds = []LedgerKind{LedgerCharge, LedgerRefund, LedgerOutsideRefund, LedgerDisputeOpened, LedgerDisputeWon, LedgerDisputeLost, LedgerRefundReversed}
+var LedgerKinds = []LedgerKind{LedgerCharge, LedgerRefund, LedgerOutsideRefund, LedgerDisputeOpened, LedgerDisputeWon, LedgerDisputeLost, LedgerRefundReversed,
+	LedgerHold, LedgerHoldReleased}
 
 // Valid reports whether k is a known kind.
 func (k LedgerKind) Valid() bool {
@@ -123,15 +141,18 @@ func DisputeReference(providerDisputeID string, k LedgerKind) string {
 }
 
 // Books is an order's books as its ledger adds them up, in the order's
-// currency: Charged is every charge, Refunded every refund (payd's and
+// currency: Authorized what holds keep, Charged is every charge, Refunded every refund (payd's and
 // outside ones), Disputed what is withdrawn under disputes still open, Lost
 // what disputes took for good, and Net = Charged − Refunded − Lost.
 type Books struct {
-	Charged  decimal.Decimal
-	Refunded decimal.Decimal
-	Disputed decimal.Decimal
-	Lost     decimal.Decimal
-	Net      decimal.Decimal
+	// Authorized is what holds keep on the buyer's card: holds less their
+	// ends (not money the merchant has).
+	Authorized decimal.Decimal
+	Charged    decimal.Decimal
+	Refunded   decimal.Decimal
+	Disputed   decimal.Decimal
+	Lost       decimal.Decimal
+	Net        decimal.Decimal
 }
 
 // Summarize adds up an order's ledger. Entries in another currency than
@@ -146,6 +167,10 @@ func Summarize(cur Currency, entries []LedgerEntry) Books {
 		switch e.Kind {
 		case LedgerCharge:
 			m.Charged = m.Charged.Add(e.Amount)
+		case LedgerHold:
+			m.Authorized = m.Authorized.Add(e.Amount)
+		case LedgerHoldReleased:
+			m.Authorized = m.Authorized.Sub(e.Amount)
 		case LedgerRefund, LedgerOutsideRefund:
 			m.Refunded = m.Refunded.Add(e.Amount)
 		case LedgerRefundReversed:

@@ -14,8 +14,8 @@ import (
 // statuses, so the code, the guards and the schema cannot drift apart.
 //
 // The machines are OrderMachine, FulfillmentMachine, AttemptMachine,
-// RefundMachine, DiscrepancyMachine, RecordMachine, DisputeMachine and
-// DeliveryMachine.
+// HoldActionMachine, RefundMachine, DiscrepancyMachine, RecordMachine,
+// DisputeMachine and DeliveryMachine.
 type Machine[S ~string, E ~string] struct {
 	name     string
 	statuses []S

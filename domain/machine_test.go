@@ -54,6 +54,7 @@ func TestMachines(t *testing.T) {
 		RecordEventTakeOver, RecordEventRelease, RecordEventReplace}, RecordStatuses)
 	machineCheck(t, DisputeMachine, DisputeEvents, DisputeStatuses)
 	machineCheck(t, FulfillmentMachine, []FulfillmentEvent{FulfillmentShipPart, FulfillmentShipAll}, FulfillmentStatuses)
+	machineCheck(t, HoldActionMachine, HoldActionEvents, HoldActionStatuses)
 }
 
 // TestSharedGuards: the events one store statement performs together must

@@ -33,11 +33,14 @@ const (
 	// NotifyOrderShipped: the merchant shipped some or all of the paid
 	// order; the event carries the shipment.
 	NotifyOrderShipped NotifyType = "order.shipped"
+	// NotifyOrderAuthorized: a manual-capture order's pay succeeded and
+	// its money is held until the merchant captures it.
+	NotifyOrderAuthorized NotifyType = "order.authorized"
 )
 
 // NotifyTypes lists every event type, in the order documentation shows them.
 var NotifyTypes = []NotifyType{NotifyOrderPaid, NotifyOrderPaymentFailed, NotifyOrderCancelled, NotifyOrderExpired,
-	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed, NotifyOrderRefundReversed, NotifyOrderShipped}
+	NotifyOrderRefunded, NotifyOrderDisputed, NotifyOrderDisputeClosed, NotifyOrderRefundReversed, NotifyOrderShipped, NotifyOrderAuthorized}
 
 // Valid reports whether t is a known event type.
 func (t NotifyType) Valid() bool { return slices.Contains(NotifyTypes, t) }

@@ -16,10 +16,14 @@ type OrderStatus string
 const (
 	StatusPending    OrderStatus = "pending"    // created, waiting to be paid
 	StatusProcessing OrderStatus = "processing" // claimed by one pay request; the provider is being asked
-	StatusPaid       OrderStatus = "paid"       // the provider confirmed a charge
-	StatusRefunded   OrderStatus = "refunded"   // everything paid has been given back
-	StatusCancelled  OrderStatus = "cancelled"  // the customer gave up before paying
-	StatusExpired    OrderStatus = "expired"    // nobody paid within the order TTL
+	// StatusAuthorized: a manual-capture order's pay succeeded and the
+	// provider holds its money until the merchant captures it (before
+	// Order.CaptureBefore); nothing is charged yet.
+	StatusAuthorized OrderStatus = "authorized"
+	StatusPaid       OrderStatus = "paid"      // the provider confirmed a charge
+	StatusRefunded   OrderStatus = "refunded"  // everything paid has been given back
+	StatusCancelled  OrderStatus = "cancelled" // the customer gave up before paying
+	StatusExpired    OrderStatus = "expired"   // nobody paid within the order TTL
 )
 
 // StatusReason is the validation error's reason for a status that is none
@@ -53,13 +57,18 @@ const (
 	EventRefundPartial  Event = "refund_partial"  // some, not all, of the payment was given back
 	EventRefundFull     Event = "refund_full"     // the rest of the payment was given back
 	EventRefundReversed Event = "refund_reversed" // the provider took back a refund it had confirmed (Stripe's succeeded, then failed)
+	EventAuthorize      Event = "authorize"       // the provider confirmed the claimed charge of a manual-capture order: its money is held
+	EventCapture        Event = "capture"         // the provider confirmed the hold's capture: the order is paid what was captured
+	EventVoid           Event = "void"            // the provider confirmed the hold voided, on a cancel
+	EventLapse          Event = "lapse"           // the hold ran past capture_before and the provider voided it or says it lapsed
 )
 
 // Events lists every event, for table tests and documentation.
-var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull, EventRefundReversed}
+var Events = []Event{EventClaim, EventSucceed, EventRelease, EventCancel, EventExpire, EventRefundPartial, EventRefundFull, EventRefundReversed,
+	EventAuthorize, EventCapture, EventVoid, EventLapse}
 
 // Statuses lists every status, for table tests and documentation.
-var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
+var Statuses = []OrderStatus{StatusPending, StatusProcessing, StatusAuthorized, StatusPaid, StatusRefunded, StatusCancelled, StatusExpired}
 
 // OrderMachine is the whole order state machine: for each event, the
 // statuses it may leave from and the one it leads to. Anything else is
@@ -75,6 +84,10 @@ var OrderMachine = newMachine("order", Statuses, []OrderStatus{StatusPending},
 	step[OrderStatus, Event]{EventRefundPartial, []OrderStatus{StatusPaid}, StatusPaid},
 	step[OrderStatus, Event]{EventRefundFull, []OrderStatus{StatusPaid}, StatusRefunded},
 	step[OrderStatus, Event]{EventRefundReversed, []OrderStatus{StatusPaid, StatusRefunded}, StatusPaid},
+	step[OrderStatus, Event]{EventAuthorize, []OrderStatus{StatusProcessing}, StatusAuthorized},
+	step[OrderStatus, Event]{EventCapture, []OrderStatus{StatusAuthorized}, StatusPaid},
+	step[OrderStatus, Event]{EventVoid, []OrderStatus{StatusAuthorized}, StatusCancelled},
+	step[OrderStatus, Event]{EventLapse, []OrderStatus{StatusAuthorized}, StatusExpired},
 )
 
 // From returns the statuses e may leave from (none for an unknown event).
@@ -144,10 +157,25 @@ type Order struct {
 	// the reader asked for them.
 	Fulfillment FulfillmentStatus
 	Shipments   []Shipment
-	Version     int64 // 1 when created; every change raises it
-	ExpiresAt   time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// CaptureMethod is how a successful pay takes the money: at once
+	// (automatic), or held until the merchant captures it (manual: the
+	// order is authorized until then).
+	CaptureMethod CaptureMethod
+	// CaptureBefore is when an authorized order's hold lapses; nil before
+	// the order is authorized, and for an automatic order.
+	CaptureBefore *time.Time
+	// CapturedAmount is what a manual order's capture took (at most
+	// Amount); zero until then, and for an automatic order (which takes
+	// Amount: Captured says so).
+	CapturedAmount decimal.Decimal
+	// HoldAction is the capture or void that holds the authorized order's
+	// hold (its HoldAction.ID), "" when none does: the claim one request
+	// or job makes before it asks the provider, as a pay's claim is.
+	HoldAction string
+	Version    int64 // 1 when created; every change raises it
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 
 	// CreateFingerprint is the fingerprint of the request that created the
 	// order under CreateRequestID (empty for orders stored before it was
@@ -236,11 +264,11 @@ func (o Order) PayOutcome(requestID string) error {
 			return nil
 		}
 		return ErrPaymentInProgress
-	case StatusPaid, StatusRefunded:
+	case StatusAuthorized, StatusPaid, StatusRefunded:
 		if o.PayRequestID == requestID {
 			return nil
 		}
-		return ErrOrderAlreadyPaid
+		return ErrOrderAlreadyPaid // a charge holds or took the money
 	case StatusExpired:
 		return ErrOrderExpired
 	default:
@@ -263,8 +291,9 @@ func (o Order) Claimable(now time.Time) bool { return o.Status == StatusPending 
 // It refuses, with ErrInvalidTransition, what the guard refuses: a status
 // e does not leave from, a success or release by another request than the
 // claiming one, a claim of an order past its expiry (ErrOrderExpired).
-// The refund events change amounts the store computes; Apply refuses
-// them, and the caller reads the order back.
+// The refund events and the hold's end (capture, void, lapse) change
+// amounts the store computes; Apply refuses them, and the caller reads the
+// order back.
 func (o Order) Apply(e Event, requestID string, now time.Time) (Order, error) {
 	to, err := Next(o.Status, e)
 	if err != nil {
@@ -281,12 +310,18 @@ func (o Order) Apply(e Event, requestID string, now time.Time) (Order, error) {
 			return o, ErrInvalidTransition
 		}
 		o.PaidAt = &now
+	case EventAuthorize:
+		// The hold's deadline is the provider's word: the caller sets
+		// CaptureBefore.
+		if o.PayRequestID != requestID {
+			return o, ErrInvalidTransition
+		}
 	case EventRelease:
 		if o.PayRequestID != requestID {
 			return o, ErrInvalidTransition
 		}
 		o.PayRequestID = ""
-	case EventRefundPartial, EventRefundFull, EventRefundReversed:
+	case EventRefundPartial, EventRefundFull, EventRefundReversed, EventCapture, EventVoid, EventLapse:
 		return o, ErrInvalidTransition
 	}
 	o.Status, o.UpdatedAt, o.Version = to, now, o.Version+1

@@ -14,7 +14,8 @@ import (
 func TestNext(t *testing.T) {
 	legal := map[OrderStatus]map[Event]OrderStatus{
 		StatusPending:    {EventClaim: StatusProcessing, EventCancel: StatusCancelled, EventExpire: StatusExpired},
-		StatusProcessing: {EventSucceed: StatusPaid, EventRelease: StatusPending},
+		StatusProcessing: {EventSucceed: StatusPaid, EventRelease: StatusPending, EventAuthorize: StatusAuthorized},
+		StatusAuthorized: {EventCapture: StatusPaid, EventVoid: StatusCancelled, EventLapse: StatusExpired},
 		StatusPaid:       {EventRefundPartial: StatusPaid, EventRefundFull: StatusRefunded, EventRefundReversed: StatusPaid},
 		StatusRefunded:   {EventRefundReversed: StatusPaid},
 	}

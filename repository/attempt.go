@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -24,6 +25,7 @@ type attemptRow struct {
 	UpdatedAt        utcTime        `gorm:"column:updated_at"`
 	LeasedUntil      *utcTime       `gorm:"column:leased_until"`
 	InFlightUntil    *utcTime       `gorm:"column:in_flight_until"`
+	CaptureMethod    string         `gorm:"column:capture_method"`
 }
 
 // TableName tells GORM the table.
@@ -33,13 +35,13 @@ func (attemptRow) TableName() string { return "payment_attempts" }
 // and GORM's Create would reflect on the row each time. PayBatch.Claim
 // sends it as insertAttemptIfClaimed.
 const insertAttempt = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
-	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until, capture_method)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // args are insertAttempt's arguments.
 func (r attemptRow) args() []any {
 	return []any{r.ID, r.OrderID, r.RequestID, r.Status, r.PaymentMethod, r.ProviderChargeID, r.FailureCode,
-		r.Currency, r.AmountMinor, r.CreatedAt, r.UpdatedAt, r.LeasedUntil, r.InFlightUntil}
+		r.Currency, r.AmountMinor, r.CreatedAt, r.UpdatedAt, r.LeasedUntil, r.InFlightUntil, r.CaptureMethod}
 }
 
 func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
@@ -53,6 +55,7 @@ func attemptFromDomain(a domain.Attempt) (attemptRow, error) {
 		FailureCode: nullString(a.FailureCode), Currency: string(a.Currency), AmountMinor: amount,
 		CreatedAt: ts(a.CreatedAt), UpdatedAt: ts(a.UpdatedAt),
 		LeasedUntil: tsPtr(nonZero(a.LeasedUntil)), InFlightUntil: tsPtr(nonZero(a.InFlightUntil)),
+		CaptureMethod: string(cmp.Or(a.CaptureMethod, domain.CaptureAutomatic)),
 	}, nil
 }
 
@@ -64,6 +67,7 @@ func (r attemptRow) toDomain() domain.Attempt {
 		FailureCode: r.FailureCode.String, Amount: domain.FromMinorUnits(r.AmountMinor, c), Currency: c,
 		CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
 		LeasedUntil: zeroIfNil(r.LeasedUntil), InFlightUntil: zeroIfNil(r.InFlightUntil),
+		CaptureMethod: domain.CaptureMethod(cmp.Or(r.CaptureMethod, string(domain.CaptureAutomatic))),
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 func newAttempt(t *testing.T, s *repository.AttemptStore, o domain.Order, requestID string, created time.Time) domain.Attempt {
 	t.Helper()
 	a := domain.Attempt{
-		ID: newID(), OrderID: o.ID, RequestID: requestID, Status: domain.AttemptStarted,
+		ID: newID(), OrderID: o.ID, RequestID: requestID, Status: domain.AttemptStarted, CaptureMethod: domain.CaptureAutomatic,
 		PaymentMethod: "pm_ok", Amount: o.Amount, Currency: o.Currency, CreatedAt: created, UpdatedAt: created,
 	}
 	if err := s.Create(t.Context(), a); err != nil {

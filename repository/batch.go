@@ -141,8 +141,8 @@ type statement struct {
 const (
 	// insertAttemptIfClaimed is insertAttempt, after the claim.
 	insertAttemptIfClaimed = `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method,
-	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until)
-	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
+	provider_charge_id, failure_code, currency, amount_minor, created_at, updated_at, leased_until, in_flight_until, capture_method)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() = 1`
 
 	// insertLedgerEntryIfSettled is insertLedgerEntry, after the
 	// attempt's success.

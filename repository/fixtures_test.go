@@ -47,10 +47,10 @@ func pendingOrder(customerID string) domain.Order {
 		{SKU: "cup", Name: "Cup", Quantity: 1, UnitPrice: dec("3.00")},
 	}
 	return domain.Order{
-		ID:          newID(),
-		CustomerID:  customerID,
-		Creator:     domain.CustomerScope(customerID),
-		Status:      domain.StatusPending,
+		ID:         newID(),
+		CustomerID: customerID,
+		Creator:    domain.CustomerScope(customerID),
+		Status:     domain.StatusPending, CaptureMethod: domain.CaptureAutomatic,
 		Fulfillment: domain.FulfillmentUnfulfilled,
 		Amount:      domain.Total(items),
 		Currency:    "USD",

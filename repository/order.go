@@ -29,6 +29,10 @@ type orderRow struct {
 	CreatedAt     utcTime        `gorm:"column:created_at"`
 	UpdatedAt     utcTime        `gorm:"column:updated_at"`
 	Fulfillment   string         `gorm:"column:fulfillment_status"`
+	CaptureMethod string         `gorm:"column:capture_method"`
+	CaptureBefore *utcTime       `gorm:"column:capture_before"`
+	CapturedMinor int64          `gorm:"column:captured_minor"`
+	HoldAction    sql.NullString `gorm:"column:hold_action"`
 }
 
 // TableName tells GORM the table.
@@ -37,12 +41,14 @@ func (orderRow) TableName() string { return "orders" }
 // orderColumns are the columns of orderRow (of orders o), in the order of
 // fields: FindByID, on every pay, scans them by hand.
 const orderColumns = `o.id, o.customer_id, o.creator, o.status, o.currency, o.amount_minor, o.refunded_minor, o.refund_reserved_minor, o.pay_request_id,
-	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at, o.fulfillment_status`
+	o.create_request_id, o.create_fingerprint, o.version, o.paid_at, o.expires_at, o.created_at, o.updated_at, o.fulfillment_status,
+	o.capture_method, o.capture_before, o.captured_minor, o.hold_action`
 
 // fields are the scan destinations of orderColumns.
 func (r *orderRow) fields() []any {
 	return []any{&r.ID, &r.CustomerID, &r.Creator, &r.Status, &r.Currency, &r.AmountMinor, &r.RefundedMinor, &r.ReservedMinor, &r.PayRequestID,
-		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.Fulfillment}
+		&r.CreateRequest, &r.CreateFP, &r.Version, &r.PaidAt, &r.ExpiresAt, &r.CreatedAt, &r.UpdatedAt, &r.Fulfillment,
+		&r.CaptureMethod, &r.CaptureBefore, &r.CapturedMinor, &r.HoldAction}
 }
 
 // itemRow is a row of order_items; position keeps the items in order.
@@ -85,11 +91,20 @@ func orderFromDomain(o domain.Order) (orderRow, []itemRow, error) {
 	if !fulfillment.Valid() {
 		return orderRow{}, nil, fmt.Errorf("order fulfillment status %q is not valid", o.Fulfillment)
 	}
+	capture := cmp.Or(o.CaptureMethod, domain.CaptureAutomatic)
+	if !capture.Valid() {
+		return orderRow{}, nil, fmt.Errorf("order capture method %q is not valid", o.CaptureMethod)
+	}
+	captured, err := toMinor(o.CapturedAmount, o.Currency, "captured amount")
+	if err != nil {
+		return orderRow{}, nil, err
+	}
 	row := orderRow{
 		ID: o.ID, CustomerID: nullString(o.CustomerID), Creator: o.CreatedBy(), Status: string(o.Status), Currency: string(o.Currency),
 		AmountMinor: amount, RefundedMinor: refunded, ReservedMinor: reserved, PayRequestID: nullString(o.PayRequestID),
 		CreateRequest: nullString(o.CreateRequestID), CreateFP: nullString(o.CreateFingerprint), Version: max(o.Version, domain.CreatedVersion), PaidAt: tsPtr(o.PaidAt),
 		ExpiresAt: ts(o.ExpiresAt), CreatedAt: ts(o.CreatedAt), UpdatedAt: ts(o.UpdatedAt), Fulfillment: string(fulfillment),
+		CaptureMethod: string(capture), CaptureBefore: tsPtr(o.CaptureBefore), CapturedMinor: captured, HoldAction: nullString(o.HoldAction),
 	}
 	items := make([]itemRow, len(o.Items))
 	for i, it := range o.Items {
@@ -113,7 +128,9 @@ func (r orderRow) toDomain(items []itemRow) domain.Order {
 		PayRequestID:   r.PayRequestID.String, CreateRequestID: r.CreateRequest.String, Version: r.Version, PaidAt: timePtr(r.PaidAt),
 		ExpiresAt: r.ExpiresAt.time(), CreatedAt: r.CreatedAt.time(), UpdatedAt: r.UpdatedAt.time(),
 		CreateFingerprint: r.CreateFP.String, Items: make([]domain.Item, 0, len(items)),
-		Fulfillment: domain.FulfillmentStatus(r.Fulfillment),
+		Fulfillment:   domain.FulfillmentStatus(r.Fulfillment),
+		CaptureMethod: domain.CaptureMethod(r.CaptureMethod), CaptureBefore: timePtr(r.CaptureBefore),
+		CapturedAmount: domain.FromMinorUnits(r.CapturedMinor, c), HoldAction: r.HoldAction.String,
 	}
 	for _, it := range items {
 		o.Items = append(o.Items, domain.Item{

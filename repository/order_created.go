@@ -43,6 +43,10 @@ func (c *createdOrders) remember(row orderRow, items []itemRow) {
 		p := stored(*row.PaidAt)
 		row.PaidAt = &p
 	}
+	if row.CaptureBefore != nil {
+		p := stored(*row.CaptureBefore)
+		row.CaptureBefore = &p
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.ring[c.next]; old != "" {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/dbtest"
 	"github.com/payd/payd/migrations"
@@ -46,6 +48,27 @@ var machineSteps = map[domain.Event]machineStep{
 	domain.EventRefundReversed: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
 		return s.MoveRefund(ctx, o.ID, domain.MoveReverse, 1, now)
 	},
+	domain.EventAuthorize: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.MarkAuthorized(ctx, o.ID, machineRequest, now.Add(time.Hour), testCause, now)
+	},
+	domain.EventCapture: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.EndHold(ctx, machineHold(o, domain.HoldCapture), o.Amount, testCause, now)
+	},
+	domain.EventVoid: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.EndHold(ctx, machineHold(o, domain.HoldVoid), decimal.Zero, testCause, now)
+	},
+	domain.EventLapse: func(ctx context.Context, s *repository.OrderStore, o domain.Order, now time.Time) (bool, error) {
+		return s.EndHold(ctx, machineHold(o, domain.HoldLapse), decimal.Zero, testCause, now)
+	},
+}
+
+// machineHoldID owns the hold of every order orderIn stores, so a hold's
+// end is refused for the order's status only.
+const machineHoldID = "ha-machine"
+
+// machineHold is the hold action of kind k that owns o's hold.
+func machineHold(o domain.Order, k domain.HoldActionKind) domain.HoldAction {
+	return domain.HoldAction{ID: machineHoldID, OrderID: o.ID, Kind: k, Currency: o.Currency}
 }
 
 const machineRequest = "req-machine"
@@ -66,8 +89,8 @@ func orderIn(t *testing.T, db *repository.DB, status domain.OrderStatus) domain.
 	if status == domain.StatusRefunded {
 		refunded = domain.MinorUnits(o.Amount, o.Currency)
 	}
-	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ?, refunded_minor = ? WHERE id = ?",
-		string(status), payRequest, refunded, o.ID).Error
+	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ?, refunded_minor = ?, capture_method = 'manual', hold_action = ? WHERE id = ?",
+		string(status), payRequest, refunded, machineHoldID, o.ID).Error
 	if err != nil {
 		t.Fatal(err)
 	}

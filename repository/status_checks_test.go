@@ -128,6 +128,22 @@ var statusColumns = []statusColumn{
 	{"ledger_entries", "source", "ledger_entries_source", strs(domain.LedgerSources), func(f checkFixture, id, v string) (string, []any) {
 		return `INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency, amount_minor, source, created_at)
 			VALUES (?, ?, 'charge', ?, 'ch_1', 'USD', 100, ?, ?)`, []any{id, f.orderID, id, v, checkTime}
+	}},
+	{"orders", "capture_method", "orders_capture_method", captureMethods, func(f checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO orders (id, customer_id, creator, status, capture_method, currency, amount_minor, expires_at, created_at, updated_at)
+			VALUES (?, ?, ?, 'pending', ?, 'USD', 100, ?, ?, ?)`, []any{id, f.customerID, domain.CustomerScope(f.customerID), v, checkTime, checkTime, checkTime}
+	}},
+	{"payment_attempts", "capture_method", "payment_attempts_capture_method", captureMethods, func(f checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO payment_attempts (id, order_id, request_id, status, payment_method, capture_method, currency, amount_minor, created_at, updated_at)
+			VALUES (?, ?, ?, 'started', 'pm_ok', ?, 'USD', 100, ?, ?)`, []any{id, f.orderID, id, v, checkTime, checkTime}
+	}},
+	{"hold_actions", "kind", "hold_actions_kind", strs(domain.HoldActionKinds), func(f checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO hold_actions (id, order_id, kind, status, currency, created_at, updated_at)
+			VALUES (?, ?, ?, 'started', 'USD', ?, ?)`, []any{id, f.orderID, v, checkTime, checkTime}
+	}},
+	{"hold_actions", "status", "hold_actions_status", strs(domain.HoldActionMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
+		return `INSERT INTO hold_actions (id, order_id, kind, status, currency, created_at, updated_at)
+			VALUES (?, ?, 'capture', ?, 'USD', ?, ?)`, []any{id, f.orderID, v, checkTime, checkTime}
 	}}, {"orders", "fulfillment_status", "orders_fulfillment_status", strs(domain.FulfillmentMachine.Statuses()), func(f checkFixture, id, v string) (string, []any) {
 		return `INSERT INTO orders (id, customer_id, creator, status, fulfillment_status, currency, amount_minor, expires_at, created_at, updated_at)
 			VALUES (?, ?, ?, 'paid', ?, 'USD', 100, ?, ?, ?)`, []any{id, f.customerID, domain.CustomerScope(f.customerID), v, checkTime, checkTime, checkTime}
@@ -311,6 +327,15 @@ var addedBy00020 = map[string]bool{
 	string(domain.NotifyOrderRefundReversed): true,
 }
 
+// captureMethods are the capture methods, as the CHECKs name them.
+var captureMethods = []string{string(domain.CaptureAutomatic), string(domain.CaptureManual)}
+
+// addedBy00033 are the closed sets' values migration 00033 added.
+var addedBy00033 = map[string]bool{
+	string(domain.StatusAuthorized): true, string(domain.LedgerHold): true, string(domain.LedgerHoldReleased): true,
+	string(domain.NotifyOrderAuthorized): true,
+}
+
 // TestStatusChecksKeepRows: the migrations that add the CHECKs (00015,
 // 00016) keep every row stored before them, also those whose outcome or
 // completed_by is still NULL, and every index (SQLite builds the tables
@@ -331,11 +356,12 @@ func TestStatusChecksKeepRows(t *testing.T) {
 		force(t, db, `INSERT INTO customers (id, email, name, token_hash, created_at) VALUES (?, ?, 'n', ?, ?)`, cust, cust+"@example.com", cust, checkTime)
 		tables := map[string]bool{}
 		for _, c := range statusColumns {
-			if strings.HasPrefix(c.table, "notify_") || c.column == "fulfillment_status" { // created by 00019 and 00032, after the migrations under test
+			if strings.HasPrefix(c.table, "notify_") || c.column == "fulfillment_status" || // created by 00019 and 00032,
+				c.column == "capture_method" || c.table == "hold_actions" { // and 00033, after the migrations under test
 				continue
 			}
 			for _, v := range c.values {
-				if addedBy00020[v] {
+				if addedBy00020[v] || addedBy00033[v] {
 					continue // a value migration 00020 added: no CHECK before it takes it
 				}
 				id := newID()

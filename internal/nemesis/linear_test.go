@@ -25,7 +25,8 @@ func TestReachableFollowsTheMachine(t *testing.T) {
 		want statusSet
 	}{
 		{domain.StatusPending, setOf(domain.Statuses...)},
-		{domain.StatusProcessing, setOf(domain.StatusProcessing, domain.StatusPending, domain.StatusPaid, domain.StatusRefunded, domain.StatusCancelled, domain.StatusExpired)},
+		{domain.StatusProcessing, setOf(domain.Statuses...)},
+		{domain.StatusAuthorized, setOf(domain.StatusAuthorized, domain.StatusPaid, domain.StatusRefunded, domain.StatusCancelled, domain.StatusExpired)},
 		{domain.StatusPaid, setOf(domain.StatusPaid, domain.StatusRefunded)},
 		{domain.StatusRefunded, setOf(domain.StatusPaid, domain.StatusRefunded)},
 		{domain.StatusCancelled, setOf(domain.StatusCancelled)},
