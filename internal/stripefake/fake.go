@@ -46,10 +46,13 @@ type Fake struct {
 	order    []string // PaymentIntent ids, oldest first
 	refunds  map[string]map[string]any
 	disputes map[string]map[string]any
-	keys     map[string]idemReply
-	events   []Event
-	calls    []string
-	keyed    []keyedCall
+	// holds is each PaymentIntent ever authorized with capture_method
+	// manual, and its charge's capture_before (Unix seconds).
+	holds  map[string]int64
+	keys   map[string]idemReply
+	events []Event
+	calls  []string
+	keyed  []keyedCall
 	// dropReplies: the next n requests are carried out but their replies
 	// are lost (the connection is cut).
 	dropReplies int
@@ -78,7 +81,7 @@ type idemReply struct {
 // New starts a fake on a loopback port, closed by t's cleanup if t is given.
 func New(cleanup func(func())) *Fake {
 	f := &Fake{Secret: "whsec_fake_" + strconv.FormatInt(time.Now().UnixNano(), 36), pis: map[string]map[string]any{},
-		refunds: map[string]map[string]any{}, disputes: map[string]map[string]any{}, keys: map[string]idemReply{},
+		refunds: map[string]map[string]any{}, disputes: map[string]map[string]any{}, holds: map[string]int64{}, keys: map[string]idemReply{},
 		now: time.Now}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	if cleanup != nil {
@@ -218,8 +221,7 @@ func (f *Fake) finishLocked(id string, ok bool, code string) {
 	pi := f.pis[id]
 	pi["next_action"] = nil
 	if ok {
-		pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
-		f.emit("payment_intent.succeeded", pi)
+		f.succeed(pi)
 		return
 	}
 	pi["status"] = "requires_payment_method"
@@ -245,8 +247,27 @@ func (f *Fake) Confirm(id, pm string) error {
 		return fmt.Errorf("fake: Confirm supports %s only", PMVisa)
 	}
 	pi["payment_method"], pi["last_payment_error"], pi["next_action"] = pm, nil, nil
-	pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
-	f.emit("payment_intent.succeeded", pi)
+	f.succeed(pi)
+	return nil
+}
+
+// LapseHold lets hold id (a manual-capture PaymentIntent in
+// requires_capture) lapse, as Stripe does once its charge's
+// capture_before has passed: canceled with cancellation_reason automatic,
+// its charge refunded whole. It emits payment_intent.canceled.
+func (f *Fake) LapseHold(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi, ok := f.pis[id]
+	if !ok {
+		return fmt.Errorf("no such payment intent %s", id)
+	}
+	if pi["status"] != "requires_capture" || pi["capture_method"] != "manual" {
+		return fmt.Errorf("payment intent %s is not a hold (%s)", id, pi["status"])
+	}
+	pi["status"], pi["cancellation_reason"] = "canceled", "automatic"
+	pi["canceled_at"], pi["amount_capturable"] = f.now().Unix(), 0
+	f.emit("payment_intent.canceled", pi)
 	return nil
 }
 
@@ -472,7 +493,7 @@ func (f *Fake) RefundOutside(piID string, amount int64) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("no such payment intent %s", piID)
 	}
-	if pi["status"] != "succeeded" || f.refunded(piID)+amount > pi["amount"].(int64) || amount <= 0 {
+	if pi["status"] != "succeeded" || f.refunded(piID)+amount > toInt(pi["amount_received"]) || amount <= 0 {
 		return "", fmt.Errorf("payment intent %s cannot be refunded %d", piID, amount)
 	}
 	r := map[string]any{"id": f.id("re"), "object": "refund", "amount": amount, "currency": pi["currency"], "status": "succeeded",

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 type reply struct {
@@ -117,7 +118,9 @@ func (f *Fake) route(r *http.Request) reply {
 	case r.Method == http.MethodGet && p == "payment_intents/search":
 		return f.searchPIs(r.Form.Get("query"))
 	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "payment_intents" && parts[2] == "cancel":
-		return f.cancelPI(parts[1])
+		return f.cancelPI(parts[1], r.PostForm)
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "payment_intents" && parts[2] == "capture":
+		return f.capturePI(parts[1], r.PostForm)
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "payment_intents":
 		if pi, ok := f.pis[parts[1]]; ok {
 			return reply{200, f.expand(pi, expandOf(r.Form))}
@@ -172,11 +175,19 @@ func (f *Fake) createPI(form url.Values) reply {
 	default:
 		return reply{400, errBody("invalid_request_error", "resource_missing", "payment_method", "No such PaymentMethod: '"+pm+"'")}
 	}
+	captureMethod := "automatic"
+	switch cm := form.Get("capture_method"); cm {
+	case "", "automatic":
+	case "manual":
+		captureMethod = cm
+	default:
+		return reply{400, errBody("invalid_request_error", "parameter_invalid_string", "capture_method", "Invalid capture_method: "+cm)}
+	}
 	id := f.id("pi")
-	pi := map[string]any{"id": id, "object": "payment_intent", "amount": amount, "amount_received": 0,
+	pi := map[string]any{"id": id, "object": "payment_intent", "amount": amount, "amount_received": 0, "amount_capturable": 0,
 		"currency": form.Get("currency"), "status": "requires_payment_method", "client_secret": id + "_secret_fake",
 		"created": f.now().Unix(), "metadata": metadataOf(form), "payment_method": pm, "payment_method_types": []string{"card"},
-		"last_payment_error": nil, "next_action": nil, "latest_charge": nil, "livemode": false, "capture_method": "automatic",
+		"last_payment_error": nil, "next_action": nil, "latest_charge": nil, "livemode": false, "capture_method": captureMethod,
 		"confirmation_method": "automatic"}
 	f.pis[id] = pi
 	f.order = append(f.order, id)
@@ -186,8 +197,7 @@ func (f *Fake) createPI(form url.Values) reply {
 	pi["latest_charge"] = f.id("ch")
 	switch pm {
 	case PMVisa:
-		pi["status"], pi["amount_received"] = "succeeded", amount
-		f.emit("payment_intent.succeeded", pi)
+		f.succeed(pi)
 	case PM3DS:
 		pi["status"] = "requires_action"
 		pi["next_action"] = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{"type": "three_d_secure_redirect"}}
@@ -207,26 +217,90 @@ func (f *Fake) createPI(form url.Values) reply {
 		e["error"].(map[string]any)["payment_intent"] = clone(pi)
 		return reply{402, e}
 	}
-	return reply{200, pi}
+	return reply{200, f.expand(pi, expandOf(form))}
+}
+
+// HoldWindow is how long the fake holds an authorized manual-capture
+// PaymentIntent: its charge's capture_before is this after the
+// PaymentIntent was created, as Stripe's seven days for a card.
+const HoldWindow = 7 * 24 * time.Hour
+
+// succeed makes a confirmed PaymentIntent's payment go through:
+// succeeded, or, for a manual-capture one, authorized (requires_capture,
+// all of it capturable) until its charge's capture_before; the caller
+// holds mu.
+func (f *Fake) succeed(pi map[string]any) {
+	if pi["capture_method"] == "manual" {
+		pi["status"], pi["amount_capturable"] = "requires_capture", pi["amount"]
+		f.holds[pi["id"].(string)] = time.Unix(toInt(pi["created"]), 0).Add(HoldWindow).Unix()
+		f.emit("payment_intent.amount_capturable_updated", pi)
+		return
+	}
+	pi["status"], pi["amount_received"] = "succeeded", pi["amount"]
+	f.emit("payment_intent.succeeded", pi)
 }
 
 // cancelPI cancels a PaymentIntent not yet final, as Stripe does: one that
 // succeeded, is processing or is already canceled is refused with a 400
-// carrying the PaymentIntent.
-func (f *Fake) cancelPI(id string) reply {
+// carrying the PaymentIntent. A hold's cancel releases it all (its charge
+// counts it refunded).
+func (f *Fake) cancelPI(id string, form url.Values) reply {
 	pi, ok := f.pis[id]
 	if !ok {
 		return notFound
 	}
 	switch pi["status"] {
 	case "requires_payment_method", "requires_action", "requires_confirmation", "requires_capture":
-		pi["status"], pi["next_action"], pi["cancellation_reason"] = "canceled", nil, "requested_by_customer"
-		pi["canceled_at"] = f.now().Unix()
+		reason := form.Get("cancellation_reason")
+		if reason == "" {
+			reason = "requested_by_customer"
+		}
+		pi["status"], pi["next_action"], pi["cancellation_reason"] = "canceled", nil, reason
+		pi["canceled_at"], pi["amount_capturable"] = f.now().Unix(), 0
 		f.emit("payment_intent.canceled", pi)
-		return reply{200, pi}
+		return reply{200, f.expand(pi, expandOf(form))}
 	}
-	e := errBody("invalid_request_error", "payment_intent_unexpected_state", "",
-		fmt.Sprintf("You cannot cancel this PaymentIntent because it has a status of %s.", pi["status"]))
+	return unexpectedState(pi, fmt.Sprintf("You cannot cancel this PaymentIntent because it has a status of %s.", pi["status"]))
+}
+
+// capturePI captures a hold (requires_capture) as Stripe does: all of
+// amount_capturable, or amount_to_capture of it, once; the rest is
+// released (its charge counts it refunded). charge.captured and
+// payment_intent.succeeded follow. More than is capturable is 400
+// amount_too_large; a PaymentIntent in any other status is 400
+// payment_intent_unexpected_state, carrying it.
+func (f *Fake) capturePI(id string, form url.Values) reply {
+	pi, ok := f.pis[id]
+	if !ok {
+		return notFound
+	}
+	if pi["status"] != "requires_capture" {
+		return unexpectedState(pi, fmt.Sprintf("This PaymentIntent could not be captured because it has a status of %s. "+
+			"Only a PaymentIntent with one of the following statuses may be captured: requires_capture.", pi["status"]))
+	}
+	capturable := toInt(pi["amount_capturable"])
+	amount := capturable
+	if s := form.Get("amount_to_capture"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount_to_capture", "Invalid integer")}
+		}
+		amount = n
+	}
+	if amount > capturable {
+		return reply{400, errBody("invalid_request_error", "amount_too_large", "amount_to_capture",
+			"The amount to capture must be less than or equal to the amount capturable.")}
+	}
+	pi["status"], pi["amount_received"], pi["amount_capturable"] = "succeeded", amount, 0
+	f.emit("charge.captured", f.charge(pi["latest_charge"].(string)))
+	f.emit("payment_intent.succeeded", pi)
+	return reply{200, f.expand(pi, expandOf(form))}
+}
+
+// unexpectedState is Stripe's refusal of an action pi's status does not
+// allow: 400 payment_intent_unexpected_state, carrying the PaymentIntent.
+func unexpectedState(pi map[string]any, msg string) reply {
+	e := errBody("invalid_request_error", "payment_intent_unexpected_state", "", msg)
 	e["error"].(map[string]any)["payment_intent"] = clone(pi)
 	return reply{400, e}
 }
@@ -288,7 +362,7 @@ func (f *Fake) createRefund(form url.Values) reply {
 	if err != nil || amount <= 0 {
 		return reply{400, errBody("invalid_request_error", "parameter_invalid_integer", "amount", "Invalid integer")}
 	}
-	if pi["status"] != "succeeded" || f.refunded(pi["id"])+amount > pi["amount"].(int64) {
+	if pi["status"] != "succeeded" || f.refunded(pi["id"])+amount > toInt(pi["amount_received"]) {
 		return reply{400, errBody("invalid_request_error", "charge_already_refunded", "amount", "Refund exceeds the charge")}
 	}
 	status := "succeeded"
@@ -319,7 +393,7 @@ func (f *Fake) refunded(pi any) int64 {
 
 // emitChargeRefunded emits charge.refunded for pi as it stands; the caller holds mu.
 func (f *Fake) emitChargeRefunded(pi map[string]any) {
-	refunded := f.refunded(pi["id"])
+	refunded := f.refunded(pi["id"]) + f.released(pi)
 	f.emit("charge.refunded", map[string]any{"id": pi["latest_charge"], "object": "charge", "amount": pi["amount"],
 		"amount_refunded": refunded, "currency": pi["currency"], "payment_intent": pi["id"], "refunded": refunded == pi["amount"].(int64)})
 }
@@ -415,31 +489,56 @@ func (f *Fake) expand(obj map[string]any, fields []string) map[string]any {
 // charge is the Charge object of the PaymentIntent whose latest_charge is
 // id, as it stands (refunded and disputed), or nil; the caller holds mu.
 // Stripe does not copy the PaymentIntent's metadata onto it: neither does
-// the fake.
+// the fake. A hold's charge succeeded when it was authorized, uncaptured
+// until its capture, and names its capture_before.
 func (f *Fake) charge(id string) map[string]any {
 	for _, piID := range f.order {
 		pi := f.pis[piID]
 		if pi["latest_charge"] != id {
 			continue
 		}
+		before, held := f.holds[piID]
 		status := "pending"
 		switch pi["status"] {
 		case "succeeded":
 			status = "succeeded"
-		case "requires_payment_method", "canceled":
+		case "requires_capture":
+			if held {
+				status = "succeeded"
+			}
+		case "canceled":
+			status = "failed"
+			if held {
+				status = "succeeded" // authorized, then released
+			}
+		case "requires_payment_method":
 			status = "failed"
 		}
 		disputed := false
 		for _, d := range f.disputes {
 			disputed = disputed || d["charge"] == id
 		}
-		refunded := f.refunded(piID)
-		return map[string]any{"id": id, "object": "charge", "amount": pi["amount"], "amount_captured": pi["amount_received"],
+		refunded := f.refunded(piID) + f.released(pi)
+		ch := map[string]any{"id": id, "object": "charge", "amount": pi["amount"], "amount_captured": pi["amount_received"],
 			"amount_refunded": refunded, "currency": pi["currency"], "created": pi["created"], "status": status,
-			"paid": status == "succeeded", "captured": status == "succeeded", "refunded": refunded == pi["amount"].(int64),
+			"paid": status == "succeeded", "captured": pi["status"] == "succeeded", "refunded": refunded == pi["amount"].(int64),
 			"disputed": disputed, "payment_intent": piID, "metadata": map[string]any{}, "livemode": false}
+		if held {
+			ch["payment_method_details"] = map[string]any{"type": "card", "card": map[string]any{"capture_before": before}}
+		}
+		return ch
 	}
 	return nil
+}
+
+// released is the part of hold pi that its capture or cancel gave up,
+// which Stripe counts refunded on its charge (0 for any other
+// PaymentIntent, and while it holds); the caller holds mu.
+func (f *Fake) released(pi map[string]any) int64 {
+	if _, held := f.holds[pi["id"].(string)]; !held || pi["status"] == "requires_capture" {
+		return 0
+	}
+	return toInt(pi["amount"]) - toInt(pi["amount_received"])
 }
 
 func orEmpty(d []any) []any {

@@ -1,10 +1,11 @@
 // Package stripeprovider is payd's adapter to Stripe: the same ports the
-// sandbox's client serves (charge, ask, refund, list, webhook events),
-// spoken through stripe-go. A charge is a PaymentIntent created and
-// confirmed at once under the attempt's ID as Idempotency-Key (ADR 0019);
-// asking about an attempt retrieves its PaymentIntent by ID, or repeats the
-// same create under the same key when the ID was never learned (ADR 0020).
-// No stripe-go type escapes this package.
+// sandbox's client serves (charge, ask, refund, list, webhook events, a
+// hold's capture and void), spoken through stripe-go. A charge is a
+// PaymentIntent created and confirmed at once under the attempt's ID as
+// Idempotency-Key (ADR 0019); asking about an attempt retrieves its
+// PaymentIntent by ID, or repeats the same create under the same key when
+// the ID was never learned (ADR 0020). No stripe-go type escapes this
+// package.
 package stripeprovider
 
 import (
@@ -162,7 +163,7 @@ func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge
 		// Only an attempt payd is still settling is replayed: one payd
 		// settled (a refusal, a release) must never be charged by asking.
 		ch, err := c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
-			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod})
+			Currency: string(a.Currency), PaymentMethod: a.PaymentMethod, CaptureMethod: a.CaptureMethod})
 		if err != nil || ch.Status != domain.ChargePending {
 			return ch, err
 		}
@@ -243,11 +244,17 @@ func (c *Client) Refund(ctx context.Context, req domain.ProviderRefundRequest) (
 // CancelCharge cancels the PaymentIntent chargeID of attempt a, under its
 // own Idempotency-Key ("<attempt>:cancel"), so that a browser still
 // holding its client_secret can no longer confirm it (ADR 0019). The
-// answer is the PaymentIntent's state: failed once cancelled; a
-// PaymentIntent Stripe will not cancel because it succeeded (or is
-// processing) is reported as such, for payd to settle by it.
+// answer is the PaymentIntent's state: failed once cancelled (voided, a
+// hold that had been authorized); a PaymentIntent Stripe will not cancel
+// because it succeeded (or is processing) is reported as such, for payd
+// to settle by it.
 func (c *Client) CancelCharge(ctx context.Context, a domain.Attempt, chargeID string) (domain.Charge, error) {
 	p := &stripe.PaymentIntentCancelParams{}
+	if a.CaptureMethod == domain.CaptureManual {
+		// Its latest charge tells a hold given up (voided) from one
+		// that never held anything (failed).
+		p.AddExpand("latest_charge")
+	}
 	p.SetIdempotencyKey(a.ID + ":cancel")
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()

@@ -136,8 +136,8 @@ func TestStripeMockContractFailsWithoutStripeMock(t *testing.T) {
 	for name, base := range map[string]string{"5xx": srv.URL, "down": closed.URL} {
 		rec := &recorder{}
 		checkContract(rec, base)
-		if rec.failed < 21 {
-			t.Errorf("stripe-mock %s: the contract check reported %d failures, want every call (21)", name, rec.failed)
+		if rec.failed < 27 {
+			t.Errorf("stripe-mock %s: the contract check reported %d failures, want every call (27)", name, rec.failed)
 		}
 	}
 }
@@ -169,6 +169,19 @@ func checkContract(t reporter, base string) {
 
 	_, err = c.CancelCharge(ctx, a, "pi_123")
 	accepted(t, "cancel a PaymentIntent", err)
+
+	// A hold: stripe-mock answers canned PaymentIntents, so only that each
+	// request is accepted and its answer reads is checked.
+	manual := req
+	manual.IdempotencyKey, manual.OrderID, manual.CaptureMethod = "att-contract-hold", "ord-contract-hold", domain.CaptureManual
+	_, err = c.Charge(ctx, manual)
+	accepted(t, "create and confirm a manual-capture PaymentIntent", err)
+
+	_, err = c.Capture(ctx, domain.CaptureRequest{IdempotencyKey: "cap-contract", ChargeID: "pi_123", Amount: decimal.RequireFromString("10.00"), Currency: "USD"})
+	accepted(t, "capture a PaymentIntent", err)
+
+	_, err = c.Void(ctx, domain.VoidRequest{IdempotencyKey: "void-contract", ChargeID: "pi_123"})
+	accepted(t, "cancel a manual-capture PaymentIntent (void)", err)
 
 	store.put(domain.Attempt{ID: "att-old", Status: domain.AttemptFailed, Amount: req.Amount, Currency: "USD", CreatedAt: now.Add(-48 * time.Hour)})
 	_, err = c.GetCharge(ctx, store.record("att-old"))
@@ -206,11 +219,14 @@ func checkContract(t reporter, base string) {
 		t.Fatal(err)
 		return
 	}
-	for typ, id := range map[string]string{"payment_intent.succeeded": "pi_123", "charge.refunded": "ch_123",
-		"refund.updated": "re_123", "charge.dispute.created": "dp_123", "charge.dispute.updated": "dp_123",
-		"charge.dispute.closed": "dp_123", "charge.dispute.funds_withdrawn": "dp_123", "charge.dispute.funds_reinstated": "dp_123"} {
+	pi, ch, re, dp := map[string]any{"id": "pi_123"}, map[string]any{"id": "ch_123"}, map[string]any{"id": "re_123"}, map[string]any{"id": "dp_123"}
+	for typ, obj := range map[string]map[string]any{"payment_intent.succeeded": pi, "charge.refunded": ch,
+		"refund.updated": re, "charge.dispute.created": dp, "charge.dispute.updated": dp,
+		"charge.dispute.closed": dp, "charge.dispute.funds_withdrawn": dp, "charge.dispute.funds_reinstated": dp,
+		"payment_intent.amount_capturable_updated": pi, "payment_intent.canceled": {"id": "pi_123", "capture_method": "manual"},
+		"charge.captured": {"id": "ch_123", "payment_intent": "pi_123"}} {
 		body, _ := json.Marshal(map[string]any{"id": "evt_" + typ, "object": "event", "api_version": "2019-01-01", "type": typ,
-			"created": now.Unix(), "data": map[string]any{"object": map[string]any{"id": id}}})
+			"created": now.Unix(), "data": map[string]any{"object": obj}})
 		sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now()}).Header
 		_, _, err := w.Parse(ctx, body, sig)
 		accepted(t, fmt.Sprintf("fetch the object of %s fresh", typ), err)

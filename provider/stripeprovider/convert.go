@@ -34,16 +34,35 @@ func createParams(r domain.ChargeRequest) (*stripe.PaymentIntentCreateParams, er
 		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
 		Confirm:            stripe.Bool(true),
 	}
+	if r.CaptureMethod == domain.CaptureManual {
+		// A hold: Stripe authorizes and waits for Capture. The latest
+		// charge comes expanded, for when the hold lapses. An automatic
+		// charge sends neither, as it always has.
+		p.CaptureMethod = stripe.String(string(stripe.PaymentIntentCaptureMethodManual))
+		p.AddExpand("latest_charge")
+	}
 	p.AddMetadata(MetaOrder, r.OrderID)
 	p.AddMetadata(MetaAttempt, r.IdempotencyKey)
 	p.SetIdempotencyKey(r.IdempotencyKey)
 	return p, nil
 }
 
+// HoldWindow is how long after its creation payd takes a hold to last when
+// Stripe does not say (only an expanded latest charge carries
+// payment_method_details.card.capture_before): the seven days Stripe
+// gives most online card authorizations. It is an estimate, and may be
+// late: some holds (Visa's merchant-initiated ones) lapse sooner.
+const HoldWindow = 7 * 24 * time.Hour
+
 // toCharge reads a PaymentIntent in payd's terms (ADR 0019):
 // succeeded → succeeded; requires_payment_method or canceled → failed with
 // the decline code; processing, requires_action and anything else not yet
-// final → pending, for the webhook to settle.
+// final → pending, for the webhook to settle. A manual-capture one (a
+// hold) reads as the sandbox's does: requires_capture → authorized until
+// CaptureBefore; succeeded → succeeded, AmountCaptured what its capture
+// took (amount_received); canceled after it was authorized → voided, with
+// FailureCode domain.HoldLapsed when Stripe let it lapse; declined or
+// cancelled before that → failed, as any.
 func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 	if pi == nil || pi.ID == "" {
 		return domain.Charge{}, fmt.Errorf("%w: stripe answered without a PaymentIntent", domain.ErrProviderUnavailable)
@@ -52,10 +71,15 @@ func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 	if err != nil {
 		return domain.Charge{}, fmt.Errorf("%w: payment intent %s: %w", domain.ErrProviderUnavailable, pi.ID, err)
 	}
+	manual := pi.CaptureMethod == stripe.PaymentIntentCaptureMethodManual
 	ch := domain.Charge{
 		ID: pi.ID, IdempotencyKey: pi.Metadata[MetaAttempt], OrderID: pi.Metadata[MetaOrder],
 		Amount: fromStripeAmount(pi.Amount, cur), Currency: string(cur),
 		RefundedAmount: fromStripeAmount(0, cur), CreatedAt: time.Unix(pi.Created, 0).UTC(),
+		CaptureMethod: domain.CaptureAutomatic, AmountCaptured: fromStripeAmount(0, cur),
+	}
+	if manual {
+		ch.CaptureMethod = domain.CaptureManual
 	}
 	if pi.PaymentMethod != nil {
 		ch.PaymentMethod = pi.PaymentMethod.ID
@@ -65,9 +89,26 @@ func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 	}
 	switch pi.Status {
 	case stripe.PaymentIntentStatusSucceeded:
-		ch.Status = domain.ChargeSucceeded
+		ch.Status, ch.AmountCaptured = domain.ChargeSucceeded, ch.Amount
+		if manual {
+			ch.AmountCaptured = fromStripeAmount(pi.AmountReceived, cur)
+			ch.RefundedAmount = fromStripeAmount(refundedOfHold(pi), cur)
+		}
+	case stripe.PaymentIntentStatusRequiresCapture:
+		ch.Status = domain.ChargePending // an automatic one: not final, as ever
+		if manual {
+			ch.Status, ch.CaptureBefore = domain.ChargeAuthorized, captureBefore(pi)
+		}
 	case stripe.PaymentIntentStatusCanceled:
 		ch.Status, ch.FailureCode = domain.ChargeFailed, failureCode(pi.LastPaymentError, "canceled")
+		if manual && wasAuthorized(pi) {
+			// Stripe counts a released hold as refunded on its charge:
+			// payd's voided charge took nothing, so it refunded nothing.
+			ch.Status, ch.FailureCode, ch.RefundedAmount = domain.ChargeVoided, "", fromStripeAmount(0, cur)
+			if lapsed(pi) {
+				ch.FailureCode = domain.HoldLapsed
+			}
+		}
 	case stripe.PaymentIntentStatusRequiresPaymentMethod:
 		// After a confirm, requires_payment_method means the attempt
 		// failed (a decline, or 3-D Secure not passed): nothing was charged.
@@ -81,10 +122,57 @@ func toCharge(pi *stripe.PaymentIntent) (domain.Charge, error) {
 				ch.Action.RedirectURL = na.RedirectToURL.URL
 			}
 		}
-	default: // processing, requires_confirmation, requires_capture
+	default: // processing, requires_confirmation
 		ch.Status = domain.ChargePending
 	}
 	return ch, nil
+}
+
+// captureBefore is when hold pi lapses: its charge's capture_before when
+// Stripe shows it (the latest charge expanded), else HoldWindow after the
+// PaymentIntent was created.
+func captureBefore(pi *stripe.PaymentIntent) time.Time {
+	if c := pi.LatestCharge; c != nil && c.PaymentMethodDetails != nil && c.PaymentMethodDetails.Card != nil &&
+		c.PaymentMethodDetails.Card.CaptureBefore > 0 {
+		return time.Unix(c.PaymentMethodDetails.Card.CaptureBefore, 0).UTC()
+	}
+	return time.Unix(pi.Created, 0).UTC().Add(HoldWindow)
+}
+
+// wasAuthorized reports whether manual PaymentIntent pi, canceled, had
+// held money first. Its latest charge, expanded, says so: a hold's charge
+// succeeded (uncaptured), a declined one failed. A bare charge id only
+// shows that a charge was made: one without a payment error is taken
+// for a hold (a PaymentIntent cancelled while awaiting 3-D Secure has no
+// charge yet). A lapse happens only to a hold.
+func wasAuthorized(pi *stripe.PaymentIntent) bool {
+	switch c := pi.LatestCharge; {
+	case lapsed(pi):
+		return true
+	case c == nil || c.ID == "":
+		return false
+	case c.Status != "":
+		return c.Status == stripe.ChargeStatusSucceeded
+	}
+	return pi.LastPaymentError == nil
+}
+
+// lapsed reports whether Stripe cancelled pi itself: the reason it gives
+// an authorization left uncaptured past capture_before is automatic
+// (expired is taken the same way).
+func lapsed(pi *stripe.PaymentIntent) bool {
+	return pi.CancellationReason == stripe.PaymentIntentCancellationReasonAutomatic ||
+		pi.CancellationReason == stripe.PaymentIntentCancellationReasonExpired
+}
+
+// refundedOfHold is what was refunded of captured hold pi: Stripe counts
+// the part its capture released (amount − amount_received) among its
+// charge's amount_refunded, and payd never took that part.
+func refundedOfHold(pi *stripe.PaymentIntent) int64 {
+	if pi.LatestCharge == nil {
+		return 0
+	}
+	return max(pi.LatestCharge.AmountRefunded-(pi.Amount-pi.AmountReceived), 0)
 }
 
 // failureCode is the most specific reason Stripe gives: the issuer's
@@ -135,10 +223,11 @@ func chargeOfCharge(c *stripe.Charge) (domain.Charge, error) {
 	}
 	ch := domain.Charge{ID: c.ID, IdempotencyKey: c.Metadata[MetaAttempt], OrderID: c.Metadata[MetaOrder],
 		Amount: fromStripeAmount(c.Amount, cur), Currency: string(cur), RefundedAmount: fromStripeAmount(c.AmountRefunded, cur),
-		DisputedAmount: fromStripeAmount(0, cur), CreatedAt: time.Unix(c.Created, 0).UTC()}
+		DisputedAmount: fromStripeAmount(0, cur), CreatedAt: time.Unix(c.Created, 0).UTC(),
+		CaptureMethod: domain.CaptureAutomatic, AmountCaptured: fromStripeAmount(0, cur)}
 	switch c.Status {
 	case stripe.ChargeStatusSucceeded:
-		ch.Status = domain.ChargeSucceeded
+		ch.Status, ch.AmountCaptured = domain.ChargeSucceeded, ch.Amount
 	case stripe.ChargeStatusFailed:
 		ch.Status, ch.FailureCode = domain.ChargeFailed, c.FailureCode
 	default:

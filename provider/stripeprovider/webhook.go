@@ -17,11 +17,15 @@ import (
 // default, and the same five minutes payd grants its sandbox's webhooks.
 const Tolerance = webhook.DefaultTolerance
 
-// The Stripe event types payd applies; every other type is stored and ignored.
+// The Stripe event types payd reads; every other type is stored and ignored.
 const (
 	typePISucceeded     = "payment_intent.succeeded"
 	typePIFailed        = "payment_intent.payment_failed"
 	typePIRequiresActon = "payment_intent.requires_action"
+	// A hold's: authorized, then captured or cancelled (voided, or lapsed).
+	typePICapturable    = "payment_intent.amount_capturable_updated"
+	typePICanceled      = "payment_intent.canceled"
+	typeChargeCaptured  = "charge.captured"
 	typeChargeRefunded  = "charge.refunded"
 	typeRefundCreated   = "refund.created"
 	typeRefundUpdated   = "refund.updated"
@@ -127,8 +131,16 @@ func (w *Webhooks) parse(ctx context.Context, body []byte, sigHeader string) (st
 	pe := domain.ProviderEvent{ID: ev.ID, Type: domain.ProviderEventType(ev.Type), CreatedAt: time.Unix(ev.Created, 0).UTC()}
 	fresh := ev.APIVersion != stripe.APIVersion
 	switch string(ev.Type) {
-	case typePISucceeded, typePIFailed, typePIRequiresActon:
+	case typePISucceeded, typePIFailed, typePIRequiresActon, typePICapturable:
 		err = w.paymentIntent(ctx, ev, fresh, &pe)
+	case typePICanceled:
+		// Only a hold's cancel means something to payd (a void); any
+		// other is stored and ignored as it always was, unread.
+		if manualObject(ev) {
+			err = w.canceledHold(ctx, ev, &pe)
+		}
+	case typeChargeCaptured:
+		err = w.chargeCaptured(ctx, ev, &pe)
 	case typeChargeRefunded:
 		err = w.chargeRefunded(ctx, ev, &pe)
 	case typeRefundCreated, typeRefundUpdated, typeRefundFailed:
@@ -209,14 +221,21 @@ func (w *Webhooks) paymentIntent(ctx context.Context, ev stripe.Event, fresh boo
 	if err != nil {
 		return err
 	}
-	pe.ChargeID, pe.IdempotencyKey, pe.OrderID = ch.ID, ch.IdempotencyKey, ch.OrderID
-	pe.Amount, pe.AmountText, pe.Currency = ch.Amount, domain.FormatAmount(ch.Amount, domain.Currency(ch.Currency)), ch.Currency
+	paymentInto(ch, pe)
 	switch string(ev.Type) {
 	case typePISucceeded:
 		pe.Type, pe.Status = domain.EventPaymentSucceeded, domain.ChargeSucceeded
+		if ch.CaptureMethod == domain.CaptureManual {
+			// A hold succeeds by its capture: the sandbox's
+			// payment.captured (as charge.captured), never a
+			// payment.succeeded of the whole amount.
+			pe.Type = domain.EventPaymentCaptured
+		}
 	case typePIFailed:
 		pe.Type, pe.Status = domain.EventPaymentFailed, domain.ChargeFailed
 		pe.FailureCode = failureCode(pi.LastPaymentError, "card_declined")
+	case typePICapturable:
+		pe.Type, pe.Status = domain.EventPaymentAuthorized, domain.ChargeAuthorized
 	}
 	// payment_intent.requires_action keeps its own type: the attempt is
 	// already unknown and the payment waits for the customer; it is stored
@@ -224,17 +243,95 @@ func (w *Webhooks) paymentIntent(ctx context.Context, ev stripe.Event, fresh boo
 	return nil
 }
 
-func (w *Webhooks) fetchPI(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
+// paymentInto copies a payment event's references and money from ch.
+func paymentInto(ch domain.Charge, pe *domain.ProviderEvent) {
+	pe.ChargeID, pe.IdempotencyKey, pe.OrderID = ch.ID, ch.IdempotencyKey, ch.OrderID
+	pe.Amount, pe.AmountText, pe.Currency = ch.Amount, domain.FormatAmount(ch.Amount, domain.Currency(ch.Currency)), ch.Currency
+}
+
+// fetchPI retrieves PaymentIntent id, with the fields expand names
+// expanded.
+func (w *Webhooks) fetchPI(ctx context.Context, id string, expand ...string) (*stripe.PaymentIntent, error) {
 	if id == "" {
 		return nil, &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.c.timeout)
 	defer cancel()
-	pi, err := w.c.sc.V1PaymentIntents.Retrieve(ctx, id, nil)
+	var p *stripe.PaymentIntentRetrieveParams
+	if len(expand) > 0 {
+		p = &stripe.PaymentIntentRetrieveParams{}
+		for _, f := range expand {
+			p.AddExpand(f)
+		}
+	}
+	pi, err := w.c.sc.V1PaymentIntents.Retrieve(ctx, id, p)
 	if err != nil {
 		return nil, wrap(err, "fetch payment intent "+id)
 	}
 	return pi, nil
+}
+
+// manualObject reports whether the event's object says capture_method
+// manual, readable whatever its version.
+func manualObject(ev stripe.Event) bool {
+	if ev.Data == nil {
+		return false
+	}
+	m, _ := ev.Data.Object["capture_method"].(string)
+	return m == string(stripe.PaymentIntentCaptureMethodManual)
+}
+
+// canceledHold reads payment_intent.canceled of a manual PaymentIntent.
+// One that had been authorized is a payment.voided (FailureCode
+// domain.HoldLapsed when Stripe let it lapse). The event cannot show
+// that (its latest_charge is an id), so the PaymentIntent is fetched with
+// its latest charge; cancelled, it no longer changes. One cancelled
+// before it held anything keeps Stripe's type, stored and ignored.
+func (w *Webhooks) canceledHold(ctx context.Context, ev stripe.Event, pe *domain.ProviderEvent) error {
+	pi, err := w.fetchPI(ctx, objectID(ev), "latest_charge")
+	if err != nil {
+		return err
+	}
+	ch, err := toCharge(pi)
+	if err != nil || ch.Status != domain.ChargeVoided {
+		return err
+	}
+	paymentInto(ch, pe)
+	pe.Type, pe.Status, pe.FailureCode = domain.EventPaymentVoided, domain.ChargeVoided, ch.FailureCode
+	return nil
+}
+
+// chargeCaptured reads charge.captured, a hold's capture, as
+// payment.captured. A Charge carries none of payd's metadata: its
+// PaymentIntent (payd's name for the charge) is fetched for it. A charge
+// without one is not payd's: it keeps Stripe's type, stored and ignored.
+func (w *Webhooks) chargeCaptured(ctx context.Context, ev stripe.Event, pe *domain.ProviderEvent) error {
+	chargeID := objectID(ev)
+	if chargeID == "" {
+		return &domain.ValidationError{Field: "data.object.id", Reason: "is required"}
+	}
+	var piID string
+	switch ref := ev.Data.Object["payment_intent"].(type) {
+	case string:
+		piID = ref
+	case map[string]any: // expanded
+		piID, _ = ref["id"].(string)
+	}
+	if piID == "" {
+		pe.ChargeID = chargeID
+		return nil
+	}
+	pi, err := w.fetchPI(ctx, piID)
+	if err != nil {
+		return err
+	}
+	ch, err := toCharge(pi)
+	if err != nil {
+		return err
+	}
+	paymentInto(ch, pe)
+	pe.Type, pe.Status = domain.EventPaymentCaptured, domain.ChargeSucceeded
+	return nil
 }
 
 // chargeRefunded reads charge.refunded. Since API version 2022-11-15 the
