@@ -16,6 +16,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/payd/payd/domain"
 	"github.com/payd/payd/service"
 	"github.com/payd/payd/telemetry"
 )
@@ -39,17 +40,22 @@ type Config struct {
 	InflightWait       time.Duration
 	Lease              time.Duration
 	OrderTTL           time.Duration
-	MaxAmount          string
-	LogLevel           string
-	ReadTimeout        time.Duration // a whole request, body included, must arrive within it
-	WriteTimeout       time.Duration // a reply must be written within it (event streams excepted)
-	IdleTimeout        time.Duration // a keep-alive connection may wait this long for its next request
-	ShutdownDelay      time.Duration // after SIGTERM, /readyz answers 503 this long before the listener drains (0: at once)
-	MetricsAddr        string        // empty: /metrics on the main listener; else its own listener here
-	PprofAddr          string        // empty: no profiler; else net/http/pprof on its own listener here
-	MaxStreams         int           // open event streams one customer may hold
-	maxStreams         string
-	SandboxAsyncDelay  time.Duration
+	// CaptureMethod is a buyer's order's capture method
+	// (PAYD_CAPTURE_METHOD), AuthorizationTTL how long a hold lasts
+	// (PAYD_AUTHORIZATION_TTL).
+	CaptureMethod     string
+	AuthorizationTTL  time.Duration
+	MaxAmount         string
+	LogLevel          string
+	ReadTimeout       time.Duration // a whole request, body included, must arrive within it
+	WriteTimeout      time.Duration // a reply must be written within it (event streams excepted)
+	IdleTimeout       time.Duration // a keep-alive connection may wait this long for its next request
+	ShutdownDelay     time.Duration // after SIGTERM, /readyz answers 503 this long before the listener drains (0: at once)
+	MetricsAddr       string        // empty: /metrics on the main listener; else its own listener here
+	PprofAddr         string        // empty: no profiler; else net/http/pprof on its own listener here
+	MaxStreams        int           // open event streams one customer may hold
+	maxStreams        string
+	SandboxAsyncDelay time.Duration
 	// SandboxAuthorizationTTL is how long the sandbox's holds last
 	// (PAYD_SANDBOX_AUTHORIZATION_TTL).
 	SandboxAuthorizationTTL time.Duration
@@ -191,6 +197,8 @@ func (c *Config) settings(sub string) []setting {
 		{"PAYD_INFLIGHT_WAIT", "inflight-wait", "2s", "how long a duplicate waits for the original", nil, &c.InflightWait},
 		{"PAYD_LEASE", "lease", "30s", "in-flight lease before recovery may take over", nil, &c.Lease},
 		{"PAYD_ORDER_TTL", "order-ttl", "30m", "pending orders expire after this", nil, &c.OrderTTL},
+		{"PAYD_CAPTURE_METHOD", "capture-method", "automatic", "how a buyer's order takes its money: automatic (charged at once) or manual (held until the merchant captures it)", &c.CaptureMethod, nil},
+		{"PAYD_AUTHORIZATION_TTL", "authorization-ttl", "7d", "how long a manual-capture order's hold lasts before payd voids it (never past the provider's own limit)", nil, &c.AuthorizationTTL},
 		{"PAYD_MAX_AMOUNT", "max-amount", "1000000", "largest order total, in major units", &c.MaxAmount, nil},
 		{"PAYD_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", &c.LogLevel, nil},
 		{"PAYD_READ_TIMEOUT", "read-timeout", "30s", "the longest a client may take to send one request, body included", nil, &c.ReadTimeout},
@@ -366,6 +374,12 @@ func (c *Config) check(sub string) error {
 	}
 	if c.NotifyVia != "" && c.Env == "production" {
 		return errors.New("PAYD_TEST_NOTIFY_VIA is for tests and may not be set in production")
+	}
+	if m := domain.CaptureMethod(c.CaptureMethod); !m.Valid() {
+		return fmt.Errorf("PAYD_CAPTURE_METHOD must be automatic or manual, not %q", c.CaptureMethod)
+	}
+	if c.AuthorizationTTL <= 0 {
+		return errors.New("PAYD_AUTHORIZATION_TTL must be a positive duration such as 7d")
 	}
 	if c.Lease <= 0 || c.IdempotencyTTL <= c.Lease {
 		return errors.New("PAYD_LEASE must be positive and shorter than PAYD_IDEMPOTENCY_TTL")

@@ -194,6 +194,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		Merchants:   cfg.merchants,
 		Products:    &handler.Products{Service: uc.Catalogue, Audit: uc.Admin},
 		Shipments:   &handler.Shipments{Service: uc.Shipments, Audit: uc.Admin},
+		Holds:       uc.Holds,
 		Audit:       uc.Admin,
 		// Orders' client secrets (ADR 0059), derived from PAYD_SECRET_KEY.
 		ClientSecrets: uc.Tokens,
@@ -202,6 +203,7 @@ func Wire(cfg Config, db *repository.DB, client PaymentProvider, log *slog.Logge
 		{Name: service.JobPurgeIdempotency, Every: time.Minute, Run: service.PurgeRecords(records, now), Log: log, Observer: observer},
 		{Name: service.JobExpireOrders, Every: 10 * time.Second, Run: uc.Expire, Log: log, Observer: observer},
 		{Name: service.JobRecoverPayments, Every: max(cfg.Lease/3, time.Second), Run: uc.Recoverer.Run, Log: log, Observer: observer},
+		{Name: service.JobHolds, Every: max(min(cfg.Lease/3, cfg.AuthorizationTTL/4), time.Second), Run: uc.Holds.Run, Log: log, Observer: observer},
 	}
 	if cfg.Retention > 0 { // PAYD_RETENTION (ADR 0062)
 		jobs = append(jobs, service.Job{Name: service.JobRetention, Every: time.Minute,
@@ -260,6 +262,7 @@ type UseCases struct {
 	Admin      *service.Admin
 	Catalogue  *service.Catalogue
 	Shipments  *service.Shipments
+	Holds      *service.Holds                       // captures, cancels' voids and the holds job (ADR 0060)
 	Tokens     *service.Tokens                      // customers' tokens and orders' client secrets
 	Expire     func(context.Context) (int64, error) // the expire_orders job
 
@@ -316,7 +319,9 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 	}
 	checkout := &service.Checkout{Tx: tx, Orders: orders, Attempts: attempts, Provider: prov,
 		Now: now, Orphans: refunds, Observer: observer, Answers: h.Answers, ProviderTimeout: cfg.ProviderTimeout,
-		Batch: repository.NewPayBatch(db), Ledger: ledger}
+		Batch: repository.NewPayBatch(db), Ledger: ledger, AuthorizationTTL: cfg.AuthorizationTTL}
+	holds := &service.Holds{Tx: tx, Orders: orders, Actions: repository.NewHoldActionStore(db), Attempts: attempts,
+		Ledger: ledger, Provider: prov, Now: now, Observer: observer, Lease: cfg.Lease, Timeout: cfg.ProviderTimeout}
 	// A charge reported for other money is recorded, on every path (ADR 0010).
 	checkout.Discrepancies = discrepancies
 	if c, ok := client.(service.ChargeCanceller); ok { // Stripe: a failed PaymentIntent is cancelled before release
@@ -341,7 +346,8 @@ func NewUseCases(cfg Config, db *repository.DB, client PaymentProvider, h Hooks)
 		Customers: &service.Customers{Store: custs, Tokens: tokens, Now: now, ReplayWindow: cfg.IdempotencyTTL,
 			Cache: service.NewTokenCache(service.TokenCacheTTL, service.TokenCacheSize, nil)},
 		Orders: &service.Orders{Store: orders, Attempts: attempts, Products: products, Customers: custs, Limits: limits, TTL: cfg.OrderTTL,
-			Now: now, Observer: observer, Feed: changes},
+			Now: now, Observer: observer, Feed: changes, CaptureMethod: domain.CaptureMethod(cfg.CaptureMethod), Holds: holds},
+		Holds:      holds,
 		Tokens:     tokens,
 		Checkout:   checkout,
 		Refunds:    refunds,

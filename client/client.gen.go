@@ -20,6 +20,24 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AdminOrderCaptureMethod.
+const (
+	AdminOrderCaptureMethodAutomatic AdminOrderCaptureMethod = "automatic"
+	AdminOrderCaptureMethodManual    AdminOrderCaptureMethod = "manual"
+)
+
+// Valid indicates whether the value is a known member of the AdminOrderCaptureMethod enum.
+func (e AdminOrderCaptureMethod) Valid() bool {
+	switch e {
+	case AdminOrderCaptureMethodAutomatic:
+		return true
+	case AdminOrderCaptureMethodManual:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AdminRecordStatus.
 const (
 	AdminRecordStatusFailed     AdminRecordStatus = "failed"
@@ -94,13 +112,16 @@ func (e AuditEntryOutcome) Valid() bool {
 
 // Defines values for CreateOrderRequestCaptureMethod.
 const (
-	Automatic CreateOrderRequestCaptureMethod = "automatic"
+	CreateOrderRequestCaptureMethodAutomatic CreateOrderRequestCaptureMethod = "automatic"
+	CreateOrderRequestCaptureMethodManual    CreateOrderRequestCaptureMethod = "manual"
 )
 
 // Valid indicates whether the value is a known member of the CreateOrderRequestCaptureMethod enum.
 func (e CreateOrderRequestCaptureMethod) Valid() bool {
 	switch e {
-	case Automatic:
+	case CreateOrderRequestCaptureMethodAutomatic:
+		return true
+	case CreateOrderRequestCaptureMethodManual:
 		return true
 	default:
 		return false
@@ -542,6 +563,24 @@ func (e NotifyType) Valid() bool {
 	}
 }
 
+// Defines values for OrderCaptureMethod.
+const (
+	OrderCaptureMethodAutomatic OrderCaptureMethod = "automatic"
+	OrderCaptureMethodManual    OrderCaptureMethod = "manual"
+)
+
+// Valid indicates whether the value is a known member of the OrderCaptureMethod enum.
+func (e OrderCaptureMethod) Valid() bool {
+	switch e {
+	case OrderCaptureMethodAutomatic:
+		return true
+	case OrderCaptureMethodManual:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for OrderStatus.
 const (
 	OrderStatusAuthorized OrderStatus = "authorized"
@@ -575,8 +614,28 @@ func (e OrderStatus) Valid() bool {
 	}
 }
 
+// Defines values for OrderWithAttemptsCaptureMethod.
+const (
+	OrderWithAttemptsCaptureMethodAutomatic OrderWithAttemptsCaptureMethod = "automatic"
+	OrderWithAttemptsCaptureMethodManual    OrderWithAttemptsCaptureMethod = "manual"
+)
+
+// Valid indicates whether the value is a known member of the OrderWithAttemptsCaptureMethod enum.
+func (e OrderWithAttemptsCaptureMethod) Valid() bool {
+	switch e {
+	case OrderWithAttemptsCaptureMethodAutomatic:
+		return true
+	case OrderWithAttemptsCaptureMethodManual:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
+	ProblemCodeAuthorizationExpired       ProblemCode = "authorization_expired"
+	ProblemCodeCaptureTooLarge            ProblemCode = "capture_too_large"
 	ProblemCodeCardDeclined               ProblemCode = "card_declined"
 	ProblemCodeChargeBelongsToOtherOrder  ProblemCode = "charge_belongs_to_other_order"
 	ProblemCodeChargeDisputed             ProblemCode = "charge_disputed"
@@ -601,6 +660,7 @@ const (
 	ProblemCodeOrderAlreadyPaid           ProblemCode = "order_already_paid"
 	ProblemCodeOrderExpired               ProblemCode = "order_expired"
 	ProblemCodeOrderNotCancelable         ProblemCode = "order_not_cancelable"
+	ProblemCodeOrderNotCapturable         ProblemCode = "order_not_capturable"
 	ProblemCodeOrderNotFound              ProblemCode = "order_not_found"
 	ProblemCodeOrderNotPaid               ProblemCode = "order_not_paid"
 	ProblemCodeOrderNotPayable            ProblemCode = "order_not_payable"
@@ -632,6 +692,10 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ProblemCodeAuthorizationExpired:
+		return true
+	case ProblemCodeCaptureTooLarge:
+		return true
 	case ProblemCodeCardDeclined:
 		return true
 	case ProblemCodeChargeBelongsToOtherOrder:
@@ -679,6 +743,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeOrderExpired:
 		return true
 	case ProblemCodeOrderNotCancelable:
+		return true
+	case ProblemCodeOrderNotCapturable:
 		return true
 	case ProblemCodeOrderNotFound:
 		return true
@@ -778,16 +844,16 @@ func (e RecordStatus) Valid() bool {
 
 // Defines values for RefundKind.
 const (
-	Auto   RefundKind = "auto"
-	Manual RefundKind = "manual"
+	RefundKindAuto   RefundKind = "auto"
+	RefundKindManual RefundKind = "manual"
 )
 
 // Valid indicates whether the value is a known member of the RefundKind enum.
 func (e RefundKind) Valid() bool {
 	switch e {
-	case Auto:
+	case RefundKindAuto:
 		return true
-	case Manual:
+	case RefundKindManual:
 		return true
 	default:
 		return false
@@ -893,6 +959,24 @@ func (e RunSummarySource) Valid() bool {
 	case RunSummarySourceProvider:
 		return true
 	case RunSummarySourceSchedule:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchedOrderCaptureMethod.
+const (
+	SearchedOrderCaptureMethodAutomatic SearchedOrderCaptureMethod = "automatic"
+	SearchedOrderCaptureMethodManual    SearchedOrderCaptureMethod = "manual"
+)
+
+// Valid indicates whether the value is a known member of the SearchedOrderCaptureMethod enum.
+func (e SearchedOrderCaptureMethod) Valid() bool {
+	switch e {
+	case SearchedOrderCaptureMethodAutomatic:
+		return true
+	case SearchedOrderCaptureMethodManual:
 		return true
 	default:
 		return false
@@ -1104,6 +1188,15 @@ type AdminOrder struct {
 	// Example: 19.90
 	Amount Money `json:"amount"`
 
+	// CaptureBefore When an authorized order's hold lapses (authorization time plus `PAYD_AUTHORIZATION_TTL`, never past the provider's own limit); null in any other status.
+	CaptureBefore *time.Time `json:"capture_before"`
+
+	// CaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+	CaptureMethod AdminOrderCaptureMethod `json:"capture_method"`
+
+	// CapturedAmount What the charge took. An automatic order's whole amount once paid; a manual order's capture (at most the amount, the rest released); zero while held or never paid. Refunds are bounded by it.
+	CapturedAmount Money `json:"captured_amount"`
+
 	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
 	ClientSecret *string `json:"client_secret,omitempty"`
 
@@ -1156,6 +1249,9 @@ type AdminOrder struct {
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
 }
+
+// AdminOrderCaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+type AdminOrderCaptureMethod string
 
 // AdminRecord defines model for AdminRecord.
 type AdminRecord struct {
@@ -1276,6 +1372,15 @@ type Books struct {
 	Refunded Money `json:"refunded"`
 }
 
+// CaptureRequest defines model for CaptureRequest.
+type CaptureRequest struct {
+	// Amount What to capture, at most the order's amount; left out, all of it.
+	Amount *Money `json:"amount,omitempty"`
+
+	// RequestId The idempotency key, instead of the Idempotency-Key header (one of the two is required; if both are sent they must be equal).
+	RequestId *IdempotencyKey `json:"request_id,omitempty"`
+}
+
 // CreateEndpointRequest defines model for CreateEndpointRequest.
 type CreateEndpointRequest struct {
 	Description *string      `json:"description,omitempty"`
@@ -1290,7 +1395,7 @@ type CreateEndpointRequest struct {
 
 // CreateOrderRequest defines model for CreateOrderRequest.
 type CreateOrderRequest struct {
-	// CaptureMethod The merchant's only. How a successful pay captures the money.
+	// CaptureMethod The merchant's only (a buyer's order takes `PAYD_CAPTURE_METHOD`). `manual`: a successful pay only authorizes the order (its money held) until the merchant captures it.
 	CaptureMethod *CreateOrderRequestCaptureMethod `json:"capture_method,omitempty"`
 
 	// Currency Optional when every line is a catalogue SKU (the products' currency); a line in another currency is 400 validation_failed.
@@ -1304,7 +1409,7 @@ type CreateOrderRequest struct {
 	RequestId *IdempotencyKey `json:"request_id,omitempty"`
 }
 
-// CreateOrderRequestCaptureMethod The merchant's only. How a successful pay captures the money.
+// CreateOrderRequestCaptureMethod The merchant's only (a buyer's order takes `PAYD_CAPTURE_METHOD`). `manual`: a successful pay only authorizes the order (its money held) until the merchant captures it.
 type CreateOrderRequestCaptureMethod string
 
 // CreateProductRequest defines model for CreateProductRequest.
@@ -1810,6 +1915,15 @@ type Order struct {
 	// Example: 19.90
 	Amount Money `json:"amount"`
 
+	// CaptureBefore When an authorized order's hold lapses (authorization time plus `PAYD_AUTHORIZATION_TTL`, never past the provider's own limit); null in any other status.
+	CaptureBefore *time.Time `json:"capture_before"`
+
+	// CaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+	CaptureMethod OrderCaptureMethod `json:"capture_method"`
+
+	// CapturedAmount What the charge took. An automatic order's whole amount once paid; a manual order's capture (at most the amount, the rest released); zero while held or never paid. Refunds are bounded by it.
+	CapturedAmount Money `json:"captured_amount"`
+
 	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
 	ClientSecret *string `json:"client_secret,omitempty"`
 
@@ -1853,6 +1967,9 @@ type Order struct {
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
 }
+
+// OrderCaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+type OrderCaptureMethod string
 
 // OrderPage defines model for OrderPage.
 type OrderPage struct {
@@ -1873,6 +1990,15 @@ type OrderWithAttempts struct {
 	Amount   Money     `json:"amount"`
 	Attempts []Attempt `json:"attempts"`
 
+	// CaptureBefore When an authorized order's hold lapses (authorization time plus `PAYD_AUTHORIZATION_TTL`, never past the provider's own limit); null in any other status.
+	CaptureBefore *time.Time `json:"capture_before"`
+
+	// CaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+	CaptureMethod OrderWithAttemptsCaptureMethod `json:"capture_method"`
+
+	// CapturedAmount What the charge took. An automatic order's whole amount once paid; a manual order's capture (at most the amount, the rest released); zero while held or never paid. Refunds are bounded by it.
+	CapturedAmount Money `json:"captured_amount"`
+
 	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
 	ClientSecret *string `json:"client_secret,omitempty"`
 
@@ -1916,6 +2042,9 @@ type OrderWithAttempts struct {
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
 }
+
+// OrderWithAttemptsCaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+type OrderWithAttemptsCaptureMethod string
 
 // OutboxEvent One committed change of the order, as the outbox holds it for the
 // merchant's endpoints (written by the change's own transaction): its
@@ -2321,6 +2450,15 @@ type SearchedOrder struct {
 	// Example: 19.90
 	Amount Money `json:"amount"`
 
+	// CaptureBefore When an authorized order's hold lapses (authorization time plus `PAYD_AUTHORIZATION_TTL`, never past the provider's own limit); null in any other status.
+	CaptureBefore *time.Time `json:"capture_before"`
+
+	// CaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+	CaptureMethod SearchedOrderCaptureMethod `json:"capture_method"`
+
+	// CapturedAmount What the charge took. An automatic order's whole amount once paid; a manual order's capture (at most the amount, the rest released); zero while held or never paid. Refunds are bounded by it.
+	CapturedAmount Money `json:"captured_amount"`
+
 	// ClientSecret On the creation's answer and on every answer to the merchant only. The order's own bearer credential (`Authorization Bearer`) for reading, paying, cancelling and streaming this order and looking up the keys used with it. Hand it to the buyer's browser; never log it.
 	ClientSecret *string `json:"client_secret,omitempty"`
 
@@ -2367,6 +2505,9 @@ type SearchedOrder struct {
 	// UpdatedAt RFC 3339 UTC.
 	UpdatedAt Timestamp `json:"updated_at"`
 }
+
+// SearchedOrderCaptureMethod How a successful pay takes the money. `manual`, the order is `authorized` (held) until the merchant captures it (`POST /v1/orders/{id}/capture`).
+type SearchedOrderCaptureMethod string
 
 // Shipment One parcel of an order, as it was shipped; it never changes.
 type Shipment struct {
@@ -2981,6 +3122,21 @@ type CancelOrderParams struct {
 	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
 }
 
+// CaptureOrderParams defines parameters for CaptureOrder.
+type CaptureOrderParams struct {
+	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
+	// for every retry of the same request). A JSON body may carry it
+	// instead as its `request_id` field, so the header is optional, but
+	// one of the two is required:
+	// - neither: 400 `idempotency_key_missing`;
+	// - both, and different: 400 `idempotency_key_invalid`;
+	// - a key outside 1 to 255 of `A-Z a-z 0-9 . _ : -`: 400
+	//   `idempotency_key_invalid`;
+	// - a `request_id` that is not a string: 400 `validation_failed`.
+	// Both present and equal is one key. In each case nothing was done.
+	IdempotencyKey *IdempotencyKeyOrRequestID `json:"Idempotency-Key,omitempty"`
+}
+
 // PayOrderParams defines parameters for PayOrder.
 type PayOrderParams struct {
 	// IdempotencyKey The request's idempotency key (a UUID v4 is recommended; reuse it
@@ -3120,6 +3276,9 @@ type CreateOrderJSONRequestBody = CreateOrderRequest
 
 // CancelOrderJSONRequestBody defines body for CancelOrder for application/json ContentType.
 type CancelOrderJSONRequestBody = KeyOnlyRequest
+
+// CaptureOrderJSONRequestBody defines body for CaptureOrder for application/json ContentType.
+type CaptureOrderJSONRequestBody = CaptureRequest
 
 // PayOrderJSONRequestBody defines body for PayOrder for application/json ContentType.
 type PayOrderJSONRequestBody = PayRequest
@@ -3792,6 +3951,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
 	CancelOrder(ctx context.Context, id OrderID, params *CancelOrderParams, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CaptureOrderWithBody Capture the money an authorized order holds
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// A manual-capture order (`capture_method: manual`) whose pay
+	// succeeded is `authorized`: the provider holds its money until
+	// `capture_before`. This captures `amount` of it (all of it when left
+	// out), once: the order is `paid` with `captured_amount`, and the rest
+	// of the hold is released at the provider. Refunds are bounded by what
+	// was captured.
+	//
+	// The capture claims the hold first (one guarded statement): of
+	// captures and cancels of one order at once, exactly one ends the
+	// hold and every other is refused with the reason. It is sent to the
+	// provider under a key of its own: an answer that never came
+	// (`payment_outcome_unknown`, 503) is asked again with the same key
+	// when this request is sent again, or by payd's job, and never
+	// captures twice. The same key answers the same; another key after a
+	// capture is 409 `order_not_capturable`.
+	//
+	// Told to the shop as `order.paid`, caused by `merchant` and this
+	// request's key. Audited as `merchant:NAME`, action `capture_order`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+	CaptureOrderWithBody(ctx context.Context, id OrderID, params *CaptureOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CaptureOrder Capture the money an authorized order holds
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// A manual-capture order (`capture_method: manual`) whose pay
+	// succeeded is `authorized`: the provider holds its money until
+	// `capture_before`. This captures `amount` of it (all of it when left
+	// out), once: the order is `paid` with `captured_amount`, and the rest
+	// of the hold is released at the provider. Refunds are bounded by what
+	// was captured.
+	//
+	// The capture claims the hold first (one guarded statement): of
+	// captures and cancels of one order at once, exactly one ends the
+	// hold and every other is refused with the reason. It is sent to the
+	// provider under a key of its own: an answer that never came
+	// (`payment_outcome_unknown`, 503) is asked again with the same key
+	// when this request is sent again, or by payd's job, and never
+	// captures twice. The same key answers the same; another key after a
+	// capture is 409 `order_not_capturable`.
+	//
+	// Told to the shop as `order.paid`, caused by `merchant` and this
+	// request's key. Audited as `merchant:NAME`, action `capture_order`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+	CaptureOrder(ctx context.Context, id OrderID, params *CaptureOrderParams, body CaptureOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OrderEvents Server-sent events of the order's status changes
 	//
@@ -5236,6 +5449,80 @@ func (c *Client) CancelOrderWithBody(ctx context.Context, id OrderID, params *Ca
 // Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
 func (c *Client) CancelOrder(ctx context.Context, id OrderID, params *CancelOrderParams, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOrderRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CaptureOrderWithBody Capture the money an authorized order holds
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// A manual-capture order (`capture_method: manual`) whose pay
+// succeeded is `authorized`: the provider holds its money until
+// `capture_before`. This captures `amount` of it (all of it when left
+// out), once: the order is `paid` with `captured_amount`, and the rest
+// of the hold is released at the provider. Refunds are bounded by what
+// was captured.
+//
+// The capture claims the hold first (one guarded statement): of
+// captures and cancels of one order at once, exactly one ends the
+// hold and every other is refused with the reason. It is sent to the
+// provider under a key of its own: an answer that never came
+// (`payment_outcome_unknown`, 503) is asked again with the same key
+// when this request is sent again, or by payd's job, and never
+// captures twice. The same key answers the same; another key after a
+// capture is 409 `order_not_capturable`.
+//
+// Told to the shop as `order.paid`, caused by `merchant` and this
+// request's key. Audited as `merchant:NAME`, action `capture_order`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+func (c *Client) CaptureOrderWithBody(ctx context.Context, id OrderID, params *CaptureOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCaptureOrderRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CaptureOrder Capture the money an authorized order holds
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// A manual-capture order (`capture_method: manual`) whose pay
+// succeeded is `authorized`: the provider holds its money until
+// `capture_before`. This captures `amount` of it (all of it when left
+// out), once: the order is `paid` with `captured_amount`, and the rest
+// of the hold is released at the provider. Refunds are bounded by what
+// was captured.
+//
+// The capture claims the hold first (one guarded statement): of
+// captures and cancels of one order at once, exactly one ends the
+// hold and every other is refused with the reason. It is sent to the
+// provider under a key of its own: an answer that never came
+// (`payment_outcome_unknown`, 503) is asked again with the same key
+// when this request is sent again, or by payd's job, and never
+// captures twice. The same key answers the same; another key after a
+// capture is 409 `order_not_capturable`.
+//
+// Told to the shop as `order.paid`, caused by `merchant` and this
+// request's key. Audited as `merchant:NAME`, action `capture_order`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+func (c *Client) CaptureOrder(ctx context.Context, id OrderID, params *CaptureOrderParams, body CaptureOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCaptureOrderRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7962,6 +8249,68 @@ func NewCancelOrderRequestWithBody(server string, id OrderID, params *CancelOrde
 	return req, nil
 }
 
+// NewCaptureOrderRequest calls the generic CaptureOrder builder with application/json body
+func NewCaptureOrderRequest(server string, id OrderID, params *CaptureOrderParams, body CaptureOrderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCaptureOrderRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCaptureOrderRequestWithBody constructs an http.Request for the CaptureOrder method, with any body, and a specified content type
+func NewCaptureOrderRequestWithBody(server string, id OrderID, params *CaptureOrderParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/orders/%s/capture", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewOrderEventsRequest constructs an http.Request for the OrderEvents method
 func NewOrderEventsRequest(server string, id OrderID) (*http.Request, error) {
 	var err error
@@ -9249,6 +9598,60 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/orders/{id}/cancel (the `CancelOrder` operationId).
 	CancelOrderWithResponse(ctx context.Context, id OrderID, params *CancelOrderParams, body CancelOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelOrderResponse, error)
+
+	// CaptureOrderWithBodyWithResponse Capture the money an authorized order holds
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// A manual-capture order (`capture_method: manual`) whose pay
+	// succeeded is `authorized`: the provider holds its money until
+	// `capture_before`. This captures `amount` of it (all of it when left
+	// out), once: the order is `paid` with `captured_amount`, and the rest
+	// of the hold is released at the provider. Refunds are bounded by what
+	// was captured.
+	//
+	// The capture claims the hold first (one guarded statement): of
+	// captures and cancels of one order at once, exactly one ends the
+	// hold and every other is refused with the reason. It is sent to the
+	// provider under a key of its own: an answer that never came
+	// (`payment_outcome_unknown`, 503) is asked again with the same key
+	// when this request is sent again, or by payd's job, and never
+	// captures twice. The same key answers the same; another key after a
+	// capture is 409 `order_not_capturable`.
+	//
+	// Told to the shop as `order.paid`, caused by `merchant` and this
+	// request's key. Audited as `merchant:NAME`, action `capture_order`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+	CaptureOrderWithBodyWithResponse(ctx context.Context, id OrderID, params *CaptureOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CaptureOrderResponse, error)
+
+	// CaptureOrderWithResponse Capture the money an authorized order holds
+	//
+	// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+	// A manual-capture order (`capture_method: manual`) whose pay
+	// succeeded is `authorized`: the provider holds its money until
+	// `capture_before`. This captures `amount` of it (all of it when left
+	// out), once: the order is `paid` with `captured_amount`, and the rest
+	// of the hold is released at the provider. Refunds are bounded by what
+	// was captured.
+	//
+	// The capture claims the hold first (one guarded statement): of
+	// captures and cancels of one order at once, exactly one ends the
+	// hold and every other is refused with the reason. It is sent to the
+	// provider under a key of its own: an answer that never came
+	// (`payment_outcome_unknown`, 503) is asked again with the same key
+	// when this request is sent again, or by payd's job, and never
+	// captures twice. The same key answers the same; another key after a
+	// capture is 409 `order_not_capturable`.
+	//
+	// Told to the shop as `order.paid`, caused by `merchant` and this
+	// request's key. Audited as `merchant:NAME`, action `capture_order`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+	CaptureOrderWithResponse(ctx context.Context, id OrderID, params *CaptureOrderParams, body CaptureOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*CaptureOrderResponse, error)
 
 	// OrderEventsWithResponse Server-sent events of the order's status changes
 	//
@@ -14229,6 +14632,168 @@ func (r CancelOrderResponse) ContentType() string {
 	return ""
 }
 
+// CaptureOrderResponse200Headers the declared response headers of an HTTP 200 response for CaptureOrder
+type CaptureOrderResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CaptureOrderResponse401Headers the declared response headers of an HTTP 401 response for CaptureOrder
+type CaptureOrderResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CaptureOrderResponse403Headers the declared response headers of an HTTP 403 response for CaptureOrder
+type CaptureOrderResponse403Headers struct {
+	WWWAuthenticate *string
+}
+
+// CaptureOrderResponse409Headers the declared response headers of an HTTP 409 response for CaptureOrder
+type CaptureOrderResponse409Headers struct {
+	RetryAfter *int
+}
+
+// CaptureOrderResponse429Headers the declared response headers of an HTTP 429 response for CaptureOrder
+type CaptureOrderResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// CaptureOrderResponse503Headers the declared response headers of an HTTP 503 response for CaptureOrder
+type CaptureOrderResponse503Headers struct {
+	RetryAfter int
+}
+
+type CaptureOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Order
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *OrderNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *KeyReused
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CaptureOrderResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CaptureOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CaptureOrderResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CaptureOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CaptureOrderResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CaptureOrderResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CaptureOrderResponse) GetJSON200() *Order {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON404() *OrderNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON422() *KeyReused {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CaptureOrderResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CaptureOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CaptureOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CaptureOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CaptureOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // OrderEventsResponse401Headers the declared response headers of an HTTP 401 response for OrderEvents
 type OrderEventsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -16686,6 +17251,72 @@ func (c *ClientWithResponses) CancelOrderWithResponse(ctx context.Context, id Or
 		return nil, err
 	}
 	return ParseCancelOrderResponse(rsp)
+}
+
+// CaptureOrderWithBodyWithResponse Capture the money an authorized order holds
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// A manual-capture order (`capture_method: manual`) whose pay
+// succeeded is `authorized`: the provider holds its money until
+// `capture_before`. This captures `amount` of it (all of it when left
+// out), once: the order is `paid` with `captured_amount`, and the rest
+// of the hold is released at the provider. Refunds are bounded by what
+// was captured.
+//
+// The capture claims the hold first (one guarded statement): of
+// captures and cancels of one order at once, exactly one ends the
+// hold and every other is refused with the reason. It is sent to the
+// provider under a key of its own: an answer that never came
+// (`payment_outcome_unknown`, 503) is asked again with the same key
+// when this request is sent again, or by payd's job, and never
+// captures twice. The same key answers the same; another key after a
+// capture is 409 `order_not_capturable`.
+//
+// Told to the shop as `order.paid`, caused by `merchant` and this
+// request's key. Audited as `merchant:NAME`, action `capture_order`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+func (c *ClientWithResponses) CaptureOrderWithBodyWithResponse(ctx context.Context, id OrderID, params *CaptureOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CaptureOrderResponse, error) {
+	rsp, err := c.CaptureOrderWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCaptureOrderResponse(rsp)
+}
+
+// CaptureOrderWithResponse Capture the money an authorized order holds
+//
+// The merchant's server only (a merchant key, `sk_...`; ADR 0060).
+// A manual-capture order (`capture_method: manual`) whose pay
+// succeeded is `authorized`: the provider holds its money until
+// `capture_before`. This captures `amount` of it (all of it when left
+// out), once: the order is `paid` with `captured_amount`, and the rest
+// of the hold is released at the provider. Refunds are bounded by what
+// was captured.
+//
+// The capture claims the hold first (one guarded statement): of
+// captures and cancels of one order at once, exactly one ends the
+// hold and every other is refused with the reason. It is sent to the
+// provider under a key of its own: an answer that never came
+// (`payment_outcome_unknown`, 503) is asked again with the same key
+// when this request is sent again, or by payd's job, and never
+// captures twice. The same key answers the same; another key after a
+// capture is 409 `order_not_capturable`.
+//
+// Told to the shop as `order.paid`, caused by `merchant` and this
+// request's key. Audited as `merchant:NAME`, action `capture_order`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/orders/{id}/capture (the `CaptureOrder` operationId).
+func (c *ClientWithResponses) CaptureOrderWithResponse(ctx context.Context, id OrderID, params *CaptureOrderParams, body CaptureOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*CaptureOrderResponse, error) {
+	rsp, err := c.CaptureOrder(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCaptureOrderResponse(rsp)
 }
 
 // OrderEventsWithResponse Server-sent events of the order's status changes
@@ -22131,6 +22762,186 @@ func ParseCancelOrderResponse(rsp *http.Response) (*CancelOrderResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCaptureOrderResponse parses an HTTP response from a CaptureOrderWithResponse call
+func ParseCaptureOrderResponse(rsp *http.Response) (*CaptureOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CaptureOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Order
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OrderNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest KeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CaptureOrderResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CaptureOrderResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CaptureOrderResponse403Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CaptureOrderResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers CaptureOrderResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CaptureOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

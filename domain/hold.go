@@ -16,6 +16,23 @@ import (
 // ErrHoldActionNotFound means payd has no such hold action.
 var ErrHoldActionNotFound = errors.New("hold action not found")
 
+// The refusals of a capture (409 each).
+var (
+	// ErrOrderNotCapturable: the order holds no money to capture: it is
+	// not authorized, was captured already, or another capture or a
+	// cancel is ending its hold right now.
+	ErrOrderNotCapturable = errors.New("order is not capturable")
+	// ErrAuthorizationExpired: the hold ran past capture_before: it can no
+	// longer be captured, and it is voided.
+	ErrAuthorizationExpired = errors.New("authorization expired")
+	// ErrCaptureTooLarge: more than the order holds.
+	ErrCaptureTooLarge = errors.New("capture exceeds the authorized amount")
+)
+
+// DefaultAuthorizationTTL is how long a hold lasts unless configured
+// (PAYD_AUTHORIZATION_TTL): seven days, as card networks allow for most.
+const DefaultAuthorizationTTL = 7 * 24 * time.Hour
+
 // HoldActionKind is what a HoldAction does to an authorized order's hold.
 type HoldActionKind string
 

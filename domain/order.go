@@ -248,7 +248,7 @@ func (o Order) Refundable() decimal.Decimal {
 	if o.Status != StatusPaid {
 		return decimal.Zero
 	}
-	return decimal.Max(o.Amount.Sub(o.RefundedAmount).Sub(o.RefundPending), decimal.Zero)
+	return decimal.Max(o.Captured().Sub(o.RefundedAmount).Sub(o.RefundPending), decimal.Zero)
 }
 
 // PayOutcome decides what a pay request with requestID gets when its claim

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -68,6 +69,12 @@ type orderJSON struct {
 	// Shipments, on the order's own read, its parcels (ADR 0060).
 	FulfillmentStatus string          `json:"fulfillment_status"`
 	Shipments         *[]shipmentJSON `json:"shipments,omitempty"`
+	// CaptureMethod is how a successful pay takes the money; a manual
+	// order is authorized (held) until captured, before CaptureBefore;
+	// CapturedAmount is what the charge took (ADR 0060).
+	CaptureMethod  string  `json:"capture_method"`
+	CapturedAmount string  `json:"captured_amount"`
+	CaptureBefore  *string `json:"capture_before"`
 }
 
 // nextActionJSON is what the checkout page needs to let the customer
@@ -98,7 +105,18 @@ func toOrderJSON(o domain.Order) orderJSON {
 		RefundPending:  domain.FormatAmount(o.RefundPending, o.Currency),
 		CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt),
 		NextAction: toNextAction(o.Action), FulfillmentStatus: string(o.Fulfillment),
+		CaptureMethod:  string(cmp.Or(o.CaptureMethod, domain.CaptureAutomatic)),
+		CapturedAmount: domain.FormatAmount(o.Captured(), o.Currency),
+		CaptureBefore:  stampPtr(heldUntil(o)),
 	}
+}
+
+// heldUntil is when an authorized order's hold lapses; nil for any other.
+func heldUntil(o domain.Order) *time.Time {
+	if o.Status != domain.StatusAuthorized {
+		return nil
+	}
+	return o.CaptureBefore
 }
 
 // toAttemptJSON renders an attempt; the provider's charge ID is for operators only.

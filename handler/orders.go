@@ -35,6 +35,7 @@ type Payer interface {
 type Orders struct {
 	Service  OrderService
 	Checkout Payer
+	Holds    Capturer      // nil: captures are refused (nothing is ever held)
 	Secrets  ClientSecrets // nil: answers carry no client secret
 	Audit    Auditor       // the merchant's creations and cancels are recorded (nil: not)
 	Log      *slog.Logger
@@ -268,7 +269,8 @@ const payTimeout = 25 * time.Second
 // RenderPay renders what a pay request answers for an outcome. PayRecords
 // uses the same function to complete an idempotency record when the
 // outcome arrives later (webhook, recoverer), so a replay says the same.
-// Only an order the payment paid is a 200 (refunded since included); one
+// Only an order the payment paid (or authorized: its money held, a
+// manual-capture order) is a 200 (refunded since included); one
 // still processing is a 202; an order the payment left unpaid is a problem,
 // never a 200 a client would take for success.
 func RenderPay(o domain.Order, err error) idempotency.Response {
@@ -297,8 +299,8 @@ var errNotCompleted = problem("payment_not_completed",
 // is neither paid nor processing.
 func unpaid(o domain.Order) error {
 	switch o.Status {
-	case domain.StatusPaid, domain.StatusRefunded, domain.StatusProcessing:
-		return nil
+	case domain.StatusPaid, domain.StatusRefunded, domain.StatusProcessing, domain.StatusAuthorized:
+		return nil // an authorized order's pay succeeded: its money is held
 	case domain.StatusPending:
 		return errNotCompleted
 	}

@@ -61,8 +61,10 @@ type Deps struct {
 	MerchantKey string
 	Merchants   []Merchant
 	Products    *Products
-	// Shipments ships the merchant's paid orders (ADR 0060).
+	// Shipments ships the merchant's paid orders, Holds captures their
+	// held money (ADR 0060).
 	Shipments *Shipments
+	Holds     Capturer
 	// Audit is the trail the merchant's order creations and cancels are
 	// recorded on (nil: they are not).
 	Audit Auditor
@@ -100,7 +102,7 @@ func routes(e *echo.Echo, d Deps) {
 	limits := newLimiters(d.RateLimits, d.Metrics)
 	public := limits.public()
 	customers := &Customers{Service: d.Customers}
-	orders := &Orders{Service: d.Orders, Checkout: d.Checkout, Secrets: d.ClientSecrets, Audit: d.Audit, Log: d.Log}
+	orders := &Orders{Service: d.Orders, Checkout: d.Checkout, Holds: d.Holds, Secrets: d.ClientSecrets, Audit: d.Audit, Log: d.Log}
 	// The routes on orders (ADR 0059): a customer token everywhere; the
 	// merchant key to create, list, read and cancel; an order's client
 	// secret on that order's own routes.
@@ -146,6 +148,8 @@ func routes(e *echo.Echo, d Deps) {
 	}
 	// Shipments (ADR 0060): the merchant's only.
 	v1.POST("/orders/:id/shipments", ship.ship, limits.merchants(requireMerchant(known)), ship.audited("ship_order"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
+	// Holds (ADR 0060): the merchant captures an authorized order.
+	v1.POST("/orders/:id/capture", orders.capture, limits.merchants(requireMerchant(known)), orders.audited("capture_order"), validIDs(orderID), idem.Wrap(idempotency.KeyRequired))
 	v1.GET("/requests/:key", requests.get, anyOfOrder)
 	// One webhook endpoint per provider mode: each answers 404 when its
 	// receiver is nil. Both have a limit of their own, per source: a

@@ -7,6 +7,7 @@
 package notify
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -67,6 +68,9 @@ type orderJSON struct {
 	CreatedAt      string     `json:"created_at"`
 	UpdatedAt      string     `json:"updated_at"`
 	Fulfillment    string     `json:"fulfillment_status"`
+	CaptureMethod  string     `json:"capture_method"`
+	CapturedAmount string     `json:"captured_amount"`
+	CaptureBefore  *string    `json:"capture_before"` // an authorized order's only
 	Money          booksJSON  `json:"money"`
 }
 
@@ -125,6 +129,16 @@ func Render(ev domain.NotifyEvent) ([]byte, error) {
 			PayRequestID: strPtr(o.PayRequestID), PaidAt: stampPtr(o.PaidAt),
 			RefundedAmount: domain.FormatAmount(o.RefundedAmount, c),
 			CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt), Fulfillment: string(o.Fulfillment),
+			CaptureMethod: string(cmp.Or(o.CaptureMethod, domain.CaptureAutomatic)), CapturedAmount: domain.FormatAmount(o.Captured(), c),
+			CaptureBefore: stampPtr(heldUntil(o)),
 			Money: booksJSON{Charged: domain.FormatAmount(m.Charged, c), Refunded: domain.FormatAmount(m.Refunded, c),
 				Disputed: domain.FormatAmount(m.Disputed, c), Lost: domain.FormatAmount(m.Lost, c), Net: domain.FormatAmount(m.Net, c)}}})
+}
+
+// heldUntil is when an authorized order's hold lapses; nil for any other.
+func heldUntil(o domain.Order) *time.Time {
+	if o.Status != domain.StatusAuthorized {
+		return nil
+	}
+	return o.CaptureBefore
 }

@@ -136,7 +136,7 @@ func (c *Client) GetCharge(ctx context.Context, a domain.Attempt) (domain.Charge
 		return ch, err
 	}
 	if ch, err = c.Charge(ctx, domain.ChargeRequest{IdempotencyKey: a.ID, OrderID: a.OrderID, Amount: a.Amount,
-		Currency: string(a.Currency), PaymentMethod: a.PaymentMethod}); err != nil {
+		Currency: string(a.Currency), PaymentMethod: a.PaymentMethod, CaptureMethod: a.CaptureMethod}); err != nil {
 		return domain.Charge{}, fmt.Errorf("get charge %s: replay the create: %w", a.ID, err)
 	}
 	return ch, nil

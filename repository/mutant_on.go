@@ -42,7 +42,7 @@ func Mutate(name string) error {
 	case "stock_unguarded":
 		stockUnguarded.Store(true)
 	case "refund_unguarded":
-		refundMoves[domain.MoveReserve] = alwaysTrue(refundMoves[domain.MoveReserve], "amount_minor - refunded_minor - refund_reserved_minor >= ?")
+		refundMoves[domain.MoveReserve] = alwaysTrue(refundMoves[domain.MoveReserve], takenMinor+" - refunded_minor - refund_reserved_minor >= ?")
 	default:
 		return fmt.Errorf("unknown mutant %q (known: %v)", name, Mutants)
 	}

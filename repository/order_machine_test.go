@@ -89,7 +89,9 @@ func orderIn(t *testing.T, db *repository.DB, status domain.OrderStatus) domain.
 	if status == domain.StatusRefunded {
 		refunded = domain.MinorUnits(o.Amount, o.Currency)
 	}
-	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ?, refunded_minor = ?, capture_method = 'manual', hold_action = ? WHERE id = ?",
+	// A manual order that captured all of it, owned by machineHoldID: the
+	// hold's events and the refunds are refused for the status alone.
+	err := db.Gorm().Exec("UPDATE orders SET status = ?, pay_request_id = ?, refunded_minor = ?, capture_method = 'manual', captured_minor = amount_minor, hold_action = ? WHERE id = ?",
 		string(status), payRequest, refunded, machineHoldID, o.ID).Error
 	if err != nil {
 		t.Fatal(err)

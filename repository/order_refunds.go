@@ -22,20 +22,25 @@ import (
 // MySQL and MariaDB evaluate SET assignments left to right, each seeing
 // the columns already assigned, while SQLite sees the old row throughout.
 // With status first, its CASE reads the old refunded_minor on both.
+// takenMinor is the money the order's charge took, which refunds are
+// bounded by (domain.Order.Captured): its amount, or what a manual
+// order's capture took.
+const takenMinor = `(CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END)`
+
 var refundMoves = map[domain.RefundMove]string{
 	domain.MoveReserve: `UPDATE orders
 		SET refund_reserved_minor = refund_reserved_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveReserve.From()...) + ` AND amount_minor - refunded_minor - refund_reserved_minor >= ?`,
+		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveReserve.From()...) + ` AND ` + takenMinor + ` - refunded_minor - refund_reserved_minor >= ?`,
 
 	domain.MoveSettle: `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
+		SET status = CASE WHEN ` + takenMinor + ` - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
 			refunded_minor = refunded_minor + ?, refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveSettle.From()...) + ` AND refund_reserved_minor >= ? AND amount_minor - refunded_minor >= ?`,
+		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveSettle.From()...) + ` AND refund_reserved_minor >= ? AND ` + takenMinor + ` - refunded_minor >= ?`,
 
 	domain.MoveCount: `UPDATE orders
-		SET status = CASE WHEN amount_minor - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
+		SET status = CASE WHEN ` + takenMinor + ` - refunded_minor = ? THEN ` + orderRefundFull.to + ` ELSE ` + orderRefundPartial.to + ` END,
 			refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveCount.From()...) + ` AND amount_minor - refunded_minor >= ?`,
+		WHERE id = ? AND status IN ` + sqlStatuses(domain.MoveCount.From()...) + ` AND ` + takenMinor + ` - refunded_minor >= ?`,
 
 	domain.MoveRelease: `UPDATE orders
 		SET refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?

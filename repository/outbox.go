@@ -66,7 +66,8 @@ var (
 	insertEvent = eventSelect + eventGroup
 
 	eventSelect = eventSelectOf("", "")
-	eventGroup  = ` GROUP BY o.id, o.version, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status`
+	eventGroup  = ` GROUP BY o.id, o.version, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status,
+		o.captured_minor, o.capture_before`
 
 	// insertShippedEvent is insertEvent for order.shipped, which names its
 	// shipment: its arguments are insertEvent's with the shipment's ID
@@ -106,9 +107,10 @@ var (
 // (", shipment_id") and their values (", ?"), bound after created_at.
 func eventSelectOf(columns, values string) string {
 	return `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
-		paid_at, refunded_minor, order_updated_at, fulfillment_status, charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at` + columns + `)
+		paid_at, refunded_minor, order_updated_at, fulfillment_status, captured_minor, capture_before,
+		charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at` + columns + `)
 		SELECT ?, o.id, o.version, ?, ?, ?, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status,
-		` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?` + values + `
+		o.captured_minor, o.capture_before, ` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?` + values + `
 		FROM orders o LEFT JOIN ledger_entries l ON l.order_id = o.id AND l.currency = o.currency
 		WHERE o.id = ?`
 }

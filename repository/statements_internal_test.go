@@ -38,21 +38,35 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE id = ? AND status IN ('pending') AND expires_at <= ?`},
 		{"refundMoves[reserve]", refundMoves[domain.MoveReserve], `UPDATE orders
 			SET refund_reserved_minor = refund_reserved_minor + ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND amount_minor - refunded_minor - refund_reserved_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor - refund_reserved_minor >= ?`},
 		{"refundMoves[settle]", refundMoves[domain.MoveSettle], `UPDATE orders
-			SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
 				refunded_minor = refunded_minor + ?, refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND refund_reserved_minor >= ? AND amount_minor - refunded_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND refund_reserved_minor >= ? AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
 		{"refundMoves[count]", refundMoves[domain.MoveCount], `UPDATE orders
-			SET status = CASE WHEN amount_minor - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
 				refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND amount_minor - refunded_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
 		{"refundMoves[release]", refundMoves[domain.MoveRelease], `UPDATE orders
 			SET refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('paid', 'refunded') AND refund_reserved_minor >= ?`},
 		{"refundMoves[reverse]", refundMoves[domain.MoveReverse], `UPDATE orders
 			SET status = 'paid', refunded_minor = refunded_minor - ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('paid', 'refunded') AND refunded_minor >= ?`},
+		{"markAuthorized", markAuthorized, `UPDATE orders SET status = 'authorized', capture_before = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('processing') AND pay_request_id = ?`},
+		{"claimHold", claimHold, `UPDATE orders SET hold_action = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('authorized') AND hold_action IS NULL`},
+		{"claimCapture", claimCapture, `UPDATE orders SET hold_action = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('authorized') AND hold_action IS NULL AND capture_before > ?`},
+		{"captureOrder", captureOrder, `UPDATE orders SET status = 'paid', captured_minor = ?, paid_at = ?, hold_action = NULL, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('authorized') AND hold_action = ? AND ? <= amount_minor`},
+		{"voidOrder", voidOrder, `UPDATE orders SET status = 'cancelled', hold_action = NULL, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('authorized') AND hold_action = ?`},
+		{"lapseOrder", lapseOrder, `UPDATE orders SET status = 'expired', hold_action = NULL, version = version + 1, updated_at = ?
+			WHERE id = ? AND status IN ('authorized') AND hold_action = ?`},
+		{"unclaimHold", unclaimHold, `UPDATE orders SET hold_action = NULL, version = version + 1, updated_at = ?
+			WHERE id = ? AND hold_action = ?`},
 		{"repairBooks", repairBooks, `UPDATE orders
 			SET status = ?, refunded_minor = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND status IN ('paid', 'refunded')`},

@@ -49,3 +49,13 @@ func sourceCause(ctx context.Context, src domain.LedgerSource, ref string) domai
 	}
 	return causeIn(ctx, domain.Cause{Kind: kind, Ref: ref})
 }
+
+// requestKey is the idempotency key of the request ctx carries the cause
+// of (a customer's or the merchant's), "" when it carries none.
+func requestKey(ctx context.Context) string {
+	c, ok := ctx.Value(causeKey{}).(domain.Cause)
+	if !ok || (c.Kind != domain.CauseCustomer && c.Kind != domain.CauseMerchant) {
+		return ""
+	}
+	return c.Ref
+}

@@ -57,6 +57,11 @@ type Checkout struct {
 	// request, for the request's replays.
 	Answers SettledAnswers
 
+	// AuthorizationTTL is how long a manual-capture order's hold lasts
+	// from its authorization (PAYD_AUTHORIZATION_TTL;
+	// domain.DefaultAuthorizationTTL when zero), never past the
+	// provider's own capture_before.
+	AuthorizationTTL time.Duration
 	// ProviderTimeout is the deadline of one charge request
 	// (PAYD_PROVIDER_TIMEOUT; domain.DefaultProviderTimeout when zero).
 	ProviderTimeout time.Duration
@@ -230,6 +235,7 @@ func (s *Checkout) claim(ctx context.Context, o *domain.Order, r PayRequest) (do
 	a := domain.Attempt{
 		ID: newID(), OrderID: o.ID, RequestID: r.RequestID, Status: domain.AttemptStarted, PaymentMethod: r.PaymentMethod,
 		Amount: o.Amount, Currency: o.Currency, CreatedAt: now, UpdatedAt: now, LeasedUntil: inFlight, InFlightUntil: inFlight,
+		CaptureMethod: cmp.Or(o.CaptureMethod, domain.CaptureAutomatic),
 	}
 	var claimed bool
 	var err error
@@ -269,6 +275,7 @@ func (s *Checkout) charge(ctx context.Context, o domain.Order, a domain.Attempt,
 	cctx, cancel := context.WithDeadline(ctx, s.chargeDeadline(a.InFlightUntil))
 	ch, err := s.Provider.Charge(cctx, domain.ChargeRequest{
 		IdempotencyKey: a.ID, OrderID: o.ID, Amount: a.Amount, Currency: string(a.Currency), PaymentMethod: a.PaymentMethod,
+		CaptureMethod: a.CaptureMethod,
 	})
 	cancel()
 	fault("after_charge")
@@ -352,10 +359,14 @@ func (s *Checkout) settle(ctx context.Context, o domain.Order, a domain.Attempt,
 			o.Action = ch.Action // 3-D Secure: what the page must do (ADR 0019)
 		}
 		return o, err
-	case ch.Status == domain.ChargeSucceeded && !sameMoney(a, ch):
+	case approved(a, ch) && !sameMoney(a, ch):
 		return s.hold(ctx, o, a, ch, src)
-	case ch.Status == domain.ChargeSucceeded:
+	case approved(a, ch):
 		return s.succeed(ctx, o, a, ch, src)
+	case ch.Status == domain.ChargeAuthorized:
+		// A hold for an attempt that asked for no hold: nothing payd can
+		// believe (the client refuses it already); asked again later.
+		return s.unknown(ctx, o, a, ch.ID, src)
 	case s.Canceller != nil && ch.ID != "" && a.Status.Unsettled():
 		// Cancelled first, released after: a released order whose failed
 		// charge could still be completed might be paid twice (ADR 0019).
@@ -434,6 +445,9 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // refunds counted with it are the order's next state, which its watchers
 // are told of and every read shows.
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
+	if a.CaptureMethod == domain.CaptureManual {
+		return s.authorize(ctx, o, a, ch, src)
+	}
 	chargeID := ch.ID
 	now := s.Now().UTC()
 	var ours, paid, adopted bool // ours: payd's books now say this attempt succeeded

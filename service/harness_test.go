@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ type world struct {
 	disputes      *service.Disputes
 	admin         *service.Admin
 	catalogue     *service.Catalogue
+	holds         *service.Holds
 	db            *repository.DB // this replica's connections
 
 	observed *tally // payment outcomes Checkout reported (paid, declined, unknown, held), shared by replicas
@@ -129,7 +131,7 @@ func (w *world) build(db *repository.DB) {
 	w.customers, w.orders, w.checkout, w.refunds, w.disputes = uc.Customers, uc.Orders, uc.Checkout, uc.Refunds, uc.Disputes
 	w.webhooks, w.recoverer, w.reconciler, w.resolver, w.admin = uc.Webhooks, uc.Recoverer, uc.Reconciler, uc.Resolver, uc.Admin
 	w.expire, w.discrepancies, w.ledger, w.disputeStore = uc.Expire, uc.Discrepancies, uc.Ledger, uc.DisputeStore
-	w.catalogue = uc.Catalogue
+	w.catalogue, w.holds = uc.Catalogue, uc.Holds
 }
 
 // observer is what these tests hear from the use cases: the payment
@@ -215,6 +217,29 @@ func (w *world) paidOrder(t *testing.T, customerID, amount string) domain.Order 
 		t.Fatalf("Pay = %v, %v, want paid", o.Status, err)
 	}
 	return o
+}
+
+// heldOrder creates a manual-capture order of amount for customerID, as
+// the merchant's server does, and pays it with pm_ok: authorized.
+func (w *world) heldOrder(t *testing.T, customerID, amount string) domain.Order {
+	t.Helper()
+	o, err := w.orders.Create(context.Background(), service.Keyed{}, service.NewOrder{Merchant: true, CustomerID: customerID, Currency: "EUR",
+		CaptureMethod: "manual", Items: []service.NewItem{{SKU: "sku-1", Name: "Tea", Quantity: 1, UnitPrice: &amount}}})
+	if err != nil {
+		t.Fatalf("Orders.Create(manual) = %v", err)
+	}
+	if o, err = w.pay(customerID, o.ID, newKey(), "pm_ok"); err != nil || o.Status != domain.StatusAuthorized {
+		t.Fatalf("Pay(manual) = %v, %v, want authorized", o.Status, err)
+	}
+	return o
+}
+
+// loseNextHoldReply makes the reply to the next capture or void vanish
+// after the provider carried it out.
+func (w *world) loseNextHoldReply() {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	w.prov.lostHolds++
 }
 
 // pay is one pay request.
@@ -450,6 +475,7 @@ type spyProvider struct {
 	lateCharges int                        // the next n charge requests reach the provider only after payd gave up
 	misreport   bool                       // charge replies report one unit more than was charged
 	lostRefunds int                        // the replies to the next n refund requests are lost; the provider refunds
+	lostHolds   int                        // the replies to the next n captures or voids are lost; the provider carries them out
 	disputed    map[string]decimal.Decimal // charge ID → what an open dispute withdrew (the sandbox has no disputes yet)
 	afterCharge func(domain.Charge)        // runs once the provider charged, before its reply reaches payd
 	// beforeRefund runs once, while the next refund request is held on its
@@ -506,6 +532,20 @@ func (w *world) calls() []string {
 	l := w.prov.log
 	w.prov.log = nil
 	return l
+}
+
+// callsOf returns the keys of the calls of operation op payd made so far
+// (capture, void, charge, ...), without clearing the log.
+func (w *world) callsOf(op string) []string {
+	w.prov.mu.Lock()
+	defer w.prov.mu.Unlock()
+	var keys []string
+	for _, l := range w.prov.log {
+		if k, ok := strings.CutPrefix(l, op+" "); ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 func (p *spyProvider) record(op, key string) {
@@ -572,6 +612,31 @@ func (w *world) dispute(chargeID, amount string) {
 		w.prov.disputed = map[string]decimal.Decimal{}
 	}
 	w.prov.disputed[chargeID] = decimal.RequireFromString(amount)
+}
+
+// Capture captures a hold at the sandbox; its reply may be lost (lostHolds).
+func (p *spyProvider) Capture(ctx context.Context, req domain.CaptureRequest) (domain.Charge, error) {
+	p.record("capture", req.IdempotencyKey)
+	ch, err := p.inner.Capture(ctx, req)
+	return p.holdReply(ch, err)
+}
+
+// Void voids a hold at the sandbox; its reply may be lost (lostHolds).
+func (p *spyProvider) Void(ctx context.Context, req domain.VoidRequest) (domain.Charge, error) {
+	p.record("void", req.IdempotencyKey)
+	ch, err := p.inner.Void(ctx, req)
+	return p.holdReply(ch, err)
+}
+
+// holdReply is the reply to a capture or a void, unless it is lost.
+func (p *spyProvider) holdReply(ch domain.Charge, err error) (domain.Charge, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lostHolds > 0 {
+		p.lostHolds--
+		return domain.Charge{}, fmt.Errorf("%w: the reply was lost", domain.ErrProviderUnavailable)
+	}
+	return ch, err
 }
 
 func (p *spyProvider) Refund(ctx context.Context, req domain.ProviderRefundRequest) (domain.ProviderRefund, error) {

@@ -64,10 +64,11 @@ const (
 	JobNotify            JobName = "notify" // the merchant's endpoints told of new events (notify.Worker)
 	JobRetention         JobName = "retention"
 	JobStatsRollup       JobName = "stats_rollup" // the overview's hours counted once (ADR 0065)
+	JobHolds             JobName = "holds"        // abandoned captures and voids finished, lapsed holds voided (ADR 0060)
 )
 
 // JobNames lists every background job.
-var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify, JobRetention, JobStatsRollup}
+var JobNames = []JobName{JobPurgeIdempotency, JobExpireOrders, JobRecoverPayments, JobReconcileSchedule, JobNotify, JobRetention, JobStatsRollup, JobHolds}
 
 // jobBatch is how many rows one pass of a job handles at most.
 const jobBatch = 500

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,16 @@ type Orders struct {
 	}
 	Limits domain.Limits
 	TTL    time.Duration // PAYD_ORDER_TTL: pending orders expire after this
-	Now    func() time.Time
+	// CaptureMethod is how an order that names none captures its money
+	// (PAYD_CAPTURE_METHOD; automatic when empty): a buyer's order always
+	// takes it.
+	CaptureMethod domain.CaptureMethod
+	// Holds, optional, voids the hold of an authorized order a cancel
+	// ends; without it such a cancel is refused.
+	Holds interface {
+		Void(ctx context.Context, id, requestID string) (domain.Order, error)
+	}
+	Now func() time.Time
 	// Observer, optional, is told of each order a cancel changes, each
 	// order created, and each creation refused for lack of stock.
 	Observer Observer
@@ -49,10 +59,12 @@ type NewOrder struct {
 	Merchant bool
 	// CustomerID is the order's customer: the buyer's own, or the one the
 	// merchant names ("" for a guest).
-	CustomerID    string
-	Currency      string // "" for the catalogue's: the products' own
-	Items         []NewItem
-	CaptureMethod string // "" or "automatic"
+	CustomerID string
+	Currency   string // "" for the catalogue's: the products' own
+	Items      []NewItem
+	// CaptureMethod is automatic or manual, the merchant's only; ""
+	// takes the shop's default (Orders.CaptureMethod).
+	CaptureMethod string
 }
 
 // NewItem is one requested order line, as its creator sent it: a
@@ -100,6 +112,7 @@ func (s *Orders) Create(ctx context.Context, req Keyed, n NewOrder) (domain.Orde
 		ID: newID(), CustomerID: n.CustomerID, Creator: n.creator(), Status: domain.StatusPending, Amount: amount, Currency: cur,
 		Items: lines, RefundedAmount: decimal.Zero, Version: domain.CreatedVersion, ExpiresAt: now.Add(s.TTL), CreatedAt: now, UpdatedAt: now,
 		CreateRequestID: req.Key, Fulfillment: domain.FulfillmentUnfulfilled,
+		CaptureMethod: cmp.Or(domain.CaptureMethod(n.CaptureMethod), s.CaptureMethod, domain.CaptureAutomatic),
 	}
 	if req.Key != "" {
 		o.CreateFingerprint = req.Fingerprint
@@ -162,10 +175,10 @@ func (s *Orders) price(ctx context.Context, n NewOrder) ([]domain.Item, domain.C
 		cur, err = domain.ParseCurrency(n.Currency)
 		_ = invalid.Add(err)
 	}
-	switch n.CaptureMethod {
-	case "", "automatic":
-	default:
-		invalid = append(invalid, &domain.ValidationError{Field: "capture_method", Reason: "must be automatic (the only capture method payd offers)"})
+	if m := domain.CaptureMethod(n.CaptureMethod); m != "" && (!m.Valid() || !n.Merchant) {
+		// A buyer's order takes the shop's capture method: the handler
+		// refuses the field from a buyer before this.
+		invalid = append(invalid, &domain.ValidationError{Field: "capture_method", Reason: "must be automatic or manual"})
 	}
 	if n.Merchant && n.CustomerID != "" {
 		if _, err := s.Customers.FindByID(ctx, n.CustomerID); errors.Is(err, domain.ErrCustomerNotFound) {
@@ -334,6 +347,13 @@ func (s *Orders) Cancel(ctx context.Context, customerID, id string) (domain.Orde
 	switch o.Status {
 	case domain.StatusCancelled:
 		return o, nil
+	case domain.StatusAuthorized:
+		if s.Holds == nil {
+			return domain.Order{}, domain.ErrOrderNotCancelable
+		}
+		// Its money is held: the cancel voids the hold at the provider
+		// first (Holds), and the order is cancelled once it is voided.
+		return s.Holds.Void(ctx, id, requestKey(ctx))
 	case domain.StatusProcessing:
 		return domain.Order{}, domain.ErrPaymentInProgress
 	case domain.StatusPaid, domain.StatusRefunded:

@@ -69,6 +69,10 @@ type OrderStore interface {
 	// MarkPaid: processing → paid, only for the request that claimed it;
 	// it writes the order.paid event, caused by c, with the change.
 	MarkPaid(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error)
+	// MarkAuthorized: processing → authorized for a manual-capture order,
+	// only for the request that claimed it, with the hold's deadline; it
+	// writes order.authorized.
+	MarkAuthorized(ctx context.Context, id, requestID string, captureBefore time.Time, c domain.Cause, now time.Time) (bool, error)
 	// Release: processing → pending, clearing pay_request_id, only for the
 	// request that claimed it; it writes order.payment_failed.
 	Release(ctx context.Context, id, requestID string, c domain.Cause, now time.Time) (bool, error)

@@ -157,7 +157,7 @@ func bookOf(o domain.Order, a domain.Attempt, entries []domain.LedgerEntry) (dom
 		// Reconciliation compares such refunds with the provider's.
 		return domain.RefundBook{}, false
 	}
-	amount := domain.MinorUnits(o.Amount, o.Currency)
+	amount := domain.MinorUnits(o.Captured(), o.Currency) // what the charge took: a manual order's capture
 	return domain.RefundBook{
 		Amount:   amount,
 		Refunded: min(max(domain.MinorUnits(refunded, o.Currency), 0), amount),

@@ -521,9 +521,14 @@ func askCharge(ctx context.Context, f ChargeFinder, id string, refused error) (d
 	return ch, nil
 }
 
-// leftOn is what the provider says remains of a charge to give back.
+// leftOn is what the provider says remains of a charge to give back: what
+// it took (all of it, or a hold's capture) less refunds and disputes.
 func leftOn(ch domain.Charge) decimal.Decimal {
-	return ch.Amount.Sub(ch.RefundedAmount).Sub(ch.DisputedAmount)
+	taken := ch.Amount
+	if ch.CaptureMethod == domain.CaptureManual {
+		taken = ch.AmountCaptured
+	}
+	return taken.Sub(ch.RefundedAmount).Sub(ch.DisputedAmount)
 }
 
 // reserve records the refund and reserves its amount on the order, in one

@@ -100,6 +100,8 @@ type Provider interface {
 	service.RefundLister
 	service.DisputeLister
 	service.DisputeFinder
+	// Holds (ADR 0060): a capture or a void of an authorized charge.
+	service.HoldProvider
 }
 
 // ObservedProvider is the provider port with a stopwatch: every call to
@@ -130,6 +132,31 @@ func (p ObservedProvider) GetCharge(ctx context.Context, a domain.Attempt) (doma
 	ch, err := p.Next.GetCharge(ctx, a)
 	p.Observe("lookup", providerOutcome(err), time.Since(start))
 	return ch, err
+}
+
+// Capture times a capture of a hold; a refusal is the outcome "declined".
+func (p ObservedProvider) Capture(ctx context.Context, req domain.CaptureRequest) (domain.Charge, error) {
+	start := time.Now()
+	ch, err := p.Next.Capture(ctx, req)
+	p.Observe("capture", holdOutcome(err), time.Since(start))
+	return ch, err
+}
+
+// Void times a void of a hold; a refusal is the outcome "declined".
+func (p ObservedProvider) Void(ctx context.Context, req domain.VoidRequest) (domain.Charge, error) {
+	start := time.Now()
+	ch, err := p.Next.Void(ctx, req)
+	p.Observe("void", holdOutcome(err), time.Since(start))
+	return ch, err
+}
+
+// holdOutcome is a capture's or a void's outcome: the provider's refusal
+// is a decline of the request, not an error of the provider's.
+func holdOutcome(err error) ProviderOutcome {
+	if domain.IsProviderRequestError(err, "") {
+		return ProviderDeclined
+	}
+	return providerOutcome(err)
 }
 
 // Refund times a refund.
