@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/payd/payd/client"
 	"github.com/payd/payd/domain"
@@ -17,7 +18,7 @@ import (
 // merchantAbout is `payd help merchant`: the merchant's verbs.
 const merchantAbout = `Talks to a running payd as the merchant's server, with a merchant key (sk_...):
 the catalogue, which only the merchant writes (docs/adr/0058-the-merchant-key-and-the-catalogue.md),
-and the shipments of paid orders (docs/adr/0060-holds-captures-and-shipments.md).
+and the captures, cancels and shipments of orders (docs/adr/0060-holds-captures-and-shipments.md).
 Prints tables for people; -json prints payd's JSON answer for scripts.
 
   payd merchant products list [-limit N] [-cursor C]
@@ -31,6 +32,10 @@ Prints tables for people; -json prints payd's JSON answer for scripts.
                                               add to (5) or take from (-5) a product's stock; never below 0
   payd merchant orders ship ORDER_ID -items SKU:QTY[,SKU:QTY...] [-carrier C] [-tracking T] [-key K]
                                               ship units of a paid order; never more than ordered
+  payd merchant orders capture ORDER_ID [-amount A] [-key K]
+                                              capture an authorized (held) order: all of it, or A; once
+  payd merchant orders cancel ORDER_ID [-key K]
+                                              cancel an order; an authorized one's hold is voided
 
 Every verb takes -url (PAYD_URL, default http://127.0.0.1:8080), -merchant-key
 (PAYD_MERCHANT_KEY; prefer the variable: a flag shows in the process list) and -json.
@@ -52,6 +57,8 @@ var merchantVerbs = map[string]func() adminVerb{
 	"products update": productsUpdate,
 	"products stock":  productsStock,
 	"orders ship":     ordersShip,
+	"orders capture":  ordersCapture,
+	"orders cancel":   ordersCancel,
 }
 
 // merchantCommand is `payd merchant GROUP VERB ...`.
@@ -290,6 +297,88 @@ func ordersShip() adminVerb {
 			return nil
 		},
 	}
+}
+
+func ordersCapture() adminVerb {
+	var amount, key string
+	return adminVerb{
+		usage: "ORDER_ID [-amount A] [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&amount, "amount", "", "how much, in the order's currency (e.g. 10.00), at most what it holds; default: all of it")
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a capture whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ORDER_ID", pos[0]); err != nil {
+				return err
+			}
+			if amount != "" {
+				if _, err := domain.ParseDecimal(amount, "-amount"); err != nil {
+					return usagef("-amount %q: want a decimal amount such as 10.00", amount)
+				}
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			var body client.CaptureRequest
+			if amount != "" {
+				body.Amount = &amount
+			}
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.CaptureOrder(ctx, pos[0], &client.CaptureOrderParams{IdempotencyKey: &idemKey}, body)
+			})
+			if err != nil {
+				return err
+			}
+			return a.printOrder(out, res)
+		},
+	}
+}
+
+func ordersCancel() adminVerb {
+	var key string
+	return adminVerb{
+		usage: "ORDER_ID [-key K]",
+		nargs: 1,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&key, "key", "", "idempotency key (default: a new one); reuse it to repeat a cancel whose answer was lost")
+		},
+		check: func(pos []string) error {
+			if err := checkID("ORDER_ID", pos[0]); err != nil {
+				return err
+			}
+			return checkKey(key)
+		},
+		run: func(ctx context.Context, a *adminConn, pos []string) error {
+			idemKey := newIntentKey(key)
+			out, res, err := a.change(ctx, func() (*http.Response, error) {
+				return a.api.CancelOrder(ctx, pos[0], &client.CancelOrderParams{IdempotencyKey: &idemKey}, client.KeyOnlyRequest{})
+			})
+			if err != nil {
+				return err
+			}
+			return a.printOrder(out, res)
+		},
+	}
+}
+
+// printOrder prints an order answer in one line: its status, and what its
+// charge holds or took.
+func (a *adminConn) printOrder(out []byte, res *http.Response) error {
+	var o client.Order
+	if err := a.decode(out, &o); err != nil || a.json {
+		return err
+	}
+	line := fmt.Sprintf("order %s: %s, %s %s", o.Id, o.Status, o.Amount, o.Currency)
+	switch {
+	case o.CaptureBefore != nil:
+		line += ", held until " + o.CaptureBefore.UTC().Format(time.RFC3339)
+	case o.CapturedAmount != "0.00" && o.CapturedAmount != "":
+		line += ", captured " + o.CapturedAmount
+	}
+	fmt.Fprintln(a.out, line+replayedNote(res))
+	return nil
 }
 
 // orNone is *s, or "none" for nil.

@@ -110,3 +110,49 @@ func TestMerchantCLIShips(t *testing.T) {
 		t.Errorf("%d shipments, want 2", n)
 	}
 }
+
+// TestMerchantCLICaptures drives `payd merchant orders capture` and
+// `orders cancel` against a running payd: a held order is captured in
+// part, once under a repeated -key; a second capture is payd's problem;
+// a cancel of another held order voids it.
+func TestMerchantCLICaptures(t *testing.T) {
+	s := start(t)
+	s.newProduct("mug", "12.00", nil)
+	held := func() string {
+		t.Helper()
+		r := s.merchant(testMerchantKey, "POST", "/v1/orders", uuid.NewString(), `{"items":[{"sku":"mug","quantity":2}],"capture_method":"manual"}`)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("create order = %d %s", r.Status, r.Body)
+		}
+		o := r.json(t)
+		id := o["id"].(string)
+		if p := s.pay(o["client_secret"].(string), id, uuid.NewString(), "pm_ok"); p.Status != http.StatusOK || p.json(t)["status"] != "authorized" {
+			t.Fatalf("pay = %d %s", p.Status, p.Body)
+		}
+		return id
+	}
+	id := held()
+	out, err := s.merchantCLI(testMerchantKey, "orders", "capture", id, "-amount", "10.00", "-key", "cli-capture-1")
+	if err != nil || !strings.Contains(out, "order "+id+": paid, 24.00 USD, captured 10.00") {
+		t.Fatalf("capture 10.00 = %v\n%s", err, out)
+	}
+	again, err := s.merchantCLI(testMerchantKey, "orders", "capture", id, "-amount", "10.00", "-key", "cli-capture-1")
+	if err != nil || !strings.Contains(again, "captured 10.00") || !strings.Contains(again, "replayed") {
+		t.Errorf("the same -key again = %v\n%s\nwant the first capture, replayed", err, again)
+	}
+	if _, err := s.merchantCLI(testMerchantKey, "orders", "capture", id); err == nil || !strings.Contains(err.Error(), "order_not_capturable") {
+		t.Errorf("a second capture = %v, want payd's order_not_capturable", err)
+	}
+	other := held()
+	if out, err := s.merchantCLI(testMerchantKey, "orders", "cancel", other); err != nil || !strings.Contains(out, "order "+other+": cancelled") {
+		t.Errorf("cancel of a held order = %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{{}, {id, "-amount", "ten"}, {"not-an-id"}} {
+		if _, err := s.merchantCLI(testMerchantKey, append([]string{"orders", "capture"}, bad...)...); err == nil {
+			t.Errorf("payd merchant orders capture %v = nil, want a usage error", bad)
+		}
+	}
+	if n := s.count("hold_actions WHERE order_id = ? AND kind = 'capture'", id); n != 1 {
+		t.Errorf("%d capture actions, want 1", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payd/payd/domain"
 	"github.com/payd/payd/internal/testdeps"
@@ -299,6 +300,27 @@ func TestGaleraShipRace(t *testing.T) {
 		}
 		if shipped != 2 || got.Items[0].Shipped != 2 || len(list) != 2 || got.Fulfillment != domain.FulfillmentShipped {
 			t.Errorf("order %s: %d shipped, line %d, %d stored, %s; want 2, 2, 2, shipped", o.ID, shipped, got.Items[0].Shipped, len(list), got.Fulfillment)
+		}
+	}
+}
+
+// TestGaleraHoldRace: captures and voids of one hold claimed from three
+// Galera nodes at once, on each of twenty orders: exactly one owns each
+// hold (a claim that lost certification is run again by InTx and then
+// finds the hold owned).
+func TestGaleraHoldRace(t *testing.T) {
+	servers := galeraURLs(t)
+	if len(servers) < 3 {
+		t.Skip("PAYD_TEST_GALERA_URLS names fewer than three nodes")
+	}
+	urls := galeraDatabase(t, servers[:3])
+	dbs := []*repository.DB{openGalera(t, urls[0]), openGalera(t, urls[1]), openGalera(t, urls[2])}
+	racers := []*repository.DB{dbs[0], dbs[1], dbs[2], dbs[0], dbs[1], dbs[2]}
+	for range 20 {
+		o := heldMugs(t, dbs[0], 2, t0.Add(time.Hour))
+		winner, _ := holdRace(t, o, racers)
+		if got := findOrder(t, dbs[0], o.ID); got.HoldAction != winner.ID {
+			t.Errorf("order %s: owned by %q, want the winner %s", o.ID, got.HoldAction, winner.ID)
 		}
 	}
 }
