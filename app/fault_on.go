@@ -17,7 +17,7 @@ const faultBuild = true
 
 func testSettings(c *Config) []setting {
 	return []setting{
-		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit, after_settle_commit, notify_before_send, order_stock_taken, order_created, order_shipped, shipment_made or reconcile_page_saved", &c.Fault, nil},
+		{"PAYD_TEST_FAULT", "test-fault", "", "tests only: kill -9 payd at after_claim, after_charge, before_settle_commit, after_settle_commit, notify_before_send, order_stock_taken, order_created, order_shipped, shipment_made, hold_claimed, hold_sent, hold_settled or reconcile_page_saved", &c.Fault, nil},
 		{"PAYD_TEST_MUTANT", "test-mutant", "", "tests only: remove a guard (claim_unguarded, refund_unguarded or stock_unguarded; see repository.Mutate)", &c.Mutant, nil},
 		{"PAYD_TEST_NOTIFY_VIA", "test-notify-via", "", "tests only: every delivery to a merchant endpoint connects to this host:port (the nemesis's per-replica link)", &c.NotifyVia, nil},
 	}

@@ -18,7 +18,9 @@ var faultPoint atomic.Pointer[string]
 // point: after_claim, after_charge, before_settle_commit or
 // after_settle_commit; or when an order's creation has committed and not
 // yet answered: order_created; or when a shipment has committed and not
-// yet answered: shipment_made; or when a reconciliation run has saved a
+// yet answered: shipment_made; or when a hold's capture or void has
+// claimed it (hold_claimed), heard the provider (hold_sent) or settled
+// (hold_settled); or when a reconciliation run has saved a
 // page of its checkpoint: reconcile_page_saved. An empty point crashes
 // nowhere.
 func CrashAt(point string) { faultPoint.Store(&point) }
