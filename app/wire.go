@@ -42,6 +42,7 @@ func readBacklog(db *repository.DB) func(context.Context) (telemetry.Backlog, er
 		return telemetry.Backlog{OrdersProcessing: b.OrdersProcessing, DiscrepanciesOpen: b.DiscrepanciesOpen,
 			OldestUnknownAttempt: b.OldestUnknownAttempt, WebhookEventsPending: b.WebhookEventsPending, DisputesOpen: b.DisputesOpen,
 			NotifyPending: n.Pending, OldestNotifyPending: n.OldestPending, NotifyHeld: n.Held,
+			HoldsOpen: b.HoldsOpen, NextHoldLapse: b.NextHoldLapse, OldestHold: b.OldestHold,
 			OldestRetained: map[string]time.Time{
 				service.RetainedWebhookEvents: r.WebhookEvents, service.RetainedNotifyDeliveries: r.NotifyDeliveries,
 				service.RetainedNotifyEvents: r.NotifyEvents, service.RetainedCheckpoints: r.Checkpoints,

@@ -140,11 +140,12 @@ func (o Order) HoldClaimable(k HoldActionKind, now time.Time) bool {
 }
 
 // Captured is the money the order's charge took: what a manual order's
-// capture took, the whole amount of an automatic order once paid, zero
-// while authorized or never paid.
+// capture took, the whole amount of an order a charge paid whole (an
+// automatic one; a manual one a provider charged in full, which captured
+// nothing), zero while authorized or never paid.
 func (o Order) Captured() decimal.Decimal {
 	switch {
-	case o.CaptureMethod == CaptureManual:
+	case o.CaptureMethod == CaptureManual && o.CapturedAmount.IsPositive():
 		return o.CapturedAmount
 	case o.Status.WasPaid():
 		return o.Amount

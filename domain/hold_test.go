@@ -56,6 +56,7 @@ func TestCaptured(t *testing.T) {
 		{Order{Status: StatusAuthorized, Amount: d("12.00"), CaptureMethod: CaptureManual}, "0"},
 		{Order{Status: StatusPaid, Amount: d("12.00"), CaptureMethod: CaptureManual, CapturedAmount: d("10.00")}, "10.00"},
 		{Order{Status: StatusCancelled, Amount: d("12.00"), CaptureMethod: CaptureManual}, "0"},
+		{Order{Status: StatusPaid, Amount: d("12.00"), CaptureMethod: CaptureManual}, "12.00"}, // charged whole, captured nothing
 	}
 	for _, tt := range tests {
 		if got := tt.o.Captured(); !got.Equal(d(tt.want)) {

@@ -106,16 +106,20 @@ func TestHolds(t *testing.T) {
 		}
 
 		// The shop is told: authorized (its hold), then paid (what was
-		// captured), then refunded; authorized, then cancelled.
+		// captured, and booked as charged), then refunded; authorized,
+		// then cancelled.
 		type told struct {
 			Type  string `json:"type"`
 			Order struct {
 				Status         string  `json:"status"`
 				CapturedAmount string  `json:"captured_amount"`
 				CaptureBefore  *string `json:"capture_before"`
+				Money          struct {
+					Charged string `json:"charged"`
+				} `json:"money"`
 			} `json:"order"`
 		}
-		want := map[string][]string{id: {"order.authorized authorized 0.00 held", "order.paid paid 10.00", "order.refunded refunded 10.00"},
+		want := map[string][]string{id: {"order.authorized authorized 0.00 held", "order.paid paid 10.00 charged 10.00", "order.refunded refunded 10.00"},
 			other: {"order.authorized authorized 0.00 held", "order.cancelled cancelled 0.00"}}
 		for order, steps := range want {
 			var got []string
@@ -132,6 +136,9 @@ func TestHolds(t *testing.T) {
 					step := b.Type + " " + b.Order.Status + " " + b.Order.CapturedAmount
 					if b.Order.CaptureBefore != nil {
 						step += " held"
+					}
+					if b.Type == "order.paid" {
+						step += " charged " + b.Order.Money.Charged
 					}
 					got = append(got, step)
 				}

@@ -68,7 +68,18 @@ func TestReadBacklog(t *testing.T) {
 			}
 		}
 
-		want := repository.Backlog{OrdersProcessing: 3, DiscrepanciesOpen: 1, OldestUnknownAttempt: unknownAt[0], WebhookEventsPending: 1, DisputesOpen: 2}
+		// Two holds: the one that lapses first was authorized last.
+		lapses := t0.Add(time.Hour)
+		for i, before := range []time.Time{lapses.Add(time.Hour), lapses} {
+			o := heldMugs(t, db, 1, before)
+			if err := db.Gorm().Exec(`INSERT INTO ledger_entries (id, order_id, kind, reference, charge_id, currency, amount_minor, source, created_at)
+				VALUES (?, ?, 'hold', ?, 'ch_held', 'USD', 1200, 'pay_reply', ?)`, newID(), o.ID, newID(), t0.Add(time.Duration(i)*time.Minute).Format("2006-01-02 15:04:05.000000")).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		want := repository.Backlog{OrdersProcessing: 3, DiscrepanciesOpen: 1, OldestUnknownAttempt: unknownAt[0], WebhookEventsPending: 1, DisputesOpen: 2,
+			HoldsOpen: 2, NextHoldLapse: lapses, OldestHold: t0}
 		if b, err := repository.ReadBacklog(ctx, db); err != nil || b != want {
 			t.Errorf("ReadBacklog = %+v, %v, want %+v", b, err, want)
 		}

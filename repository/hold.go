@@ -242,7 +242,8 @@ var (
 )
 
 // Settle moves action id by event e of the hold action machine (failure
-// code only for a refusal), giving up its lease. false: the guard matched
+// code only for a refusal), giving up its lease once it is settled (a lost
+// reply keeps it: the call may still reach the provider). false: the guard matched
 // nothing (settled before, by another).
 func (s *HoldActionStore) Settle(ctx context.Context, id string, e domain.HoldActionEvent, failureCode string, now time.Time) (bool, error) {
 	var g statusGuard
@@ -256,6 +257,10 @@ func (s *HoldActionStore) Settle(ctx context.Context, id string, e domain.HoldAc
 	default:
 		return false, fmt.Errorf("settle hold action %s: event %q", id, e)
 	}
+	lease := "leased_until = NULL, "
+	if e == domain.HoldReplyLost {
+		lease = "" // the call may still be on its way: nobody asks again before the lease ends
+	}
 	return s.db.guarded(ctx, act{"settle hold action", id}, `UPDATE hold_actions SET status = `+g.to+`, failure_code = ?,
-		leased_until = NULL, updated_at = ? WHERE id = ? AND status IN `+g.from, nullString(failureCode), ts(now), id)
+		`+lease+`updated_at = ? WHERE id = ? AND status IN `+g.from, nullString(failureCode), ts(now), id)
 }

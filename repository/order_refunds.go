@@ -23,9 +23,10 @@ import (
 // the columns already assigned, while SQLite sees the old row throughout.
 // With status first, its CASE reads the old refunded_minor on both.
 // takenMinor is the money the order's charge took, which refunds are
-// bounded by (domain.Order.Captured): its amount, or what a manual
-// order's capture took.
-const takenMinor = `(CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END)`
+// bounded by (domain.Order.Captured): what a manual order's capture took,
+// else its amount (a manual order a charge paid whole has captured none:
+// a provider that took it all, or a payd from before holds).
+const takenMinor = `(CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END)`
 
 var refundMoves = map[domain.RefundMove]string{
 	domain.MoveReserve: `UPDATE orders

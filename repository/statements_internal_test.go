@@ -38,15 +38,15 @@ func TestDerivedStatements(t *testing.T) {
 			WHERE id = ? AND status IN ('pending') AND expires_at <= ?`},
 		{"refundMoves[reserve]", refundMoves[domain.MoveReserve], `UPDATE orders
 			SET refund_reserved_minor = refund_reserved_minor + ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor - refund_reserved_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END) - refunded_minor - refund_reserved_minor >= ?`},
 		{"refundMoves[settle]", refundMoves[domain.MoveSettle], `UPDATE orders
-			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
 				refunded_minor = refunded_minor + ?, refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND refund_reserved_minor >= ? AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND refund_reserved_minor >= ? AND (CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
 		{"refundMoves[count]", refundMoves[domain.MoveCount], `UPDATE orders
-			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
+			SET status = CASE WHEN (CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END) - refunded_minor = ? THEN 'refunded' ELSE 'paid' END,
 				refunded_minor = refunded_minor + ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
+			WHERE id = ? AND status IN ('paid') AND (CASE WHEN capture_method = 'manual' AND captured_minor > 0 THEN captured_minor ELSE amount_minor END) - refunded_minor >= ?`},
 		{"refundMoves[release]", refundMoves[domain.MoveRelease], `UPDATE orders
 			SET refund_reserved_minor = refund_reserved_minor - ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND status IN ('paid', 'refunded') AND refund_reserved_minor >= ?`},

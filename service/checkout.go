@@ -445,7 +445,10 @@ func (s *Checkout) Settle(ctx context.Context, o domain.Order, a domain.Attempt,
 // refunds counted with it are the order's next state, which its watchers
 // are told of and every read shows.
 func (s *Checkout) succeed(ctx context.Context, o domain.Order, a domain.Attempt, ch domain.Charge, src domain.LedgerSource) (domain.Order, error) {
-	if a.CaptureMethod == domain.CaptureManual {
+	if a.CaptureMethod == domain.CaptureManual && !(ch.Status == domain.ChargeSucceeded && ch.CaptureMethod == domain.CaptureAutomatic) {
+		// A hold (or what the attempt's record says succeeded: its hold).
+		// A provider that took the whole amount at once instead is paid
+		// below, as any charge is.
 		return s.authorize(ctx, o, a, ch, src)
 	}
 	chargeID := ch.ID

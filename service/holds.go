@@ -224,7 +224,7 @@ func notHoldable(o domain.Order, k domain.HoldActionKind, now time.Time) error {
 		return nil
 	case k == domain.HoldVoid:
 		return domain.ErrOrderNotCancelable
-	case o.Status == domain.StatusAuthorized && o.HoldAction == "" && o.CaptureBefore != nil && !o.CaptureBefore.After(now),
+	case o.Status == domain.StatusAuthorized && o.CaptureBefore != nil && !o.CaptureBefore.After(now),
 		o.Status == domain.StatusExpired && o.CaptureMethod == domain.CaptureManual && o.PaidAt == nil:
 		return domain.ErrAuthorizationExpired
 	}
@@ -256,6 +256,8 @@ func refusedAs(a domain.HoldAction) error {
 	switch {
 	case a.FailureCode == domain.HoldLapsed:
 		return domain.ErrAuthorizationExpired
+	case a.FailureCode == domain.CaptureTooLarge:
+		return domain.ErrCaptureTooLarge
 	case a.Kind == domain.HoldVoid:
 		return fmt.Errorf("%w: the provider refused the void (%s)", domain.ErrOrderNotCancelable, a.FailureCode)
 	}
@@ -285,8 +287,7 @@ func (s *Holds) run(ctx context.Context, a domain.HoldAction) (domain.Order, err
 	fault("hold_sent")
 	var re *domain.ProviderRequestError
 	switch {
-	case errors.As(err, &re) && (re.Code == domain.ChargeAlreadyCaptured || (a.Kind != domain.HoldCapture &&
-		(re.Code == domain.ChargeAlreadyVoided || re.Code == domain.HoldLapsed))):
+	case errors.As(err, &re) && (re.Code == domain.ChargeAlreadyCaptured || re.Code == domain.ChargeAlreadyVoided || re.Code == domain.HoldLapsed):
 		// The hold ended before this action reached it (captured at the
 		// provider, or voided or lapsed there): the provider's charge says
 		// how, and that is what settles the order.
@@ -331,33 +332,48 @@ func (s *Holds) settle(ctx context.Context, o domain.Order, a domain.HoldAction,
 	if a.RequestID != "" {
 		c = causeIn(ctx, domain.Cause{Kind: domain.CauseMerchant, Ref: a.RequestID})
 	}
+	src := domain.SourcePayReply // the provider's answer to a request's capture or void
+	if _, asked := ctx.Value(causeKey{}).(domain.Cause); !asked {
+		src = domain.SourceRecoverer // the job asked
+	}
 	var ended bool
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
 		ended = false
 		if _, err := s.Actions.Settle(ctx, a.ID, domain.HoldDone, "", now); err != nil {
 			return err
 		}
-		var err error
-		if ended, err = s.Orders.EndHold(ctx, end, captured, c, now); err != nil || !ended {
-			return err
-		}
-		src := domain.SourcePayReply
+		// The books first, then the order: its event adds the ledger up
+		// as the change leaves it. If the order turns out not to be this
+		// action's to end, all of it is undone.
 		if err := appendEntry(ctx, s.Ledger, releaseEntry(o, at, src, now)); err != nil {
 			return err
 		}
 		if end.Kind == domain.HoldCapture {
 			e := chargeEntry(at, at.ProviderChargeID, src, now)
 			e.OrderID, e.Amount = o.ID, captured
-			return appendEntry(ctx, s.Ledger, e)
+			if err := appendEntry(ctx, s.Ledger, e); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ended, err = s.Orders.EndHold(ctx, end, captured, c, now); err != nil {
+			return err
+		}
+		if !ended {
+			return errNotOwner
 		}
 		return nil
 	})
+	if errors.Is(err, errNotOwner) {
+		err = nil // ended by its owner before: nothing written now
+	}
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("end the hold of order %s: %w", o.ID, err)
 	}
 	fault("hold_settled")
 	if ended {
 		observing(s.Observer).OrderChanged(o.ID)
+		observing(s.Observer).HoldEnded(a.Kind, HoldSucceeded)
 	}
 	if o, err = s.Orders.FindByID(ctx, o.ID); err != nil {
 		return domain.Order{}, err
@@ -367,6 +383,9 @@ func (s *Holds) settle(ctx context.Context, o domain.Order, a domain.HoldAction,
 	}
 	return o, nil
 }
+
+// errNotOwner undoes a settlement whose action no longer owns the hold.
+var errNotOwner = errors.New("the hold is not this action's")
 
 // releaseEntry is the ledger entry that ends the hold of attempt at's
 // charge on order o: the whole hold, whatever a capture took (that is
@@ -379,12 +398,16 @@ func releaseEntry(o domain.Order, at domain.Attempt, src domain.LedgerSource, no
 }
 
 // refused settles an action the provider refused: nothing happened to the
-// hold, which is given back, the order still authorized.
+// hold, which is given back, the order still authorized, so the merchant
+// may capture or cancel again. A lapse the provider refuses keeps the
+// hold (its refused action owns it): the job would claim it again on
+// every pass, and only an operator can tell what became of a hold past
+// capture_before that the provider will not void.
 func (s *Holds) refused(ctx context.Context, o domain.Order, a domain.HoldAction, code string) (domain.Order, error) {
 	now := s.Now().UTC()
 	a.Status, a.FailureCode = domain.HoldActionFailed, code
 	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := s.Actions.Settle(ctx, a.ID, domain.HoldRefused, code, now); err != nil {
+		if _, err := s.Actions.Settle(ctx, a.ID, domain.HoldRefused, code, now); err != nil || a.Kind == domain.HoldLapse {
 			return err
 		}
 		_, err := s.Orders.Unclaim(ctx, a, now)
@@ -393,6 +416,7 @@ func (s *Holds) refused(ctx context.Context, o domain.Order, a domain.HoldAction
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("give back the hold of order %s: %w", o.ID, err)
 	}
+	observing(s.Observer).HoldEnded(a.Kind, HoldRefused)
 	return domain.Order{}, refusedAs(a)
 }
 
@@ -404,6 +428,7 @@ func (s *Holds) unknown(ctx context.Context, a domain.HoldAction, cause error) (
 	if _, err := s.Actions.Settle(ctx, a.ID, domain.HoldReplyLost, "", now); err != nil {
 		return domain.Order{}, err
 	}
+	observing(s.Observer).HoldEnded(a.Kind, HoldUnknown)
 	return domain.Order{}, fmt.Errorf("%w: the %s of order %s: %w", domain.ErrOutcomeUnknown, a.Kind, a.OrderID, cause)
 }
 
@@ -437,7 +462,7 @@ func (s *Holds) Run(ctx context.Context) (int64, error) {
 		if !ok {
 			continue
 		}
-		if _, err := s.run(ctx, a); err == nil || !errors.Is(err, domain.ErrOutcomeUnknown) {
+		if _, err := s.run(ctx, a); err == nil {
 			n++
 		}
 	}
@@ -450,7 +475,7 @@ func (s *Holds) Run(ctx context.Context) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		if _, err := s.act(ctx, o, domain.HoldLapse, "", decimal.Zero); err == nil || !errors.Is(err, domain.ErrOutcomeUnknown) {
+		if _, err := s.act(ctx, o, domain.HoldLapse, "", decimal.Zero); err == nil {
 			n++
 		}
 	}

@@ -97,6 +97,14 @@ func TestHoldCaptureReplyLost(t *testing.T) {
 		if _, err := capture(w, o.ID, "cap-other", ""); !errors.Is(err, domain.ErrOrderNotCapturable) {
 			t.Errorf("another capture while the first is unknown = %v; want ErrOrderNotCapturable", err)
 		}
+		// Reconciliation meanwhile sees the provider's capture of a hold
+		// payd is still settling: no discrepancy, nothing booked.
+		if _, err := w.reconcile(w.clock.Now().Add(-time.Hour), w.clock.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if d := w.discrepanciesOf(t, o.ID); len(d) != 0 {
+			t.Errorf("reconciliation during the capture found %+v; want nothing", d)
+		}
 		w.clock.Advance(2 * lease) // the request's lease ends
 		paid, err := capture(w, o.ID, "cap-lost", "")
 		if err != nil || paid.Status != domain.StatusPaid || !paid.CapturedAmount.Equal(decimal.RequireFromString("24.00")) {
@@ -105,6 +113,9 @@ func TestHoldCaptureReplyLost(t *testing.T) {
 		keys := w.callsOf("capture")
 		if len(keys) != 2 || keys[0] != keys[1] {
 			t.Errorf("captures sent = %v; want the same key twice", keys)
+		}
+		if b := booksOf(t, w, o); !b.Charged.Equal(decimal.RequireFromString("24.00")) || !b.Authorized.IsZero() {
+			t.Errorf("books after = %+v; want 24.00 charged once, nothing held", b)
 		}
 	})
 }
@@ -199,6 +210,48 @@ func TestHoldCaptureCancelRace(t *testing.T) {
 		}
 		if n := len(w.callsOf("capture")) + len(w.callsOf("void")); n != 1 {
 			t.Errorf("%d captures and voids reached the provider, want 1", n)
+		}
+	})
+}
+
+// TestHoldEndedAtTheProvider: a hold ended at the provider behind payd's
+// back settles from the provider's charge when payd acts on it: voided
+// there, a capture ends as a lapse (the order expires, nothing charged);
+// captured there, a cancel is refused and the order is paid what was
+// taken.
+func TestHoldEndedAtTheProvider(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		voided := w.heldOrder(t, cust, "24.00")
+		chargeOf := func(o domain.Order) string { return w.attempts(t, cust, o.ID)[0].ProviderChargeID }
+		if _, err := w.prov.inner.Void(ctx, domain.VoidRequest{IdempotencyKey: "dashboard-void", ChargeID: chargeOf(voided)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := capture(w, voided.ID, "cap-1", ""); !errors.Is(err, domain.ErrAuthorizationExpired) {
+			t.Errorf("capture of a hold voided at the provider = %v; want ErrAuthorizationExpired", err)
+		}
+		if got := w.get(t, cust, voided.ID); got.Status != domain.StatusExpired || got.HoldAction != "" {
+			t.Errorf("after it the order = %s owned by %q; want expired", got.Status, got.HoldAction)
+		}
+		if b := booksOf(t, w, voided); !b.Authorized.IsZero() || !b.Charged.IsZero() {
+			t.Errorf("its books = %+v; want nothing", b)
+		}
+
+		captured := w.heldOrder(t, cust, "24.00")
+		if _, err := w.prov.inner.Capture(ctx, domain.CaptureRequest{IdempotencyKey: "dashboard-capture", ChargeID: chargeOf(captured),
+			Amount: decimal.RequireFromString("5.00"), Currency: "EUR"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.orders.Cancel(ctx, cust, captured.ID); !errors.Is(err, domain.ErrOrderNotCancelable) {
+			t.Errorf("cancel of a hold captured at the provider = %v; want ErrOrderNotCancelable", err)
+		}
+		got := w.get(t, cust, captured.ID)
+		if got.Status != domain.StatusPaid || !got.CapturedAmount.Equal(decimal.RequireFromString("5.00")) {
+			t.Errorf("after it the order = %s with %s captured; want paid 5.00", got.Status, got.CapturedAmount)
+		}
+		if b := booksOf(t, w, captured); !b.Authorized.IsZero() || !b.Charged.Equal(decimal.RequireFromString("5.00")) {
+			t.Errorf("its books = %+v; want 5.00 charged, nothing held", b)
 		}
 	})
 }

@@ -75,15 +75,20 @@ func appendEntry(ctx context.Context, l LedgerStore, e domain.LedgerEntry) error
 
 // seenChargeEntry is the ledger entry of a successful charge as the
 // provider's own record shows it (its list, or its answer about the
-// charge), booked against orderID. False when it cannot be booked.
+// charge), booked against orderID: what it took (a hold's capture, or the
+// whole amount). False when it cannot be booked.
 func seenChargeEntry(orderID string, ch domain.Charge, src domain.LedgerSource, now time.Time) (domain.LedgerEntry, bool) {
 	cur, err := domain.ParseCurrency(ch.Currency)
-	if err != nil || ch.Status != domain.ChargeSucceeded || !ch.Amount.IsPositive() || ch.ID == "" || orderID == "" {
+	taken := ch.Amount
+	if ch.CaptureMethod == domain.CaptureManual {
+		taken = ch.AmountCaptured // a hold's capture took this much; the rest was released
+	}
+	if err != nil || ch.Status != domain.ChargeSucceeded || !taken.IsPositive() || ch.ID == "" || orderID == "" {
 		return domain.LedgerEntry{}, false
 	}
 	return domain.LedgerEntry{
 		ID: newID(), OrderID: orderID, Kind: domain.LedgerCharge, Reference: domain.ChargeReference(ch.ID),
-		ChargeID: ch.ID, Amount: ch.Amount, Currency: cur, Source: src, CreatedAt: now,
+		ChargeID: ch.ID, Amount: taken, Currency: cur, Source: src, CreatedAt: now,
 		Note: "as the provider's books show it",
 	}, true
 }

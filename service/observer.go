@@ -37,7 +37,23 @@ type Observer interface {
 	// OutOfStock: an order was refused because a line was beyond its
 	// product's stock.
 	OutOfStock()
+	// HoldEnded: a hold action of kind k ended as result (HoldResults).
+	HoldEnded(k domain.HoldActionKind, result HoldResult)
 }
+
+// HoldResult is how a capture, void or lapse ended, as Observer.HoldEnded
+// reports it (payd_hold_actions_total's result label).
+type HoldResult string
+
+// The results of a hold action.
+const (
+	HoldSucceeded HoldResult = "succeeded" // the provider captured or voided the hold
+	HoldRefused   HoldResult = "refused"   // the provider refused: nothing happened to the hold
+	HoldUnknown   HoldResult = "unknown"   // the provider's answer did not come: asked again later
+)
+
+// HoldResults lists every result.
+var HoldResults = []HoldResult{HoldSucceeded, HoldRefused, HoldUnknown}
 
 // PaymentOutcome is how a payment attempt ended, as Observer.PaymentResult
 // reports it (payd_payments_total's result label, the outcome log's result).
@@ -91,6 +107,9 @@ func (NopObserver) OrderCreated(bool) {}
 
 // OutOfStock does nothing.
 func (NopObserver) OutOfStock() {}
+
+// HoldEnded does nothing.
+func (NopObserver) HoldEnded(domain.HoldActionKind, HoldResult) {}
 
 // Observers tells every observer in it, in order.
 type Observers []Observer
@@ -164,5 +183,12 @@ func (all Observers) OrderCreated(byMerchant bool) {
 func (all Observers) OutOfStock() {
 	for _, o := range all {
 		o.OutOfStock()
+	}
+}
+
+// HoldEnded tells every observer.
+func (all Observers) HoldEnded(k domain.HoldActionKind, result HoldResult) {
+	for _, o := range all {
+		o.HoldEnded(k, result)
 	}
 }

@@ -42,10 +42,11 @@ func (s *Checkout) hold(ctx context.Context, o domain.Order, a domain.Attempt, c
 		if held, err = s.Attempts.Hold(ctx, a.ID, ch.ID, now); err != nil {
 			return err
 		}
-		if held {
+		if held && ch.Status == domain.ChargeSucceeded {
 			// The money moved, though not as asked: the ledger holds what
 			// the provider charged (a currency payd cannot read is left to
-			// the discrepancy).
+			// the discrepancy). A hold for other money moved nothing yet:
+			// the discrepancy alone tells of it.
 			if e, ok := providerChargeEntry(a, o.ID, ch, src, now); ok {
 				if err := s.book(ctx, e); err != nil {
 					return err

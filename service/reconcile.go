@@ -515,10 +515,14 @@ func (s *Reconciler) checkCharge(ctx context.Context, ch domain.Charge, attempts
 		return nil, false, fmt.Errorf("order %s of attempt %s: %w", a.OrderID, a.ID, domain.ErrOrderNotFound)
 	}
 	settling := !a.Status.Final() && o.ClaimedBy(a)
+	// A hold captured at the provider while payd's capture is still
+	// settling (its reply lost): the capture's action, sent again under
+	// its key, settles it (ADR 0060), as the recoverer settles an attempt.
+	capturing := o.Status == domain.StatusAuthorized && o.PayRequestID == a.RequestID && o.HoldAction != ""
 	switch {
 	case domain.PaidByAttempt(o, a):
 		return nil, true, nil
-	case settling:
+	case settling, capturing:
 		return nil, false, nil
 	case o.Status == domain.StatusCancelled || o.Status == domain.StatusExpired:
 		d.Type, d.Note = domain.PaidAfterClose, "the provider charged an order that was cancelled or expired"

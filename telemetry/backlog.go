@@ -42,6 +42,9 @@ type Backlog struct {
 	NotifyPending        int64     // events not yet told to the merchant's endpoints (ADR 0053)
 	OldestNotifyPending  time.Time // zero: none
 	NotifyHeld           int64     // pending deliveries to endpoints an operator disabled
+	HoldsOpen            int64     // authorized orders: money held, not yet captured (ADR 0060)
+	NextHoldLapse        time.Time // zero: no open hold
+	OldestHold           time.Time // when the oldest open hold was authorized; zero: none
 	// OldestRetained is, by table retention deletes from
 	// (service.RetainedTables), when its oldest row retention counts
 	// from became old; a table with none is absent.
@@ -68,6 +71,12 @@ var (
 		"Deliveries pending to endpoints an operator disabled: they go when it is enabled again, and are not in payd_notify_backlog (whole database).", nil, nil)
 	descOldestRetained = prometheus.NewDesc("payd_retention_oldest_age_seconds",
 		"By table retention deletes from (PAYD_RETENTION), the age of its oldest row that retention counts: applied for webhook_events, ended for notify_deliveries, created for notify_events; 0 when there is none. Above the retention, the job is behind.", []string{"table"}, nil)
+	descHoldsOpen = prometheus.NewDesc("payd_holds_open",
+		"Authorized orders: money the provider holds for them, not captured yet (whole database).", nil, nil)
+	descOldestHold = prometheus.NewDesc("payd_oldest_hold_age_seconds",
+		"Age of the oldest open hold, from its authorization; 0 when there is none.", nil, nil)
+	descNextLapse = prometheus.NewDesc("payd_hold_next_lapse_seconds",
+		"Seconds until the earliest open hold lapses (its capture_before; negative once past, until the holds job voids it); absent when there is none.", nil, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -98,7 +107,7 @@ func (m *Metrics) WatchBacklog(read func(context.Context) (Backlog, error), ttl,
 // Describe sends the gauges' descriptions.
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOrdersProcessing, descDiscrepanciesOpen, descOldestUnknown, descWebhooksPending, descDisputesOpen,
-		descNotifyBacklog, descNotifyOldest, descNotifyHeld, descOldestRetained, descBacklogUp} {
+		descNotifyBacklog, descNotifyOldest, descNotifyHeld, descOldestRetained, descHoldsOpen, descOldestHold, descNextLapse, descBacklogUp} {
 		ch <- d
 	}
 }
@@ -138,6 +147,15 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descNotifyBacklog, prometheus.GaugeValue, float64(b.NotifyPending))
 	ch <- prometheus.MustNewConstMetric(descNotifyOldest, prometheus.GaugeValue, notifyAge)
 	ch <- prometheus.MustNewConstMetric(descNotifyHeld, prometheus.GaugeValue, float64(b.NotifyHeld))
+	holdAge := 0.0
+	if !b.OldestHold.IsZero() {
+		holdAge = max(now.Sub(b.OldestHold).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(descHoldsOpen, prometheus.GaugeValue, float64(b.HoldsOpen))
+	ch <- prometheus.MustNewConstMetric(descOldestHold, prometheus.GaugeValue, holdAge)
+	if !b.NextHoldLapse.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descNextLapse, prometheus.GaugeValue, b.NextHoldLapse.Sub(now).Seconds())
+	}
 	for _, table := range []string{service.RetainedWebhookEvents, service.RetainedNotifyDeliveries, service.RetainedNotifyEvents, service.RetainedCheckpoints} {
 		age := 0.0
 		if at, ok := b.OldestRetained[table]; ok && !at.IsZero() {

@@ -37,6 +37,7 @@ func TestBacklogCached(t *testing.T) {
 			}
 			return Backlog{OrdersProcessing: 3, DiscrepanciesOpen: 2, WebhookEventsPending: 1, DisputesOpen: 4,
 				OldestUnknownAttempt: clock.Add(-90 * time.Second), NotifyPending: 5, NotifyHeld: 6,
+				HoldsOpen: 2, OldestHold: clock.Add(-7190 * time.Second), NextHoldLapse: clock.Add(3610 * time.Second),
 				OldestRetained: map[string]time.Time{"webhook_events": clock.Add(-time.Hour)}}, nil
 		}}
 	m.Register(c)
@@ -52,6 +53,7 @@ func TestBacklogCached(t *testing.T) {
 	out := scrape(t, e)
 	for _, want := range []string{"payd_orders_processing 3", "payd_discrepancies_open 2", "payd_webhook_events_pending 1", "payd_disputes_open 4",
 		"payd_oldest_unknown_attempt_age_seconds 100", "payd_notify_backlog 5", "payd_notify_held 6", "payd_backlog_scrape_success 1",
+		"payd_holds_open 2", "payd_oldest_hold_age_seconds 7200", "payd_hold_next_lapse_seconds 3600",
 		`payd_retention_oldest_age_seconds{table="webhook_events"} 3610`, `payd_retention_oldest_age_seconds{table="notify_events"} 0`,
 		`payd_retention_oldest_age_seconds{table="notify_deliveries"} 0`} {
 		if !strings.Contains(out, want+"\n") {

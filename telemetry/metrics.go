@@ -52,6 +52,7 @@ type Metrics struct {
 	notify        *prometheus.CounterVec
 	ordersCreated *prometheus.CounterVec
 	outOfStock    prometheus.Counter
+	holds         *prometheus.CounterVec
 	retained      *prometheus.CounterVec
 	observers     sync.Map // requestLabels → prometheus.Observer of requests
 }
@@ -104,6 +105,10 @@ func NewMetrics() *Metrics {
 			Name: "payd_out_of_stock_total",
 			Help: "Order creations refused because a line was beyond its product's stock (409 out_of_stock).",
 		}),
+		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payd_hold_actions_total",
+			Help: "Captures, voids (a cancel's) and lapses of held orders by result: succeeded (the provider did it), refused (nothing happened to the hold), unknown (no answer: asked again under the same key).",
+		}, []string{"kind", "result"}),
 		retained: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payd_retention_deleted_rows_total",
 			Help: "Rows deleted by retention (PAYD_RETENTION), by table: applied provider webhooks, finished deliveries to the shop, their attempt logs, and events no delivery refers to.",
@@ -117,6 +122,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.notify)                            // ADR 0053
 	m.reg.MustRegister(m.ordersCreated, m.outOfStock)       // ADR 0059
 	m.reg.MustRegister(m.retained)                          // ADR 0062
+	m.reg.MustRegister(m.holds)                             // ADR 0060
 	return m
 }
 
@@ -154,7 +160,7 @@ func (m *Metrics) startAtZero() {
 	}
 	for _, op := range ProviderOperations {
 		for _, o := range ProviderOutcomes {
-			if o != ProviderDeclined || op == "charge" { // only a charge is declined
+			if o != ProviderDeclined || op == "charge" || op == "capture" || op == "void" { // declined: a charge, or a hold action refused
 				m.provider.WithLabelValues(op, string(o))
 			}
 		}
@@ -164,6 +170,11 @@ func (m *Metrics) startAtZero() {
 	}
 	for _, o := range notify.Outcomes {
 		m.notify.WithLabelValues(string(o))
+	}
+	for _, k := range domain.HoldActionKinds {
+		for _, r := range service.HoldResults {
+			m.holds.WithLabelValues(string(k), string(r))
+		}
 	}
 }
 
@@ -235,6 +246,11 @@ func (m *Metrics) OrderCreated(byMerchant bool) {
 
 // OutOfStock counts an order refused for lack of stock (service.Observer).
 func (m *Metrics) OutOfStock() { m.outOfStock.Inc() }
+
+// HoldEnded counts a hold action by kind and result (service.Observer).
+func (m *Metrics) HoldEnded(k domain.HoldActionKind, result service.HoldResult) {
+	m.holds.WithLabelValues(string(k), string(result)).Inc()
+}
 
 // Retained counts the rows retention deleted from table (service.Observer).
 func (m *Metrics) Retained(table string, n int64) {

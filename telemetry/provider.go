@@ -34,7 +34,7 @@ var ProviderOutcomes = []ProviderOutcome{ProviderOK, ProviderDeclined, ProviderN
 	ProviderUnavailable, ProviderCanceled, ProviderError}
 
 // ProviderOperations are the values of its operation label.
-var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges", "find_charge", "list_refunds", "list_disputes", "find_dispute"}
+var ProviderOperations = []string{"charge", "lookup", "refund", "list_charges", "find_charge", "list_refunds", "list_disputes", "find_dispute", "capture", "void"}
 
 // providerBuckets run from a fast sandbox reply to past the longest
 // provider timeout one would configure.
