@@ -90,6 +90,11 @@ function draw(doc, fresh) {
     ` refunded ${amount(m.refunded ?? o.refunded_amount, o.currency)} · net ${amount(minus(m.net), o.currency)}`,
     // A refund in flight is not money yet: said apart, never added in.
     o.refund_pending_amount && Number(o.refund_pending_amount) !== 0 ? ` · ${amount(o.refund_pending_amount, o.currency)} refund pending` : '',
+    // A hold is not money yet: what is held, and until when; then what
+    // its capture took (ADR 0060).
+    o.status === 'authorized' && o.capture_before ? ` · ${amount(o.amount, o.currency)} held until ${when(o.capture_before)}` : '',
+    o.capture_method === 'manual' && o.status !== 'authorized' && o.captured_amount && Number(o.captured_amount) !== 0
+      ? ` · captured ${amount(o.captured_amount, o.currency)}` : '',
     // Shipping is the merchant's, apart from the money: said once it began.
     o.fulfillment_status && o.fulfillment_status !== 'unfulfilled' ? ` · ${o.fulfillment_status.replace('_', ' ')}` : '',
     ...(o.customer_id ? [' · customer ', idRef(o.customer_id, { what: 'customer ID' })] : [' · guest (created by the merchant)']),

@@ -145,7 +145,12 @@ function finish(intent, outcome) {
     case 'paid':
       setState('paid');
       payButton('Pay', false);
-      showStatus('ok', 'Payment received', `Thank you! Order ${order.id} is paid (${money(order.amount, order.currency)}).`);
+      if (outcome.order && outcome.order.status === 'authorized') {
+        // A manual-capture order: the money is held, and charged when the shop captures it.
+        showStatus('ok', 'Payment authorized', `Thank you! ${money(order.amount, order.currency)} is authorized on your card for order ${order.id}: the shop charges it when your order ships.`);
+      } else {
+        showStatus('ok', 'Payment received', `Thank you! Order ${order.id} is paid (${money(order.amount, order.currency)}).`);
+      }
       break;
     case 'declined':
       setState('declined');

@@ -52,7 +52,7 @@ export function intentFor(orderId, method) {
 /**
  * pay sends the intent's pay request until payd answers something the page
  * can act on, and returns an outcome:
- *   {kind: 'paid', order} · {kind: 'processing'} · {kind: 'declined', problem}
+ *   {kind: 'paid', order} (paid, or authorized: its money held) · {kind: 'processing'} · {kind: 'declined', problem}
  *   {kind: 'check'} (ask payd what happened) · {kind: 'unreachable'}
  *   {kind: 'refused', problem} (payd would not run it; a new click may try anew)
  */
@@ -111,7 +111,7 @@ export async function check(client, intent) {
   if (o.status >= 500 || rec.status >= 500) throw new NetworkError(`payd answered ${o.status}/${rec.status}`);
   if (o.status !== 200) return { kind: 'refused', problem: describe(o) };
   const order = o.data;
-  if (order.status === 'paid' || order.status === 'refunded') return { kind: 'paid', order };
+  if (order.status === 'paid' || order.status === 'refunded' || order.status === 'authorized') return { kind: 'paid', order };
   if (order.status === 'cancelled' || order.status === 'expired') return { kind: 'closed', order };
   if (order.status === 'processing') return { kind: 'processing' };
   // pending: this key's payment was declined, is yet to claim the order, or never ran.
