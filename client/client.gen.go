@@ -1217,7 +1217,9 @@ type AdminOrder struct {
 	Items             []Item            `json:"items"`
 
 	// Money What the order's ledger adds up to, in the order's currency:
-	// `charged` every charge, `refunded` every refund (payd's and those
+	// `authorized` what holds keep on the buyer's card (a manual-capture
+	// order's, until its capture, void or lapse; not the merchant's
+	// money), `charged` every charge (a hold's capture included), `refunded` every refund (payd's and those
 	// made at the provider without payd), `disputed` what banks hold back
 	// under disputes still open, `lost` what disputes took for good, and
 	// `net` = charged − refunded − lost. `refunded` equals the order's
@@ -1339,13 +1341,20 @@ type AuditEntry struct {
 type AuditEntryOutcome string
 
 // Books What the order's ledger adds up to, in the order's currency:
-// `charged` every charge, `refunded` every refund (payd's and those
+// `authorized` what holds keep on the buyer's card (a manual-capture
+// order's, until its capture, void or lapse; not the merchant's
+// money), `charged` every charge (a hold's capture included), `refunded` every refund (payd's and those
 // made at the provider without payd), `disputed` what banks hold back
 // under disputes still open, `lost` what disputes took for good, and
 // `net` = charged − refunded − lost. `refunded` equals the order's
 // `refunded_amount` unless a refund was made outside payd before it
 // was confirmed with the provider.
 type Books struct {
+	// Authorized A decimal string with the currency's full scale.
+	//
+	// Example: 19.90
+	Authorized Money `json:"authorized"`
+
 	// Charged A decimal string with the currency's full scale.
 	//
 	// Example: 19.90
@@ -2065,7 +2074,9 @@ type OutboxEvent struct {
 	Id string `json:"id"`
 
 	// Money What the order's ledger adds up to, in the order's currency:
-	// `charged` every charge, `refunded` every refund (payd's and those
+	// `authorized` what holds keep on the buyer's card (a manual-capture
+	// order's, until its capture, void or lapse; not the merchant's
+	// money), `charged` every charge (a hold's capture included), `refunded` every refund (payd's and those
 	// made at the provider without payd), `disputed` what banks hold back
 	// under disputes still open, `lost` what disputes took for good, and
 	// `net` = charged − refunded − lost. `refunded` equals the order's

@@ -115,12 +115,13 @@ func TestHolds(t *testing.T) {
 				CapturedAmount string  `json:"captured_amount"`
 				CaptureBefore  *string `json:"capture_before"`
 				Money          struct {
-					Charged string `json:"charged"`
+					Authorized string `json:"authorized"`
+					Charged    string `json:"charged"`
 				} `json:"money"`
 			} `json:"order"`
 		}
-		want := map[string][]string{id: {"order.authorized authorized 0.00 held", "order.paid paid 10.00 charged 10.00", "order.refunded refunded 10.00"},
-			other: {"order.authorized authorized 0.00 held", "order.cancelled cancelled 0.00"}}
+		want := map[string][]string{id: {"order.authorized authorized 0.00 held 24.00", "order.paid paid 10.00 charged 10.00", "order.refunded refunded 10.00"},
+			other: {"order.authorized authorized 0.00 held 24.00", "order.cancelled cancelled 0.00"}}
 		for order, steps := range want {
 			var got []string
 			eventually(t, 30*time.Second, "the hold's events were not delivered", func() bool {
@@ -135,7 +136,7 @@ func TestHolds(t *testing.T) {
 					}
 					step := b.Type + " " + b.Order.Status + " " + b.Order.CapturedAmount
 					if b.Order.CaptureBefore != nil {
-						step += " held"
+						step += " held " + b.Order.Money.Authorized
 					}
 					if b.Type == "order.paid" {
 						step += " charged " + b.Order.Money.Charged

@@ -7,15 +7,18 @@ import "github.com/payd/payd/domain"
 
 // booksJSON is domain.Books, each sum in the order's currency's full scale.
 type booksJSON struct {
-	Charged  string `json:"charged"`
-	Refunded string `json:"refunded"`
-	Disputed string `json:"disputed"`
-	Lost     string `json:"lost"`
-	Net      string `json:"net"`
+	// Authorized is what holds keep on the buyer's card: not the
+	// merchant's money until captured (ADR 0060).
+	Authorized string `json:"authorized"`
+	Charged    string `json:"charged"`
+	Refunded   string `json:"refunded"`
+	Disputed   string `json:"disputed"`
+	Lost       string `json:"lost"`
+	Net        string `json:"net"`
 }
 
 func toBooksJSON(b domain.Books, cur domain.Currency) booksJSON {
-	return booksJSON{Charged: domain.FormatAmount(b.Charged, cur), Refunded: domain.FormatAmount(b.Refunded, cur),
+	return booksJSON{Authorized: domain.FormatAmount(b.Authorized, cur), Charged: domain.FormatAmount(b.Charged, cur), Refunded: domain.FormatAmount(b.Refunded, cur),
 		Disputed: domain.FormatAmount(b.Disputed, cur), Lost: domain.FormatAmount(b.Lost, cur), Net: domain.FormatAmount(b.Net, cur)}
 }
 

@@ -66,7 +66,7 @@ func TestTimelineRendersBooks(t *testing.T) {
 
 	v, b := render(booksTimeline())
 	order := v["order"].(map[string]any)
-	want := map[string]any{"charged": "10.00", "refunded": "3.00", "disputed": "7.00", "lost": "0.00", "net": "7.00"}
+	want := map[string]any{"authorized": "0.00", "charged": "10.00", "refunded": "3.00", "disputed": "7.00", "lost": "0.00", "net": "7.00"}
 	if got, _ := order["money"].(map[string]any); !sameJSON(got, want) {
 		t.Errorf("order.money = %v, want %v", got, want)
 	}

@@ -82,11 +82,12 @@ type itemJSON struct {
 }
 
 type booksJSON struct {
-	Charged  string `json:"charged"`
-	Refunded string `json:"refunded"`
-	Disputed string `json:"disputed"`
-	Lost     string `json:"lost"`
-	Net      string `json:"net"`
+	Authorized string `json:"authorized"`
+	Charged    string `json:"charged"`
+	Refunded   string `json:"refunded"`
+	Disputed   string `json:"disputed"`
+	Lost       string `json:"lost"`
+	Net        string `json:"net"`
 }
 
 // shipmentJSON is a shipment as the API shows it (the Shipment schema).
@@ -131,7 +132,7 @@ func Render(ev domain.NotifyEvent) ([]byte, error) {
 			CreatedAt:      stamp(o.CreatedAt), UpdatedAt: stamp(o.UpdatedAt), Fulfillment: string(o.Fulfillment),
 			CaptureMethod: string(cmp.Or(o.CaptureMethod, domain.CaptureAutomatic)), CapturedAmount: domain.FormatAmount(o.Captured(), c),
 			CaptureBefore: stampPtr(heldUntil(o)),
-			Money: booksJSON{Charged: domain.FormatAmount(m.Charged, c), Refunded: domain.FormatAmount(m.Refunded, c),
+			Money: booksJSON{Authorized: domain.FormatAmount(m.Authorized, c), Charged: domain.FormatAmount(m.Charged, c), Refunded: domain.FormatAmount(m.Refunded, c),
 				Disputed: domain.FormatAmount(m.Disputed, c), Lost: domain.FormatAmount(m.Lost, c), Net: domain.FormatAmount(m.Net, c)}}})
 }
 

@@ -35,7 +35,7 @@ var (
 const fanOutColumns = `e.id, e.order_id, e.seq, e.type, e.cause, e.cause_ref, e.order_status, e.pay_request_id, e.paid_at,
 	e.refunded_minor, e.order_updated_at, e.charged_minor, e.books_refunded_minor, e.disputed_minor, e.lost_minor,
 	e.body, e.fanned_out, e.created_at, o.customer_id, o.currency, o.amount_minor, o.created_at, o.expires_at,
-	e.fulfillment_status, e.shipment_id, o.capture_method, e.captured_minor, e.capture_before`
+	e.fulfillment_status, e.shipment_id, o.capture_method, e.captured_minor, e.capture_before, e.authorized_minor`
 
 // scanEvent reads one row of fanOutColumns.
 func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, string, error) {
@@ -44,20 +44,21 @@ func scanEvent(scan func(...any) error) (domain.NotifyEvent, orderRow, string, e
 		o                                 orderRow
 		typ, cause                        string
 		charged, refunded, disputed, lost int64
+		authorized                        int64
 		createdAt                         utcTime
 		shipment                          sql.NullString
 	)
 	err := scan(&ev.ID, &ev.OrderID, &ev.Seq, &typ, &cause, &ev.Cause.Ref, &o.Status, &o.PayRequestID, &o.PaidAt,
 		&o.RefundedMinor, &o.UpdatedAt, &charged, &refunded, &disputed, &lost,
 		&ev.Body, &ev.FannedOut, &createdAt, &o.CustomerID, &o.Currency, &o.AmountMinor, &o.CreatedAt, &o.ExpiresAt,
-		&o.Fulfillment, &shipment, &o.CaptureMethod, &o.CapturedMinor, &o.CaptureBefore)
+		&o.Fulfillment, &shipment, &o.CaptureMethod, &o.CapturedMinor, &o.CaptureBefore, &authorized)
 	if err != nil {
 		return domain.NotifyEvent{}, orderRow{}, "", err
 	}
 	ev.Type, ev.Cause.Kind, ev.CreatedAt = domain.NotifyType(typ), domain.CauseKind(cause), createdAt.time()
 	o.ID, o.Version = ev.OrderID, ev.Seq
 	c := domain.Currency(o.Currency)
-	ev.Money = domain.Books{Charged: domain.FromMinorUnits(charged, c), Refunded: domain.FromMinorUnits(refunded, c),
+	ev.Money = domain.Books{Authorized: domain.FromMinorUnits(authorized, c), Charged: domain.FromMinorUnits(charged, c), Refunded: domain.FromMinorUnits(refunded, c),
 		Disputed: domain.FromMinorUnits(disputed, c), Lost: domain.FromMinorUnits(lost, c)}
 	ev.Money.Net = ev.Money.Charged.Sub(ev.Money.Refunded).Sub(ev.Money.Lost)
 	return ev, o, shipment.String, nil

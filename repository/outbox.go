@@ -39,7 +39,9 @@ var (
 		WHEN l.kind = '` + string(domain.LedgerRefundReversed) + `' THEN -l.amount_minor`)
 	disputedSum = ledgerSum(`WHEN l.kind = '` + string(domain.LedgerDisputeOpened) + `' THEN l.amount_minor
 		WHEN l.kind IN ` + kindList(domain.LedgerDisputeWon, domain.LedgerDisputeLost) + ` THEN -l.amount_minor`)
-	lostSum = ledgerSum(`WHEN l.kind = '` + string(domain.LedgerDisputeLost) + `' THEN l.amount_minor`)
+	lostSum       = ledgerSum(`WHEN l.kind = '` + string(domain.LedgerDisputeLost) + `' THEN l.amount_minor`)
+	authorizedSum = ledgerSum(`WHEN l.kind = '` + string(domain.LedgerHold) + `' THEN l.amount_minor
+		WHEN l.kind = '` + string(domain.LedgerHoldReleased) + `' THEN -l.amount_minor`)
 )
 
 // kindList renders ledger kinds as an SQL list: ('a', 'b').
@@ -107,10 +109,10 @@ var (
 // (", shipment_id") and their values (", ?"), bound after created_at.
 func eventSelectOf(columns, values string) string {
 	return `INSERT INTO notify_events (id, order_id, seq, type, cause, cause_ref, order_status, pay_request_id,
-		paid_at, refunded_minor, order_updated_at, fulfillment_status, captured_minor, capture_before,
+		paid_at, refunded_minor, order_updated_at, fulfillment_status, captured_minor, capture_before, authorized_minor,
 		charged_minor, books_refunded_minor, disputed_minor, lost_minor, created_at` + columns + `)
 		SELECT ?, o.id, o.version, ?, ?, ?, o.status, o.pay_request_id, o.paid_at, o.refunded_minor, o.updated_at, o.fulfillment_status,
-		o.captured_minor, o.capture_before, ` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?` + values + `
+		o.captured_minor, o.capture_before, ` + authorizedSum + `, ` + chargedSum + `, ` + refundedSum + `, ` + disputedSum + `, ` + lostSum + `, ?` + values + `
 		FROM orders o LEFT JOIN ledger_entries l ON l.order_id = o.id AND l.currency = o.currency
 		WHERE o.id = ?`
 }

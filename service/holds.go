@@ -34,10 +34,10 @@ func (s *Checkout) authorize(ctx context.Context, o domain.Order, a domain.Attem
 		before = ch.CaptureBefore // the provider's hold is the one that lapses
 	}
 	var held bool
-	err := s.Tx.InTx(ctx, func(ctx context.Context) error {
+	settle := func(ctx context.Context, hold bool) error {
 		held = false
 		finished, err := s.Attempts.Succeed(ctx, a.ID, chargeID, now)
-		if err != nil {
+		if err != nil || !hold {
 			return err
 		}
 		if !finished && a.Status != domain.AttemptSucceeded {
@@ -45,12 +45,26 @@ func (s *Checkout) authorize(ctx context.Context, o domain.Order, a domain.Attem
 				return err // settled otherwise: the order is not this attempt's to hold
 			}
 		}
-		if held, err = s.Orders.MarkAuthorized(ctx, o.ID, a.RequestID, before, sourceCause(ctx, src, settledRef(src, a)), now); err != nil || !held {
+		// The hold is booked first: the order's event adds the ledger up
+		// as the change leaves it. An order that is not this request's
+		// to hold (released, paid, closed since) undoes it.
+		if err := s.book(ctx, holdEntry(o.ID, a, chargeID, src, now)); err != nil {
 			return err
 		}
+		if held, err = s.Orders.MarkAuthorized(ctx, o.ID, a.RequestID, before, sourceCause(ctx, src, settledRef(src, a)), now); err != nil {
+			return err
+		}
+		if !held {
+			return errNotOwner
+		}
 		fault("before_settle_commit")
-		return s.book(ctx, holdEntry(o.ID, a, chargeID, src, now))
-	})
+		return nil
+	}
+	err := s.Tx.InTx(ctx, func(ctx context.Context) error { return settle(ctx, true) })
+	if errors.Is(err, errNotOwner) {
+		// The attempt is settled all the same: the provider holds its money.
+		err = s.Tx.InTx(ctx, func(ctx context.Context) error { return settle(ctx, false) })
+	}
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("mark order %s authorized: %w", o.ID, err)
 	}
@@ -384,7 +398,8 @@ func (s *Holds) settle(ctx context.Context, o domain.Order, a domain.HoldAction,
 	return o, nil
 }
 
-// errNotOwner undoes a settlement whose action no longer owns the hold.
+// errNotOwner undoes a settlement whose action no longer owns the hold,
+// or an authorization of an order that is not its attempt's to hold.
 var errNotOwner = errors.New("the hold is not this action's")
 
 // releaseEntry is the ledger entry that ends the hold of attempt at's

@@ -21,7 +21,8 @@ ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_kind CHECK (kind IN ('c
 -- An event keeps the hold as the change left it, as it keeps the rest of
 -- the order's moving columns.
 ALTER TABLE notify_events ADD COLUMN captured_minor BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN capture_before DATETIME(6) NULL;
+    ADD COLUMN capture_before DATETIME(6) NULL,
+    ADD COLUMN authorized_minor BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE notify_events DROP CONSTRAINT notify_events_type;
 ALTER TABLE notify_events ADD CONSTRAINT notify_events_type CHECK (type IN ('order.paid', 'order.payment_failed', 'order.cancelled', 'order.expired', 'order.refunded', 'order.disputed', 'order.dispute_closed', 'order.refund_reversed', 'order.shipped', 'order.authorized'));
 

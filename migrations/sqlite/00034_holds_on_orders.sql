@@ -61,8 +61,9 @@ CREATE INDEX orders_hold ON orders (status, capture_before);
 -- The ledger records a hold (hold) and its end (hold_released), and the
 -- merchant is told of an authorization (order.authorized): two CHECKs
 -- grow, their tables built again as 00020 and 00032 did. An event keeps
--- the hold as the change left it (captured_minor, capture_before), as it
--- keeps the rest of the order's moving columns.
+-- the hold as the change left it (captured_minor, capture_before, and the
+-- ledger's authorized_minor), as it keeps the rest of the order's moving
+-- columns.
 CREATE TABLE ledger_entries_new (
     id            TEXT    NOT NULL PRIMARY KEY,
     order_id      TEXT    NOT NULL,
@@ -107,6 +108,7 @@ CREATE TABLE notify_events_new (
     shipment_id             TEXT     NULL,
     captured_minor          INTEGER  NOT NULL DEFAULT 0,
     capture_before          TEXT     NULL,
+    authorized_minor        INTEGER  NOT NULL DEFAULT 0,
     CONSTRAINT notify_events_type CHECK (type IN ('order.paid', 'order.payment_failed', 'order.cancelled', 'order.expired', 'order.refunded', 'order.disputed', 'order.dispute_closed', 'order.refund_reversed', 'order.shipped', 'order.authorized')),
     CONSTRAINT notify_events_cause CHECK (cause IN ('pay_request', 'webhook', 'operator', 'recoverer', 'expiry', 'reconciliation', 'customer', 'merchant'))
 );
