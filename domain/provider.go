@@ -82,8 +82,10 @@ const (
 )
 
 // The events of a manual-capture charge (a hold): authorized, then
-// captured or voided (on request, or lapsed). payd does not apply them
-// yet: they are stored and ignored, as any type not in ProviderEventTypes.
+// captured or voided (on request, or lapsed). payment.authorized is a
+// hint payd applies by asking the provider (Webhooks); the capture's and
+// the void's answer payd's own requests, whose actions settle by asking
+// again under their keys: those two are stored and ignored.
 const (
 	EventPaymentAuthorized ProviderEventType = "payment.authorized"
 	EventPaymentCaptured   ProviderEventType = "payment.captured"
@@ -91,7 +93,7 @@ const (
 )
 
 // ProviderEventTypes lists the event types payd applies.
-var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventRefundSucceeded, EventRefundFailed,
+var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventPaymentAuthorized, EventRefundSucceeded, EventRefundFailed,
 	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}
 
 // ErrInvalidSignature means a webhook's signature is missing, wrong or too

@@ -249,10 +249,10 @@ func notHoldable(o domain.Order, k domain.HoldActionKind, now time.Time) error {
 // the action run again (same key) once no one else works on it.
 func (s *Holds) resume(ctx context.Context, a domain.HoldAction) (domain.Order, error) {
 	now := s.Now().UTC()
-	switch {
-	case a.Status == domain.HoldActionSucceeded:
+	switch a.Status {
+	case domain.HoldActionSucceeded:
 		return s.Orders.FindByID(ctx, a.OrderID)
-	case a.Status == domain.HoldActionFailed:
+	case domain.HoldActionFailed:
 		return domain.Order{}, refusedAs(a)
 	}
 	ok, err := s.Actions.Lease(ctx, a.ID, now, now.Add(s.lease()))

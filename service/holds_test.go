@@ -255,3 +255,47 @@ func TestHoldEndedAtTheProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldAuthorizedByWebhook: an asynchronous manual pay answers
+// processing; the provider's payment.authorized, asked about, authorizes
+// the order once, however often it is delivered.
+func TestHoldAuthorizedByWebhook(t *testing.T) {
+	eachDialect(t, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		cust := w.customer(t)
+		amount := "24.00"
+		o, err := w.orders.Create(ctx, service.Keyed{}, service.NewOrder{Merchant: true, CustomerID: cust, Currency: "EUR",
+			CaptureMethod: "manual", Items: []service.NewItem{{SKU: "sku-1", Name: "Tea", Quantity: 1, UnitPrice: &amount}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := w.pay(cust, o.ID, newKey(), "pm_async"); err != nil || p.Status != domain.StatusProcessing {
+			t.Fatalf("pay(pm_async, manual) = %v, %v; want processing", p.Status, err)
+		}
+		w.resolveAsync(t)
+		var authorized []event
+		for _, ev := range w.events(t, o.ID) {
+			if ev.Type == domain.EventPaymentAuthorized {
+				authorized = append(authorized, ev)
+			}
+		}
+		if len(authorized) != 1 {
+			t.Fatalf("%d payment.authorized events, want 1", len(authorized))
+		}
+		for range 2 {
+			if _, err := w.receive(ctx, authorized[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := w.get(t, cust, o.ID)
+		if got.Status != domain.StatusAuthorized || got.CaptureBefore == nil {
+			t.Fatalf("after payment.authorized the order = %s; want authorized", got.Status)
+		}
+		if b := booksOf(t, w, o); !b.Authorized.Equal(decimal.RequireFromString("24.00")) || !b.Charged.IsZero() {
+			t.Errorf("books = %+v; want 24.00 held once", b)
+		}
+		if paid, err := capture(w, o.ID, "cap-1", ""); err != nil || paid.Status != domain.StatusPaid {
+			t.Errorf("capture = %v, %v; want paid", paid.Status, err)
+		}
+	})
+}

@@ -88,6 +88,8 @@ func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEv
 	switch ev.Type {
 	case domain.EventPaymentSucceeded, domain.EventPaymentFailed:
 		return s.applyPayment(ctx, msgID, ev)
+	case domain.EventPaymentAuthorized:
+		return s.applyHold(ctx, ev)
 	case domain.EventRefundSucceeded:
 		// payd's own refund is confirmed (only for the money it asked);
 		// one payd never asked for is recorded as an outside refund.
@@ -159,6 +161,34 @@ func (s *Webhooks) applyPayment(ctx context.Context, msgID string, ev domain.Pro
 		ch = truth
 	}
 	return s.settle(ctx, a, ch)
+}
+
+// applyHold applies a payment.authorized as a hint (ADR 0031, 0060): the
+// provider is asked about the attempt the event names, and only a hold it
+// confirms, of the charge the attempt knows, for a manual-capture attempt
+// payd is still settling, is settled (Checkout: the order is authorized,
+// through the money check). Anything else changes nothing: a hold payd
+// never asked for is reconciliation's to find.
+func (s *Webhooks) applyHold(ctx context.Context, ev domain.ProviderEvent) (WebhookOutcome, error) {
+	a, err := s.Attempts.FindByID(ctx, ev.IdempotencyKey)
+	switch {
+	case errors.Is(err, domain.ErrAttemptNotFound):
+		return OutcomeIgnored, nil
+	case err != nil:
+		return "", err
+	case a.CaptureMethod != domain.CaptureManual || !a.Status.Unsettled():
+		return OutcomeIgnored, nil // not a hold payd asked for, or settled already
+	}
+	truth, err := s.Provider.GetCharge(ctx, a)
+	switch {
+	case errors.Is(err, domain.ErrChargeNotFound):
+		return OutcomeIgnored, nil
+	case err != nil:
+		return "", fmt.Errorf("ask the provider about attempt %s: %w", a.ID, err)
+	case truth.Status != domain.ChargeAuthorized || (a.ProviderChargeID != "" && truth.ID != a.ProviderChargeID):
+		return OutcomeIgnored, nil // the charge's own path settles what it became
+	}
+	return s.settle(ctx, a, truth)
 }
 
 // twin handles a payment.succeeded that names attempt a but another charge
