@@ -85,7 +85,7 @@ const (
 // captured or voided (on request, or lapsed). payment.authorized is a
 // hint payd applies by asking the provider (Webhooks); the capture's and
 // the void's answer payd's own requests, whose actions settle by asking
-// again under their keys: those two are stored and ignored.
+// again under their keys: payd knows them, and ignores them.
 const (
 	EventPaymentAuthorized ProviderEventType = "payment.authorized"
 	EventPaymentCaptured   ProviderEventType = "payment.captured"
@@ -93,7 +93,8 @@ const (
 )
 
 // ProviderEventTypes lists the event types payd applies.
-var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventPaymentAuthorized, EventRefundSucceeded, EventRefundFailed,
+var ProviderEventTypes = []ProviderEventType{EventPaymentSucceeded, EventPaymentFailed, EventPaymentAuthorized, EventPaymentCaptured, EventPaymentVoided,
+	EventRefundSucceeded, EventRefundFailed,
 	EventDisputeCreated, EventDisputeClosed, EventDisputeFundsWithdrawn, EventDisputeFundsReinstated, EventDisputeUpdated}
 
 // ErrInvalidSignature means a webhook's signature is missing, wrong or too

@@ -83,7 +83,7 @@ func TestSearchShowsLastAttempt(t *testing.T) {
 		// refused with the statuses an order has.
 		r = s.do(request{method: "GET", path: "/v1/admin/orders?status=declined", token: testAdminToken})
 		if body := string(r.Body); r.Status != http.StatusBadRequest || !strings.Contains(body, "validation_failed") ||
-			!strings.Contains(body, "pending, processing, paid, refunded, cancelled, expired") {
+			!strings.Contains(body, "pending, processing, authorized, paid, refunded, cancelled, expired") {
 			t.Errorf("status=declined = %d %s, want 400 validation_failed listing the order statuses", r.Status, r.Body)
 		}
 		out := s.mustCLI("orders", "search", "-attempt", "failed")

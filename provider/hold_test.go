@@ -29,6 +29,10 @@ func TestClientHoldFields(t *testing.T) {
 	}{
 		{"automatic, no hold fields", base + `"status":"succeeded"}`, domain.ChargeSucceeded, "12.30", time.Time{}},
 		{"automatic, said", base + `"status":"succeeded","capture_method":"automatic","amount_captured":"12.30"}`, domain.ChargeSucceeded, "12.30", time.Time{}},
+		// An automatic charge's amount_captured is not read: a reply whose
+		// amount was rewritten stays the provider's word on the amount.
+		{"automatic, captured otherwise", base + `"status":"succeeded","capture_method":"automatic","amount_captured":"99.00"}`, domain.ChargeSucceeded, "12.30", time.Time{}},
+		{"automatic failed, captured", base + `"status":"failed","amount_captured":"12.30"}`, domain.ChargeFailed, "0", time.Time{}},
 		{"held", base + `"status":"authorized","capture_method":"manual","amount_captured":"0.00","capture_before":"2024-05-08T10:00:00Z"}`,
 			domain.ChargeAuthorized, "0", time.Date(2024, 5, 8, 10, 0, 0, 0, time.UTC)},
 		{"captured in part", base + `"status":"succeeded","capture_method":"manual","amount_captured":"10.00"}`, domain.ChargeSucceeded, "10.00", time.Time{}},

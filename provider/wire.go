@@ -188,11 +188,11 @@ func (d chargeDTO) toCharge() (domain.Charge, error) {
 }
 
 // readHold reads the charge's hold fields into ch. A charge that says
-// nothing of them is automatic, and took its whole amount if it
-// succeeded. What it says must hang together: an amount captured is
-// never more than the charge, and never of a charge that did not
-// succeed; only a manual charge is ever authorized or voided, and an
-// authorized one names its capture_before.
+// nothing of them is automatic, and an automatic charge took its whole
+// amount if it succeeded. What a manual charge says must hang together:
+// an amount captured is never more than the charge, and never of a charge
+// that did not succeed; an authorized one names its capture_before. Only
+// a manual charge is ever authorized or voided.
 func (d chargeDTO) readHold(ch *domain.Charge) error {
 	if d.CaptureMethod != "" {
 		ch.CaptureMethod = domain.CaptureMethod(d.CaptureMethod)
@@ -204,13 +204,19 @@ func (d chargeDTO) readHold(ch *domain.Charge) error {
 	if (ch.Status == domain.ChargeAuthorized || ch.Status == domain.ChargeVoided) && !manual {
 		return fmt.Errorf("charge status %q of an automatic charge", ch.Status)
 	}
+	if !manual {
+		// An automatic charge took its whole amount if it succeeded: its
+		// amount_captured says nothing payd needs.
+		if ch.Status == domain.ChargeSucceeded {
+			ch.AmountCaptured = ch.Amount
+		}
+		return nil
+	}
 	captured, err := optionalAmount(d.AmountCaptured)
 	if err != nil {
 		return fmt.Errorf("charge amount_captured %q: %w", d.AmountCaptured, err)
 	}
 	switch {
-	case d.AmountCaptured == "" && ch.Status == domain.ChargeSucceeded && !manual:
-		captured = ch.Amount
 	case d.AmountCaptured == "" && ch.Status == domain.ChargeSucceeded:
 		return fmt.Errorf("a captured manual charge without amount_captured")
 	case captured.IsNegative() || captured.GreaterThan(ch.Amount):

@@ -90,6 +90,10 @@ func (s *Webhooks) apply(ctx context.Context, msgID string, ev domain.ProviderEv
 		return s.applyPayment(ctx, msgID, ev)
 	case domain.EventPaymentAuthorized:
 		return s.applyHold(ctx, ev)
+	case domain.EventPaymentCaptured, domain.EventPaymentVoided:
+		// They answer payd's own capture or void, whose action settles by
+		// asking again under its key (Holds): nothing to apply here.
+		return OutcomeIgnored, nil
 	case domain.EventRefundSucceeded:
 		// payd's own refund is confirmed (only for the money it asked);
 		// one payd never asked for is recorded as an outside refund.

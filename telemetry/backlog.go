@@ -76,7 +76,7 @@ var (
 	descOldestHold = prometheus.NewDesc("payd_oldest_hold_age_seconds",
 		"Age of the oldest open hold, from its authorization; 0 when there is none.", nil, nil)
 	descNextLapse = prometheus.NewDesc("payd_hold_next_lapse_seconds",
-		"Seconds until the earliest open hold lapses (its capture_before; negative once past, until the holds job voids it); absent when there is none.", nil, nil)
+		"Seconds until the earliest open hold lapses (its capture_before; negative once past, until the holds job voids it); 0 when there is none (payd_holds_open says so).", nil, nil)
 	descBacklogUp = prometheus.NewDesc("payd_backlog_scrape_success",
 		"1 when the backlog gauges were read from the database (or its cache), 0 when that read failed.", nil, nil)
 )
@@ -153,9 +153,11 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHoldsOpen, prometheus.GaugeValue, float64(b.HoldsOpen))
 	ch <- prometheus.MustNewConstMetric(descOldestHold, prometheus.GaugeValue, holdAge)
+	lapse := 0.0
 	if !b.NextHoldLapse.IsZero() {
-		ch <- prometheus.MustNewConstMetric(descNextLapse, prometheus.GaugeValue, b.NextHoldLapse.Sub(now).Seconds())
+		lapse = b.NextHoldLapse.Sub(now).Seconds()
 	}
+	ch <- prometheus.MustNewConstMetric(descNextLapse, prometheus.GaugeValue, lapse)
 	for _, table := range []string{service.RetainedWebhookEvents, service.RetainedNotifyDeliveries, service.RetainedNotifyEvents, service.RetainedCheckpoints} {
 		age := 0.0
 		if at, ok := b.OldestRetained[table]; ok && !at.IsZero() {
