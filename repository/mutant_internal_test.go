@@ -15,7 +15,7 @@ func TestMutantsWeakenTheirGuard(t *testing.T) {
 	if err := Mutate("no_such_mutant"); err == nil {
 		t.Fatal(`Mutate("no_such_mutant") = nil, want an error`)
 	}
-	const guard = "amount_minor - refunded_minor - refund_reserved_minor >= ?"
+	guard := takenMinor + " - refunded_minor - refund_reserved_minor >= ?"
 	if got := alwaysTrue(refundMoves[domain.MoveReserve], guard); !strings.Contains(got, "("+guard+" OR 1 = 1)") {
 		t.Errorf("refund_unguarded leaves %s", got)
 	}
